@@ -1,0 +1,5 @@
+"""`python -m kubectl_pvleft` runs the same command line as the `kubectl-pvleft` console script."""
+
+from kubectl_pvleft.cli import main
+
+raise SystemExit(main())

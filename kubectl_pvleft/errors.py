@@ -1,0 +1,45 @@
+"""The errors the command line turns into one `error:` line and an exit code."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+
+class PvleftError(Exception):
+    """Anything the user should read as one line; never shown as a traceback."""
+
+    exit_code = 1
+
+
+class UsageError(PvleftError):
+    exit_code = 2
+
+
+class ConfigError(PvleftError):
+    """The kubeconfig (or in-cluster config) could not give us a server to talk to."""
+
+
+class ConnectionFailed(PvleftError):
+    """No HTTP answer at all: refused, unresolvable, timed out, or the TLS handshake failed."""
+
+
+class ApiError(PvleftError):
+    """The API server answered with an error Status."""
+
+    def __init__(self, status: int, reason: str, message: str, verb: str, path: str,
+                 details: Optional[dict] = None) -> None:
+        self.status = status
+        self.reason = reason
+        self.api_message = message
+        self.verb = verb
+        self.path = path
+        self.details = details or {}
+        super().__init__(f"{message or reason} ({verb} {path}: HTTP {status})")
+
+
+class Forbidden(ApiError):
+    """403: the user may not do this. Never a hint about whether the object exists."""
+
+
+class Expired(ApiError):
+    """410 Gone: a continue token or a watch resourceVersion is older than the server keeps."""
