@@ -178,12 +178,13 @@ class KubeAPI:
         if isinstance(cause, SSLError):
             detail = str(cause.args[0]) if cause.args else str(cause)
             return ConnectionFailed(f"TLS handshake with {self.server} failed: {_short(detail)}")
-        if isinstance(cause, (ReadTimeoutError, Urllib3Timeout, socket.timeout)):
-            return ConnectionFailed(f"the server {self.server} did not answer in time (--request-timeout)")
+        # NewConnectionError subclasses urllib3's timeout error, so it is asked first.
         if isinstance(cause, NewConnectionError):
             return ConnectionFailed(
                 f"the connection to the server {self.server} was refused or unreachable - "
                 f"did you specify the right host or port? ({_short(str(cause))})")
+        if isinstance(cause, (ReadTimeoutError, Urllib3Timeout, socket.timeout)):
+            return ConnectionFailed(f"the server {self.server} did not answer in time (--request-timeout)")
         return ConnectionFailed(f"cannot talk to the server {self.server}: {_short(str(cause))}")
 
     def _api_error(self, status: int, body: bytes, verb: str, path: str) -> ApiError:

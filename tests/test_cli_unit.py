@@ -1,0 +1,99 @@
+"""The command line without a cluster: usage, exit codes, error lines, connection failures."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+import yaml
+
+from kubectl_pvleft.cli import parse_request_timeout, program_name
+from plugin_runner import run_plugin
+
+
+def kubeconfig_for(tmp_path: Path, server: str) -> Path:
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "x",
+        "clusters": [{"name": "c", "cluster": {"server": server, "insecure-skip-tls-verify": True}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+    }))
+    return path
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("text, seconds", [("0", None), ("5", 5.0), ("30s", 30.0), ("2m", 120.0),
+                                           ("1m30s", 90.0), ("500ms", 0.5), ("1h", 3600.0)])
+def test_request_timeout_parses_kubectl_durations(text: str, seconds) -> None:
+    assert parse_request_timeout(text) == seconds
+
+
+def test_program_name_follows_the_binary() -> None:
+    assert program_name("/usr/local/bin/kubectl-pvleft") == "kubectl pvleft"
+    assert program_name("/x/kubectl_pvleft/__main__.py") == "python -m kubectl_pvleft"
+
+
+def test_help_names_the_plugin_and_documents_exit_codes() -> None:
+    result = run_plugin(None, "leftovers", "--help")
+    assert result.returncode == 0
+    assert result.stdout.startswith("usage: kubectl pvleft leftovers")
+    for code in ("0 ", "1 ", "2 ", "3 ", "130", "141"):
+        assert f"\n  {code}" in result.stdout
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["leftovers", "--bogus"], "unrecognized arguments: --bogus"),
+    (["nonsense"], "invalid choice: 'nonsense'"),
+    (["leftovers", "-o", "xml"], "invalid choice: 'xml'"),
+    (["leftovers", "--request-timeout", "soon"], "invalid duration 'soon'"),
+])
+def test_usage_errors_are_one_line_exit_2(args: list[str], fragment: str) -> None:
+    result = run_plugin(None, *args)
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith("error: ")
+    assert fragment in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_namespace_and_all_namespaces_conflict(tmp_path: Path) -> None:
+    result = run_plugin(kubeconfig_for(tmp_path, "https://127.0.0.1:1"), "claims", "-n", "x", "-A")
+    assert result.returncode == 2
+    assert result.stderr == "error: -n/--namespace and -A/--all-namespaces cannot be used together\n"
+
+
+def test_missing_kubeconfig_is_exit_1(tmp_path: Path) -> None:
+    result = run_plugin(tmp_path / "absent", "leftovers")
+    assert (result.returncode, result.stderr) == (1, f"error: kubeconfig {tmp_path / 'absent'}: no such file\n")
+
+
+def test_unknown_context_is_exit_1(tmp_path: Path) -> None:
+    result = run_plugin(kubeconfig_for(tmp_path, "https://127.0.0.1:1"), "leftovers", "--context", "prod")
+    assert result.returncode == 1
+    assert result.stderr == 'error: context "prod" does not exist in the kubeconfig\n'
+
+
+def test_unreachable_server_is_one_clear_line(tmp_path: Path) -> None:
+    server = f"https://127.0.0.1:{closed_port()}"
+    result = run_plugin(kubeconfig_for(tmp_path, server), "leftovers")
+    assert result.returncode == 1
+    assert result.stderr.startswith(f"error: the connection to the server {server} was refused")
+    assert result.stderr.count("\n") == 1
+
+
+def test_silent_server_hits_request_timeout(tmp_path: Path) -> None:
+    with socket.socket() as listener:  # accepts the TCP connection, never answers TLS
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        server = f"https://127.0.0.1:{listener.getsockname()[1]}"
+        result = run_plugin(kubeconfig_for(tmp_path, server), "leftovers", "--request-timeout", "1s", timeout=30)
+    assert result.returncode == 1
+    assert result.stderr.startswith("error: ")
+    assert "did not answer in time" in result.stderr or "TLS handshake" in result.stderr
+    assert result.stderr.count("\n") == 1

@@ -1,0 +1,218 @@
+"""`leftovers` against the real control plane: the PV controller, not us, decides what is Released."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from plugin_runner import PLUGIN, items, jsonl, run_plugin
+from scenarios import (apply, claim, claim_uid, delete_claim, host_path_pv, namespace, seed_mariadb,
+                       wait_for, wait_pv_phase)
+
+# The seed's line, byte for byte: the first seven keys of our row must be exactly these.
+SEED_LINE = ('{"name": "mariadb-pv", "phase": "Released", "reclaim": "Retain", "claim": "mariadb/mariadb", '
+             '"claim_missing": true, "storage_class": "standard", "capacity": "250Mi"}')
+
+
+def seed_keys(row: dict) -> str:
+    return json.dumps(dict(list(row.items())[:7]))
+
+
+def row_for(rows: list[dict], name: str) -> dict:
+    matches = [r for r in rows if r["name"] == name]
+    assert len(matches) == 1, f"{name} not reported once in {[r['name'] for r in rows]}"
+    return matches[0]
+
+
+@pytest.fixture(scope="module")
+def mariadb(cluster):
+    dead_uid = seed_mariadb(cluster)
+    yield dead_uid
+    cluster.kubectl("delete", "namespace", "mariadb", "--wait=false", check=False)
+    cluster.kubectl("delete", "pv", "mariadb-pv", "--wait=false", check=False)
+
+
+def test_seed_scenario_through_kubectl(cluster, mariadb) -> None:
+    result = run_plugin(cluster.kubeconfig("reader"), "leftovers", "-o", "jsonl", via_kubectl=True, check=True)
+    row = row_for(jsonl(result.stdout), "mariadb-pv")
+    assert seed_keys(row) == SEED_LINE
+    assert row["claim_uid"] == mariadb
+    assert (row["claim_state"], row["class_reclaim"], row["driver"]) == ("missing", "Retain", "hostPath")
+    assert row["last_phase_transition_time"]
+    assert result.stderr == ""
+
+
+def test_table_and_wide_columns(cluster, mariadb) -> None:
+    table = run_plugin(cluster.kubeconfig("reader"), "leftovers", check=True).stdout.splitlines()
+    assert table[0].split() == ["NAME", "STATUS", "RECLAIM", "CLASS", "RECLAIM", "CLAIM", "CLAIM", "STATE",
+                                "STORAGECLASS", "CAPACITY", "AGE"]
+    line = next(l for l in table if l.startswith("mariadb-pv "))
+    assert line.split()[:8] == ["mariadb-pv", "Released", "Retain", "Retain", "mariadb/mariadb", "missing",
+                                "standard", "250Mi"]
+    wide = run_plugin(cluster.kubeconfig("reader"), "leftovers", "-o", "wide", check=True).stdout.splitlines()
+    assert wide[0].endswith("CLAIM UID   DRIVER     VOLUME HANDLE              REASON") or "VOLUME HANDLE" in wide[0]
+    wide_line = next(l for l in wide if l.startswith("mariadb-pv "))
+    assert mariadb in wide_line and "/tmp/pvleft/mariadb-pv" in wide_line
+
+
+def test_name_output_and_exit_code(cluster, mariadb) -> None:
+    result = run_plugin(cluster.kubeconfig("reader"), "leftovers", "-o", "name", "--exit-code")
+    assert result.returncode == 3
+    assert "persistentvolume/mariadb-pv" in result.stdout.splitlines()
+    ok = run_plugin(cluster.kubeconfig("reader"), "leftovers", "-n", "no-such-namespace", "--exit-code")
+    assert (ok.returncode, ok.stdout, ok.stderr) == (0, "", "No resources found\n")
+
+
+def test_replaced_claim_is_not_missing(cluster, mariadb) -> None:
+    apply(cluster, claim("mariadb", "mariadb"))
+    try:
+        new_uid = claim_uid(cluster, "mariadb", "mariadb")
+        row = row_for(jsonl(run_plugin(cluster.kubeconfig("reader"), "leftovers", "-o", "jsonl", check=True).stdout),
+                      "mariadb-pv")
+        assert (row["phase"], row["claim_missing"], row["claim_state"]) == ("Released", False, "replaced")
+        assert row["claim_uid"] == mariadb != new_uid
+        # The new claim really cannot bind while the old pointer lives.
+        pvc = json.loads(cluster.kubectl("get", "pvc", "-n", "mariadb", "mariadb", "-o", "json").stdout)
+        assert pvc["status"]["phase"] == "Pending"
+    finally:
+        delete_claim(cluster, "mariadb", "mariadb")
+
+
+def test_pvc_blind_user_gets_null_never_true(cluster, mariadb) -> None:
+    result = run_plugin(cluster.kubeconfig("pvonly"), "leftovers", "-o", "jsonl")
+    assert result.returncode == 0
+    row = row_for(jsonl(result.stdout), "mariadb-pv")
+    assert row["claim_missing"] is None and row["claim_state"] == "unknown"
+    assert all(r["claim_missing"] is not True for r in jsonl(result.stdout))
+    warnings = result.stderr.splitlines()
+    assert len(warnings) == 1 and warnings[0].startswith("warning: cannot list persistentvolumeclaims")
+    assert "claim_missing: null" in warnings[0]
+
+
+def test_impersonation_sends_user_and_every_group(cluster, mariadb) -> None:
+    blind = run_plugin(cluster.kubeconfig("admin"), "leftovers", "--as", "pvleft-pvonly-user", "-o", "jsonl")
+    assert row_for(jsonl(blind.stdout), "mariadb-pv")["claim_missing"] is None
+    cluster.kubectl("create", "clusterrolebinding", "pvleft-test-group-reader", "--clusterrole=pvleft-reader",
+                    "--group=pvleft-readers-second-group")
+    try:
+        seen = run_plugin(cluster.kubeconfig("admin"), "leftovers", "--as", "someone", "--as-group", "first-group",
+                          "--as-group", "pvleft-readers-second-group", "-o", "jsonl", check=True)
+        assert row_for(jsonl(seen.stdout), "mariadb-pv")["claim_missing"] is True
+    finally:
+        cluster.kubectl("delete", "clusterrolebinding", "pvleft-test-group-reader")
+
+
+def test_namespaced_role_cannot_list_pvs(cluster, mariadb) -> None:
+    result = run_plugin(cluster.kubeconfig("namespaced"), "leftovers")
+    assert result.returncode == 1
+    assert result.stderr.count("\n") == 1
+    assert result.stderr.startswith('error: persistentvolumes is forbidden: User "pvleft-namespaced-user"')
+    assert "ClusterRole" in result.stderr
+
+
+def test_delete_policy_without_deleter_leaves_a_failed_pv(cluster) -> None:
+    apply(cluster, namespace("lo-failed"), host_path_pv("lo-failed-pv", reclaim="Delete", storage_class="lo-none",
+                                                          path="/srv/pvleft-no-such-dir/lo-failed-pv"))
+    try:
+        apply(cluster, claim("lo-failed", "data", storage_class="lo-none"))
+        wait_pv_phase(cluster, "lo-failed-pv", "Bound")
+        delete_claim(cluster, "lo-failed", "data")
+        wait_pv_phase(cluster, "lo-failed-pv", "Failed")
+        row = row_for(items(run_plugin(cluster.kubeconfig("reader"), "leftovers", "-o", "json", check=True).stdout),
+                      "lo-failed-pv")
+        assert (row["phase"], row["reclaim"], row["claim_state"]) == ("Failed", "Delete", "missing")
+        assert row["class_reclaim"] is None and row["class_missing"] is True
+        assert row["message"]  # the controller says why it could not delete
+        table = run_plugin(cluster.kubeconfig("reader"), "leftovers", check=True).stdout
+        assert any(l.split()[:4] == ["lo-failed-pv", "Failed", "Delete", "<missing>"] for l in table.splitlines())
+    finally:
+        cluster.kubectl("delete", "namespace", "lo-failed", "--wait=false", check=False)
+        cluster.kubectl("delete", "pv", "lo-failed-pv", "--wait=false", check=False)
+
+
+def test_all_lists_bound_pvs_too(cluster) -> None:
+    apply(cluster, namespace("lo-bound"), host_path_pv("lo-bound-pv", storage_class="lo-bound"))
+    try:
+        apply(cluster, claim("lo-bound", "data", storage_class="lo-bound"))
+        wait_pv_phase(cluster, "lo-bound-pv", "Bound")
+        default = jsonl(run_plugin(cluster.kubeconfig("reader"), "leftovers", "-o", "jsonl", check=True).stdout)
+        assert "lo-bound-pv" not in {r["name"] for r in default}
+        every = jsonl(run_plugin(cluster.kubeconfig("reader"), "leftovers", "--all", "-o", "jsonl", check=True).stdout)
+        row = row_for(every, "lo-bound-pv")
+        assert (row["phase"], row["claim_state"], row["claim_missing"]) == ("Bound", "present", False)
+        narrowed = jsonl(run_plugin(cluster.kubeconfig("reader"), "leftovers", "--all", "-n", "lo-bound", "-o",
+                                    "jsonl", check=True).stdout)
+        assert [r["name"] for r in narrowed] == ["lo-bound-pv"]
+    finally:
+        cluster.kubectl("delete", "namespace", "lo-bound", "--wait=true", "--timeout=60s", check=False)
+        cluster.kubectl("delete", "pv", "lo-bound-pv", "--wait=false", check=False)
+
+
+def test_wrong_ca_and_bad_token_are_one_line_errors(cluster, tmp_path: Path) -> None:
+    config = cluster.kubeconfig("reader").read_text()
+    import yaml
+    doc = yaml.safe_load(config)
+    other_ca = tmp_path / "other-ca.crt"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(tmp_path / "k"),
+                    "-out", str(other_ca), "-subj", "/CN=not-the-cluster-ca", "-days", "1"],
+                   check=True, capture_output=True)
+    doc["clusters"][0]["cluster"].pop("certificate-authority-data", None)
+    doc["clusters"][0]["cluster"]["certificate-authority"] = str(other_ca)
+    (tmp_path / "wrong-ca").write_text(yaml.safe_dump(doc))
+    result = run_plugin(tmp_path / "wrong-ca", "leftovers")
+    assert result.returncode == 1 and result.stderr.count("\n") == 1
+    assert result.stderr.startswith("error: TLS handshake with https://127.0.0.1:")
+
+    doc = yaml.safe_load(config)
+    doc["users"][0]["user"] = {"token": "not-a-real-token"}
+    (tmp_path / "bad-token").write_text(yaml.safe_dump(doc))
+    result = run_plugin(tmp_path / "bad-token", "leftovers")
+    assert (result.returncode, result.stderr) == (1, "error: You must be logged in to the server (Unauthorized)\n")
+
+
+BULK = 1200
+
+
+@pytest.fixture(scope="module")
+def many_pvs(cluster):
+    """The Released PV is created first and sorts last, so it sits on the third page of 500."""
+    apply(cluster, namespace("lo-bulk"), host_path_pv("zz-oldest-leftover", storage_class="lo-bulk"))
+    apply(cluster, claim("lo-bulk", "old", storage_class="lo-bulk"))
+    wait_pv_phase(cluster, "zz-oldest-leftover", "Bound")
+    delete_claim(cluster, "lo-bulk", "old")
+    wait_pv_phase(cluster, "zz-oldest-leftover", "Released")
+    chunks = [[host_path_pv(f"bulk-{i:05d}", storage_class="lo-bulk-avail", labels={"pvleft-test": "bulk"})
+               for i in range(start, min(start + 150, BULK))] for start in range(0, BULK, 150)]
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(lambda chunk: apply(cluster, *chunk), chunks))
+    yield
+    cluster.kubectl("delete", "pv", "-l", "pvleft-test=bulk", "--wait=false", timeout=300)
+    cluster.kubectl("delete", "pv", "zz-oldest-leftover", "--wait=false", check=False)
+    cluster.kubectl("delete", "namespace", "lo-bulk", "--wait=false", check=False)
+
+
+def test_pagination_reaches_the_last_page(cluster, many_pvs) -> None:
+    before = cluster.audit_log.stat().st_size
+    rows = jsonl(run_plugin(cluster.kubeconfig("reader"), "leftovers", "-o", "jsonl", check=True).stdout)
+    assert row_for(rows, "zz-oldest-leftover")["phase"] == "Released"
+    every = jsonl(run_plugin(cluster.kubeconfig("reader"), "leftovers", "--all", "-o", "jsonl", check=True).stdout)
+    assert sum(1 for r in every if r["name"].startswith("bulk-")) == BULK
+    # The server saw a first page with limit=500 and follow-up pages with continue tokens.
+    with cluster.audit_log.open() as log:
+        log.seek(before)
+        uris = [json.loads(line)["requestURI"] for line in log if '"pvleft-reader-user"' in line]
+    pv_lists = [u for u in uris if u.startswith("/api/v1/persistentvolumes?")]
+    assert all("limit=500" in u for u in pv_lists)
+    assert sum("continue=" in u for u in pv_lists) >= 4  # two runs, at least two follow-up pages each
+
+
+def test_closed_pipe_exits_quietly(cluster, many_pvs) -> None:
+    command = f"{PLUGIN} leftovers --all --kubeconfig {cluster.kubeconfig('reader')} | head -n 2"
+    result = subprocess.run(["bash", "-o", "pipefail", "-c", command], capture_output=True, text=True, timeout=120)
+    assert len(result.stdout.splitlines()) == 2
+    assert result.stderr == ""
+    assert result.returncode in (0, 141)

@@ -1,0 +1,90 @@
+"""kubectl's table conventions, AGE format and the structured outputs."""
+
+from __future__ import annotations
+
+import io
+import json
+from datetime import datetime, timedelta, timezone
+
+import pytest
+import yaml
+
+from kubectl_pvleft.printing import Column, Report, age, human_duration, render, truncate
+
+
+@pytest.mark.parametrize("seconds, text", [
+    (-5, "<invalid>"), (-1, "0s"), (0, "0s"), (59, "59s"), (119, "119s"), (120, "2m"), (125, "2m5s"),
+    (599, "9m59s"), (600, "10m"), (3 * 3600 - 1, "179m"), (3 * 3600, "3h"), (3 * 3600 + 60, "3h1m"),
+    (8 * 3600, "8h"), (47 * 3600, "47h"), (48 * 3600, "2d"), (49 * 3600, "2d1h"), (8 * 86400, "8d"),
+    (729 * 86400, "729d"), (730 * 86400, "2y"), (731 * 86400, "2y1d"), (8 * 365 * 86400, "8y"),
+])
+def test_human_duration_matches_kubectl(seconds: int, text: str) -> None:
+    assert human_duration(timedelta(seconds=seconds)) == text
+
+
+def test_age_of_unknown_time() -> None:
+    assert age(None, datetime.now(timezone.utc)) == "<unknown>"
+
+
+ROWS = [{"name": "a", "phase": "Released", "note": None, "extra": "x"},
+        {"name": "much-longer-name", "phase": "Bound", "note": "n", "extra": "y"}]
+
+
+def sample(rows=ROWS) -> Report[dict]:
+    return Report(
+        rows=rows,
+        columns=[Column("NAME", lambda r: r["name"]), Column("STATUS", lambda r: r["phase"]),
+                 Column("NOTE", lambda r: r["note"]), Column("EXTRA", lambda r: r["extra"], wide_only=True)],
+        to_json=lambda r: r, name=lambda r: f"thing/{r['name']}", namespace=lambda r: "ns1",
+    )
+
+
+def rendered(report: Report[dict], fmt: str, **kw) -> tuple[str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    render(report, fmt, out=out, err=err, **kw)
+    return out.getvalue(), err.getvalue()
+
+
+def test_table_is_kubectl_shaped() -> None:
+    out, err = rendered(sample(), "table")
+    assert out.splitlines() == [
+        "NAME               STATUS     NOTE",
+        "a                  Released   <none>",
+        "much-longer-name   Bound      n",
+    ]
+    assert err == ""
+
+
+def test_wide_adds_columns_and_all_namespaces_adds_namespace() -> None:
+    out, _ = rendered(sample(), "wide", all_namespaces=True)
+    assert out.splitlines()[0].split() == ["NAMESPACE", "NAME", "STATUS", "NOTE", "EXTRA"]
+    assert out.splitlines()[1].split() == ["ns1", "a", "Released", "<none>", "x"]
+
+
+def test_no_headers() -> None:
+    out, _ = rendered(sample(), "table", no_headers=True)
+    assert out.splitlines()[0].split() == ["a", "Released", "<none>"]
+
+
+def test_empty_table_says_so_on_stderr_only() -> None:
+    out, err = rendered(sample([]), "table")
+    assert out == "" and err == "No resources found\n"
+
+
+def test_json_is_a_kubectl_list() -> None:
+    out, _ = rendered(sample(), "json")
+    assert json.loads(out) == {"apiVersion": "v1", "kind": "List", "items": ROWS}
+    out, _ = rendered(sample([]), "json")
+    assert json.loads(out)["items"] == []
+
+
+def test_yaml_jsonl_and_name() -> None:
+    assert yaml.safe_load(rendered(sample(), "yaml")[0])["items"] == ROWS
+    assert [json.loads(line) for line in rendered(sample(), "jsonl")[0].splitlines()] == ROWS
+    assert rendered(sample(), "name")[0] == "thing/a\nthing/much-longer-name\n"
+
+
+def test_truncate_keeps_one_line() -> None:
+    assert truncate("a\nb  c", 20) == "a b c"
+    assert truncate("x" * 30, 10) == "xxxxxxx..."
+    assert truncate(None, 5) is None
