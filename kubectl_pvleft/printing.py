@@ -100,7 +100,8 @@ def table_lines(report: Report[T], *, wide: bool, all_namespaces: bool, no_heade
         headers.insert(0, "NAMESPACE")
     if not rows:
         return []
-    text = tabulate(rows if no_headers else rows, headers=() if no_headers else headers, tablefmt=_KUBECTL_TABLE,
+    # The header goes in as a plain first row: tabulate pads real headers by two more spaces than kubectl.
+    text = tabulate(rows if no_headers else [headers, *rows], tablefmt=_KUBECTL_TABLE,
                     disable_numparse=True, stralign="left", numalign="left")
     return [line.rstrip() for line in text.splitlines()]
 

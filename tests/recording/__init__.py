@@ -1,0 +1,1 @@
+"""Scenario recorders: each module builds its objects through the real API server and saves the wire JSON."""

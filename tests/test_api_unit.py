@@ -1,0 +1,104 @@
+"""The fetch layer's paging rules over real HTTP: limit/continue, and a 410 on a continue token."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kubectl_pvleft.api import KubeAPI
+from kubectl_pvleft.errors import Expired
+from kubectl_pvleft.kubeconfig import Selection, load_connection
+from fake_apiserver import CONTINUE_EXPIRED, FakeAPIServer
+from plugin_runner import jsonl, run_plugin
+from wire import load
+
+PVS = load("leftovers_pvs")
+
+
+def paged(expire: set[str]):
+    """Serve the recorded PVs two per page; answer 410 for each continue token in `expire` (once)."""
+    pages = [PVS["items"][i:i + 2] for i in range(0, len(PVS["items"]), 2)]
+
+    def handler(path: str, query: dict[str, list[str]]) -> tuple[int, dict]:
+        token = query.get("continue", [""])[0]
+        if token in expire:
+            expire.discard(token)
+            return 410, CONTINUE_EXPIRED
+        index = int(token or 0)
+        meta = {"resourceVersion": str(100 + index)}
+        if index + 1 < len(pages):
+            meta["continue"] = str(index + 1)
+        return 200, {"kind": "PersistentVolumeList", "apiVersion": "v1", "metadata": meta, "items": pages[index]}
+
+    return handler
+
+
+def api_for(server: FakeAPIServer, tmp_path: Path) -> KubeAPI:
+    return KubeAPI(load_connection(Selection(kubeconfig=str(server.kubeconfig(tmp_path / "kc")))), page_size=2)
+
+
+def names(api: KubeAPI) -> list[str]:
+    return [pv.name for pv in api.persistent_volumes()]
+
+
+def test_every_page_is_read_with_limit_and_continue(tmp_path: Path) -> None:
+    with FakeAPIServer(paged(set())) as server:
+        assert names(api_for(server, tmp_path)) == [o["metadata"]["name"] for o in PVS["items"]]
+    assert server.requests[0] == "/api/v1/persistentvolumes?limit=2"
+    assert server.requests[1:] == [f"/api/v1/persistentvolumes?limit=2&continue={i}" for i in (1, 2)]
+
+
+def test_expired_continue_restarts_once_without_duplicates(tmp_path: Path) -> None:
+    with FakeAPIServer(paged({"2"})) as server:
+        got = names(api_for(server, tmp_path))
+    assert got == [o["metadata"]["name"] for o in PVS["items"]]
+    assert [r.split("?")[1] for r in server.requests] == [
+        "limit=2", "limit=2&continue=1", "limit=2&continue=2", "limit=2", "limit=2&continue=1", "limit=2&continue=2"]
+
+
+def test_second_expiry_is_a_clear_error(tmp_path: Path) -> None:
+    always = {"2"}
+
+    def handler(path: str, query: dict[str, list[str]]) -> tuple[int, dict]:
+        if query.get("continue", [""])[0] == "2":
+            return 410, CONTINUE_EXPIRED
+        always.add("2")
+        return paged(set())(path, query)
+
+    with FakeAPIServer(handler) as server:
+        with pytest.raises(Expired, match="expired twice while paging"):
+            names(api_for(server, tmp_path))
+        result = run_plugin(server.kubeconfig(tmp_path / "kc2"), "leftovers")
+    assert result.returncode == 1
+    assert result.stderr.startswith("error: the list of /api/v1/persistentvolumes expired twice")
+
+
+def test_other_server_errors_end_the_run(tmp_path: Path) -> None:
+    def handler(path: str, query: dict[str, list[str]]) -> tuple[int, dict]:
+        if "persistentvolumeclaims" in path:
+            return 500, {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 500,
+                         "reason": "InternalError", "message": "etcdserver: request timed out"}
+        return paged(set())(path, query)
+
+    with FakeAPIServer(handler) as server:
+        result = run_plugin(server.kubeconfig(tmp_path / "kc"), "leftovers", "-o", "jsonl")
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr == ("error: etcdserver: request timed out (list /api/v1/persistentvolumeclaims: HTTP 500)\n")
+
+
+def test_forbidden_claims_are_unknown_with_one_warning(tmp_path: Path) -> None:
+    forbidden = load("status_403_pvcs")
+
+    def handler(path: str, query: dict[str, list[str]]) -> tuple[int, dict]:
+        if "persistentvolumeclaims" in path:
+            return 403, forbidden
+        if "storageclasses" in path:
+            return 200, load("leftovers_storageclasses")
+        return paged(set())(path, query)
+
+    with FakeAPIServer(handler) as server:
+        result = run_plugin(server.kubeconfig(tmp_path / "kc"), "leftovers", "-o", "jsonl")
+    assert result.returncode == 0
+    assert {row["claim_missing"] for row in jsonl(result.stdout)} == {None}
+    assert len(result.stderr.splitlines()) == 1 and "pvleft-pvonly-user" in result.stderr
