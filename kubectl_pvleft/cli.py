@@ -227,6 +227,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except PvleftError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
+    except Exception as exc:  # a bug of ours: still one line, the traceback on request
+        if os.environ.get("PVLEFT_DEBUG"):
+            raise
+        print(f"error: internal error ({type(exc).__name__}: {exc}); rerun with PVLEFT_DEBUG=1 for the traceback",
+              file=sys.stderr)
+        return EXIT_ERROR
 
 
 def _quiet_exit(code: int) -> int:
