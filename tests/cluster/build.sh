@@ -35,10 +35,10 @@ ldflags="-s -w -X $ver.gitVersion=$k8s_version -X $ver.gitMajor=$major -X $ver.g
 export CGO_ENABLED=0
 echo "building kubernetes $k8s_version and etcd $etcd_version into $bin (a cold build takes a while)" >&2
 for cmd in kube-apiserver kube-controller-manager kube-scheduler; do
-  go build -trimpath -ldflags "$ldflags" -o "$bin/$cmd.new" "k8s.io/kubernetes/cmd/$cmd"
+  go build -buildvcs=false -trimpath -ldflags "$ldflags" -o "$bin/$cmd.new" "k8s.io/kubernetes/cmd/$cmd"
   mv "$bin/$cmd.new" "$bin/$cmd"
   echo "built $cmd" >&2
 done
-go build -trimpath -ldflags "-s -w" -o "$bin/etcd.new" ./etcd
+go build -buildvcs=false -trimpath -ldflags "-s -w" -o "$bin/etcd.new" ./etcd
 mv "$bin/etcd.new" "$bin/etcd"
 echo "built etcd in $(( $(date +%s) - start ))s total" >&2
