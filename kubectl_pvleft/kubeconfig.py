@@ -21,7 +21,9 @@ from kubernetes.config.kube_config import KubeConfigLoader
 
 from kubectl_pvleft.errors import ConfigError
 
-IN_CLUSTER_NAMESPACE_FILE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+# Where a Pod finds its ServiceAccount token, CA and namespace; PVLEFT_SERVICEACCOUNT_DIR points elsewhere
+# (a sidecar that mounts the projected volume at another path, and the in-cluster tests).
+SERVICEACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 
 # Fields that hold file paths, which kubectl resolves relative to the file that named them.
 _PATH_FIELDS = {
@@ -170,8 +172,11 @@ def _in_cluster(selection: Selection) -> Connection:
     if selection.context or selection.cluster or selection.user:
         raise ConfigError("no kubeconfig found (set KUBECONFIG or pass --kubeconfig) to choose a context, cluster or user from")
     configuration = Configuration()
+    account = Path(os.environ.get("PVLEFT_SERVICEACCOUNT_DIR") or SERVICEACCOUNT_DIR)
     try:
-        incluster_config.load_incluster_config(client_configuration=configuration)
+        incluster_config.InClusterConfigLoader(
+            token_filename=str(account / "token"), cert_filename=str(account / "ca.crt"),
+        ).load_and_set(configuration)
     except ConfigException:
         raise ConfigError(
             "no kubeconfig found (set KUBECONFIG or pass --kubeconfig) and not running inside a cluster"
@@ -179,7 +184,7 @@ def _in_cluster(selection: Selection) -> Connection:
     namespace = selection.namespace
     if not namespace:
         try:
-            namespace = IN_CLUSTER_NAMESPACE_FILE.read_text().strip()
+            namespace = (account / "namespace").read_text().strip()
         except OSError:
             namespace = "default"
     return Connection(

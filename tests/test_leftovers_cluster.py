@@ -216,3 +216,28 @@ def test_closed_pipe_exits_quietly(cluster, many_pvs) -> None:
     assert len(result.stdout.splitlines()) == 2
     assert result.stderr == ""
     assert result.returncode in (0, 141)
+
+
+def test_in_cluster_config_with_a_service_account_token(cluster, mariadb, tmp_path: Path) -> None:
+    """No kubeconfig anywhere: the plugin uses the Pod's ServiceAccount files and KUBERNETES_SERVICE_*."""
+    cluster.kubectl("create", "serviceaccount", "pvleft", "-n", "mariadb")
+    cluster.kubectl("create", "clusterrolebinding", "pvleft-sa-reader", "--clusterrole=pvleft-reader",
+                    "--serviceaccount=mariadb:pvleft")
+    try:
+        account = tmp_path / "serviceaccount"
+        account.mkdir()
+        (account / "token").write_text(cluster.kubectl("create", "token", "pvleft", "-n", "mariadb").stdout.strip())
+        (account / "ca.crt").write_bytes((cluster.pki / "ca.crt").read_bytes())
+        (account / "namespace").write_text("mariadb")
+        port = cluster.server.rsplit(":", 1)[1]
+        env = {"HOME": str(tmp_path), "KUBECONFIG": "", "PVLEFT_SERVICEACCOUNT_DIR": str(account),
+               "KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": port}
+        result = run_plugin(None, "leftovers", "-o", "jsonl", env=env)
+        assert result.returncode == 0, result.stderr
+        assert row_for(jsonl(result.stdout), "mariadb-pv")["claim_missing"] is True
+        # The namespace comes from the ServiceAccount: claims in it are what `claims` reads by default.
+        claims = run_plugin(None, "claims", "--all", "-o", "json", env=env)
+        assert claims.returncode == 0, claims.stderr
+        assert {item["namespace"] for item in items(claims.stdout)} <= {"mariadb"}
+    finally:
+        cluster.kubectl("delete", "clusterrolebinding", "pvleft-sa-reader", check=False)
