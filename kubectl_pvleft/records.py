@@ -19,6 +19,10 @@ DEFAULT_CLASS_ANNOTATIONS = (
     "storageclass.beta.kubernetes.io/is-default-class",
 )
 
+# The phases the API documents. Enumerations stay open: any other value is carried as the server sent it.
+PV_PHASES = ("Pending", "Available", "Bound", "Released", "Failed")
+CLAIM_PHASES = ("Pending", "Bound", "Lost")
+
 
 def parse_time(value: Optional[str]) -> Optional[datetime]:
     """RFC 3339 time or MicroTime as the API server writes it; None when absent or unreadable."""
@@ -132,6 +136,7 @@ class PersistentVolume:
     last_phase_transition: Optional[datetime]
     access_modes: tuple[str, ...] = ()
     volume_attributes_class: Optional[str] = None
+    csi: bool = False  # a spec.csi source, not an in-tree one
 
     @property
     def name(self) -> str:
@@ -166,6 +171,7 @@ class PersistentVolume:
             last_phase_transition=parse_time(status.get("lastPhaseTransitionTime")),
             access_modes=tuple(spec.get("accessModes") or ()),
             volume_attributes_class=spec.get("volumeAttributesClassName") or None,
+            csi=bool(csi),
         )
 
 
@@ -313,6 +319,8 @@ class Pod:
     waiting: tuple[ContainerWait, ...]
     scheduler_name: str = "default-scheduler"
     resource_version: str = ""
+    ephemeral_claims: tuple[str, ...] = ()  # the claims in ``claims`` that generic ephemeral volumes own
+    reported_containers: int = 0  # container statuses the kubelet wrote (init containers included)
 
     @property
     def namespace(self) -> str:
@@ -330,6 +338,7 @@ class Pod:
         spec = obj.get("spec") or {}
         status = obj.get("status") or {}
         claims: list[str] = []
+        ephemeral: list[str] = []
         pod_name = _meta(obj).get("name", "")
         for volume in spec.get("volumes") or ():
             if volume.get("persistentVolumeClaim"):
@@ -337,9 +346,12 @@ class Pod:
             elif volume.get("ephemeral"):
                 # A generic ephemeral volume's claim is named <pod>-<volume> by the ephemeral controller.
                 claims.append(f"{pod_name}-{volume.get('name', '')}")
+                ephemeral.append(claims[-1])
         waiting = []
+        reported = 0
         for key in ("initContainerStatuses", "containerStatuses"):
             for cs in status.get(key) or ():
+                reported += 1
                 state = (cs.get("state") or {}).get("waiting")
                 if state:
                     waiting.append(ContainerWait(cs.get("name", ""), state.get("reason") or "Waiting", state.get("message")))
@@ -352,6 +364,8 @@ class Pod:
             waiting=tuple(waiting),
             scheduler_name=spec.get("schedulerName") or "default-scheduler",
             resource_version=_meta(obj).get("resourceVersion", ""),
+            ephemeral_claims=tuple(ephemeral),
+            reported_containers=reported,
         )
 
 

@@ -1,0 +1,252 @@
+"""`kubectl pvleft claims`: PersistentVolumeClaims in trouble, read from their status as the API defines it.
+
+A claim is in trouble when it is not Bound (Pending, Lost), when a resize is in progress or failed,
+when a VolumeAttributesClass modification is pending, in progress, failed or infeasible, when the
+volume reports adverse health, or when any of those fields holds a value this version does not know.
+Enumerations are open (the API says new values may come): an unknown value is shown as sent and
+marked unknown, never dropped. Fields the server does not send are simply absent.
+
+Reads: PersistentVolumeClaims (one paginated list, one namespace or all). Writes: nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Mapping, Optional
+
+from kubectl_pvleft.api import KubeAPI
+from kubectl_pvleft.printing import UNSET, Column, Report, age, utcnow
+from kubectl_pvleft.records import CLAIM_PHASES, Condition, HealthCondition, PersistentVolumeClaim, iso
+
+# Problem kinds, as the PROBLEM column and JSON name them.
+PENDING, LOST = "pending", "lost"
+RESIZING, RESIZE_FAILED, RESIZE_ERROR = "resizing", "resize-failed", "resize-error"
+MODIFY_PENDING, MODIFYING, MODIFY_INFEASIBLE, MODIFY_ERROR = "modify-pending", "modifying", "modify-infeasible", "modify-error"
+UNHEALTHY = "unhealthy"
+UNKNOWN = "unknown"  # a value this version does not know, in any of the fields above
+
+PHASE_PROBLEMS = {"Pending": PENDING, "Lost": LOST}
+
+# status.allocatedResourceStatuses. The API server (1.31+) only accepts the *Infeasible spellings; the
+# *Failed ones are what the field's documentation still lists and what older alpha servers wrote, so a
+# claim stored back then may still carry them.
+RESIZE_STATUSES = {
+    "ControllerResizeInProgress": RESIZING,
+    "NodeResizePending": RESIZING,
+    "NodeResizeInProgress": RESIZING,
+    "ControllerResizeInfeasible": RESIZE_FAILED,
+    "NodeResizeInfeasible": RESIZE_FAILED,
+    "ControllerResizeFailed": RESIZE_FAILED,
+    "NodeResizeFailed": RESIZE_FAILED,
+}
+
+# status.conditions, counted only while True. None: known, and not a problem.
+CONDITIONS: dict[str, Optional[str]] = {
+    "Resizing": RESIZING,
+    "FileSystemResizePending": RESIZING,
+    "ControllerResizeError": RESIZE_ERROR,
+    "NodeResizeError": RESIZE_ERROR,
+    "ModifyingVolume": MODIFYING,
+    "ModifyVolumeError": MODIFY_ERROR,
+    "Unused": None,  # no non-terminal Pod uses the claim: information, not trouble
+}
+
+# status.modifyVolumeStatus.status
+MODIFY_STATUSES = {"Pending": MODIFY_PENDING, "InProgress": MODIFYING, "Infeasible": MODIFY_INFEASIBLE}
+
+# status.healthStatus.healthConditions[].status: every entry is an adverse condition.
+HEALTH_STATUSES = ("Inaccessible", "DataLoss", "Degraded")
+
+
+@dataclass(frozen=True)
+class Problem:
+    kind: str
+    field: str  # where the evidence is, as a path into the PVC
+    value: str  # what the server sent there
+    known: bool = True
+    reason: Optional[str] = None
+    message: Optional[str] = None
+    detail: Optional[str] = None  # shown instead of the value where the value alone says little
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "field": self.field, "value": self.value, "known": self.known,
+                "reason": self.reason, "message": self.message, "detail": self.detail}
+
+
+@dataclass(frozen=True)
+class ClaimRow:
+    claim: PersistentVolumeClaim
+    problems: tuple[Problem, ...]
+
+    @property
+    def in_trouble(self) -> bool:
+        return bool(self.problems)
+
+    @property
+    def status(self) -> str:
+        """kubectl's STATUS: the phase, or Terminating once deletion has started."""
+        return "Terminating" if self.claim.meta.deleted else self.claim.phase
+
+
+@dataclass
+class ClaimCensus:
+    rows: list[ClaimRow]
+    trouble_count: int
+    warnings: list[str] = field(default_factory=list)
+
+
+def _unknown(path: str, value: str, reason: Optional[str] = None, message: Optional[str] = None) -> Problem:
+    return Problem(UNKNOWN, path, value, known=False, reason=reason, message=message)
+
+
+def condition_known(condition: Condition) -> bool:
+    return condition.type in CONDITIONS
+
+
+def problems(claim: PersistentVolumeClaim) -> tuple[Problem, ...]:
+    """Pure: every piece of status evidence that the claim is not simply Bound and well."""
+    found: list[Problem] = []
+    phase = claim.phase
+    if phase != "Bound":
+        if phase in PHASE_PROBLEMS:
+            found.append(Problem(PHASE_PROBLEMS[phase], "status.phase", phase))
+        else:  # an unknown phase, or none at all: either way not Bound
+            found.append(_unknown("status.phase", phase))
+    for resource, value in sorted(claim.allocated_resource_statuses.items()):
+        path = f"status.allocatedResourceStatuses[{resource}]"
+        kind = RESIZE_STATUSES.get(value)
+        found.append(Problem(kind, path, value) if kind else _unknown(path, value))
+    for condition in claim.conditions:
+        if condition.status != "True":
+            continue
+        path = "status.conditions"
+        if not condition_known(condition):
+            found.append(_unknown(path, condition.type, condition.reason, condition.message))
+        elif CONDITIONS[condition.type] is not None:
+            found.append(Problem(CONDITIONS[condition.type], path, condition.type, True,
+                                 condition.reason, condition.message))
+    modify = claim.modify_volume_status
+    if modify is not None:
+        path = "status.modifyVolumeStatus.status"
+        kind = MODIFY_STATUSES.get(modify.status)
+        # The modification in question: from the class the volume has to the one being applied.
+        change = f"{claim.current_volume_attributes_class or UNSET}->{modify.target_class or UNSET}"
+        found.append(Problem(kind, path, modify.status, detail=change) if kind else _unknown(path, modify.status))
+    for health in claim.health_conditions:
+        path = "status.healthStatus.healthConditions"
+        if health.status in HEALTH_STATUSES:
+            found.append(Problem(UNHEALTHY, path, health.status, True, health.reason, health.message))
+        else:
+            found.append(_unknown(path, health.status, health.reason, health.message))
+    return tuple(found)
+
+
+def assess(claims: list[PersistentVolumeClaim], *, include_all: bool = False) -> ClaimCensus:
+    """Pure: the claims in trouble (every claim with include_all), in kubectl's namespace/name order."""
+    rows = [ClaimRow(c, problems(c)) for c in claims]
+    rows.sort(key=lambda r: (r.claim.namespace, r.claim.name))
+    trouble = sum(1 for r in rows if r.in_trouble)
+    return ClaimCensus(rows=[r for r in rows if include_all or r.in_trouble], trouble_count=trouble)
+
+
+def census(api: KubeAPI, *, namespace: Optional[str] = None, include_all: bool = False) -> ClaimCensus:
+    """One list of claims, in one namespace or all (None). A 403 is the answer, not a warning: it propagates."""
+    return assess(list(api.persistent_volume_claims(namespace)), include_all=include_all)
+
+
+# -- how the rows are shown -----------------------------------------------------------------
+
+def problem_text(found: tuple[Problem, ...]) -> Optional[str]:
+    """Kinds in order of first appearance, each with the values that show it: `resizing(A,B),lost`.
+
+    A known phase is its own kind (pending, lost) and needs no value; an unknown value says where it is.
+    """
+    grouped: dict[str, list[str]] = {}
+    for p in found:
+        values = grouped.setdefault(p.kind, [])
+        if p.known and p.field == "status.phase":
+            continue
+        value = (p.detail or p.value) if p.known else f"{p.field.removeprefix('status.')}={p.value or '<none>'}"
+        if value not in values:
+            values.append(value)
+    return ",".join(f"{kind}({','.join(values)})" if values else kind for kind, values in grouped.items()) or None
+
+
+def _mapping(values: Mapping[str, str]) -> Optional[str]:
+    """`2Gi` when only storage is there (the usual case), else every `resource=value`."""
+    if not values:
+        return None
+    if set(values) == {"storage"}:
+        return values["storage"]
+    return ",".join(f"{k}={v}" for k, v in sorted(values.items()))
+
+
+def _conditions(conditions: tuple[Condition, ...]) -> Optional[str]:
+    return ",".join(f"{c.type}{'' if condition_known(c) else '(unknown)'}={c.status}" for c in conditions) or None
+
+
+def _health(conditions: tuple[HealthCondition, ...]) -> Optional[str]:
+    return ",".join(f"{h.status}{'' if h.status in HEALTH_STATUSES else '(unknown)'}"
+                    + (f":{h.reason}" if h.reason else "") for h in conditions) or None
+
+
+def _modify_status(claim: PersistentVolumeClaim) -> Optional[str]:
+    modify = claim.modify_volume_status
+    if modify is None:
+        return None
+    return modify.status + ("" if modify.status in MODIFY_STATUSES else "(unknown)")
+
+
+def to_json(row: ClaimRow) -> dict[str, Any]:
+    c = row.claim
+    return {
+        "namespace": c.namespace,
+        "name": c.name,
+        "uid": c.meta.uid,
+        "status": row.status,
+        "phase": c.phase or None,
+        "phase_known": c.phase in CLAIM_PHASES,
+        "volume": c.volume_name,
+        "storage_class": c.storage_class,
+        "requested": c.requested,
+        "capacity": c.capacity,
+        "allocated_resources": dict(c.allocated_resources),
+        "allocated_resource_statuses": dict(c.allocated_resource_statuses),
+        "conditions": [dict(cond.to_json(), known=condition_known(cond)) for cond in c.conditions],
+        "volume_attributes_class": c.volume_attributes_class,
+        "current_volume_attributes_class": c.current_volume_attributes_class,
+        "modify_volume_status": (dict(c.modify_volume_status.to_json(),
+                                      known=c.modify_volume_status.status in MODIFY_STATUSES)
+                                 if c.modify_volume_status else None),
+        "health_conditions": [dict(h.to_json(), known=h.status in HEALTH_STATUSES) for h in c.health_conditions],
+        "creation_timestamp": iso(c.meta.created),
+        "deletion_timestamp": iso(c.meta.deleted),
+        "in_trouble": row.in_trouble,
+        "problems": [p.to_json() for p in row.problems],
+    }
+
+
+def report(result: ClaimCensus, now: Optional[datetime] = None) -> Report[ClaimRow]:
+    now = now or utcnow()
+    columns: list[Column[ClaimRow]] = [
+        Column("NAME", lambda r: r.claim.name),
+        Column("STATUS", lambda r: r.status),
+        Column("VOLUME", lambda r: r.claim.volume_name),
+        Column("REQUESTED", lambda r: r.claim.requested),
+        Column("CAPACITY", lambda r: r.claim.capacity),
+        Column("STORAGECLASS", lambda r: r.claim.storage_class),
+        Column("PROBLEM", lambda r: problem_text(r.problems)),
+        Column("AGE", lambda r: age(r.claim.meta.created, now)),
+        Column("ALLOCATED", lambda r: _mapping(r.claim.allocated_resources), wide_only=True),
+        Column("RESIZESTATUS", lambda r: _mapping(r.claim.allocated_resource_statuses), wide_only=True),
+        Column("CONDITIONS", lambda r: _conditions(r.claim.conditions), wide_only=True),
+        Column("VOLUMEATTRIBUTESCLASS", lambda r: r.claim.volume_attributes_class, wide_only=True, empty=UNSET),
+        Column("CURRENTVAC", lambda r: r.claim.current_volume_attributes_class, wide_only=True, empty=UNSET),
+        Column("MODIFYSTATUS", lambda r: _modify_status(r.claim), wide_only=True),
+        Column("MODIFYTARGET", lambda r: r.claim.modify_volume_status.target_class if r.claim.modify_volume_status
+               else None, wide_only=True),
+        Column("HEALTH", lambda r: _health(r.claim.health_conditions), wide_only=True),
+    ]
+    return Report(rows=result.rows, columns=columns, to_json=to_json,
+                  name=lambda r: f"persistentvolumeclaim/{r.claim.name}", namespace=lambda r: r.claim.namespace)

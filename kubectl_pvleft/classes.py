@@ -1,0 +1,330 @@
+"""`kubectl pvleft classes`: the recipe, the copies, and what `kubectl get storageclass` cannot tell.
+
+A StorageClass is the recipe; each PV is the copy its provisioner wrote at create time. When the two
+reclaim policies disagree, someone changed one of them later: both values are reported, neither is
+fixed. Per class this counts PVs by phase and Pending claims, and it flags more than one default class,
+classes that PVs or claims name but that do not exist, and CSI provisioners with no CSIDriver object.
+
+Reads: StorageClasses, PersistentVolumes, PersistentVolumeClaims, CSIDrivers (metadata only), one
+paginated list each. Writes: nothing.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Callable, Iterable, Optional, TypeVar
+
+from kubectl_pvleft.api import KubeAPI
+from kubectl_pvleft.errors import Forbidden
+from kubectl_pvleft.printing import Column, Report, age, utcnow
+from kubectl_pvleft.records import PV_PHASES, PersistentVolume, PersistentVolumeClaim, StorageClass, iso
+
+T = TypeVar("T")
+
+# Finding kinds, as the FINDINGS column and JSON name them.
+MULTIPLE_DEFAULTS = "multiple-defaults"
+MISSING_CLASS = "missing-class"
+MISSING_CSIDRIVER = "missing-csidriver"
+RECLAIM_DRIFT = "reclaim-drift"
+
+# What kind of thing provisions a class's volumes; only CSI provisioners register a CSIDriver.
+NO_PROVISIONER, IN_TREE, CSI, EXTERNAL = "none", "in-tree", "csi", "external"
+NO_PROVISIONER_NAME = "kubernetes.io/no-provisioner"
+IN_TREE_PREFIX = "kubernetes.io/"
+
+UNKNOWN = "<unknown>"
+MISSING = "<missing>"
+
+
+@dataclass(frozen=True)
+class Finding:
+    kind: str
+    message: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "message": self.message}
+
+
+@dataclass(frozen=True)
+class Drift:
+    """A PV whose own reclaim policy is not its class's: the copy no longer matches the recipe."""
+
+    pv: PersistentVolume
+    class_reclaim_policy: str
+
+
+@dataclass(frozen=True)
+class ClassRow:
+    """One class name: an existing StorageClass, or a name PVs or claims use that has no StorageClass."""
+
+    name: str
+    storage_class: Optional[StorageClass]
+    effective_default: bool
+    provisioner_type: Optional[str]  # None when the class does not exist
+    pv_phases: Optional[dict[str, int]]  # None when PVs could not be read
+    pending_claims: Optional[int]  # None when claims could not be read
+    drift: Optional[int]
+    csi_driver_registered: Optional[bool]  # None when not CSI or when CSIDrivers could not be read
+    findings: tuple[Finding, ...] = ()
+
+    @property
+    def exists(self) -> bool:
+        return self.storage_class is not None
+
+    def pv_count(self, phase: str) -> Optional[int]:
+        return None if self.pv_phases is None else self.pv_phases.get(phase, 0)
+
+    def pv_phases_except(self, phases: Iterable[str]) -> Optional[dict[str, int]]:
+        if self.pv_phases is None:
+            return None
+        skip = set(phases)
+        return {p: n for p, n in sorted(self.pv_phases.items()) if p not in skip}
+
+
+# The phases with their own table column; the rest (Pending, unknown values) are in wide and JSON.
+COLUMN_PV_PHASES = ("Bound", "Released", "Available", "Failed")
+
+
+@dataclass
+class ClassCensus:
+    rows: list[ClassRow]
+    drift: list[Drift]
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def finding_count(self) -> int:
+        return sum(len(row.findings) for row in self.rows)
+
+
+def effective_default(classes: Iterable[StorageClass]) -> Optional[str]:
+    """The default that admission really applies: the newest default class, ties broken by name.
+
+    This is also the one class `kubectl get storageclass` marks `(default)` (the server's table printer).
+    """
+    def newest_first(sc: StorageClass) -> tuple[float, str]:
+        return (-(sc.meta.created.timestamp() if sc.meta.created else float("-inf")), sc.name)
+
+    defaults = sorted((sc for sc in classes if sc.is_default), key=newest_first)
+    return defaults[0].name if defaults else None
+
+
+def provisioner_type(provisioner: str, pvs: Iterable[PersistentVolume]) -> str:
+    """In-tree names live under kubernetes.io/. Any other provisioner is taken to be CSI unless the class
+    already has PVs and none of them is a CSI volume (e.g. a local-path provisioner writing hostPath PVs)."""
+    if provisioner == NO_PROVISIONER_NAME:
+        return NO_PROVISIONER
+    if provisioner.startswith(IN_TREE_PREFIX):
+        return IN_TREE
+    pvs = list(pvs)
+    if pvs and not any(pv.csi for pv in pvs):
+        return EXTERNAL
+    return CSI
+
+
+def find_drift(pvs: Iterable[PersistentVolume], classes: dict[str, StorageClass]) -> list[Drift]:
+    """PVs whose reclaim policy differs from their existing class's. A PV without a policy is not compared."""
+    found = []
+    for pv in pvs:
+        sc = classes.get(pv.storage_class or "")
+        if sc is not None and pv.reclaim_policy and pv.reclaim_policy != sc.reclaim_policy:
+            found.append(Drift(pv, sc.reclaim_policy))
+    found.sort(key=lambda d: d.pv.name)
+    return found
+
+
+def _by_class(items: Optional[Iterable[T]], class_of: Callable[[T], Optional[str]]) -> Optional[dict[str, list[T]]]:
+    if items is None:
+        return None
+    grouped: dict[str, list[T]] = {}
+    for item in items:
+        name = class_of(item)
+        if name:  # "" and unset both mean "no class"
+            grouped.setdefault(name, []).append(item)
+    return grouped
+
+
+def assess(classes: Iterable[StorageClass], pvs: Optional[Iterable[PersistentVolume]],
+           claims: Optional[Iterable[PersistentVolumeClaim]], csi_drivers: Optional[set[str]]) -> ClassCensus:
+    """Pure: one row per class name in use or defined; None inputs mean "could not be read" (unknown)."""
+    by_name = {sc.name: sc for sc in classes}
+    pv_list = None if pvs is None else list(pvs)
+    pvs_by_class = _by_class(pv_list, lambda pv: pv.storage_class)
+    claims_by_class = _by_class(claims, lambda c: c.storage_class)
+    drift = find_drift(pv_list or (), by_name)
+    drift_by_class = Counter(d.pv.storage_class for d in drift)
+    defaults = sorted(name for name, sc in by_name.items() if sc.is_default)
+    chosen = effective_default(by_name.values())
+
+    names = set(by_name) | set(pvs_by_class or {}) | set(claims_by_class or {})
+    rows = []
+    for name in sorted(names):
+        sc = by_name.get(name)
+        class_pvs = None if pvs_by_class is None else pvs_by_class.get(name, [])
+        class_claims = None if claims_by_class is None else claims_by_class.get(name, [])
+        findings: list[Finding] = []
+        kind: Optional[str] = None
+        registered: Optional[bool] = None
+        if sc is None:
+            users = [f"{len(class_pvs)} PV(s)" if class_pvs else "", f"{len(class_claims)} claim(s)" if class_claims else ""]
+            findings.append(Finding(MISSING_CLASS, f"no StorageClass {name!r}, named by {' and '.join(u for u in users if u)}"))
+        else:
+            kind = provisioner_type(sc.provisioner, class_pvs or ())
+            if sc.is_default and len(defaults) > 1:
+                findings.append(Finding(MULTIPLE_DEFAULTS, f"{len(defaults)} default classes ({', '.join(defaults)}); "
+                                                           f"new claims without a class get {chosen!r}, the newest"))
+            if kind == CSI and csi_drivers is not None:
+                registered = sc.provisioner in csi_drivers
+                if not registered:
+                    findings.append(Finding(MISSING_CSIDRIVER, f"no CSIDriver {sc.provisioner!r} is registered"))
+            if drift_by_class.get(name):
+                findings.append(Finding(RECLAIM_DRIFT, f"{drift_by_class[name]} PV(s) do not have the class's "
+                                                       f"reclaim policy {sc.reclaim_policy}"))
+        rows.append(ClassRow(
+            name=name,
+            storage_class=sc,
+            effective_default=name == chosen,
+            provisioner_type=kind,
+            pv_phases=None if class_pvs is None else dict(Counter(pv.phase for pv in class_pvs)),
+            pending_claims=None if class_claims is None else sum(1 for c in class_claims if c.phase == "Pending"),
+            drift=None if pv_list is None or sc is None else drift_by_class.get(name, 0),
+            csi_driver_registered=registered,
+            findings=tuple(findings),
+        ))
+    return ClassCensus(rows=rows, drift=drift)
+
+
+def census(api: KubeAPI) -> ClassCensus:
+    """List classes (required), then PVs, claims and CSIDrivers; a 403 on those makes their values unknown."""
+    classes = list(api.storage_classes())
+    warnings: list[str] = []
+    pvs: Optional[list[PersistentVolume]] = None
+    claims: Optional[list[PersistentVolumeClaim]] = None
+    csi_drivers: Optional[set[str]] = None
+    try:
+        pvs = list(api.persistent_volumes())
+    except Forbidden as exc:
+        warnings.append(f"cannot list persistentvolumes ({exc.api_message or 'forbidden'}); PV counts, reclaim "
+                        "drift and classes named only by PVs are unknown.")
+    try:
+        claims = list(api.persistent_volume_claims())
+    except Forbidden as exc:
+        warnings.append(f"cannot list persistentvolumeclaims cluster-wide ({exc.api_message or 'forbidden'}); "
+                        "Pending claim counts and classes named only by claims are unknown.")
+    try:
+        csi_drivers = api.csi_driver_names()
+    except Forbidden as exc:
+        warnings.append(f"cannot list csidrivers ({exc.api_message or 'forbidden'}); CSI provisioners are not "
+                        "checked for a registered CSIDriver.")
+    result = assess(classes, pvs, claims, csi_drivers)
+    result.warnings = warnings
+    return result
+
+
+# -- how the rows are shown -----------------------------------------------------------------
+
+def _count(value: Optional[int]) -> str:
+    return UNKNOWN if value is None else str(value)
+
+
+def _findings_cell(row: ClassRow) -> Optional[str]:
+    return ",".join(f.kind for f in row.findings) or None
+
+
+def to_json(row: ClassRow) -> dict[str, Any]:
+    sc = row.storage_class
+    return {
+        "name": row.name,
+        "exists": row.exists,
+        "is_default": sc.is_default if sc else False,
+        "effective_default": row.effective_default,
+        "provisioner": sc.provisioner if sc else None,
+        "provisioner_type": row.provisioner_type,
+        "reclaim_policy": sc.reclaim_policy if sc else None,
+        "volume_binding_mode": sc.volume_binding_mode if sc else None,
+        # kubectl shows an unset allowVolumeExpansion as false, and so do we.
+        "allow_volume_expansion": bool(sc.allow_volume_expansion) if sc else None,
+        "creation_timestamp": iso(sc.meta.created) if sc else None,
+        "pvs": None if row.pv_phases is None else {p.lower(): row.pv_count(p) for p in PV_PHASES},
+        # Phases the API does not document, as the server sent them ("" when a PV has none).
+        "pv_unknown_phases": row.pv_phases_except(PV_PHASES),
+        "pending_claims": row.pending_claims,
+        "reclaim_drift": row.drift,
+        "csi_driver_registered": row.csi_driver_registered,
+        "findings": [f.to_json() for f in row.findings],
+    }
+
+
+def report(result: ClassCensus, now: Optional[datetime] = None) -> Report[ClassRow]:
+    now = now or utcnow()
+
+    def created(r: ClassRow) -> Optional[str]:
+        return age(r.storage_class.meta.created, now) if r.storage_class else None
+
+    def other(r: ClassRow) -> Optional[str]:
+        phases = r.pv_phases_except(COLUMN_PV_PHASES)
+        if phases is None:
+            return UNKNOWN
+        return ",".join(f"{p or '<none>'}={n}" for p, n in phases.items()) or None
+
+    columns: list[Column[ClassRow]] = [
+        Column("NAME", lambda r: f"{r.name} (default)" if r.effective_default else r.name),
+        Column("PROVISIONER", lambda r: r.storage_class.provisioner if r.storage_class else MISSING),
+        Column("RECLAIMPOLICY", lambda r: r.storage_class.reclaim_policy if r.storage_class else None),
+        Column("VOLUMEBINDINGMODE", lambda r: r.storage_class.volume_binding_mode if r.storage_class else None),
+        Column("ALLOWVOLUMEEXPANSION",
+               lambda r: str(bool(r.storage_class.allow_volume_expansion)).lower() if r.storage_class else None),
+        Column("AGE", created),
+        Column("BOUND", lambda r: _count(r.pv_count("Bound"))),
+        Column("RELEASED", lambda r: _count(r.pv_count("Released"))),
+        Column("AVAILABLE", lambda r: _count(r.pv_count("Available"))),
+        Column("FAILED", lambda r: _count(r.pv_count("Failed"))),
+        Column("PENDINGPVCS", lambda r: _count(r.pending_claims)),
+        Column("FINDINGS", _findings_cell),
+        Column("OTHERPVS", other, wide_only=True),
+        Column("DRIFT", lambda r: _count(r.drift) if r.exists else None, wide_only=True),
+        Column("PROVISIONERTYPE", lambda r: r.provisioner_type, wide_only=True),
+        Column("CSIDRIVER", lambda r: _registered(r.csi_driver_registered), wide_only=True),
+    ]
+    return Report(rows=result.rows, columns=columns, to_json=to_json, name=lambda r: f"storageclass/{r.name}")
+
+
+def _registered(value: Optional[bool]) -> Optional[str]:
+    return None if value is None else ("registered" if value else "missing")
+
+
+def drift_to_json(row: Drift) -> dict[str, Any]:
+    pv = row.pv
+    return {
+        "name": pv.name,
+        "storage_class": pv.storage_class,
+        "reclaim_policy": pv.reclaim_policy,
+        "class_reclaim_policy": row.class_reclaim_policy,
+        "phase": pv.phase,
+        "claim": pv.claim_ref.key if pv.claim_ref else None,
+        "claim_uid": pv.claim_ref.uid if pv.claim_ref else None,
+        "capacity": pv.capacity,
+        "driver": pv.driver,
+        "volume_handle": pv.volume_handle,
+        "creation_timestamp": iso(pv.meta.created),
+    }
+
+
+def drift_report(result: ClassCensus, now: Optional[datetime] = None) -> Report[Drift]:
+    now = now or utcnow()
+    columns: list[Column[Drift]] = [
+        Column("NAME", lambda d: d.pv.name),
+        Column("STORAGECLASS", lambda d: d.pv.storage_class),
+        Column("RECLAIMPOLICY", lambda d: d.pv.reclaim_policy),
+        Column("CLASSRECLAIMPOLICY", lambda d: d.class_reclaim_policy),
+        Column("STATUS", lambda d: d.pv.phase),
+        Column("CLAIM", lambda d: d.pv.claim_ref.key if d.pv.claim_ref else None),
+        Column("AGE", lambda d: age(d.pv.meta.created, now)),
+        Column("CAPACITY", lambda d: d.pv.capacity, wide_only=True),
+        Column("DRIVER", lambda d: d.pv.driver, wide_only=True),
+        Column("VOLUME HANDLE", lambda d: d.pv.volume_handle, wide_only=True),
+    ]
+    return Report(rows=result.drift, columns=columns, to_json=drift_to_json,
+                  name=lambda d: f"persistentvolume/{d.pv.name}",
+                  empty_message="No PersistentVolumes differ from their class's reclaim policy")

@@ -1,0 +1,263 @@
+"""claims' pure logic over wire JSON recorded from the real control plane (tests/recording/classes_claims.py).
+
+Recorded claims (namespace cc-rec-claims): healthy, resizing (ControllerResizeInProgress + Resizing),
+node-resize (NodeResizePending + FileSystemResizePending), resize-failed (ControllerResizeInfeasible +
+ControllerResizeError), modify (Infeasible + ModifyVolumeError), future (unknown modifyVolumeStatus and
+condition values), lost (marked Lost by the PV controller), pending. The states the 1.37 server will not
+store are built from recorded objects with the one field changed, and say so.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fake_apiserver import FakeAPIServer, status
+from kubectl_pvleft import claims
+from kubectl_pvleft.claims import ClaimRow, assess, problem_text, problems, to_json
+from kubectl_pvleft.printing import table_lines
+from kubectl_pvleft.records import PersistentVolumeClaim
+from plugin_runner import items as list_items, run_plugin
+from wire import items, load
+
+WIRE = items("claims_persistentvolumeclaims")
+WRITES = load("claims_status_writes")
+NOW = datetime(2030, 1, 1, tzinfo=timezone.utc)
+
+
+def wire(name: str) -> dict[str, Any]:
+    return copy.deepcopy(next(o for o in WIRE if o["metadata"]["name"] == f"cc-rec-{name}"))
+
+
+def parsed(obj: dict[str, Any]) -> PersistentVolumeClaim:
+    return PersistentVolumeClaim.from_wire(obj)
+
+
+def text(obj: dict[str, Any]) -> str:
+    return problem_text(problems(parsed(obj))) or ""
+
+
+def all_claims() -> list[PersistentVolumeClaim]:
+    return [parsed(o) for o in WIRE]
+
+
+def test_by_default_only_claims_in_trouble() -> None:
+    result = assess(all_claims())
+    assert [r.claim.name for r in result.rows] == [f"cc-rec-{n}" for n in (
+        "future", "lost", "modify", "node-resize", "pending", "resize-failed", "resizing")]
+    assert result.trouble_count == 7
+    everything = assess(all_claims(), include_all=True)
+    assert len(everything.rows) == 8 and everything.trouble_count == 7
+    assert not next(r for r in everything.rows if r.claim.name == "cc-rec-healthy").in_trouble
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("healthy", ""),  # Bound, and Unused=True is information, not trouble
+    ("pending", "pending"),
+    ("lost", "lost"),
+    ("resizing", "resizing(ControllerResizeInProgress,Resizing)"),
+    ("node-resize", "resizing(NodeResizePending,FileSystemResizePending)"),
+    ("resize-failed", "resize-failed(ControllerResizeInfeasible),resize-error(ControllerResizeError)"),
+    ("modify", "modify-error(ModifyVolumeError),modify-infeasible(cc-rec-silver-io->cc-rec-gold-io)"),
+    ("future", "unknown(conditions=VolumeQuiesced,modifyVolumeStatus.status=Quarantined)"),
+])
+def test_problem_per_recorded_claim(name: str, expected: str) -> None:
+    assert text(wire(name)) == expected
+
+
+def test_requested_capacity_allocated() -> None:
+    c = parsed(wire("resizing"))
+    assert (c.requested, c.capacity, dict(c.allocated_resources)) == ("2Gi", "1Gi", {"storage": "2Gi"})
+    doc = to_json(ClaimRow(c, problems(c)))
+    assert (doc["requested"], doc["capacity"], doc["allocated_resources"],
+            doc["allocated_resource_statuses"]) == ("2Gi", "1Gi", {"storage": "2Gi"},
+                                                    {"storage": "ControllerResizeInProgress"})
+
+
+def test_unknown_phase_from_the_servers_own_answer() -> None:
+    # The PATCH response really carried phase Hibernating before the PV controller put Bound back.
+    answer = WRITES["phase=Hibernating"]
+    assert answer["code"] == 200 and answer["phase_after_pv_controller"] == "Bound"
+    claim = parsed(answer["response"])
+    row = ClaimRow(claim, problems(claim))
+    assert row.status == "Hibernating"
+    assert problem_text(row.problems).startswith("unknown(phase=Hibernating")
+    doc = to_json(row)
+    assert (doc["phase"], doc["phase_known"], doc["in_trouble"]) == ("Hibernating", False, True)
+    assert doc["problems"][0] == {"kind": "unknown", "field": "status.phase", "value": "Hibernating", "known": False,
+                                  "reason": None, "message": None, "detail": None}
+
+
+def test_every_resize_status_the_server_accepts_is_known() -> None:
+    # The 422 lists what 1.37 accepts; a re-recording against a server with a new value fails here.
+    rejected = WRITES["allocatedResourceStatuses=ControllerResizeQuantum"]
+    assert rejected["code"] == 422 and rejected["response"]["reason"] == "Invalid"
+    accepted = re.findall(r'"(\w+)"', rejected["response"]["message"].split("supported values:")[1])
+    assert len(accepted) == 5
+    assert set(accepted) <= set(claims.RESIZE_STATUSES)
+
+
+def test_legacy_failed_spellings_are_failures() -> None:
+    # The server now rejects them (recorded 422s), but the field's documentation still lists them and
+    # a claim stored by an older server may carry them.
+    for value in ("ControllerResizeFailed", "NodeResizeFailed"):
+        assert WRITES[f"allocatedResourceStatuses={value}"]["code"] == 422
+        obj = wire("resize-failed")
+        obj["status"]["allocatedResourceStatuses"] = {"storage": value}
+        assert text(obj).startswith(f"resize-failed({value})")
+
+
+def test_unknown_resize_status_and_resource_are_shown_as_sent() -> None:
+    obj = wire("resizing")
+    obj["status"]["allocatedResourceStatuses"] = {"storage": "ControllerResizeQuantum",
+                                                  "example.com/iops": "ControllerResizeInProgress"}
+    assert text(obj) == ("resizing(ControllerResizeInProgress,Resizing),"
+                         "unknown(allocatedResourceStatuses[storage]=ControllerResizeQuantum)")
+    wide = table_lines(claims.report(assess([parsed(obj)]), now=NOW), wide=True, all_namespaces=False,
+                       no_headers=True)[0]
+    assert "example.com/iops=ControllerResizeInProgress,storage=ControllerResizeQuantum" in wide
+
+
+def test_health_conditions_where_the_server_reports_them() -> None:
+    # The 1.37 server dropped this field on write (CSIVolumeHealth is alpha and off); its shape is the API's.
+    dropped = WRITES["healthStatus"]
+    assert dropped["code"] == 200 and "healthStatus" not in dropped["response"]["status"]
+    obj = wire("healthy")
+    obj["status"]["healthStatus"] = {"healthConditions": [
+        {"status": "Degraded", "reason": "SlowIO", "message": "p99 latency 900ms"},
+        {"status": "Melting", "reason": "TooHot"}]}
+    claim = parsed(obj)
+    assert problem_text(problems(claim)) == "unhealthy(Degraded),unknown(healthStatus.healthConditions=Melting)"
+    doc = to_json(ClaimRow(claim, problems(claim)))
+    assert doc["health_conditions"] == [
+        {"status": "Degraded", "reason": "SlowIO", "message": "p99 latency 900ms", "known": True},
+        {"status": "Melting", "reason": "TooHot", "message": None, "known": False}]
+    wide = table_lines(claims.report(assess([claim]), now=NOW), wide=True, all_namespaces=False, no_headers=True)[0]
+    assert wide.endswith("Degraded:SlowIO,Melting(unknown):TooHot")
+
+
+def test_modify_pending_and_in_progress() -> None:
+    for value, kind in (("Pending", "modify-pending"), ("InProgress", "modifying")):
+        obj = wire("modify")
+        obj["status"]["modifyVolumeStatus"]["status"] = value
+        obj["status"]["conditions"] = [c for c in obj["status"]["conditions"] if c["type"] == "Unused"]
+        assert text(obj) == f"{kind}(cc-rec-silver-io->cc-rec-gold-io)"
+
+
+def test_condition_that_is_not_true_is_not_a_problem_but_is_shown() -> None:
+    obj = wire("future")
+    for cond in obj["status"]["conditions"]:
+        cond["status"] = "False"
+    del obj["status"]["modifyVolumeStatus"]
+    claim = parsed(obj)
+    assert problems(claim) == ()
+    doc = to_json(ClaimRow(claim, ()))
+    assert [(c["type"], c["status"], c["known"]) for c in doc["conditions"]] == [
+        ("VolumeQuiesced", "False", False), ("Unused", "False", True)]
+
+
+def test_fields_the_server_does_not_send_are_absent_not_errors() -> None:
+    obj = wire("pending")
+    obj.pop("status", None)
+    obj["spec"].pop("resources")
+    obj["spec"].pop("storageClassName")
+    claim = parsed(obj)
+    row = ClaimRow(claim, problems(claim))
+    assert problem_text(row.problems) == "unknown(phase=<none>)"  # no phase is not Bound either
+    doc = to_json(row)
+    assert (doc["phase"], doc["requested"], doc["capacity"], doc["storage_class"]) == (None, None, None, None)
+    assert (doc["allocated_resources"], doc["conditions"], doc["modify_volume_status"], doc["health_conditions"]) == (
+        {}, [], None, [])
+    line = table_lines(claims.report(assess([claim]), now=NOW), wide=True, all_namespaces=False, no_headers=True)[0]
+    assert line.split()[1:6] == ["<none>"] * 5
+
+
+def test_terminating_as_kubectl_shows_it() -> None:
+    obj = wire("healthy")
+    obj["metadata"]["deletionTimestamp"] = "2026-12-02T16:10:00Z"
+    row = ClaimRow(parsed(obj), ())
+    assert row.status == "Terminating"
+    assert (to_json(row)["status"], to_json(row)["phase"]) == ("Terminating", "Bound")
+
+
+def test_table_columns_and_namespace_with_all_namespaces() -> None:
+    report = claims.report(assess(all_claims()), now=NOW)
+    lines = table_lines(report, wide=False, all_namespaces=True, no_headers=False)
+    assert lines[0].split() == ["NAMESPACE", "NAME", "STATUS", "VOLUME", "REQUESTED", "CAPACITY", "STORAGECLASS",
+                                "PROBLEM", "AGE"]
+    lost = next(l.split() for l in lines if " cc-rec-lost " in l)
+    assert lost[:8] == ["cc-rec-claims", "cc-rec-lost", "Lost", "cc-rec-no-such-pv", "1Gi", "<none>",
+                        "cc-rec-claims-csi", "lost"]
+    assert table_lines(report, wide=False, all_namespaces=False, no_headers=False)[0].startswith("NAME ")
+
+
+def test_wide_carries_every_status_field() -> None:
+    lines = table_lines(claims.report(assess(all_claims()), now=NOW), wide=True, all_namespaces=False,
+                        no_headers=False)
+    assert lines[0].split()[8:] == ["ALLOCATED", "RESIZESTATUS", "CONDITIONS", "VOLUMEATTRIBUTESCLASS", "CURRENTVAC",
+                                    "MODIFYSTATUS", "MODIFYTARGET", "HEALTH"]
+    modify = next(l.split() for l in lines if l.startswith("cc-rec-modify "))
+    assert modify[8:16] == ["<none>", "<none>", "ModifyVolumeError=True,Unused=True", "cc-rec-gold-io",
+                            "cc-rec-silver-io", "Infeasible", "cc-rec-gold-io", "<none>"]
+    future = next(l.split() for l in lines if l.startswith("cc-rec-future "))
+    assert "VolumeQuiesced(unknown)=True,Unused=True" in future and "Quarantined(unknown)" in future
+
+
+def test_json_keys_are_stable_and_complete() -> None:
+    row = ClaimRow(parsed(wire("modify")), problems(parsed(wire("modify"))))
+    doc = to_json(row)
+    assert list(doc) == ["namespace", "name", "uid", "status", "phase", "phase_known", "volume", "storage_class",
+                         "requested", "capacity", "allocated_resources", "allocated_resource_statuses", "conditions",
+                         "volume_attributes_class", "current_volume_attributes_class", "modify_volume_status",
+                         "health_conditions", "creation_timestamp", "deletion_timestamp", "in_trouble", "problems"]
+    assert doc["modify_volume_status"] == {"status": "Infeasible",
+                                           "target_volume_attributes_class_name": "cc-rec-gold-io", "known": True}
+    assert (doc["volume_attributes_class"], doc["current_volume_attributes_class"]) == ("cc-rec-gold-io",
+                                                                                        "cc-rec-silver-io")
+    assert [p["kind"] for p in doc["problems"]] == ["modify-error", "modify-infeasible"]
+    assert doc["problems"][0]["message"] == "ModifyVolume failed: parameter iops is out of range"
+    json.dumps(doc)
+
+
+# -- the subcommand over real HTTP, the recorded list served back ----------------------------------
+
+def serve(seen: list[str]):
+    def handler(path: str, query: dict[str, list[str]]) -> tuple[int, dict]:
+        seen.append(path)
+        if path.endswith("/persistentvolumeclaims"):
+            body = load("claims_persistentvolumeclaims")
+            if path.startswith("/api/v1/namespaces/") and "/cc-rec-claims/" not in path:
+                body["items"] = []
+            return 200, body
+        return 404, status(404, "NotFound", "the server could not find the requested resource")
+    return handler
+
+
+@pytest.mark.parametrize("args, path", [
+    (["-A"], "/api/v1/persistentvolumeclaims"),
+    (["-n", "cc-rec-claims"], "/api/v1/namespaces/cc-rec-claims/persistentvolumeclaims"),
+    ([], "/api/v1/namespaces/default/persistentvolumeclaims"),  # the context has no namespace
+])
+def test_cli_scope_is_one_list(tmp_path: Path, args: list[str], path: str) -> None:
+    seen: list[str] = []
+    with FakeAPIServer(serve(seen)) as server:
+        result = run_plugin(server.kubeconfig(tmp_path / "kc"), "claims", *args, "--exit-code")
+    assert seen == [path]
+    if path == "/api/v1/namespaces/default/persistentvolumeclaims":
+        assert (result.returncode, result.stdout, result.stderr) == (0, "", "No resources found\n")
+    else:
+        assert result.returncode == 3 and len(result.stdout.splitlines()) == 8
+        assert result.stdout.startswith("NAMESPACE " if args == ["-A"] else "NAME ")
+
+
+def test_cli_all_json(tmp_path: Path) -> None:
+    with FakeAPIServer(serve([])) as server:
+        result = run_plugin(server.kubeconfig(tmp_path / "kc"), "claims", "-A", "--all", "-o", "json")
+    rows = list_items(result.stdout)
+    assert len(rows) == 8 and sum(r["in_trouble"] for r in rows) == 7
