@@ -38,6 +38,18 @@ def _meta(obj: Wire) -> Wire:
     return obj.get("metadata") or {}
 
 
+BETA_CLASS_ANNOTATION = "volume.beta.kubernetes.io/storage-class"
+
+
+def _class_name(obj: Wire) -> Optional[str]:
+    """The class a PV or PVC names. Objects from before storageClassName carry the beta annotation, which
+    kubectl and the PV controller still prefer when it is set."""
+    annotations = _meta(obj).get("annotations") or {}
+    if BETA_CLASS_ANNOTATION in annotations:
+        return annotations[BETA_CLASS_ANNOTATION]
+    return (obj.get("spec") or {}).get("storageClassName")
+
+
 @dataclass(frozen=True, slots=True)
 class ObjectMeta:
     name: str
@@ -161,7 +173,7 @@ class PersistentVolume:
             phase=status.get("phase") or "",
             # The API defaults this to Retain for manually created PVs; an absent value means an old object.
             reclaim_policy=spec.get("persistentVolumeReclaimPolicy") or "",
-            storage_class=spec.get("storageClassName") or None,
+            storage_class=_class_name(obj) or None,
             capacity=(spec.get("capacity") or {}).get("storage"),
             claim_ref=ObjectRef.from_wire(spec.get("claimRef")),
             driver=driver,
@@ -249,7 +261,7 @@ class PersistentVolumeClaim:
         return cls(
             meta=ObjectMeta.from_wire(obj),
             phase=status.get("phase") or "",
-            storage_class=spec.get("storageClassName"),
+            storage_class=_class_name(obj),
             volume_name=spec.get("volumeName") or None,
             requested=((spec.get("resources") or {}).get("requests") or {}).get("storage"),
             capacity=(status.get("capacity") or {}).get("storage"),

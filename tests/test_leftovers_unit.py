@@ -98,3 +98,9 @@ def test_table_shows_missing_class_and_age_since_phase_transition() -> None:
                                "standard", "250Mi", "3h5m"]
     scratch = next(l for l in lines if l.startswith("scratch-pv"))
     assert scratch.split()[:6] == ["scratch-pv", "Failed", "Delete", "<missing>", "shop/scratch", "missing"]
+
+
+def test_beta_class_annotation_wins_as_kubectl_reads_it() -> None:
+    old = json.loads(json.dumps(next(o for o in items("leftovers_pvs") if o["metadata"]["name"] == "web-pv")))
+    old["metadata"].setdefault("annotations", {})["volume.beta.kubernetes.io/storage-class"] = "legacy"
+    assert PersistentVolume.from_wire(old).storage_class == "legacy"
