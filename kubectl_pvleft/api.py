@@ -33,7 +33,6 @@ from kubectl_pvleft.records import (
     Event,
     PersistentVolume,
     PersistentVolumeClaim,
-    Pod,
     StorageClass,
 )
 
@@ -133,6 +132,7 @@ class KubeAPI:
         configuration.retries = urllib3.Retry(total=1, connect=1, read=0, status=0, redirect=0, other=0)
         self._configuration = configuration
         self._rest = RESTClientObject(configuration)
+        self._watches: set[urllib3.BaseHTTPResponse] = set()  # open watch responses, for abort_watches()
 
     def close(self) -> None:
         self._rest.close()
@@ -227,6 +227,7 @@ class KubeAPI:
         # The server closes the watch after timeout_seconds; a socket silent much longer than that is dead.
         read_timeout = timeout_seconds + 30.0
         response = self._open(path, query, JSON, "watch", urllib3.Timeout(connect=30.0, read=read_timeout))
+        self._watches.add(response)
         try:
             buffer = b""
             try:
@@ -241,8 +242,22 @@ class KubeAPI:
             if buffer.strip():
                 yield self._watch_event(buffer, path)
         finally:
+            self._watches.discard(response)
             response.close()  # an abandoned watch must not keep its socket
             response.release_conn()
+
+    def abort_watches(self) -> None:
+        """Cut every open watch connection, from any thread: a read blocked on one ends at once
+        (as StreamClosed in the thread that reads it)."""
+        for response in list(self._watches):
+            try:
+                shutdown = getattr(response, "shutdown", None)
+                if shutdown is not None:
+                    shutdown()
+                else:
+                    response.close()
+            except OSError:
+                pass
 
     def _watch_event(self, line: bytes, path: str) -> dict[str, Any]:
         try:

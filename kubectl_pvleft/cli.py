@@ -12,7 +12,7 @@ import re
 import signal
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Optional, Sequence
 
 from kubectl_pvleft import __version__, claims, classes, leftovers, pending
 from kubectl_pvleft.api import KubeAPI
@@ -155,9 +155,12 @@ def _run_leftovers(api: KubeAPI, args: argparse.Namespace, connection: Connectio
 def _run_pending(api: KubeAPI, args: argparse.Namespace, connection: Connection) -> Outcome:
     namespace = _scope(args, connection)
     if args.watch:
-        return pending.watch_and_print(api, namespace=namespace, output=args.output, no_headers=args.no_headers)
+        # Never returns: it prints until Ctrl-C (exit 130) or raises what the streams cannot survive.
+        # PVLEFT_WATCH_* in the environment shorten its timings (tests do).
+        pending.watch_and_print(api, namespace=namespace, output=args.output, no_headers=args.no_headers,
+                                all_namespaces=args.all_namespaces, settings=pending.WatchSettings.from_env())
     result = pending.triage(api, namespace=namespace)
-    return Outcome(pending.report(result), len(result.rows), result.warnings)
+    return Outcome(pending.report(result, wide=args.output == "wide"), len(result.rows), result.warnings)
 
 
 def _run_classes(api: KubeAPI, args: argparse.Namespace, connection: Connection) -> Outcome:

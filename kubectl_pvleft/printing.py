@@ -141,3 +141,58 @@ def truncate(text: Optional[str], width: int) -> Optional[str]:
 
 def warn(message: str, err: TextIO = sys.stderr) -> None:
     print(f"warning: {message}", file=err)
+
+
+class LinePrinter(Generic[T]):
+    """Output for --watch: each row printed the moment it comes, in the chosen format, flushed at once.
+
+    Tables print the header once and pad each cell to the widest seen so far (like ``kubectl get -w``,
+    earlier lines cannot be realigned); json prints one indented object per row, jsonl one line, yaml
+    one document, name one name.
+    """
+
+    def __init__(self, report: Report[T], fmt: str, *, all_namespaces: bool = False, no_headers: bool = False,
+                 out: Optional[TextIO] = None) -> None:
+        if fmt not in OUTPUT_FORMATS:
+            raise ValueError(f"unknown output format {fmt}")
+        self.report = report
+        self.fmt = fmt
+        self.out = out
+        self.no_headers = no_headers
+        self.columns = [c for c in report.columns if fmt == "wide" or not c.wide_only]
+        self.with_namespace = all_namespaces and report.namespace is not None
+        self.headers = (["NAMESPACE"] if self.with_namespace else []) + [c.header for c in self.columns]
+        self.widths = [len(h) for h in self.headers]
+        self.header_done = no_headers
+
+    def emit(self, rows: Sequence[T]) -> None:
+        """Print a batch of rows that arrived together (a table aligns them with each other)."""
+        out = self.out or sys.stdout
+        if self.fmt in ("table", "wide"):
+            lines = []
+            for row in rows:
+                cells = [(c.cell(row) or c.empty) for c in self.columns]
+                if self.with_namespace:
+                    cells.insert(0, self.report.namespace(row) or "")  # type: ignore[misc]
+                self.widths = [max(w, len(cell)) for w, cell in zip(self.widths, cells)]
+                lines.append(cells)
+            if lines and not self.header_done:
+                print(self._line(self.headers), file=out)
+                self.header_done = True
+            for cells in lines:
+                print(self._line(cells), file=out)
+        for row in rows if self.fmt not in ("table", "wide") else ():
+            if self.fmt == "json":
+                print(json.dumps(self.report.to_json(row), indent=4), file=out)
+            elif self.fmt == "jsonl":
+                print(json.dumps(self.report.to_json(row)), file=out)
+            elif self.fmt == "yaml":
+                out.write("---\n" + yaml.safe_dump(self.report.to_json(row), sort_keys=False,
+                                                   default_flow_style=False, allow_unicode=True))
+            else:
+                print(self.report.name(row), file=out)
+        out.flush()
+
+    def _line(self, cells: Sequence[str]) -> str:
+        padded = [cell.ljust(width) for cell, width in zip(cells[:-1], self.widths)] + list(cells[-1:])
+        return "   ".join(padded).rstrip()
