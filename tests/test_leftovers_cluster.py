@@ -11,7 +11,7 @@ import pytest
 
 from plugin_runner import PLUGIN, items, jsonl, run_plugin
 from scenarios import (apply, claim, claim_uid, delete_claim, host_path_pv, namespace, seed_mariadb,
-                       wait_for, wait_pv_phase)
+                       wait_pv_phase)
 
 # The seed's line, byte for byte: the first seven keys of our row must be exactly these.
 SEED_LINE = ('{"name": "mariadb-pv", "phase": "Released", "reclaim": "Retain", "claim": "mariadb/mariadb", '

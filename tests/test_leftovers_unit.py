@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
-
-import pytest
+from datetime import timedelta
 
 from kubectl_pvleft import leftovers
 from kubectl_pvleft.leftovers import ClaimIndex, Leftover, LeftoverResult, assess, to_json

@@ -45,7 +45,6 @@ def record(cluster: ControlPlane, out_dir: Path) -> None:
 
 def metadata_list(cluster: ControlPlane, path: str) -> dict:
     """The PartialObjectMetadataList the plugin asks for (the ControlPlane helper only asks for plain JSON)."""
-    import ssl
     import urllib.request
     request = urllib.request.Request(cluster.server + path, headers={"Accept": METADATA_ONLY})
     with urllib.request.urlopen(request, context=cluster._ssl_context("admin"), timeout=10) as response:
