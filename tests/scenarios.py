@@ -65,13 +65,16 @@ def get(cp: ControlPlane, path: str) -> dict[str, Any]:
     return body
 
 
-def wait_for(what: str, probe: Callable[[], bool], timeout: float = 60.0) -> None:
+def wait_for(what: str, probe: Callable[[], Any], timeout: float = 60.0, interval: float = 0.5) -> Any:
+    """Poll until probe() returns something truthy, and return it."""
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if probe():
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+    while True:
+        value = probe()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(interval)
 
 
 def pv_phase(cp: ControlPlane, name: str) -> str:

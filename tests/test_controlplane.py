@@ -5,33 +5,18 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 import pytest
-import yaml
 
 from controlplane import NODES, USERS, ControlPlane
+from scenarios import apply, wait_for
 
 pytestmark = pytest.mark.cluster
 
 
-def wait_for(what: str, probe: Callable[[], Any], timeout: float = 30, interval: float = 0.5) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = probe()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(interval)
-
-
 def get_json(cluster: ControlPlane, *args: str) -> Any:
     return json.loads(cluster.kubectl("get", *args, "-o", "json").stdout)
-
-
-def apply(cluster: ControlPlane, *docs: dict[str, Any]) -> None:
-    cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(docs))
 
 
 @pytest.fixture

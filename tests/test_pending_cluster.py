@@ -12,7 +12,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Iterator, Optional
 
 import pytest
 import yaml
@@ -21,55 +21,14 @@ from kubectl_pvleft import pending
 from kubectl_pvleft.api import KubeAPI
 from kubectl_pvleft.kubeconfig import Selection, load_connection
 from plugin_runner import PLUGIN, items, run_plugin
+from recording.pending import claim, pod, volume
+from scenarios import apply, wait_for
 
 pytestmark = pytest.mark.cluster
 
 PROVISIONER = "pvleft.test/absent"
 FAST_WATCH = {"PVLEFT_WATCH_TIMEOUT_SECONDS": "5", "PVLEFT_WATCH_BACKOFF_INITIAL_SECONDS": "0.2",
               "PVLEFT_WATCH_BACKOFF_MAX_SECONDS": "1", "PVLEFT_WATCH_WARN_AFTER_SECONDS": "2"}
-
-
-def wait_for(what: str, probe: Callable[[], Any], timeout: float = 60, interval: float = 0.3) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = probe()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(interval)
-
-
-def apply(cluster: Any, *docs: dict) -> None:
-    cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(docs))
-
-
-def pod(ns: str, name: str, *claims: str, **spec: Any) -> dict:
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns},
-            "spec": {"containers": [{"name": "app", "image": "registry.example/app:1"}],
-                     "volumes": [{"name": f"v{i}", "persistentVolumeClaim": {"claimName": c}} for i, c in enumerate(claims)],
-                     "terminationGracePeriodSeconds": 0, **spec}}
-
-
-def claim(ns: str, name: str, storage_class: str, volume: Optional[str] = None) -> dict:
-    spec: dict[str, Any] = {"storageClassName": storage_class, "accessModes": ["ReadWriteOnce"],
-                            "resources": {"requests": {"storage": "1Gi"}}}
-    if volume:
-        spec["volumeName"] = volume
-    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": name, "namespace": ns},
-            "spec": spec}
-
-
-def volume(name: str, storage_class: str, zone: Optional[str] = None) -> dict:
-    spec: dict[str, Any] = {"storageClassName": storage_class, "capacity": {"storage": "1Gi"},
-                            "accessModes": ["ReadWriteOnce"], "persistentVolumeReclaimPolicy": "Retain"}
-    if zone:
-        spec["local"] = {"path": f"/mnt/{name}"}
-        spec["nodeAffinity"] = {"required": {"nodeSelectorTerms": [{"matchExpressions": [
-            {"key": "topology.kubernetes.io/zone", "operator": "In", "values": [zone]}]}]}}
-    else:
-        spec["hostPath"] = {"path": f"/tmp/{name}"}
-    return {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": name}, "spec": spec}
 
 
 def events(cluster: Any, ns: str) -> list[dict]:

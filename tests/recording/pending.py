@@ -16,13 +16,14 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 import yaml
 
 from kubectl_pvleft.api import KubeAPI
 from kubectl_pvleft.errors import Expired
 from kubectl_pvleft.kubeconfig import Selection, load_connection
+from scenarios import wait_for
 
 KIND_PATHS = {
     "pods": "/api/v1/namespaces/{ns}/pods",
@@ -30,17 +31,6 @@ KIND_PATHS = {
     "events": "/api/v1/namespaces/{ns}/events",
 }
 PROVISIONER = "pvleft.test/absent"  # no such provisioner runs: claims of its classes stay Pending
-
-
-def _wait(what: str, probe: Callable[[], Any], timeout: float = 60, interval: float = 0.5) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = probe()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(interval)
 
 
 def _strip(obj: dict) -> dict:
@@ -74,7 +64,7 @@ class _Recorder:
     def namespace(self, scenario: str) -> str:
         ns = f"pending-rec-{scenario.replace('_', '-')}-{self.tag}"
         self.cluster.kubectl("create", "namespace", ns)
-        _wait(f"ServiceAccount {ns}/default",
+        wait_for(f"ServiceAccount {ns}/default",
               lambda: self.cluster.api("GET", f"/api/v1/namespaces/{ns}/serviceaccounts/default")[0] == 200)
         self.namespaces.append(ns)
         return ns
@@ -111,7 +101,7 @@ class _Recorder:
             self.cluster.kubectl("delete", kind, name, "--wait=false", "--ignore-not-found", check=False)
 
 
-def _pod(ns: str, name: str, claims: tuple[str, ...] = (), **spec: Any) -> dict:
+def pod(ns: str, name: str, *claims: str, **spec: Any) -> dict:
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns},
             "spec": {"containers": [{"name": "app", "image": "registry.example/app:1"}],
                      "volumes": [{"name": f"v{i}", "persistentVolumeClaim": {"claimName": c}}
@@ -119,7 +109,7 @@ def _pod(ns: str, name: str, claims: tuple[str, ...] = (), **spec: Any) -> dict:
                      "terminationGracePeriodSeconds": 0, **spec}}
 
 
-def _claim(ns: str, name: str, storage_class: str, volume: Optional[str] = None) -> dict:
+def claim(ns: str, name: str, storage_class: str, volume: Optional[str] = None) -> dict:
     spec: dict[str, Any] = {"storageClassName": storage_class, "accessModes": ["ReadWriteOnce"],
                             "resources": {"requests": {"storage": "1Gi"}}}
     if volume:
@@ -128,12 +118,12 @@ def _claim(ns: str, name: str, storage_class: str, volume: Optional[str] = None)
             "spec": spec}
 
 
-def _class(name: str, provisioner: str, mode: str = "Immediate") -> dict:
+def storage_class(name: str, provisioner: str, mode: str = "Immediate") -> dict:
     return {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": name},
             "provisioner": provisioner, "volumeBindingMode": mode, "reclaimPolicy": "Retain"}
 
 
-def _volume(name: str, storage_class: str, zone: Optional[str] = None) -> dict:
+def volume(name: str, storage_class: str, zone: Optional[str] = None) -> dict:
     spec: dict[str, Any] = {"storageClassName": storage_class, "capacity": {"storage": "1Gi"},
                             "accessModes": ["ReadWriteOnce"], "persistentVolumeReclaimPolicy": "Retain"}
     if zone:
@@ -169,77 +159,77 @@ def record(cluster: Any, out_dir: Path) -> None:
 def _external_provisioning(rec: _Recorder) -> None:
     ns = rec.namespace("external_provisioning")
     sc = f"pending-rec-absent-{rec.tag}"
-    rec.apply(_class(sc, PROVISIONER), _claim(ns, "data", sc), _pod(ns, "app", ("data",)))
-    _wait("ExternalProvisioning", lambda: rec.has_event(ns, "PersistentVolumeClaim", "data", "ExternalProvisioning"))
-    _wait("FailedScheduling", lambda: rec.has_event(ns, "Pod", "app", "FailedScheduling"))
+    rec.apply(storage_class(sc, PROVISIONER), claim(ns, "data", sc), pod(ns, "app", "data"))
+    wait_for("ExternalProvisioning", lambda: rec.has_event(ns, "PersistentVolumeClaim", "data", "ExternalProvisioning"))
+    wait_for("FailedScheduling", lambda: rec.has_event(ns, "Pod", "app", "FailedScheduling"))
     rec.dump("external_provisioning", ns, classes=[sc])
 
 
 def _wait_for_first_consumer(rec: _Recorder) -> None:
     ns = rec.namespace("wait_for_first_consumer")
     sc = f"pending-rec-wffc-{rec.tag}"
-    rec.apply(_class(sc, PROVISIONER, "WaitForFirstConsumer"), _claim(ns, "data", sc), _claim(ns, "idle", sc))
-    _wait("WaitForFirstConsumer", lambda: rec.has_event(ns, "PersistentVolumeClaim", "idle", "WaitForFirstConsumer"))
-    rec.apply(_pod(ns, "app", ("data",)))
+    rec.apply(storage_class(sc, PROVISIONER, "WaitForFirstConsumer"), claim(ns, "data", sc), claim(ns, "idle", sc))
+    wait_for("WaitForFirstConsumer", lambda: rec.has_event(ns, "PersistentVolumeClaim", "idle", "WaitForFirstConsumer"))
+    rec.apply(pod(ns, "app", "data"))
     # The scheduler picks a node, annotates the claim, and waits in PreBind for the provisioner.
-    _wait("ExternalProvisioning", lambda: rec.has_event(ns, "PersistentVolumeClaim", "data", "ExternalProvisioning"))
+    wait_for("ExternalProvisioning", lambda: rec.has_event(ns, "PersistentVolumeClaim", "data", "ExternalProvisioning"))
     rec.dump("wait_for_first_consumer", ns, classes=[sc])
 
 
 def _missing_claim(rec: _Recorder) -> None:
     ns = rec.namespace("missing_claim")
-    rec.apply(_pod(ns, "app", ("nowhere",)))
-    _wait("FailedScheduling", lambda: rec.has_event(ns, "Pod", "app", "FailedScheduling", "not found"))
+    rec.apply(pod(ns, "app", "nowhere"))
+    wait_for("FailedScheduling", lambda: rec.has_event(ns, "Pod", "app", "FailedScheduling", "not found"))
     rec.dump("missing_claim", ns)
 
 
 def _missing_class(rec: _Recorder) -> None:
     ns = rec.namespace("missing_class")
     sc = f"pending-rec-noclass-{rec.tag}"  # never created
-    rec.apply(_claim(ns, "data", sc), _pod(ns, "app", ("data",)))
-    _wait("ProvisioningFailed", lambda: rec.has_event(ns, "PersistentVolumeClaim", "data", "ProvisioningFailed"))
+    rec.apply(claim(ns, "data", sc), pod(ns, "app", "data"))
+    wait_for("ProvisioningFailed", lambda: rec.has_event(ns, "PersistentVolumeClaim", "data", "ProvisioningFailed"))
     rec.dump("missing_class", ns)
 
 
 def _node_affinity(rec: _Recorder) -> None:
     ns = rec.namespace("node_affinity")
     sc, pv = f"pending-rec-static-{rec.tag}", f"pending-rec-aff-{rec.tag}"
-    rec.apply(_class(sc, "kubernetes.io/no-provisioner"), _volume(pv, sc, zone="zone-nowhere"),
-              _claim(ns, "data", sc, volume=pv))
-    _wait("claim Bound", lambda: _phase(rec, f"/api/v1/namespaces/{ns}/persistentvolumeclaims/data") == "Bound")
-    rec.apply(_pod(ns, "app", ("data",)))
-    _wait("FailedScheduling", lambda: rec.has_event(ns, "Pod", "app", "FailedScheduling", "node affinity"))
+    rec.apply(storage_class(sc, "kubernetes.io/no-provisioner"), volume(pv, sc, zone="zone-nowhere"),
+              claim(ns, "data", sc, volume=pv))
+    wait_for("claim Bound", lambda: _phase(rec, f"/api/v1/namespaces/{ns}/persistentvolumeclaims/data") == "Bound")
+    rec.apply(pod(ns, "app", "data"))
+    wait_for("FailedScheduling", lambda: rec.has_event(ns, "Pod", "app", "FailedScheduling", "node affinity"))
     rec.dump("node_affinity", ns, classes=[sc], volumes=[pv])
 
 
 def _released_volume(rec: _Recorder) -> None:
     ns = rec.namespace("released_volume")
     sc, pv = f"pending-rec-static2-{rec.tag}", f"pending-rec-rel-{rec.tag}"
-    rec.apply(_class(sc, "kubernetes.io/no-provisioner"), _volume(pv, sc), _claim(ns, "old", sc, volume=pv))
-    _wait("old claim Bound", lambda: _phase(rec, f"/api/v1/namespaces/{ns}/persistentvolumeclaims/old") == "Bound")
+    rec.apply(storage_class(sc, "kubernetes.io/no-provisioner"), volume(pv, sc), claim(ns, "old", sc, volume=pv))
+    wait_for("old claim Bound", lambda: _phase(rec, f"/api/v1/namespaces/{ns}/persistentvolumeclaims/old") == "Bound")
     rec.cluster.kubectl("delete", "pvc", "-n", ns, "old")
-    _wait("PV Released", lambda: _phase(rec, f"/api/v1/persistentvolumes/{pv}") == "Released")
-    rec.apply(_claim(ns, "data", sc, volume=pv), _pod(ns, "app", ("data",)))
-    _wait("FailedBinding", lambda: rec.has_event(ns, "PersistentVolumeClaim", "data", "FailedBinding"))
-    _wait("FailedScheduling", lambda: rec.has_event(ns, "Pod", "app", "FailedScheduling"))
+    wait_for("PV Released", lambda: _phase(rec, f"/api/v1/persistentvolumes/{pv}") == "Released")
+    rec.apply(claim(ns, "data", sc, volume=pv), pod(ns, "app", "data"))
+    wait_for("FailedBinding", lambda: rec.has_event(ns, "PersistentVolumeClaim", "data", "FailedBinding"))
+    wait_for("FailedScheduling", lambda: rec.has_event(ns, "Pod", "app", "FailedScheduling"))
     rec.dump("released_volume", ns, classes=[sc], volumes=[pv])
 
 
 def _recreated_pod(rec: _Recorder) -> None:
     """The old Pod's FailedScheduling stays behind under the same name; the new Pod has no evidence."""
     ns = rec.namespace("recreated_pod")
-    rec.apply(_pod(ns, "app-0", nodeSelector={"pvleft.test/nowhere": "true"}))
-    _wait("FailedScheduling", lambda: rec.has_event(ns, "Pod", "app-0", "FailedScheduling"))
+    rec.apply(pod(ns, "app-0", nodeSelector={"pvleft.test/nowhere": "true"}))
+    wait_for("FailedScheduling", lambda: rec.has_event(ns, "Pod", "app-0", "FailedScheduling"))
     rec.cluster.kubectl("delete", "pod", "-n", ns, "app-0", "--wait=true")
-    rec.apply(_pod(ns, "app-0", schedulerName="pvleft-absent-scheduler"))
+    rec.apply(pod(ns, "app-0", schedulerName="pvleft-absent-scheduler"))
     time.sleep(2)  # nothing is expected to happen: no scheduler by that name runs
     rec.dump("recreated_pod", ns)
 
 
 def _no_kubelet(rec: _Recorder) -> None:
     ns = rec.namespace("no_kubelet")
-    rec.apply(_pod(ns, "app"))
-    _wait("Scheduled", lambda: rec.has_event(ns, "Pod", "app", "Scheduled"))
+    rec.apply(pod(ns, "app"))
+    wait_for("Scheduled", lambda: rec.has_event(ns, "Pod", "app", "Scheduled"))
     rec.dump("no_kubelet", ns)
 
 
@@ -249,15 +239,15 @@ def _watch(rec: _Recorder) -> None:
     api = KubeAPI(load_connection(Selection(kubeconfig=str(rec.cluster.kubeconfig("admin")))))
     path, params = f"/api/v1/namespaces/{ns}/pods", {"fieldSelector": "status.phase=Pending"}
     try:
-        rec.apply(_pod(ns, "before", ("nowhere",)))
-        _wait("FailedScheduling", lambda: rec.has_event(ns, "Pod", "before", "FailedScheduling"))
+        rec.apply(pod(ns, "before", "nowhere"))
+        wait_for("FailedScheduling", lambda: rec.has_event(ns, "Pod", "before", "FailedScheduling"))
         listing = api.list(path, params)
         listed = [_strip(o) for o in listing]
         list_rv = listing.resource_version or ""
 
         def churn() -> None:
             time.sleep(1)
-            rec.apply(_pod(ns, "during", ("nowhere",)))
+            rec.apply(pod(ns, "during", "nowhere"))
             time.sleep(2)
             rec.cluster.kubectl("delete", "pod", "-n", ns, "before", "--wait=false")
             for i in range(3):  # writes elsewhere move the cache's resourceVersion on: a BOOKMARK carries it
@@ -276,7 +266,7 @@ def _watch(rec: _Recorder) -> None:
         old_rv = list_rv
         rec.cluster.kubectl("create", "configmap", "advance", "-n", ns)
         rec.cluster.restart_apiserver()
-        status, body = _wait("the restarted apiserver to serve watches", lambda: _raw_watch(rec, path, old_rv))
+        status, body = wait_for("the restarted apiserver to serve watches", lambda: _raw_watch(rec, path, old_rv))
         expired = [json.loads(line) for line in body.splitlines() if line.strip()]
         try:
             list(api.watch(path, params, old_rv, timeout_seconds=3))
