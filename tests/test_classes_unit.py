@@ -266,6 +266,12 @@ def test_cli_drift_names(tmp_path: Path) -> None:
                                           "persistentvolume/cc-rec-pv-drift-retain"]
 
 
+def test_cli_class_names_as_kubectl_prints_them(tmp_path: Path) -> None:
+    with FakeAPIServer(serve()) as server:
+        result = run_plugin(server.kubeconfig(tmp_path / "kc"), "classes", "-o", "name")
+    assert result.stdout.splitlines()[0] == "storageclass.storage.k8s.io/cc-rec-fast"
+
+
 def test_cli_forbidden_csidrivers_warn_once_and_flag_nothing(tmp_path: Path) -> None:
     with FakeAPIServer(serve(forbidden=("csidrivers",))) as server:
         result = run_plugin(server.kubeconfig(tmp_path / "kc"), "classes", "-o", "json")
