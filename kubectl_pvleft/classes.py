@@ -287,7 +287,8 @@ def report(result: ClassCensus, now: Optional[datetime] = None) -> Report[ClassR
         Column("PROVISIONERTYPE", lambda r: r.provisioner_type, wide_only=True),
         Column("CSIDRIVER", lambda r: _registered(r.csi_driver_registered), wide_only=True),
     ]
-    return Report(rows=result.rows, columns=columns, to_json=to_json, name=lambda r: f"storageclass.storage.k8s.io/{r.name}")  # as kubectl -o name
+    return Report(rows=result.rows, columns=columns, to_json=to_json,
+                  name=lambda r: f"storageclass.storage.k8s.io/{r.name}")  # kubectl's -o name
 
 
 def _registered(value: Optional[bool]) -> Optional[str]:
