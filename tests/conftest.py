@@ -18,6 +18,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "cluster"))
 from controlplane import ControlPlane, build  # noqa: E402
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    # The CLI tests run the installed console script: it must be this tree's code, not another checkout's.
+    import subprocess
+    found = subprocess.run([sys.executable, "-c", "import kubectl_pvleft; print(kubectl_pvleft.__file__)"],
+                           capture_output=True, text=True, cwd="/").stdout.strip()
+    here = Path(__file__).resolve().parent.parent / "kubectl_pvleft"
+    if Path(found).resolve().parent != here:
+        pytest.exit(f"the installed kubectl_pvleft is {found or 'missing'}, not {here}: run `make install`", 2)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "cluster: needs the real test control plane (etcd, kube-apiserver, KCM, scheduler)"
