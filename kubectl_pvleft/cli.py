@@ -11,7 +11,7 @@ import os
 import re
 import signal
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Optional, Sequence
 
 from kubectl_pvleft import __version__, claims, classes, leftovers, pending
@@ -160,7 +160,8 @@ def _run_pending(api: KubeAPI, args: argparse.Namespace, connection: Connection)
         pending.watch_and_print(api, namespace=namespace, output=args.output, no_headers=args.no_headers,
                                 all_namespaces=args.all_namespaces, settings=pending.WatchSettings.from_env())
     result = pending.triage(api, namespace=namespace)
-    return Outcome(pending.report(result, wide=args.output == "wide"), len(result.rows), result.warnings)
+    return Outcome(_in_namespace(pending.report(result, wide=args.output == "wide"), namespace), len(result.rows),
+                   result.warnings)
 
 
 def _run_classes(api: KubeAPI, args: argparse.Namespace, connection: Connection) -> Outcome:
@@ -171,8 +172,19 @@ def _run_classes(api: KubeAPI, args: argparse.Namespace, connection: Connection)
 
 
 def _run_claims(api: KubeAPI, args: argparse.Namespace, connection: Connection) -> Outcome:
-    result = claims.census(api, namespace=_scope(args, connection), include_all=args.all)
-    return Outcome(claims.report(result), result.trouble_count, result.warnings)
+    namespace = _scope(args, connection)
+    result = claims.census(api, namespace=namespace, include_all=args.all)
+    report = claims.report(result)
+    if not args.all:  # healthy claims may exist: say what was looked for
+        report = replace(report, empty_message="No claims in trouble found")
+    return Outcome(_in_namespace(report, namespace), result.trouble_count, result.warnings)
+
+
+def _in_namespace(report: Report[Any], namespace: Optional[str]) -> Report[Any]:
+    """kubectl's empty message names the namespace it looked in."""
+    if namespace is None:
+        return report
+    return replace(report, empty_message=f"{report.empty_message} in {namespace} namespace.")
 
 
 # -- errors -------------------------------------------------------------------------------------

@@ -250,7 +250,8 @@ def test_cli_scope_is_one_list(tmp_path: Path, args: list[str], path: str) -> No
         result = run_plugin(server.kubeconfig(tmp_path / "kc"), "claims", *args, "--exit-code")
     assert seen == [path]
     if path == "/api/v1/namespaces/default/persistentvolumeclaims":
-        assert (result.returncode, result.stdout, result.stderr) == (0, "", "No resources found\n")
+        assert (result.returncode, result.stdout, result.stderr) == (
+            0, "", "No claims in trouble found in default namespace.\n")
     else:
         assert result.returncode == 3 and len(result.stdout.splitlines()) == 8
         assert result.stdout.startswith("NAMESPACE " if args == ["-A"] else "NAME ")
