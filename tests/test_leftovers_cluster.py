@@ -241,3 +241,18 @@ def test_in_cluster_config_with_a_service_account_token(cluster, mariadb, tmp_pa
         assert {item["namespace"] for item in items(claims.stdout)} <= {"mariadb"}
     finally:
         cluster.kubectl("delete", "clusterrolebinding", "pvleft-sa-reader", check=False)
+
+
+def test_kubeconfig_list_first_file_wins_and_context_picks_the_user(cluster, mariadb) -> None:
+    pvonly, admin = cluster.kubeconfig("pvonly"), cluster.kubeconfig("admin")
+    # pvonly's current-context comes first: claims cannot be read.
+    blind = run_plugin(None, "leftovers", "-o", "jsonl", env={"KUBECONFIG": f"{pvonly}:{admin}"})
+    assert row_for(jsonl(blind.stdout), "mariadb-pv")["claim_missing"] is None
+    # Same list, the admin context chosen by name from the second file.
+    seeing = run_plugin(None, "leftovers", "-o", "jsonl", "--context", "pvleft-admin",
+                        env={"KUBECONFIG": f"{pvonly}:{admin}"})
+    assert row_for(jsonl(seeing.stdout), "mariadb-pv")["claim_missing"] is True
+    # --user overrides the context's user: the admin context with pvonly's credentials is blind again.
+    overridden = run_plugin(None, "leftovers", "-o", "jsonl", "--context", "pvleft-admin",
+                            "--user", "pvleft-pvonly-user", env={"KUBECONFIG": f"{pvonly}:{admin}"})
+    assert row_for(jsonl(overridden.stdout), "mariadb-pv")["claim_missing"] is None
