@@ -275,9 +275,10 @@ class KubeAPI:
     def persistent_volumes(self) -> Iterator[PersistentVolume]:
         return _records(self.list(PERSISTENT_VOLUMES.path()), PersistentVolume.from_wire)
 
-    def claim_identities(self) -> Iterator[ClaimIdentity]:
-        """Every PVC's namespace, name and uid, cluster-wide, as metadata only."""
-        return _records(self.list(PERSISTENT_VOLUME_CLAIMS.path(), accept=METADATA_ONLY), ClaimIdentity.from_wire)
+    def claim_identities(self, namespace: Optional[str] = None) -> Iterator[ClaimIdentity]:
+        """Every PVC's namespace, name and uid (in one namespace, or cluster-wide), as metadata only."""
+        return _records(self.list(PERSISTENT_VOLUME_CLAIMS.path(namespace), accept=METADATA_ONLY),
+                        ClaimIdentity.from_wire)
 
     def persistent_volume_claims(self, namespace: Optional[str] = None) -> Iterator[PersistentVolumeClaim]:
         return _records(self.list(PERSISTENT_VOLUME_CLAIMS.path(namespace)), PersistentVolumeClaim.from_wire)

@@ -111,8 +111,7 @@ def find_leftovers(api: KubeAPI, *, include_all: bool = False, claim_namespace: 
     pvs = list(api.persistent_volumes())
     claims: Optional[ClaimIndex]
     try:
-        claims = ClaimIndex.of(api.claim_identities() if not claim_namespace
-                               else _identities(api, claim_namespace))
+        claims = ClaimIndex.of(api.claim_identities(claim_namespace))
     except Forbidden as exc:
         claims = None
         scope = f'in namespace "{claim_namespace}"' if claim_namespace else "cluster-wide"
@@ -127,10 +126,6 @@ def find_leftovers(api: KubeAPI, *, include_all: bool = False, claim_namespace: 
         warnings.append(f"cannot list storageclasses ({exc.api_message or 'forbidden'}); class reclaim policy is unknown.")
     return LeftoverResult(assess(pvs, claims, classes, include_all=include_all, claim_namespace=claim_namespace),
                           warnings)
-
-
-def _identities(api: KubeAPI, namespace: str) -> Iterable[ClaimIdentity]:
-    return (ClaimIdentity(c.namespace, c.name, c.meta.uid) for c in api.persistent_volume_claims(namespace))
 
 
 # -- how the rows are shown -----------------------------------------------------------------

@@ -477,10 +477,8 @@ def _forbidden_as_none(read: Callable[[], Any], warnings: list[str], message: st
 def _get_or_none(api: KubeAPI, path: str) -> Optional[dict]:
     try:
         return api.get_json(path)
-    except Forbidden:
-        raise
     except ApiError as exc:
-        if exc.status == 404:
+        if exc.status == 404:  # only a real 404 means absent; a 403 propagates as Forbidden
             return None
         raise
 
