@@ -1,0 +1,248 @@
+"""The EBS census: every volume in the regions named by ``--aws-region``, beside the PersistentVolumes.
+
+boto3 (the ``kubectl-pvleft[aws]`` extra) is imported inside ``open_census`` only, so a run without the flag
+never loads it. Credentials come from boto3's standard chain (environment, ``--aws-profile`` / ``AWS_PROFILE``,
+SSO, IRSA / EKS Pod Identity, instance metadata). The only call is ``ec2:DescribeVolumes``, paginated.
+
+How a volume is told apart from another cluster's (tags written by the EBS CSI driver, see its
+``pkg/driver/constants.go`` and ``docs/tagging.md``, and by the in-tree AWS provider before it):
+``kubernetes.io/cluster/<id>: owned``, ``KubernetesCluster: <id>`` and ``ebs.csi.aws.com/cluster-name: <id>``
+name the cluster, when the driver was started with ``--k8s-tag-cluster-id``. ``ebs.csi.aws.com/cluster: true``
+says only that some EBS CSI driver made it. With ``cluster_name`` given, a volume whose tags name clusters
+but not this one is *kept and marked* ``other_cluster=True``, never dropped: a PV here may still name it
+(static provisioning of another cluster's volume), and dropping it would turn that PV into a false
+missing-volume. Untagged volumes stay ``None``: nothing says whose they are.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import timezone
+from typing import Any, Iterator, Mapping, Optional
+
+from . import CloudDisk, CloudError, VolumeRef
+
+SOURCE = "aws"
+PERMISSION = "ec2:DescribeVolumes"
+DEFAULT_PAGE_SIZE = 500
+INSTALL_HINT = "--aws-region needs boto3: pip install 'kubectl-pvleft[aws]'"
+
+# The EBS CSI driver, and EKS Auto Mode's managed copy of it; both put the bare volume id in volumeHandle.
+CSI_DRIVERS = frozenset({"ebs.csi.aws.com", "ebs.csi.eks.amazonaws.com"})
+# The in-tree source key (records.py names in-tree PVs by it) and the in-tree plugin's name. CSI-migrated PVs
+# keep this spec, so they arrive here too.
+IN_TREE_DRIVERS = frozenset({"awsElasticBlockStore", "kubernetes.io/aws-ebs"})
+
+CLUSTER_TAG_PREFIX = "kubernetes.io/cluster/"
+CLUSTER_NAME_TAGS = ("KubernetesCluster", "ebs.csi.aws.com/cluster-name")
+PROVENANCE_TAGS = (
+    "CSIVolumeName", "ebs.csi.aws.com/cluster", "ebs.csi.aws.com/cluster-name", "KubernetesCluster",
+    "kubernetes.io/created-for/pvc/namespace", "kubernetes.io/created-for/pvc/name",
+    "kubernetes.io/created-for/pv/name",
+)
+
+# The in-tree plugin's own rule (legacy cloud provider, MapToAWSVolumeID): "vol-" then no slash.
+_VOLUME_ID = re.compile(r"^vol-[^/\s]+$")
+_FAILURE_MESSAGE_TAIL = re.compile(r"\s*Encoded authorization failure message:.*$", re.S)
+
+_DENIED = {"UnauthorizedOperation", "AccessDenied", "AccessDeniedException"}
+_BAD_CREDENTIALS = {"AuthFailure", "InvalidClientTokenId", "UnrecognizedClientException", "SignatureDoesNotMatch",
+                    "ExpiredToken", "ExpiredTokenException", "RequestExpired", "InvalidToken"}
+_NO_CREDENTIALS = (f"no AWS credentials found for {PERMISSION}: set --aws-profile or AWS_PROFILE, run "
+                   "`aws sso login`, export AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or on EKS give the "
+                   "ServiceAccount an IAM role (IRSA or Pod Identity)")
+
+
+def parse_volume_id(text: str) -> tuple[Optional[str], Optional[str]]:
+    """``aws://us-east-1a/vol-0abc``, ``aws:///vol-0abc`` or ``vol-0abc`` -> (volume id, zone or None)."""
+    text = text.strip()
+    zone: Optional[str] = None
+    if text.startswith("aws://"):
+        zone, _, text = text[len("aws://"):].partition("/")
+    volume_id = text.strip("/")
+    if not _VOLUME_ID.match(volume_id):
+        return None, None
+    return volume_id, zone or None
+
+
+def zone_in_region(zone: str, region: str) -> bool:
+    """us-east-1a is in us-east-1; so are Local Zones (us-west-2-lax-1a) and Wavelength Zones."""
+    return bool(re.fullmatch(re.escape(region) + r"([a-z]|-.+)", zone))
+
+
+def cluster_names(tags: Mapping[str, str]) -> set[str]:
+    names = {key[len(CLUSTER_TAG_PREFIX):] for key in tags if key.startswith(CLUSTER_TAG_PREFIX)}
+    names.update(tags[key] for key in CLUSTER_NAME_TAGS if tags.get(key))
+    names.discard("")
+    return names
+
+
+def other_cluster(tags: Mapping[str, str], cluster_name: Optional[str]) -> Optional[bool]:
+    """True: the tags name clusters, not this one. False: they name this one. None: no name given, or no tag."""
+    named = cluster_names(tags)
+    if cluster_name is None or not named:
+        return None
+    return cluster_name not in named
+
+
+def disk_from_volume(volume: Mapping[str, Any], cluster_name: Optional[str]) -> CloudDisk:
+    """One DescribeVolumes ``Volume`` (as botocore parses it) -> CloudDisk."""
+    tags = {tag.get("Key", ""): tag.get("Value", "") for tag in volume.get("Tags") or ()}
+    provenance = {key: value for key, value in tags.items()
+                  if key in PROVENANCE_TAGS or key.startswith(CLUSTER_TAG_PREFIX)}
+    users = tuple(attachment.get("InstanceId") or attachment.get("AssociatedResource") or "?"
+                  for attachment in volume.get("Attachments") or ())
+    created = volume.get("CreateTime")
+    return CloudDisk(
+        source=SOURCE,
+        handle=volume["VolumeId"],
+        name=tags.get("Name") or volume["VolumeId"],
+        location=volume.get("AvailabilityZone") or "",
+        size_gb=volume.get("Size"),  # EBS sizes are GiB
+        type=volume.get("VolumeType"),
+        created=created.astimezone(timezone.utc) if created else None,
+        state=volume.get("State"),
+        users=users,
+        provenance=provenance,
+        other_cluster=other_cluster(tags, cluster_name),
+    )
+
+
+def dies_with_instance(volume: Mapping[str, Any]) -> bool:
+    """A volume attached with DeleteOnTermination (a node's boot volume) ends with its instance: never a PV's.
+
+    AttachVolume, which the EBS CSI driver and the in-tree plugin call, cannot set it; only an instance's
+    block-device mapping does.
+    """
+    return any(attachment.get("DeleteOnTermination") for attachment in volume.get("Attachments") or ())
+
+
+class AwsCensus:
+    """The ``Census`` of EBS volumes (see ``kubectl_pvleft.clouds``), one EC2 client per region."""
+
+    source = SOURCE
+    orphan_kind = "orphan-volume"
+    missing_kind = "missing-volume"
+
+    def __init__(self, clients: Mapping[str, Any], errors: Any, *, cluster_name: Optional[str] = None,
+                 page_size: int = DEFAULT_PAGE_SIZE, profile: Optional[str] = None) -> None:
+        self._clients = dict(clients)
+        self._errors = errors  # botocore.exceptions, imported lazily by open_census
+        self.regions = tuple(self._clients)
+        self.cluster_name = cluster_name
+        self.page_size = page_size
+        self.profile = profile
+        self.pages_read = 0  # DescribeVolumes pages received, every region
+        self.instance_volumes: set[str] = set()  # seen, set aside: they end with their instance
+        self._locations: dict[str, set[tuple[Optional[str], Optional[str]]]] = {}
+
+    def handle_of(self, pv: VolumeRef) -> Optional[str]:
+        if pv.driver not in CSI_DRIVERS and pv.driver not in IN_TREE_DRIVERS or not pv.handle:
+            return None
+        volume_id, zone = parse_volume_id(pv.handle)
+        if volume_id is None:
+            return None
+        # The handle is the bare id, which carries no region: remember where the PV says it lives for covers().
+        self._locations.setdefault(volume_id, set()).add((zone or pv.zone, pv.region))
+        return volume_id
+
+    def covers(self, handle: str) -> bool:
+        if handle in self.instance_volumes:
+            return False  # it exists; it was only left out of the list
+        places = self._locations.get(handle, set())
+        zones = {zone for zone, _ in places if zone}
+        regions = {region for _, region in places if region}
+        if zones or regions:
+            return (any(zone_in_region(zone, listed) for zone in zones for listed in self.regions)
+                    or bool(regions & set(self.regions)))
+        # Nothing on the PV says where its volume lives. An EKS cluster lives in one region, so with exactly one
+        # region listed we take it to be the cluster's; with several we cannot tell which was meant, and a volume
+        # is never called missing on a guess.
+        return len(self.regions) == 1
+
+    def disks(self) -> Iterator[CloudDisk]:
+        for region, client in self._clients.items():
+            yield from self._region_disks(region, client)
+
+    def _region_disks(self, region: str, client: Any) -> Iterator[CloudDisk]:
+        params: dict[str, Any] = {"PaginationConfig": {"PageSize": self.page_size}}
+        if "IncludeManagedResources" in client.meta.service_model.operation_model("DescribeVolumes").input_shape.members:
+            # Volumes that AWS services manage (EKS Auto Mode's) can be hidden by default; a PV may name one.
+            params["IncludeManagedResources"] = True
+        pages = client.get_paginator("describe_volumes").paginate(**params)
+        try:
+            for page in pages:
+                self.pages_read += 1
+                for volume in page.get("Volumes") or ():
+                    if dies_with_instance(volume):
+                        self.instance_volumes.add(volume["VolumeId"])
+                        continue
+                    yield disk_from_volume(volume, self.cluster_name)
+        except (self._errors.BotoCoreError, self._errors.ClientError) as exc:
+            raise cloud_error(exc, self._errors, region, self.profile) from None
+
+
+def open_census(regions: list[str], profile: Optional[str] = None, cluster_name: Optional[str] = None,
+                endpoint_url: Optional[str] = None, page_size: int = DEFAULT_PAGE_SIZE) -> AwsCensus:
+    """One EC2 client per region, from boto3's credential chain. Raises CloudError, never a traceback."""
+    if not 5 <= page_size <= 1000:
+        raise ValueError(f"page_size {page_size}: DescribeVolumes takes MaxResults from 5 to 1000")
+    regions = list(dict.fromkeys(region.strip() for region in regions if region.strip()))
+    if not regions:
+        raise CloudError("--aws-region needs a region name, e.g. --aws-region us-east-1")
+    try:
+        import boto3
+        import botocore.config
+        import botocore.exceptions as errors
+    except ImportError:
+        raise CloudError(INSTALL_HINT) from None
+    region = regions[0]
+    try:
+        session = boto3.session.Session(profile_name=profile)
+        # Resolve the chain now, so "no credentials" is said before any listing starts.
+        if session.get_credentials() is None:
+            raise CloudError(_NO_CREDENTIALS)
+        config = botocore.config.Config(user_agent_extra="kubectl-pvleft", connect_timeout=10, read_timeout=60,
+                                        retries={"mode": "standard", "max_attempts": 3})
+        clients = {}
+        for region in regions:
+            clients[region] = session.client("ec2", region_name=region, endpoint_url=endpoint_url, config=config)
+    except (errors.BotoCoreError, errors.ClientError) as exc:
+        raise cloud_error(exc, errors, region, profile) from None
+    return AwsCensus(clients, errors, cluster_name=cluster_name, page_size=page_size, profile=profile)
+
+
+def cloud_error(exc: Exception, errors: Any, region: str, profile: Optional[str]) -> CloudError:
+    """One line that names what is missing. botocore messages carry request ids and ARNs, never keys."""
+    if isinstance(exc, errors.ClientError):
+        error = exc.response.get("Error") or {}
+        code = error.get("Code") or "Unknown"
+        message = _one_line(_FAILURE_MESSAGE_TAIL.sub("", error.get("Message") or ""))
+        said = f"{code}: {message}" if message else code
+        if code in _DENIED:
+            return CloudError(f"AWS denied {PERMISSION} in {region} ({said}): the identity needs {PERMISSION} "
+                              "on every volume (Resource \"*\")")
+        if code in _BAD_CREDENTIALS:
+            return CloudError(f"AWS rejected the credentials for {PERMISSION} in {region} ({said}): "
+                              "refresh them (`aws sso login`) or pick others with --aws-profile")
+        if code == "OptInRequired":
+            return CloudError(f"{PERMISSION} in {region}: the region is not enabled for this account ({said})")
+        return CloudError(f"{PERMISSION} in {region} failed ({said})")
+    if isinstance(exc, errors.ProfileNotFound):
+        return CloudError(f"AWS profile {profile or exc.kwargs.get('profile')!r} is not in the AWS config or "
+                          f"credentials files (--aws-profile, AWS_PROFILE); it is needed for {PERMISSION}")
+    if isinstance(exc, (errors.NoCredentialsError, errors.PartialCredentialsError)):
+        detail = "" if isinstance(exc, errors.NoCredentialsError) else f" ({_one_line(str(exc))})"
+        return CloudError(_NO_CREDENTIALS + detail)
+    if isinstance(exc, (errors.SSOError, errors.TokenRetrievalError)):
+        return CloudError(f"AWS SSO credentials for {PERMISSION} are missing or expired ({_one_line(str(exc))}): "
+                          "run `aws sso login`")
+    if isinstance(exc, errors.InvalidRegionError):
+        return CloudError(f"--aws-region {region!r} is not an AWS region name")
+    if isinstance(exc, (errors.EndpointConnectionError, errors.ConnectTimeoutError, errors.ReadTimeoutError)):
+        return CloudError(f"cannot reach EC2 in {region} for {PERMISSION} ({_one_line(str(exc))})")
+    return CloudError(f"{PERMISSION} in {region} failed ({type(exc).__name__}: {_one_line(str(exc))})")
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
