@@ -88,7 +88,10 @@ class MotoServer:
         self.process = None
 
     def _post(self, path: str, body: bytes = b"") -> None:
-        urllib.request.urlopen(urllib.request.Request(self.endpoint + path, data=body, method="POST"), timeout=10).read()
+        # Not form-encoded: moto reads reset-auth's count from the raw body, which Flask empties for forms.
+        request = urllib.request.Request(self.endpoint + path, data=body, method="POST",
+                                         headers={"Content-Type": "text/plain"})
+        urllib.request.urlopen(request, timeout=10).read()
 
     def reset(self) -> None:
         self._post("/moto-api/reset")
