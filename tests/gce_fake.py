@@ -1,0 +1,212 @@
+"""A local Compute Engine for the disk census: the REST paths google-cloud-compute calls, nothing more.
+
+It answers ``disks.aggregatedList``, ``disks.list`` and ``regionDisks.list`` with Google's shapes (disk URLs
+on www.googleapis.com, int64 as strings, empty scopes carrying a NO_RESULTS_ON_PAGE warning), pages of at
+most ``page_size`` items chained by ``nextPageToken``, and Google's error body for a 403 and an unknown
+project. Every request is matched to the method the discovery document declares for its path and every
+body it sends is checked against that method's response schema (tests/gce_discovery.py); a mismatch is
+recorded in ``drift`` and answered with a 500, so a fake that drifts from Google's API fails the test.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Iterable, Optional
+from urllib.parse import parse_qsl, urlsplit
+
+import gce_discovery
+
+SELF_LINK = "https://www.googleapis.com/compute/v1/"
+
+
+def csi_description(pv: str, namespace: str, claim: str) -> str:
+    """The description the PD CSI driver writes: its tags as a JSON object (Go's json.Marshal: sorted keys)."""
+    return json.dumps({
+        "kubernetes.io/created-for/pv/name": pv,
+        "kubernetes.io/created-for/pvc/name": claim,
+        "kubernetes.io/created-for/pvc/namespace": namespace,
+        "storage.gke.io/created-by": "pd.csi.storage.gke.io",
+    }, sort_keys=True, separators=(",", ":"))
+
+
+def gce_disk(project: str, name: str, *, zone: Optional[str] = None, region: Optional[str] = None,
+             replica_zones: Iterable[str] = (), size_gb: int = 20, disk_type: str = "pd-balanced",
+             description: Optional[str] = None, labels: Optional[dict[str, str]] = None,
+             users: Iterable[str] = (), status: str = "READY",
+             created: str = "2026-03-03T09:12:33.421-08:00", disk_id: Optional[str] = None) -> dict[str, Any]:
+    """A Disk resource as Compute returns it (zonal when ``zone``, regional when ``region``)."""
+    assert (zone is None) != (region is None), "a disk lives in a zone or in a region"
+    scope = f"projects/{project}/zones/{zone}" if zone else f"projects/{project}/regions/{region}"
+    disk: dict[str, Any] = {
+        "kind": "compute#disk",
+        "id": disk_id or str(abs(hash((project, name, zone, region))) % 10**19),
+        "creationTimestamp": created,
+        "name": name,
+        "sizeGb": str(size_gb),
+        "status": status,
+        "selfLink": f"{SELF_LINK}{scope}/disks/{name}",
+        "type": f"{SELF_LINK}{scope}/diskTypes/{disk_type}",
+        "labelFingerprint": "42WmSpB8rSM=",
+        "physicalBlockSizeBytes": "4096",
+    }
+    if zone:
+        disk["zone"] = f"{SELF_LINK}projects/{project}/zones/{zone}"
+    else:
+        disk["region"] = f"{SELF_LINK}projects/{project}/regions/{region}"
+        disk["replicaZones"] = [f"{SELF_LINK}projects/{project}/zones/{z}" for z in replica_zones]
+    if description is not None:
+        disk["description"] = description
+    if labels:
+        disk["labels"] = dict(labels)
+    users = list(users)
+    if users:
+        where = zone or next(iter(replica_zones), None) or f"{region}-a"
+        disk["users"] = [f"{SELF_LINK}projects/{project}/zones/{where}/instances/{u}" for u in users]
+        disk["lastAttachTimestamp"] = created
+    return disk
+
+
+def _error(code: int, message: str, reason: str) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message,
+                      "errors": [{"message": message, "domain": "global", "reason": reason}]}}
+
+
+class FakeCompute:
+    """Projects, their disks and their scopes; start() serves them on a free 127.0.0.1 port."""
+
+    def __init__(self, page_size: int = 2) -> None:
+        self.page_size = page_size
+        self.projects: dict[str, list[dict[str, Any]]] = {}
+        self.scopes: dict[str, set[str]] = {}  # every zones/Z and regions/R the aggregated list names
+        self.forbidden: set[str] = set()  # projects where the caller lacks compute.disks.list
+        self.unreachable: dict[str, set[str]] = {}  # project -> scopes Google reports in `unreachables`
+        self.requests: list[tuple[str, str, dict[str, str]]] = []  # (HTTP method, path, query)
+        self.drift: list[str] = []
+        self._server: Optional[ThreadingHTTPServer] = None
+
+    def add_project(self, project: str, zones: Iterable[str] = ("us-central1-a", "us-central1-b"),
+                    regions: Iterable[str] = ("us-central1",)) -> None:
+        self.projects.setdefault(project, [])
+        self.scopes.setdefault(project, set()).update({f"zones/{z}" for z in zones} | {f"regions/{r}" for r in regions})
+
+    def add_disk(self, disk: dict[str, Any]) -> dict[str, Any]:
+        project = disk["selfLink"][len(SELF_LINK):].split("/")[1]
+        self.add_project(project, zones=(), regions=())
+        self.projects[project].append(disk)
+        self.scopes[project].add(self._scope(disk))
+        return disk
+
+    @staticmethod
+    def _scope(disk: dict[str, Any]) -> str:
+        link = disk.get("zone") or disk["region"]
+        return "/".join(link.split("/")[-2:])
+
+    # -- serving ---------------------------------------------------------------------------------------
+
+    @property
+    def endpoint(self) -> str:
+        assert self._server, "start() first"
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def start(self) -> "FakeCompute":
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                url = urlsplit(self.path)
+                query = dict(parse_qsl(url.query, keep_blank_values=True))
+                fake.requests.append(("GET", url.path, query))
+                status, body = fake.answer(url.path, query)
+                payload = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json; charset=UTF-8")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def _refuse(self) -> None:  # the census is read-only: any other verb is a bug to be seen
+                fake.requests.append((self.command, urlsplit(self.path).path, {}))
+                self.send_response(405)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            do_POST = do_PUT = do_PATCH = do_DELETE = _refuse
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self._server:
+            self._server.shutdown()
+            self._server.server_close()
+
+    def __enter__(self) -> "FakeCompute":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    # -- answers ---------------------------------------------------------------------------------------
+
+    def answer(self, path: str, query: dict[str, str]) -> tuple[int, Any]:
+        try:
+            method_id, params = gce_discovery.route(path)
+            gce_discovery.check_request(method_id, query)
+        except gce_discovery.Drift as exc:
+            self.drift.append(str(exc))
+            return 500, _error(500, f"drift: {exc}", "backendError")
+        project = params["project"]
+        if project not in self.projects:
+            return 404, _error(404, f"The resource 'projects/{project}' was not found", "notFound")
+        if project in self.forbidden:
+            return 403, _error(403, f"Required 'compute.disks.list' permission for 'projects/{project}'",
+                               "forbidden")
+        disks = sorted(self.projects[project], key=lambda d: (self._scope(d), d["name"]))
+        if method_id == "compute.disks.aggregatedList":
+            skip = self.unreachable.get(project, set())
+            disks = [d for d in disks if self._scope(d) not in skip]
+        elif method_id in ("compute.disks.list", "compute.regionDisks.list"):
+            scope = f"zones/{params['zone']}" if "zone" in params else f"regions/{params['region']}"
+            if scope not in self.scopes[project]:
+                return 404, _error(404, f"The resource 'projects/{project}/{scope}' was not found", "notFound")
+            disks = [d for d in disks if self._scope(d) == scope]
+        else:
+            self.drift.append(f"{method_id} is not a method this fake serves")
+            return 500, _error(500, f"{method_id} not served", "backendError")
+        try:
+            start = int(query.get("pageToken") or 0)
+        except ValueError:
+            return 400, _error(400, "Invalid value for field 'pageToken'", "invalid")
+        size = min(int(query.get("maxResults", 500)), self.page_size)
+        page, rest = disks[start:start + size], disks[start + size:]
+        base = f"{SELF_LINK}{path.split('/compute/v1/', 1)[1]}"
+        if method_id == "compute.disks.aggregatedList":
+            body: dict[str, Any] = {"kind": "compute#diskAggregatedList", "id": f"projects/{project}/aggregated/disks",
+                                    "items": self._scoped(project, page), "selfLink": base}
+            if self.unreachable.get(project):
+                body["unreachables"] = sorted(f"projects/{project}/{s}" for s in self.unreachable[project])
+        else:
+            body = {"kind": "compute#diskList", "id": base[len(SELF_LINK):], "items": page, "selfLink": base}
+        if rest:
+            body["nextPageToken"] = str(start + size)
+        try:
+            gce_discovery.check_response(method_id, body)
+        except gce_discovery.Drift as exc:
+            self.drift.append(str(exc))
+            return 500, _error(500, f"drift: {exc}", "backendError")
+        return 200, body
+
+    def _scoped(self, project: str, page: list[dict[str, Any]]) -> dict[str, Any]:
+        items: dict[str, Any] = {}
+        for scope in sorted(self.scopes[project] - self.unreachable.get(project, set())):
+            disks = [d for d in page if self._scope(d) == scope]
+            items[scope] = {"disks": disks} if disks else {"warning": {
+                "code": "NO_RESULTS_ON_PAGE", "message": f"There are no results for scope '{scope}' on this page.",
+                "data": [{"key": "scope", "value": scope}]}}
+        return items
