@@ -131,6 +131,14 @@ def test_unknown_zone_is_named(fake: FakeCompute) -> None:
         list(census(fake, zones=["us-central1-z"]).disks())
 
 
+def test_an_endpoint_that_refuses_connections_is_one_line() -> None:
+    endpoint = f"http://127.0.0.1:{_closed_port()}"
+    c = open_census([PROJECT], api_endpoint=endpoint, credentials=AnonymousCredentials())
+    with pytest.raises(CloudError, match=f"^cannot reach Compute Engine to list disks in project {PROJECT} "
+                                         r"\(every zone and region\): ConnectionError"):
+        list(c.disks())
+
+
 def test_unreachable_scope_is_never_called_missing(fake: FakeCompute) -> None:
     fake.add_project(PROJECT, zones=("us-central1-a", "us-central1-b"))
     fake.add_disk(zonal("seen", zone="us-central1-a"))

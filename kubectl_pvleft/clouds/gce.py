@@ -206,12 +206,14 @@ class GceCensus:
 
     def _read_pages(self, project: str, where: str, call: Any, items_of: Any) -> Iterator[Any]:
         """Every item of every page (the pager follows nextPageToken), with errors turned into CloudError."""
+        from google.api_core.exceptions import GoogleAPIError
+        from google.auth.exceptions import GoogleAuthError
+        from requests import RequestException
+
         try:
             for page in call().pages:
                 yield from items_of(page)
-        except CloudError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - every failure of the cloud census becomes one line
+        except (GoogleAPIError, GoogleAuthError, RequestException, OSError) as exc:
             raise cloud_error(exc, project, where) from None
 
     def _add(self, found: dict[str, CloudDisk], project: str, disk: Any) -> None:
