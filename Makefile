@@ -1,26 +1,50 @@
 # The README's two commands: `make demo` shows the main job, `make test` runs every test.
-PYTHON ?= python3
+# Everything runs in .venv, made by `python3 -m venv`: never the system interpreter, which Debian and
+# Ubuntu (PEP 668: externally managed) and Homebrew refuse to pip-install into.
+PYTHON3 ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+EXTRAS := test,gcp,aws
 
-.PHONY: install demo demo-stop test unit record bench
+.PHONY: install demo demo-stop test unit floors record bench bundle release
 
-install:
-	$(PYTHON) -m pip install --quiet --disable-pip-version-check -e '.[test]'
+# A venv that failed half-way (Debian without python3-venv has no ensurepip) is removed, not reused.
+$(PY):
+	@$(PYTHON3) -m venv $(VENV) || { rm -rf $(VENV); \
+	  echo "error: '$(PYTHON3) -m venv' failed; on Debian/Ubuntu install it with: apt-get install python3-venv" >&2; exit 1; }
+	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
+
+install: $(PY)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[$(EXTRAS)]'
 
 demo: install
-	$(PYTHON) tests/demo.py
+	$(PY) tests/demo.py
 
-demo-stop:
-	$(PYTHON) tests/cluster/controlplane.py down --dir .demo
+demo-stop: $(PY)
+	$(PY) tests/cluster/controlplane.py down --dir .demo
 
 test: install
 	bash tests/cluster/build.sh
-	$(PYTHON) -m pytest -q
+	$(PY) -m pytest -q
+	bash .ci/floors
 
 unit: install
-	$(PYTHON) -m pytest -q -m "not cluster"
+	$(PY) -m pytest -q -m "not cluster"
+
+# The unit suite on the lowest versions setup.cfg allows (.ci/floors.txt), in a venv of its own.
+floors:
+	bash .ci/floors
 
 record: install
-	$(PYTHON) tests/record_wire.py
+	$(PY) tests/record_wire.py
 
 bench: install
-	$(PYTHON) benchmarks/bench_parse.py
+	$(PY) benchmarks/bench_parse.py
+
+# The self-contained krew program (PyInstaller, one folder) in dist/kubectl-pvleft/.
+bundle:
+	bash plugin/build-bundle.sh
+
+# The krew archive of this platform, and krew-manifest.yaml generated from it.
+release:
+	bash plugin/release.sh

@@ -1,0 +1,182 @@
+"""Shell completion through kubectl: the ``kubectl_complete-pvleft`` program.
+
+kubectl 1.26+ completes ``kubectl pvleft ...`` by running ``kubectl_complete-pvleft`` from PATH with the
+words after ``pvleft`` (the last one is the word being typed, maybe empty) and relaying what it prints:
+cobra's ``__complete`` protocol, one candidate a line (``candidate<TAB>description``), then ``:<directive>``.
+
+Subcommands and flags are read from the argparse parser itself, so they follow the command line as it
+changes. Context, cluster and user names come from the kubeconfig merged as kubectl merges it; namespace
+names from the API server with the same credentials and a short timeout. Completion is best effort: any
+failure prints no candidates, never a word on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import sys
+import warnings
+from contextlib import redirect_stderr
+from typing import Iterable, Optional, Sequence
+
+# cobra's ShellCompDirective values.
+DEFAULT = 0  # let the shell complete file names
+NO_FILE_COMPLETION = 4
+
+PROG = "kubectl pvleft"
+NAMESPACE_TIMEOUT = 2.0  # seconds per request: a slow server must not freeze the shell
+KUBECONFIG_NAME_FLAGS = {"context": "contexts", "cluster": "clusters", "user": "users"}
+FILE_FLAGS = {"kubeconfig"}
+
+
+def _subcommands(parser: argparse.ArgumentParser) -> dict[str, tuple[argparse.ArgumentParser, str]]:
+    """name -> (subparser, one-line help), for every subparsers action of this parser."""
+    found: dict[str, tuple[argparse.ArgumentParser, str]] = {}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            helps = {a.dest: a.help or "" for a in action._choices_actions}
+            for name, sub in action.choices.items():
+                found[name] = (sub, helps.get(name, ""))
+    return found
+
+
+def _options(parser: argparse.ArgumentParser) -> dict[str, argparse.Action]:
+    return {option: action for action in parser._actions if action.help != argparse.SUPPRESS
+            for option in action.option_strings}
+
+
+def _takes_value(action: argparse.Action) -> bool:
+    return action.nargs != 0
+
+
+def _repeatable(action: argparse.Action) -> bool:
+    return isinstance(action, (argparse._AppendAction, argparse._CountAction))
+
+
+class _Typed:
+    """What the words already typed say: the active (sub)parser and the flag values given."""
+
+    def __init__(self, parser: argparse.ArgumentParser, words: Sequence[str]) -> None:
+        self.parser = parser
+        self.subcommand: Optional[str] = None
+        self.values: dict[str, str] = {}
+        self.used: set[argparse.Action] = set()
+        self.pending: Optional[argparse.Action] = None  # a flag whose value is the word being completed
+        for word in words:
+            if self.pending is not None:
+                self.values[self.pending.dest] = word
+                self.pending = None
+                continue
+            if word.startswith("-") and word != "-":
+                name, eq, value = word.partition("=")
+                action = _options(self.parser).get(name)
+                if action is None:
+                    continue
+                self.used.add(action)
+                if _takes_value(action):
+                    if eq:
+                        self.values[action.dest] = value
+                    else:
+                        self.pending = action
+                continue
+            subs = _subcommands(self.parser)
+            if self.subcommand is None and word in subs:
+                self.subcommand, self.parser = word, subs[word][0]
+
+
+def _first_sentence(text: str) -> str:
+    """A candidate's description: the help text up to its first colon, parenthesis or full stop."""
+    text = " ".join((text or "").split())
+    for stop in (": ", " (", ". "):
+        text = text.split(stop)[0]
+    return text[:80]
+
+
+def complete(words: Sequence[str], parser: argparse.ArgumentParser) -> tuple[list[str], int]:
+    """Candidates and cobra directive for the last word of ``words`` (the one being typed)."""
+    *done, current = list(words) or [""]
+    typed = _Typed(parser, done)
+    if typed.pending is not None:
+        return _values(typed.pending, current, typed)
+    if current.startswith("-") and "=" in current:
+        action = _options(typed.parser).get(current.partition("=")[0])
+        if action is not None and _takes_value(action):
+            return _values(action, current.partition("=")[2], typed)
+        return [], NO_FILE_COMPLETION
+    if current.startswith("-"):
+        candidates = []
+        for option, action in _options(typed.parser).items():
+            if option.startswith(current) and (action not in typed.used or _repeatable(action)):
+                candidates.append(f"{option}\t{_first_sentence(action.help or '')}")
+        return candidates, NO_FILE_COMPLETION
+    if typed.subcommand is None:
+        return [f"{name}\t{_first_sentence(summary)}" for name, (_, summary) in _subcommands(typed.parser).items()
+                if name.startswith(current)], NO_FILE_COMPLETION
+    return [], NO_FILE_COMPLETION
+
+
+def _values(action: argparse.Action, current: str, typed: _Typed) -> tuple[list[str], int]:
+    if action.dest in FILE_FLAGS:
+        return [], DEFAULT
+    if action.choices:
+        names: Iterable[str] = [str(choice) for choice in action.choices]
+    elif action.dest in KUBECONFIG_NAME_FLAGS:
+        names = kubeconfig_names(KUBECONFIG_NAME_FLAGS[action.dest], typed.values.get("kubeconfig"))
+    elif action.dest == "namespace":
+        names = namespace_names(_selection(typed.values))
+    else:
+        names = []
+    return sorted(name for name in names if name.startswith(current)), NO_FILE_COMPLETION
+
+
+def kubeconfig_names(section: str, explicit: Optional[str]) -> list[str]:
+    """The names in one section (contexts, clusters, users) of the kubeconfig kubectl would read."""
+    from kubectl_pvleft.kubeconfig import kubeconfig_files, merge_kubeconfigs
+
+    doc = merge_kubeconfigs(kubeconfig_files(explicit))
+    return [entry["name"] for entry in doc.get(section) or () if isinstance(entry.get("name"), str)]
+
+
+def _selection(values: dict[str, str]):  # -> kubectl_pvleft.kubeconfig.Selection
+    from kubectl_pvleft.kubeconfig import Selection
+
+    return Selection(kubeconfig=values.get("kubeconfig"), context=values.get("context"),
+                     cluster=values.get("cluster"), user=values.get("user"),
+                     impersonate_user=values.get("as_user"))
+
+
+def namespace_names(selection) -> list[str]:  # selection: kubectl_pvleft.kubeconfig.Selection
+    """Namespace names from the API server, read as metadata only with the user's own credentials."""
+    from kubectl_pvleft.api import METADATA_ONLY, KubeAPI
+    from kubectl_pvleft.kubeconfig import load_connection
+
+    api = KubeAPI(load_connection(selection), request_timeout=NAMESPACE_TIMEOUT)
+    try:
+        return [item["metadata"]["name"] for item in api.list("/api/v1/namespaces", accept=METADATA_ONLY)]
+    finally:
+        api.close()
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    words = list(sys.argv[1:] if argv is None else argv)
+    candidates: list[str] = []
+    directive = NO_FILE_COMPLETION
+    # Completion runs inside the user's shell: warnings, log lines and tracebacks would land on their prompt.
+    with redirect_stderr(io.StringIO()), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            from kubectl_pvleft.cli import build_parser
+
+            candidates, directive = complete(words, build_parser(PROG))
+        except Exception:
+            candidates, directive = [], NO_FILE_COMPLETION
+    try:
+        sys.stdout.write("".join(f"{line}\n" for line in candidates) + f":{directive}\n")
+        sys.stdout.flush()
+    except (BrokenPipeError, OSError):
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,21 @@
+"""The krew bundle's program (PyInstaller's entry script): ``kubectl-pvleft`` as pip's console script runs it,
+and its shell completion when the first argument is ``__complete`` (what ``kubectl_complete-pvleft`` passes)."""
+
+import os
+import sys
+
+
+def run() -> int:
+    # Windows names the program kubectl-pvleft.exe; the command line calls itself `kubectl pvleft`.
+    sys.argv[0] = os.path.splitext(sys.argv[0])[0] if sys.argv[0].lower().endswith(".exe") else sys.argv[0]
+    if sys.argv[1:2] == ["__complete"]:
+        from kubectl_pvleft.completion import main as complete
+
+        return complete(sys.argv[2:])
+    from kubectl_pvleft.cli import main
+
+    return main()
+
+
+if __name__ == "__main__":
+    sys.exit(run())
