@@ -50,6 +50,15 @@ def aws_test_env(tmp: Path, **extra: str) -> dict[str, str]:
     return env
 
 
+def use_fake_credentials(monkeypatch: Any, tmp: Path) -> None:
+    """This process's boto3 chain finds only the fake keys (a pytest monkeypatch sets and restores the env)."""
+    for name in [key for key in os.environ if key.startswith("AWS_")]:
+        monkeypatch.delenv(name)
+    for name, value in aws_test_env(tmp, AWS_ACCESS_KEY_ID=FAKE_KEY_ID, AWS_SECRET_ACCESS_KEY=FAKE_SECRET).items():
+        if name.startswith("AWS_") or name == "HOME":
+            monkeypatch.setenv(name, value)
+
+
 class MotoServer:
     def __init__(self, log: Path) -> None:
         self.log = log
