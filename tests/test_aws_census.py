@@ -110,6 +110,8 @@ def test_pages_to_the_last_page(moto: MotoServer, ec2) -> None:
         assert census.pages_read == 3
         assert [r.get("MaxResults") for r in proxy.describe_requests] == ["5", "5", "5"]
         assert [bool(r.get("NextToken")) for r in proxy.describe_requests] == [False, True, True]
+        # Volumes an AWS service manages (EKS Auto Mode's) may be hidden unless asked for; a PV may name one.
+        assert {r.get("IncludeManagedResources") for r in proxy.describe_requests} == {"true"}
 
         proxy.describe_requests.clear()
         default = open_census(["us-east-1"], endpoint_url=proxy.endpoint)

@@ -137,7 +137,7 @@ class AwsCensus:
         self._locations: dict[str, set[tuple[Optional[str], Optional[str]]]] = {}
 
     def handle_of(self, pv: VolumeRef) -> Optional[str]:
-        if pv.driver not in CSI_DRIVERS and pv.driver not in IN_TREE_DRIVERS or not pv.handle:
+        if not pv.handle or (pv.driver not in CSI_DRIVERS and pv.driver not in IN_TREE_DRIVERS):
             return None
         volume_id, zone = parse_volume_id(pv.handle)
         if volume_id is None:
@@ -166,7 +166,8 @@ class AwsCensus:
 
     def _region_disks(self, region: str, client: Any) -> Iterator[CloudDisk]:
         params: dict[str, Any] = {"PaginationConfig": {"PageSize": self.page_size}}
-        if "IncludeManagedResources" in client.meta.service_model.operation_model("DescribeVolumes").input_shape.members:
+        operation = client.meta.service_model.operation_model("DescribeVolumes")
+        if "IncludeManagedResources" in operation.input_shape.members:  # an older botocore does not know it
             # Volumes that AWS services manage (EKS Auto Mode's) can be hidden by default; a PV may name one.
             params["IncludeManagedResources"] = True
         pages = client.get_paginator("describe_volumes").paginate(**params)
@@ -234,7 +235,7 @@ def cloud_error(exc: Exception, errors: Any, region: str, profile: Optional[str]
     if isinstance(exc, (errors.NoCredentialsError, errors.PartialCredentialsError)):
         detail = "" if isinstance(exc, errors.NoCredentialsError) else f" ({_one_line(str(exc))})"
         return CloudError(_NO_CREDENTIALS + detail)
-    if isinstance(exc, (errors.SSOError, errors.TokenRetrievalError)):
+    if isinstance(exc, (errors.SSOError, getattr(errors, "TokenRetrievalError", errors.SSOError))):
         return CloudError(f"AWS SSO credentials for {PERMISSION} are missing or expired ({_one_line(str(exc))}): "
                           "run `aws sso login`")
     if isinstance(exc, errors.InvalidRegionError):
