@@ -21,12 +21,12 @@ from typing import Iterable, Optional, Sequence
 
 # cobra's ShellCompDirective values.
 DEFAULT = 0  # let the shell complete file names
+NO_SPACE = 2  # the candidate goes on (jsonpath=...)
 NO_FILE_COMPLETION = 4
 
 PROG = "kubectl pvleft"
 NAMESPACE_TIMEOUT = 2.0  # seconds per request: a slow server must not freeze the shell
 KUBECONFIG_NAME_FLAGS = {"context": "contexts", "cluster": "clusters", "user": "users"}
-FILE_FLAGS = {"kubeconfig"}
 
 
 def _subcommands(parser: argparse.ArgumentParser) -> dict[str, tuple[argparse.ArgumentParser, str]]:
@@ -62,23 +62,29 @@ class _Typed:
         self.values: dict[str, str] = {}
         self.used: set[argparse.Action] = set()
         self.pending: Optional[argparse.Action] = None  # a flag whose value is the word being completed
+        self.words: list[str] = []  # the words that parse as they stand (no help, no version, no dangling flag)
         for word in words:
             if self.pending is not None:
                 self.values[self.pending.dest] = word
+                self.words += [self.pending.option_strings[0], word]
                 self.pending = None
                 continue
             if word.startswith("-") and word != "-":
                 name, eq, value = word.partition("=")
                 action = _options(self.parser).get(name)
-                if action is None:
+                if action is None or isinstance(action, (argparse._HelpAction, argparse._VersionAction)):
                     continue
                 self.used.add(action)
                 if _takes_value(action):
                     if eq:
                         self.values[action.dest] = value
+                        self.words.append(word)
                     else:
                         self.pending = action
+                else:
+                    self.words.append(word)
                 continue
+            self.words.append(word)
             subs = _subcommands(self.parser)
             if self.subcommand is None and word in subs:
                 self.subcommand, self.parser = word, subs[word][0]
@@ -97,11 +103,11 @@ def complete(words: Sequence[str], parser: argparse.ArgumentParser) -> tuple[lis
     *done, current = list(words) or [""]
     typed = _Typed(parser, done)
     if typed.pending is not None:
-        return _values(typed.pending, current, typed)
+        return _values(typed.pending, current, typed, parser)
     if current.startswith("-") and "=" in current:
         action = _options(typed.parser).get(current.partition("=")[0])
         if action is not None and _takes_value(action):
-            return _values(action, current.partition("=")[2], typed)
+            return _values(action, current.partition("=")[2], typed, parser)
         return [], NO_FILE_COMPLETION
     if current.startswith("-"):
         candidates = []
@@ -115,18 +121,31 @@ def complete(words: Sequence[str], parser: argparse.ArgumentParser) -> tuple[lis
     return [], NO_FILE_COMPLETION
 
 
-def _values(action: argparse.Action, current: str, typed: _Typed) -> tuple[list[str], int]:
-    if action.dest in FILE_FLAGS:
-        return [], DEFAULT
+def _value_choices(action: argparse.Action) -> list[str]:
+    """The values a flag accepts: its argparse choices, or for -o the formats the command line lists
+    (a templated one as ``jsonpath=``, to be typed on)."""
     if action.choices:
-        names: Iterable[str] = [str(choice) for choice in action.choices]
-    elif action.dest in KUBECONFIG_NAME_FLAGS:
-        names = kubeconfig_names(KUBECONFIG_NAME_FLAGS[action.dest], typed.values.get("kubeconfig"))
+        return [str(choice) for choice in action.choices]
+    if action.dest == "output":
+        from kubectl_pvleft import cli
+
+        return list(getattr(cli, "OUTPUT_CHOICES", ())) + [f"{name}=" for name in getattr(cli, "TEMPLATED", ())]
+    return []
+
+
+def _values(action: argparse.Action, current: str, typed: _Typed,
+            parser: argparse.ArgumentParser) -> tuple[list[str], int]:
+    if action.metavar == "FILE" or action.dest == "kubeconfig":
+        return [], DEFAULT
+    if action.dest in KUBECONFIG_NAME_FLAGS:
+        names: Iterable[str] = kubeconfig_names(KUBECONFIG_NAME_FLAGS[action.dest], typed.values.get("kubeconfig"))
     elif action.dest == "namespace":
-        names = namespace_names(_selection(typed.values))
+        names = namespace_names(_selection(parser, typed.words))
     else:
-        names = []
-    return sorted(name for name in names if name.startswith(current)), NO_FILE_COMPLETION
+        names = _value_choices(action)
+    candidates = sorted(name for name in names if name.startswith(current))
+    go_on = any(name.endswith("=") for name in candidates)
+    return candidates, NO_FILE_COMPLETION | (NO_SPACE if go_on else 0)
 
 
 def kubeconfig_names(section: str, explicit: Optional[str]) -> list[str]:
@@ -137,22 +156,22 @@ def kubeconfig_names(section: str, explicit: Optional[str]) -> list[str]:
     return [entry["name"] for entry in doc.get(section) or () if isinstance(entry.get("name"), str)]
 
 
-def _selection(values: dict[str, str]):  # -> kubectl_pvleft.kubeconfig.Selection
-    from kubectl_pvleft.kubeconfig import Selection
+def _selection(parser: argparse.ArgumentParser, words: list[str]):  # -> kubectl_pvleft.kubeconfig.Selection
+    """The server and identity the typed flags choose, read by the command line's own parser."""
+    from kubectl_pvleft import cli
 
-    return Selection(kubeconfig=values.get("kubeconfig"), context=values.get("context"),
-                     cluster=values.get("cluster"), user=values.get("user"),
-                     impersonate_user=values.get("as_user"))
+    args, _ = parser.parse_known_args(words)
+    return cli.selection_of(args)
 
 
 def namespace_names(selection) -> list[str]:  # selection: kubectl_pvleft.kubeconfig.Selection
     """Namespace names from the API server, read as metadata only with the user's own credentials."""
-    from kubectl_pvleft.api import METADATA_ONLY, KubeAPI
+    from kubectl_pvleft.api import NAMESPACES, KubeAPI
     from kubectl_pvleft.kubeconfig import load_connection
 
     api = KubeAPI(load_connection(selection), request_timeout=NAMESPACE_TIMEOUT)
     try:
-        return [item["metadata"]["name"] for item in api.list("/api/v1/namespaces", accept=METADATA_ONLY)]
+        return [namespace.name for namespace in api.list(NAMESPACES)]
     finally:
         api.close()
 
@@ -168,7 +187,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             from kubectl_pvleft.cli import build_parser
 
             candidates, directive = complete(words, build_parser(PROG))
-        except Exception:
+        except (Exception, SystemExit):  # argparse exits on words it cannot parse
             candidates, directive = [], NO_FILE_COMPLETION
     try:
         sys.stdout.write("".join(f"{line}\n" for line in candidates) + f":{directive}\n")

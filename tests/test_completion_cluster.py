@@ -1,0 +1,28 @@
+"""`kubectl __complete pvleft -n ...` against the real control plane: namespace names from the API server,
+with the credentials the typed flags choose; a user who may not list namespaces gets none, silently."""
+
+from __future__ import annotations
+
+from scenarios import apply, namespace
+from test_completion_unit import kubectl_complete, run_completer
+
+
+def test_namespace_names_from_the_api(cluster) -> None:
+    apply(cluster, namespace("completion-alpha"), namespace("completion-beta"))
+    admin = str(cluster.kubeconfig("admin"))
+    names, directive = kubectl_complete("pending", "--kubeconfig", admin, "-n", "")
+    assert {"completion-alpha", "completion-beta", "default", "kube-system"} <= set(names) and directive == 4
+    assert kubectl_complete("--kubeconfig", admin, "claims", "--namespace", "completion-") == (
+        ["completion-alpha", "completion-beta"], 4)
+    # KUBECONFIG works as for the plugin itself.
+    assert kubectl_complete("-n", "completion-a", env={"KUBECONFIG": admin}) == (["completion-alpha"], 4)
+
+
+def test_namespace_names_follow_the_chosen_identity(cluster) -> None:
+    # The reader's ClusterRole has no namespaces: the server says 403 and completion offers nothing, quietly.
+    result = run_completer("--kubeconfig", str(cluster.kubeconfig("reader")), "-n", "")
+    assert (result.returncode, result.stdout, result.stderr) == (0, ":4\n", "")
+    admin = str(cluster.kubeconfig("admin"))
+    assert "default" in kubectl_complete("--kubeconfig", admin, "-n", "")[0]
+    # --as is sent as impersonation: the admin impersonating the reader sees what the reader sees.
+    assert kubectl_complete("--kubeconfig", admin, "--as", "pvleft-reader-user", "-n", "") == ([], 4)

@@ -1,0 +1,159 @@
+"""Completion through the real kubectl (`kubectl __complete pvleft ...` runs our kubectl_complete-pvleft),
+with no cluster: subcommands, flags, -o values, kubeconfig names merged as kubectl merges, silent failures."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Iterator, Optional
+
+import pytest
+import yaml
+
+BIN = Path(sys.executable).parent
+COMPLETER = shutil.which("kubectl_complete-pvleft", path=str(BIN)) or shutil.which("kubectl_complete-pvleft")
+
+
+def kubectl_complete(*words: str, env: Optional[dict] = None) -> tuple[list[str], int]:
+    """Candidates (without descriptions) and the directive kubectl relays for `kubectl pvleft WORDS`."""
+    full_env = dict(os.environ, **(env or {}))
+    full_env["PATH"] = f"{os.path.dirname(COMPLETER)}{os.pathsep}{full_env['PATH']}"
+    result = subprocess.run(["kubectl", "__complete", "pvleft", *words], capture_output=True, text=True,
+                            env=full_env, timeout=60)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines and lines[-1].startswith(":"), result.stdout
+    return [line.split("\t")[0] for line in lines[:-1]], int(lines[-1][1:])
+
+
+def run_completer(*words: str, env: Optional[dict] = None) -> subprocess.CompletedProcess:
+    """The completion program itself, to see its stderr (kubectl adds debug lines to its own)."""
+    return subprocess.run([COMPLETER, *words], capture_output=True, text=True,
+                          env=dict(os.environ, **(env or {})), timeout=60)
+
+
+def test_installed_as_console_script() -> None:
+    assert COMPLETER, "kubectl_complete-pvleft is not installed: run `make install`"
+
+
+def test_subcommands() -> None:
+    names, directive = kubectl_complete("")
+    assert names == ["leftovers", "pending", "classes", "claims"] and directive == 4
+    assert kubectl_complete("cl") == (["classes", "claims"], 4)
+    # After a subcommand there is no positional argument to offer, and no file names either.
+    assert kubectl_complete("leftovers", "") == ([], 4)
+
+
+def test_flags_long_and_short_of_the_subcommand() -> None:
+    names, directive = kubectl_complete("pending", "-")
+    assert directive == 4
+    assert {"-n", "--namespace", "-A", "--all-namespaces", "-o", "--output", "--watch", "-w", "--context"} <= set(names)
+    assert "--drift" not in names  # a flag of classes, not of pending
+    long_only, _ = kubectl_complete("classes", "--")
+    assert "--drift" in long_only and not any(n.startswith("-") and not n.startswith("--") for n in long_only)
+    assert sorted(kubectl_complete("leftovers", "--al")[0]) == ["--all", "--all-namespaces"]
+    # A flag already given is not offered again; a repeatable one is.
+    names, _ = kubectl_complete("leftovers", "--as-group", "a", "--all", "--a")
+    assert "--all" not in names and "--as-group" in names
+
+
+def test_flags_before_the_subcommand() -> None:
+    names, _ = kubectl_complete("--")
+    assert "--version" in names and "--kubeconfig" in names
+    # Flags with a value are skipped over when finding the subcommand.
+    assert kubectl_complete("-n", "leftovers", "") == (["leftovers", "pending", "classes", "claims"], 4)
+    assert kubectl_complete("--context", "x", "leftovers", "--dr") == ([], 4)
+    assert kubectl_complete("--context", "x", "classes", "--dr") == (["--drift"], 4)
+
+
+def test_output_values() -> None:
+    names, directive = kubectl_complete("leftovers", "-o", "")
+    assert {"table", "wide", "json", "yaml", "jsonl", "name"} <= set(names)
+    # A templated format is offered as `jsonpath=` with no space after it (directive 2 added to 4).
+    assert directive == (6 if any(n.endswith("=") for n in names) else 4)
+    names, _ = kubectl_complete("leftovers", "-o", "j")
+    assert {"json", "jsonl"} <= set(names) and all(n.startswith("j") for n in names)
+    assert kubectl_complete("leftovers", "--output=y") == (["yaml"], 4)
+    assert kubectl_complete("-o", "wi") == (["wide"], 4)
+
+
+def test_kubeconfig_flag_completes_file_names() -> None:
+    assert kubectl_complete("--kubeconfig", "") == ([], 0)  # 0: the shell's own file completion
+
+
+def _kubeconfig(path: Path, contexts: list[tuple[str, str, str]], current: str = "") -> Path:
+    clusters = sorted({c for _, c, _ in contexts})
+    users = sorted({u for _, _, u in contexts})
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": current,
+        "clusters": [{"name": c, "cluster": {"server": "https://127.0.0.1:1"}} for c in clusters],
+        "users": [{"name": u, "user": {"token": "not-a-real-token"}} for u in users],
+        "contexts": [{"name": n, "context": {"cluster": c, "user": u}} for n, c, u in contexts],
+    }))
+    return path
+
+
+def test_context_cluster_user_names_merged_as_kubectl_merges(tmp_path: Path) -> None:
+    first = _kubeconfig(tmp_path / "a", [("prod", "prod-cluster", "alice"), ("shared", "a-cluster", "alice")])
+    second = _kubeconfig(tmp_path / "b", [("staging", "staging-cluster", "bob"), ("shared", "b-cluster", "bob")])
+    env = {"KUBECONFIG": f"{first}{os.pathsep}{tmp_path / 'missing'}{os.pathsep}{second}"}
+    assert kubectl_complete("leftovers", "--context", "", env=env) == (["prod", "shared", "staging"], 4)
+    assert kubectl_complete("--context", "s", env=env) == (["shared", "staging"], 4)
+    assert kubectl_complete("--cluster", "", env=env)[0] == ["a-cluster", "b-cluster", "prod-cluster", "staging-cluster"]
+    assert kubectl_complete("claims", "--user", "", env=env)[0] == ["alice", "bob"]
+    # --kubeconfig means exactly that file, as for the plugin itself.
+    assert kubectl_complete("--kubeconfig", str(second), "--context", "", env=env)[0] == ["shared", "staging"]
+    assert kubectl_complete(f"--kubeconfig={first}", "--context", "", env=env)[0] == ["prod", "shared"]
+
+
+def test_failures_print_no_candidates_and_nothing_on_stderr(tmp_path: Path) -> None:
+    broken = tmp_path / "broken"
+    broken.write_text("clusters: [unclosed\n")
+    for words in (("--context", ""), ("-n", ""), ("--kubeconfig", str(tmp_path / "nope"), "--user", "")):
+        result = run_completer(*words, env={"KUBECONFIG": str(broken)})
+        assert (result.returncode, result.stdout, result.stderr) == (0, ":4\n", ""), words
+
+
+@pytest.fixture
+def silent_server() -> Iterator[str]:
+    """A TCP port that accepts connections and never answers: the namespace lookup must give up by itself."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    accepted: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        listener.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                accepted.append(listener.accept()[0])
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield f"https://127.0.0.1:{listener.getsockname()[1]}"
+    stop.set()
+    thread.join()
+    for conn in accepted:
+        conn.close()
+    listener.close()
+
+
+def test_namespace_lookup_against_a_silent_server_gives_up_quietly(tmp_path: Path, silent_server: str) -> None:
+    config = _kubeconfig(tmp_path / "config", [("hung", "hung", "someone")], current="hung")
+    config.write_text(config.read_text().replace("https://127.0.0.1:1", silent_server))
+    result = run_completer("pending", "-n", "", env={"KUBECONFIG": str(config)})
+    assert (result.returncode, result.stdout, result.stderr) == (0, ":4\n", "")
+
+
+def test_unreachable_server_gives_no_namespaces(tmp_path: Path) -> None:
+    config = _kubeconfig(tmp_path / "config", [("down", "down", "someone")], current="down")
+    result = run_completer("-n", "", env={"KUBECONFIG": str(config)})
+    assert (result.returncode, result.stdout, result.stderr) == (0, ":4\n", "")
