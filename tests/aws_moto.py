@@ -109,6 +109,9 @@ class MotoServer:
         """From the next request on, moto checks signatures against its IAM users and evaluates their policies."""
         self._post("/moto-api/reset-auth", b"0")
 
+    def relax_iam(self) -> None:
+        self._post("/moto-api/reset-auth", b"inf")
+
     def client(self, service: str, region: str = "us-east-1", key_id: str = FAKE_KEY_ID,
                secret: str = FAKE_SECRET) -> Any:
         import boto3
@@ -224,10 +227,11 @@ class _PagingHandler(_QuietHandler):
 
 
 class Ec2ErrorServer(_Server):
-    """Every request gets one EC2 error (status, XML body as EC2 sends it)."""
+    """Every request gets one EC2 error (status, XML body as EC2 sends it), or the body given."""
 
-    def __init__(self, code: str, message: str, status: int = 403) -> None:
-        self.answer = _ec2_error(code, message, status)
+    def __init__(self, code: str, message: str, status: int = 403, body: Optional[bytes] = None) -> None:
+        # body: answer that instead, as a proxy in the way would (an HTML page, not EC2's XML)
+        self.answer = (status, body) if body is not None else _ec2_error(code, message, status)
         self.requests = 0
         super().__init__(_ErrorHandler)
 

@@ -126,7 +126,7 @@ def test_page_size_outside_what_ec2_takes() -> None:
 
 def test_boot_volumes_are_set_aside() -> None:
     # What EC2 sends for a node's root volume (moto leaves DeleteOnTermination out): it ends with the instance.
-    census = AwsCensus({"us-east-1": None}, errors=None)
+    census = AwsCensus({"us-east-1": None})
     boot = {"VolumeId": "vol-0b007", "Attachments": [{"InstanceId": "i-1", "DeleteOnTermination": True}]}
     csi = {"VolumeId": "vol-0c51", "Attachments": [{"InstanceId": "i-1", "DeleteOnTermination": False}]}
     from kubectl_pvleft.clouds.aws import dies_with_instance

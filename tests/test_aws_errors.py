@@ -96,7 +96,13 @@ def test_iam_denies_describe_volumes(tmp_path: Path, moto: MotoServer) -> None:
         key = iam.create_access_key(UserName=user)["AccessKey"]
         keys[user] = {"AWS_ACCESS_KEY_ID": key["AccessKeyId"], "AWS_SECRET_ACCESS_KEY": key["SecretAccessKey"]}
     moto.enforce_iam()
+    try:
+        check_iam_answers(tmp_path, moto, keys)
+    finally:
+        moto.relax_iam()
 
+
+def check_iam_answers(tmp_path: Path, moto: MotoServer, keys: dict[str, dict[str, str]]) -> None:
     allowed = census(aws_test_env(tmp_path, **keys["reader"]), regions=["us-east-1"], endpoint_url=moto.endpoint)
     assert allowed.returncode == 0 and allowed.stderr == "", allowed
 
@@ -126,6 +132,38 @@ def test_ec2_unauthorized_operation(tmp_path: Path) -> None:
                     "perform this operation. User: arn:aws:iam::123456789012:user/ops is not authorized to perform: "
                     "ec2:DescribeVolumes because no identity-based policy allows the ec2:DescribeVolumes action.): "
                     "the identity needs ec2:DescribeVolumes on every volume (Resource \"*\")")
+
+
+@pytest.mark.parametrize("page, said", [
+    # botocore reads a 5xx page that starts with <html> as a bare status...
+    (b"<html><head><title>502 Bad Gateway</title></head><body>nginx</body></html>",
+     "ec2:DescribeVolumes in us-east-1 failed (502: Bad Gateway)"),
+    # ...and anything else that is not XML as a parse failure of its own.
+    (b"<!doctype html>\n<html><title>502 Bad Gateway</title></html>",
+     "ec2:DescribeVolumes in us-east-1: the answer was not EC2's (Unable to parse response"),
+])
+def test_a_page_that_is_not_ec2s(tmp_path: Path, page: bytes, said: str) -> None:
+    with Ec2ErrorServer("", "", status=502, body=page) as server:
+        env = aws_test_env(tmp_path, AWS_ACCESS_KEY_ID="AKIAOPS", AWS_SECRET_ACCESS_KEY=FAKE_SECRET)
+        assert one_error_line(census(env, regions=["us-east-1"], endpoint_url=server.endpoint)).startswith(said)
+
+
+def test_irsa_web_identity(tmp_path: Path, moto: MotoServer) -> None:
+    # What EKS injects into a Pod whose ServiceAccount has an IAM role: no keys, a token file and a role ARN.
+    # boto3's chain trades them for keys at STS (moto's here), then lists with those.
+    moto.client("ec2").create_volume(AvailabilityZone="us-east-1a", Size=1)
+    token = tmp_path / "token"
+    token.write_text("eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW06c2VydmljZWFjY291bnQ6b3BzOnB2bGVmdCJ9.c2ln")
+    env = aws_test_env(tmp_path, AWS_ROLE_ARN="arn:aws:iam::123456789012:role/pvleft-reader",
+                       AWS_WEB_IDENTITY_TOKEN_FILE=str(token), AWS_ENDPOINT_URL_STS=moto.endpoint)
+    result = census(env, regions=["us-east-1"], endpoint_url=moto.endpoint)
+    assert result.returncode == 0 and result.stderr == "", result
+    assert json.loads(result.stdout)
+
+    no_token = census(dict(env, AWS_WEB_IDENTITY_TOKEN_FILE=str(tmp_path / "absent")), regions=["us-east-1"],
+                      endpoint_url=moto.endpoint)
+    assert one_error_line(no_token) == (f"reading AWS credentials for ec2:DescribeVolumes failed ([Errno 2] No such "
+                                        f"file or directory: '{tmp_path / 'absent'}')")
 
 
 def test_endpoint_unreachable(tmp_path: Path) -> None:

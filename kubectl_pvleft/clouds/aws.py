@@ -124,10 +124,9 @@ class AwsCensus:
     orphan_kind = "orphan-volume"
     missing_kind = "missing-volume"
 
-    def __init__(self, clients: Mapping[str, Any], errors: Any, *, cluster_name: Optional[str] = None,
+    def __init__(self, clients: Mapping[str, Any], *, cluster_name: Optional[str] = None,
                  page_size: int = DEFAULT_PAGE_SIZE, profile: Optional[str] = None) -> None:
         self._clients = dict(clients)
-        self._errors = errors  # botocore.exceptions, imported lazily by open_census
         self.regions = tuple(self._clients)
         self.cluster_name = cluster_name
         self.page_size = page_size
@@ -165,6 +164,7 @@ class AwsCensus:
             yield from self._region_disks(region, client)
 
     def _region_disks(self, region: str, client: Any) -> Iterator[CloudDisk]:
+        failures = _sdk_failures()
         params: dict[str, Any] = {"PaginationConfig": {"PageSize": self.page_size}}
         operation = client.meta.service_model.operation_model("DescribeVolumes")
         if "IncludeManagedResources" in operation.input_shape.members:  # an older botocore does not know it
@@ -179,8 +179,8 @@ class AwsCensus:
                         self.instance_volumes.add(volume["VolumeId"])
                         continue
                     yield disk_from_volume(volume, self.cluster_name)
-        except (self._errors.BotoCoreError, self._errors.ClientError) as exc:
-            raise cloud_error(exc, self._errors, region, self.profile) from None
+        except failures as exc:
+            raise cloud_error(exc, region, self.profile) from None
 
 
 def open_census(regions: list[str], profile: Optional[str] = None, cluster_name: Optional[str] = None,
@@ -194,7 +194,7 @@ def open_census(regions: list[str], profile: Optional[str] = None, cluster_name:
     try:
         import boto3
         import botocore.config
-        import botocore.exceptions as errors
+        failures = _sdk_failures()
     except ImportError:
         raise CloudError(INSTALL_HINT) from None
     region = regions[0]
@@ -208,18 +208,38 @@ def open_census(regions: list[str], profile: Optional[str] = None, cluster_name:
         clients = {}
         for region in regions:
             clients[region] = session.client("ec2", region_name=region, endpoint_url=endpoint_url, config=config)
-    except (errors.BotoCoreError, errors.ClientError) as exc:
-        raise cloud_error(exc, errors, region, profile) from None
-    return AwsCensus(clients, errors, cluster_name=cluster_name, page_size=page_size, profile=profile)
+    except failures as exc:
+        raise cloud_error(exc, region, profile) from None
+    return AwsCensus(clients, cluster_name=cluster_name, page_size=page_size, profile=profile)
 
 
-def cloud_error(exc: Exception, errors: Any, region: str, profile: Optional[str]) -> CloudError:
+def _sdk_failures() -> tuple[type[Exception], ...]:
+    """What boto3 raises for a failed call: its own errors, a reply that is not the service's XML (an HTML page
+    from a proxy), and OSError from reading a credential file (IRSA's token), which it passes through."""
+    import botocore.exceptions
+    import botocore.parsers
+    return (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError,
+            botocore.parsers.ResponseParserError, OSError)
+
+
+def cloud_error(exc: Exception, region: str, profile: Optional[str]) -> CloudError:
     """One line that names what is missing. botocore messages carry request ids and ARNs, never keys."""
+    import botocore.exceptions as errors
+    import botocore.parsers
+    if isinstance(exc, OSError) and not isinstance(exc, errors.BotoCoreError):
+        return CloudError(f"reading AWS credentials for {PERMISSION} failed ({_one_line(str(exc))})")
+    if isinstance(exc, botocore.parsers.ResponseParserError):
+        return CloudError(f"{PERMISSION} in {region}: the answer was not EC2's ({_one_line(str(exc))[:300]})")
     if isinstance(exc, errors.ClientError):
         error = exc.response.get("Error") or {}
         code = error.get("Code") or "Unknown"
         message = _one_line(_FAILURE_MESSAGE_TAIL.sub("", error.get("Message") or ""))
         said = f"{code}: {message}" if message else code
+        operation = getattr(exc, "operation_name", None) or "DescribeVolumes"
+        if operation != "DescribeVolumes":
+            # The chain's own call failed (STS AssumeRoleWithWebIdentity for IRSA, AssumeRole for a profile).
+            return CloudError(f"getting AWS credentials for {PERMISSION} failed: {operation} said {said}; "
+                              "check the role ARN and its trust policy (IRSA / Pod Identity) or --aws-profile")
         if code in _DENIED:
             return CloudError(f"AWS denied {PERMISSION} in {region} ({said}): the identity needs {PERMISSION} "
                               "on every volume (Resource \"*\")")
