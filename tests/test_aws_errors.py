@@ -166,6 +166,23 @@ def test_irsa_web_identity(tmp_path: Path, moto: MotoServer) -> None:
                                         f"file or directory: '{tmp_path / 'absent'}')")
 
 
+def test_irsa_role_refused(tmp_path: Path, moto: MotoServer) -> None:
+    # STS refusing the web identity (a trust policy that does not name this ServiceAccount): moto's STS does not
+    # evaluate trust policies, so a small server answers as STS does.
+    refusal = (b'<ErrorResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><Error><Type>Sender</Type>'
+               b"<Code>AccessDenied</Code><Message>Not authorized to perform sts:AssumeRoleWithWebIdentity</Message>"
+               b"</Error><RequestId>5e1f0c2a-7d3b-4a9e-8c6f-1b2d3e4f5a6b</RequestId></ErrorResponse>")
+    token = tmp_path / "token"
+    token.write_text("eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW06c2VydmljZWFjY291bnQ6b3BzOnB2bGVmdCJ9.c2ln")
+    with Ec2ErrorServer("", "", status=403, body=refusal) as sts:
+        env = aws_test_env(tmp_path, AWS_ROLE_ARN="arn:aws:iam::123456789012:role/pvleft-reader",
+                           AWS_WEB_IDENTITY_TOKEN_FILE=str(token), AWS_ENDPOINT_URL_STS=sts.endpoint)
+        line = one_error_line(census(env, regions=["us-east-1"], endpoint_url=moto.endpoint))
+    assert line == ("getting AWS credentials for ec2:DescribeVolumes failed: AssumeRoleWithWebIdentity said "
+                    "AccessDenied: Not authorized to perform sts:AssumeRoleWithWebIdentity; check the role ARN and "
+                    "its trust policy (IRSA / Pod Identity) or --aws-profile")
+
+
 def test_endpoint_unreachable(tmp_path: Path) -> None:
     env = aws_test_env(tmp_path, AWS_ACCESS_KEY_ID="AKIAOPS", AWS_SECRET_ACCESS_KEY=FAKE_SECRET)
     closed = f"http://127.0.0.1:{free_port()}"
