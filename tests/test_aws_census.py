@@ -236,3 +236,16 @@ def test_findings_carry_the_ebs_names(moto: MotoServer, ec2) -> None:
     report = join(census, [VolumeRef("ghost", "ebs.csi.aws.com", "vol-0deadbeef0000001")], census.disks())
     assert {(f.kind, f.handle) for f in report.findings} == {
         ("orphan-volume", orphan), ("missing-volume", "vol-0deadbeef0000001")}
+
+
+def test_fields_read_are_botocores() -> None:
+    # Every key disk_from_volume reads is a member of EC2's Volume shape as botocore parses it.
+    import botocore.session
+    model = botocore.session.get_session().get_service_model("ec2")
+    volume, attachment, tag = (model.shape_for(name).members for name in ("Volume", "VolumeAttachment", "Tag"))
+    assert {"VolumeId", "Tags", "Attachments", "CreateTime", "AvailabilityZone", "Size", "VolumeType",
+            "State"} <= set(volume)
+    assert {"InstanceId", "AssociatedResource", "DeleteOnTermination"} <= set(attachment)
+    assert {"Key", "Value"} <= set(tag)
+    paginator = botocore.session.get_session().get_paginator_model("ec2").get_paginator("DescribeVolumes")
+    assert (paginator["limit_key"], paginator["result_key"]) == ("MaxResults", "Volumes")
