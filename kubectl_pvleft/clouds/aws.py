@@ -245,7 +245,8 @@ def cloud_error(exc: Exception, region: str, profile: Optional[str]) -> CloudErr
                               "on every volume (Resource \"*\")")
         if code in _BAD_CREDENTIALS:
             return CloudError(f"AWS rejected the credentials for {PERMISSION} in {region} ({said}): "
-                              "refresh them (`aws sso login`) or pick others with --aws-profile")
+                              "refresh them (`aws sso login`), pick others with --aws-profile, or check that "
+                              "the region is enabled for the account")
         if code == "OptInRequired":
             return CloudError(f"{PERMISSION} in {region}: the region is not enabled for this account ({said})")
         return CloudError(f"{PERMISSION} in {region} failed ({said})")
