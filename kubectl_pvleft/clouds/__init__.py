@@ -69,6 +69,8 @@ class CloudDisk:
 
 class Census(Protocol):
     source: str
+    orphan_kind: str  # the finding names in this cloud's words: orphan-disk (GCE), orphan-volume (AWS)
+    missing_kind: str
 
     def handle_of(self, pv: VolumeRef) -> Optional[str]: ...
 
@@ -115,14 +117,14 @@ def join(census: Census, pvs: Iterable[VolumeRef], disks: Iterable[CloudDisk]) -
                  "it may belong to another cluster in the same account or project" if disk.other_cluster is None
                  else "it is tagged for this cluster")
         findings.append(CloudFinding(
-            ORPHAN_DISK, census.source, disk, None, disk.handle,
+            getattr(census, "orphan_kind", ORPHAN_DISK), census.source, disk, None, disk.handle,
             f"no PersistentVolume in this cluster names {disk.handle} ({made_for}); {whose}"))
     for handle, pv_names in sorted(named.items()):
         if handle in seen or not census.covers(handle):
             continue
         for pv_name in pv_names:
             findings.append(CloudFinding(
-                MISSING_DISK, census.source, None, pv_name, handle,
+                getattr(census, "missing_kind", MISSING_DISK), census.source, None, pv_name, handle,
                 f"PersistentVolume {pv_name} names {handle}, which does not exist: its data is already gone"))
     findings.sort(key=lambda f: (f.kind, f.handle, f.pv_name or ""))
     return CloudReport(findings, by_pv)
