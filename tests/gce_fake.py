@@ -82,6 +82,7 @@ class FakeCompute:
         self.scopes: dict[str, set[str]] = {}  # every zones/Z and regions/R the aggregated list names
         self.forbidden: set[str] = set()  # projects where the caller lacks compute.disks.list
         self.unreachable: dict[str, set[str]] = {}  # project -> scopes Google reports in `unreachables`
+        self.numbers: dict[str, str] = {}  # project number -> project ID: Google answers either, links say the ID
         self.requests: list[tuple[str, str, dict[str, str]]] = []  # (HTTP method, path, query)
         self.drift: list[str] = []
         self._server: Optional[ThreadingHTTPServer] = None
@@ -161,7 +162,7 @@ class FakeCompute:
         except gce_discovery.Drift as exc:
             self.drift.append(str(exc))
             return 500, _error(500, f"drift: {exc}", "backendError")
-        project = params["project"]
+        project = self.numbers.get(params["project"], params["project"])
         if project not in self.projects:
             return 404, _error(404, f"The resource 'projects/{project}' was not found", "notFound")
         if project in self.forbidden:

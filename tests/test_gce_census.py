@@ -252,6 +252,17 @@ def test_in_tree_pd_across_several_projects_is_matched_by_name_and_zone(fake: Fa
                        "has it: it cannot be called missing"]
 
 
+def test_a_project_given_by_number_matches_handles_that_name_its_id(fake: FakeCompute) -> None:
+    fake.numbers["123456789012"] = PROJECT
+    fake.add_disk(zonal("pvc-by-id"))
+    c = census(fake, projects=["123456789012"])
+    report = join(c, [csi("pv-by-id", f"projects/{PROJECT}/zones/us-central1-a/disks/pvc-by-id"),
+                      csi("pv-gone", f"projects/{PROJECT}/zones/us-central1-a/disks/gone")], c.disks())
+
+    assert list(report.disks_by_pv) == ["pv-by-id"]
+    assert [(f.kind, f.pv_name) for f in report.findings] == [(MISSING_DISK, "pv-gone")]  # the ID is covered
+
+
 # -- no SDK, no credentials, no google import without the flag --------------------------------------------
 
 def _python(code: str, env: dict[str, str], timeout: float = 60) -> subprocess.CompletedProcess:
