@@ -6,7 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 EXTRAS := test,gcp,aws
 
-.PHONY: install demo demo-stop test unit floors record bench bundle release
+.PHONY: install demo demo-stop test unit floors record bench bench-startup bundle release
 
 # A venv that failed half-way (Debian without python3-venv has no ensurepip) is removed, not reused.
 $(PY):
@@ -39,7 +39,11 @@ record: install
 	$(PY) tests/record_wire.py
 
 bench: install
-	$(PY) benchmarks/bench_parse.py
+	$(PY) benchmarks/run.py
+
+# The krew bundle's start-up beside the pip install's, into BENCHMARKS.md's Start-up section.
+bench-startup: install bundle
+	$(PY) plugin/bench_startup.py --bundle dist/kubectl-pvleft --write
 
 # The self-contained krew program (PyInstaller, one folder) in dist/kubectl-pvleft/.
 bundle:
