@@ -11,12 +11,14 @@ Reads: PersistentVolumeClaims (one paginated list, one namespace or all). Writes
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Mapping, Optional
 
-from kubectl_pvleft.api import KubeAPI
+from kubectl_pvleft.api import PERSISTENT_VOLUME_CLAIMS, Reader
+from kubectl_pvleft.commands import Options, Result
 from kubectl_pvleft.printing import UNSET, Column, Report, age, utcnow
+from kubectl_pvleft.watch import Follow, Stores, Stream
 from kubectl_pvleft.records import CLAIM_PHASES, Condition, HealthCondition, PersistentVolumeClaim, iso
 
 # Problem kinds, as the PROBLEM column and JSON name them.
@@ -150,9 +152,37 @@ def assess(claims: list[PersistentVolumeClaim], *, include_all: bool = False) ->
     return ClaimCensus(rows=[r for r in rows if include_all or r.in_trouble], trouble_count=trouble)
 
 
-def census(api: KubeAPI, *, namespace: Optional[str] = None, include_all: bool = False) -> ClaimCensus:
+def census(api: Reader, *, namespace: Optional[str] = None, include_all: bool = False,
+           label_selector: Optional[str] = None, field_selector: Optional[str] = None) -> ClaimCensus:
     """One list of claims, in one namespace or all (None). A 403 is the answer, not a warning: it propagates."""
-    return assess(list(api.persistent_volume_claims(namespace)), include_all=include_all)
+    claims = list(api.list(PERSISTENT_VOLUME_CLAIMS, namespace, label_selector=label_selector,
+                           field_selector=field_selector))
+    return assess(claims, include_all=include_all)
+
+
+def run(api: Reader, options: Options) -> Result:
+    result = census(api, namespace=options.namespace, include_all=options.flag("all", False),
+                    label_selector=options.label_selector, field_selector=options.field_selector)
+    report_ = report(result)
+    if not options.flag("all", False):  # healthy claims may exist: say what was looked for
+        report_ = replace(report_, empty_message="No claims in trouble found")
+    return Result(report_, result.trouble_count)
+
+
+def follow(options: Options) -> Follow[ClaimRow]:
+    streams = [Stream("claims", PERSISTENT_VOLUME_CLAIMS, options.namespace, field_selector=options.field_selector,
+                      label_selector=options.label_selector, required=True)]
+
+    def judge(stores: Stores) -> list[ClaimRow]:
+        return assess(stores["claims"] or [], include_all=options.flag("all", False)).rows
+
+    return Follow(streams, "claims", judge, key=lambda r: r.claim.meta.uid,
+                  signature=lambda r: (r.status, r.claim.capacity, r.claim.requested, r.problems),
+                  gone="no longer in trouble", departure=lambda c: "the claim was deleted")
+
+
+def watch_report(options: Options) -> Report[ClaimRow]:
+    return report(ClaimCensus(rows=[], trouble_count=0))
 
 
 # -- how the rows are shown -----------------------------------------------------------------
@@ -228,7 +258,6 @@ def to_json(row: ClaimRow) -> dict[str, Any]:
 
 
 def report(result: ClaimCensus, now: Optional[datetime] = None) -> Report[ClaimRow]:
-    now = now or utcnow()
     columns: list[Column[ClaimRow]] = [
         Column("NAME", lambda r: r.claim.name),
         Column("STATUS", lambda r: r.status),
@@ -237,7 +266,7 @@ def report(result: ClaimCensus, now: Optional[datetime] = None) -> Report[ClaimR
         Column("CAPACITY", lambda r: r.claim.capacity),
         Column("STORAGECLASS", lambda r: r.claim.storage_class),
         Column("PROBLEM", lambda r: problem_text(r.problems)),
-        Column("AGE", lambda r: age(r.claim.meta.created, now)),
+        Column("AGE", lambda r: age(r.claim.meta.created, now or utcnow())),
         Column("ALLOCATED", lambda r: _mapping(r.claim.allocated_resources), wide_only=True),
         Column("RESIZESTATUS", lambda r: _mapping(r.claim.allocated_resource_statuses), wide_only=True),
         Column("CONDITIONS", lambda r: _conditions(r.claim.conditions), wide_only=True),
@@ -249,4 +278,5 @@ def report(result: ClaimCensus, now: Optional[datetime] = None) -> Report[ClaimR
         Column("HEALTH", lambda r: _health(r.claim.health_conditions), wide_only=True),
     ]
     return Report(rows=result.rows, columns=columns, to_json=to_json,
-                  name=lambda r: f"persistentvolumeclaim/{r.claim.name}", namespace=lambda r: r.claim.namespace)
+                  name=lambda r: f"persistentvolumeclaim/{r.claim.name}", namespace=lambda r: r.claim.namespace,
+                  labels=lambda r: r.claim.meta.labels)

@@ -16,10 +16,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Callable, Iterable, Optional, TypeVar
 
-from kubectl_pvleft.api import KubeAPI
-from kubectl_pvleft.errors import Forbidden
+from kubectl_pvleft.api import CSI_DRIVERS, PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, STORAGE_CLASSES, Reader, optional
+from kubectl_pvleft.commands import Options, Result
 from kubectl_pvleft.printing import Column, Report, age, utcnow
-from kubectl_pvleft.records import PV_PHASES, PersistentVolume, PersistentVolumeClaim, StorageClass, iso
+from kubectl_pvleft.records import PV_PHASES, Absent, PersistentVolume, PersistentVolumeClaim, StorageClass, iso
+from kubectl_pvleft.watch import Follow, Stores, Stream
 
 T = TypeVar("T")
 
@@ -34,8 +35,11 @@ NO_PROVISIONER, IN_TREE, CSI, EXTERNAL = "none", "in-tree", "csi", "external"
 NO_PROVISIONER_NAME = "kubernetes.io/no-provisioner"
 IN_TREE_PREFIX = "kubernetes.io/"
 
-UNKNOWN = "<unknown>"
-MISSING = "<missing>"
+PVS_UNREADABLE = ("cannot list persistentvolumes ({reason}); PV counts, reclaim drift and classes named only by PVs "
+                  "are unknown.")
+CLAIMS_UNREADABLE = ("cannot list persistentvolumeclaims cluster-wide ({reason}); Pending claim counts and classes "
+                     "named only by claims are unknown.")
+DRIVERS_UNREADABLE = "cannot list csidrivers ({reason}); CSI provisioners are not checked for a registered CSIDriver."
 
 
 @dataclass(frozen=True)
@@ -195,37 +199,66 @@ def assess(classes: Iterable[StorageClass], pvs: Optional[Iterable[PersistentVol
     return ClassCensus(rows=rows, drift=drift)
 
 
-def census(api: KubeAPI) -> ClassCensus:
+def census(api: Reader, *, label_selector: Optional[str] = None) -> ClassCensus:
     """List classes (required), then PVs, claims and CSIDrivers; a 403 on those makes their values unknown."""
-    classes = list(api.storage_classes())
+    classes = list(api.list(STORAGE_CLASSES, label_selector=label_selector))
     warnings: list[str] = []
-    pvs: Optional[list[PersistentVolume]] = None
-    claims: Optional[list[PersistentVolumeClaim]] = None
-    csi_drivers: Optional[set[str]] = None
-    try:
-        pvs = list(api.persistent_volumes())
-    except Forbidden as exc:
-        warnings.append(f"cannot list persistentvolumes ({exc.api_message or 'forbidden'}); PV counts, reclaim "
-                        "drift and classes named only by PVs are unknown.")
-    try:
-        claims = list(api.persistent_volume_claims())
-    except Forbidden as exc:
-        warnings.append(f"cannot list persistentvolumeclaims cluster-wide ({exc.api_message or 'forbidden'}); "
-                        "Pending claim counts and classes named only by claims are unknown.")
-    try:
-        csi_drivers = api.csi_driver_names()
-    except Forbidden as exc:
-        warnings.append(f"cannot list csidrivers ({exc.api_message or 'forbidden'}); CSI provisioners are not "
-                        "checked for a registered CSIDriver.")
-    result = assess(classes, pvs, claims, csi_drivers)
+    pvs = optional(lambda: list(api.list(PERSISTENT_VOLUMES)), warnings, PVS_UNREADABLE)
+    claims = optional(lambda: list(api.list(PERSISTENT_VOLUME_CLAIMS)), warnings, CLAIMS_UNREADABLE)
+    drivers = optional(lambda: {d.name for d in api.list(CSI_DRIVERS)}, warnings, DRIVERS_UNREADABLE)
+    result = assess(classes, pvs, claims, drivers)
     result.warnings = warnings
+    if label_selector:  # a selector picks classes: names only PVs or claims use are not what was asked for
+        result.rows = [r for r in result.rows if r.exists]
     return result
+
+
+def run(api: Reader, options: Options) -> Result:
+    result = census(api, label_selector=options.label_selector)
+    if options.flag("drift"):
+        return Result(drift_report(result), len(result.drift), result.warnings)
+    return Result(report(result), result.finding_count, result.warnings)
+
+
+def follow(options: Options) -> Follow[Any]:
+    streams = [
+        Stream("classes", STORAGE_CLASSES, label_selector=options.label_selector, required=True),
+        Stream("volumes", PERSISTENT_VOLUMES, unreadable=PVS_UNREADABLE),
+        Stream("claims", PERSISTENT_VOLUME_CLAIMS, unreadable=CLAIMS_UNREADABLE),
+        Stream("csidrivers", CSI_DRIVERS, unreadable=DRIVERS_UNREADABLE),
+    ]
+
+    def judge(stores: Stores) -> list[Any]:
+        drivers = stores["csidrivers"]
+        result = assess(stores["classes"] or (), stores["volumes"], stores["claims"],
+                        None if drivers is None else {d.name for d in drivers})
+        if options.flag("drift"):
+            return list(result.drift)
+        return [r for r in result.rows if r.exists] if options.label_selector else result.rows
+
+    if options.flag("drift"):
+        return Follow(streams, "volumes", judge, key=lambda d: d.pv.meta.uid,
+                      signature=lambda d: (d.pv.reclaim_policy, d.class_reclaim_policy, d.pv.phase),
+                      gone="no longer drifted")
+    return Follow(streams, "classes", judge, key=lambda r: r.name, signature=_signature,
+                  departure=lambda sc: "the StorageClass was deleted")
+
+
+def _signature(row: ClassRow) -> tuple[Any, ...]:
+    sc = row.storage_class
+    return (row.exists, row.effective_default, sc.reclaim_policy if sc else None, row.pv_phases, row.pending_claims,
+            row.drift, row.csi_driver_registered, row.findings)
+
+
+def watch_report(options: Options) -> Report[Any]:
+    empty = ClassCensus(rows=[], drift=[])
+    return drift_report(empty) if options.flag("drift") else report(empty)
 
 
 # -- how the rows are shown -----------------------------------------------------------------
 
-def _count(value: Optional[int]) -> str:
-    return UNKNOWN if value is None else str(value)
+def _count(value: Optional[int]) -> Any:
+    return Absent.UNKNOWN if value is None else str(value)
 
 
 def _findings_cell(row: ClassRow) -> Optional[str]:
@@ -257,20 +290,19 @@ def to_json(row: ClassRow) -> dict[str, Any]:
 
 
 def report(result: ClassCensus, now: Optional[datetime] = None) -> Report[ClassRow]:
-    now = now or utcnow()
 
     def created(r: ClassRow) -> Optional[str]:
-        return age(r.storage_class.meta.created, now) if r.storage_class else None
+        return age(r.storage_class.meta.created, now or utcnow()) if r.storage_class else None
 
     def other(r: ClassRow) -> Optional[str]:
         phases = r.pv_phases_except(COLUMN_PV_PHASES)
         if phases is None:
-            return UNKNOWN
+            return Absent.UNKNOWN
         return ",".join(f"{p or '<none>'}={n}" for p, n in phases.items()) or None
 
     columns: list[Column[ClassRow]] = [
         Column("NAME", lambda r: f"{r.name} (default)" if r.effective_default else r.name),
-        Column("PROVISIONER", lambda r: r.storage_class.provisioner if r.storage_class else MISSING),
+        Column("PROVISIONER", lambda r: r.storage_class.provisioner if r.storage_class else Absent.MISSING),
         Column("RECLAIMPOLICY", lambda r: r.storage_class.reclaim_policy if r.storage_class else None),
         Column("VOLUMEBINDINGMODE", lambda r: r.storage_class.volume_binding_mode if r.storage_class else None),
         Column("ALLOWVOLUMEEXPANSION",
@@ -288,7 +320,8 @@ def report(result: ClassCensus, now: Optional[datetime] = None) -> Report[ClassR
         Column("CSIDRIVER", lambda r: _registered(r.csi_driver_registered), wide_only=True),
     ]
     return Report(rows=result.rows, columns=columns, to_json=to_json,
-                  name=lambda r: f"storageclass.storage.k8s.io/{r.name}")  # kubectl's -o name
+                  name=lambda r: f"storageclass.storage.k8s.io/{r.name}",  # kubectl's -o name
+                  labels=lambda r: r.storage_class.meta.labels if r.storage_class else {})
 
 
 def _registered(value: Optional[bool]) -> Optional[str]:
@@ -313,7 +346,6 @@ def drift_to_json(row: Drift) -> dict[str, Any]:
 
 
 def drift_report(result: ClassCensus, now: Optional[datetime] = None) -> Report[Drift]:
-    now = now or utcnow()
     columns: list[Column[Drift]] = [
         Column("NAME", lambda d: d.pv.name),
         Column("STORAGECLASS", lambda d: d.pv.storage_class),
@@ -321,11 +353,11 @@ def drift_report(result: ClassCensus, now: Optional[datetime] = None) -> Report[
         Column("CLASSRECLAIMPOLICY", lambda d: d.class_reclaim_policy),
         Column("STATUS", lambda d: d.pv.phase),
         Column("CLAIM", lambda d: d.pv.claim_ref.key if d.pv.claim_ref else None),
-        Column("AGE", lambda d: age(d.pv.meta.created, now)),
+        Column("AGE", lambda d: age(d.pv.meta.created, now or utcnow())),
         Column("CAPACITY", lambda d: d.pv.capacity, wide_only=True),
         Column("DRIVER", lambda d: d.pv.driver, wide_only=True),
         Column("VOLUME HANDLE", lambda d: d.pv.volume_handle, wide_only=True),
     ]
     return Report(rows=result.drift, columns=columns, to_json=drift_to_json,
-                  name=lambda d: f"persistentvolume/{d.pv.name}",
+                  name=lambda d: f"persistentvolume/{d.pv.name}", labels=lambda d: d.pv.meta.labels,
                   empty_message="No PersistentVolumes differ from their class's reclaim policy")

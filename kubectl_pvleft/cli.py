@@ -1,7 +1,8 @@
-"""The command line: flags with kubectl's names, one subcommand per analysis module, errors as one line.
+"""The command line: kubectl's flags with kubectl's meaning, subcommand dispatch, printing, exit codes.
 
-Exit codes: 0 success; 1 error (API, connection, kubeconfig); 2 usage error; 3 findings with
---exit-code; 130 interrupted (Ctrl-C); 141 the reader closed the pipe (``| head``).
+Thin on purpose: every subcommand is a plain ``run(api, options)`` in its own module (commands.py), and
+this module only parses, connects, prints and turns errors into one ``error:`` line. Nothing heavy is
+imported before a subcommand runs, so ``--help`` and usage errors cost nothing.
 """
 
 from __future__ import annotations
@@ -11,16 +12,13 @@ import os
 import re
 import signal
 import sys
-from dataclasses import dataclass, field, replace
-from typing import Any, Optional, Sequence
+from typing import Any, NoReturn, Optional, Sequence
 
-from kubectl_pvleft import __version__, claims, classes, leftovers, pending
-from kubectl_pvleft.api import KubeAPI
+from kubectl_pvleft import __version__
+from kubectl_pvleft.commands import COMMANDS, Command, Options, Result
 from kubectl_pvleft.errors import ApiError, Forbidden, PvleftError, UsageError
-from kubectl_pvleft.kubeconfig import Connection, Selection, load_connection
-from kubectl_pvleft.printing import OUTPUT_FORMATS, Report, render, warn
 
-EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_FINDINGS = 0, 1, 2, 3
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_FINDINGS, EXIT_PARTIAL = 0, 1, 2, 3, 4
 EXIT_INTERRUPTED, EXIT_PIPE_CLOSED = 130, 141
 
 EXIT_CODES_HELP = """exit codes:
@@ -28,15 +26,21 @@ EXIT_CODES_HELP = """exit codes:
   1    error: the API server, the connection or the kubeconfig failed (one "error:" line on stderr)
   2    usage error: bad flags or arguments
   3    findings were reported (only with --exit-code, for cron and CI)
+  4    partial report: a second census (a cloud) failed; the Kubernetes findings were printed
   130  interrupted (Ctrl-C)
-  141  the reader closed the pipe (e.g. | head)"""
+  141  the reader closed the pipe (e.g. | head)
 
+output formats (-o): table, wide, json, yaml, jsonl, name, jsonpath=TEMPLATE, jsonpath-as-json=TEMPLATE,
+  jsonpath-file=FILE, custom-columns=SPEC, custom-columns-file=FILE (kubectl's JSONPath dialect, over the
+  objects -o json prints; go-template is not supported)"""
 
-@dataclass
-class Outcome:
-    report: Report[Any]
-    findings: int
-    warnings: list[str] = field(default_factory=list)
+OUTPUT_CHOICES = ("table", "wide", "json", "yaml", "jsonl", "name")
+TEMPLATED = ("jsonpath", "jsonpath-as-json", "jsonpath-file", "custom-columns", "custom-columns-file")
+# Flag names whose values are secrets: never echoed, not even in a usage error.
+_SECRET_FLAG = re.compile(r"tok|tkn|pass|pwd|secret|cred|key|auth|bearer|cert", re.IGNORECASE)
+_DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_MAX_DURATION_SECONDS = (2 ** 63 - 1) / 1e9  # Go's time.Duration limit, which kubectl parses with
+_TRUE, _FALSE = ("1", "t", "T", "TRUE", "true", "True"), ("0", "f", "F", "FALSE", "false", "False")
 
 
 def program_name(argv0: str) -> str:
@@ -47,6 +51,12 @@ def program_name(argv0: str) -> str:
     if base in ("__main__.py", "-m"):
         return "python -m kubectl_pvleft"
     return base or "kubectl pvleft"
+
+
+def shown(text: str) -> str:
+    """A user's string in a message: undecodable bytes and control characters escaped, never raw."""
+    raw = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in raw)
 
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
@@ -62,41 +72,166 @@ def parse_request_timeout(text: str) -> Optional[float]:
         parts = _DURATION.findall(text)
         if not parts or "".join(n + u for n, u in parts) != text:
             raise argparse.ArgumentTypeError(
-                f"invalid duration {text!r}: use a number with a unit such as 30s, 2m or 1h (0 means no timeout)")
+                f"invalid duration {shown(text)!r}: use a number with a unit such as 30s, 2m or 1h (0 means no timeout)")
         seconds = sum(float(n) * _UNIT_SECONDS[u] for n, u in parts)
+    if seconds > _MAX_DURATION_SECONDS:
+        raise argparse.ArgumentTypeError(f"invalid duration {shown(text)!r}: longer than the longest duration kubectl "
+                                         "accepts (about 292 years)")
     return seconds or None
 
 
+def header_value(what: str):
+    def check(text: str) -> str:
+        if any(c in text for c in "\r\n\x00") or not text.isprintable():
+            raise argparse.ArgumentTypeError(f"{what} may not contain line breaks or control characters")
+        try:
+            text.encode("latin-1")
+        except UnicodeEncodeError:
+            raise argparse.ArgumentTypeError(f"{what} contains characters an HTTP header cannot carry") from None
+        return text
+    return check
+
+
+def output_format(text: str) -> str:
+    name, _, value = text.partition("=")
+    if text in OUTPUT_CHOICES or (name in TEMPLATED and value):
+        return text
+    if name in TEMPLATED:
+        raise argparse.ArgumentTypeError(f"{name} format specified but no template given")
+    if name in ("go-template", "go-template-file", "template", "templatefile"):
+        raise argparse.ArgumentTypeError(f"-o {name} is not supported: use jsonpath=... or custom-columns=...")
+    raise argparse.ArgumentTypeError(f"invalid choice: {shown(text)!r} (choose from "
+                                     + ", ".join(OUTPUT_CHOICES + tuple(f'{t}=...' for t in TEMPLATED)) + ")")
+
+
+def validate_namespace(namespace: str) -> str:
+    """kubectl refuses a namespace that cannot be a path segment or an RFC 1123 label, before any request."""
+    if namespace in (".", ".."):
+        raise UsageError(f'invalid namespace "{namespace}": [may not be \'{namespace}\']')
+    for bad in ("/", "%"):
+        if bad in namespace:
+            raise UsageError(f'invalid namespace "{shown(namespace)}": [may not contain \'{bad}\']')
+    if len(namespace) > 63 or not _DNS1123_LABEL.fullmatch(namespace):
+        raise UsageError(f'invalid namespace "{shown(namespace)}": a lowercase RFC 1123 label must consist of lower '
+                         "case alphanumeric characters or '-', start and end with an alphanumeric character, and be "
+                         "at most 63 characters")
+    return namespace
+
+
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(f"{message} (see '{self.prog} --help')")
+    secrets: tuple[str, ...] = ()
+
+    def error(self, message: str) -> NoReturn:
+        for secret in sorted(self.secrets, key=len, reverse=True):
+            message = message.replace(secret, "<redacted>")
+        raise UsageError(f"{shown(message)} (see '{self.prog} --help')")
 
 
-def _connection_flags(parser: argparse.ArgumentParser, top: bool) -> None:
+class _Bool(argparse.Action):
+    """A pflag boolean: ``--flag``, and ``--flag=true|false`` (the ``=`` forms arrive rewritten)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, default: Any = None, help: Optional[str] = None) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=default, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: Optional[str] = None) -> None:
+        setattr(namespace, self.dest, not (option_string or "").startswith("--pvleft-false-"))
+
+
+BOOL_FLAGS = {"-A": "all_namespaces", "--all-namespaces": "all_namespaces", "--no-headers": "no_headers",
+              "--exit-code": "exit_code", "--insecure-skip-tls-verify": "insecure_skip_tls_verify",
+              "--show-labels": "show_labels", "-w": "watch", "--watch": "watch", "--all": "all", "--drift": "drift",
+              "--all-contexts": "all_contexts"}
+
+
+def rewrite_bool_forms(argv: Sequence[str]) -> list[str]:
+    """pflag's ``--flag=true|false`` and ``-A=false`` for boolean flags, as argparse understands them."""
+    out = []
+    for arg in argv:
+        if arg == "--":
+            out.extend(argv[len(out):])
+            break
+        flag, eq, value = arg.partition("=")
+        if eq and flag in BOOL_FLAGS and (value in _TRUE or value in _FALSE):
+            out.append(flag if value in _TRUE else f"--pvleft-false-{BOOL_FLAGS[flag]}")
+        elif eq and flag in BOOL_FLAGS:
+            raise UsageError(f'invalid argument "{shown(value)}" for "{flag}" flag: strconv.ParseBool: parsing '
+                             f'"{shown(value)}": invalid syntax')
+        else:
+            out.append(arg)
+    return out
+
+
+def secret_values(argv: Sequence[str]) -> tuple[str, ...]:
+    """The values of credential-like flags in argv (``--token=X`` or ``--token X``), to keep out of messages."""
+    found = []
+    for index, arg in enumerate(argv):
+        if not arg.startswith("-"):
+            continue
+        flag, eq, value = arg.partition("=")
+        if not _SECRET_FLAG.search(flag):
+            continue
+        if eq and value:
+            found.append(value)
+        elif not eq and index + 1 < len(argv) and argv[index + 1]:
+            found.append(argv[index + 1])
+    return tuple(found)
+
+
+def _flags(parser: argparse.ArgumentParser, top: bool) -> None:
     # The same flags on the top parser and every subcommand, as kubectl accepts them before or after the
     # subcommand; on subcommands they default to SUPPRESS so a flag given earlier is not reset.
     def default(value: Any) -> Any:
         return value if top else argparse.SUPPRESS
 
-    group = parser.add_argument_group("kubectl flags")
-    group.add_argument("--kubeconfig", default=default(None), metavar="FILE",
-                       help="path to one kubeconfig file (default: $KUBECONFIG, merged as kubectl merges, else ~/.kube/config)")
-    group.add_argument("--context", default=default(None), help="the kubeconfig context to use")
-    group.add_argument("--cluster", default=default(None), help="the kubeconfig cluster to use")
-    group.add_argument("--user", default=default(None), help="the kubeconfig user to use")
-    group.add_argument("-n", "--namespace", default=default(None), help="the namespace (default: the context's, else default)")
-    group.add_argument("-A", "--all-namespaces", action="store_true", default=default(False),
-                       help="look in every namespace")
-    group.add_argument("--request-timeout", type=parse_request_timeout, default=default(None), metavar="DURATION",
-                       help="give up on a single server request after this long (e.g. 30s, 2m; 0 = never)")
-    group.add_argument("--as", dest="as_user", default=default(None), metavar="USER", help="impersonate this user")
-    group.add_argument("--as-group", action="append", default=default([]), metavar="GROUP",
-                       help="impersonate this group (repeatable)")
-    group.add_argument("-o", "--output", choices=OUTPUT_FORMATS, default=default("table"),
-                       help="output format: table (default), wide, json, yaml, jsonl, name")
-    group.add_argument("--no-headers", action="store_true", default=default(False), help="omit table headers")
-    group.add_argument("--exit-code", action="store_true", default=default(False),
-                       help="exit 3 when there are findings (for cron and CI)")
+    def boolean(group: Any, *names: str, help: str) -> None:
+        dest = BOOL_FLAGS[names[-1]]
+        group.add_argument(*names, action=_Bool, dest=dest, default=default(False if dest != "insecure_skip_tls_verify"
+                                                                            else None), help=help)
+        group.add_argument(f"--pvleft-false-{dest}", action=_Bool, dest=dest, default=argparse.SUPPRESS,
+                           help=argparse.SUPPRESS)
+
+    g = parser.add_argument_group("kubectl flags")
+    g.add_argument("--kubeconfig", default=default(None), metavar="FILE",
+                   help="path to one kubeconfig file (default: $KUBECONFIG, merged as kubectl merges, else ~/.kube/config)")
+    g.add_argument("--context", default=default(None), help="the kubeconfig context to use")
+    g.add_argument("--cluster", default=default(None), help="the kubeconfig cluster to use")
+    g.add_argument("--user", default=default(None), help="the kubeconfig user to use")
+    g.add_argument("-n", "--namespace", default=default(None), help="the namespace (default: the context's, else default)")
+    boolean(g, "-A", "--all-namespaces", help="look in every namespace")
+    g.add_argument("-l", "--selector", default=default(None), metavar="SELECTOR",
+                   help="label selector, sent to the server (=, ==, !=, in, notin, exists)")
+    g.add_argument("--field-selector", default=default(None), metavar="SELECTOR",
+                   help="field selector, sent to the server where the API supports it (claims)")
+    g.add_argument("-o", "--output", type=output_format, default=default("table"), metavar="FORMAT",
+                   help="table (default), wide, json, yaml, jsonl, name, jsonpath=..., custom-columns=...")
+    g.add_argument("--sort-by", default=default(None), metavar="JSONPATH",
+                   help="sort rows by a JSONPath over the objects -o json prints (e.g. .capacity)")
+    boolean(g, "--no-headers", help="omit table headers")
+    boolean(g, "--show-labels", help="show the objects' labels as the last column")
+    boolean(g, "-w", "--watch", help="keep watching; print a line when a row appears, changes or resolves")
+    boolean(g, "--exit-code", help="exit 3 when there are findings (for cron and CI)")
+    g.add_argument("--request-timeout", type=parse_request_timeout, default=default(None), metavar="DURATION",
+                   help="give up on a single server request after this long (e.g. 30s, 2m; 0 = never)")
+    g.add_argument("-v", "--v", dest="verbosity", type=int, default=default(0), metavar="LEVEL",
+                   help="log requests on stderr: 6 method/URL/status, 8 response bodies, 9 curl (credentials masked)")
+    c = parser.add_argument_group("connection flags (override the kubeconfig, as kubectl's do)")
+    c.add_argument("-s", "--server", default=default(None), metavar="URL", help="the API server's address")
+    c.add_argument("--token", default=default(None), metavar="TOKEN", help="bearer token")
+    c.add_argument("--certificate-authority", default=default(None), metavar="FILE", help="CA certificate file")
+    c.add_argument("--client-certificate", default=default(None), metavar="FILE", help="client certificate file")
+    c.add_argument("--client-key", default=default(None), metavar="FILE", help="client key file")
+    boolean(c, "--insecure-skip-tls-verify", help="do not verify the server's certificate (insecure)")
+    c.add_argument("--tls-server-name", default=default(None), metavar="NAME",
+                   help="server name for certificate validation (and SNI)")
+    c.add_argument("--username", default=default(None), help=argparse.SUPPRESS)
+    c.add_argument("--password", default=default(None), help=argparse.SUPPRESS)
+    c.add_argument("--as", dest="as_user", type=header_value("--as"), default=default(None), metavar="USER",
+                   help="impersonate this user")
+    c.add_argument("--as-group", action="append", type=header_value("--as-group"), default=default([]),
+                   metavar="GROUP", help="impersonate this group (repeatable)")
+    c.add_argument("--as-uid", type=header_value("--as-uid"), default=default(None), metavar="UID",
+                   help="impersonate this uid")
 
 
 def build_parser(prog: str) -> argparse.ArgumentParser:
@@ -107,147 +242,172 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
         epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"kubectl-pvleft {__version__}")
-    _connection_flags(parser, top=True)
+    _flags(parser, top=True)
     sub = parser.add_subparsers(dest="command", metavar="SUBCOMMAND", parser_class=_Parser)
-
-    def command(name: str, summary: str) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, help=summary, description=summary, epilog=EXIT_CODES_HELP,
+    for command in COMMANDS:
+        p = sub.add_parser(command.name, help=command.summary, description=command.summary, epilog=EXIT_CODES_HELP,
                            formatter_class=argparse.RawDescriptionHelpFormatter)
-        _connection_flags(p, top=False)
-        return p
-
-    p = command("leftovers", "PersistentVolumes that survived their claim: Released, Failed, or pointing at a "
-                             "claim that is gone or replaced, with the PV's and its class's reclaim policy")
-    p.add_argument("--all", action="store_true", help="list every PV with the same columns")
-    p.set_defaults(run=_run_leftovers, cluster_scoped=True)
-
-    p = command("pending", "Pending Pods triaged by the controller that owns the blocker, from Pod and PVC evidence")
-    p.add_argument("--watch", "-w", action="store_true",
-                   help="keep watching; print a line when a Pod's verdict appears, changes or resolves")
-    p.set_defaults(run=_run_pending, cluster_scoped=False)
-
-    p = command("classes", "StorageClasses with their PV/PVC counts, defaults and drift")
-    p.add_argument("--drift", action="store_true",
-                   help="list the PVs whose reclaim policy differs from their class's instead of the classes")
-    p.set_defaults(run=_run_classes, cluster_scoped=True)
-
-    p = command("claims", "PersistentVolumeClaims in trouble: not bound, resizing, modify failed, unhealthy, lost")
-    p.add_argument("--all", action="store_true", help="list every claim, not only those in trouble")
-    p.set_defaults(run=_run_claims, cluster_scoped=False)
+        _flags(p, top=False)
+        command.arguments(p)
+        p.set_defaults(command_spec=command)
     return parser
 
 
-# -- subcommands: the CLI's thin layer over each module's plain function ------------------------
+# -- running a subcommand ------------------------------------------------------------------------------
 
-def _scope(args: argparse.Namespace, connection: Connection) -> Optional[str]:
-    """The namespace to read, or None for all: kubectl's -n / -A / context-namespace rule."""
-    return None if args.all_namespaces else (args.namespace or connection.namespace)
+def selection_of(args: argparse.Namespace) -> Any:
+    from kubectl_pvleft.kubeconfig import Selection
 
-
-def _run_leftovers(api: KubeAPI, args: argparse.Namespace, connection: Connection) -> Outcome:
-    # PVs are cluster-scoped: leftovers look at every PV unless -n narrows to claims of one namespace.
-    namespace = None if args.all_namespaces else args.namespace
-    result = leftovers.find_leftovers(api, include_all=args.all, claim_namespace=namespace)
-    findings = sum(1 for row in result.rows if leftovers.is_leftover(row))
-    return Outcome(leftovers.report(result), findings, result.warnings)
-
-
-def _run_pending(api: KubeAPI, args: argparse.Namespace, connection: Connection) -> Outcome:
-    namespace = _scope(args, connection)
-    if args.watch:
-        # Never returns: it prints until Ctrl-C (exit 130) or raises what the streams cannot survive.
-        # PVLEFT_WATCH_* in the environment shorten its timings (tests do).
-        pending.watch_and_print(api, namespace=namespace, output=args.output, no_headers=args.no_headers,
-                                all_namespaces=args.all_namespaces, settings=pending.WatchSettings.from_env())
-    result = pending.triage(api, namespace=namespace)
-    return Outcome(_in_namespace(pending.report(result, wide=args.output == "wide"), namespace), len(result.rows),
-                   result.warnings)
+    return Selection(
+        kubeconfig=args.kubeconfig, context=args.context, cluster=args.cluster, user=args.user,
+        namespace=args.namespace, impersonate_user=args.as_user, impersonate_uid=args.as_uid,
+        impersonate_groups=tuple(args.as_group or ()), server=args.server, token=args.token,
+        certificate_authority=args.certificate_authority, client_certificate=args.client_certificate,
+        client_key=args.client_key, insecure_skip_tls_verify=args.insecure_skip_tls_verify,
+        tls_server_name=args.tls_server_name, username=args.username, password=args.password,
+    )
 
 
-def _run_classes(api: KubeAPI, args: argparse.Namespace, connection: Connection) -> Outcome:
-    result = classes.census(api)
-    if args.drift:
-        return Outcome(classes.drift_report(result), len(result.drift), result.warnings)
-    return Outcome(classes.report(result), result.finding_count, result.warnings)
+def options_of(args: argparse.Namespace, command: Command, context_namespace: str) -> Options:
+    if command.cluster_scoped:
+        namespace = None if args.all_namespaces else args.namespace
+    else:  # kubectl's -n / -A / context-namespace rule
+        namespace = None if args.all_namespaces else (args.namespace or context_namespace)
+    return Options(namespace=namespace, all_namespaces=args.all_namespaces, args=args, label_selector=args.selector,
+                   field_selector=args.field_selector, wide=args.output == "wide")
 
 
-def _run_claims(api: KubeAPI, args: argparse.Namespace, connection: Connection) -> Outcome:
-    namespace = _scope(args, connection)
-    result = claims.census(api, namespace=namespace, include_all=args.all)
-    report = claims.report(result)
-    if not args.all:  # healthy claims may exist: say what was looked for
-        report = replace(report, empty_message="No claims in trouble found")
-    return Outcome(_in_namespace(report, namespace), result.trouble_count, result.warnings)
+def print_options(args: argparse.Namespace, command: Command) -> Any:
+    from kubectl_pvleft.printing import PrintOptions
 
-
-def _in_namespace(report: Report[Any], namespace: Optional[str]) -> Report[Any]:
-    """kubectl's empty message names the namespace it looked in."""
-    if namespace is None:
-        return report
-    return replace(report, empty_message=f"{report.empty_message} in {namespace} namespace.")
-
-
-# -- errors -------------------------------------------------------------------------------------
-
-def describe_api_error(exc: ApiError) -> str:
-    if exc.status == 401:
-        return "You must be logged in to the server (Unauthorized)"
-    if isinstance(exc, Forbidden):
-        resource = (exc.details or {}).get("kind") or exc.path.rstrip("/").split("/")[-1]
-        hint = (f"kubectl pvleft needs get/list/watch on {resource}"
-                + (", which are cluster-scoped: a ClusterRole, not a Role (see the pvleft-reader ClusterRole in the README)"
-                   if resource in ("persistentvolumes", "storageclasses", "csidrivers", "nodes") else
-                   " (see the pvleft-reader ClusterRole in the README)"))
-        return f"{exc.api_message or 'forbidden'}; {hint}"
-    return f"{exc.api_message or exc.reason or 'the server refused the request'} ({exc.verb} {exc.path}: HTTP {exc.status})"
+    return PrintOptions(output=args.output, all_namespaces=args.all_namespaces and not command.cluster_scoped,
+                        no_headers=args.no_headers, show_labels=args.show_labels)
 
 
 def run(argv: Sequence[str], prog: str) -> int:
+    argv = rewrite_bool_forms(list(argv))
     parser = build_parser(prog)
-    args = parser.parse_args(list(argv))
+    _Parser.secrets = secret_values(argv)
+    args, extras = parser.parse_known_args(argv)
+    if extras:  # like kubectl: name the first unknown flag, never what follows it (it may be a secret)
+        flag = next((e for e in extras if e.startswith("-")), None)
+        if flag is not None:
+            raise UsageError(f"unknown flag: {shown(flag.split('=', 1)[0])} (see '{prog} --help')")
+        parser.error(f"unexpected arguments: {' '.join(extras)}")
     if not args.command:
         parser.print_help()
         return EXIT_OK
+    command: Command = args.command_spec
     if args.all_namespaces and args.namespace:
         raise UsageError("-n/--namespace and -A/--all-namespaces cannot be used together")
-    selection = Selection(
-        kubeconfig=args.kubeconfig, context=args.context, cluster=args.cluster, user=args.user,
-        namespace=args.namespace, impersonate_user=args.as_user, impersonate_groups=tuple(args.as_group or ()),
-    )
-    connection = load_connection(selection)
-    api = KubeAPI(connection, request_timeout=args.request_timeout)
+    if args.namespace is not None:
+        validate_namespace(args.namespace)
+    if args.field_selector and command.name != "claims":
+        raise UsageError(f"--field-selector is not supported by {command.name} (the server selects claims only)")
+    if args.sort_by and args.watch:
+        raise UsageError("--sort-by cannot be used with --watch")
+    from kubectl_pvleft.api import KubeAPI
+    from kubectl_pvleft.kubeconfig import load_connection
+    from kubectl_pvleft.printing import formatter, warn
+    from kubectl_pvleft.transport import set_verbosity
+
+    set_verbosity(args.verbosity)
+    connection = load_connection(selection_of(args))
+    options = options_of(args, command, connection.namespace)
+    module = command.load()
+    api = KubeAPI(connection, request_timeout=args.request_timeout, timeout_from_flag=args.request_timeout is not None)
     try:
-        outcome = args.run(api, args, connection)
+        if args.watch:
+            watch_and_print(api, module, options, print_options(args, command))
+        result: Result = module.run(api, options)
     finally:
         api.close()
-    for message in dict.fromkeys(outcome.warnings):  # each warning once
+    for message in dict.fromkeys(result.warnings):  # each warning once
         warn(message)
-    if outcome.report is not None:
-        render(outcome.report, args.output, all_namespaces=args.all_namespaces and not args.cluster_scoped,
-               no_headers=args.no_headers)
-    return EXIT_FINDINGS if args.exit_code and outcome.findings else EXIT_OK
+    report = result.report
+    if not command.cluster_scoped and options.namespace is not None:  # kubectl names where it looked
+        report = report.with_empty_message(f"{report.empty_message} in {options.namespace} namespace.")
+    if args.sort_by:
+        from kubectl_pvleft.templates import sort_rows
+
+        report = report.with_rows(sort_rows(report, args.sort_by))
+    formatter(report, print_options(args, command)).whole(report.rows)
+    if result.partial:
+        return EXIT_PARTIAL
+    return EXIT_FINDINGS if args.exit_code and result.findings else EXIT_OK
+
+
+def watch_and_print(api: Any, module: Any, options: Options, printing: Any) -> NoReturn:
+    """Print each row change until interrupted. It never returns: a stream that ends is reopened, and an
+    error the streams cannot survive is raised."""
+    from kubectl_pvleft.printing import formatter, warn
+    from kubectl_pvleft.watch import Notice, WatchSettings, follow
+    from kubectl_pvleft.watchprint import change_report
+
+    out = formatter(change_report(module.watch_report(options), wide=options.wide), printing)
+    changes = follow(api, module.follow(options), WatchSettings.from_env())
+    try:
+        for item in changes:
+            if isinstance(item, Notice):
+                warn(item.message)
+            else:
+                out.batch(item)  # a batch: an initial burst is aligned as one table
+    finally:
+        changes.close()
+    raise PvleftError("the watch ended unexpectedly")  # follow() only ends by raising: never exit 0 here
+
+
+# -- errors -------------------------------------------------------------------------------------------
+
+CLUSTER_SCOPED = ("persistentvolumes", "storageclasses", "csidrivers", "nodes", "volumeattachments", "namespaces")
+
+
+def describe_api_error(exc: ApiError, impersonating: bool = False) -> str:
+    if exc.status == 401:
+        return "You must be logged in to the server (Unauthorized)"
+    if isinstance(exc, Forbidden):
+        message = exc.api_message or "forbidden"
+        if impersonating and " cannot impersonate " in message:
+            return f"{message}; impersonating needs the impersonate verb on users/groups for your own user"
+        resource = (exc.details or {}).get("kind") or exc.path.rstrip("/").split("/")[-1]
+        hint = (f"kubectl pvleft needs get/list/watch on {resource}"
+                + (", which are cluster-scoped: a ClusterRole, not a Role (see the pvleft-reader ClusterRole in the README)"
+                   if resource in CLUSTER_SCOPED else " (see the pvleft-reader ClusterRole in the README)"))
+        return f"{message}; {hint}"
+    return f"{exc.api_message or exc.reason or 'the server refused the request'} ({exc.verb} {exc.path}: HTTP {exc.status})"
+
+
+def one_line(text: str) -> str:
+    return " ".join(shown(text).split())
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     prog = program_name(sys.argv[0])
+    argv = sys.argv[1:] if argv is None else argv
     try:
-        return run(sys.argv[1:] if argv is None else argv, prog)
+        return run(argv, prog)
     except KeyboardInterrupt:
         return _quiet_exit(EXIT_INTERRUPTED)
     except BrokenPipeError:
         return _quiet_exit(EXIT_PIPE_CLOSED)
     except ApiError as exc:
-        print(f"error: {describe_api_error(exc)}", file=sys.stderr)
+        _error(describe_api_error(exc, impersonating=any(a.startswith("--as") for a in argv)))
         return EXIT_ERROR
     except PvleftError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        _error(str(exc))
         return exc.exit_code
-    except Exception as exc:  # a bug of ours: still one line, the traceback on request
+    except Exception as exc:  # a bug of ours: still one line (never its text: it may hold a value), traceback on request
         if os.environ.get("PVLEFT_DEBUG"):
             raise
-        print(f"error: internal error ({type(exc).__name__}: {exc}); rerun with PVLEFT_DEBUG=1 for the traceback",
-              file=sys.stderr)
+        _error(f"internal error ({type(exc).__name__}); rerun with PVLEFT_DEBUG=1 for the traceback")
         return EXIT_ERROR
+
+
+def _error(message: str) -> None:
+    try:
+        print(f"error: {one_line(message)}", file=sys.stderr, flush=True)
+    except (BrokenPipeError, OSError):
+        pass
 
 
 def _quiet_exit(code: int) -> int:
@@ -260,6 +420,18 @@ def _quiet_exit(code: int) -> int:
     return code
 
 
-if __name__ == "__main__":
+def entry() -> None:
+    """The console script: Ctrl-C as KeyboardInterrupt, SIGTERM/SIGHUP end the run cleanly too."""
     signal.signal(signal.SIGINT, signal.default_int_handler)
+    for name in ("SIGTERM", "SIGHUP"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), _terminate)
     raise SystemExit(main())
+
+
+def _terminate(signum: int, frame: Any) -> NoReturn:
+    raise SystemExit(128 + signum)
+
+
+if __name__ == "__main__":
+    entry()

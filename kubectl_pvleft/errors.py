@@ -43,3 +43,12 @@ class Forbidden(ApiError):
 
 class Expired(ApiError):
     """410 Gone: a continue token or a watch resourceVersion is older than the server keeps."""
+
+
+class CredentialError(ConfigError):
+    """A credential could not be obtained (exec plugin, removed auth provider): the run stops here rather
+    than carrying on as system:anonymous and blaming RBAC."""
+
+
+class BadResponse(ApiError):
+    """The server answered 2xx with something that is not the object we asked for."""

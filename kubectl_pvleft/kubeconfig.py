@@ -1,23 +1,20 @@
 """Where to connect and as whom, chosen the way kubectl chooses it.
 
 kubectl merges every file of a ``KUBECONFIG`` list with "first file wins" for each named cluster,
-user and context and for ``current-context``; the Python client's own merger differs, so the merge
-is done here and the client is only handed the one merged document. Nothing is ever written back.
+user and context and for ``current-context``; the merge is done here, then the chosen context is
+resolved into a ``Connection``: the server, the TLS material, and how to authenticate. Nothing is
+ever written back, and no credential is ever part of a message.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import copy
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
-
-import yaml
-from kubernetes.client import Configuration
-from kubernetes.config import incluster_config
-from kubernetes.config.config_exception import ConfigException
-from kubernetes.config.kube_config import KubeConfigLoader
 
 from kubectl_pvleft.errors import ConfigError
 
@@ -34,7 +31,7 @@ _PATH_FIELDS = {
 
 @dataclass(frozen=True)
 class Selection:
-    """The kubectl flags that pick a server and identity."""
+    """The kubectl flags that pick a server and identity (flags win over the kubeconfig)."""
 
     kubeconfig: Optional[str] = None
     context: Optional[str] = None
@@ -42,18 +39,57 @@ class Selection:
     user: Optional[str] = None
     namespace: Optional[str] = None
     impersonate_user: Optional[str] = None
+    impersonate_uid: Optional[str] = None
     impersonate_groups: tuple[str, ...] = ()
+    # Connection flags, kubectl's meaning: each overrides the kubeconfig's value.
+    server: Optional[str] = None
+    token: Optional[str] = field(default=None, repr=False)
+    certificate_authority: Optional[str] = None
+    client_certificate: Optional[str] = None
+    client_key: Optional[str] = None
+    insecure_skip_tls_verify: Optional[bool] = None
+    tls_server_name: Optional[str] = None
+    username: Optional[str] = None
+    password: Optional[str] = field(default=None, repr=False)
 
 
-@dataclass
+@dataclass(frozen=True)
+class TLS:
+    """What the TLS handshake needs. Key material stays in memory (see transport.py)."""
+
+    ca_data: Optional[bytes] = None  # PEM: the cluster's own CA, else the system's trust store
+    insecure: bool = False
+    server_name: Optional[str] = None
+    cert_data: Optional[bytes] = field(default=None, repr=False)
+    key_data: Optional[bytes] = field(default=None, repr=False)
+
+
+@dataclass(frozen=True)
+class Auth:
+    """How to authenticate, as the kubeconfig says; credentials.py turns it into headers."""
+
+    token: Optional[str] = field(default=None, repr=False)
+    token_file: Optional[str] = None
+    username: Optional[str] = None
+    password: Optional[str] = field(default=None, repr=False)
+    exec: Optional[dict[str, Any]] = None
+    exec_dir: Optional[str] = None  # the folder of the kubeconfig that defined the exec plugin
+    auth_provider: Optional[dict[str, Any]] = None
+    user_name: str = ""  # the kubeconfig user entry, to name in messages
+
+
+@dataclass(frozen=True)
 class Connection:
-    configuration: Configuration
+    server: str
     namespace: str
     context: Optional[str]
-    server: str
+    tls: TLS = TLS()
+    auth: Auth = Auth()
     impersonate_user: Optional[str] = None
+    impersonate_uid: Optional[str] = None
     impersonate_groups: tuple[str, ...] = ()
-    sources: list[str] = field(default_factory=list)
+    sources: tuple[str, ...] = ()
+    in_cluster: bool = False
 
 
 def kubeconfig_files(explicit: Optional[str], env: Optional[str] = None) -> list[Path]:
@@ -76,22 +112,57 @@ def kubeconfig_files(explicit: Optional[str], env: Optional[str] = None) -> list
 
 
 def _read(path: Path) -> dict[str, Any]:
+    import yaml  # only when there is a kubeconfig to read
+
     try:
-        doc = yaml.safe_load(path.read_text()) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise ConfigError(f"kubeconfig {path} cannot be read: {reason}") from None
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"kubeconfig {path} is not a text file (not UTF-8)") from None
+    except OSError as exc:
+        raise ConfigError(f"kubeconfig {path} cannot be read: {exc.strerror or type(exc).__name__}") from None
+    if "\x00" in text:
+        raise ConfigError(f"kubeconfig {path} is not a text file (it contains NUL bytes)")
+    try:
+        doc = yaml.safe_load(text) or {}
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or "invalid YAML"
+        raise ConfigError(f"kubeconfig {path} cannot be read: {problem}{where}") from None
+    except (ValueError, RecursionError) as exc:
+        raise ConfigError(f"kubeconfig {path} cannot be read: {type(exc).__name__}") from None
     if not isinstance(doc, dict):
-        raise ConfigError(f"kubeconfig {path} is not a kubeconfig document")
+        raise ConfigError(f"kubeconfig {path} is not a kubeconfig document (expected a mapping at the top)")
     return doc
+
+
+def _entries(doc: dict[str, Any], section: str, path: Path) -> list[dict[str, Any]]:
+    """A section's named entries, each checked to be {name: string, <kind>: mapping}."""
+    entries = doc.get(section)
+    if entries is None:
+        return []
+    if not isinstance(entries, list):
+        raise ConfigError(f"kubeconfig {path}: {section} must be a list of named entries")
+    body_key = section[:-1]
+    for index, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            raise ConfigError(f"kubeconfig {path}: {section}[{index}] must be a mapping with name and {body_key}")
+        if not isinstance(entry.get("name"), str):
+            raise ConfigError(f"kubeconfig {path}: {section}[{index}].name must be a string")
+        body = entry.get(body_key)
+        if body is not None and not isinstance(body, dict):
+            raise ConfigError(f'kubeconfig {path}: {body_key} "{entry["name"]}" must be a mapping')
+    return entries
 
 
 def _absolutize(section: str, entry: dict[str, Any], base: Path) -> None:
     body = entry.get(section[:-1]) or {}
     for key in _PATH_FIELDS.get(section, ()):
         value = body.get(key)
-        if value and not os.path.isabs(os.path.expanduser(value)):
+        if isinstance(value, str) and value and not os.path.isabs(os.path.expanduser(value)):
             body[key] = str(base / value)
+    if section == "users" and isinstance(body.get("exec"), dict):
+        body["exec"]["__dir__"] = str(base)  # a relative exec command resolves against this folder
 
 
 def merge_kubeconfigs(paths: list[Path]) -> dict[str, Any]:
@@ -99,17 +170,20 @@ def merge_kubeconfigs(paths: list[Path]) -> dict[str, Any]:
     merged: dict[str, Any] = {"clusters": [], "users": [], "contexts": [], "current-context": ""}
     for path in paths:
         doc = _read(path)
-        if not merged["current-context"] and doc.get("current-context"):
-            merged["current-context"] = doc["current-context"]
+        current = doc.get("current-context")
+        if current is not None and not isinstance(current, str):
+            raise ConfigError(f"kubeconfig {path}: current-context must be a string")
+        if not merged["current-context"] and current:
+            merged["current-context"] = current
         for section in ("clusters", "users", "contexts"):
             have = {e.get("name") for e in merged[section]}
-            for entry in doc.get(section) or ():
-                if not isinstance(entry, dict) or entry.get("name") in have:
+            for entry in _entries(doc, section, path):
+                if entry["name"] in have:
                     continue
                 entry = copy.deepcopy(entry)
                 _absolutize(section, entry, path.parent)
                 merged[section].append(entry)
-                have.add(entry.get("name"))
+                have.add(entry["name"])
     return merged
 
 
@@ -117,81 +191,159 @@ def _named(doc: dict[str, Any], section: str, name: str) -> Optional[dict[str, A
     return next((e for e in doc.get(section) or () if e.get("name") == name), None)
 
 
+def _string(body: dict[str, Any], key: str, where: str) -> Optional[str]:
+    value = body.get(key)
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise ConfigError(f"kubeconfig {where}: {key} must be a string")
+    return value
+
+
+def _pem(body: dict[str, Any], data_key: str, file_key: str, where: str) -> Optional[bytes]:
+    """Inline base64 data wins over a file, as in client-go."""
+    data = _string(body, data_key, where)
+    if data is not None:
+        try:
+            return base64.b64decode(data, validate=False)
+        except (binascii.Error, ValueError):
+            raise ConfigError(f"kubeconfig {where}: {data_key} is not valid base64") from None
+    name = _string(body, file_key, where)
+    return _file(name, f"{where}: {file_key}") if name else None
+
+
+def _file(name: str, what: str) -> bytes:
+    try:
+        return Path(name).expanduser().read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"{what} {name}: {exc.strerror or 'cannot be read'}") from None
+
+
+def _bool(value: Any, where: str) -> bool:
+    if value is None:
+        return False
+    if isinstance(value, bool):
+        return value
+    raise ConfigError(f"kubeconfig {where}: insecure-skip-tls-verify must be true or false")
+
+
 def load_connection(selection: Selection) -> Connection:
-    """Resolve the flags into a client Configuration and the namespace to use."""
+    """Resolve the flags and the kubeconfig into a Connection and the namespace to use."""
     paths = kubeconfig_files(selection.kubeconfig)
     if not paths:
+        if selection.server:  # -s with no kubeconfig at all: kubectl's flags alone make a config
+            return _from_flags({}, {}, None, selection, ())
         return _in_cluster(selection)
     doc = merge_kubeconfigs(paths)
     context_name = selection.context or doc.get("current-context")
     if not context_name:
+        if selection.server:
+            return _from_flags({}, {}, None, selection, tuple(map(str, paths)))
         raise ConfigError("no context chosen: the kubeconfig has no current-context; pass --context")
     context_entry = _named(doc, "contexts", context_name)
     if context_entry is None:
         raise ConfigError(f'context "{context_name}" does not exist in the kubeconfig')
     context = dict(context_entry.get("context") or {})
-    if selection.cluster:
-        context["cluster"] = selection.cluster
-    if selection.user:
-        context["user"] = selection.user
-    cluster_entry = _named(doc, "clusters", context.get("cluster") or "")
-    if cluster_entry is None:
-        raise ConfigError(f'cluster "{context.get("cluster")}" of context "{context_name}" does not exist in the kubeconfig')
-    if context.get("user") and _named(doc, "users", context["user"]) is None:
-        raise ConfigError(f'user "{context["user"]}" of context "{context_name}" does not exist in the kubeconfig')
-    server = (cluster_entry.get("cluster") or {}).get("server")
-    if not server:
-        raise ConfigError(f'cluster "{cluster_entry.get("name")}" has no server')
+    cluster_name = selection.cluster or _string(context, "cluster", f'context "{context_name}"') or ""
+    user_name = selection.user or _string(context, "user", f'context "{context_name}"') or ""
+    cluster_entry = _named(doc, "clusters", cluster_name)
+    if cluster_entry is None and not selection.server:
+        raise ConfigError(f'cluster "{cluster_name}" of context "{context_name}" does not exist in the kubeconfig')
+    user_entry = _named(doc, "users", user_name) if user_name else None
+    if user_name and user_entry is None:
+        raise ConfigError(f'user "{user_name}" of context "{context_name}" does not exist in the kubeconfig')
+    namespace = _string(context, "namespace", f'context "{context_name}"')
+    cluster = dict((cluster_entry or {}).get("cluster") or {})
+    user = dict((user_entry or {}).get("user") or {}, __name__=user_name)
+    return _from_flags(cluster, user, context_name, selection, tuple(map(str, paths)),
+                       cluster_label=f'cluster "{cluster_name}"', namespace=namespace)
 
-    # Hand the client a document with exactly the chosen context, so overrides need no special casing.
-    chosen = copy.deepcopy(doc)
-    chosen["contexts"] = [{"name": context_name, "context": context}]
-    chosen["current-context"] = context_name
-    if not context.get("user"):
-        chosen["users"] = [{"name": "", "user": {}}]
-        context["user"] = ""
-    configuration = Configuration()
-    try:
-        KubeConfigLoader(config_dict=chosen, active_context=context_name).load_and_set(configuration)
-    except ConfigException as exc:
-        raise ConfigError(f"kubeconfig: {exc}") from None
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"kubeconfig context {context_name}: {exc}") from None
+
+def _from_flags(cluster: dict[str, Any], user: dict[str, Any], context_name: Optional[str], selection: Selection,
+                sources: tuple[str, ...], *, cluster_label: str = "flags", namespace: Optional[str] = None) -> Connection:
+    user_name = user.pop("__name__", "")
+    user_label = f'user "{user_name}"' if user_name else "user"
+    server = selection.server or _string(cluster, "server", cluster_label)
+    if not server:
+        raise ConfigError(f"{cluster_label} has no server" if cluster_label != "flags" else
+                          "no server: pass --server or a kubeconfig")
+    if "://" not in server:  # kubectl accepts a bare host:port and speaks HTTPS to it
+        server = "https://" + server
+    # kubectl: --insecure-skip-tls-verify or --certificate-authority given as flags replace all three
+    # kubeconfig settings together (so a flag CA turns a kubeconfig's insecure off, and vice versa).
+    if selection.certificate_authority or selection.insecure_skip_tls_verify:
+        insecure = bool(selection.insecure_skip_tls_verify)
+    else:
+        insecure = _bool(cluster.get("insecure-skip-tls-verify"), cluster_label)
+    if selection.certificate_authority:
+        ca = _file(selection.certificate_authority, "--certificate-authority")
+    elif selection.insecure_skip_tls_verify:
+        ca = None  # the flag turns verification off; a kubeconfig CA would only be refused below
+    else:
+        ca = _pem(cluster, "certificate-authority-data", "certificate-authority", cluster_label)
+    if insecure and ca is not None:
+        raise ConfigError("specifying a root certificates file with the insecure flag is not allowed")
+    cert = (_file(selection.client_certificate, "--client-certificate") if selection.client_certificate
+            else _pem(user, "client-certificate-data", "client-certificate", user_label))
+    key = (_file(selection.client_key, "--client-key") if selection.client_key
+           else _pem(user, "client-key-data", "client-key", user_label))
+    if (cert is None) != (key is None):
+        raise ConfigError(f"{user_label} has a client certificate without its key, or a key without its certificate")
+    exec_config = user.get("exec")
+    if exec_config is not None and not isinstance(exec_config, dict):
+        raise ConfigError(f"kubeconfig {user_label}: exec must be a mapping")
+    provider = user.get("auth-provider")
+    if provider is not None and not isinstance(provider, dict):
+        raise ConfigError(f"kubeconfig {user_label}: auth-provider must be a mapping")
+    exec_dir = None
+    if exec_config is not None:
+        exec_config = dict(exec_config)
+        exec_dir = exec_config.pop("__dir__", None)
+    token = selection.token or _string(user, "token", user_label)
+    auth = Auth(
+        token=token,
+        token_file=None if token else _string(user, "tokenFile", user_label),
+        username=selection.username or _string(user, "username", user_label),
+        password=selection.password or _string(user, "password", user_label),
+        exec=None if selection.token else exec_config,
+        exec_dir=exec_dir,
+        auth_provider=None if selection.token else provider,
+        user_name=user_name,
+    )
+    tls = TLS(ca_data=ca, insecure=insecure, cert_data=cert, key_data=key,
+              server_name=selection.tls_server_name or _string(cluster, "tls-server-name", cluster_label))
     return Connection(
-        configuration=configuration,
-        namespace=selection.namespace or context.get("namespace") or "default",
-        context=context_name,
-        server=configuration.host,
-        impersonate_user=selection.impersonate_user,
-        impersonate_groups=selection.impersonate_groups,
-        sources=[str(p) for p in paths],
+        server=server.rstrip("/"), namespace=selection.namespace or namespace or "default", context=context_name,
+        tls=tls, auth=auth, impersonate_user=selection.impersonate_user or _string(user, "as", user_label),
+        impersonate_uid=selection.impersonate_uid, impersonate_groups=selection.impersonate_groups,
+        sources=sources,
     )
 
 
 def _in_cluster(selection: Selection) -> Connection:
     if selection.context or selection.cluster or selection.user:
         raise ConfigError("no kubeconfig found (set KUBECONFIG or pass --kubeconfig) to choose a context, cluster or user from")
-    configuration = Configuration()
     account = Path(os.environ.get("PVLEFT_SERVICEACCOUNT_DIR") or SERVICEACCOUNT_DIR)
-    try:
-        incluster_config.InClusterConfigLoader(
-            token_filename=str(account / "token"), cert_filename=str(account / "ca.crt"),
-        ).load_and_set(configuration)
-    except ConfigException:
-        raise ConfigError(
-            "no kubeconfig found (set KUBECONFIG or pass --kubeconfig) and not running inside a cluster"
-        ) from None
+    host, port = os.environ.get("KUBERNETES_SERVICE_HOST"), os.environ.get("KUBERNETES_SERVICE_PORT")
+    token_file = account / "token"
+    if not host or not port or not token_file.is_file():
+        raise ConfigError("no kubeconfig found (set KUBECONFIG or pass --kubeconfig) and not running inside a cluster")
     namespace = selection.namespace
     if not namespace:
         try:
             namespace = (account / "namespace").read_text().strip()
         except OSError:
             namespace = "default"
+    ca_path = account / "ca.crt"
+    server = f"https://[{host}]:{port}" if ":" in host else f"https://{host}:{port}"
     return Connection(
-        configuration=configuration,
+        server=selection.server or server,
         namespace=namespace or "default",
         context=None,
-        server=configuration.host,
-        impersonate_user=selection.impersonate_user,
-        impersonate_groups=selection.impersonate_groups,
+        tls=TLS(ca_data=_file(str(ca_path), "in-cluster CA") if ca_path.is_file() else None),
+        # client-go re-reads the projected token (it rotates); credentials.py does the same.
+        auth=Auth(token=selection.token, token_file=None if selection.token else str(token_file),
+                  user_name="serviceaccount"),
+        impersonate_user=selection.impersonate_user, impersonate_uid=selection.impersonate_uid,
+        impersonate_groups=selection.impersonate_groups, in_cluster=True,
     )

@@ -5,24 +5,29 @@ leaves it Failed), or when its claimRef points at a claim that is gone or replac
 claim is gone is reported as loudly as a Released one. Claims are matched by uid, not by name: a new
 PVC with the old name is another object, and it cannot bind until the old pointer dies.
 
-Reads: PersistentVolumes, PersistentVolumeClaims (metadata only), StorageClasses. Writes: nothing,
-not even the "helpful" claimRef clearing; a human decides reuse or abandon.
+Reads: PersistentVolumes, PersistentVolumeClaims (metadata only), StorageClasses; with ``--project`` or
+``--aws-region``, the cloud's disks too (census.py). Writes: nothing, not even the "helpful" claimRef
+clearing; a human decides reuse or abandon.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Iterable, Optional
+from typing import Any, Iterable, Optional, Union
 
-from kubectl_pvleft.api import KubeAPI
-from kubectl_pvleft.errors import Forbidden
+from kubectl_pvleft.api import CLAIM_IDENTITIES, PERSISTENT_VOLUMES, STORAGE_CLASSES, Reader, optional
+from kubectl_pvleft.commands import Options, Result
 from kubectl_pvleft.printing import Column, Report, UNSET, age, utcnow
-from kubectl_pvleft.records import ClaimIdentity, PersistentVolume, StorageClass, iso
+from kubectl_pvleft.records import Absent, ClaimIdentity, PersistentVolume, StorageClass, iso
+from kubectl_pvleft.watch import Follow, Stores, Stream
 
+# CLAIM STATE: the seed's words, shown as they are.
 MISSING, REPLACED, PRESENT, UNKNOWN = "missing", "replaced", "present", "unknown"
 LEFTOVER_PHASES = ("Released", "Failed")
-CLASS_GONE = "<missing>"
+CLAIMS_UNREADABLE = ("cannot list persistentvolumeclaims {scope} ({reason}); claim state is unknown (claim_missing: "
+                     "null). Grant get/list on persistentvolumeclaims to know whether claims are gone.")
+CLASSES_UNREADABLE = "cannot list storageclasses ({reason}); class reclaim policy is unknown."
 
 
 @dataclass(frozen=True)
@@ -40,8 +45,9 @@ class ClaimIndex:
 class Leftover:
     pv: PersistentVolume
     claim_state: Optional[str]  # None when the PV has no claimRef
-    class_reclaim: Optional[str]  # the class's policy; CLASS_GONE when the class no longer exists
-    class_known: bool = True
+    # The class's policy: None when the PV names no class, Absent.MISSING when the class no longer exists,
+    # Absent.UNKNOWN when classes could not be read.
+    class_reclaim: Union[str, Absent, None]
 
     @property
     def claim_missing(self) -> Optional[bool]:
@@ -91,41 +97,70 @@ def assess(pvs: Iterable[PersistentVolume], claims: Optional[ClaimIndex],
     for pv in pvs:
         if claim_namespace and (pv.claim_ref is None or pv.claim_ref.namespace != claim_namespace):
             continue
+        class_reclaim: Union[str, Absent, None]
         if classes is None:
-            class_reclaim, known = None, False
+            class_reclaim = Absent.UNKNOWN
         elif pv.storage_class is None:
-            class_reclaim, known = None, True
+            class_reclaim = None
         else:
             sc = classes.get(pv.storage_class)
-            class_reclaim, known = (sc.reclaim_policy if sc else CLASS_GONE), True
-        row = Leftover(pv=pv, claim_state=claim_state(pv, claims), class_reclaim=class_reclaim, class_known=known)
+            class_reclaim = sc.reclaim_policy if sc else Absent.MISSING
+        row = Leftover(pv=pv, claim_state=claim_state(pv, claims), class_reclaim=class_reclaim)
         if include_all or is_leftover(row):
             rows.append(row)
     rows.sort(key=lambda r: r.pv.name)  # kubectl's order
     return rows
 
 
-def find_leftovers(api: KubeAPI, *, include_all: bool = False, claim_namespace: Optional[str] = None) -> LeftoverResult:
+def find_leftovers(api: Reader, *, include_all: bool = False, claim_namespace: Optional[str] = None,
+                   label_selector: Optional[str] = None) -> LeftoverResult:
     """List PVs, then claims (so a claim bound after our PV list cannot look missing), then classes."""
     warnings: list[str] = []
-    pvs = list(api.persistent_volumes())
-    claims: Optional[ClaimIndex]
-    try:
-        claims = ClaimIndex.of(api.claim_identities(claim_namespace))
-    except Forbidden as exc:
-        claims = None
-        scope = f'in namespace "{claim_namespace}"' if claim_namespace else "cluster-wide"
-        warnings.append(f"cannot list persistentvolumeclaims {scope} ({exc.api_message or 'forbidden'}); "
-                        "claim state is unknown (claim_missing: null). Grant get/list on persistentvolumeclaims "
-                        "to know whether claims are gone.")
-    classes: Optional[dict[str, StorageClass]]
-    try:
-        classes = {sc.name: sc for sc in api.storage_classes()}
-    except Forbidden as exc:
-        classes = None
-        warnings.append(f"cannot list storageclasses ({exc.api_message or 'forbidden'}); class reclaim policy is unknown.")
-    return LeftoverResult(assess(pvs, claims, classes, include_all=include_all, claim_namespace=claim_namespace),
-                          warnings)
+    pvs = list(api.list(PERSISTENT_VOLUMES, label_selector=label_selector))
+    scope = f'in namespace "{claim_namespace}"' if claim_namespace else "cluster-wide"
+    identities = optional(lambda: ClaimIndex.of(api.list(CLAIM_IDENTITIES, claim_namespace)), warnings,
+                          CLAIMS_UNREADABLE.replace("{scope}", scope))
+    classes = optional(lambda: {sc.name: sc for sc in api.list(STORAGE_CLASSES)}, warnings, CLASSES_UNREADABLE)
+    rows = assess(pvs, identities, classes, include_all=include_all, claim_namespace=claim_namespace)
+    return LeftoverResult(rows, warnings)
+
+
+def claim_namespace(options: Options) -> Optional[str]:
+    # PVs are cluster-scoped: leftovers look at every PV unless -n narrows to claims of one namespace.
+    return None if options.all_namespaces else options.flag("namespace")
+
+
+def run(api: Reader, options: Options) -> Result:
+    result = find_leftovers(api, include_all=options.flag("all", False), claim_namespace=claim_namespace(options),
+                            label_selector=options.label_selector)
+    findings = sum(1 for row in result.rows if is_leftover(row))
+    outcome = Result(report(result), findings, result.warnings)
+    if options.flag("project") or options.flag("aws_region"):
+        from kubectl_pvleft import census  # the second census: only under its flags
+
+        return census.add_cloud_census(outcome, result, options)
+    return outcome
+
+
+def follow(options: Options) -> Follow[Leftover]:
+    namespace = claim_namespace(options)
+    streams = [
+        Stream("volumes", PERSISTENT_VOLUMES, label_selector=options.label_selector, required=True),
+        Stream("claims", CLAIM_IDENTITIES, namespace,
+               unreadable=CLAIMS_UNREADABLE.replace("{scope}", f'in namespace "{namespace}"' if namespace
+                                                    else "cluster-wide")),
+        Stream("classes", STORAGE_CLASSES, unreadable=CLASSES_UNREADABLE),
+    ]
+
+    def judge(stores: Stores) -> list[Leftover]:
+        claims, classes = stores["claims"], stores["classes"]
+        return assess(stores["volumes"] or (), None if claims is None else ClaimIndex.of(claims),
+                      None if classes is None else {sc.name: sc for sc in classes},
+                      include_all=options.flag("all", False), claim_namespace=namespace)
+
+    return Follow(streams, "volumes", judge, key=lambda r: r.pv.meta.uid,
+                  signature=lambda r: (r.pv.phase, r.claim_state, r.class_reclaim, r.pv.reclaim_policy),
+                  gone="no longer a leftover", departure=lambda pv: "the PersistentVolume was deleted")
 
 
 # -- how the rows are shown -----------------------------------------------------------------
@@ -144,8 +179,8 @@ def to_json(row: Leftover) -> dict[str, Any]:
         # Ours.
         "claim_uid": pv.claim_ref.uid if pv.claim_ref else None,
         "claim_state": row.claim_state,
-        "class_reclaim": row.class_reclaim if row.class_reclaim != CLASS_GONE else None,
-        "class_missing": row.class_reclaim == CLASS_GONE if row.class_known else None,
+        "class_reclaim": row.class_reclaim if isinstance(row.class_reclaim, str) else None,
+        "class_missing": None if row.class_reclaim is Absent.UNKNOWN else row.class_reclaim is Absent.MISSING,
         "driver": pv.driver,
         "volume_handle": pv.volume_handle,
         "reason": pv.reason,
@@ -155,20 +190,24 @@ def to_json(row: Leftover) -> dict[str, Any]:
 
 
 def report(result: LeftoverResult, now: Optional[datetime] = None) -> Report[Leftover]:
-    now = now or utcnow()
     columns: list[Column[Leftover]] = [
         Column("NAME", lambda r: r.pv.name),
         Column("STATUS", lambda r: r.pv.phase),
         Column("RECLAIM", lambda r: r.pv.reclaim_policy, empty=UNSET),
-        Column("CLASS RECLAIM", lambda r: r.class_reclaim if r.class_known else "<unknown>"),
+        Column("CLASS RECLAIM", lambda r: r.class_reclaim),
         Column("CLAIM", lambda r: r.claim),
         Column("CLAIM STATE", lambda r: r.claim_state),
         Column("STORAGECLASS", lambda r: r.pv.storage_class),
         Column("CAPACITY", lambda r: r.pv.capacity),
-        Column("AGE", lambda r: age(r.pv.last_phase_transition or r.pv.meta.created, now)),
+        Column("AGE", lambda r: age(r.pv.last_phase_transition or r.pv.meta.created, now or utcnow())),
         Column("CLAIM UID", lambda r: r.pv.claim_ref.uid if r.pv.claim_ref else None, wide_only=True),
         Column("DRIVER", lambda r: r.pv.driver, wide_only=True),
         Column("VOLUME HANDLE", lambda r: r.pv.volume_handle, wide_only=True),
         Column("REASON", lambda r: r.pv.reason, wide_only=True),
     ]
-    return Report(rows=result.rows, columns=columns, to_json=to_json, name=lambda r: f"persistentvolume/{r.pv.name}")
+    return Report(rows=result.rows, columns=columns, to_json=to_json, name=lambda r: f"persistentvolume/{r.pv.name}",
+                  labels=lambda r: r.pv.meta.labels)
+
+
+def watch_report(options: Options) -> Report[Leftover]:
+    return report(LeftoverResult([]))

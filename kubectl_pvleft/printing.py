@@ -1,38 +1,44 @@
-"""All output goes through here: kubectl-style tables, json, yaml, jsonl and name.
+"""The one output layer: rows first, printing last (kubectl's printers).
 
-Subcommands hand over rows (plain data) and column specs; only this module writes to stdout.
+A subcommand hands over a ``Report`` (rows and how each format shows them); one ``Formatter`` per
+output format prints either a whole report or a stream of row batches (``--watch``). Subcommands never
+print. Only here do ``None`` and ``Absent`` become the words kubectl users read: ``<none>``,
+``<unset>``, ``<unknown>``, ``<missing>``.
 """
 
 from __future__ import annotations
 
 import json
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from typing import Any, Callable, Generic, Optional, Sequence, TextIO, TypeVar
 
-import yaml
-from tabulate import DataRow, TableFormat, tabulate
+from kubectl_pvleft.records import Absent
 
 T = TypeVar("T")
 
 OUTPUT_FORMATS = ("table", "wide", "json", "yaml", "jsonl", "name")
+TEMPLATE_FORMATS = ("jsonpath", "jsonpath-as-json", "jsonpath-file", "custom-columns", "custom-columns-file")
 NONE = "<none>"
 UNSET = "<unset>"
 
-# kubectl's tabwriter: left-aligned columns, at least three spaces between them, no rules.
-_KUBECTL_TABLE = TableFormat(
-    lineabove=None, linebelowheader=None, linebetweenrows=None, linebelow=None,
-    headerrow=DataRow("", "   ", ""), datarow=DataRow("", "   ", ""), padding=0, with_header_hide=None,
-)
+
+def word(value: Any, empty: str = NONE) -> str:
+    """A cell's text: absent values in kubectl's words."""
+    if isinstance(value, Absent):
+        return f"<{value.value}>"
+    if value is None or value == "":
+        return empty
+    return str(value)
 
 
 @dataclass(frozen=True)
 class Column(Generic[T]):
     header: str
-    cell: Callable[[T], Optional[str]]
+    cell: Callable[[T], Any]
     wide_only: bool = False
-    empty: str = NONE  # what an empty cell says: <none> for absent values, <unset> for unset settings
+    empty: str = NONE  # what an empty cell says: <none> for absent values, <unset> for unset settings, "" as kubectl
 
 
 @dataclass(frozen=True)
@@ -45,6 +51,32 @@ class Report(Generic[T]):
     name: Callable[[T], str]
     namespace: Optional[Callable[[T], str]] = None  # shown as a NAMESPACE column with -A
     empty_message: str = "No resources found"
+    labels: Optional[Callable[[T], dict[str, str]]] = None  # --show-labels, where the object has labels
+    context: Optional[Callable[[T], str]] = None  # a leading CONTEXT column when reading several clusters
+
+    def with_rows(self, rows: Sequence[T]) -> "Report[T]":
+        return replace(self, rows=rows)
+
+    def with_empty_message(self, message: str) -> "Report[T]":
+        return replace(self, empty_message=message)
+
+
+@dataclass(frozen=True)
+class PrintOptions:
+    output: str = "table"  # a format name, or "jsonpath=TEMPLATE", "custom-columns=SPEC" ...
+    all_namespaces: bool = False
+    no_headers: bool = False
+    show_labels: bool = False
+    out: Optional[TextIO] = None
+    err: Optional[TextIO] = None
+
+    @property
+    def format(self) -> str:
+        return self.output.split("=", 1)[0]
+
+    @property
+    def wide(self) -> bool:
+        return self.format == "wide"
 
 
 def human_duration(delta: timedelta) -> str:
@@ -79,56 +111,12 @@ def human_duration(delta: timedelta) -> str:
     return f"{hours // 24 // 365}y"
 
 
-def age(since: Optional[datetime], now: datetime) -> str:
-    return "<unknown>" if since is None else human_duration(now - since)
+def age(since: Optional[datetime], now: datetime) -> Any:
+    return Absent.UNKNOWN if since is None else human_duration(now - since)
 
 
 def utcnow() -> datetime:
     return datetime.now(timezone.utc)
-
-
-def table_lines(report: Report[T], *, wide: bool, all_namespaces: bool, no_headers: bool) -> list[str]:
-    columns = [c for c in report.columns if wide or not c.wide_only]
-    rows = []
-    for row in report.rows:
-        cells = [(c.cell(row) or c.empty) for c in columns]
-        if all_namespaces and report.namespace is not None:
-            cells.insert(0, report.namespace(row) or "")
-        rows.append(cells)
-    headers = [c.header for c in columns]
-    if all_namespaces and report.namespace is not None:
-        headers.insert(0, "NAMESPACE")
-    if not rows:
-        return []
-    # The header goes in as a plain first row: tabulate pads real headers by two more spaces than kubectl.
-    text = tabulate(rows if no_headers else [headers, *rows], tablefmt=_KUBECTL_TABLE,
-                    disable_numparse=True, stralign="left", numalign="left")
-    return [line.rstrip() for line in text.splitlines()]
-
-
-def render(report: Report[T], fmt: str, *, all_namespaces: bool = False, no_headers: bool = False,
-           out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> None:
-    if fmt in ("table", "wide"):
-        lines = table_lines(report, wide=fmt == "wide", all_namespaces=all_namespaces, no_headers=no_headers)
-        if not lines:
-            print(report.empty_message, file=err)
-        for line in lines:
-            print(line, file=out)
-    elif fmt == "json":
-        doc = {"apiVersion": "v1", "kind": "List", "items": [report.to_json(r) for r in report.rows]}
-        print(json.dumps(doc, indent=4), file=out)
-    elif fmt == "yaml":
-        doc = {"apiVersion": "v1", "kind": "List", "items": [report.to_json(r) for r in report.rows]}
-        out.write(yaml.safe_dump(doc, sort_keys=False, default_flow_style=False, allow_unicode=True))
-    elif fmt == "jsonl":
-        for row in report.rows:
-            print(json.dumps(report.to_json(row)), file=out)
-    elif fmt == "name":
-        for row in report.rows:
-            print(report.name(row), file=out)
-    else:
-        raise ValueError(f"unknown output format {fmt}")
-    out.flush()
 
 
 def truncate(text: Optional[str], width: int) -> Optional[str]:
@@ -139,60 +127,200 @@ def truncate(text: Optional[str], width: int) -> Optional[str]:
     return one_line if len(one_line) <= width else one_line[: width - 3] + "..."
 
 
-def warn(message: str, err: TextIO = sys.stderr) -> None:
-    print(f"warning: {message}", file=err)
+def warn(message: str, err: Optional[TextIO] = None) -> None:
+    print(f"warning: {message}", file=err or sys.stderr)
 
 
-class LinePrinter(Generic[T]):
-    """Output for --watch: each row printed the moment it comes, in the chosen format, flushed at once.
+def labels_text(labels: dict[str, str]) -> str:
+    return ",".join(f"{k}={v}" for k, v in sorted(labels.items())) or NONE
 
-    Tables print the header once and pad each cell to the widest seen so far (like ``kubectl get -w``,
-    earlier lines cannot be realigned); json prints one indented object per row, jsonl one line, yaml
-    one document, name one name.
-    """
 
-    def __init__(self, report: Report[T], fmt: str, *, all_namespaces: bool = False, no_headers: bool = False,
-                 out: Optional[TextIO] = None) -> None:
-        if fmt not in OUTPUT_FORMATS:
-            raise ValueError(f"unknown output format {fmt}")
-        self.report = report
-        self.fmt = fmt
-        self.out = out
-        self.no_headers = no_headers
-        self.columns = [c for c in report.columns if fmt == "wide" or not c.wide_only]
-        self.with_namespace = all_namespaces and report.namespace is not None
-        self.headers = (["NAMESPACE"] if self.with_namespace else []) + [c.header for c in self.columns]
+# -- formatters: one per output format, each prints a whole report or a stream of batches ----------------
+
+class Formatter(Generic[T]):
+    def __init__(self, report: Report[T], options: PrintOptions) -> None:
+        self.report, self.options = report, options
+
+    @property
+    def out(self) -> TextIO:
+        return self.options.out or sys.stdout
+
+    def whole(self, rows: Sequence[T]) -> None:
+        self.batch(rows)
+        self.out.flush()
+
+    def batch(self, rows: Sequence[T]) -> None:
+        """Print rows that arrived together, flushed at once (``--watch``)."""
+        raise NotImplementedError
+
+    def objects(self, rows: Sequence[T]) -> list[dict[str, Any]]:
+        return [self.report.to_json(r) for r in rows]
+
+
+class TableFormatter(Formatter[T]):
+    """kubectl's tabwriter: left-aligned columns, three spaces apart. A whole report is aligned as one;
+    a stream pads each cell to the widest seen so far (like ``kubectl get -w``) and prints the header once."""
+
+    def __init__(self, report: Report[T], options: PrintOptions) -> None:
+        super().__init__(report, options)
+        self.columns = [c for c in report.columns if options.wide or not c.wide_only]
+        self.headers = [c.header for c in self.columns]
+        if report.context is not None:
+            self.headers.insert(0, "CONTEXT")
+        if self._with_namespace:
+            self.headers.insert(int(report.context is not None), "NAMESPACE")
+        if options.show_labels and report.labels is not None:
+            self.headers.append("LABELS")
         self.widths = [len(h) for h in self.headers]
-        self.header_done = no_headers
+        self.header_done = options.no_headers
 
-    def emit(self, rows: Sequence[T]) -> None:
-        """Print a batch of rows that arrived together (a table aligns them with each other)."""
-        out = self.out or sys.stdout
-        if self.fmt in ("table", "wide"):
-            lines = []
-            for row in rows:
-                cells = [(c.cell(row) or c.empty) for c in self.columns]
-                if self.with_namespace:
-                    cells.insert(0, self.report.namespace(row) or "")  # type: ignore[misc]
-                self.widths = [max(w, len(cell)) for w, cell in zip(self.widths, cells)]
-                lines.append(cells)
-            if lines and not self.header_done:
-                print(self._line(self.headers), file=out)
-                self.header_done = True
-            for cells in lines:
-                print(self._line(cells), file=out)
-        for row in rows if self.fmt not in ("table", "wide") else ():
-            if self.fmt == "json":
-                print(json.dumps(self.report.to_json(row), indent=4), file=out)
-            elif self.fmt == "jsonl":
-                print(json.dumps(self.report.to_json(row)), file=out)
-            elif self.fmt == "yaml":
-                out.write("---\n" + yaml.safe_dump(self.report.to_json(row), sort_keys=False,
-                                                   default_flow_style=False, allow_unicode=True))
-            else:
-                print(self.report.name(row), file=out)
-        out.flush()
+    @property
+    def _with_namespace(self) -> bool:
+        return self.options.all_namespaces and self.report.namespace is not None
+
+    def cells(self, row: T) -> list[str]:
+        cells = [word(c.cell(row), c.empty) for c in self.columns]
+        if self._with_namespace:
+            cells.insert(0, self.report.namespace(row) or "")  # type: ignore[misc]
+        if self.report.context is not None:
+            cells.insert(0, self.report.context(row))
+        if self.options.show_labels and self.report.labels is not None:
+            cells.append(labels_text(self.report.labels(row)))
+        return cells
+
+    def whole(self, rows: Sequence[T]) -> None:
+        if not rows:
+            print(self.report.empty_message, file=self.options.err or sys.stderr)
+            return
+        from tabulate import DataRow, TableFormat, tabulate  # whole tables only
+
+        kubectl_table = TableFormat(lineabove=None, linebelowheader=None, linebetweenrows=None, linebelow=None,
+                                    headerrow=DataRow("", "   ", ""), datarow=DataRow("", "   ", ""), padding=0,
+                                    with_header_hide=None)
+        lines = [self.cells(r) for r in rows]
+        # The header goes in as a plain first row: tabulate pads real headers by two more spaces than kubectl.
+        text = tabulate(lines if self.header_done else [self.headers, *lines], tablefmt=kubectl_table,
+                        disable_numparse=True, stralign="left", numalign="left")
+        for line in text.splitlines():
+            print(line.rstrip(), file=self.out)
+        self.out.flush()
+
+    def batch(self, rows: Sequence[T]) -> None:
+        lines = [self.cells(r) for r in rows]
+        for cells in lines:
+            self.widths = [max(w, len(cell)) for w, cell in zip(self.widths, cells)]
+        self._print(lines)
+        self.out.flush()
+
+    def _print(self, lines: list[list[str]]) -> None:
+        if lines and not self.header_done:
+            print(self._line(self.headers), file=self.out)
+            self.header_done = True
+        for cells in lines:
+            print(self._line(cells), file=self.out)
 
     def _line(self, cells: Sequence[str]) -> str:
         padded = [cell.ljust(width) for cell, width in zip(cells[:-1], self.widths)] + list(cells[-1:])
         return "   ".join(padded).rstrip()
+
+
+def kubectl_list(items: list[dict[str, Any]]) -> dict[str, Any]:
+    """The List kubectl prints, keys in kubectl's order."""
+    return {"apiVersion": "v1", "items": items, "kind": "List", "metadata": {"resourceVersion": ""}}
+
+
+class JsonFormatter(Formatter[T]):
+    def whole(self, rows: Sequence[T]) -> None:
+        print(json.dumps(kubectl_list(self.objects(rows)), indent=4, ensure_ascii=False), file=self.out)
+        self.out.flush()
+
+    def batch(self, rows: Sequence[T]) -> None:
+        for obj in self.objects(rows):
+            print(json.dumps(obj, indent=4, ensure_ascii=False), file=self.out)
+        self.out.flush()
+
+
+class YamlFormatter(Formatter[T]):
+    def _dump(self, doc: Any) -> str:
+        import yaml  # only for -o yaml
+
+        return yaml.safe_dump(doc, sort_keys=False, default_flow_style=False, allow_unicode=True)
+
+    def whole(self, rows: Sequence[T]) -> None:
+        self.out.write(self._dump(kubectl_list(self.objects(rows))))
+        self.out.flush()
+
+    def batch(self, rows: Sequence[T]) -> None:
+        for obj in self.objects(rows):
+            self.out.write("---\n" + self._dump(obj))
+        self.out.flush()
+
+
+class JsonLinesFormatter(Formatter[T]):
+    def batch(self, rows: Sequence[T]) -> None:
+        for obj in self.objects(rows):
+            print(json.dumps(obj, ensure_ascii=False), file=self.out)
+        self.out.flush()
+
+
+class NameFormatter(Formatter[T]):
+    def batch(self, rows: Sequence[T]) -> None:
+        for row in rows:
+            print(self.report.name(row), file=self.out)
+        self.out.flush()
+
+
+FORMATTERS: dict[str, type[Formatter[Any]]] = {
+    "table": TableFormatter, "wide": TableFormatter, "json": JsonFormatter, "yaml": YamlFormatter,
+    "jsonl": JsonLinesFormatter, "name": NameFormatter,
+}
+
+
+def formatter(report: Report[T], options: PrintOptions) -> Formatter[T]:
+    fmt = options.format
+    if fmt in TEMPLATE_FORMATS:
+        from kubectl_pvleft.templates import template_formatter  # the JSONPath dialect, only when asked for
+
+        return template_formatter(report, options)
+    if fmt not in FORMATTERS:
+        raise ValueError(f"unknown output format {fmt}")
+    return FORMATTERS[fmt](report, options)
+
+
+def render(report: Report[T], fmt: str = "table", *, all_namespaces: bool = False, no_headers: bool = False,
+           out: Optional[TextIO] = None, err: Optional[TextIO] = None, show_labels: bool = False) -> None:
+    """Print a whole report."""
+    options = PrintOptions(output=fmt, all_namespaces=all_namespaces, no_headers=no_headers, show_labels=show_labels,
+                           out=out, err=err)
+    formatter(report, options).whole(report.rows)
+
+
+def table_lines(report: Report[T], *, wide: bool, all_namespaces: bool, no_headers: bool) -> list[str]:
+    """The lines a table would print (tests and the README use it)."""
+    import io
+
+    out = io.StringIO()
+    options = PrintOptions(output="wide" if wide else "table", all_namespaces=all_namespaces, no_headers=no_headers,
+                           out=out, err=io.StringIO())
+    TableFormatter(report, options).whole(report.rows)
+    return out.getvalue().splitlines()
+
+
+@dataclass
+class LinePrinter(Generic[T]):
+    """Output for --watch: each batch printed the moment it comes, in the chosen format, flushed at once."""
+
+    report: Report[T]
+    fmt: str
+    all_namespaces: bool = False
+    no_headers: bool = False
+    out: Optional[TextIO] = None
+    show_labels: bool = False
+    _formatter: Optional[Formatter[T]] = field(default=None, init=False)
+
+    def emit(self, rows: Sequence[T]) -> None:
+        if self._formatter is None:
+            self._formatter = formatter(self.report, PrintOptions(
+                output=self.fmt, all_namespaces=self.all_namespaces, no_headers=self.no_headers,
+                show_labels=self.show_labels, out=self.out))
+        self._formatter.batch(rows)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from kubectl_pvleft.api import KubeAPI
+from kubectl_pvleft.api import PERSISTENT_VOLUMES, KubeAPI
 from kubectl_pvleft.errors import Expired
 from kubectl_pvleft.kubeconfig import Selection, load_connection
 from fake_apiserver import CONTINUE_EXPIRED, FakeAPIServer
@@ -39,7 +39,7 @@ def api_for(server: FakeAPIServer, tmp_path: Path) -> KubeAPI:
 
 
 def names(api: KubeAPI) -> list[str]:
-    return [pv.name for pv in api.persistent_volumes()]
+    return [pv.name for pv in api.list(PERSISTENT_VOLUMES)]
 
 
 def test_every_page_is_read_with_limit_and_continue(tmp_path: Path) -> None:

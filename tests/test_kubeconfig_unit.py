@@ -70,7 +70,7 @@ def test_connection_uses_context_namespace_and_token(two_files: tuple[Path, Path
     conn = load_connection(Selection())
     assert conn.server == "https://first.example:6443"
     assert conn.namespace == "team-a"
-    assert conn.configuration.api_key["BearerToken"].endswith("first-token")
+    assert conn.auth.token == "first-token"
 
 
 def test_flags_override_context_cluster_user_and_namespace(two_files: tuple[Path, Path], monkeypatch) -> None:
@@ -79,7 +79,7 @@ def test_flags_override_context_cluster_user_and_namespace(two_files: tuple[Path
     assert (conn.server, conn.namespace) == ("https://second.example", "ops")
     conn = load_connection(Selection(context="one", cluster="c2", user="u2"))
     assert conn.server == "https://second.example"
-    assert conn.configuration.api_key["BearerToken"].endswith("second-token")
+    assert conn.auth.token == "second-token"
     assert conn.namespace == "team-a"
 
 
@@ -124,7 +124,7 @@ def test_embedded_cert_data_is_accepted_and_file_is_not_rewritten(tmp_path: Path
                  users={"u": {"token": "t"}}, contexts={"x": {"cluster": "c", "user": "u"}})
     before = path.read_bytes()
     conn = load_connection(Selection(kubeconfig=str(path)))
-    assert Path(conn.configuration.ssl_ca_cert).read_bytes() == pem
+    assert conn.tls.ca_data == pem
     assert path.read_bytes() == before
 
 

@@ -8,7 +8,7 @@ from datetime import timedelta
 from kubectl_pvleft import leftovers
 from kubectl_pvleft.leftovers import ClaimIndex, Leftover, LeftoverResult, assess, to_json
 from kubectl_pvleft.printing import table_lines
-from kubectl_pvleft.records import ClaimIdentity, PersistentVolume, StorageClass
+from kubectl_pvleft.records import Absent, ClaimIdentity, PersistentVolume, StorageClass
 from wire import items
 
 SEED = {"name": "mariadb-pv", "phase": "Released", "reclaim": "Retain", "claim": "mariadb/mariadb",
@@ -44,7 +44,7 @@ def test_default_report_is_released_failed_and_dead_pointers() -> None:
     assert sorted(rows) == ["mariadb-pv", "scratch-pv", "shop-pv"]
     assert rows["shop-pv"].claim_state == "replaced" and rows["shop-pv"].claim_missing is False
     assert rows["scratch-pv"].pv.phase == "Failed"
-    assert rows["scratch-pv"].class_reclaim == leftovers.CLASS_GONE
+    assert rows["scratch-pv"].class_reclaim is Absent.MISSING
     assert "host_path deleter" in (rows["scratch-pv"].pv.message or "")
 
 

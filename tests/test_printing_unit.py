@@ -9,7 +9,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 import yaml
 
-from kubectl_pvleft.printing import Column, Report, age, human_duration, render, truncate
+from kubectl_pvleft.printing import Column, Report, age, human_duration, render, truncate, word
 
 
 @pytest.mark.parametrize("seconds, text", [
@@ -23,7 +23,7 @@ def test_human_duration_matches_kubectl(seconds: int, text: str) -> None:
 
 
 def test_age_of_unknown_time() -> None:
-    assert age(None, datetime.now(timezone.utc)) == "<unknown>"
+    assert word(age(None, datetime.now(timezone.utc))) == "<unknown>"
 
 
 ROWS = [{"name": "a", "phase": "Released", "note": None, "extra": "x"},
@@ -73,7 +73,8 @@ def test_empty_table_says_so_on_stderr_only() -> None:
 
 def test_json_is_a_kubectl_list() -> None:
     out, _ = rendered(sample(), "json")
-    assert json.loads(out) == {"apiVersion": "v1", "kind": "List", "items": ROWS}
+    assert json.loads(out) == {"apiVersion": "v1", "kind": "List", "items": ROWS, "metadata": {"resourceVersion": ""}}
+    assert list(json.loads(out)) == ["apiVersion", "items", "kind", "metadata"]  # kubectl's key order
     out, _ = rendered(sample([]), "json")
     assert json.loads(out)["items"] == []
 

@@ -1,0 +1,243 @@
+"""Authentication the way kubectl does it: bearer tokens (inline, from a file, in-cluster), basic auth,
+client certificates, and exec credential plugins. The removed gcp/azure auth providers get kubectl's
+own explanation.
+
+Every value read here is a secret: none of them is ever part of an exception message or a log line.
+Tokens are trimmed of surrounding whitespace, as client-go trims a token file (``echo`` and
+``kubectl create token > f`` both leave a newline).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Optional
+
+from kubectl_pvleft.errors import ConfigError, CredentialError
+from kubectl_pvleft.kubeconfig import Auth, Connection
+
+EXEC_API_VERSIONS = ("client.authentication.k8s.io/v1", "client.authentication.k8s.io/v1beta1")
+TOKEN_FILE_REFRESH_SECONDS = 60.0  # client-go re-reads a token file (a rotating projected token) each minute
+EXEC_TIMEOUT_SECONDS = 60.0
+PLUGIN_DOCS = "https://kubernetes.io/docs/reference/access-authn-authz/authentication/#client-go-credential-plugins"
+
+REMOVED_PROVIDERS = {
+    "gcp": ('The gcp auth plugin has been removed. Please use the "gke-gcloud-auth-plugin" kubectl/client-go '
+            "credential plugin instead. See https://cloud.google.com/blog/products/containers-kubernetes/"
+            "kubectl-auth-changes-in-gke for further details"),
+    "azure": ('The azure auth plugin has been removed. Please use the "kubelogin" kubectl/client-go credential '
+              f"plugin instead. See {PLUGIN_DOCS} for further details"),
+}
+
+
+@dataclass
+class Issued:
+    """What a credential source gives for one request: a header value and/or a client certificate."""
+
+    authorization: Optional[str] = field(default=None, repr=False)
+    cert_data: Optional[bytes] = field(default=None, repr=False)
+    key_data: Optional[bytes] = field(default=None, repr=False)
+    expires: Optional[float] = None  # time.time() after which it must be fetched again
+
+
+def clean_token(token: str, where: str) -> str:
+    """Trim as client-go does, and refuse a token that cannot be an HTTP header value (never echo it)."""
+    token = token.strip()
+    if not token:
+        raise ConfigError(f"{where} is empty")
+    if any(ord(c) < 0x21 or ord(c) > 0x7E for c in token):
+        raise ConfigError(f"{where} contains characters that are not allowed in an HTTP header (the token is not shown)")
+    return token
+
+
+def header_safe(value: str, what: str) -> str:
+    """Impersonation names and the like: one header line each, so CR, LF and NUL are refused."""
+    if any(c in value for c in "\r\n\x00"):
+        raise ConfigError(f"{what} contains a line break or NUL, which cannot be sent in an HTTP header")
+    try:
+        value.encode("latin-1")
+    except UnicodeEncodeError:
+        raise ConfigError(f"{what} contains characters that cannot be sent in an HTTP header") from None
+    return value
+
+
+class Credentials:
+    """The credential source of one Connection; thread-safe (watch streams run in threads)."""
+
+    def __init__(self, connection: Connection, interactive: Optional[bool] = None) -> None:
+        self._auth = connection.auth
+        self._connection = connection
+        self._lock = threading.Lock()
+        self._cached: Optional[Issued] = None
+        self._interactive = sys.stdin.isatty() if interactive is None else interactive
+        provider = self._auth.auth_provider
+        if provider is not None:
+            name = provider.get("name")
+            if name in REMOVED_PROVIDERS:
+                raise CredentialError(REMOVED_PROVIDERS[name])
+            if name != "oidc":
+                raise CredentialError(f'no Auth Provider found for name "{name}"')
+
+    @property
+    def uses_client_certificate_from_plugin(self) -> bool:
+        return self._auth.exec is not None
+
+    def issue(self, force: bool = False) -> Issued:
+        """The credential for the next request; cached until it expires (or ``force`` after a 401)."""
+        with self._lock:
+            now = time.time()
+            if self._cached is not None and not force and (self._cached.expires is None or now < self._cached.expires):
+                return self._cached
+            self._cached = self._fetch()
+            return self._cached
+
+    def _fetch(self) -> Issued:
+        auth = self._auth
+        if auth.token:
+            return Issued(authorization="Bearer " + clean_token(auth.token, f"the token of {self._who()}"))
+        if auth.token_file:
+            return self._token_file(auth.token_file)
+        if auth.exec is not None:
+            return run_exec_plugin(auth, self._connection, self._interactive)
+        if auth.auth_provider is not None:  # oidc: the id-token kubectl's own provider would send
+            config = auth.auth_provider.get("config") or {}
+            token = config.get("id-token") if isinstance(config, dict) else None
+            if not isinstance(token, str) or not token.strip():
+                raise CredentialError(f"the oidc auth provider of {self._who()} has no id-token; log in with kubectl "
+                                      "first (kubectl refreshes and stores it; this plugin never writes the kubeconfig)")
+            return Issued(authorization="Bearer " + clean_token(token, f"the oidc id-token of {self._who()}"))
+        if auth.username is not None or auth.password is not None:
+            pair = f"{auth.username or ''}:{auth.password or ''}".encode("utf-8")
+            return Issued(authorization="Basic " + base64.b64encode(pair).decode("ascii"))
+        return Issued()
+
+    def _token_file(self, path: str) -> Issued:
+        try:
+            with open(path, "rb") as handle:
+                raw = handle.read()
+        except OSError as exc:
+            raise ConfigError(f"token file {path}: {exc.strerror or 'cannot be read'}") from None
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ConfigError(f"token file {path} is not text") from None
+        token = clean_token(text, f"the token in {path}")
+        return Issued(authorization="Bearer " + token, expires=time.time() + TOKEN_FILE_REFRESH_SECONDS)
+
+    def _who(self) -> str:
+        return f'user "{self._auth.user_name}"' if self._auth.user_name else "the kubeconfig user"
+
+
+# -- exec credential plugins ---------------------------------------------------------------------------
+
+def _exec_command(config: dict[str, Any], base_dir: Optional[str]) -> str:
+    command = config.get("command")
+    if not isinstance(command, str) or not command:
+        raise CredentialError("exec plugin: the kubeconfig names no command")
+    # kubectl resolves a relative command that contains a path separator against the kubeconfig's folder;
+    # a bare name is looked up on PATH.
+    if not os.path.isabs(command) and os.sep in command and base_dir:
+        return os.path.normpath(os.path.join(base_dir, command))
+    return command
+
+
+def _exec_info(api_version: str, connection: Connection, interactive: bool, provide_cluster: bool) -> str:
+    spec: dict[str, Any] = {"interactive": interactive}
+    if provide_cluster:
+        cluster: dict[str, Any] = {"server": connection.server}
+        if connection.tls.server_name:
+            cluster["tls-server-name"] = connection.tls.server_name
+        if connection.tls.insecure:
+            cluster["insecure-skip-tls-verify"] = True
+        if connection.tls.ca_data:
+            cluster["certificate-authority-data"] = base64.b64encode(connection.tls.ca_data).decode("ascii")
+        spec["cluster"] = cluster
+    return json.dumps({"apiVersion": api_version, "kind": "ExecCredential", "spec": spec})
+
+
+def _last_line(text: bytes) -> str:
+    lines = [l.strip() for l in text.decode("utf-8", "replace").splitlines() if l.strip()]
+    return lines[-1][:300] if lines else ""
+
+
+def run_exec_plugin(auth: Auth, connection: Connection, interactive: bool) -> Issued:
+    config = auth.exec or {}
+    api_version = config.get("apiVersion")
+    command = _exec_command(config, auth.exec_dir)
+    label = f'exec plugin "{command}"'
+    if api_version not in EXEC_API_VERSIONS:
+        raise CredentialError(f'{label}: invalid apiVersion "{api_version}" (kubectl accepts '
+                              + " and ".join(EXEC_API_VERSIONS) + ")")
+    mode = config.get("interactiveMode") or ("IfAvailable" if api_version.endswith("v1beta1") else None)
+    if mode not in ("Never", "IfAvailable", "Always"):
+        raise CredentialError(f'{label}: interactiveMode must be Never, IfAvailable or Always, not "{mode}"')
+    if mode == "Always" and not interactive:
+        raise CredentialError(f"{label} needs an interactive terminal (interactiveMode: Always), and there is none")
+    use_stdin = interactive and mode != "Never"
+    args = config.get("args") or []
+    env_entries = config.get("env") or []
+    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+        raise CredentialError(f"{label}: args must be a list of strings")
+    env = dict(os.environ)
+    for entry in env_entries if isinstance(env_entries, list) else ():
+        if isinstance(entry, dict) and isinstance(entry.get("name"), str):
+            env[entry["name"]] = str(entry.get("value", ""))
+    env["KUBERNETES_EXEC_INFO"] = _exec_info(api_version, connection, use_stdin, bool(config.get("provideClusterInfo")))
+    hint = config.get("installHint")
+    found = shutil.which(command) if os.sep not in command else (command if os.path.exists(command) else None)
+    if not found:
+        detail = f" ({' '.join(str(hint).split())})" if hint else f"; see {PLUGIN_DOCS}"
+        raise CredentialError(f"getting credentials: exec: executable {command} not found{detail}")
+    try:
+        done = subprocess.run([found, *args], env=env, capture_output=True, timeout=EXEC_TIMEOUT_SECONDS,
+                              stdin=None if use_stdin else subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        raise CredentialError(f"getting credentials: {label} did not answer within {EXEC_TIMEOUT_SECONDS:.0f}s") from None
+    except OSError as exc:
+        raise CredentialError(f"getting credentials: {label} could not be run: {exc.strerror or type(exc).__name__}") from None
+    if done.returncode != 0:
+        said = _last_line(done.stderr)
+        raise CredentialError(f"getting credentials: exec: executable {command} failed with exit code {done.returncode}"
+                              + (f": {said}" if said else ""))
+    return _parse_exec_output(done.stdout, api_version, label)
+
+
+def _parse_exec_output(stdout: bytes, api_version: str, label: str) -> Issued:
+    try:
+        doc = json.loads(stdout)
+    except ValueError:
+        raise CredentialError(f"getting credentials: decoding stdout of {label}: not a JSON ExecCredential") from None
+    if not isinstance(doc, dict) or doc.get("kind") != "ExecCredential":
+        raise CredentialError(f"getting credentials: {label} did not print an ExecCredential")
+    if doc.get("apiVersion") != api_version:
+        raise CredentialError(f"getting credentials: {label} is configured to use API version {api_version}, "
+                              f"plugin returned version {doc.get('apiVersion')}")
+    status = doc.get("status")
+    if not isinstance(status, dict):
+        raise CredentialError(f"getting credentials: {label} returned no status")
+    token, cert, key = status.get("token"), status.get("clientCertificateData"), status.get("clientKeyData")
+    if not token and not (cert and key):
+        raise CredentialError(f"getting credentials: {label} returned neither a token nor a client certificate and key")
+    if (cert is None) != (key is None):
+        raise CredentialError(f"getting credentials: {label} returned a client certificate without its key")
+    expires = None
+    stamp = status.get("expirationTimestamp")
+    if isinstance(stamp, str) and stamp:
+        try:
+            expires = datetime.fromisoformat(stamp.replace("Z", "+00:00")).astimezone(timezone.utc).timestamp()
+        except ValueError:
+            raise CredentialError(f"getting credentials: {label} returned an unreadable expirationTimestamp") from None
+    issued = Issued(expires=expires)
+    if isinstance(token, str) and token:
+        issued.authorization = "Bearer " + clean_token(token, f"the token {label} returned")
+    if cert and key:
+        issued.cert_data, issued.key_data = str(cert).encode(), str(key).encode()
+    return issued

@@ -1,0 +1,309 @@
+"""HTTPS to the API server: TLS as kubectl decides it, credentials on every request, errors as one line.
+
+Only GET is ever sent. Client keys are loaded into the TLS context from memory (a memfd on Linux, never
+a file on disk); elsewhere from a private temporary file that is removed before the first request.
+``-v`` logs requests the way kubectl does (6: method, URL, status, time; 8: response bodies, cut; 9: the
+curl equivalent), with every credential masked: a header value is never logged.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import socket
+import ssl
+import sys
+import tempfile
+import threading
+import time
+import warnings
+from datetime import datetime
+from typing import Any, Optional
+from urllib.parse import urlencode, urlsplit, urlunsplit
+
+import urllib3
+from urllib3.exceptions import (
+    HTTPError,
+    InsecureRequestWarning,
+    MaxRetryError,
+    NewConnectionError,
+    ProtocolError,
+    ReadTimeoutError,
+    SSLError,
+    TimeoutError as Urllib3Timeout,
+)
+
+from kubectl_pvleft import __version__
+from kubectl_pvleft.credentials import Credentials, Issued, header_safe
+from kubectl_pvleft.errors import ApiError, ConfigError, ConnectionFailed, Expired, Forbidden
+from kubectl_pvleft.kubeconfig import TLS, Connection
+
+USER_AGENT = f"kubectl-pvleft/{__version__}"
+BODY_LOG_LIMIT = 10 * 1024  # kubectl cuts logged bodies too
+log = logging.getLogger("kubectl_pvleft.http")
+log.propagate = False  # never through a root handler someone else installed
+# kubectl prints nothing per request when the kubeconfig turns verification off; neither do we.
+warnings.filterwarnings("ignore", category=InsecureRequestWarning)
+
+
+class StreamClosed(Exception):
+    """A watch connection ended without an answer: the caller reconnects, it is never "all is well"."""
+
+
+def set_verbosity(level: int, stream: Any = None) -> None:
+    """kubectl's -v: 6 and up log each request on stderr."""
+    log.handlers.clear()
+    if level >= 6:
+        handler = logging.StreamHandler(stream or sys.stderr)
+        handler.setFormatter(_KlogFormatter())
+        log.addHandler(handler)
+        log.setLevel(logging.DEBUG)
+    log.verbosity = level  # type: ignore[attr-defined]
+
+
+def verbosity() -> int:
+    return getattr(log, "verbosity", 0)
+
+
+class _KlogFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        now = datetime.fromtimestamp(record.created)
+        return f"I{now:%m%d %H:%M:%S.%f} {os.getpid():>7} round_trippers.go] {record.getMessage()}"
+
+
+def display_url(url: str) -> str:
+    """A URL for messages: user:password in the authority is never shown."""
+    parts = urlsplit(url)
+    if "@" in parts.netloc:
+        parts = parts._replace(netloc="<redacted>@" + parts.netloc.rsplit("@", 1)[1])
+    return urlunsplit(parts)
+
+
+def tls_context(tls: TLS, cert: Optional[bytes] = None, key: Optional[bytes] = None) -> ssl.SSLContext:
+    context = ssl.create_default_context()
+    if tls.insecure:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    elif tls.ca_data:
+        context = ssl.create_default_context(cadata=_ca_text(tls.ca_data))
+    cert, key = cert or tls.cert_data, key or tls.key_data
+    if cert and key:
+        load_client_certificate(context, cert, key)
+    return context
+
+
+def _ca_text(data: bytes) -> str:
+    try:
+        text = data.decode("ascii")
+    except UnicodeDecodeError:
+        raise ConfigError("the certificate authority is not PEM text") from None
+    if "-----BEGIN CERTIFICATE-----" not in text:
+        raise ConfigError("the certificate authority holds no PEM certificate")
+    return text
+
+
+def load_client_certificate(context: ssl.SSLContext, cert: bytes, key: bytes) -> None:
+    """Hand the PEM pair to OpenSSL without the key ever reaching a disk."""
+    try:
+        if hasattr(os, "memfd_create"):
+            fds = [os.memfd_create("pvleft-tls", getattr(os, "MFD_CLOEXEC", 0)) for _ in (cert, key)]
+            try:
+                for fd, data in zip(fds, (cert, key)):
+                    _write_all(fd, data)
+                context.load_cert_chain(f"/proc/self/fd/{fds[0]}", f"/proc/self/fd/{fds[1]}")
+            finally:
+                for fd in fds:
+                    os.close(fd)
+            return
+        folder = tempfile.mkdtemp(prefix="pvleft-")  # 0700; removed before any request is sent
+        try:
+            paths = [os.path.join(folder, n) for n in ("cert.pem", "key.pem")]
+            for path, data in zip(paths, (cert, key)):
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                try:
+                    _write_all(fd, data)
+                finally:
+                    os.close(fd)
+            context.load_cert_chain(paths[0], paths[1])
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+    except ssl.SSLError as exc:
+        raise ConfigError(f"the client certificate and key cannot be loaded ({exc.reason or 'not a matching PEM pair'})") from None
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+class Transport:
+    """GET requests to one API server with one identity; safe to share between threads."""
+
+    def __init__(self, connection: Connection, request_timeout: Optional[float] = None,
+                 timeout_from_flag: bool = False) -> None:
+        self.connection = connection
+        self.server = connection.server
+        self.shown_server = display_url(connection.server)
+        self.request_timeout = request_timeout
+        self.timeout_from_flag = timeout_from_flag
+        self.requests = 0  # sent so far (fleet summaries, benchmarks)
+        self._credentials = Credentials(connection)
+        self._lock = threading.Lock()
+        self._pool: Optional[urllib3.PoolManager] = None
+        self._pool_cert: Optional[bytes] = None
+        self._static_headers = self._impersonation()
+
+    def _impersonation(self) -> dict[str, Any]:
+        c = self.connection
+        headers: dict[str, Any] = {}
+        if c.impersonate_user:
+            headers["Impersonate-User"] = header_safe(c.impersonate_user, "--as")
+        if c.impersonate_uid:
+            headers["Impersonate-Uid"] = header_safe(c.impersonate_uid, "--as-uid")
+        groups = [header_safe(g, "--as-group") for g in c.impersonate_groups]
+        if groups:
+            headers["Impersonate-Group"] = groups
+        return headers
+
+    def _pool_for(self, issued: Issued) -> urllib3.PoolManager:
+        with self._lock:
+            if self._pool is None or issued.cert_data != self._pool_cert:
+                if self._pool is not None:
+                    self._pool.clear()
+                kwargs: dict[str, Any] = {}
+                if self.connection.tls.server_name:
+                    kwargs["server_hostname"] = self.connection.tls.server_name
+                if self.server.startswith("https:"):
+                    kwargs["ssl_context"] = tls_context(self.connection.tls, issued.cert_data, issued.key_data)
+                # One quick retry of a refused connect; never retry a read (the server answered once already).
+                retries = urllib3.Retry(total=1, connect=1, read=0, status=0, redirect=0, other=0)
+                self._pool = urllib3.PoolManager(num_pools=2, maxsize=16, retries=retries, **kwargs)
+                self._pool_cert = issued.cert_data
+            return self._pool
+
+    def close(self) -> None:
+        with self._lock:
+            if self._pool is not None:
+                self._pool.clear()
+
+    def _headers(self, accept: str, issued: Issued) -> urllib3.HTTPHeaderDict:
+        headers = urllib3.HTTPHeaderDict({"Accept": accept, "User-Agent": USER_AGENT})
+        if issued.authorization:
+            headers["Authorization"] = issued.authorization
+        for name, value in self._static_headers.items():
+            for one in value if isinstance(value, list) else [value]:
+                headers.add(name, one)  # one header line per group, as the server expects
+        return headers
+
+    def open(self, path: str, params: dict[str, str], accept: str, verb: str,
+             timeout: Optional[urllib3.Timeout] = None) -> urllib3.BaseHTTPResponse:
+        """Send one GET; a response with status >= 400 is raised as an ApiError (its body read and closed)."""
+        url = self.server + path + ("?" + urlencode(params) if params else "")
+        issued = self._credentials.issue()
+        response = self._send(url, accept, issued, timeout)
+        if response.status == 401 and (issued.expires is not None or self.connection.auth.exec is not None):
+            # An exec credential or rotated token that the server no longer takes: fetch a fresh one, once.
+            response.drain_conn()
+            response.release_conn()
+            response = self._send(url, accept, self._credentials.issue(force=True), timeout)
+        if response.status >= 400:
+            try:
+                body = response.read()
+            except (HTTPError, OSError):
+                body = b""
+            finally:
+                response.release_conn()
+            raise api_error(response.status, body, verb, path)
+        return response
+
+    def _send(self, url: str, accept: str, issued: Issued, timeout: Optional[urllib3.Timeout]) -> urllib3.BaseHTTPResponse:
+        headers = self._headers(accept, issued)
+        started = time.monotonic()
+        if verbosity() >= 9:
+            log.info("curl -v -XGET %s '%s'", " ".join(f"-H {json.dumps(f'{k}: {_masked(k, v)}')}"
+                                                      for k, v in headers.items()), display_url(url))
+        try:
+            response = self._pool_for(issued).request(
+                "GET", url, headers=headers, preload_content=False, redirect=False,
+                timeout=timeout if timeout is not None else self._timeout())
+        except (MaxRetryError, HTTPError, OSError) as exc:
+            raise self.connection_failed(exc) from None
+        self.requests += 1
+        if verbosity() >= 6:
+            log.info('"Response" verb="GET" url="%s" status="%d %s" milliseconds=%d', display_url(url),
+                     response.status, response.reason or "", (time.monotonic() - started) * 1000)
+        return response
+
+    def read(self, response: urllib3.BaseHTTPResponse) -> bytes:
+        try:
+            body = response.read()
+        except (HTTPError, OSError) as exc:
+            raise self.connection_failed(exc) from None
+        finally:
+            response.release_conn()
+        if verbosity() >= 8:
+            shown = body[:BODY_LOG_LIMIT].decode("utf-8", "replace")
+            log.info('"Response Body" body=%s%s', shown, " [truncated]" if len(body) > BODY_LOG_LIMIT else "")
+        return body
+
+    def _timeout(self) -> urllib3.Timeout:
+        if self.request_timeout:
+            return urllib3.Timeout(total=self.request_timeout)
+        return urllib3.Timeout(connect=30.0, read=None)
+
+    def connection_failed(self, exc: BaseException) -> ConnectionFailed:
+        cause = exc.reason if isinstance(exc, MaxRetryError) and exc.reason else exc
+        if isinstance(cause, SSLError) or isinstance(cause, ssl.SSLError):
+            detail = getattr(cause, "reason", None) or (str(cause.args[0]) if cause.args else str(cause))
+            return ConnectionFailed(f"TLS handshake with {self.shown_server} failed: {_short(str(detail))}")
+        # NewConnectionError subclasses urllib3's timeout error, so it is asked first.
+        if isinstance(cause, NewConnectionError):
+            return ConnectionFailed(
+                f"the connection to the server {self.shown_server} was refused or unreachable - "
+                "did you specify the right host or port?")
+        if isinstance(cause, (ReadTimeoutError, Urllib3Timeout, socket.timeout)):
+            hint = " (--request-timeout)" if self.timeout_from_flag else ""
+            return ConnectionFailed(f"the server {self.shown_server} did not answer in time{hint}")
+        if isinstance(cause, ProtocolError):
+            return ConnectionFailed(f"the server {self.shown_server} closed the connection mid-answer")
+        return ConnectionFailed(f"cannot talk to the server {self.shown_server}: {type(cause).__name__}")
+
+
+def _masked(name: str, value: str) -> str:
+    """kubectl's -v=9 masks the credential part of Authorization (and any other secret header)."""
+    if name.lower() in ("authorization", "proxy-authorization"):
+        scheme = value.split(" ", 1)[0]
+        return f"{scheme} <masked>"
+    return value
+
+
+def _short(text: str) -> str:
+    return text.strip().splitlines()[0][:300] if text.strip() else "no detail"
+
+
+def one_line(text: str, limit: int = 500) -> str:
+    """A server's message as one line: a multi-line body must not become several stderr lines."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+def api_error(status: int, body: bytes, verb: str, path: str) -> ApiError:
+    reason, message, details = "", "", {}
+    try:
+        doc = json.loads(body)
+        if isinstance(doc, dict):
+            reason = doc.get("reason") if isinstance(doc.get("reason"), str) else ""
+            message = doc.get("message") if isinstance(doc.get("message"), str) else ""
+            details = doc.get("details") if isinstance(doc.get("details"), dict) else {}
+    except ValueError:
+        message = body.decode("utf-8", "replace")
+    return error_for(status, reason, one_line(message), verb, path, details)
+
+
+def error_for(status: int, reason: str, message: str, verb: str, path: str,
+              details: Optional[dict] = None) -> ApiError:
+    kind = {403: Forbidden, 410: Expired}.get(status, ApiError)
+    return kind(status, reason, one_line(message), verb, path, details)

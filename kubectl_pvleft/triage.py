@@ -1,0 +1,397 @@
+"""The triage rules of `pending`: which controller owns the blocker of a Pending Pod. Pure: records in,
+verdicts out; nothing here reads the API (pending.py gathers the evidence).
+
+Pending covers failures owned by different controllers, and the evidence of the most common storage
+failure sits on the PersistentVolumeClaim, not on the Pod. So the claims are read first (their own
+state, then their events, newest first), and only then the Pod's events, its PodScheduled condition
+and its container statuses. Events are joined to objects by ``involvedObject.uid``: a StatefulSet's
+new Pod has the old one's name, and the old Pod's events are not its evidence.
+
+Events are a rumour with a timestamp: they expire (an hour by default), so "no signal" is a finding
+of its own, never "all is well".
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Iterable, Mapping, Optional, Sequence, Union
+
+from kubectl_pvleft.records import Absent, Event, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass
+
+# -- owners ------------------------------------------------------------------------------------------
+
+SCHEDULER = "kube-scheduler"
+PV_CONTROLLER = "persistentvolume-controller"
+ATTACH_DETACH = "attachdetach-controller"
+KUBELET = "kubelet"
+EPHEMERAL_CONTROLLER = "ephemeral-volume-controller"
+UNKNOWN = "unknown"
+NO_SIGNAL = "NoSignal"
+
+# -- the taxonomy, as data ---------------------------------------------------------------------------
+
+# Claim events that say the claim is stuck. WaitForFirstConsumer / WaitForPodScheduled only say the
+# claim waits for the scheduler, which is not a blocker on the claim's side.
+CLAIM_BLOCKERS = frozenset({
+    "ProvisioningFailed", "ExternalProvisioning", "FailedBinding", "VolumeMismatch",
+    "ClaimLost", "ClaimMisbound", "ProvisioningCleanupFailed",
+})
+PV_CONTROLLER_REASONS = frozenset({"FailedBinding", "VolumeMismatch", "ClaimLost", "ClaimMisbound"})
+SCHEDULER_REASONS = frozenset({"FailedScheduling"})
+ATTACH_REASONS = frozenset({"FailedAttachVolume"})
+KUBELET_REASONS = frozenset({"FailedMount", "FailedMapVolume", "FailedCreatePodSandBox", "Failed", "BackOff",
+                             "ErrImagePull", "ImagePullBackOff"})
+
+# Scheduler message fragments that name a storage cause, mapped to a sharper reason. The first is
+# what schedulers before 1.22 wrote; the second is today's volumebinding plugin (binder.go).
+SCHEDULER_STORAGE_CAUSES: tuple[tuple[str, str], ...] = (
+    ("volume node affinity conflict", "VolumeNodeAffinityConflict"),
+    ("didn't match PersistentVolume's node affinity", "VolumeNodeAffinityConflict"),
+    ("had no available volume zone", "VolumeZoneConflict"),
+    ("did not have enough free storage", "InsufficientStorage"),
+    ("bound to non-existent pv", "VolumeNotFound"),
+)
+EVENTS_EXPIRE = ("events expire after about an hour (kube-apiserver --event-ttl), so an older blocker "
+                 "may have left no trace")
+_EXTERNAL_PROVISIONER = re.compile(r"external provisioner '([^']+)'")
+
+
+
+# -- records of the analysis -------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Evidence:
+    """Everything the pure triage reads besides the Pods. ``None`` means "could not read it" (403),
+    never "there is none". Mappings are complete for what the Pods reference: an absent key is an
+    object that does not exist."""
+
+    claims: Optional[Mapping[tuple[str, str], PersistentVolumeClaim]] = None
+    events: Optional[Mapping[str, Sequence[Event]]] = None  # by involvedObject.uid
+    classes: Optional[Mapping[str, StorageClass]] = None
+    csi_drivers: Optional[frozenset[str]] = None
+    volumes: Optional[Mapping[str, PersistentVolume]] = None
+
+    def events_for(self, uid: Optional[str]) -> list[Event]:
+        if self.events is None or not uid:
+            return []
+        return newest_first(self.events.get(uid, ()))
+
+
+@dataclass(frozen=True)
+class ClaimView:
+    """One claim a Pod mounts, as far as we could see it."""
+
+    name: str
+    ephemeral: bool
+    known: bool  # False: PVCs could not be read, so existence and state are unknown
+    pvc: Optional[PersistentVolumeClaim]
+    events: tuple[Event, ...] = ()
+
+    @property
+    def state(self) -> Union[str, Absent]:
+        """The claim's phase; Absent.UNKNOWN when claims could not be read, Absent.MISSING when it does not exist."""
+        if not self.known:
+            return Absent.UNKNOWN
+        if self.pvc is None:
+            return Absent.MISSING
+        return self.pvc.phase or "Pending"
+
+    @property
+    def pending(self) -> bool:
+        return self.pvc is not None and (self.pvc.phase or "Pending") == "Pending"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    owner: str
+    reason: str
+    message: str
+    source: str  # claim | claim-event | pod-event | pod-condition | container | none
+    claim: Optional[str] = None  # the claim the verdict is about, when it is about one
+    observed: Optional[datetime] = None  # when the evidence was last seen
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.owner, self.reason, self.message)
+
+
+@dataclass(frozen=True)
+class Triage:
+    pod: Pod
+    verdict: Verdict
+    claims: tuple[ClaimView, ...]
+    events: tuple[tuple[str, Event], ...]  # (kind/name, event), newest first
+
+    @property
+    def namespace(self) -> str:
+        return self.pod.namespace
+
+    @property
+    def name(self) -> str:
+        return self.pod.name
+
+
+@dataclass
+class TriageResult:
+    rows: list[Triage]
+    warnings: list[str] = field(default_factory=list)
+
+
+# -- the pure analysis -------------------------------------------------------------------------------
+
+def newest_first(events: Iterable[Event]) -> list[Event]:
+    return sorted(events, key=lambda e: (e.observed is not None, e.observed or datetime.min), reverse=True)
+
+
+def scheduler_of(pod: Pod) -> str:
+    return SCHEDULER if pod.scheduler_name in ("", "default-scheduler") else pod.scheduler_name
+
+
+def claim_views(pod: Pod, evidence: Evidence) -> tuple[ClaimView, ...]:
+    views = []
+    for name in dict.fromkeys(pod.claims):  # a claim mounted twice is one claim
+        ephemeral = name in pod.ephemeral_claims
+        if evidence.claims is None:
+            views.append(ClaimView(name, ephemeral, known=False, pvc=None))
+            continue
+        pvc = evidence.claims.get((pod.namespace, name))
+        events = tuple(evidence.events_for(pvc.meta.uid)) if pvc is not None else ()
+        views.append(ClaimView(name, ephemeral, known=True, pvc=pvc, events=events))
+    return tuple(views)
+
+
+def provisioner_of(claim: ClaimView, evidence: Evidence, event: Optional[Event] = None) -> str:
+    """The external provisioner, named from the class; else from the claim's annotation or the event."""
+    pvc = claim.pvc
+    if pvc is not None and pvc.storage_class and evidence.classes is not None:
+        sc = evidence.classes.get(pvc.storage_class)
+        if sc is not None and sc.provisioner:
+            return sc.provisioner
+    if pvc is not None and pvc.provisioner:
+        return pvc.provisioner
+    if event is not None:
+        found = _EXTERNAL_PROVISIONER.search(event.message)
+        if found:
+            return found.group(1)
+    return "external-provisioner"
+
+
+def is_external(provisioner: str) -> bool:
+    return not provisioner.startswith("kubernetes.io/") and provisioner != "external-provisioner"
+
+
+def _driver_note(provisioner: str, evidence: Evidence) -> str:
+    if evidence.csi_drivers is None or not is_external(provisioner) or provisioner in evidence.csi_drivers:
+        return ""
+    return f' No CSIDriver named "{provisioner}" is registered: the driver does not look installed.'
+
+
+def _claim_state_verdict(claim: ClaimView, pod: Pod, evidence: Evidence) -> Optional[Verdict]:
+    """Conclusive facts about a claim, read off the claim (and its class and volume) alone."""
+    if not claim.known:
+        return None
+    pvc = claim.pvc
+    if pvc is None:
+        if claim.ephemeral:
+            return Verdict(EPHEMERAL_CONTROLLER, "ClaimNotFound",
+                           f'persistentvolumeclaim "{claim.name}" of the Pod\'s generic ephemeral volume does not '
+                           "exist yet: the ephemeral volume controller creates it", "claim", claim.name)
+        return Verdict(scheduler_of(pod), "ClaimNotFound",
+                       f'persistentvolumeclaim "{claim.name}" not found: the scheduler will not place the Pod '
+                       "until the claim exists", "claim", claim.name)
+    if pvc.meta.deleted is not None:
+        return Verdict(scheduler_of(pod), "ClaimTerminating",
+                       f'persistentvolumeclaim "{claim.name}" is being deleted (the pvc-protection finalizer keeps '
+                       "it while Pods use it); the scheduler will not place a Pod on a claim being deleted",
+                       "claim", claim.name)
+    if pvc.phase == "Lost":
+        lost = next((e for e in claim.events if e.reason in ("ClaimLost", "ClaimMisbound")), None)
+        message = (lost.message if lost else
+                   f'claim "{claim.name}" is Lost: its PersistentVolume "{pvc.volume_name or "?"}" is gone or '
+                   "bound to another claim")
+        return Verdict(PV_CONTROLLER, "ClaimLost", message, "claim", claim.name, lost.observed if lost else None)
+    if not claim.pending:
+        return None
+    if pvc.volume_name:
+        return _prebound_verdict(claim, pvc, evidence)
+    if pvc.storage_class and evidence.classes is not None and pvc.storage_class not in evidence.classes:
+        return Verdict(PV_CONTROLLER, "ClassNotFound",
+                       f'storageclass.storage.k8s.io "{pvc.storage_class}" not found: claim "{claim.name}" can be '
+                       "neither provisioned nor bound to a PV of that class by the PV controller", "claim", claim.name)
+    return None
+
+
+def _prebound_verdict(claim: ClaimView, pvc: PersistentVolumeClaim, evidence: Evidence) -> Optional[Verdict]:
+    """A claim that names its volume (spec.volumeName) can only bind to that one."""
+    if evidence.volumes is None:
+        return None
+    pv = evidence.volumes.get(pvc.volume_name or "")
+    if pv is None:
+        return Verdict(PV_CONTROLLER, "VolumeNotFound",
+                       f'claim "{claim.name}" names PersistentVolume "{pvc.volume_name}", which does not exist; the '
+                       "PV controller leaves the claim Pending until it does", "claim", claim.name)
+    ref = pv.claim_ref
+    if ref is None or not ref.name:
+        return None  # an Available volume: the PV controller binds it (or says VolumeMismatch)
+    same_claim = ref.namespace == pvc.namespace and ref.name == pvc.name and (not ref.uid or ref.uid == pvc.meta.uid)
+    if same_claim:
+        return None
+    owner_claim = f"{ref.namespace}/{ref.name}"
+    if pv.phase in ("Released", "Failed"):
+        return Verdict(PV_CONTROLLER, f"Volume{pv.phase}",
+                       f'claim "{claim.name}" names PersistentVolume "{pv.name}", which is {pv.phase}: it still '
+                       f"points at the deleted claim {owner_claim}. The volume survived its claim: see "
+                       "`kubectl pvleft leftovers`, and decide whether to clear its claimRef or to name another "
+                       "volume", "claim", claim.name)
+    return Verdict(PV_CONTROLLER, "VolumeBoundToOtherClaim",
+                   f'claim "{claim.name}" names PersistentVolume "{pv.name}", which is {pv.phase or "bound"} to '
+                   f"claim {owner_claim}; it cannot bind to two claims (see `kubectl pvleft leftovers` if "
+                   f"{owner_claim} is gone)", "claim", claim.name)
+
+
+def _claim_event_verdict(claims: Sequence[ClaimView], evidence: Evidence) -> Optional[Verdict]:
+    """The newest blocking event on a claim that is still not bound."""
+    candidates = [(c, e) for c in claims if c.pending for e in c.events if e.reason in CLAIM_BLOCKERS]
+    if not candidates:
+        return None
+    claim, event = max(candidates, key=lambda ce: (ce[1].observed is not None, ce[1].observed or datetime.min))
+    provisioner = provisioner_of(claim, evidence, event)
+    if event.reason == "ExternalProvisioning":
+        # The PV controller repeats this notice on every resync; a provisioner that is running says
+        # more in its own ProvisioningFailed, which then is the better evidence for the same owner.
+        own = next((e for e in claim.events if e.reason == "ProvisioningFailed" and e.reporter != PV_CONTROLLER), None)
+        if own is not None:
+            return Verdict(provisioner, own.reason, own.message, "claim-event", claim.name, own.observed)
+        return Verdict(provisioner, event.reason, event.message + _driver_note(provisioner, evidence),
+                       "claim-event", claim.name, event.observed)
+    if event.reason in PV_CONTROLLER_REASONS or event.reporter == PV_CONTROLLER:
+        return Verdict(PV_CONTROLLER, event.reason, event.message, "claim-event", claim.name, event.observed)
+    return Verdict(provisioner, event.reason, event.message + _driver_note(provisioner, evidence),
+                   "claim-event", claim.name, event.observed)
+
+
+def _claim_pending_verdict(claims: Sequence[ClaimView], evidence: Evidence) -> Optional[Verdict]:
+    """A Pending claim that nothing explains: a blocker when it binds immediately or a node was chosen."""
+    for claim in claims:
+        pvc = claim.pvc
+        if pvc is None or not claim.pending or pvc.volume_name:
+            continue
+        if pvc.storage_class == "":
+            return Verdict(PV_CONTROLLER, "ClaimPending",
+                           f'claim "{claim.name}" has no storage class and no PersistentVolume matches it yet; '
+                           + EVENTS_EXPIRE, "claim", claim.name)
+        if evidence.classes is None or pvc.storage_class is None:
+            continue
+        sc = evidence.classes.get(pvc.storage_class)
+        if sc is None:
+            continue
+        if sc.volume_binding_mode == "WaitForFirstConsumer" and not pvc.selected_node:
+            continue  # it waits for the scheduler: the Pod's evidence says why
+        provisioner = sc.provisioner
+        note = _driver_note(provisioner, evidence)
+        if note:
+            return Verdict(provisioner, "NoCSIDriver",
+                           f'claim "{claim.name}" (class "{sc.name}") is Pending.' + note, "claim", claim.name)
+        owner = provisioner if is_external(provisioner) else PV_CONTROLLER
+        where = f', node "{pvc.selected_node}" selected' if pvc.selected_node else ""
+        return Verdict(owner, "ClaimPending",
+                       f'claim "{claim.name}" (class "{sc.name}", {sc.volume_binding_mode}{where}) is Pending and no '
+                       f"event says why; {EVENTS_EXPIRE}", "claim", claim.name)
+    return None
+
+
+def _scheduler_reason(message: str, fallback: str) -> str:
+    lowered = message.lower()
+    for fragment, reason in SCHEDULER_STORAGE_CAUSES:
+        if fragment.lower() in lowered:
+            return reason
+    return fallback
+
+
+def _affinity_hint(reason: str, claims: Sequence[ClaimView]) -> str:
+    if reason != "VolumeNodeAffinityConflict":
+        return ""
+    bound = [f'claim "{c.name}" is bound to PersistentVolume "{c.pvc.volume_name}"'
+             for c in claims if c.pvc is not None and c.pvc.volume_name and c.pvc.phase == "Bound"]
+    if not bound:
+        return ""
+    return (" (" + "; ".join(bound) + ": a PV's nodeAffinity pins it to nodes, and no node the Pod may use "
+            "matches it)")
+
+
+def _pod_verdict(pod: Pod, claims: Sequence[ClaimView], events: Sequence[Event]) -> Verdict:
+    scheduled = pod.condition("PodScheduled")
+    if pod.node_name:
+        if pod.meta.deleted is not None:
+            return Verdict(KUBELET, "Terminating",
+                           f'the Pod was deleted, and the kubelet on node "{pod.node_name}" has not confirmed it stopped',
+                           "pod-condition", observed=pod.meta.deleted)
+        for event in events:  # newest first; scheduling events of a scheduled Pod are history
+            if event.reason in ATTACH_REASONS:
+                return Verdict(ATTACH_DETACH, event.reason, event.message, "pod-event", observed=event.observed)
+            if event.reason in KUBELET_REASONS:
+                return Verdict(KUBELET, event.reason, event.message, "pod-event", observed=event.observed)
+        # ContainerCreating is the kubelet's generic word; a sharper one (ErrImagePull...) says more.
+        waiting = [w for w in pod.waiting if w.reason != "ContainerCreating"] or list(pod.waiting)
+        if waiting:
+            w = waiting[0]
+            return Verdict(KUBELET, w.reason, f"container {w.container}: {w.message or w.reason}", "container")
+        if not pod.reported_containers:
+            return Verdict(KUBELET, "AwaitingKubelet",
+                           f'scheduled to node "{pod.node_name}", but no kubelet has reported a container status for '
+                           f'the Pod: is the kubelet on "{pod.node_name}" running?', "container",
+                           observed=scheduled.last_transition_time if scheduled else None)
+        return Verdict(KUBELET, NO_SIGNAL, f'scheduled to node "{pod.node_name}"; its containers are not waiting, yet '
+                       f"the Pod is still Pending, and no event explains it; {EVENTS_EXPIRE}", "container")
+    failed = next((e for e in events if e.reason in SCHEDULER_REASONS), None)
+    condition = scheduled if scheduled is not None and scheduled.status == "False" else None
+    if condition is not None:
+        # The condition holds the scheduler's whole message; the event's note is cut at 1 KiB.
+        message = condition.message or (failed.message if failed else "") or condition.reason or ""
+        fallback = failed.reason if failed else (condition.reason or "Unschedulable")
+        times = [t for t in (failed.observed if failed else None, condition.last_transition_time) if t]
+        source = "pod-event" if failed else "pod-condition"
+    elif failed is not None:
+        message, fallback, times, source = failed.message, failed.reason, [failed.observed], "pod-event"
+    else:
+        message = ""
+    if condition is not None or failed is not None:
+        reason = _scheduler_reason(message, fallback)
+        # A second scheduler's events name it; the default one reports as "default-scheduler".
+        owner = failed.reporter if failed and failed.reporter not in ("", "default-scheduler") else scheduler_of(pod)
+        return Verdict(owner, reason, message + _affinity_hint(reason, claims), source,
+                       observed=max((t for t in times if t), default=None))
+    if scheduled is None:
+        return Verdict(UNKNOWN, NO_SIGNAL,
+                       f'no scheduler has reported on the Pod yet (spec.schedulerName "{pod.scheduler_name}": is it '
+                       f"running?), and no event explains it; {EVENTS_EXPIRE}", "none")
+    return Verdict(UNKNOWN, NO_SIGNAL, f"Pending with no event, condition or container status that explains it; "
+                   f"{EVENTS_EXPIRE}", "none")
+
+
+def classify(pod: Pod, evidence: Evidence) -> Triage:
+    """Claim evidence first (state, then events newest first), then the Pod's own evidence."""
+    claims = claim_views(pod, evidence)
+    pod_events = evidence.events_for(pod.meta.uid)
+    verdict = None
+    for claim in claims:
+        verdict = _claim_state_verdict(claim, pod, evidence)
+        if verdict is not None:
+            break
+    verdict = (verdict or _claim_event_verdict(claims, evidence) or _claim_pending_verdict(claims, evidence)
+               or _pod_verdict(pod, claims, pod_events))
+    shown = [(f"Pod/{pod.name}", e) for e in pod_events]
+    shown += [(f"PersistentVolumeClaim/{c.name}", e) for c in claims for e in c.events]
+    shown.sort(key=lambda ke: (ke[1].observed is not None, ke[1].observed or datetime.min), reverse=True)
+    return Triage(pod=pod, verdict=verdict, claims=claims, events=tuple(shown))
+
+
+def assess(pods: Iterable[Pod], evidence: Evidence) -> list[Triage]:
+    """Pure: a verdict for every Pending Pod, in kubectl's order."""
+    rows = [classify(pod, evidence) for pod in pods if (pod.phase or "Pending") == "Pending"]
+    rows.sort(key=lambda r: (r.namespace, r.name))
+    return rows
+
+

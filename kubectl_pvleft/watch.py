@@ -1,0 +1,347 @@
+"""One watch runtime for every subcommand, in the shape of client-go's reflector.
+
+``reflect`` lists a kind, then watches it from the list's resourceVersion with bookmarks, forever: a
+410 relists (and resyncs the store), a dropped connection re-watches after a capped, jittered backoff,
+and a stream down for long gets a warning while it keeps trying. The first list is not retried: it
+succeeds or fails like any other command. Only after it, an outage is waited out (a restarted
+apiserver answers 403 until its RBAC cache syncs, 5xx while starting).
+
+``follow`` runs one reflector per stream in threads, keeps what they showed in ``Stores``, re-runs the
+subcommand's pure analysis after each burst of changes, and yields what changed in its rows. A stream
+that ends is reopened; it never looks like "all is well".
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import random
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Generic, Hashable, Iterable, Iterator, Mapping, Optional, Sequence, TypeVar, Union
+
+from kubectl_pvleft.api import Kind, KubeAPI, StreamClosed
+from kubectl_pvleft.errors import ApiError, ConnectionFailed, Expired, Forbidden
+
+Row = TypeVar("Row")
+
+
+@dataclass(frozen=True)
+class WatchSettings:
+    """Timing knobs; tests shorten them through the environment (PVLEFT_WATCH_*)."""
+
+    timeout_seconds: int = 300  # server-side end of each watch request; then it is re-opened
+    backoff_initial: float = 0.5
+    backoff_max: float = 30.0
+    warn_after: float = 30.0  # a stream down this long gets a warning on stderr (and keeps retrying)
+    settle: float = 0.3  # changes this close together are judged once
+
+    @classmethod
+    def from_env(cls, env: Optional[Mapping[str, str]] = None) -> "WatchSettings":
+        env = os.environ if env is None else env
+        default = cls()
+
+        def number(name: str, value: float) -> float:
+            text = env.get(name, "").strip()
+            try:
+                return float(text) if text else value
+            except ValueError:
+                return value
+
+        # Floors keep a zero or negative value from turning the retry loop into a busy loop.
+        initial = max(0.01, number("PVLEFT_WATCH_BACKOFF_INITIAL_SECONDS", default.backoff_initial))
+        return cls(
+            timeout_seconds=max(1, int(number("PVLEFT_WATCH_TIMEOUT_SECONDS", default.timeout_seconds))),
+            backoff_initial=initial,
+            backoff_max=max(initial, number("PVLEFT_WATCH_BACKOFF_MAX_SECONDS", default.backoff_max)),
+            warn_after=max(0.0, number("PVLEFT_WATCH_WARN_AFTER_SECONDS", default.warn_after)),
+            settle=max(0.0, number("PVLEFT_WATCH_SETTLE_SECONDS", default.settle)),
+        )
+
+
+@dataclass(frozen=True)
+class Stream:
+    """One kind to list and watch, in a namespace or all (None)."""
+
+    name: str  # the store it fills: pods, claims, events, classes, csidrivers, volumes...
+    kind: Kind[Any]
+    namespace: Optional[str] = None
+    field_selector: Optional[str] = None
+    label_selector: Optional[str] = None
+    required: bool = False  # a 403 on a required stream is an error; on the others, unknown evidence
+    unreadable: str = ""  # the warning for a 403 on an optional stream ({reason}: the server's words)
+
+
+@dataclass(frozen=True)
+class Synced:
+    """A (re)list: the complete current state of one stream, to replace what was known."""
+
+    stream: str
+    objects: tuple[Any, ...]
+    resource_version: str
+
+
+@dataclass(frozen=True)
+class Changed:
+    stream: str
+    type: str  # ADDED | MODIFIED | DELETED
+    object: Any
+
+
+@dataclass(frozen=True)
+class Notice:
+    """Something the user should read on stderr: unreadable evidence, a stream down, back up."""
+
+    stream: str
+    message: str
+    unavailable: bool = False  # the stream cannot be read at all (403): its evidence is unknown
+
+
+StreamItem = Union[Synced, Changed, Notice]
+
+
+def transient(exc: ApiError) -> bool:
+    # An apiserver that is starting or shutting down answers 429/5xx; that is an outage, not an answer.
+    return exc.status == 429 or exc.status >= 500
+
+
+def reflect(api: KubeAPI, stream: Stream, settings: WatchSettings,
+            stop: Optional[threading.Event] = None) -> Iterator[StreamItem]:
+    """list, then watch from the list's resourceVersion, until ``stop``; see the module's docstring."""
+    stop = stop or threading.Event()
+    resource_version: Optional[str] = None
+    delay = settings.backoff_initial
+    down_since: Optional[float] = None
+    warned = False
+    expired_in_a_row = 0
+    listed_once = False
+
+    def up() -> Iterator[StreamItem]:
+        nonlocal down_since, warned, delay
+        if warned and down_since is not None:
+            yield Notice(stream.name, f"the watch on {stream.name} is back after {time.monotonic() - down_since:.0f}s")
+        down_since, warned, delay = None, False, settings.backoff_initial
+
+    while not stop.is_set():
+        try:
+            if resource_version is None:
+                listing = api.list(stream.kind, stream.namespace, field_selector=stream.field_selector,
+                                   label_selector=stream.label_selector)
+                objects = tuple(listing)
+                resource_version = listing.resource_version or ""
+                listed_once = True
+                yield from up()
+                yield Synced(stream.name, objects, resource_version)
+                # A relist that worked ends a run of 410s: the next 410 is a new one, not a repeat.
+                expired_in_a_row = 0
+            opened, seen = time.monotonic(), 0
+            for event in api.watch(stream.kind, stream.namespace, resource_version,
+                                   field_selector=stream.field_selector, label_selector=stream.label_selector,
+                                   timeout_seconds=settings.timeout_seconds):
+                if event.resource_version:
+                    resource_version = event.resource_version
+                expired_in_a_row, seen = 0, seen + 1
+                yield from up()
+                if event.type in ("ADDED", "MODIFIED", "DELETED"):
+                    yield Changed(stream.name, event.type, event.object)
+            if seen or time.monotonic() - opened >= min(1.0, settings.timeout_seconds / 2):
+                yield from up()  # the server ended the watch (timeoutSeconds): open the next one at once
+                continue
+            # An empty stream that ended at once is something closing connections, not the server's timeout.
+            failure = "the watch ended as soon as it opened"
+        except Expired:
+            # The history we would resume from is gone: ask for the current state again.
+            resource_version = None
+            expired_in_a_row += 1
+            if expired_in_a_row == 1:
+                continue
+            failure = "the server keeps answering 410 Gone"
+        except Forbidden as exc:
+            if listed_once:
+                # Allowed before: a restarted apiserver answers 403 until its RBAC cache has synced.
+                failure = exc.api_message or "forbidden"
+            elif stream.required:
+                raise
+            else:
+                yield Notice(stream.name, (stream.unreadable or "cannot list/watch {name} ({reason}); that evidence "
+                                           "is unknown while watching.").format(name=stream.name,
+                                                                                reason=exc.api_message or "forbidden"),
+                             unavailable=True)
+                return
+        except ApiError as exc:
+            if not listed_once or not transient(exc):
+                raise
+            failure = str(exc)
+        except (StreamClosed, ConnectionFailed) as exc:
+            if not listed_once:
+                raise  # the first list fails like any command: one error, exit 1
+            failure = str(exc) or "the connection closed"
+        if stop.is_set():
+            return
+        now = time.monotonic()
+        down_since = down_since if down_since is not None else now
+        if not warned and now - down_since >= settings.warn_after:
+            warned = True
+            yield Notice(stream.name, f"cannot re-establish the watch on {stream.name} for {now - down_since:.0f}s "
+                                      f"({failure}); still trying")
+        stop.wait(delay * random.uniform(0.8, 1.2))  # jitter: many watchers should not retry in step
+        delay = min(delay * 2, settings.backoff_max)
+
+
+def uid_of(obj: Any) -> str:
+    return obj.metadata.uid
+
+
+class Stores:
+    """What the streams have shown so far, by stream name and uid; ``None`` for a stream that cannot be read.
+
+    ``departed`` remembers how objects of the primary stream left it (uid -> text), for "resolved" lines.
+    """
+
+    def __init__(self, names: Iterable[str], primary: str, keep: Callable[[Any], bool] = lambda obj: True,
+                 departure: Callable[[Any], str] = lambda obj: "deleted") -> None:
+        self.data: dict[str, Optional[dict[str, Any]]] = {name: {} for name in names}
+        self.primary, self._keep, self._departure = primary, keep, departure
+        self.departed: dict[str, str] = {}
+
+    def __getitem__(self, name: str) -> Optional[list[Any]]:
+        store = self.data[name]
+        return None if store is None else list(store.values())
+
+    def unavailable(self, name: str) -> None:
+        self.data[name] = None
+
+    def apply(self, item: Union[Synced, Changed]) -> None:
+        store = self.data.get(item.stream)
+        if store is None:
+            return
+        if isinstance(item, Synced):
+            before = set(store)
+            store.clear()
+            for obj in item.objects:
+                self._put(item.stream, store, obj)
+            if item.stream == self.primary:
+                for uid in before - set(store):
+                    self.departed.setdefault(uid, "gone when the watch resynced")
+        elif item.type == "DELETED":
+            if store.pop(uid_of(item.object), None) is not None and item.stream == self.primary:
+                self.departed[uid_of(item.object)] = self._departure(item.object)
+        else:
+            self._put(item.stream, store, item.object)
+
+    def _put(self, name: str, store: dict[str, Any], obj: Any) -> None:
+        uid = uid_of(obj)
+        if name != self.primary or self._keep(obj):
+            store[uid] = obj
+            self.departed.pop(uid, None)
+        elif store.pop(uid, None) is not None:
+            self.departed[uid] = self._departure(obj)
+
+
+@dataclass(frozen=True)
+class RowChange(Generic[Row]):
+    change: str  # appeared | changed | resolved
+    row: Row
+    resolution: Optional[str] = None  # for resolved: how the row stopped being reported
+
+
+class RowBoard(Generic[Row]):
+    """The rows last printed, by key; says what is new, what changed and what resolved."""
+
+    def __init__(self, key: Callable[[Row], Hashable], signature: Callable[[Row], Hashable]) -> None:
+        self.key, self.signature = key, signature
+        self.shown: dict[Hashable, tuple[Hashable, Row]] = {}
+
+    def update(self, rows: Iterable[Row], departed: Mapping[str, str], gone: str) -> list[RowChange[Row]]:
+        changes: list[RowChange[Row]] = []
+        current = {self.key(row): row for row in rows}
+        for key in [k for k in self.shown if k not in current]:
+            _, last = self.shown.pop(key)
+            changes.append(RowChange("resolved", last, departed.get(str(key), gone)))
+        for key, row in current.items():
+            signature = self.signature(row)
+            before = self.shown.get(key)
+            if before is None:
+                changes.append(RowChange("appeared", row))
+            elif before[0] != signature:
+                changes.append(RowChange("changed", row))
+            self.shown[key] = (signature, row)
+        return changes
+
+
+@dataclass
+class Follow(Generic[Row]):
+    """How a subcommand is watched: its streams, its pure analysis over the stores, and row identity."""
+
+    streams: Sequence[Stream]
+    primary: str
+    assess: Callable[[Stores], list[Row]]
+    key: Callable[[Row], Hashable]  # the primary object's uid, as a string
+    signature: Callable[[Row], Hashable]  # what, when it changes, is worth a line
+    gone: str = "no longer reported"
+    keep: Callable[[Any], bool] = lambda obj: True
+    departure: Callable[[Any], str] = lambda obj: "deleted"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def follow(api: KubeAPI, spec: Follow[Row], settings: Optional[WatchSettings] = None,
+           stop: Optional[threading.Event] = None) -> Iterator[Union[list[RowChange[Row]], Notice]]:
+    """Row changes, a batch per judgment, and notices for stderr, as they happen, forever.
+    Closing the generator (or setting ``stop``) ends every stream and closes every connection it opened."""
+    settings = settings or WatchSettings()
+    stop = stop or threading.Event()
+    inbox: "queue.Queue[Union[StreamItem, BaseException]]" = queue.Queue()
+
+    def pump(stream: Stream) -> None:
+        try:
+            for item in reflect(api, stream, settings, stop):
+                inbox.put(item)
+        except BaseException as exc:  # handed to the main thread, which raises it
+            if not stop.is_set():
+                inbox.put(exc)
+
+    threads = [threading.Thread(target=pump, args=(s,), name=f"pvleft-watch-{s.name}", daemon=True)
+               for s in spec.streams]
+    stores = Stores([s.name for s in spec.streams], spec.primary, spec.keep, spec.departure)
+    board: RowBoard[Row] = RowBoard(spec.key, spec.signature)
+    unsynced = {s.name for s in spec.streams}
+    held: list[Notice] = []  # notices before every stream is listed: a failing first list drops them
+    for thread in threads:
+        thread.start()
+    try:
+        while True:
+            batch = [inbox.get()]
+            deadline = time.monotonic() + max(settings.settle * 5, 1.0)
+            while time.monotonic() < deadline:  # collect a burst, but never starve the output
+                try:
+                    batch.append(inbox.get(timeout=settings.settle))
+                except queue.Empty:
+                    break
+            for item in batch:
+                if isinstance(item, BaseException):
+                    raise item
+                if isinstance(item, Notice):
+                    if item.unavailable:
+                        stores.unavailable(item.stream)
+                        unsynced.discard(item.stream)
+                    held.append(item)
+                    continue
+                stores.apply(item)
+                if isinstance(item, Synced):
+                    unsynced.discard(item.stream)
+            if unsynced:
+                continue  # judging before every stream is listed would print rows from half the evidence
+            yield from held  # once every stream has answered: an error on a required one says it alone
+            held.clear()
+            changes = board.update(spec.assess(stores), stores.departed, spec.gone)
+            stores.departed.clear()  # every departure is now either reported or was never shown
+            if changes:
+                yield changes
+    finally:
+        stop.set()
+        deadline = time.monotonic() + 5.0
+        while any(t.is_alive() for t in threads) and time.monotonic() < deadline:
+            api.abort_watches()  # a read blocked in another thread ends at once
+            for thread in threads:
+                thread.join(timeout=0.1)

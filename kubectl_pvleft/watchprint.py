@@ -1,0 +1,43 @@
+"""How a ``--watch`` line looks, for every subcommand: its own row, with a CHANGE column after the first
+(appeared, changed, resolved), and for a resolved row what became of it. JSON lines carry the same
+object ``-o json`` prints, plus ``change`` (and ``resolution``)."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from kubectl_pvleft.printing import Column, Report, truncate
+from kubectl_pvleft.watch import RowChange
+
+MESSAGE_WIDTH = 80
+
+
+def change_json(report: Report[Any], line: RowChange[Any]) -> dict[str, Any]:
+    doc = {"change": line.change, **report.to_json(line.row)}
+    if line.resolution is not None:
+        doc["resolution"] = line.resolution
+    return doc
+
+
+def change_report(report: Report[Any], wide: bool = False) -> Report[RowChange[Any]]:
+    def lift(column: Column[Any]) -> Column[RowChange[Any]]:
+        return Column(column.header, lambda line: column.cell(line.row), column.wide_only, column.empty)
+
+    def resolved_or(column: Column[Any]) -> Column[RowChange[Any]]:
+        def cell(line: RowChange[Any]) -> Optional[str]:
+            if line.change != "resolved":
+                return column.cell(line.row)
+            text = f"resolved: {line.resolution}"
+            return " ".join(text.split()) if wide else truncate(text, MESSAGE_WIDTH)
+        return Column(column.header, cell, column.wide_only, column.empty)
+
+    columns = [lift(c) if c.header != "MESSAGE" else resolved_or(c) for c in report.columns]
+    columns.insert(1, Column("CHANGE", lambda line: line.change))
+    if not any(c.header == "MESSAGE" for c in report.columns):
+        columns.append(Column("RESOLUTION", lambda line: line.resolution, empty=""))
+    return Report(
+        rows=[], columns=columns, to_json=lambda line: change_json(report, line),
+        name=lambda line: report.name(line.row),
+        namespace=None if report.namespace is None else (lambda line: report.namespace(line.row)),  # type: ignore[misc]
+        labels=None if report.labels is None else (lambda line: report.labels(line.row)),  # type: ignore[misc]
+    )
