@@ -308,7 +308,7 @@ def run(argv: Sequence[str], prog: str) -> int:
         raise UsageError("--sort-by cannot be used with --watch")
     from kubectl_pvleft.api import KubeAPI
     from kubectl_pvleft.kubeconfig import load_connection
-    from kubectl_pvleft.printing import formatter, warn
+    from kubectl_pvleft.printing import print_result, warn
     from kubectl_pvleft.transport import set_verbosity
 
     set_verbosity(args.verbosity)
@@ -331,7 +331,9 @@ def run(argv: Sequence[str], prog: str) -> int:
         from kubectl_pvleft.templates import sort_rows
 
         report = report.with_rows(sort_rows(report, args.sort_by))
-    formatter(report, print_options(args, command)).whole(report.rows)
+    print_result(report, result.sections, print_options(args, command))
+    for message in result.errors:  # a second census that failed: its own line, after what did print
+        _error(message)
     if result.partial:
         return EXIT_PARTIAL
     return EXIT_FINDINGS if args.exit_code and result.findings else EXIT_OK

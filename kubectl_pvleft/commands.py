@@ -39,6 +39,8 @@ class Result:
     findings: int
     warnings: list[str] = field(default_factory=list)
     partial: bool = False  # a second census (a cloud) failed: the report is incomplete
+    sections: list[Report[Any]] = field(default_factory=list)  # printed after the report (a second census)
+    errors: list[str] = field(default_factory=list)  # what made the report partial, one line each
 
 
 @dataclass(frozen=True)

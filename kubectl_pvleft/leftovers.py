@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Iterable, Optional, Union
+from typing import Any, Iterable, Mapping, Optional, Union
 
 from kubectl_pvleft.api import CLAIM_IDENTITIES, PERSISTENT_VOLUMES, STORAGE_CLASSES, Reader, optional
 from kubectl_pvleft.commands import Options, Result
@@ -66,6 +66,7 @@ class Leftover:
 class LeftoverResult:
     rows: list[Leftover]
     warnings: list[str] = field(default_factory=list)
+    all_pvs: list[PersistentVolume] = field(default_factory=list)  # every PV read, for a cloud census to join
 
 
 def claim_state(pv: PersistentVolume, claims: Optional[ClaimIndex]) -> Optional[str]:
@@ -122,7 +123,7 @@ def find_leftovers(api: Reader, *, include_all: bool = False, claim_namespace: O
                           CLAIMS_UNREADABLE.replace("{scope}", scope))
     classes = optional(lambda: {sc.name: sc for sc in api.list(STORAGE_CLASSES)}, warnings, CLASSES_UNREADABLE)
     rows = assess(pvs, identities, classes, include_all=include_all, claim_namespace=claim_namespace)
-    return LeftoverResult(rows, warnings)
+    return LeftoverResult(rows, warnings, pvs)
 
 
 def claim_namespace(options: Options) -> Optional[str]:
@@ -165,9 +166,9 @@ def follow(options: Options) -> Follow[Leftover]:
 
 # -- how the rows are shown -----------------------------------------------------------------
 
-def to_json(row: Leftover) -> dict[str, Any]:
+def to_json(row: Leftover, disks: Optional[Mapping[str, Any]] = None) -> dict[str, Any]:
     pv = row.pv
-    return {
+    doc = {
         # The seed's keys, in the seed's order and meaning.
         "name": pv.name,
         "phase": pv.phase,
@@ -187,9 +188,14 @@ def to_json(row: Leftover) -> dict[str, Any]:
         "message": pv.message,
         "last_phase_transition_time": iso(pv.last_phase_transition),
     }
+    if disks is not None:  # a cloud census ran: the disk behind the PV, as that client saw it
+        disk = disks.get(pv.name)
+        doc["disk"] = disk.to_json() if disk is not None else None
+    return doc
 
 
-def report(result: LeftoverResult, now: Optional[datetime] = None) -> Report[Leftover]:
+def report(result: LeftoverResult, now: Optional[datetime] = None,
+           disks: Optional[Mapping[str, Any]] = None) -> Report[Leftover]:
     columns: list[Column[Leftover]] = [
         Column("NAME", lambda r: r.pv.name),
         Column("STATUS", lambda r: r.pv.phase),
@@ -205,7 +211,12 @@ def report(result: LeftoverResult, now: Optional[datetime] = None) -> Report[Lef
         Column("VOLUME HANDLE", lambda r: r.pv.volume_handle, wide_only=True),
         Column("REASON", lambda r: r.pv.reason, wide_only=True),
     ]
-    return Report(rows=result.rows, columns=columns, to_json=to_json, name=lambda r: f"persistentvolume/{r.pv.name}",
+    if disks is not None:
+        from kubectl_pvleft.census import disk_summary
+
+        columns.insert(9, Column("DISK", lambda r: disk_summary(disks.get(r.pv.name))))
+    return Report(rows=result.rows, columns=columns, to_json=lambda r: to_json(r, disks),
+                  name=lambda r: f"persistentvolume/{r.pv.name}",
                   labels=lambda r: r.pv.meta.labels)
 
 

@@ -287,6 +287,24 @@ def formatter(report: Report[T], options: PrintOptions) -> Formatter[T]:
     return FORMATTERS[fmt](report, options)
 
 
+def print_result(report: Report[Any], sections: Sequence[Report[Any]], options: PrintOptions) -> None:
+    """A report and the sections under it (a second census): tables one after another, a blank line
+    apart; JSON and YAML one List with every object; the line formats one after another."""
+    if not sections:
+        formatter(report, options).whole(report.rows)
+        return
+    if options.format in ("json", "yaml") or options.format.startswith("jsonpath"):
+        objects = [report.to_json(r) for r in report.rows] + [s.to_json(r) for s in sections for r in s.rows]
+        merged: Report[dict[str, Any]] = Report(rows=objects, columns=(), to_json=lambda o: o, name=lambda o: "")
+        formatter(merged, options).whole(objects)
+        return
+    formatter(report, options).whole(report.rows)
+    for section in sections:
+        if options.format in ("table", "wide") and section.rows and report.rows:
+            print(file=options.out or sys.stdout)
+        formatter(section, options).whole(section.rows)
+
+
 def render(report: Report[T], fmt: str = "table", *, all_namespaces: bool = False, no_headers: bool = False,
            out: Optional[TextIO] = None, err: Optional[TextIO] = None, show_labels: bool = False) -> None:
     """Print a whole report."""

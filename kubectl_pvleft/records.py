@@ -123,6 +123,28 @@ class InTreeSource(Record):
     volume_path: Optional[str] = None  # vsphereVolume
 
 
+class SelectorRequirement(Record):
+    key: str = ""
+    operator: str = ""
+    values: tuple[str, ...] = ()
+
+
+class NodeSelectorTerm(Record):
+    match_expressions: tuple[SelectorRequirement, ...] = ()
+
+
+class NodeSelector(Record):
+    node_selector_terms: tuple[NodeSelectorTerm, ...] = ()
+
+
+class VolumeNodeAffinity(Record):
+    required: Optional[NodeSelector] = None
+
+
+ZONE_KEYS = ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone", "topology.ebs.csi.aws.com/zone",
+             "topology.gke.io/zone")
+
+
 class PersistentVolumeSpec(Record):
     capacity: dict[str, str] = {}
     access_modes: tuple[str, ...] = ()
@@ -153,6 +175,7 @@ class PersistentVolumeSpec(Record):
     storageos: Optional[InTreeSource] = None
     photon_persistent_disk: Optional[InTreeSource] = None
     scale_io: Optional[InTreeSource] = msgspec.field(default=None, name="scaleIO")
+    node_affinity: Optional[VolumeNodeAffinity] = None
 
 
 _IN_TREE_SOURCES = tuple(
@@ -248,6 +271,15 @@ class PersistentVolume(Record):
     @property
     def volume_attributes_class(self) -> Optional[str]:
         return self.spec.volume_attributes_class_name or None
+
+    @property
+    def affinity_zone(self) -> Optional[str]:
+        """The one zone the PV's node affinity pins it to (where CSI drivers record it), if exactly one."""
+        required = self.spec.node_affinity.required if self.spec.node_affinity else None
+        zones = {v for term in (required.node_selector_terms if required else ())
+                 for expr in term.match_expressions if expr.key in ZONE_KEYS and expr.operator == "In"
+                 for v in expr.values}
+        return zones.pop() if len(zones) == 1 else None
 
 
 class ClaimIdentity(Record):

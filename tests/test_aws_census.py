@@ -227,8 +227,6 @@ def test_join_names_orphans_and_missing_volumes(moto: MotoServer, ec2) -> None:
     assert report.disks_by_pv["old-mysql"].state == "available" and report.disks_by_pv["old-mysql"].size_gb == 50
 
 
-@pytest.mark.xfail(strict=True, reason="join() names every cloud's findings orphan-disk / missing-disk; issue #14 "
-                   "asks for orphan-volume / missing-volume on AWS: join() should read census.orphan_kind")
 def test_findings_carry_the_ebs_names(moto: MotoServer, ec2) -> None:
     orphan = create_volume(ec2, "us-east-1a")
     census = open_census(["us-east-1"], endpoint_url=moto.endpoint)

@@ -26,7 +26,8 @@ def volume_ref(pv: Any) -> VolumeRef:
         pv_name=pv.name,
         driver=pv.driver,
         handle=pv.volume_handle,
-        zone=_first(labels, ZONE_LABELS),
+        # CSI drivers record the zone in the PV's node affinity rather than in a label.
+        zone=_first(labels, ZONE_LABELS) or getattr(pv, "affinity_zone", None),
         region=_first(labels, REGION_LABELS),
         phase=pv.phase or None,
     )

@@ -1,0 +1,81 @@
+"""The template output formats (``-o jsonpath=``, ``jsonpath-as-json=``, ``jsonpath-file=``,
+``custom-columns=``, ``custom-columns-file=``) and ``--sort-by``, over the very objects ``-o json`` prints.
+
+The dialect is kubectl's (jsonpath.py, columns.py); this module only adapts it to the output layer, and is
+imported only when one of these is asked for.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence, TypeVar
+
+from kubectl_pvleft.columns import (parse_custom_columns, parse_custom_columns_file, render_custom_columns,
+                                    sort_rows as sort_objects)
+from kubectl_pvleft.errors import UsageError
+from kubectl_pvleft.jsonpath import JSONPathTemplate
+from kubectl_pvleft.printing import Formatter, PrintOptions, Report, kubectl_list
+
+T = TypeVar("T")
+
+
+def _read(path: str, flag: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"error reading template {path} for -o {flag}: {getattr(exc, 'strerror', None) or exc}") from None
+
+
+class JSONPathFormatter(Formatter[T]):
+    """kubectl runs the template once over the whole List (``{.items[*].name}``); a watch stream, once per object."""
+
+    def __init__(self, report: Report[T], options: PrintOptions) -> None:
+        super().__init__(report, options)
+        name, _, value = options.output.partition("=")
+        text = _read(value, name) if name == "jsonpath-file" else value
+        self.as_json = name == "jsonpath-as-json"
+        self.template = JSONPathTemplate(text)
+
+    def _render(self, obj: Any) -> str:
+        return self.template.render_json(obj) if self.as_json else self.template.render(obj)
+
+    def whole(self, rows: Sequence[T]) -> None:
+        self.out.write(self._render(kubectl_list(self.objects(rows))))
+        self.out.flush()
+
+    def batch(self, rows: Sequence[T]) -> None:
+        for obj in self.objects(rows):
+            self.out.write(self._render(obj))
+        self.out.flush()
+
+
+class CustomColumnsFormatter(Formatter[T]):
+    def __init__(self, report: Report[T], options: PrintOptions) -> None:
+        super().__init__(report, options)
+        name, _, value = options.output.partition("=")
+        self.columns = parse_custom_columns_file(_read(value, name)) if name == "custom-columns-file" \
+            else parse_custom_columns(value)
+        self.header_done = options.no_headers
+
+    def batch(self, rows: Sequence[T]) -> None:
+        if not rows:
+            return
+        self.out.write(render_custom_columns(self.columns, self.objects(rows), no_headers=self.header_done))
+        self.header_done = True
+        self.out.flush()
+
+    def whole(self, rows: Sequence[T]) -> None:
+        self.batch(rows)
+
+
+def template_formatter(report: Report[T], options: PrintOptions) -> Formatter[T]:
+    if options.format.startswith("jsonpath"):
+        return JSONPathFormatter(report, options)
+    return CustomColumnsFormatter(report, options)
+
+
+def sort_rows(report: Report[T], template: str) -> list[T]:
+    """kubectl's --sort-by: the JSONPath runs over each row's JSON object; equal keys keep their order."""
+    paired = [(report.to_json(row), row) for row in report.rows]
+    row_of = {id(obj): row for obj, row in paired}
+    return [row_of[id(obj)] for obj in sort_objects([obj for obj, _ in paired], template)]
