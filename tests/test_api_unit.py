@@ -10,7 +10,7 @@ from kubectl_pvleft.api import PERSISTENT_VOLUMES, KubeAPI
 from kubectl_pvleft.errors import Expired
 from kubectl_pvleft.kubeconfig import Selection, load_connection
 from fake_apiserver import CONTINUE_EXPIRED, FakeAPIServer
-from plugin_runner import jsonl, run_plugin
+from cli_runner import invoke, jsonl
 from wire import load
 
 PVS = load("leftovers_pvs")
@@ -69,7 +69,7 @@ def test_second_expiry_is_a_clear_error(tmp_path: Path) -> None:
     with FakeAPIServer(handler) as server:
         with pytest.raises(Expired, match="expired twice while paging"):
             names(api_for(server, tmp_path))
-        result = run_plugin(server.kubeconfig(tmp_path / "kc2"), "leftovers")
+        result = invoke("leftovers", "--kubeconfig", str(server.kubeconfig(tmp_path / "kc2")))
     assert result.returncode == 1
     assert result.stderr.startswith("error: the list of /api/v1/persistentvolumes expired twice")
 
@@ -82,7 +82,7 @@ def test_other_server_errors_end_the_run(tmp_path: Path) -> None:
         return paged(set())(path, query)
 
     with FakeAPIServer(handler) as server:
-        result = run_plugin(server.kubeconfig(tmp_path / "kc"), "leftovers", "-o", "jsonl")
+        result = invoke("leftovers", "-o", "jsonl", "--kubeconfig", str(server.kubeconfig(tmp_path / "kc")))
     assert result.returncode == 1 and result.stdout == ""
     assert result.stderr == ("error: etcdserver: request timed out (list /api/v1/persistentvolumeclaims: HTTP 500)\n")
 
@@ -98,7 +98,7 @@ def test_forbidden_claims_are_unknown_with_one_warning(tmp_path: Path) -> None:
         return paged(set())(path, query)
 
     with FakeAPIServer(handler) as server:
-        result = run_plugin(server.kubeconfig(tmp_path / "kc"), "leftovers", "-o", "jsonl")
+        result = invoke("leftovers", "-o", "jsonl", "--kubeconfig", str(server.kubeconfig(tmp_path / "kc")))
     assert result.returncode == 0
     assert {row["claim_missing"] for row in jsonl(result.stdout)} == {None}
     assert len(result.stderr.splitlines()) == 1 and "pvleft-pvonly-user" in result.stderr

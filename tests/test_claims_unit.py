@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from cli_runner import invoke
 from fake_apiserver import FakeAPIServer, status
 from kubectl_pvleft import claims
 from kubectl_pvleft.claims import ClaimRow, assess, problem_text, problems, to_json
@@ -247,7 +248,7 @@ def serve(seen: list[str]):
 def test_cli_scope_is_one_list(tmp_path: Path, args: list[str], path: str) -> None:
     seen: list[str] = []
     with FakeAPIServer(serve(seen)) as server:
-        result = run_plugin(server.kubeconfig(tmp_path / "kc"), "claims", *args, "--exit-code")
+        result = invoke("claims", *args, "--exit-code", "--kubeconfig", str(server.kubeconfig(tmp_path / "kc")))
     assert seen == [path]
     if path == "/api/v1/namespaces/default/persistentvolumeclaims":
         assert (result.returncode, result.stdout, result.stderr) == (

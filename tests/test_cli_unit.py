@@ -1,4 +1,4 @@
-"""The command line without a cluster: usage, exit codes, error lines, connection failures."""
+"""The command line without a cluster: usage, exit codes, error lines, connection failures (in-process)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from kubectl_pvleft.cli import parse_request_timeout, program_name
-from plugin_runner import run_plugin
+from cli_runner import invoke
 
 
 def kubeconfig_for(tmp_path: Path, server: str) -> Path:
@@ -41,7 +41,7 @@ def test_program_name_follows_the_binary() -> None:
 
 
 def test_help_names_the_plugin_and_documents_exit_codes() -> None:
-    result = run_plugin(None, "leftovers", "--help")
+    result = invoke("leftovers", "--help")
     assert result.returncode == 0
     assert result.stdout.startswith("usage: kubectl pvleft leftovers")
     for code in ("0 ", "1 ", "2 ", "3 ", "130", "141"):
@@ -49,13 +49,13 @@ def test_help_names_the_plugin_and_documents_exit_codes() -> None:
 
 
 @pytest.mark.parametrize("args, fragment", [
-    (["leftovers", "--bogus"], "unrecognized arguments: --bogus"),
+    (["leftovers", "--bogus"], "unknown flag: --bogus"),
     (["nonsense"], "invalid choice: 'nonsense'"),
     (["leftovers", "-o", "xml"], "invalid choice: 'xml'"),
     (["leftovers", "--request-timeout", "soon"], "invalid duration 'soon'"),
 ])
 def test_usage_errors_are_one_line_exit_2(args: list[str], fragment: str) -> None:
-    result = run_plugin(None, *args)
+    result = invoke(*args)
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and result.stderr.startswith("error: ")
     assert fragment in result.stderr
@@ -63,25 +63,25 @@ def test_usage_errors_are_one_line_exit_2(args: list[str], fragment: str) -> Non
 
 
 def test_namespace_and_all_namespaces_conflict(tmp_path: Path) -> None:
-    result = run_plugin(kubeconfig_for(tmp_path, "https://127.0.0.1:1"), "claims", "-n", "x", "-A")
+    result = invoke("claims", "-n", "x", "-A", "--kubeconfig", str(kubeconfig_for(tmp_path, "https://127.0.0.1:1")))
     assert result.returncode == 2
     assert result.stderr == "error: -n/--namespace and -A/--all-namespaces cannot be used together\n"
 
 
 def test_missing_kubeconfig_is_exit_1(tmp_path: Path) -> None:
-    result = run_plugin(tmp_path / "absent", "leftovers")
+    result = invoke("leftovers", "--kubeconfig", str(tmp_path / "absent"))
     assert (result.returncode, result.stderr) == (1, f"error: kubeconfig {tmp_path / 'absent'}: no such file\n")
 
 
 def test_unknown_context_is_exit_1(tmp_path: Path) -> None:
-    result = run_plugin(kubeconfig_for(tmp_path, "https://127.0.0.1:1"), "leftovers", "--context", "prod")
+    result = invoke("leftovers", "--context", "prod", "--kubeconfig", str(kubeconfig_for(tmp_path, "https://127.0.0.1:1")))
     assert result.returncode == 1
     assert result.stderr == 'error: context "prod" does not exist in the kubeconfig\n'
 
 
 def test_unreachable_server_is_one_clear_line(tmp_path: Path) -> None:
     server = f"https://127.0.0.1:{closed_port()}"
-    result = run_plugin(kubeconfig_for(tmp_path, server), "leftovers")
+    result = invoke("leftovers", "--kubeconfig", str(kubeconfig_for(tmp_path, server)))
     assert result.returncode == 1
     assert result.stderr.startswith(f"error: the connection to the server {server} was refused")
     assert result.stderr.count("\n") == 1
@@ -92,7 +92,7 @@ def test_silent_server_hits_request_timeout(tmp_path: Path) -> None:
         listener.bind(("127.0.0.1", 0))
         listener.listen(1)
         server = f"https://127.0.0.1:{listener.getsockname()[1]}"
-        result = run_plugin(kubeconfig_for(tmp_path, server), "leftovers", "--request-timeout", "1s", timeout=30)
+        result = invoke("leftovers", "--request-timeout", "1s", "--kubeconfig", str(kubeconfig_for(tmp_path, server)))
     assert result.returncode == 1
     assert result.stderr.startswith("error: ")
     assert "did not answer in time" in result.stderr or "TLS handshake" in result.stderr
