@@ -261,10 +261,11 @@ def report(result: ClaimCensus, now: Optional[datetime] = None) -> Report[ClaimR
     columns: list[Column[ClaimRow]] = [
         Column("NAME", lambda r: r.claim.name),
         Column("STATUS", lambda r: r.status),
-        Column("VOLUME", lambda r: r.claim.volume_name),
+        # kubectl get pvc leaves these blank while a claim is unbound; so do we.
+        Column("VOLUME", lambda r: r.claim.volume_name, empty=""),
         Column("REQUESTED", lambda r: r.claim.requested),
-        Column("CAPACITY", lambda r: r.claim.capacity),
-        Column("STORAGECLASS", lambda r: r.claim.storage_class),
+        Column("CAPACITY", lambda r: r.claim.capacity, empty=""),
+        Column("STORAGECLASS", lambda r: r.claim.storage_class, empty=""),
         Column("PROBLEM", lambda r: problem_text(r.problems)),
         Column("AGE", lambda r: age(r.claim.meta.created, now or utcnow())),
         Column("ALLOCATED", lambda r: _mapping(r.claim.allocated_resources), wide_only=True),

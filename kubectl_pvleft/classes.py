@@ -199,22 +199,22 @@ def assess(classes: Iterable[StorageClass], pvs: Optional[Iterable[PersistentVol
     return ClassCensus(rows=rows, drift=drift)
 
 
-def census(api: Reader, *, label_selector: Optional[str] = None) -> ClassCensus:
+def census(api: Reader, *, label_selector: Optional[str] = None, field_selector: Optional[str] = None) -> ClassCensus:
     """List classes (required), then PVs, claims and CSIDrivers; a 403 on those makes their values unknown."""
-    classes = list(api.list(STORAGE_CLASSES, label_selector=label_selector))
+    classes = list(api.list(STORAGE_CLASSES, label_selector=label_selector, field_selector=field_selector))
     warnings: list[str] = []
     pvs = optional(lambda: list(api.list(PERSISTENT_VOLUMES)), warnings, PVS_UNREADABLE)
     claims = optional(lambda: list(api.list(PERSISTENT_VOLUME_CLAIMS)), warnings, CLAIMS_UNREADABLE)
     drivers = optional(lambda: {d.name for d in api.list(CSI_DRIVERS)}, warnings, DRIVERS_UNREADABLE)
     result = assess(classes, pvs, claims, drivers)
     result.warnings = warnings
-    if label_selector:  # a selector picks classes: names only PVs or claims use are not what was asked for
+    if label_selector or field_selector:  # a selector picks classes: names only PVs or claims use are not what was asked for
         result.rows = [r for r in result.rows if r.exists]
     return result
 
 
 def run(api: Reader, options: Options) -> Result:
-    result = census(api, label_selector=options.label_selector)
+    result = census(api, label_selector=options.label_selector, field_selector=options.field_selector)
     if options.flag("drift"):
         return Result(drift_report(result), len(result.drift), result.warnings)
     return Result(report(result), result.finding_count, result.warnings)
@@ -222,7 +222,8 @@ def run(api: Reader, options: Options) -> Result:
 
 def follow(options: Options) -> Follow[Any]:
     streams = [
-        Stream("classes", STORAGE_CLASSES, label_selector=options.label_selector, required=True),
+        Stream("classes", STORAGE_CLASSES, label_selector=options.label_selector,
+               field_selector=options.field_selector, required=True),
         Stream("volumes", PERSISTENT_VOLUMES, unreadable=PVS_UNREADABLE),
         Stream("claims", PERSISTENT_VOLUME_CLAIMS, unreadable=CLAIMS_UNREADABLE),
         Stream("csidrivers", CSI_DRIVERS, unreadable=DRIVERS_UNREADABLE),
@@ -234,7 +235,8 @@ def follow(options: Options) -> Follow[Any]:
                         None if drivers is None else {d.name for d in drivers})
         if options.flag("drift"):
             return list(result.drift)
-        return [r for r in result.rows if r.exists] if options.label_selector else result.rows
+        selected = options.label_selector or options.field_selector
+        return [r for r in result.rows if r.exists] if selected else result.rows
 
     if options.flag("drift"):
         return Follow(streams, "volumes", judge, key=lambda d: d.pv.meta.uid,

@@ -202,7 +202,7 @@ def _flags(parser: argparse.ArgumentParser, top: bool) -> None:
     g.add_argument("-l", "--selector", default=default(None), metavar="SELECTOR",
                    help="label selector, sent to the server (=, ==, !=, in, notin, exists)")
     g.add_argument("--field-selector", default=default(None), metavar="SELECTOR",
-                   help="field selector, sent to the server where the API supports it (claims)")
+                   help="field selector on the subcommand's main kind, sent to the server (e.g. metadata.name=x)")
     g.add_argument("-o", "--output", type=output_format, default=default("table"), metavar="FORMAT",
                    help="table (default), wide, json, yaml, jsonl, name, jsonpath=..., custom-columns=...")
     g.add_argument("--sort-by", default=default(None), metavar="JSONPATH",
@@ -302,8 +302,6 @@ def run(argv: Sequence[str], prog: str) -> int:
         raise UsageError("-n/--namespace and -A/--all-namespaces cannot be used together")
     if args.namespace is not None:
         validate_namespace(args.namespace)
-    if args.field_selector and command.name != "claims":
-        raise UsageError(f"--field-selector is not supported by {command.name} (the server selects claims only)")
     if args.sort_by and args.watch:
         raise UsageError("--sort-by cannot be used with --watch")
     from kubectl_pvleft.api import KubeAPI

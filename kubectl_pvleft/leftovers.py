@@ -114,10 +114,10 @@ def assess(pvs: Iterable[PersistentVolume], claims: Optional[ClaimIndex],
 
 
 def find_leftovers(api: Reader, *, include_all: bool = False, claim_namespace: Optional[str] = None,
-                   label_selector: Optional[str] = None) -> LeftoverResult:
+                   label_selector: Optional[str] = None, field_selector: Optional[str] = None) -> LeftoverResult:
     """List PVs, then claims (so a claim bound after our PV list cannot look missing), then classes."""
     warnings: list[str] = []
-    pvs = list(api.list(PERSISTENT_VOLUMES, label_selector=label_selector))
+    pvs = list(api.list(PERSISTENT_VOLUMES, label_selector=label_selector, field_selector=field_selector))
     scope = f'in namespace "{claim_namespace}"' if claim_namespace else "cluster-wide"
     identities = optional(lambda: ClaimIndex.of(api.list(CLAIM_IDENTITIES, claim_namespace)), warnings,
                           CLAIMS_UNREADABLE.replace("{scope}", scope))
@@ -133,7 +133,7 @@ def claim_namespace(options: Options) -> Optional[str]:
 
 def run(api: Reader, options: Options) -> Result:
     result = find_leftovers(api, include_all=options.flag("all", False), claim_namespace=claim_namespace(options),
-                            label_selector=options.label_selector)
+                            label_selector=options.label_selector, field_selector=options.field_selector)
     findings = sum(1 for row in result.rows if is_leftover(row))
     outcome = Result(report(result), findings, result.warnings)
     if options.flag("project") or options.flag("aws_region"):
@@ -146,7 +146,8 @@ def run(api: Reader, options: Options) -> Result:
 def follow(options: Options) -> Follow[Leftover]:
     namespace = claim_namespace(options)
     streams = [
-        Stream("volumes", PERSISTENT_VOLUMES, label_selector=options.label_selector, required=True),
+        Stream("volumes", PERSISTENT_VOLUMES, label_selector=options.label_selector,
+               field_selector=options.field_selector, required=True),
         Stream("claims", CLAIM_IDENTITIES, namespace,
                unreadable=CLAIMS_UNREADABLE.replace("{scope}", f'in namespace "{namespace}"' if namespace
                                                     else "cluster-wide")),
@@ -201,15 +202,16 @@ def report(result: LeftoverResult, now: Optional[datetime] = None,
         Column("STATUS", lambda r: r.pv.phase),
         Column("RECLAIM", lambda r: r.pv.reclaim_policy, empty=UNSET),
         Column("CLASS RECLAIM", lambda r: r.class_reclaim),
-        Column("CLAIM", lambda r: r.claim),
+        # kubectl get pv leaves these blank when unset; so do we.
+        Column("CLAIM", lambda r: r.claim, empty=""),
         Column("CLAIM STATE", lambda r: r.claim_state),
-        Column("STORAGECLASS", lambda r: r.pv.storage_class),
+        Column("STORAGECLASS", lambda r: r.pv.storage_class, empty=""),
         Column("CAPACITY", lambda r: r.pv.capacity),
         Column("AGE", lambda r: age(r.pv.last_phase_transition or r.pv.meta.created, now or utcnow())),
         Column("CLAIM UID", lambda r: r.pv.claim_ref.uid if r.pv.claim_ref else None, wide_only=True),
         Column("DRIVER", lambda r: r.pv.driver, wide_only=True),
         Column("VOLUME HANDLE", lambda r: r.pv.volume_handle, wide_only=True),
-        Column("REASON", lambda r: r.pv.reason, wide_only=True),
+        Column("REASON", lambda r: r.pv.reason, wide_only=True, empty=""),
     ]
     if disks is not None:
         from kubectl_pvleft.census import disk_summary

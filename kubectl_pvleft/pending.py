@@ -52,11 +52,16 @@ EVENTS_UNREADABLE = ("cannot read events ({reason}); the Pods' and claims' event
 
 # -- one-shot reads ----------------------------------------------------------------------------------
 
+def pod_selector(field_selector: Optional[str]) -> str:
+    """Pending Pods, and whatever else the user's --field-selector asks (the server ANDs the terms)."""
+    return PENDING_SELECTOR + (f",{field_selector}" if field_selector else "")
+
+
 def triage(api: Reader, *, namespace: Optional[str] = None, per_object_limit: int = PER_OBJECT_LIMIT,
-           label_selector: Optional[str] = None) -> TriageResult:
+           label_selector: Optional[str] = None, field_selector: Optional[str] = None) -> TriageResult:
     """List the Pending Pods, then read only the evidence they need, at a bounded number of requests."""
     warnings: list[str] = []
-    pods = list(api.list(PODS, namespace, field_selector=PENDING_SELECTOR, label_selector=label_selector))
+    pods = list(api.list(PODS, namespace, field_selector=pod_selector(field_selector), label_selector=label_selector))
     evidence = gather_evidence(api, pods, namespace, warnings, per_object_limit)
     return TriageResult(assess(pods, evidence), warnings)
 
@@ -128,7 +133,8 @@ def _list_scopes(namespace: Optional[str], namespaces: set[str], limit: int) -> 
 
 
 def run(api: Reader, options: Options) -> Result:
-    result = triage(api, namespace=options.namespace, label_selector=options.label_selector)
+    result = triage(api, namespace=options.namespace, label_selector=options.label_selector,
+                    field_selector=options.field_selector)
     return Result(report(result, wide=options.wide), len(result.rows), result.warnings)
 
 
@@ -137,8 +143,8 @@ def run(api: Reader, options: Options) -> Result:
 def follow(options: Options) -> Follow[Triage]:
     ns = options.namespace
     streams = [
-        Stream("pods", PODS, ns, field_selector=PENDING_SELECTOR, label_selector=options.label_selector,
-               required=True),
+        Stream("pods", PODS, ns, field_selector=pod_selector(options.field_selector),
+               label_selector=options.label_selector, required=True),
         Stream("claims", PERSISTENT_VOLUME_CLAIMS, ns, unreadable=CLAIMS_UNREADABLE),
         Stream("events", EVENTS, ns, unreadable=EVENTS_UNREADABLE),
         Stream("classes", STORAGE_CLASSES, unreadable=CLASSES_UNREADABLE),
