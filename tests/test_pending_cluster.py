@@ -19,6 +19,8 @@ import yaml
 
 from kubectl_pvleft import pending
 from kubectl_pvleft.api import KubeAPI
+from kubectl_pvleft.commands import Options
+from kubectl_pvleft.watch import WatchSettings, follow
 from kubectl_pvleft.kubeconfig import Selection, load_connection
 from plugin_runner import PLUGIN, items, run_plugin
 from recording.pending import claim, pod, volume
@@ -461,17 +463,17 @@ def test_watch_rewatches_after_dropped_connections_without_relisting(cluster: An
 def test_watch_closes_every_connection_it_opens(cluster: Any, ns: str, proxy: FaultProxy, tmp_path: Path) -> None:
     apply(cluster, pod(ns, "app", "nowhere"))
     api = KubeAPI(load_connection(Selection(kubeconfig=str(proxy.kubeconfig(cluster, tmp_path)))))
-    settings = pending.WatchSettings(timeout_seconds=3, backoff_initial=0.1, backoff_max=0.5, warn_after=60,
-                                     settle=0.1)
-    stream = pending.watch(api, namespace=ns, settings=settings)
+    settings = WatchSettings(timeout_seconds=3, backoff_initial=0.1, backoff_max=0.5, warn_after=60, settle=0.1)
+    spec = pending.follow(Options(namespace=ns, all_namespaces=False, args=None))  # type: ignore[arg-type]
+    stream = follow(api, spec, settings)
     try:
         first = next(item for item in stream if isinstance(item, list))
-        assert [c.triage.verdict.reason for c in first] == ["ClaimNotFound"]
+        assert [c.row.verdict.reason for c in first] == ["ClaimNotFound"]
         settled = proxy.open_connections()
-        assert settled >= len(pending.watch_streams(ns))  # one watch per kind at least
+        assert settled >= len(spec.streams)  # one watch per kind at least
         for _ in range(3):
             proxy.cut()
-            wait_for("the watches to come back", lambda: proxy.open_connections() >= len(pending.watch_streams(ns)))
+            wait_for("the watches to come back", lambda: proxy.open_connections() >= len(spec.streams))
         time.sleep(4)  # server-side ends of watches (timeoutSeconds=3) and their re-watches
         assert proxy.open_connections() <= settled + 1  # nothing leaks across reconnects
     finally:

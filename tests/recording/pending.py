@@ -16,11 +16,11 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Optional
+from typing import Callable, Any, Optional
 
 import yaml
 
-from kubectl_pvleft.api import KubeAPI
+from kubectl_pvleft.api import PODS, KubeAPI
 from kubectl_pvleft.errors import Expired
 from kubectl_pvleft.kubeconfig import Selection, load_connection
 from scenarios import wait_for
@@ -238,12 +238,14 @@ def _watch(rec: _Recorder) -> None:
     ns = rec.namespace("watch")
     api = KubeAPI(load_connection(Selection(kubeconfig=str(rec.cluster.kubeconfig("admin")))))
     path, params = f"/api/v1/namespaces/{ns}/pods", {"fieldSelector": "status.phase=Pending"}
+    # The recorder keeps the wire JSON as sent: it reads through the plugin's transport, not its records.
+    raw_list = _raw_json(api, path, dict(params, limit="500"))
     try:
         rec.apply(pod(ns, "before", "nowhere"))
         wait_for("FailedScheduling", lambda: rec.has_event(ns, "Pod", "before", "FailedScheduling"))
-        listing = api.list(path, params)
-        listed = [_strip(o) for o in listing]
-        list_rv = listing.resource_version or ""
+        listing = raw_list()
+        listed = [_strip(o) for o in listing["items"]]
+        list_rv = listing["metadata"].get("resourceVersion", "")
 
         def churn() -> None:
             time.sleep(1)
@@ -257,7 +259,7 @@ def _watch(rec: _Recorder) -> None:
         writer = threading.Thread(target=churn)
         writer.start()
         watched = [_strip(dict(e, object=_strip(e.get("object") or {})))
-                   for e in api.watch(path, params, list_rv, timeout_seconds=12)]
+                   for e in _raw_events(api, path, params, list_rv, 12)]
         writer.join()
         if not any(e["type"] == "BOOKMARK" for e in watched):
             raise RuntimeError(f"no BOOKMARK in the recorded watch: {[e['type'] for e in watched]}")
@@ -269,7 +271,7 @@ def _watch(rec: _Recorder) -> None:
         status, body = wait_for("the restarted apiserver to serve watches", lambda: _raw_watch(rec, path, old_rv))
         expired = [json.loads(line) for line in body.splitlines() if line.strip()]
         try:
-            list(api.watch(path, params, old_rv, timeout_seconds=3))
+            list(api.watch(PODS, ns, old_rv, field_selector=params["fieldSelector"], timeout_seconds=3))
             raise RuntimeError("a watch from a resourceVersion older than the restart did not expire")
         except Expired:
             pass
@@ -284,6 +286,19 @@ def _watch(rec: _Recorder) -> None:
         (rec.out_dir / "pending_watch.json").write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
     finally:
         api.close()
+
+
+def _raw_json(api: KubeAPI, path: str, params: dict[str, str]) -> Callable[[], dict]:
+    def fetch() -> dict:
+        return json.loads(api.transport.read(api.transport.open(path, params, "application/json", "list")))
+    return fetch
+
+
+def _raw_events(api: KubeAPI, path: str, params: dict[str, str], resource_version: str, timeout: int) -> list[dict]:
+    query = dict(params, watch="true", allowWatchBookmarks="true", timeoutSeconds=str(timeout),
+                 resourceVersion=resource_version)
+    body = api.transport.read(api.transport.open(path, query, "application/json", "watch"))
+    return [json.loads(line) for line in body.splitlines() if line.strip()]
 
 
 def _raw_watch(rec: _Recorder, path: str, resource_version: str) -> Optional[tuple[int, str]]:
