@@ -157,9 +157,10 @@ class KubeAPI:
     """get, list and watch over one Transport."""
 
     def __init__(self, connection: Connection, request_timeout: Optional[float] = None,
-                 page_size: int = DEFAULT_PAGE_SIZE, *, timeout_from_flag: bool = False) -> None:
+                 page_size: int = DEFAULT_PAGE_SIZE, *, timeout_from_flag: bool = False,
+                 interactive: Optional[bool] = None) -> None:
         self.connection = connection
-        self.transport = Transport(connection, request_timeout, timeout_from_flag)
+        self.transport = Transport(connection, request_timeout, timeout_from_flag, interactive)
         self.page_size = page_size
         self._watches: set[urllib3.BaseHTTPResponse] = set()  # open watch responses, for abort_watches()
 

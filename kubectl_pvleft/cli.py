@@ -144,6 +144,7 @@ BOOL_FLAGS = {"-A": "all_namespaces", "--all-namespaces": "all_namespaces", "--n
               "--all-contexts": "all_contexts"}
 
 
+
 def rewrite_bool_forms(argv: Sequence[str]) -> list[str]:
     """pflag's ``--flag=true|false`` and ``-A=false`` for boolean flags, as argparse understands them."""
     out = []
@@ -215,6 +216,12 @@ def _flags(parser: argparse.ArgumentParser, top: bool) -> None:
                    help="give up on a single server request after this long (e.g. 30s, 2m; 0 = never)")
     g.add_argument("-v", "--v", dest="verbosity", type=int, default=default(0), metavar="LEVEL",
                    help="log requests on stderr: 6 method/URL/status, 8 response bodies, 9 curl (credentials masked)")
+    f = parser.add_argument_group("fleet: many clusters in one run")
+    boolean(f, "--all-contexts", help="run in every context of the kubeconfig, concurrently (adds a CONTEXT column)")
+    f.add_argument("--contexts", action="append", default=default([]), metavar="A,B,...",
+                   help="run in these contexts (comma-separated, repeatable; glob patterns such as 'prod-*')")
+    f.add_argument("--max-concurrency", type=int, default=default(None), metavar="N",
+                   help="contexts read at once (default 8)")
     c = parser.add_argument_group("connection flags (override the kubeconfig, as kubectl's do)")
     c.add_argument("-s", "--server", default=default(None), metavar="URL", help="the API server's address")
     c.add_argument("--token", default=default(None), metavar="TOKEN", help="bearer token")
@@ -310,6 +317,8 @@ def run(argv: Sequence[str], prog: str) -> int:
     from kubectl_pvleft.transport import set_verbosity
 
     set_verbosity(args.verbosity)
+    if args.all_contexts or args.contexts:
+        return run_fleet(args, command)
     connection = load_connection(selection_of(args))
     options = options_of(args, command, connection.namespace)
     module = command.load()
@@ -335,6 +344,62 @@ def run(argv: Sequence[str], prog: str) -> int:
     if result.partial:
         return EXIT_PARTIAL
     return EXIT_FINDINGS if args.exit_code and result.findings else EXIT_OK
+
+
+def run_fleet(args: argparse.Namespace, command: Command) -> int:
+    """The subcommand in every chosen context at once; one report, a CONTEXT column, failures apart."""
+    from kubectl_pvleft import fleet
+    from kubectl_pvleft.printing import print_result, warn
+
+    if args.context:
+        raise UsageError("--context cannot be used with --all-contexts or --contexts")
+    if args.max_concurrency is not None and args.max_concurrency < 1:
+        raise UsageError("--max-concurrency must be at least 1")
+    patterns = [p.strip() for value in args.contexts for p in value.split(",") if p.strip()]
+    contexts = fleet.context_names(args.kubeconfig, patterns, args.all_contexts)
+    if args.watch:
+        watch_fleet(args, command, contexts)
+    outcomes = fleet.run_fleet(contexts, args, command, options_of, selection_of)
+    if args.verbosity:
+        for outcome in outcomes:
+            print(fleet.summary(outcome), file=sys.stderr)
+    report, result = fleet.combine(outcomes)
+    if report is None:  # no context answered: their errors are the report
+        for message in result.errors:
+            _error(message)
+        return EXIT_ERROR
+    for message in dict.fromkeys(result.warnings):
+        warn(message)
+    if args.sort_by:
+        from kubectl_pvleft.templates import sort_rows
+
+        report = report.with_rows(sort_rows(report, args.sort_by))
+    print_result(report, [], print_options(args, command))
+    for message in result.errors:
+        _error(message)
+    if result.partial:
+        return EXIT_PARTIAL
+    return EXIT_FINDINGS if args.exit_code and result.findings else EXIT_OK
+
+
+def watch_fleet(args: argparse.Namespace, command: Command, contexts: list[str]) -> NoReturn:
+    from kubectl_pvleft import fleet
+    from kubectl_pvleft.printing import formatter, warn
+    from kubectl_pvleft.watch import Notice, WatchSettings
+    from kubectl_pvleft.watchprint import change_report
+
+    options = options_of(args, command, "default")
+    base = change_report(command.load().watch_report(options), wide=options.wide)
+    out = formatter(fleet.lift(base), print_options(args, command))
+    for context, item in fleet.follow_fleet(contexts, args, command, options_of, selection_of,
+                                            WatchSettings.from_env()):
+        if isinstance(item, BaseException):
+            _error(f"context {context}: " + (describe_api_error(item) if isinstance(item, ApiError) else str(item)))
+        elif isinstance(item, Notice):
+            warn(f"context {context}: {item.message}")
+        else:
+            out.batch([fleet.InContext(context, change) for change in item])
+    raise PvleftError("the watch ended unexpectedly")
 
 
 def watch_and_print(api: Any, module: Any, options: Options, printing: Any) -> NoReturn:

@@ -143,14 +143,14 @@ class Transport:
     """GET requests to one API server with one identity; safe to share between threads."""
 
     def __init__(self, connection: Connection, request_timeout: Optional[float] = None,
-                 timeout_from_flag: bool = False) -> None:
+                 timeout_from_flag: bool = False, interactive: Optional[bool] = None) -> None:
         self.connection = connection
         self.server = connection.server
         self.shown_server = display_url(connection.server)
         self.request_timeout = request_timeout
         self.timeout_from_flag = timeout_from_flag
         self.requests = 0  # sent so far (fleet summaries, benchmarks)
-        self._credentials = Credentials(connection)
+        self._credentials = Credentials(connection, interactive)
         self._lock = threading.Lock()
         self._pool: Optional[urllib3.PoolManager] = None
         self._pool_cert: Optional[bytes] = None

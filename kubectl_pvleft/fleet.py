@@ -1,0 +1,178 @@
+"""Every subcommand across many clusters in one run: ``--all-contexts`` and ``--contexts a,b,'prod-*'``.
+
+Each context is read with its own cluster, user and namespace from the merged kubeconfig, concurrently
+(bounded by ``--max-concurrency``), with the same read-only guarantees. A context that is unreachable,
+unauthorised or slow fails alone: one stderr line naming it, the others' report still prints, and the
+exit code says the report is partial. Rows gain a leading CONTEXT column (``context`` in JSON).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import queue
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Iterator, Optional, Sequence
+
+from kubectl_pvleft.commands import Command, Options, Result
+from kubectl_pvleft.errors import ApiError, PvleftError, UsageError
+from kubectl_pvleft.printing import Column, Report
+
+DEFAULT_CONCURRENCY = 8  # a laptop's worth of TLS handshakes and JSON decoding at once
+
+
+@dataclass(frozen=True)
+class InContext:
+    """One row of one context's report."""
+
+    context: str
+    row: Any
+
+
+@dataclass
+class ContextOutcome:
+    context: str
+    result: Optional[Result] = None
+    error: Optional[str] = None
+    seconds: float = 0.0
+    requests: int = 0
+
+
+def context_names(kubeconfig: Optional[str], patterns: Sequence[str], everything: bool) -> list[str]:
+    """The contexts of the merged kubeconfig that the flags name, in kubeconfig order; globs allowed."""
+    from kubectl_pvleft.kubeconfig import kubeconfig_files, merge_kubeconfigs
+
+    paths = kubeconfig_files(kubeconfig)
+    if not paths:
+        raise UsageError("--all-contexts and --contexts need a kubeconfig (set KUBECONFIG or pass --kubeconfig)")
+    names = [c["name"] for c in merge_kubeconfigs(paths)["contexts"]]
+    if everything:
+        return names
+    chosen: list[str] = []
+    for pattern in patterns:
+        matched = [n for n in names if fnmatch.fnmatchcase(n, pattern)]
+        if not matched:
+            raise UsageError(f'no context matches "{pattern}" in the kubeconfig')
+        chosen += [n for n in matched if n not in chosen]
+    return chosen
+
+
+def lift(report: Report[Any]) -> Report[InContext]:
+    """The same report over rows of several contexts: a CONTEXT column first, ``context`` in JSON."""
+    def column(c: Column[Any]) -> Column[InContext]:
+        return Column(c.header, lambda r: c.cell(r.row), c.wide_only, c.empty)
+
+    return Report(
+        rows=[], columns=[column(c) for c in report.columns],
+        to_json=lambda r: {"context": r.context, **report.to_json(r.row)},
+        name=lambda r: report.name(r.row),
+        namespace=None if report.namespace is None else (lambda r: report.namespace(r.row)),  # type: ignore[misc]
+        empty_message=report.empty_message + " in any context",
+        labels=None if report.labels is None else (lambda r: report.labels(r.row)),  # type: ignore[misc]
+        context=lambda r: r.context,
+    )
+
+
+def run_context(context: str, args: Any, command: Command, options_of: Callable[..., Options],
+                selection_of: Callable[[Any], Any]) -> ContextOutcome:
+    from kubectl_pvleft.api import KubeAPI
+    from kubectl_pvleft.kubeconfig import load_connection
+
+    started = time.monotonic()
+    outcome = ContextOutcome(context)
+    api = None
+    try:
+        selection = replace(selection_of(args), context=context)
+        connection = load_connection(selection)
+        options = options_of(args, command, connection.namespace)
+        # Never wait for a human: a credential plugin that wants a terminal fails this context at once.
+        api = KubeAPI(connection, request_timeout=args.request_timeout,
+                      timeout_from_flag=args.request_timeout is not None, interactive=False)
+        outcome.result = command.load().run(api, options)
+    except ApiError as exc:
+        from kubectl_pvleft.cli import describe_api_error
+
+        outcome.error = describe_api_error(exc)
+    except PvleftError as exc:
+        outcome.error = str(exc)
+    finally:
+        if api is not None:
+            outcome.requests = api.transport.requests
+            api.close()
+        outcome.seconds = time.monotonic() - started
+    return outcome
+
+
+def run_fleet(contexts: list[str], args: Any, command: Command, options_of: Callable[..., Options],
+              selection_of: Callable[[Any], Any]) -> list[ContextOutcome]:
+    workers = max(1, min(args.max_concurrency or DEFAULT_CONCURRENCY, len(contexts)))
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="pvleft-context") as pool:
+        return list(pool.map(lambda c: run_context(c, args, command, options_of, selection_of), contexts))
+
+
+def combine(outcomes: list[ContextOutcome]) -> tuple[Report[InContext], Result]:
+    """One report: rows sorted by context, then as each context's report had them."""
+    done = [o for o in outcomes if o.result is not None]
+    base = done[0].result.report if done else None  # type: ignore[union-attr]
+    rows = [InContext(o.context, row) for o in sorted(done, key=lambda o: o.context) for row in o.result.report.rows]  # type: ignore[union-attr]
+    report = lift(base).with_rows(rows) if base is not None else None
+    warnings = [f"context {o.context}: {w}" for o in done for w in o.result.warnings]  # type: ignore[union-attr]
+    result = Result(report=report, findings=sum(o.result.findings for o in done),  # type: ignore[union-attr, arg-type]
+                    warnings=warnings, partial=len(done) < len(outcomes) or any(o.result.partial for o in done),  # type: ignore[union-attr]
+                    errors=[f"context {o.context}: {o.error}" for o in outcomes if o.error is not None]
+                    + [f"context {o.context}: {e}" for o in done for e in o.result.errors])  # type: ignore[union-attr]
+    return report, result  # type: ignore[return-value]
+
+
+def summary(outcome: ContextOutcome) -> str:
+    rows = len(outcome.result.report.rows) if outcome.result is not None else 0
+    state = "failed" if outcome.error is not None else f"{rows} rows"
+    return f"context {outcome.context}: {state} in {outcome.seconds:.2f}s, {outcome.requests} requests"
+
+
+# -- --watch across contexts ----------------------------------------------------------------------------
+
+def follow_fleet(contexts: list[str], args: Any, command: Command, options_of: Callable[..., Options],
+                 selection_of: Callable[[Any], Any], settings: Any) -> Iterator[tuple[str, Any]]:
+    """(context, batch-or-notice) as each context's watch reports it; a context whose watch cannot start
+    says so once and the others go on; if every context failed, the last error is raised."""
+    from kubectl_pvleft.api import KubeAPI
+    from kubectl_pvleft.kubeconfig import load_connection
+    from kubectl_pvleft.watch import follow
+
+    inbox: "queue.Queue[tuple[str, Any]]" = queue.Queue()
+    stop = threading.Event()
+    failed: list[str] = []
+
+    def pump(context: str) -> None:
+        try:
+            connection = load_connection(replace(selection_of(args), context=context))
+            options = options_of(args, command, connection.namespace)
+            api = KubeAPI(connection, request_timeout=args.request_timeout,
+                          timeout_from_flag=args.request_timeout is not None, interactive=False)
+            changes = follow(api, command.load().follow(options), settings, stop)
+            try:
+                for item in changes:
+                    inbox.put((context, item))
+            finally:
+                changes.close()
+                api.close()
+        except BaseException as exc:  # reported on the main thread, with the context's name
+            if not stop.is_set():
+                inbox.put((context, exc))
+
+    threads = [threading.Thread(target=pump, args=(c,), daemon=True, name=f"pvleft-fleet-{c}") for c in contexts]
+    for thread in threads:
+        thread.start()
+    try:
+        while True:
+            context, item = inbox.get()
+            if isinstance(item, BaseException):
+                failed.append(context)
+                if len(failed) == len(contexts):
+                    raise item
+            yield context, item
+    finally:
+        stop.set()
