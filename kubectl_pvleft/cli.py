@@ -105,16 +105,13 @@ def output_format(text: str) -> str:
 
 
 def validate_namespace(namespace: str) -> str:
-    """kubectl refuses a namespace that cannot be a path segment or an RFC 1123 label, before any request."""
-    if namespace in (".", ".."):
-        raise UsageError(f'invalid namespace "{namespace}": [may not be \'{namespace}\']')
-    for bad in ("/", "%"):
-        if bad in namespace:
-            raise UsageError(f'invalid namespace "{shown(namespace)}": [may not contain \'{bad}\']')
-    if len(namespace) > 63 or not _DNS1123_LABEL.fullmatch(namespace):
-        raise UsageError(f'invalid namespace "{shown(namespace)}": a lowercase RFC 1123 label must consist of lower '
-                         "case alphanumeric characters or '-', start and end with an alphanumeric character, and be "
-                         "at most 63 characters")
+    """kubectl refuses a namespace that cannot be a path segment or an RFC 1123 label, before any request.
+    An empty -n is kubectl's "not given": the context's namespace is used."""
+    from kubectl_pvleft.kubeconfig import namespace_problem
+
+    problem = namespace_problem(namespace) if namespace else None
+    if problem:
+        raise UsageError(f'invalid namespace "{shown(namespace)}": [{problem}]')
     return namespace
 
 
@@ -243,7 +240,7 @@ def _flags(parser: argparse.ArgumentParser, top: bool) -> None:
 
 def build_parser(prog: str) -> argparse.ArgumentParser:
     parser = _Parser(
-        prog=prog,
+        prog=prog, allow_abbrev=False,  # pflag takes no abbreviations: --all is not --all-namespaces
         description="Read-only storage diagnostics: leftover PVs, Pending Pods, StorageClasses, troubled claims. "
                     "Only get, list and watch are ever sent to the API server.",
         epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -253,7 +250,7 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="SUBCOMMAND", parser_class=_Parser)
     for command in COMMANDS:
         p = sub.add_parser(command.name, help=command.summary, description=command.summary, epilog=EXIT_CODES_HELP,
-                           formatter_class=argparse.RawDescriptionHelpFormatter)
+                           formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
         _flags(p, top=False)
         command.arguments(p)
         p.set_defaults(command_spec=command)

@@ -11,7 +11,7 @@ Reads: Pods (``status.phase=Pending``), Events, PVCs, StorageClasses, CSIDrivers
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Callable, Optional, Sequence, TypeVar
+from typing import Any, Optional, Sequence, TypeVar
 
 from kubectl_pvleft.api import (
     CSI_DRIVERS,
@@ -26,7 +26,7 @@ from kubectl_pvleft.api import (
 )
 from kubectl_pvleft.commands import Options, Result
 from kubectl_pvleft.printing import Column, Report, age, truncate, utcnow, word
-from kubectl_pvleft.records import Event, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass, iso
+from kubectl_pvleft.records import Event, Pod, StorageClass, iso
 from kubectl_pvleft.triage import ClaimView, Evidence, Triage, TriageResult, assess, is_external
 from kubectl_pvleft.watch import Follow, Stores, Stream
 

@@ -1,0 +1,125 @@
+"""The base of every record, and the API's own envelopes (list metadata, Status).
+
+Small typed records decoded straight from the API's response bytes.
+
+Each record is a msgspec Struct that declares only the fields the analyses read, under their wire
+names (``rename="camel"``); everything else in the response (managedFields, most of the spec) is
+skipped by the decoder without being built. Absent fields take their defaults (a server that does not
+send a field is not an error), and enumerations stay open: an unknown phase or status is carried as
+the string the server sent. ``from_wire`` converts an already-parsed dict, for tests and fixtures.
+"""
+
+from __future__ import annotations
+
+import enum
+from datetime import datetime
+from typing import Any, Mapping, Optional, TypeVar
+
+import msgspec
+
+T = TypeVar("T")
+
+DEFAULT_CLASS_ANNOTATIONS = (
+    "storageclass.kubernetes.io/is-default-class",
+    "storageclass.beta.kubernetes.io/is-default-class",
+)
+BETA_CLASS_ANNOTATION = "volume.beta.kubernetes.io/storage-class"
+
+# The phases the API documents. Enumerations stay open: any other value is carried as the server sent it.
+PV_PHASES = ("Pending", "Available", "Bound", "Released", "Failed")
+CLAIM_PHASES = ("Pending", "Bound", "Lost")
+
+
+class Absent(enum.Enum):
+    """Why a value is not there. Only printing turns these into words (``<unknown>``, ``<missing>``)."""
+
+    UNKNOWN = "unknown"  # could not be read (a 403): never a guess
+    MISSING = "missing"  # known not to exist
+
+
+class Record(msgspec.Struct, rename="camel", frozen=True, gc=False):
+    """Base: wire names, immutable, and no GC tracking (records hold no cycles)."""
+
+    @classmethod
+    def from_wire(cls: type[T], obj: Mapping[str, Any]) -> T:
+        return msgspec.convert(obj, cls)
+
+
+def iso(when: Optional[datetime]) -> Optional[str]:
+    """The API's own time format, for JSON output."""
+    if when is None:
+        return None
+    return when.isoformat().replace("+00:00", "Z")
+
+
+class ObjectMeta(Record):
+    name: str = ""
+    namespace: Optional[str] = None
+    uid: str = ""
+    resource_version: str = ""
+    creation_timestamp: Optional[datetime] = None
+    deletion_timestamp: Optional[datetime] = None
+    labels: dict[str, str] = {}
+    annotations: dict[str, str] = {}
+
+    @property
+    def created(self) -> Optional[datetime]:
+        return self.creation_timestamp
+
+    @property
+    def deleted(self) -> Optional[datetime]:
+        return self.deletion_timestamp
+
+
+class ObjectRef(Record):
+    """A pointer at another object. ``uid`` is the identity; namespace/name is only the human string."""
+
+    kind: Optional[str] = None
+    namespace: Optional[str] = None
+    name: Optional[str] = None
+    uid: Optional[str] = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}" if self.namespace else (self.name or "")
+
+
+class Condition(Record):
+    type: str = ""
+    status: str = ""
+    reason: Optional[str] = None
+    message: Optional[str] = None
+    last_transition_time: Optional[datetime] = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "type": self.type,
+            "status": self.status,
+            "reason": self.reason or None,
+            "message": self.message or None,
+            "last_transition_time": iso(self.last_transition_time),
+        }
+
+
+def _class_name(meta: ObjectMeta, spec_class: Optional[str]) -> Optional[str]:
+    """The class a PV or PVC names. Objects from before storageClassName carry the beta annotation, which
+    kubectl and the PV controller still prefer when it is set."""
+    if BETA_CLASS_ANNOTATION in meta.annotations:
+        return meta.annotations[BETA_CLASS_ANNOTATION]
+    return spec_class
+
+
+# -- the envelopes the server wraps records in --------------------------------------------------------
+
+class ListMeta(msgspec.Struct, rename="camel", frozen=True, gc=False):
+    resource_version: str = ""
+    continue_: str = msgspec.field(default="", name="continue")
+
+
+class Status(msgspec.Struct, rename="camel", frozen=True, gc=False):
+    """The API's error object (kind: Status)."""
+
+    code: int = 0
+    reason: str = ""
+    message: str = ""
+    details: Optional[dict[str, Any]] = None

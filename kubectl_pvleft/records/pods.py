@@ -1,0 +1,190 @@
+"""Records of the workload side `pending` reads: Pods and Events."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Optional
+
+import msgspec
+
+from kubectl_pvleft.records.base import Condition, ObjectMeta, ObjectRef, Record
+
+# -- Pod ----------------------------------------------------------------------------------------------
+
+class ClaimVolumeSource(Record):
+    claim_name: str = ""
+
+
+class PodVolume(Record):
+    name: str = ""
+    persistent_volume_claim: Optional[ClaimVolumeSource] = None
+    ephemeral: Optional[dict[str, Any]] = None
+
+
+class PodSpec(Record):
+    node_name: Optional[str] = None
+    scheduler_name: str = "default-scheduler"
+    volumes: tuple[PodVolume, ...] = ()
+
+
+class ContainerStateWaiting(Record):
+    reason: Optional[str] = None
+    message: Optional[str] = None
+
+
+class ContainerState(Record):
+    waiting: Optional[ContainerStateWaiting] = None
+
+
+class ContainerStatus(Record):
+    name: str = ""
+    state: ContainerState = ContainerState()
+
+
+class PodStatus(Record):
+    phase: str = ""
+    conditions: tuple[Condition, ...] = ()
+    init_container_statuses: tuple[ContainerStatus, ...] = ()
+    container_statuses: tuple[ContainerStatus, ...] = ()
+
+
+class ContainerWait(msgspec.Struct, frozen=True):
+    container: str
+    reason: str
+    message: Optional[str]
+
+
+class Pod(Record):
+    metadata: ObjectMeta = ObjectMeta()
+    spec: PodSpec = PodSpec()
+    status: PodStatus = PodStatus()
+
+    @property
+    def meta(self) -> ObjectMeta:
+        return self.metadata
+
+    @property
+    def namespace(self) -> str:
+        return self.metadata.namespace or ""
+
+    @property
+    def name(self) -> str:
+        return self.metadata.name
+
+    @property
+    def phase(self) -> str:
+        return self.status.phase
+
+    @property
+    def node_name(self) -> Optional[str]:
+        return self.spec.node_name or None
+
+    @property
+    def scheduler_name(self) -> str:
+        return self.spec.scheduler_name or "default-scheduler"
+
+    @property
+    def resource_version(self) -> str:
+        return self.metadata.resource_version
+
+    @property
+    def conditions(self) -> tuple[Condition, ...]:
+        return self.status.conditions
+
+    @property
+    def claims(self) -> tuple[str, ...]:
+        names = []
+        for volume in self.spec.volumes:
+            if volume.persistent_volume_claim is not None:
+                names.append(volume.persistent_volume_claim.claim_name)
+            elif volume.ephemeral is not None:
+                names.append(self._ephemeral_claim(volume))
+        return tuple(names)
+
+    @property
+    def ephemeral_claims(self) -> tuple[str, ...]:
+        """The claims in ``claims`` that generic ephemeral volumes own."""
+        return tuple(self._ephemeral_claim(v) for v in self.spec.volumes
+                     if v.persistent_volume_claim is None and v.ephemeral is not None)
+
+    def _ephemeral_claim(self, volume: PodVolume) -> str:
+        # A generic ephemeral volume's claim is named <pod>-<volume> by the ephemeral controller.
+        return f"{self.metadata.name}-{volume.name}"
+
+    @property
+    def waiting(self) -> tuple[ContainerWait, ...]:
+        return tuple(ContainerWait(cs.name, cs.state.waiting.reason or "Waiting", cs.state.waiting.message)
+                     for cs in (*self.status.init_container_statuses, *self.status.container_statuses)
+                     if cs.state.waiting is not None)
+
+    @property
+    def reported_containers(self) -> int:
+        """Container statuses the kubelet wrote (init containers included)."""
+        return len(self.status.init_container_statuses) + len(self.status.container_statuses)
+
+    def condition(self, kind: str) -> Optional[Condition]:
+        return next((c for c in self.status.conditions if c.type == kind), None)
+
+
+# -- Event --------------------------------------------------------------------------------------------
+
+class EventSeries(Record):
+    count: Optional[int] = None
+    last_observed_time: Optional[datetime] = None
+
+
+class EventSource(Record):
+    component: Optional[str] = None
+
+
+class Event(Record):
+    """A core/v1 Event (events.k8s.io/v1 writers such as the scheduler fill other fields of the same object)."""
+
+    metadata: ObjectMeta = ObjectMeta()
+    involved_object: ObjectRef = ObjectRef()
+    reason: str = ""
+    wire_message: Optional[str] = msgspec.field(default=None, name="message")
+    note: Optional[str] = None
+    type: str = ""
+    reporting_controller: Optional[str] = None
+    reporting_component: Optional[str] = None
+    source: Optional[EventSource] = None
+    wire_count: Optional[int] = msgspec.field(default=None, name="count")
+    series: Optional[EventSeries] = None
+    last_timestamp: Optional[datetime] = None
+    event_time: Optional[datetime] = None
+    first_timestamp: Optional[datetime] = None
+
+    @property
+    def uid(self) -> str:
+        return self.metadata.uid
+
+    @property
+    def namespace(self) -> Optional[str]:
+        return self.metadata.namespace
+
+    @property
+    def involved(self) -> ObjectRef:
+        return self.involved_object
+
+    @property
+    def message(self) -> str:
+        return (self.wire_message or self.note or "").strip()
+
+    @property
+    def reporter(self) -> str:
+        return (self.reporting_controller or self.reporting_component
+                or (self.source.component if self.source else None) or "")
+
+    @property
+    def count(self) -> int:
+        return int((self.series.count if self.series else None) or self.wire_count or 1)
+
+    @property
+    def observed(self) -> Optional[datetime]:
+        """Newest evidence of the event: events.k8s.io/v1 writers leave lastTimestamp and count empty
+        and keep series.lastObservedTime / eventTime instead."""
+        times = (self.series.last_observed_time if self.series else None, self.last_timestamp, self.event_time,
+                 self.first_timestamp, self.metadata.creation_timestamp)
+        known = [t for t in times if t is not None]
+        return max(known) if known else None
