@@ -13,9 +13,10 @@ from __future__ import annotations
 import argparse
 import importlib
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
-from kubectl_pvleft.printing import Report
+if TYPE_CHECKING:  # --help must not pay for the output layer
+    from kubectl_pvleft.printing import Report
 
 
 @dataclass(frozen=True)
