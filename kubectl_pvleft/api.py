@@ -29,6 +29,7 @@ from kubectl_pvleft.records import (
     Pod,
     Status,
     StorageClass,
+    VolumeAttachment,
 )
 from kubectl_pvleft.transport import StreamClosed, Transport, error_for
 
@@ -84,6 +85,7 @@ EVENTS = Kind("events", "/api/v1", True, Event)
 STORAGE_CLASSES = Kind("storageclasses", "/apis/storage.k8s.io/v1", False, StorageClass)
 CSI_DRIVERS = Kind("csidrivers", "/apis/storage.k8s.io/v1", False, Named, metadata_only=True)
 NAMESPACES = Kind("namespaces", "/api/v1", False, Named, metadata_only=True)
+VOLUME_ATTACHMENTS = Kind("volumeattachments", "/apis/storage.k8s.io/v1", False, VolumeAttachment)
 
 
 class WatchEvent(msgspec.Struct, Generic[T], frozen=True):

@@ -10,6 +10,7 @@ Reads: Pods (``status.phase=Pending``), Events, PVCs, StorageClasses, CSIDrivers
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 from typing import Any, Optional, Sequence, TypeVar
 
@@ -20,6 +21,7 @@ from kubectl_pvleft.api import (
     PERSISTENT_VOLUMES,
     PODS,
     STORAGE_CLASSES,
+    VOLUME_ATTACHMENTS,
     Kind,
     Reader,
     optional,
@@ -46,6 +48,9 @@ CLASSES_UNREADABLE = "cannot list storageclasses ({reason}); whether a claim's c
 DRIVERS_UNREADABLE = "cannot list csidrivers ({reason}); whether a provisioner is registered is unknown."
 VOLUMES_UNREADABLE = ("cannot read persistentvolumes ({reason}); the volumes that claims name in spec.volumeName are "
                       "unknown.")
+PODS_UNREADABLE = "cannot list pods ({reason}); the Pods holding a claim or a volume cannot be named."
+ATTACHMENTS_UNREADABLE = ("cannot list volumeattachments ({reason}); the node a volume is attached to cannot be "
+                          "named.")
 EVENTS_UNREADABLE = ("cannot read events ({reason}); the Pods' and claims' events are unknown, so verdicts rest on "
                      "conditions and claim state alone. Grant get/list on events.")
 
@@ -87,8 +92,33 @@ def gather_evidence(api: Reader, pods: Sequence[Pod], namespace: Optional[str], 
                        VOLUMES_UNREADABLE) if wanted_volumes else {}
     uids = {p.meta.uid: p.namespace for p in pods} | {c.meta.uid: c.namespace for c in unbound}
     events = optional(lambda: _read_events(api, uids, namespace, limit), warnings, EVENTS_UNREADABLE)
-    return Evidence(claims=claims, events=events, classes=classes, csi_drivers=drivers,
-                    volumes=None if volumes is None else {name: pv for (_, name), pv in volumes.items()})
+    evidence = Evidence(claims=claims, events=events, classes=classes, csi_drivers=drivers,
+                        volumes=None if volumes is None else {name: pv for (_, name), pv in volumes.items()})
+    return _other_parties(api, pods, evidence, warnings, limit)
+
+
+def _other_parties(api: Reader, pods: Sequence[Pod], evidence: Evidence, warnings: list[str], limit: int) -> Evidence:
+    """Read what names the other party, only where a blocker needs it: the claims PVs are still bound to,
+    the Pods holding a ReadWriteOncePod claim, the VolumeAttachments of a Multi-Attach."""
+    claims = list((evidence.claims or {}).values())
+    other_refs = {(pv.claim_ref.namespace or "", pv.claim_ref.name or "") for pv in (evidence.volumes or {}).values()
+                  if pv.claim_ref is not None and pv.claim_ref.name}
+    other_refs -= {(c.namespace, c.name) for c in claims}
+    others = optional(lambda: _read_named(api, PERSISTENT_VOLUME_CLAIMS, other_refs, None, limit), warnings,
+                      CLAIMS_UNREADABLE) if other_refs else {}
+    messages = [e.message for uid in {p.meta.uid for p in pods} for e in (evidence.events or {}).get(uid, ())]
+    messages += [c.message or "" for p in pods for c in p.conditions]
+    rwop = any("ReadWriteOncePod" in c.access_modes for c in claims) and any("ReadWriteOncePod" in m for m in messages)
+    multi_attach = any("Multi-Attach" in m for m in messages)
+    holders: Optional[list[Pod]] = None
+    if rwop or multi_attach:
+        namespaces = sorted({p.namespace for p in pods})
+        holders = optional(lambda: [p for ns in namespaces for p in api.list(PODS, ns)], warnings, PODS_UNREADABLE)
+    attachments = None
+    if multi_attach:
+        attachments = optional(lambda: list(api.list(VOLUME_ATTACHMENTS)), warnings, ATTACHMENTS_UNREADABLE)
+    return replace(evidence, others={**(evidence.claims or {}), **(others or {})} if others is not None else None,
+                   pods=holders, attachments=attachments)
 
 
 def _read_named(api: Reader, kind: Kind[T], wanted: set[tuple[str, str]], namespace: Optional[str],
@@ -151,13 +181,13 @@ def follow(options: Options) -> Follow[Triage]:
         Stream("csidrivers", CSI_DRIVERS, unreadable=DRIVERS_UNREADABLE),
         Stream("volumes", PERSISTENT_VOLUMES, unreadable=VOLUMES_UNREADABLE),
     ]
-    return Follow(streams, "pods", lambda stores: assess(stores["pods"] or (), evidence_of(stores)),
+    return Follow(streams, "pods", lambda stores: assess(stores["pods"] or (), evidence_of(stores, ns is None)),
                   key=lambda r: r.pod.meta.uid, signature=lambda r: (*r.verdict.key, claims_cell(r) or ""),
                   gone="no longer Pending", keep=lambda pod: (pod.phase or "Pending") == "Pending",
                   departure=departure)
 
 
-def evidence_of(stores: Stores) -> Evidence:
+def evidence_of(stores: Stores, cluster_wide: bool = False) -> Evidence:
     """What the streams have shown, as the evidence the rules read; None for a kind that cannot be read."""
     events: Optional[dict[str, list[Event]]] = None
     if stores["events"] is not None:
@@ -166,8 +196,11 @@ def evidence_of(stores: Stores) -> Evidence:
             if event.involved.kind in EVIDENCE_KINDS:
                 events.setdefault(event.involved.uid or "", []).append(event)
     claims, classes, drivers, volumes = stores["claims"], stores["classes"], stores["csidrivers"], stores["volumes"]
+    by_key = None if claims is None else {(c.namespace, c.name): c for c in claims}
     return Evidence(
-        claims=None if claims is None else {(c.namespace, c.name): c for c in claims},
+        claims=by_key,
+        # A claim in another namespace is not in a namespaced store: there, the other party stays unknown.
+        others=by_key if cluster_wide else None,
         events=events,
         classes=None if classes is None else {sc.name: sc for sc in classes},
         csi_drivers=None if drivers is None else frozenset(d.name for d in drivers),
@@ -238,6 +271,7 @@ def to_json(row: Triage) -> dict[str, Any]:
         "source": verdict.source,
         "claim": verdict.claim,
         "observed": iso(verdict.observed),
+        "other_party": verdict.other.to_json() if verdict.other else None,
         "pending_since": iso(pod.meta.created),
         "pod_scheduled": scheduled.to_json() if scheduled else None,
         "claims": [claim_json(c) for c in row.claims],

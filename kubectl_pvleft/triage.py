@@ -14,11 +14,12 @@ of its own, never "all is well".
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Iterable, Mapping, Optional, Sequence, Union
 
-from kubectl_pvleft.records import Absent, Event, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass
+from kubectl_pvleft.parties import RWOP, OtherParty, attachment_holder, bound_claim, rwop_holders
+from kubectl_pvleft.records import Absent, VolumeAttachment, Event, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass
 
 # -- owners ------------------------------------------------------------------------------------------
 
@@ -72,6 +73,11 @@ class Evidence:
     classes: Optional[Mapping[str, StorageClass]] = None
     csi_drivers: Optional[frozenset[str]] = None
     volumes: Optional[Mapping[str, PersistentVolume]] = None
+    # For naming the other party: the claims PVs are bound to, the namespace's Pods that are not Pending,
+    # and VolumeAttachments. Read only when a verdict needs them; None: not read or not readable.
+    others: Optional[Mapping[tuple[str, str], PersistentVolumeClaim]] = None
+    pods: Optional[Sequence[Pod]] = None
+    attachments: Optional[Sequence[VolumeAttachment]] = None
 
     def events_for(self, uid: Optional[str]) -> list[Event]:
         if self.events is None or not uid:
@@ -111,6 +117,7 @@ class Verdict:
     source: str  # claim | claim-event | pod-event | pod-condition | container | none
     claim: Optional[str] = None  # the claim the verdict is about, when it is about one
     observed: Optional[datetime] = None  # when the evidence was last seen
+    other: Optional[OtherParty] = None  # who else is involved: the claim, Pods or node holding what blocks
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -239,16 +246,17 @@ def _prebound_verdict(claim: ClaimView, pvc: PersistentVolumeClaim, evidence: Ev
     if same_claim:
         return None
     owner_claim = f"{ref.namespace}/{ref.name}"
+    other = bound_claim(pv, evidence.others)
     if pv.phase in ("Released", "Failed"):
         return Verdict(PV_CONTROLLER, f"Volume{pv.phase}",
                        f'claim "{claim.name}" names PersistentVolume "{pv.name}", which is {pv.phase}: it still '
-                       f"points at the deleted claim {owner_claim}. The volume survived its claim: see "
-                       "`kubectl pvleft leftovers`, and decide whether to clear its claimRef or to name another "
-                       "volume", "claim", claim.name)
+                       f"points at the deleted claim {owner_claim} ({other.text()}). The volume survived its claim: "
+                       "see `kubectl pvleft leftovers`, and decide whether to clear its claimRef or to name another "
+                       "volume", "claim", claim.name, other=other)
     return Verdict(PV_CONTROLLER, "VolumeBoundToOtherClaim",
                    f'claim "{claim.name}" names PersistentVolume "{pv.name}", which is {pv.phase or "bound"} to '
-                   f"claim {owner_claim}; it cannot bind to two claims (see `kubectl pvleft leftovers` if "
-                   f"{owner_claim} is gone)", "claim", claim.name)
+                   f"claim {owner_claim} ({other.text()}); it cannot bind to two claims (see `kubectl pvleft "
+                   f"leftovers` if {owner_claim} is gone)", "claim", claim.name, other=other)
 
 
 def _claim_event_verdict(claims: Sequence[ClaimView], evidence: Evidence) -> Optional[Verdict]:
@@ -371,17 +379,54 @@ def _pod_verdict(pod: Pod, claims: Sequence[ClaimView], events: Sequence[Event])
                    f"{EVENTS_EXPIRE}", "none")
 
 
-def classify(pod: Pod, evidence: Evidence) -> Triage:
-    """Claim evidence first (state, then events newest first), then the Pod's own evidence."""
-    claims = claim_views(pod, evidence)
-    pod_events = evidence.events_for(pod.meta.uid)
-    verdict = None
+def _claim_verdict(pod: Pod, claims: Sequence[ClaimView], evidence: Evidence) -> Optional[Verdict]:
     for claim in claims:
         verdict = _claim_state_verdict(claim, pod, evidence)
         if verdict is not None:
-            break
-    verdict = (verdict or _claim_event_verdict(claims, evidence) or _claim_pending_verdict(claims, evidence)
-               or _pod_verdict(pod, claims, pod_events))
+            return verdict
+    return _claim_event_verdict(claims, evidence) or _claim_pending_verdict(claims, evidence)
+
+
+def _scheduled(pod: Pod, claims: Sequence[ClaimView], events: Sequence[Event], evidence: Evidence) -> Verdict:
+    """A Pod already on a node is never the scheduler's: the attach/detach controller or the kubelet owns
+    what blocks it, and whatever its claims look like is context in the message, not the blocker."""
+    verdict = _pod_verdict(pod, claims, events)
+    context = _claim_verdict(pod, claims, evidence)
+    if context is not None:
+        verdict = replace(verdict, claim=verdict.claim or context.claim, other=verdict.other or context.other,
+                          message=f"{verdict.message} (context: {context.reason}: {context.message})")
+    return verdict
+
+
+def _name_other_party(pod: Pod, verdict: Verdict, claims: Sequence[ClaimView], evidence: Evidence) -> Verdict:
+    """Who holds what blocks: the Pods on a ReadWriteOncePod claim, the node of a Multi-Attach."""
+    if verdict.other is not None:
+        return verdict
+    bound = [c.pvc for c in claims if c.pvc is not None]
+    if RWOP in verdict.message and verdict.owner != KUBELET:
+        for pvc in bound:
+            if RWOP in pvc.access_modes:
+                other = rwop_holders(pod, pvc, evidence.pods)
+                return replace(verdict, claim=pvc.name, other=other,
+                               message=f'{verdict.message} (claim "{pvc.name}" is {other.text()})')
+    if "Multi-Attach" in verdict.message:
+        for pvc in bound:
+            other = attachment_holder(pod, pvc, evidence.attachments, evidence.pods)
+            if other is not None:
+                return replace(verdict, claim=pvc.name, other=other, message=f"{verdict.message} ({other.text()})")
+    return verdict
+
+
+def classify(pod: Pod, evidence: Evidence) -> Triage:
+    """Claim evidence first (state, then events newest first), then the Pod's own evidence; a scheduled
+    Pod's blocker is the node side's, with its claims as context."""
+    claims = claim_views(pod, evidence)
+    pod_events = evidence.events_for(pod.meta.uid)
+    if pod.node_name:
+        verdict = _scheduled(pod, claims, pod_events, evidence)
+    else:
+        verdict = _claim_verdict(pod, claims, evidence) or _pod_verdict(pod, claims, pod_events)
+    verdict = _name_other_party(pod, verdict, claims, evidence)
     shown = [(f"Pod/{pod.name}", e) for e in pod_events]
     shown += [(f"PersistentVolumeClaim/{c.name}", e) for c in claims for e in c.events]
     shown.sort(key=lambda ke: (ke[1].observed is not None, ke[1].observed or datetime.min), reverse=True)

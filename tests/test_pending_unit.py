@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 import io
 import json
 import threading
@@ -18,7 +19,7 @@ from kubectl_pvleft.api import Kind, error_for
 from kubectl_pvleft.errors import Forbidden
 from kubectl_pvleft.printing import render
 from kubectl_pvleft.triage import Evidence, Triage, TriageResult
-from kubectl_pvleft.records import Event, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass
+from kubectl_pvleft.records import Event, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass, VolumeAttachment
 
 WIRE = Path(__file__).parent / "fixtures" / "wire"
 
@@ -288,7 +289,13 @@ def test_few_objects_are_read_one_selector_each() -> None:
     assert [c for c in api.calls if c[0] == "get"] == [
         ("get", f"/api/v1/namespaces/{doc['namespace']}/persistentvolumeclaims/data"),
         ("get", f"/api/v1/persistentvolumes/{doc['volumes'][0]['metadata']['name']}"),
+        # The claim the volume still points at: the other party, looked up by name, judged by uid.
+        ("get", f"/api/v1/namespaces/{doc['namespace']}/persistentvolumeclaims/old"),
     ]
+    other = pending.to_json(result.rows[0])["other_party"]
+    assert (other["kind"], other["name"], other["exists"], other["state"]) == ("PersistentVolumeClaim", "old", False,
+                                                                             "missing")
+    assert "no longer exists" in result.rows[0].verdict.message
 
 
 def test_many_objects_are_read_with_one_list_per_namespace() -> None:
@@ -367,3 +374,82 @@ def test_attach_and_mount_failures_of_a_scheduled_pod(reason: str, reporter: str
     doc["events"].append(failure)
     row = triage_of(doc)
     assert (row.verdict.owner, row.verdict.reason, row.verdict.source) == (owner, reason, "pod-event")
+
+
+# -- #16: scheduled Pods are never the scheduler's; the other party is named ------------------------------
+
+def test_a_scheduled_pod_with_a_missing_claim_is_the_kubelets_with_the_claim_as_context() -> None:
+    doc = copy.deepcopy(load("missing_claim"))
+    doc["pods"][0]["spec"]["nodeName"] = "node-a"  # bound straight to a node: the scheduler is done with it
+    row = triage_of(doc)
+    assert row.verdict.owner == "kubelet" and row.verdict.owner != "kube-scheduler"
+    assert row.verdict.reason == "AwaitingKubelet"
+    assert "context: ClaimNotFound" in row.verdict.message and row.verdict.claim == "nowhere"
+
+
+def test_a_scheduled_pod_whose_claim_is_terminating_is_not_the_schedulers() -> None:
+    doc = copy.deepcopy(load("no_kubelet"))
+    pod = doc["pods"][0]
+    claim = copy.deepcopy(load("external_provisioning")["claims"][0])
+    claim["metadata"].update(namespace=pod["metadata"]["namespace"], deletionTimestamp="2026-12-02T16:30:00Z")
+    claim["status"]["phase"] = "Bound"
+    pod["spec"]["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": claim["metadata"]["name"]}}]
+    doc["claims"] = [claim]
+    row = triage_of(doc)
+    assert row.verdict.owner == "kubelet" and "context: ClaimTerminating" in row.verdict.message
+
+
+def _rwop_doc() -> dict[str, Any]:
+    doc = copy.deepcopy(load("external_provisioning"))
+    pod, claim = doc["pods"][0], doc["claims"][0]
+    claim["spec"]["accessModes"] = ["ReadWriteOncePod"]
+    claim["status"]["phase"] = "Bound"
+    claim["spec"]["volumeName"] = "pv-rwop"
+    doc["events"] = []
+    message = ("0/3 nodes are available: 3 node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod "
+               "access mode already in-use by another pod. preemption: 0/3 nodes are available")
+    pod["status"]["conditions"] = [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                                    "message": message, "lastTransitionTime": "2026-12-02T16:00:00Z"}]
+    holder = copy.deepcopy(pod)
+    holder["metadata"].update(name="holder", uid="holder-uid")
+    holder["spec"]["nodeName"] = "node-b"
+    holder["status"] = {"phase": "Running"}
+    doc["all_pods"] = [pod, holder]
+    return doc
+
+
+def test_a_read_write_once_pod_claim_in_use_names_the_pods_holding_it() -> None:
+    doc = _rwop_doc()
+    evidence = replace(evidence_of(doc), pods=[Pod.from_wire(p) for p in doc["all_pods"]])
+    row = pending.assess([Pod.from_wire(doc["pods"][0])], evidence)[0]
+    assert row.verdict.owner == "kube-scheduler"
+    assert row.verdict.other is not None and row.verdict.other.pods == (f"{doc['namespace']}/holder",)
+    assert f"held by Pod(s) {doc['namespace']}/holder" in row.verdict.message
+    assert pending.to_json(row)["other_party"]["pods"] == [f"{doc['namespace']}/holder"]
+    unknown = pending.assess([Pod.from_wire(doc["pods"][0])], evidence_of(doc))[0]  # Pods not read: not a guess
+    assert unknown.verdict.other is not None and unknown.verdict.other.exists is None
+
+
+def test_a_multi_attach_error_names_the_node_and_the_pods_there() -> None:
+    doc = _rwop_doc()
+    pod, claim = doc["pods"][0], doc["claims"][0]
+    claim["spec"]["accessModes"] = ["ReadWriteOnce"]
+    pod["spec"]["nodeName"] = "node-a"
+    pod["status"] = {"phase": "Pending"}
+    event = copy.deepcopy(load("no_kubelet")["events"][0])
+    event["metadata"]["uid"] = "multi"
+    event["involvedObject"].update(uid=pod["metadata"]["uid"], name=pod["metadata"]["name"])
+    event.update(reason="FailedAttachVolume", reportingComponent="attachdetach-controller",
+                 message='Multi-Attach error for volume "pv-rwop" Volume is already exclusively attached to one node '
+                         "and can't be attached to another", series={"count": 2,
+                                                                      "lastObservedTime": "2099-01-01T00:00:00Z"})
+    doc["events"] = [event]
+    attachment = VolumeAttachment.from_wire({"metadata": {"name": "csi-1"}, "spec": {
+        "attacher": "pd.csi.storage.gke.io", "nodeName": "node-b", "source": {"persistentVolumeName": "pv-rwop"}},
+        "status": {"attached": True}})
+    evidence = replace(evidence_of(doc), pods=[Pod.from_wire(p) for p in doc["all_pods"]], attachments=[attachment])
+    row = pending.assess([Pod.from_wire(pod)], evidence)[0]
+    assert (row.verdict.owner, row.verdict.reason) == ("attachdetach-controller", "FailedAttachVolume")
+    other = pending.to_json(row)["other_party"]
+    assert (other["kind"], other["node"], other["pods"]) == ("Node", "node-b", [f"{doc['namespace']}/holder"])
+    assert 'attached to node "node-b"' in row.verdict.message

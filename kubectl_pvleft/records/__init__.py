@@ -1,6 +1,6 @@
 """Small typed records decoded straight from the API's response bytes (msgspec Structs that declare only
 the fields the analyses read, under their wire names). base: the Record base and the API's envelopes;
-volumes: PVs, claims, classes; pods: Pods and Events."""
+volumes: PVs, claims, classes; pods: Pods and Events; snapshots: VolumeSnapshots, contents, classes."""
 
 from kubectl_pvleft.records.base import (
     BETA_CLASS_ANNOTATION, CLAIM_PHASES, DEFAULT_CLASS_ANNOTATIONS, PV_PHASES, Absent, Condition, ListMeta, ObjectMeta,
@@ -11,12 +11,14 @@ from kubectl_pvleft.records.pods import (
 )
 from kubectl_pvleft.records.volumes import (
     ZONE_KEYS, ClaimIdentity, HealthCondition, ModifyVolumeStatus, Named, PersistentVolume, PersistentVolumeClaim,
-    StorageClass,
+    StorageClass, VolumeAttachment,
 )
+from kubectl_pvleft.records.snapshots import SnapshotError, VolumeSnapshot, VolumeSnapshotClass, VolumeSnapshotContent
 
 __all__ = [
     "BETA_CLASS_ANNOTATION", "CLAIM_PHASES", "DEFAULT_CLASS_ANNOTATIONS", "PV_PHASES", "ZONE_KEYS", "Absent",
     "ClaimIdentity", "ClaimVolumeSource", "Condition", "ContainerStatus", "ContainerWait", "Event", "HealthCondition",
     "ListMeta", "ModifyVolumeStatus", "Named", "ObjectMeta", "ObjectRef", "PersistentVolume", "PersistentVolumeClaim",
-    "Pod", "PodSpec", "PodStatus", "PodVolume", "Record", "Status", "StorageClass", "iso",
+    "Pod", "PodSpec", "PodStatus", "PodVolume", "Record", "Status", "StorageClass", "VolumeAttachment", "iso",
+    "SnapshotError", "VolumeSnapshot", "VolumeSnapshotClass", "VolumeSnapshotContent",
 ]

@@ -367,3 +367,37 @@ class StorageClass(Record):
     @property
     def is_default(self) -> bool:
         return any(self.metadata.annotations.get(a) == "true" for a in DEFAULT_CLASS_ANNOTATIONS)
+
+
+# -- VolumeAttachment: which node a volume is attached to -----------------------------------------------
+
+class VolumeAttachmentSource(Record):
+    persistent_volume_name: Optional[str] = None
+
+
+class VolumeAttachmentSpec(Record):
+    attacher: str = ""
+    node_name: str = ""
+    source: VolumeAttachmentSource = VolumeAttachmentSource()
+
+
+class VolumeAttachmentStatus(Record):
+    attached: bool = False
+
+
+class VolumeAttachment(Record):
+    metadata: ObjectMeta = ObjectMeta()
+    spec: VolumeAttachmentSpec = VolumeAttachmentSpec()
+    status: VolumeAttachmentStatus = VolumeAttachmentStatus()
+
+    @property
+    def persistent_volume_name(self) -> Optional[str]:
+        return self.spec.source.persistent_volume_name
+
+    @property
+    def node_name(self) -> str:
+        return self.spec.node_name
+
+    @property
+    def attached(self) -> bool:
+        return self.status.attached
