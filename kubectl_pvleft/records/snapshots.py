@@ -1,0 +1,124 @@
+"""Records of snapshot.storage.k8s.io/v1 (the CSI snapshotter's CRDs): VolumeSnapshots, their contents, classes.
+
+The content is the cluster's handle on a snapshot in the storage system; the VolumeSnapshot is the
+namespaced request that names it, matched by uid through ``spec.volumeSnapshotRef``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Optional
+
+from kubectl_pvleft.records.base import ObjectMeta, ObjectRef, Record
+
+
+class SnapshotError(Record):
+    """status.error of a snapshot or a content: the last error the snapshotter recorded."""
+
+    message: Optional[str] = None
+    time: Optional[datetime] = None
+
+
+# -- VolumeSnapshotContent ----------------------------------------------------------------------------
+
+class ContentSource(Record):
+    """Exactly one is set: volumeHandle (a dynamic snapshot of that volume) or snapshotHandle (pre-provisioned)."""
+
+    volume_handle: Optional[str] = None
+    snapshot_handle: Optional[str] = None
+
+
+class VolumeSnapshotContentSpec(Record):
+    deletion_policy: str = ""
+    driver: str = ""
+    volume_snapshot_ref: ObjectRef = ObjectRef()
+    volume_snapshot_class_name: Optional[str] = None
+    source: ContentSource = ContentSource()
+
+
+class VolumeSnapshotContentStatus(Record):
+    snapshot_handle: Optional[str] = None
+    ready_to_use: Optional[bool] = None
+    restore_size: Optional[int] = None  # bytes
+    error: Optional[SnapshotError] = None
+    creation_time: Optional[int] = None  # nanoseconds since the epoch, as the storage system reported it
+
+
+class VolumeSnapshotContent(Record):
+    metadata: ObjectMeta = ObjectMeta()
+    spec: VolumeSnapshotContentSpec = VolumeSnapshotContentSpec()
+    status: VolumeSnapshotContentStatus = VolumeSnapshotContentStatus()
+
+    @property
+    def meta(self) -> ObjectMeta:
+        return self.metadata
+
+    @property
+    def name(self) -> str:
+        return self.metadata.name
+
+    @property
+    def snapshot_handle(self) -> Optional[str]:
+        """The snapshot in the storage system: what the driver reported, else what a pre-provisioned content names."""
+        return self.status.snapshot_handle or self.spec.source.snapshot_handle or None
+
+    @property
+    def snapshot_ref(self) -> ObjectRef:
+        return self.spec.volume_snapshot_ref
+
+    @property
+    def class_name(self) -> Optional[str]:
+        return self.spec.volume_snapshot_class_name or None
+
+    @property
+    def taken(self) -> Optional[datetime]:
+        ns = self.status.creation_time
+        return None if ns is None else datetime.fromtimestamp(ns / 1e9, timezone.utc)
+
+
+# -- VolumeSnapshot -----------------------------------------------------------------------------------
+
+class SnapshotSource(Record):
+    persistent_volume_claim_name: Optional[str] = None
+    volume_snapshot_content_name: Optional[str] = None
+
+
+class VolumeSnapshotSpec(Record):
+    source: SnapshotSource = SnapshotSource()
+    volume_snapshot_class_name: Optional[str] = None
+
+
+class VolumeSnapshotStatus(Record):
+    bound_volume_snapshot_content_name: Optional[str] = None
+    ready_to_use: Optional[bool] = None
+    error: Optional[SnapshotError] = None
+
+
+class VolumeSnapshot(Record):
+    metadata: ObjectMeta = ObjectMeta()
+    spec: VolumeSnapshotSpec = VolumeSnapshotSpec()
+    status: VolumeSnapshotStatus = VolumeSnapshotStatus()
+
+    @property
+    def meta(self) -> ObjectMeta:
+        return self.metadata
+
+    @property
+    def namespace(self) -> str:
+        return self.metadata.namespace or ""
+
+    @property
+    def name(self) -> str:
+        return self.metadata.name
+
+
+class VolumeSnapshotClass(Record):
+    """A class: its fields are at the top level, there is no spec."""
+
+    metadata: ObjectMeta = ObjectMeta()
+    driver: str = ""
+    deletion_policy: str = ""
+
+    @property
+    def name(self) -> str:
+        return self.metadata.name
