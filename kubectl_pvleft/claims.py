@@ -15,15 +15,18 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Mapping, Optional
 
-from kubectl_pvleft.api import PERSISTENT_VOLUME_CLAIMS, Reader
+from kubectl_pvleft.api import PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, STORAGE_CLASSES, Reader, optional
 from kubectl_pvleft.commands import Options, Result
 from kubectl_pvleft.printing import UNSET, Column, Report, age, utcnow
+from kubectl_pvleft.resize import StalledResize, stalled_resize
 from kubectl_pvleft.watch import Follow, Stores, Stream
-from kubectl_pvleft.records import CLAIM_PHASES, Condition, HealthCondition, PersistentVolumeClaim, iso
+from kubectl_pvleft.records import (CLAIM_PHASES, Condition, HealthCondition, PersistentVolume, PersistentVolumeClaim,
+                                   StorageClass, iso)
 
 # Problem kinds, as the PROBLEM column and JSON name them.
 PENDING, LOST = "pending", "lost"
 RESIZING, RESIZE_FAILED, RESIZE_ERROR = "resizing", "resize-failed", "resize-error"
+RESIZE_NOT_STARTED = "resize-not-started"  # requested > capacity, and nothing says a resize is under way
 MODIFY_PENDING, MODIFYING, MODIFY_INFEASIBLE, MODIFY_ERROR = "modify-pending", "modifying", "modify-infeasible", "modify-error"
 UNHEALTHY = "unhealthy"
 UNKNOWN = "unknown"  # a value this version does not know, in any of the fields above
@@ -80,6 +83,7 @@ class Problem:
 class ClaimRow:
     claim: PersistentVolumeClaim
     problems: tuple[Problem, ...]
+    stalled_resize: Optional[StalledResize] = None  # asked to grow, and nothing has started the resize
 
     @property
     def in_trouble(self) -> bool:
@@ -106,9 +110,12 @@ def condition_known(condition: Condition) -> bool:
     return condition.type in CONDITIONS
 
 
-def problems(claim: PersistentVolumeClaim) -> tuple[Problem, ...]:
+def problems(claim: PersistentVolumeClaim, stalled: Optional[StalledResize] = None) -> tuple[Problem, ...]:
     """Pure: every piece of status evidence that the claim is not simply Bound and well."""
     found: list[Problem] = []
+    if stalled is not None:
+        found.append(Problem(RESIZE_NOT_STARTED, "spec.resources.requests.storage", stalled.requested,
+                             reason=stalled.reason, message=stalled.text(), detail=f"{stalled.capacity}->{stalled.requested}"))
     phase = claim.phase
     if phase != "Bound":
         if phase in PHASE_PROBLEMS:
@@ -144,9 +151,14 @@ def problems(claim: PersistentVolumeClaim) -> tuple[Problem, ...]:
     return tuple(found)
 
 
-def assess(claims: list[PersistentVolumeClaim], *, include_all: bool = False) -> ClaimCensus:
+def assess(claims: list[PersistentVolumeClaim], *, include_all: bool = False,
+           classes: Optional[Mapping[str, StorageClass]] = None,
+           volumes: Optional[Mapping[str, PersistentVolume]] = None) -> ClaimCensus:
     """Pure: the claims in trouble (every claim with include_all), in kubectl's namespace/name order."""
-    rows = [ClaimRow(c, problems(c)) for c in claims]
+    rows = []
+    for c in claims:
+        stalled = stalled_resize(c, classes, volumes)
+        rows.append(ClaimRow(c, problems(c, stalled), stalled))
     rows.sort(key=lambda r: (r.claim.namespace, r.claim.name))
     trouble = sum(1 for r in rows if r.in_trouble)
     return ClaimCensus(rows=[r for r in rows if include_all or r.in_trouble], trouble_count=trouble)
@@ -157,7 +169,26 @@ def census(api: Reader, *, namespace: Optional[str] = None, include_all: bool = 
     """One list of claims, in one namespace or all (None). A 403 is the answer, not a warning: it propagates."""
     claims = list(api.list(PERSISTENT_VOLUME_CLAIMS, namespace, label_selector=label_selector,
                            field_selector=field_selector))
-    return assess(claims, include_all=include_all)
+    warnings: list[str] = []
+    classes, volumes = _resize_evidence(api, claims, warnings)
+    result = assess(claims, include_all=include_all, classes=classes, volumes=volumes)
+    result.warnings = warnings
+    return result
+
+
+def _resize_evidence(api: Reader, claims: list[PersistentVolumeClaim], warnings: list[str]) -> tuple[Any, Any]:
+    """Classes and volumes, read only when a claim's resize never started: they say why."""
+    grown = [c for c in claims if stalled_resize(c) is not None]
+    if not grown:
+        return None, None
+    classes = optional(lambda: {sc.name: sc for sc in api.list(STORAGE_CLASSES)}, warnings,
+                       "cannot list storageclasses ({reason}); why a resize never started is unknown.")
+    names = sorted({c.volume_name for c in grown if c.volume_name})
+    volumes = optional(lambda: {n: pv for n in names for pv in [api.get(PERSISTENT_VOLUMES, n)] if pv is not None}
+                       if len(names) <= 20 else {pv.name: pv for pv in api.list(PERSISTENT_VOLUMES) if pv.name in names},
+                       warnings, "cannot read persistentvolumes ({reason}); whether a volume type can be expanded is "
+                                 "unknown.")
+    return classes, volumes
 
 
 def run(api: Reader, options: Options) -> Result:
@@ -166,7 +197,7 @@ def run(api: Reader, options: Options) -> Result:
     report_ = report(result)
     if not options.flag("all", False):  # healthy claims may exist: say what was looked for
         report_ = replace(report_, empty_message="No claims in trouble found")
-    return Result(report_, result.trouble_count)
+    return Result(report_, result.trouble_count, result.warnings)
 
 
 def follow(options: Options) -> Follow[ClaimRow]:
@@ -254,6 +285,7 @@ def to_json(row: ClaimRow) -> dict[str, Any]:
         "deletion_timestamp": iso(c.meta.deleted),
         "in_trouble": row.in_trouble,
         "problems": [p.to_json() for p in row.problems],
+        "stalled_resize": row.stalled_resize.to_json() if row.stalled_resize else None,
     }
 
 

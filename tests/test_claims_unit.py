@@ -23,7 +23,7 @@ from fake_apiserver import FakeAPIServer, status
 from kubectl_pvleft import claims
 from kubectl_pvleft.claims import ClaimRow, assess, problem_text, problems, to_json
 from kubectl_pvleft.printing import table_lines
-from kubectl_pvleft.records import PersistentVolumeClaim
+from kubectl_pvleft.records import PersistentVolumeClaim, StorageClass
 from plugin_runner import items as list_items, run_plugin
 from wire import items, load
 
@@ -217,7 +217,8 @@ def test_json_keys_are_stable_and_complete() -> None:
     assert list(doc) == ["namespace", "name", "uid", "status", "phase", "phase_known", "volume", "storage_class",
                          "requested", "capacity", "allocated_resources", "allocated_resource_statuses", "conditions",
                          "volume_attributes_class", "current_volume_attributes_class", "modify_volume_status",
-                         "health_conditions", "creation_timestamp", "deletion_timestamp", "in_trouble", "problems"]
+                         "health_conditions", "creation_timestamp", "deletion_timestamp", "in_trouble", "problems",
+                         "stalled_resize"]
     assert doc["modify_volume_status"] == {"status": "Infeasible",
                                            "target_volume_attributes_class_name": "cc-rec-gold-io", "known": True}
     assert (doc["volume_attributes_class"], doc["current_volume_attributes_class"]) == ("cc-rec-gold-io",
@@ -264,3 +265,45 @@ def test_cli_all_json(tmp_path: Path) -> None:
         result = run_plugin(server.kubeconfig(tmp_path / "kc"), "claims", "-A", "--all", "-o", "json")
     rows = list_items(result.stdout)
     assert len(rows) == 8 and sum(r["in_trouble"] for r in rows) == 7
+
+
+# -- #16: the resize that never started ------------------------------------------------------------------
+
+def grown(requested: str, capacity: str, storage_class: str = "std", **status: object) -> PersistentVolumeClaim:
+    obj = wire("healthy")
+    obj["spec"]["resources"]["requests"]["storage"] = requested
+    obj["spec"]["storageClassName"] = storage_class
+    obj["status"] = {"phase": "Bound", "capacity": {"storage": capacity}, **status}
+    obj["metadata"]["managedFields"] = [
+        {"manager": "kubectl-patch", "operation": "Update", "time": "2026-12-02T17:00:00Z", "fieldsType": "FieldsV1",
+         "fieldsV1": {"f:spec": {"f:resources": {"f:requests": {"f:storage": {}}}}}},
+        {"manager": "kube-controller-manager", "operation": "Update", "subresource": "status",
+         "time": "2026-12-02T18:00:00Z", "fieldsType": "FieldsV1", "fieldsV1": {"f:status": {"f:phase": {}}}},
+    ]
+    return parsed(obj)
+
+
+def test_a_bound_claim_asking_for_more_with_no_resize_under_way_is_in_trouble() -> None:
+    classes = {"std": StorageClass.from_wire({"metadata": {"name": "std"}, "provisioner": "x"})}
+    row = assess([grown("2Gi", "1Gi")], classes=classes).rows[0]
+    assert [p.kind for p in row.problems] == ["resize-not-started"]
+    doc = to_json(row)["stalled_resize"]
+    # Since the last write of spec.resources.requests; the status write an hour later does not count.
+    assert (doc["requested"], doc["capacity"], doc["since"]) == ("2Gi", "1Gi", "2026-12-02T17:00:00Z")
+    assert "does not allow volume expansion" in doc["likely_reason"]
+    assert problem_text(row.problems) == "resize-not-started(1Gi->2Gi)"
+    unknown_class = assess([grown("2Gi", "1Gi")]).rows[0]  # classes not read: no guess at the reason
+    assert unknown_class.stalled_resize is not None and unknown_class.stalled_resize.reason is None
+
+
+@pytest.mark.parametrize("requested, capacity", [("1024Mi", "1Gi"), ("500Mi", "2Gi"), ("1G", "1Gi")])
+def test_sizes_compare_as_quantities_not_strings(requested: str, capacity: str) -> None:
+    # "500Mi" > "2Gi" as strings, 1024Mi == 1Gi, and 1G (10^9) < 1Gi (2^30): none of them asks for more.
+    assert assess([grown(requested, capacity)]).rows == []
+
+
+def test_a_resize_under_way_is_not_a_resize_that_never_started() -> None:
+    allocated = assess([grown("2Gi", "1Gi", allocatedResources={"storage": "2Gi"})], include_all=True).rows[0]
+    assert allocated.stalled_resize is None
+    resizing = grown("2Gi", "1Gi", conditions=[{"type": "Resizing", "status": "True"}])
+    assert [p.kind for p in assess([resizing]).rows[0].problems] == ["resizing"]

@@ -42,7 +42,8 @@ class Record(msgspec.Struct, rename="camel", frozen=True, gc=False):
 
     @classmethod
     def from_wire(cls: type[T], obj: Mapping[str, Any]) -> T:
-        return msgspec.convert(obj, cls)
+        # Through JSON bytes, as the wire gives them (msgspec.Raw fields only come from bytes).
+        return msgspec.json.decode(msgspec.json.encode(obj), type=cls)
 
 
 def iso(when: Optional[datetime]) -> Optional[str]:

@@ -262,8 +262,28 @@ class ClaimStatus(Record):
     health_status: Optional[HealthStatus] = None
 
 
+class ManagedFields(Record):
+    """Who wrote which fields when: how we can tell since when a claim has asked for more storage."""
+
+    manager: str = ""
+    operation: str = ""
+    subresource: str = ""
+    time: Optional[datetime] = None
+    fields_v1: msgspec.Raw = msgspec.field(default=msgspec.Raw(b"{}"), name="fieldsV1")  # kept as bytes: searched, not parsed
+
+
+class ClaimMeta(ObjectMeta):
+    managed_fields: tuple[ManagedFields, ...] = ()
+
+    def last_write_of(self, *field_keys: bytes) -> Optional[datetime]:
+        """When the newest writer of the object itself (not its status) last set all of these fields."""
+        times = [m.time for m in self.managed_fields if m.time is not None and m.subresource != "status"
+                 and all(key in bytes(m.fields_v1) for key in field_keys)]
+        return max(times) if times else None
+
+
 class PersistentVolumeClaim(Record):
-    metadata: ObjectMeta = ObjectMeta()
+    metadata: ClaimMeta = ClaimMeta()
     spec: ClaimSpec = ClaimSpec()
     status: ClaimStatus = ClaimStatus()
 

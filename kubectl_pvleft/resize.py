@@ -1,0 +1,79 @@
+"""The resize that never started (pure): a Bound claim that asks for more than it has, where nothing says
+a resize is under way or failed.
+
+The expand controller, the external-resizer and the kubelet each leave a trace when they act
+(allocatedResources, allocatedResourceStatuses, a Resizing or *ResizeError condition). A claim with none
+of them has been asked to grow and nobody picked it up: it is in trouble. Since when is the last time the
+server recorded a write of spec.resources.requests (managedFields); the likely reason is what the server
+can tell: a class that does not allow expansion (perhaps set after the claim was made), or a volume type
+nothing resizes. Quantities are compared as quantities (resource.Quantity's rules), never as strings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Mapping, Optional
+
+from kubectl_pvleft.records import PersistentVolume, PersistentVolumeClaim, StorageClass, iso
+
+RESIZE_CONDITIONS = ("Resizing", "FileSystemResizePending", "ControllerResizeError", "NodeResizeError")
+# In-tree volume types with no resizer at all (the expand controller has no plugin for them).
+NOT_EXPANDABLE = ("hostPath", "local", "nfs", "iscsi", "fc", "glusterfs", "cephfs", "flocker", "quobyte")
+
+
+@dataclass(frozen=True)
+class StalledResize:
+    requested: str
+    capacity: str
+    since: Optional[datetime]  # the last write of spec.resources.requests the server recorded
+    reason: Optional[str]  # what the server can tell about why nothing acts; None: it cannot tell
+
+    def text(self) -> str:
+        since = f" since {iso(self.since)}" if self.since else " (since when is unknown)"
+        why = f": {self.reason}" if self.reason else ""
+        return f"requested {self.requested} > capacity {self.capacity}{since}, and no resize has started{why}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"requested": self.requested, "capacity": self.capacity, "since": iso(self.since),
+                "likely_reason": self.reason}
+
+
+def quantity(text: Optional[str]) -> Optional[Any]:
+    if not text:
+        return None
+    from kubectl_pvleft.quantity import parse_quantity  # only when a claim has both sizes
+
+    return parse_quantity(text)
+
+
+def stalled_resize(claim: PersistentVolumeClaim, classes: Optional[Mapping[str, StorageClass]] = None,
+                   volumes: Optional[Mapping[str, PersistentVolume]] = None) -> Optional[StalledResize]:
+    if claim.phase != "Bound" or not claim.requested or not claim.capacity:
+        return None
+    if claim.allocated_resources.get("storage") or claim.allocated_resource_statuses:
+        return None
+    if any(c.type in RESIZE_CONDITIONS for c in claim.conditions):
+        return None
+    wanted, have = quantity(claim.requested), quantity(claim.capacity)
+    if wanted is None or have is None or wanted <= have:
+        return None
+    since = claim.meta.last_write_of(b'"f:resources"', b'"f:requests"')
+    return StalledResize(claim.requested, claim.capacity, since, likely_reason(claim, classes, volumes))
+
+
+def likely_reason(claim: PersistentVolumeClaim, classes: Optional[Mapping[str, StorageClass]],
+                  volumes: Optional[Mapping[str, PersistentVolume]]) -> Optional[str]:
+    if claim.storage_class and classes is not None:
+        sc = classes.get(claim.storage_class)
+        if sc is None:
+            return f'its StorageClass "{claim.storage_class}" does not exist'
+        if not sc.allow_volume_expansion:
+            return (f'StorageClass "{sc.name}" does not allow volume expansion (allowVolumeExpansion is unset or '
+                    "false; if it was set after the request, the request was refused before that)")
+    pv = (volumes or {}).get(claim.volume_name or "")
+    if pv is not None and pv.driver in NOT_EXPANDABLE:
+        return f"its volume is {pv.driver}, which no resizer expands"
+    if pv is not None and pv.csi:
+        return f'nothing has acted on it: is the external-resizer of CSI driver "{pv.driver}" running?'
+    return None
