@@ -5,6 +5,8 @@ PYTHON3 ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 EXTRAS := test,gcp,aws
+# The tests run the console scripts as users do, from PATH: this venv's, not another install's.
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 .PHONY: install demo demo-stop test unit floors record bench bench-startup bundle release
 

@@ -18,6 +18,7 @@ import yaml
 import kubectl_pvleft
 from plugin_runner import run_plugin
 from scenarios import apply, namespace, seed_mariadb
+from test_completion_unit import subcommands
 
 ROOT = Path(__file__).resolve().parent.parent
 KREW_VERSION = "v0.4.3"  # the newest release the Go module proxy serves
@@ -159,7 +160,7 @@ def test_completion_through_the_krew_install(cluster, krew_root: Path, no_python
         assert out[-1].startswith(":")
         return [line.split("\t")[0] for line in out[:-1]]
 
-    assert complete("") == ["leftovers", "pending", "classes", "claims"]
+    assert complete("") == subcommands()
     assert "--all-namespaces" in complete("claims", "--a")
     apply(cluster, namespace("krew-completion"))
     assert complete("--kubeconfig", str(cluster.kubeconfig("admin")), "-n", "krew-c") == ["krew-completion"]
