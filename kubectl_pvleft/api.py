@@ -278,3 +278,12 @@ def optional(read: Callable[[], T], warnings: list[str], message: str) -> Option
     except Forbidden as exc:
         warnings.append(message.format(reason=exc.api_message or "forbidden"))
         return None
+
+
+# -- snapshot.storage.k8s.io: served only where the CSI snapshotter's CRDs are installed ---------------
+from kubectl_pvleft.records import VolumeSnapshot, VolumeSnapshotClass, VolumeSnapshotContent  # noqa: E402
+
+SNAPSHOT_API = "/apis/snapshot.storage.k8s.io/v1"
+VOLUME_SNAPSHOTS = Kind("volumesnapshots", SNAPSHOT_API, True, VolumeSnapshot)
+VOLUME_SNAPSHOT_CONTENTS = Kind("volumesnapshotcontents", SNAPSHOT_API, False, VolumeSnapshotContent)
+VOLUME_SNAPSHOT_CLASSES = Kind("volumesnapshotclasses", SNAPSHOT_API, False, VolumeSnapshotClass)

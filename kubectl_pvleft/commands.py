@@ -87,6 +87,10 @@ def _claims(p: argparse.ArgumentParser) -> None:
     p.add_argument("--all", action="store_true", help="list every claim, not only those in trouble")
 
 
+def _snapshots(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--all", action="store_true", help="list every VolumeSnapshotContent, not only those with findings")
+
+
 COMMANDS = (
     Command("leftovers", "PersistentVolumes that survived their claim: Released, Failed, or pointing at a claim that "
                          "is gone or replaced, with the PV's and its class's reclaim policy",
@@ -97,4 +101,7 @@ COMMANDS = (
             "kubectl_pvleft.classes", _classes, cluster_scoped=True, selector_help="StorageClasses"),
     Command("claims", "PersistentVolumeClaims in trouble: not bound, resizing, modify failed, unhealthy, lost",
             "kubectl_pvleft.claims", _claims, selector_help="PersistentVolumeClaims"),
+    Command("snapshots", "VolumeSnapshotContents that survived their snapshot: Retain contents whose VolumeSnapshot "
+                         "is gone or replaced, contents whose class is gone, contents not ready with an error",
+            "kubectl_pvleft.snapshots", _snapshots, cluster_scoped=True, selector_help="VolumeSnapshotContents"),
 )

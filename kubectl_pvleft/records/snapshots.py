@@ -6,7 +6,7 @@ namespaced request that names it, matched by uid through ``spec.volumeSnapshotRe
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Optional
 
 from kubectl_pvleft.records.base import ObjectMeta, ObjectRef, Record
@@ -73,7 +73,10 @@ class VolumeSnapshotContent(Record):
     @property
     def taken(self) -> Optional[datetime]:
         ns = self.status.creation_time
-        return None if ns is None else datetime.fromtimestamp(ns / 1e9, timezone.utc)
+        if ns is None:
+            return None
+        # Integer arithmetic: a float of nanoseconds since 1970 loses the microseconds.
+        return datetime.fromtimestamp(ns // 10**9, timezone.utc) + timedelta(microseconds=ns % 10**9 // 1000)
 
 
 # -- VolumeSnapshot -----------------------------------------------------------------------------------

@@ -1,0 +1,320 @@
+"""`kubectl pvleft snapshots`: the snapshot that survived its claim.
+
+A VolumeSnapshotContent is the cluster's handle on a snapshot in the storage system. With
+``deletionPolicy: Retain`` that snapshot outlives its VolumeSnapshot: once the VolumeSnapshot is gone
+(or another object took its namespace/name, matched by uid), the storage system keeps the snapshot -
+and bills it - while nothing in the cluster's namespaces names it. Contents whose VolumeSnapshotClass
+is gone and contents not ready with an error are reported too.
+
+Reads: VolumeSnapshotContents (required), VolumeSnapshots, VolumeSnapshotClasses, one paginated list
+each. A 403 on the optional two makes their answers unknown (null), never "gone". Without the CRDs
+(the API group is not served) there is nothing to check: one line says so, exit 0. Writes: nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Callable, Iterable, Optional, TypeVar, Union
+
+from kubectl_pvleft.api import VOLUME_SNAPSHOT_CLASSES, VOLUME_SNAPSHOT_CONTENTS, VOLUME_SNAPSHOTS, Reader, optional
+from kubectl_pvleft.commands import Options, Result
+from kubectl_pvleft.errors import ApiError, Forbidden
+from kubectl_pvleft.printing import Column, Report, age, utcnow
+from kubectl_pvleft.records import Absent, VolumeSnapshot, VolumeSnapshotClass, VolumeSnapshotContent, iso
+from kubectl_pvleft.watch import Follow, Stores, Stream
+
+T = TypeVar("T")
+
+# SNAPSHOT STATE, in leftovers' words for claims.
+MISSING, REPLACED, PRESENT, UNKNOWN = "missing", "replaced", "present", "unknown"
+
+# Finding kinds, as the FINDINGS column and JSON name them.
+RETAINED_ORPHAN = "retained-orphan"
+CLASS_MISSING = "class-missing"
+NOT_READY = "not-ready"
+
+RETAIN = "Retain"
+NOT_SERVED = ("the snapshot.storage.k8s.io/v1 API is not served by this cluster (VolumeSnapshot CRDs are not "
+              "installed): no snapshots to check")
+SNAPSHOTS_UNREADABLE = ("cannot list volumesnapshots {scope} ({reason}); snapshot state is unknown (snapshot_missing: "
+                        "null). Grant get/list on volumesnapshots to know whether snapshots are gone.")
+SNAPSHOTS_NOT_SERVED = ("volumesnapshots are not served by this cluster though volumesnapshotcontents are; snapshot "
+                        "state is unknown.")
+CLASSES_UNREADABLE = "cannot list volumesnapshotclasses ({reason}); whether snapshot classes exist is unknown."
+CLASSES_NOT_SERVED = "volumesnapshotclasses are not served by this cluster; whether snapshot classes exist is unknown."
+
+
+@dataclass(frozen=True)
+class Finding:
+    kind: str
+    message: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "message": self.message}
+
+
+@dataclass(frozen=True)
+class SnapshotIndex:
+    """Live VolumeSnapshots by namespace/name; ``None`` in place of an index means they could not be read."""
+
+    by_key: dict[tuple[str, str], VolumeSnapshot]
+
+    @classmethod
+    def of(cls, snapshots: Iterable[VolumeSnapshot]) -> "SnapshotIndex":
+        return cls({(s.namespace, s.name): s for s in snapshots})
+
+
+@dataclass(frozen=True)
+class ContentRow:
+    content: VolumeSnapshotContent
+    snapshot_state: Optional[str]  # None when the content names no snapshot
+    snapshot: Optional[VolumeSnapshot]  # the live object at the ref's namespace/name, whoever it is
+    # The class: None when the content names none, Absent.MISSING when it is gone, Absent.UNKNOWN when
+    # classes could not be read.
+    snapshot_class: Union[VolumeSnapshotClass, Absent, None]
+    findings: tuple[Finding, ...] = ()
+
+    @property
+    def snapshot_key(self) -> Optional[str]:
+        ref = self.content.snapshot_ref
+        return f"{ref.namespace}/{ref.name}" if ref.namespace and ref.name else None
+
+    @property
+    def snapshot_missing(self) -> Optional[bool]:
+        """True only when we know the snapshot is gone; None when we could not look."""
+        if self.snapshot_state in (None, UNKNOWN):
+            return None
+        return self.snapshot_state == MISSING
+
+    @property
+    def class_missing(self) -> Optional[bool]:
+        if self.content.class_name is None or self.snapshot_class is Absent.UNKNOWN:
+            return None
+        return self.snapshot_class is Absent.MISSING
+
+
+@dataclass
+class SnapshotCensus:
+    rows: list[ContentRow]
+    finding_count: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+
+def snapshot_state(content: VolumeSnapshotContent, snapshots: Optional[SnapshotIndex]) -> tuple[Optional[str],
+                                                                                                   Optional[VolumeSnapshot]]:
+    ref = content.snapshot_ref
+    if not ref.name:
+        return None, None
+    if snapshots is None:
+        return UNKNOWN, None
+    live = snapshots.by_key.get((ref.namespace or "", ref.name))
+    if live is None:
+        return MISSING, None
+    if ref.uid and live.meta.uid != ref.uid:
+        return REPLACED, live
+    return PRESENT, live
+
+
+def findings(content: VolumeSnapshotContent, state: Optional[str], live: Optional[VolumeSnapshot],
+             snapshot_class: Union[VolumeSnapshotClass, Absent, None]) -> tuple[Finding, ...]:
+    """Pure: what is wrong with one content, from its own fields and what the lists showed."""
+    found: list[Finding] = []
+    ref = content.snapshot_ref
+    handle = content.snapshot_handle or "its snapshot"
+    # A ref without a uid is a pre-provisioned content waiting for its VolumeSnapshot, not a dead pointer.
+    if content.spec.deletion_policy == RETAIN and ref.uid and state in (MISSING, REPLACED):
+        where = f"{ref.namespace}/{ref.name}"
+        if state == MISSING:
+            why = f"VolumeSnapshot {where} (uid {ref.uid}) is gone"
+        else:
+            why = f"VolumeSnapshot {where} is another object now (uid {live.meta.uid if live else '?'}, not {ref.uid})"
+        found.append(Finding(RETAINED_ORPHAN, f"{why}; deletionPolicy Retain keeps {handle} in the storage system "
+                                              "and nothing in the cluster names it"))
+    if snapshot_class is Absent.MISSING:
+        found.append(Finding(CLASS_MISSING, f"no VolumeSnapshotClass {content.class_name!r}"))
+    error = content.status.error
+    if content.status.ready_to_use is not True and error is not None:
+        when = f" (at {iso(error.time)})" if error.time else ""
+        found.append(Finding(NOT_READY, f"not ready: {error.message or 'an error with no message'}{when}"))
+    return tuple(found)
+
+
+def assess(contents: Iterable[VolumeSnapshotContent], snapshots: Optional[SnapshotIndex],
+           classes: Optional[dict[str, VolumeSnapshotClass]], *, include_all: bool = False,
+           snapshot_namespace: Optional[str] = None) -> SnapshotCensus:
+    """Pure: every content with its snapshot's state, its class and its findings; only findings unless include_all.
+    ``None`` inputs mean "could not be read" (unknown)."""
+    rows = []
+    count = 0
+    for content in contents:
+        if snapshot_namespace and content.snapshot_ref.namespace != snapshot_namespace:
+            continue
+        state, live = snapshot_state(content, snapshots)
+        snapshot_class: Union[VolumeSnapshotClass, Absent, None]
+        if content.class_name is None:
+            snapshot_class = None
+        elif classes is None:
+            snapshot_class = Absent.UNKNOWN
+        else:
+            snapshot_class = classes.get(content.class_name, Absent.MISSING)
+        row = ContentRow(content, state, live, snapshot_class, findings(content, state, live, snapshot_class))
+        count += len(row.findings)
+        if include_all or row.findings:
+            rows.append(row)
+    rows.sort(key=lambda r: r.content.name)  # kubectl's order
+    return SnapshotCensus(rows, count)
+
+
+def _optional(read: Callable[[], T], warnings: list[str], unreadable: str, not_served: str) -> Optional[T]:
+    """A 403 or a 404 (that kind's CRD alone is missing) on an optional list: unknown, one warning."""
+    try:
+        return optional(read, warnings, unreadable)
+    except ApiError as exc:
+        if exc.status != 404 or isinstance(exc, Forbidden):
+            raise
+        warnings.append(not_served)
+        return None
+
+
+def census(api: Reader, *, include_all: bool = False, snapshot_namespace: Optional[str] = None,
+           label_selector: Optional[str] = None, field_selector: Optional[str] = None) -> Optional[SnapshotCensus]:
+    """List contents, then snapshots (so a snapshot bound after our content list cannot look missing), then
+    classes. None when the API group is not served at all (no CRDs: nothing to check)."""
+    try:
+        contents = list(api.list(VOLUME_SNAPSHOT_CONTENTS, label_selector=label_selector,
+                                 field_selector=field_selector))
+    except ApiError as exc:
+        if exc.status == 404 and not isinstance(exc, Forbidden):
+            return None
+        raise
+    warnings: list[str] = []
+    scope = f'in namespace "{snapshot_namespace}"' if snapshot_namespace else "cluster-wide"
+    snapshots = _optional(lambda: SnapshotIndex.of(api.list(VOLUME_SNAPSHOTS, snapshot_namespace)), warnings,
+                          SNAPSHOTS_UNREADABLE.replace("{scope}", scope), SNAPSHOTS_NOT_SERVED)
+    classes = _optional(lambda: {c.name: c for c in api.list(VOLUME_SNAPSHOT_CLASSES)}, warnings, CLASSES_UNREADABLE,
+                        CLASSES_NOT_SERVED)
+    result = assess(contents, snapshots, classes, include_all=include_all, snapshot_namespace=snapshot_namespace)
+    result.warnings = warnings
+    return result
+
+
+def snapshot_namespace(options: Options) -> Optional[str]:
+    # Contents are cluster-scoped: every content is looked at unless -n narrows to snapshots of one namespace.
+    return None if options.all_namespaces else options.flag("namespace")
+
+
+def run(api: Reader, options: Options) -> Result:
+    result = census(api, include_all=options.flag("all", False), snapshot_namespace=snapshot_namespace(options),
+                    label_selector=options.label_selector, field_selector=options.field_selector)
+    if result is None:
+        return not_served(options)
+    report_ = report(result)
+    if not options.flag("all", False):  # healthy contents may exist: say what was looked for
+        report_ = report_.with_empty_message("No VolumeSnapshotContents with findings")
+    return Result(report_, result.finding_count, result.warnings)
+
+
+def not_served(options: Options) -> Result:
+    """No CRDs: one line. A table's "no resources" line is that line; other formats (and a fleet, whose
+    contexts differ) get it as a warning, since they print no such line."""
+    empty = report(SnapshotCensus([]))
+    output = str(options.flag("output", "table") or "table").split("=", 1)[0]
+    if output in ("table", "wide") and not (options.flag("all_contexts") or options.flag("contexts")):
+        return Result(empty.with_empty_message(NOT_SERVED), 0)
+    return Result(empty, 0, [NOT_SERVED])
+
+
+def follow(options: Options) -> Follow[ContentRow]:
+    namespace = snapshot_namespace(options)
+    scope = f'in namespace "{namespace}"' if namespace else "cluster-wide"
+    streams = [
+        Stream("contents", VOLUME_SNAPSHOT_CONTENTS, label_selector=options.label_selector,
+               field_selector=options.field_selector, required=True),
+        Stream("snapshots", VOLUME_SNAPSHOTS, namespace, unreadable=SNAPSHOTS_UNREADABLE.replace("{scope}", scope)),
+        Stream("classes", VOLUME_SNAPSHOT_CLASSES, unreadable=CLASSES_UNREADABLE),
+    ]
+
+    def judge(stores: Stores) -> list[ContentRow]:
+        snapshots, classes = stores["snapshots"], stores["classes"]
+        return assess(stores["contents"] or (), None if snapshots is None else SnapshotIndex.of(snapshots),
+                      None if classes is None else {c.name: c for c in classes},
+                      include_all=options.flag("all", False), snapshot_namespace=namespace).rows
+
+    return Follow(streams, "contents", judge, key=lambda r: r.content.meta.uid, signature=_signature,
+                  gone="no longer has findings", departure=lambda c: "the VolumeSnapshotContent was deleted")
+
+
+def _signature(row: ContentRow) -> tuple[Any, ...]:
+    c = row.content
+    return (row.snapshot_state, row.snapshot.meta.uid if row.snapshot else None, row.class_missing,
+            c.spec.deletion_policy, c.status.ready_to_use, c.status.restore_size, c.snapshot_handle, row.findings)
+
+
+def watch_report(options: Options) -> Report[ContentRow]:
+    return report(SnapshotCensus([]))
+
+
+# -- how the rows are shown -----------------------------------------------------------------
+
+def _bool(value: Optional[bool]) -> Optional[str]:
+    return None if value is None else str(value).lower()
+
+
+def to_json(row: ContentRow) -> dict[str, Any]:
+    c = row.content
+    ref = c.snapshot_ref
+    error = c.status.error
+    return {
+        "name": c.name,
+        "uid": c.meta.uid,
+        "ready_to_use": c.status.ready_to_use,
+        "restore_size": c.status.restore_size,
+        "deletion_policy": c.spec.deletion_policy or None,
+        "driver": c.spec.driver or None,
+        "snapshot_handle": c.snapshot_handle,
+        "source_volume_handle": c.spec.source.volume_handle,
+        "source_snapshot_handle": c.spec.source.snapshot_handle,
+        "snapshot": row.snapshot_key,
+        "snapshot_namespace": ref.namespace,
+        "snapshot_name": ref.name,
+        "snapshot_uid": ref.uid,
+        "snapshot_state": row.snapshot_state,
+        "snapshot_missing": row.snapshot_missing,
+        # The object that holds the namespace/name now (the same one when present, another when replaced).
+        "live_snapshot_uid": row.snapshot.meta.uid if row.snapshot else None,
+        "live_snapshot_bound_content": row.snapshot.status.bound_volume_snapshot_content_name if row.snapshot else None,
+        "volume_snapshot_class": c.class_name,
+        "class_missing": row.class_missing,
+        "class_driver": row.snapshot_class.driver if isinstance(row.snapshot_class, VolumeSnapshotClass) else None,
+        "class_deletion_policy": (row.snapshot_class.deletion_policy
+                                  if isinstance(row.snapshot_class, VolumeSnapshotClass) else None),
+        "error": None if error is None else {"message": error.message, "time": iso(error.time)},
+        "creation_time": iso(c.taken),
+        "creation_timestamp": iso(c.meta.created),
+        "deletion_timestamp": iso(c.meta.deleted),
+        "findings": [f.to_json() for f in row.findings],
+    }
+
+
+def report(result: SnapshotCensus, now: Optional[datetime] = None) -> Report[ContentRow]:
+    columns: list[Column[ContentRow]] = [
+        Column("NAME", lambda r: r.content.name),
+        # kubectl get volumesnapshotcontent leaves these blank until the driver reports them; so do we.
+        Column("READYTOUSE", lambda r: _bool(r.content.status.ready_to_use), empty=""),
+        Column("RESTORESIZE", lambda r: r.content.status.restore_size, empty=""),
+        Column("DELETIONPOLICY", lambda r: r.content.spec.deletion_policy),
+        Column("DRIVER", lambda r: r.content.spec.driver),
+        Column("SNAPSHOTHANDLE", lambda r: r.content.snapshot_handle),
+        Column("SNAPSHOT", lambda r: r.snapshot_key),
+        Column("SNAPSHOT STATE", lambda r: r.snapshot_state),
+        Column("AGE", lambda r: age(r.content.meta.created, now or utcnow())),
+        Column("FINDINGS", lambda r: ",".join(f.kind for f in r.findings) or None),
+        Column("VOLUMESNAPSHOTCLASS", lambda r: r.content.class_name, wide_only=True, empty=""),
+        Column("SNAPSHOT UID", lambda r: r.content.snapshot_ref.uid, wide_only=True),
+        Column("SOURCE VOLUME", lambda r: r.content.spec.source.volume_handle, wide_only=True),
+        Column("ERROR", lambda r: r.content.status.error.message if r.content.status.error else None, wide_only=True),
+    ]
+    return Report(rows=result.rows, columns=columns, to_json=to_json,
+                  name=lambda r: f"volumesnapshotcontent.snapshot.storage.k8s.io/{r.content.name}",
+                  labels=lambda r: r.content.meta.labels)
