@@ -38,7 +38,6 @@ OUTPUT_CHOICES = ("table", "wide", "json", "yaml", "jsonl", "name")
 TEMPLATED = ("jsonpath", "jsonpath-as-json", "jsonpath-file", "custom-columns", "custom-columns-file")
 # Flag names whose values are secrets: never echoed, not even in a usage error.
 _SECRET_FLAG = re.compile(r"tok|tkn|pass|pwd|secret|cred|key|auth|bearer|cert", re.IGNORECASE)
-_DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _MAX_DURATION_SECONDS = (2 ** 63 - 1) / 1e9  # Go's time.Duration limit, which kubectl parses with
 _TRUE, _FALSE = ("1", "t", "T", "TRUE", "true", "True"), ("0", "f", "F", "FALSE", "false", "False")
 

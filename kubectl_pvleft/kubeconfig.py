@@ -12,6 +12,7 @@ import base64
 import binascii
 import copy
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
@@ -21,6 +22,7 @@ from kubectl_pvleft.errors import ConfigError
 # Where a Pod finds its ServiceAccount token, CA and namespace; PVLEFT_SERVICEACCOUNT_DIR points elsewhere
 # (a sidecar that mounts the projected volume at another path, and the in-cluster tests).
 SERVICEACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
+_DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 
 # Fields that hold file paths, which kubectl resolves relative to the file that named them.
 _PATH_FIELDS = {
@@ -123,7 +125,7 @@ def _read(path: Path) -> dict[str, Any]:
     if "\x00" in text:
         raise ConfigError(f"kubeconfig {path} is not a text file (it contains NUL bytes)")
     try:
-        doc = yaml.safe_load(text) or {}
+        doc = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or {}  # libyaml when present
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
@@ -204,8 +206,8 @@ def _pem(body: dict[str, Any], data_key: str, file_key: str, where: str) -> Opti
     """Inline base64 data wins over a file, as in client-go."""
     data = _string(body, data_key, where)
     if data is not None:
-        try:
-            return base64.b64decode(data, validate=False)
+        try:  # strict, as Go's decoder is (it skips only line breaks): "!!!!" must not mean "no CA"
+            return base64.b64decode(data.replace("\r", "").replace("\n", ""), validate=True)
         except (binascii.Error, ValueError):
             raise ConfigError(f"kubeconfig {where}: {data_key} is not valid base64") from None
     name = _string(body, file_key, where)
@@ -217,6 +219,53 @@ def _file(name: str, what: str) -> bytes:
         return Path(name).expanduser().read_bytes()
     except OSError as exc:
         raise ConfigError(f"{what} {name}: {exc.strerror or 'cannot be read'}") from None
+
+
+def namespace_problem(namespace: str) -> Optional[str]:
+    """Why kubectl would refuse this namespace before any request (it cannot be a path segment or an
+    RFC 1123 label), or None. A namespace of ".." would otherwise turn a namespaced URL cluster-wide."""
+    if namespace in (".", ".."):
+        return f"may not be '{namespace}'"
+    for bad in ("/", "%"):
+        if bad in namespace:
+            return f"may not contain '{bad}'"
+    if len(namespace) > 63 or not _DNS1123_LABEL.fullmatch(namespace):
+        return ("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', start and "
+                "end with an alphanumeric character, and be at most 63 characters")
+    return None
+
+
+def _checked_namespace(namespace: Optional[str], where: str) -> Optional[str]:
+    problem = namespace_problem(namespace) if namespace else None
+    if problem:
+        shown = namespace.encode("utf-8", "backslashreplace").decode("ascii", "backslashreplace")
+        shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in shown)
+        raise ConfigError(f'invalid namespace "{shown}": [{problem}] (the namespace of {where})')
+    return namespace
+
+
+def checked_server(server: str, where: str) -> str:
+    """The server URL as kubectl accepts it: http(s), a host, a numeric port; else kubectl's own message
+    (with any user:password in it left out)."""
+    from urllib.parse import urlsplit
+
+    if "://" not in server:  # kubectl accepts a bare host:port and speaks HTTPS to it
+        server = "https://" + server
+    shown = server
+    try:
+        parts = urlsplit(server)
+        if parts.password is not None or parts.username is not None:
+            shown = parts._replace(netloc="<redacted>@" + parts.netloc.rsplit("@", 1)[1]).geturl()
+        parts.port  # noqa: B018 (raises ValueError for a port that is not a number in range)
+        valid = bool(parts.hostname) and not any(c.isspace() or not c.isprintable() for c in server)
+    except ValueError:
+        valid = False
+    if not valid:
+        shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in shown)
+        raise ConfigError(f'{where}: host must be a URL or a host:port pair: "{shown}"')
+    if parts.scheme not in ("http", "https"):
+        raise ConfigError(f'{where}: unsupported protocol scheme "{parts.scheme}" in "{shown}"')
+    return server.rstrip("/")
 
 
 def _bool(value: Any, where: str) -> bool:
@@ -267,8 +316,7 @@ def _from_flags(cluster: dict[str, Any], user: dict[str, Any], context_name: Opt
     if not server:
         raise ConfigError(f"{cluster_label} has no server" if cluster_label != "flags" else
                           "no server: pass --server or a kubeconfig")
-    if "://" not in server:  # kubectl accepts a bare host:port and speaks HTTPS to it
-        server = "https://" + server
+    server = checked_server(server, "--server" if selection.server else cluster_label)
     # kubectl: --insecure-skip-tls-verify or --certificate-authority given as flags replace all three
     # kubeconfig settings together (so a flag CA turns a kubeconfig's insecure off, and vice versa).
     if selection.certificate_authority or selection.insecure_skip_tls_verify:
@@ -313,7 +361,8 @@ def _from_flags(cluster: dict[str, Any], user: dict[str, Any], context_name: Opt
     tls = TLS(ca_data=ca, insecure=insecure, cert_data=cert, key_data=key,
               server_name=selection.tls_server_name or _string(cluster, "tls-server-name", cluster_label))
     return Connection(
-        server=server.rstrip("/"), namespace=selection.namespace or namespace or "default", context=context_name,
+        server=server, context=context_name,
+        namespace=selection.namespace or _checked_namespace(namespace, f'context "{context_name}"') or "default",
         tls=tls, auth=auth, impersonate_user=selection.impersonate_user or _string(user, "as", user_label),
         impersonate_uid=selection.impersonate_uid, impersonate_groups=selection.impersonate_groups,
         sources=sources,
@@ -337,8 +386,8 @@ def _in_cluster(selection: Selection) -> Connection:
     ca_path = account / "ca.crt"
     server = f"https://[{host}]:{port}" if ":" in host else f"https://{host}:{port}"
     return Connection(
-        server=selection.server or server,
-        namespace=namespace or "default",
+        server=checked_server(selection.server or server, "--server" if selection.server else "in-cluster server"),
+        namespace=_checked_namespace(namespace, f"{account / 'namespace'}") or "default",
         context=None,
         tls=TLS(ca_data=_file(str(ca_path), "in-cluster CA") if ca_path.is_file() else None),
         # client-go re-reads the projected token (it rotates); credentials.py does the same.

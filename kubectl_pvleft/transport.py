@@ -86,11 +86,16 @@ def tls_context(tls: TLS, cert: Optional[bytes] = None, key: Optional[bytes] = N
     if tls.insecure:
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
-    elif tls.ca_data:
-        context = ssl.create_default_context(cadata=_ca_text(tls.ca_data))
-    cert, key = cert or tls.cert_data, key or tls.key_data
-    if cert and key:
-        load_client_certificate(context, cert, key)
+    elif tls.ca_data is not None:
+        try:
+            context = ssl.create_default_context(cadata=_ca_text(tls.ca_data))
+        except ssl.SSLError as exc:  # an OSError: it must not read as a failed handshake
+            raise ConfigError(f"the certificate authority cannot be loaded ({exc.reason or 'not a PEM certificate'})") from None
+    # An empty file is still a certificate the user asked for: refused, never silently dropped.
+    cert = cert if cert is not None else tls.cert_data
+    key = key if key is not None else tls.key_data
+    if cert is not None or key is not None:
+        load_client_certificate(context, cert or b"", key or b"")
     return context
 
 
@@ -129,7 +134,7 @@ def load_client_certificate(context: ssl.SSLContext, cert: bytes, key: bytes) ->
             context.load_cert_chain(paths[0], paths[1])
         finally:
             shutil.rmtree(folder, ignore_errors=True)
-    except ssl.SSLError as exc:
+    except ssl.SSLError as exc:  # its text is OpenSSL's reason, never the material
         raise ConfigError(f"the client certificate and key cannot be loaded ({exc.reason or 'not a matching PEM pair'})") from None
 
 
@@ -179,7 +184,9 @@ class Transport:
                 if self.server.startswith("https:"):
                     kwargs["ssl_context"] = tls_context(self.connection.tls, issued.cert_data, issued.key_data)
                 # One quick retry of a refused connect; never retry a read (the server answered once already).
-                retries = urllib3.Retry(total=1, connect=1, read=0, status=0, redirect=0, other=0)
+                # A 429's Retry-After is the caller's to honour (the watch backs off); here it is an answer.
+                retries = urllib3.Retry(total=1, connect=1, read=0, status=0, redirect=0, other=0,
+                                        respect_retry_after_header=False, raise_on_status=False)
                 self._pool = urllib3.PoolManager(num_pools=2, maxsize=16, retries=retries, **kwargs)
                 self._pool_cert = issued.cert_data
             return self._pool
@@ -300,6 +307,10 @@ def api_error(status: int, body: bytes, verb: str, path: str) -> ApiError:
             details = doc.get("details") if isinstance(doc.get("details"), dict) else {}
     except ValueError:
         message = body.decode("utf-8", "replace")
+        if message.lstrip().startswith("<"):  # a proxy's HTML page: its markup says nothing
+            message = ""
+    if not message.strip() and not reason:  # kubectl's words for an answer without a Status
+        message = f"the server responded with the status code {status} but did not return more information"
     return error_for(status, reason, one_line(message), verb, path, details)
 
 

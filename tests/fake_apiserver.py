@@ -5,10 +5,11 @@ in the client is patched."""
 from __future__ import annotations
 
 import json
+import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable, Optional
 from urllib.parse import parse_qs, urlparse
 
 import yaml
@@ -70,3 +71,95 @@ CONTINUE_EXPIRED = status(
     "without the continue parameter, or use the continue token in this response to retrieve the remainder of the "
     "results. Continuing with the provided token results in an inconsistent list - objects that were created, "
     "modified, or deleted between the time the first chunk was returned and now may show up in the list.")
+
+
+# -- faults below HTTP's status line --------------------------------------------------------------------
+
+class ScriptedServer:
+    """A raw-socket HTTP server for answers no apiserver gives on purpose: bodies that are not lists, pages
+    of HTML, truncated bodies, a closed connection, silence. One server serves many faults: the first path
+    segment picks the fault (point a kubeconfig's server at ``url_for(name)``), so a whole module shares it.
+    Every request is recorded with its headers, to check what reached the server (and as whom)."""
+
+    def __init__(self, faults: dict[str, Callable[[socket.socket], None]]) -> None:
+        self.faults = faults
+        self.requests: list[tuple[str, dict[str, str]]] = []
+        self._released = threading.Event()  # ends the handlers that hold a connection open
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self._listener.settimeout(0.2)
+        self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+
+    def url_for(self, fault: str) -> str:
+        return f"{self.url}/{fault}"
+
+    def seen(self, fault: str) -> list[tuple[str, dict[str, str]]]:
+        return [(path, headers) for path, headers in self.requests if path.startswith(f"/{fault}/")]
+
+    def __enter__(self) -> "ScriptedServer":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._released.set()
+        self._thread.join(timeout=5)
+        self._listener.close()
+
+    def hold(self, conn: socket.socket) -> None:
+        """Answer nothing, keep the connection open until the server stops."""
+        self._released.wait(60)
+
+    def _serve(self) -> None:
+        while not self._released.is_set():
+            try:
+                conn, _ = self._listener.accept()
+            except (socket.timeout, OSError):
+                continue
+            threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
+
+    def _handle(self, conn: socket.socket) -> None:
+        with conn:
+            conn.settimeout(10)
+            data = b""
+            try:
+                while b"\r\n\r\n" not in data:
+                    chunk = conn.recv(65536)
+                    if not chunk:
+                        return
+                    data += chunk
+            except OSError:
+                return
+            head = data.split(b"\r\n\r\n", 1)[0].decode("latin-1").split("\r\n")
+            path = head[0].split(" ")[1] if len(head[0].split(" ")) > 1 else ""
+            headers = {}
+            for line in head[1:]:
+                name, _, value = line.partition(":")
+                headers[name.strip().lower()] = value.strip()
+            self.requests.append((path, headers))
+            fault = self.faults.get(path.split("/")[1] if path.count("/") >= 1 else "")
+            try:
+                if fault is None:
+                    conn.sendall(http_answer(404, b"no such fault", "text/plain"))
+                else:
+                    fault(conn)
+            except OSError:
+                pass
+
+
+def http_answer(status: int, body: bytes, content_type: str = "application/json", *, length: Optional[int] = None,
+                extra: str = "") -> bytes:
+    """A whole HTTP/1.1 response; ``length`` may claim more bytes than the body has (a truncated answer)."""
+    reason = {200: "OK", 302: "Found", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
+              429: "Too Many Requests", 500: "Internal Server Error", 502: "Bad Gateway"}.get(status, "Status")
+    return (f"HTTP/1.1 {status} {reason}\r\nContent-Type: {content_type}\r\n"
+            f"Content-Length: {len(body) if length is None else length}\r\nConnection: close\r\n{extra}\r\n"
+            ).encode("latin-1") + body
+
+
+def answer(status: int, body: bytes, content_type: str = "application/json", **kw: Any) -> Callable[[socket.socket], None]:
+    data = http_answer(status, body, content_type, **kw)
+    return lambda conn: conn.sendall(data)
+
+
+def close_at_once(conn: socket.socket) -> None:
+    conn.shutdown(socket.SHUT_RDWR)

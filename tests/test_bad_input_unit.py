@@ -1,0 +1,604 @@
+"""The bad-input corpus: hostile kubeconfigs, credentials, servers, flags and arguments, table-driven.
+
+For every case, on every subcommand it applies to (and, for the answers of a server, at -v 0, 6, 8 and 9):
+exit 1 or 2, exactly one stderr line starting ``error: `` (the last one; -v adds log lines above it),
+nothing on stdout, no traceback, never "internal error", and no secret. Every token, password, key and
+certificate field holds SECRET (or PEM/base64 around it); none of those forms may ever be printed.
+
+Runs in-process (cli_runner) against one scripted server per module, whose first path segment picks the
+fault: the kubeconfig's server is ``.../<fault>``. Cases that must fail before any request point at a fault
+nobody serves and check that nothing reached the server (no anonymous request after a failed credential).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import socket
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable, Iterator, Optional, Union
+
+import pytest
+import yaml
+
+from cli_runner import Result, invoke
+from fake_apiserver import ScriptedServer, answer, close_at_once, http_answer
+
+SECRET = "pvleft-SeCrEt-7f3a9c"
+KEY_PEM = f"-----BEGIN PRIVATE KEY-----\n{SECRET}\n-----END PRIVATE KEY-----\n"
+CERT_PEM = f"-----BEGIN CERTIFICATE-----\n{SECRET}\n-----END CERTIFICATE-----\n"
+
+
+def b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
+
+
+# Every printed form a secret could take: raw, in a data field, in a Basic header.
+SECRET_FORMS = (SECRET, b64(KEY_PEM), b64(CERT_PEM), b64(SECRET), b64(f"admin:{SECRET}"), "PRIVATE KEY", SECRET[7:])
+SUBCOMMANDS = ("leftovers", "pending", "classes", "claims")
+NOWHERE = "nowhere"  # a fault nobody serves: a request there is a request that should not have been sent
+
+
+# -- the scripted server ------------------------------------------------------------------------------
+
+def status_body(code: int, reason: str, message: str) -> bytes:
+    return json.dumps({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                       "message": message, "reason": reason, "code": code}).encode()
+
+
+HTML = b"<html>\n<head><title>502 Bad Gateway</title></head>\n<body>\n<center><h1>502 Bad Gateway</h1></center>\n</body>\n</html>\n"
+FAULTS: dict[str, Callable[[socket.socket], None]] = {
+    "list-array": answer(200, b"[1,2,3]"),
+    "items-string": answer(200, b'{"kind":"List","apiVersion":"v1","metadata":{},"items":"x"}'),
+    "items-null-entry": answer(200, b'{"kind":"List","apiVersion":"v1","metadata":{},"items":[null]}'),
+    "items-number-entry": answer(200, b'{"metadata":{},"items":[1]}'),
+    "metadata-string": answer(200, b'{"metadata":"x","items":[]}'),
+    "not-json": answer(200, b"hello, I am not JSON\nat all\n", "text/plain"),
+    "empty-200": answer(200, b""),
+    "truncated": answer(200, b'{"kind":"List","items":[{"metadata":', length=5000),
+    "html-502": answer(502, HTML, "text/html"),
+    "html-200": answer(200, HTML, "text/html"),
+    "status-500-multiline": answer(500, status_body(500, "InternalError", "line one\nline two\n\tline three\n")),
+    "text-500-multiline": answer(500, b"panic: something broke\n\ngoroutine 1 [running]:\nmain.main()\n", "text/plain"),
+    "huge-500": answer(500, b"overloaded\n" * 100_000, "text/plain"),
+    "unauthorized": answer(401, status_body(401, "Unauthorized", "Unauthorized")),
+    "not-found": answer(404, status_body(404, "NotFound", "the server could not find the requested resource")),
+    "not-found-empty": answer(404, b"", "text/plain"),
+    "too-many": answer(429, status_body(429, "TooManyRequests", "Too many requests, please try again later."),
+                       extra="Retry-After: 1\r\n"),
+    "redirect": answer(302, b"", "text/plain", extra="Location: http://127.0.0.1:1/elsewhere\r\n"),
+    "bad-gzip": answer(200, b"\x1f\x8b\x08\x00 this is no gzip", extra="Content-Encoding: gzip\r\n"),
+    "close": close_at_once,
+    "garbage": lambda conn: conn.sendall(b"HELLO WORLD\r\n\r\n"),
+}
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[ScriptedServer]:
+    faults = dict(FAULTS)
+    with ScriptedServer(faults) as scripted:
+        faults["silent"] = scripted.hold  # answers nothing: only --request-timeout ends the wait
+        yield scripted
+
+
+# -- building a case's inputs -----------------------------------------------------------------------
+
+@dataclass
+class Inputs:
+    """What a case builds on: the shared server, a folder of files, and kubeconfig documents."""
+
+    server: ScriptedServer
+    folder: Path
+    name: str
+
+    def url(self, fault: str = NOWHERE) -> str:
+        return self.server.url_for(fault)
+
+    def file(self, name: str, content: Union[str, bytes], mode: int = 0o644) -> str:
+        path = self.folder / name
+        path.write_bytes(content.encode() if isinstance(content, str) else content)
+        path.chmod(mode)
+        return str(path)
+
+    def script(self, name: str, body: str) -> str:
+        return self.file(name, "#!/bin/sh\n" + body + "\n", 0o755)
+
+    def kubeconfig(self, doc: Union[dict, str, bytes]) -> str:
+        if isinstance(doc, dict):
+            doc = yaml.safe_dump(doc)
+        return self.file(f"{self.name}.kubeconfig", doc)
+
+
+def config(server: str, *, cluster: Optional[dict] = None, user: Optional[dict] = None,
+           context: Optional[dict] = None, **top: Any) -> dict:
+    """A kubeconfig whose user holds SECRET; the keyword arguments replace parts of it."""
+    doc = {
+        "apiVersion": "v1", "kind": "Config", "current-context": "ctx",
+        "clusters": [{"name": "c", "cluster": {"server": server} if cluster is None else cluster}],
+        "users": [{"name": "u", "user": {"token": SECRET} if user is None else user}],
+        "contexts": [{"name": "ctx", "context": {"cluster": "c", "user": "u"} if context is None else context}],
+    }
+    doc.update(top)
+    return doc
+
+
+Build = Callable[[Inputs], tuple[list[str], dict[str, Optional[str]]]]
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    build: Build
+    fragment: str = ""  # a part of the error line that says what is wrong
+    code: int = 1
+    subcommands: tuple[str, ...] = SUBCOMMANDS
+    fault: str = ""  # the server answer under test: run at every -v level, and the request must arrive
+    verbosities: tuple[int, ...] = (0,)
+    extra_secrets: tuple[str, ...] = field(default=())
+
+
+def kc(doc: Callable[[Inputs], Union[dict, str, bytes]], *args: str,
+       env: Optional[dict[str, Optional[str]]] = None) -> Build:
+    """A case that runs with one kubeconfig file (and the environment that makes it the only one)."""
+    def build(inputs: Inputs) -> tuple[list[str], dict[str, Optional[str]]]:
+        return ["--kubeconfig", inputs.kubeconfig(doc(inputs)), *args], dict(env or {})
+    return build
+
+
+def flags(*args: str) -> Build:
+    """A case about the command line: a sane kubeconfig (whose server is never reached) and these flags."""
+    return kc(lambda i: config(i.url()), *args, f"--token={SECRET}")
+
+
+def user_case(id: str, user: Callable[[Inputs], dict], fragment: str = "", **kw: Any) -> Case:
+    return Case(id, kc(lambda i: config(i.url(), user=user(i))), fragment, **kw)
+
+
+def cluster_case(id: str, cluster: Callable[[Inputs], dict], fragment: str = "", **kw: Any) -> Case:
+    return Case(id, kc(lambda i: config(i.url(), cluster=cluster(i))), fragment, **kw)
+
+
+def exec_user(command: str, api_version: str = "client.authentication.k8s.io/v1", **more: Any) -> dict:
+    return {"exec": {"apiVersion": api_version, "command": command, "interactiveMode": "Never", **more}}
+
+
+def credential(status: dict, api_version: str = "client.authentication.k8s.io/v1") -> str:
+    doc = {"apiVersion": api_version, "kind": "ExecCredential", "status": status}
+    return "cat <<'EOF'\n" + json.dumps(doc) + "\nEOF"
+
+
+def closed_tls(i: Inputs) -> str:
+    return "https://127.0.0.1:1"  # TLS material is checked before any connection is tried
+
+
+# -- the table ------------------------------------------------------------------------------------
+
+KUBECONFIG_FILES = [
+    Case("binary-file", kc(lambda i: bytes(range(128, 256)) * 4), "not a text file"),
+    Case("nul-bytes", kc(lambda i: "apiVersion: v1\x00\nkind: Config\n"), "NUL"),
+    Case("yaml-unclosed-flow", kc(lambda i: "clusters: [\n  {name: c\n"), "cannot be read"),
+    Case("yaml-tab-indent", kc(lambda i: "clusters:\n\t- name: c\n"), "cannot be read"),
+    Case("yaml-unterminated-quote", kc(lambda i: "current-context: 'ctx\n"), "cannot be read"),
+    Case("yaml-undefined-alias", kc(lambda i: "current-context: *nothing\n"), "cannot be read"),
+    Case("yaml-python-tag", kc(lambda i: "x: !!python/object/apply:os.system ['true']\n"), "cannot be read"),
+    Case("yaml-deep-nesting", kc(lambda i: "[" * 5000 + "]" * 5000), "kubeconfig"),
+    Case("yaml-two-documents", kc(lambda i: "a: 1\n---\nb: 2\n"), "cannot be read"),
+    Case("top-level-list", kc(lambda i: "- a\n- b\n"), "expected a mapping"),
+    Case("top-level-string", kc(lambda i: "just a string\n"), "expected a mapping"),
+    Case("top-level-number", kc(lambda i: "42\n"), "expected a mapping"),
+    Case("top-level-bool", kc(lambda i: "true\n"), "expected a mapping"),
+    Case("empty-file", kc(lambda i: ""), "no context"),
+    Case("empty-mapping", kc(lambda i: "{}\n"), "no context"),
+    Case("kubeconfig-is-a-folder", lambda i: (["--kubeconfig", str(i.folder)], {}), "no such file"),
+    Case("kubeconfig-missing", lambda i: (["--kubeconfig", str(i.folder / "absent")], {}), "no such file"),
+    Case("no-kubeconfig-anywhere", lambda i: ([], {"KUBECONFIG": str(i.folder / "absent"), "HOME": str(i.folder),
+                                                   "KUBERNETES_SERVICE_HOST": None}), "no kubeconfig found"),
+]
+
+STRUCTURE = [
+    Case("clusters-string", kc(lambda i: dict(config(i.url()), clusters="c")), "clusters must be a list"),
+    Case("clusters-mapping", kc(lambda i: dict(config(i.url()), clusters={"c": {"server": "x"}})), "must be a list"),
+    Case("users-number", kc(lambda i: dict(config(i.url()), users=7)), "users must be a list"),
+    Case("contexts-string", kc(lambda i: dict(config(i.url()), contexts="ctx")), "contexts must be a list"),
+    Case("context-entry-string", kc(lambda i: dict(config(i.url()), contexts=["ctx"])), "contexts[0] must be a mapping"),
+    Case("context-entry-list", kc(lambda i: dict(config(i.url()), contexts=[["ctx"]])), "contexts[0] must be a mapping"),
+    Case("cluster-entry-string", kc(lambda i: dict(config(i.url()), clusters=["c"])), "clusters[0] must be a mapping"),
+    Case("user-entry-number", kc(lambda i: dict(config(i.url()), users=[5])), "users[0] must be a mapping"),
+    Case("user-entry-null", kc(lambda i: dict(config(i.url()), users=[None])), "users[0] must be a mapping"),
+    Case("context-name-list", kc(lambda i: dict(config(i.url()), contexts=[{"name": ["ctx"], "context": {}}])),
+         "contexts[0].name must be a string"),
+    Case("cluster-name-number", kc(lambda i: dict(config(i.url()), clusters=[{"name": 3, "cluster": {}}])),
+         "clusters[0].name must be a string"),
+    Case("user-name-missing", kc(lambda i: dict(config(i.url()), users=[{"user": {"token": SECRET}}])),
+         "users[0].name must be a string"),
+    Case("context-body-string", kc(lambda i: config(i.url(), context="c/u")), 'context "ctx" must be a mapping'),
+    Case("cluster-body-list", kc(lambda i: config(i.url(), cluster=[i.url()])), 'cluster "c" must be a mapping'),
+    Case("user-body-string", kc(lambda i: config(i.url(), user=SECRET)), 'user "u" must be a mapping'),
+    Case("current-context-list", kc(lambda i: dict(config(i.url()), **{"current-context": ["ctx"]})),
+         "current-context must be a string"),
+    Case("current-context-number", kc(lambda i: dict(config(i.url()), **{"current-context": 1})),
+         "current-context must be a string"),
+    Case("current-context-mapping", kc(lambda i: dict(config(i.url()), **{"current-context": {"a": 1}})),
+         "current-context must be a string"),
+    Case("current-context-unknown", kc(lambda i: dict(config(i.url()), **{"current-context": "prod"})),
+         'context "prod" does not exist'),
+    Case("context-cluster-unknown", kc(lambda i: config(i.url(), context={"cluster": "nope", "user": "u"})),
+         'cluster "nope"'),
+    Case("context-user-unknown", kc(lambda i: config(i.url(), context={"cluster": "c", "user": "nope"})),
+         'user "nope"'),
+    Case("context-cluster-list", kc(lambda i: config(i.url(), context={"cluster": ["c"], "user": "u"})),
+         "cluster must be a string"),
+    Case("context-namespace-list", kc(lambda i: config(i.url(), context={"cluster": "c", "user": "u",
+                                                                         "namespace": ["a"]})),
+         "namespace must be a string"),
+    Case("context-namespace-dotdot", kc(lambda i: config(i.url(), context={"cluster": "c", "user": "u",
+                                                                           "namespace": ".."})),
+         "invalid namespace \"..\": [may not be '..'] (the namespace of context \"ctx\")"),
+    Case("context-namespace-dot", kc(lambda i: config(i.url(), context={"cluster": "c", "user": "u",
+                                                                        "namespace": "."})), "invalid namespace"),
+    Case("context-namespace-slash", kc(lambda i: config(i.url(), context={"cluster": "c", "user": "u",
+                                                                          "namespace": "a/b"})), "invalid namespace"),
+    Case("flag-context-unknown", kc(lambda i: config(i.url()), "--context", "prod"), 'context "prod" does not exist'),
+    Case("flag-cluster-unknown", kc(lambda i: config(i.url()), "--cluster", "prod"), 'cluster "prod"'),
+    Case("flag-user-unknown", kc(lambda i: config(i.url()), "--user", "prod"), 'user "prod"'),
+]
+
+SERVERS_IN_KUBECONFIG = [
+    cluster_case("server-missing", lambda i: {}, "has no server"),
+    cluster_case("server-empty", lambda i: {"server": ""}, "has no server"),
+    cluster_case("server-number", lambda i: {"server": 6443}, "server must be a string"),
+    cluster_case("server-list", lambda i: {"server": [i.url()]}, "server must be a string"),
+    cluster_case("server-bad-ipv6", lambda i: {"server": "https://[::1"}, "host must be a URL or a host:port pair"),
+    cluster_case("server-bad-port", lambda i: {"server": "http://127.0.0.1:abc"}, "host must be a URL"),
+    cluster_case("server-port-too-big", lambda i: {"server": "http://127.0.0.1:99999"}, "host must be a URL"),
+    cluster_case("server-ftp", lambda i: {"server": "ftp://127.0.0.1/"}, "ftp"),
+    cluster_case("server-with-space", lambda i: {"server": "https://exa mple.com"}, "host must be a URL"),
+    cluster_case("server-password-in-url", lambda i: {"server": f"http://admin:{SECRET}@127.0.0.1:1"},
+                 "<redacted>@127.0.0.1:1"),
+]
+
+TLS_MATERIAL = [
+    cluster_case("ca-data-bad-base64", lambda i: {"server": closed_tls(i), "certificate-authority-data": "!!!!"},
+                 "certificate-authority-data is not valid base64"),
+    cluster_case("ca-data-bad-padding", lambda i: {"server": closed_tls(i), "certificate-authority-data": "abcde"},
+                 "not valid base64"),
+    cluster_case("ca-data-not-pem", lambda i: {"server": closed_tls(i), "certificate-authority-data": b64(SECRET)},
+                 "certificate authority"),
+    cluster_case("ca-data-garbage-pem", lambda i: {"server": closed_tls(i),
+                                                   "certificate-authority-data": b64(CERT_PEM)},
+                 "certificate authority"),
+    cluster_case("ca-data-binary", lambda i: {"server": closed_tls(i), "certificate-authority-data":
+                                              base64.b64encode(bytes(range(256))).decode()}, "certificate authority"),
+    cluster_case("ca-data-number", lambda i: {"server": closed_tls(i), "certificate-authority-data": 12},
+                 "must be a string"),
+    cluster_case("ca-file-missing", lambda i: {"server": closed_tls(i), "certificate-authority": "absent.crt"},
+                 "absent.crt"),
+    cluster_case("ca-file-folder", lambda i: {"server": closed_tls(i), "certificate-authority": str(i.folder)},
+                 "certificate-authority"),
+    cluster_case("insecure-and-ca-data", lambda i: {"server": closed_tls(i), "insecure-skip-tls-verify": True,
+                                                    "certificate-authority-data": b64(CERT_PEM)},
+                 "specifying a root certificates file with the insecure flag is not allowed"),
+    cluster_case("insecure-and-ca-file", lambda i: {"server": closed_tls(i), "insecure-skip-tls-verify": True,
+                                                    "certificate-authority": i.file("ca.crt", CERT_PEM)},
+                 "specifying a root certificates file with the insecure flag is not allowed"),
+    cluster_case("insecure-a-string", lambda i: {"server": closed_tls(i), "insecure-skip-tls-verify": "yes"},
+                 "insecure-skip-tls-verify must be true or false"),
+    cluster_case("tls-server-name-number", lambda i: {"server": closed_tls(i), "tls-server-name": 1},
+                 "tls-server-name must be a string"),
+    Case("insecure-flag-and-ca-flag", kc(lambda i: config(closed_tls(i)), "--insecure-skip-tls-verify",
+                                         "--certificate-authority", "/dev/null"),
+         "specifying a root certificates file with the insecure flag is not allowed"),
+    Case("ca-flag-missing", kc(lambda i: config(closed_tls(i)), "--certificate-authority", "/nonexistent/ca.crt"),
+         "--certificate-authority /nonexistent/ca.crt"),
+    Case("client-key-flag-alone", kc(lambda i: config(closed_tls(i)), "--client-key", "/dev/null"), "without"),
+    Case("client-cert-flag-missing", kc(lambda i: config(closed_tls(i)), "--client-certificate", "/nonexistent/c",
+                                        "--client-key", "/nonexistent/k"), "--client-certificate /nonexistent/c"),
+    Case("client-pair-flags-garbage", kc(lambda i: config(closed_tls(i)),
+                                         "--client-certificate", "/dev/null", "--client-key", "/dev/null"),
+         "cannot be loaded"),
+]
+
+
+def tls_user(id: str, user: Callable[[Inputs], dict], fragment: str) -> Case:
+    return Case(id, kc(lambda i: config(closed_tls(i), user=user(i))), fragment)
+
+
+CLIENT_CERTS = [
+    tls_user("cert-data-bad-base64", lambda i: {"client-certificate-data": f"%%{SECRET}%%",
+                                                "client-key-data": b64(KEY_PEM)}, "client-certificate-data"),
+    tls_user("key-data-bad-base64", lambda i: {"client-certificate-data": b64(CERT_PEM),
+                                               "client-key-data": f"{SECRET}="}, "client-key-data"),
+    tls_user("cert-without-key", lambda i: {"client-certificate-data": b64(CERT_PEM)}, "without its key"),
+    tls_user("key-without-cert", lambda i: {"client-key-data": b64(KEY_PEM)}, "without its certificate"),
+    tls_user("cert-and-key-garbage", lambda i: {"client-certificate-data": b64(CERT_PEM),
+                                                "client-key-data": b64(KEY_PEM)}, "cannot be loaded"),
+    tls_user("cert-and-key-binary", lambda i: {"client-certificate-data": b64(SECRET * 3),
+                                               "client-key-data": b64(SECRET * 2)}, "cannot be loaded"),
+    tls_user("cert-file-missing", lambda i: {"client-certificate": "absent.crt", "client-key-data": b64(KEY_PEM)},
+             "absent.crt"),
+    tls_user("key-file-missing", lambda i: {"client-certificate-data": b64(CERT_PEM), "client-key": "absent.key"},
+             "absent.key"),
+    tls_user("key-file-garbage", lambda i: {"client-certificate": i.file("c.crt", CERT_PEM),
+                                            "client-key": i.file("k.key", KEY_PEM)}, "cannot be loaded"),
+    tls_user("key-data-number", lambda i: {"client-certificate-data": b64(CERT_PEM), "client-key-data": 5},
+             "must be a string"),
+]
+
+TOKENS = [
+    user_case("token-crlf-inside", lambda i: {"token": f"{SECRET}\r\nX-Injected: 1"}, "not allowed in an HTTP header"),
+    user_case("token-lf-inside", lambda i: {"token": f"{SECRET}\nmore"}, "not allowed in an HTTP header"),
+    user_case("token-nul-inside", lambda i: {"token": f"{SECRET}\x00x"}, "not allowed in an HTTP header"),
+    user_case("token-space-inside", lambda i: {"token": f"{SECRET} {SECRET}"}, "not allowed in an HTTP header"),
+    user_case("token-non-ascii", lambda i: {"token": f"{SECRET}é"}, "not allowed in an HTTP header"),
+    user_case("token-only-whitespace", lambda i: {"token": "  \n\t"}, "empty"),
+    user_case("token-number", lambda i: {"token": 12345}, "token must be a string"),
+    user_case("token-list", lambda i: {"token": [SECRET]}, "token must be a string"),
+    user_case("token-file-empty", lambda i: {"tokenFile": i.file("empty-token", "")}, "empty"),
+    user_case("token-file-newlines-only", lambda i: {"tokenFile": i.file("nl-token", "\n\n")}, "empty"),
+    user_case("token-file-missing", lambda i: {"tokenFile": "absent-token"}, "No such file"),
+    user_case("token-file-folder", lambda i: {"tokenFile": str(i.folder)}, "token file"),
+    user_case("token-file-binary", lambda i: {"tokenFile": i.file("bin-token", b"\xff\xfe" + SECRET.encode())},
+              "not text"),
+    user_case("token-file-two-lines", lambda i: {"tokenFile": i.file("2-token", f"{SECRET}\n{SECRET}\n")},
+              "not allowed in an HTTP header"),
+    user_case("token-file-number", lambda i: {"tokenFile": 7}, "tokenFile must be a string"),
+    user_case("password-number", lambda i: {"username": "admin", "password": 1234}, "password must be a string"),
+    user_case("username-list", lambda i: {"username": ["admin"], "password": SECRET}, "username must be a string"),
+    Case("flag-token-crlf", kc(lambda i: config(i.url()), "--token", f"{SECRET}\r\nX: y"),
+         "not allowed in an HTTP header"),
+]
+
+AUTH_PROVIDERS = [
+    user_case("auth-provider-gcp", lambda i: {"auth-provider": {"name": "gcp", "config": {"access-token": SECRET}}},
+              "gke-gcloud-auth-plugin"),
+    user_case("auth-provider-azure", lambda i: {"auth-provider": {"name": "azure", "config": {
+        "access-token": SECRET, "client-secret": SECRET}}}, "kubelogin"),
+    user_case("auth-provider-unknown", lambda i: {"auth-provider": {"name": "corp-sso", "config": {"x": SECRET}}},
+              'no Auth Provider found for name "corp-sso"'),
+    user_case("auth-provider-no-name", lambda i: {"auth-provider": {"config": {"id-token": SECRET}}},
+              "no Auth Provider found"),
+    user_case("auth-provider-string", lambda i: {"auth-provider": "gcp"}, "auth-provider must be a mapping"),
+    user_case("oidc-without-id-token", lambda i: {"auth-provider": {"name": "oidc", "config": {
+        "client-secret": SECRET, "refresh-token": SECRET}}}, "has no id-token"),
+    user_case("oidc-empty-id-token", lambda i: {"auth-provider": {"name": "oidc", "config": {"id-token": ""}}},
+              "has no id-token"),
+    user_case("oidc-id-token-list", lambda i: {"auth-provider": {"name": "oidc", "config": {"id-token": [SECRET]}}},
+              "has no id-token"),
+    user_case("oidc-config-string", lambda i: {"auth-provider": {"name": "oidc", "config": SECRET}},
+              "has no id-token"),
+    user_case("oidc-id-token-crlf", lambda i: {"auth-provider": {"name": "oidc", "config": {
+        "id-token": f"{SECRET}\r\nX: y"}}}, "not allowed in an HTTP header"),
+]
+
+EXEC_PLUGINS = [
+    user_case("exec-no-command", lambda i: {"exec": {"apiVersion": "client.authentication.k8s.io/v1"}},
+              "names no command"),
+    user_case("exec-command-list", lambda i: exec_user(["get-token"]), "names no command"),  # type: ignore[arg-type]
+    user_case("exec-command-missing", lambda i: exec_user("/nonexistent/corp-get-token"),
+              "executable /nonexistent/corp-get-token not found"),
+    user_case("exec-command-missing-on-path", lambda i: exec_user("corp-get-token-xyz", installHint="run brew x"),
+              "corp-get-token-xyz not found (run brew x)"),
+    user_case("exec-relative-missing", lambda i: exec_user("./absent-plugin.sh"), "absent-plugin.sh not found"),
+    user_case("exec-not-executable", lambda i: exec_user(i.file("noexec.sh", "#!/bin/sh\necho hi\n", 0o644)),
+              "noexec.sh"),
+    user_case("exec-exits-3", lambda i: exec_user(i.script("fail.sh", "echo 'token expired: run corp-login' >&2; "
+                                                                     "exit 3")),
+              "fail.sh failed with exit code 3: token expired: run corp-login"),
+    user_case("exec-exits-1-silent", lambda i: exec_user(i.script("fail-quiet.sh", "exit 1")),
+              "fail-quiet.sh failed with exit code 1"),
+    user_case("exec-bad-json", lambda i: exec_user(i.script("bad-json.sh", "echo 'not json'")),
+              "not a JSON ExecCredential"),
+    user_case("exec-empty-output", lambda i: exec_user(i.script("empty.sh", "true")), "not a JSON ExecCredential"),
+    user_case("exec-json-list", lambda i: exec_user(i.script("list.sh", "echo '[1]'")), "did not print an ExecCredential"),
+    user_case("exec-config-api-version", lambda i: exec_user(i.script("ok1.sh", credential({"token": SECRET})),
+                                                             api_version="client.authentication.k8s.io/v1alpha1"),
+              'invalid apiVersion "client.authentication.k8s.io/v1alpha1"'),
+    user_case("exec-config-no-api-version", lambda i: {"exec": {"command": i.script("ok2.sh",
+                                                                                    credential({"token": SECRET}))}},
+              "invalid apiVersion"),
+    user_case("exec-output-api-version", lambda i: exec_user(i.script("beta.sh", credential(
+        {"token": SECRET}, "client.authentication.k8s.io/v1beta1"))),
+              "plugin returned version client.authentication.k8s.io/v1beta1"),
+    user_case("exec-output-no-token", lambda i: exec_user(i.script("notoken.sh", credential({}))),
+              "neither a token nor a client certificate"),
+    user_case("exec-output-no-status", lambda i: exec_user(i.script("nostatus.sh", "echo '{\"apiVersion\": "
+                                                                    "\"client.authentication.k8s.io/v1\", "
+                                                                    "\"kind\": \"ExecCredential\"}'")),
+              "returned no status"),
+    user_case("exec-output-token-crlf", lambda i: exec_user(i.script("crlf.sh", credential(
+        {"token": f"{SECRET}\r\nX: y"}))), "not allowed in an HTTP header"),
+    user_case("exec-output-cert-no-key", lambda i: exec_user(i.script("certonly.sh", credential(
+        {"clientCertificateData": CERT_PEM}))), "neither a token nor a client certificate and key"),
+    user_case("exec-output-bad-expiry", lambda i: exec_user(i.script("expiry.sh", credential(
+        {"token": SECRET, "expirationTimestamp": "tomorrow"}))), "unreadable expirationTimestamp"),
+    tls_user("exec-output-garbage-pair", lambda i: exec_user(i.script("pair.sh", credential(
+        {"clientCertificateData": CERT_PEM, "clientKeyData": KEY_PEM}))), "cannot be loaded"),
+    user_case("exec-interactive-always", lambda i: {"exec": {
+        "apiVersion": "client.authentication.k8s.io/v1", "command": i.script("ok3.sh", credential({"token": SECRET})),
+        "interactiveMode": "Always"}}, "needs an interactive terminal"),
+    user_case("exec-interactive-bogus", lambda i: exec_user(i.script("ok4.sh", credential({"token": SECRET})),
+                                                            interactiveMode="Sometimes"),
+              "interactiveMode must be Never, IfAvailable or Always"),
+    user_case("exec-args-string", lambda i: exec_user(i.script("ok5.sh", credential({"token": SECRET})), args="x"),
+              "args must be a list of strings"),
+    user_case("exec-string", lambda i: {"exec": "get-token"}, "exec must be a mapping"),
+]
+
+
+def in_cluster(token: Union[str, bytes], port: str = "443", ca: Optional[str] = None) -> Build:
+    def build(i: Inputs) -> tuple[list[str], dict[str, Optional[str]]]:
+        account = i.folder / f"sa-{abs(hash((token, port, ca)))}"
+        account.mkdir(exist_ok=True)
+        (account / "token").write_bytes(token.encode() if isinstance(token, str) else token)
+        if ca is not None:
+            (account / "ca.crt").write_text(ca)
+        return [], {"KUBECONFIG": str(i.folder / "absent"), "HOME": str(i.folder),
+                    "PVLEFT_SERVICEACCOUNT_DIR": str(account), "KUBERNETES_SERVICE_HOST": "127.0.0.1",
+                    "KUBERNETES_SERVICE_PORT": port}
+    return build
+
+
+IN_CLUSTER = [
+    Case("in-cluster-empty-token", in_cluster(""), "empty"),
+    Case("in-cluster-token-two-lines", in_cluster(f"{SECRET}\n{SECRET}\n"), "not allowed in an HTTP header"),
+    Case("in-cluster-bad-port", in_cluster(SECRET, port="abc"), "host must be a URL"),
+    Case("in-cluster-ca-garbage", in_cluster(SECRET, ca=CERT_PEM), "certificate authority"),
+    Case("in-cluster-ca-not-pem", in_cluster(SECRET, ca="hello"), "certificate authority"),
+]
+
+FLAGS = [
+    Case("namespace-dotdot", flags("-n", ".."), "invalid namespace \"..\": [may not be '..']", code=2),
+    Case("namespace-dot", flags("-n", "."), "invalid namespace \".\": [may not be '.']", code=2),
+    Case("namespace-slash", flags("-n", "a/b"), "may not contain '/'", code=2),
+    Case("namespace-percent", flags("-n", "a%2fb"), "may not contain '%'", code=2),
+    Case("namespace-undecodable", flags("-n", "\udcff\udcfe"), "invalid namespace", code=2),
+    Case("namespace-64-chars", flags("-n", "a" * 64), "at most 63 characters", code=2),
+    Case("namespace-upper", flags("-n", "Team-A"), "invalid namespace", code=2),
+    Case("namespace-leading-dash", flags("--namespace=-a"), "invalid namespace", code=2),
+    Case("namespace-newline", flags("-n", "a\nb"), "invalid namespace", code=2),
+    Case("namespace-and-all", flags("-n", "x", "-A"), "cannot be used together", code=2),
+    Case("as-crlf", flags("--as", "bob\r\nX-Injected: 1"), "--as may not contain line breaks", code=2),
+    Case("as-nul", flags("--as", "bob\x00"), "--as may not contain", code=2),
+    Case("as-group-lf", flags("--as", "bob", "--as-group", "devs\nX: y"), "--as-group may not contain", code=2),
+    Case("as-group-cr", flags("--as", "bob", "--as-group=devs\r"), "--as-group may not contain", code=2),
+    Case("as-uid-lf", flags("--as", "bob", "--as-uid", "1\n2"), "--as-uid may not contain", code=2),
+    Case("as-uid-nul", flags("--as", "bob", "--as-uid", "\x00"), "--as-uid may not contain", code=2),
+    Case("as-not-latin1", flags("--as", "名前"), "--as contains characters", code=2),
+    Case("timeout-huge", flags("--request-timeout", "9999999999999999999999h"), "longest duration", code=2),
+    Case("timeout-huge-seconds", flags("--request-timeout", "9" * 400), "longest duration", code=2),
+    Case("timeout-negative", flags("--request-timeout", "-1s"), "--request-timeout", code=2),
+    Case("timeout-negative-equals", flags("--request-timeout=-1s"), "invalid duration", code=2),
+    Case("timeout-word", flags("--request-timeout", "soon"), "invalid duration 'soon'", code=2),
+    Case("timeout-empty", flags("--request-timeout="), "invalid duration", code=2),
+    Case("timeout-nan", flags("--request-timeout", "nan"), "invalid duration", code=2),
+    Case("timeout-exponent", flags("--request-timeout", "1e3s"), "invalid duration", code=2),
+    Case("timeout-two-dots", flags("--request-timeout", "1.5.5s"), "invalid duration", code=2),
+    Case("output-xml", flags("-o", "xml"), "invalid choice: 'xml'", code=2),
+    Case("output-jsonpath-empty", flags("-o", "jsonpath="), "jsonpath format specified but no template given", code=2),
+    Case("output-custom-columns-empty", flags("-o", "custom-columns="), "no template given", code=2),
+    Case("output-go-template", flags("-o", "go-template=x"), "-o go-template is not supported", code=2),
+    Case("output-template-file", flags("-o", "templatefile=x"), "not supported", code=2),
+    Case("output-undecodable", flags("-o", "\udcff"), "invalid choice", code=2),
+    Case("all-namespaces-maybe", flags("-A=maybe"), 'invalid argument "maybe" for "-A" flag', code=2),
+    Case("watch-two", flags("--watch=2"), 'invalid argument "2" for "--watch" flag', code=2),
+    Case("no-headers-yes", flags("--no-headers=yes"), 'for "--no-headers" flag', code=2),
+    Case("verbosity-word", flags("-v", "loud"), "invalid int value", code=2),
+    Case("unknown-flag-token-like", flags(f"--tokn={SECRET}"), "unknown flag: --tokn", code=2),
+    Case("unknown-flag-client-secret", flags("--client-secret", SECRET), "unknown flag: --client-secret", code=2),
+    Case("unknown-flag-password-file", flags(f"--password-file={SECRET}"), "unknown flag: --password-file", code=2),
+    Case("unknown-flag-plain", flags("--bogus", SECRET), "unknown flag: --bogus", code=2),
+    Case("unknown-short-flag", flags("-Z", SECRET), "unknown flag: -Z", code=2),
+    Case("abbreviated-token-flag", flags(f"--tok={SECRET}"), "unknown flag: --tok", code=2),
+    Case("ambiguous-abbreviation", flags(f"--cl={SECRET}"), "unknown flag: --cl", code=2),
+    Case("extra-argument", flags(SECRET), "unexpected arguments", code=2),
+    Case("sort-by-with-watch", flags("--sort-by", ".name", "--watch"), "--sort-by cannot be used with --watch",
+         code=2),
+    Case("kubeconfig-flag-empty", lambda i: (["--kubeconfig=", f"--token={SECRET}"],
+                                             {"KUBECONFIG": str(i.folder / "absent"), "HOME": str(i.folder),
+                                              "KUBERNETES_SERVICE_HOST": None}), "no kubeconfig found"),
+    Case("server-flag-bad", flags("-s", "https://[::1"), "host must be a URL or a host:port pair"),
+]
+
+
+def server_case(fault: str, fragment: str = "", *args: str, **kw: Any) -> Case:
+    kw.setdefault("verbosities", (0, 6, 8, 9))
+    return Case(f"server-{fault}", kc(lambda i: config(i.url(fault)), *args), fragment, fault=fault, **kw)
+
+
+SERVER_ANSWERS = [
+    server_case("list-array", "the server's answer is not what list expects"),
+    server_case("items-string", "not what list expects"),
+    server_case("items-null-entry", "not what list expects"),
+    server_case("items-number-entry", "not what list expects"),
+    server_case("metadata-string", "not what list expects"),
+    server_case("not-json", "not what list expects"),
+    server_case("empty-200", "not what list expects"),
+    server_case("html-200", "not what list expects"),
+    server_case("truncated", "closed the connection mid-answer"),
+    server_case("html-502", "HTTP 502"),
+    server_case("status-500-multiline", "line one line two line three"),
+    server_case("text-500-multiline", "HTTP 500"),
+    server_case("huge-500", "HTTP 500"),
+    server_case("unauthorized", "You must be logged in to the server (Unauthorized)"),
+    server_case("not-found", "the server could not find the requested resource"),
+    server_case("not-found-empty", "HTTP 404"),
+    server_case("too-many", "Too many requests"),
+    server_case("redirect", "HTTP 302"),
+    server_case("bad-gzip", ""),
+    server_case("close", ""),
+    server_case("garbage", ""),
+    # Only --request-timeout ends a silent server's wait: 1s on one subcommand, shorter on the others.
+    server_case("silent", "did not answer in time (--request-timeout)", "--request-timeout", "1s",
+                subcommands=("leftovers",), verbosities=(0,)),
+    Case("server-silent-short", kc(lambda i: config(i.url("silent")), "--request-timeout", "200ms"),
+         "did not answer in time (--request-timeout)", fault="silent", subcommands=("pending", "classes", "claims")),
+    # The first list of a watch fails like any command: one line, exit 1, no retry.
+    *[Case(f"watch-{fault}", kc(lambda i, f=fault: config(i.url(f)), "--watch"), "", fault=fault)
+      for fault in ("list-array", "items-null-entry", "status-500-multiline", "unauthorized", "not-found",
+                    "close", "too-many")],
+]
+
+
+
+def rotated(cases: list[Case]) -> list[Case]:
+    """Cases refused while parsing flags or the kubeconfig, before any subcommand code runs: each on one
+    subcommand, in turn, so every subcommand still sees a share of them."""
+    return [replace(case, subcommands=(SUBCOMMANDS[index % len(SUBCOMMANDS)],)) if case.subcommands == SUBCOMMANDS
+            else case for index, case in enumerate(cases)]
+
+
+# Credential, TLS and server cases fail at a subcommand's first request, whichever it is: all subcommands.
+CASES = (rotated(KUBECONFIG_FILES + STRUCTURE + SERVERS_IN_KUBECONFIG + FLAGS) + TLS_MATERIAL + CLIENT_CERTS
+         + TOKENS + AUTH_PROVIDERS + EXEC_PLUGINS + IN_CLUSTER + SERVER_ANSWERS)
+
+
+def runs() -> Iterator[Any]:
+    for case in CASES:
+        for subcommand in case.subcommands:
+            # -v 6 and 8 log in the transport, the same for every subcommand: once is enough; -v 9 everywhere.
+            for level in [v for v in case.verbosities if v in (0, 9) or subcommand == case.subcommands[0]]:
+                yield pytest.param(case, subcommand, level, id=f"{case.id}-{subcommand}-v{level}")
+
+
+def test_the_corpus_is_big_enough() -> None:
+    assert len({c.id for c in CASES}) == len(CASES) >= 150
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("bad-input")
+
+
+def run_case(case: Case, subcommand: str, level: int, server: ScriptedServer, folder: Path) -> Result:
+    inputs = Inputs(server, folder, f"{case.id}-{subcommand}-{level}")
+    args, env = case.build(inputs)
+    env = {"KUBECONFIG": None, "PVLEFT_WATCH_BACKOFF_INITIAL_SECONDS": "0.05", "PVLEFT_WATCH_SETTLE_SECONDS": "0.01",
+           **env}
+    verbosity = ["-v", str(level)] if level else []
+    return invoke(subcommand, *args, *verbosity, env=env)
+
+
+@pytest.mark.parametrize("case, subcommand, level", list(runs()))
+def test_bad_input_is_one_error_line(case: Case, subcommand: str, level: int, server: ScriptedServer,
+                                     folder: Path) -> None:
+    before = len(server.seen(NOWHERE)), len(server.seen(case.fault)) if case.fault else 0
+    result = run_case(case, subcommand, level, server, folder)
+    shown = f"exit {result.code}\nstdout: {result.stdout!r}\nstderr: {result.stderr!r}"
+    assert result.code == case.code, shown
+    assert result.stdout == "", shown
+    lines = result.stderr.splitlines()
+    assert [line for line in lines if line.startswith("error: ")] == lines[-1:], shown
+    if level == 0:
+        assert len(lines) == 1, shown
+    assert "Traceback" not in result.stderr and "internal error" not in result.stderr, shown
+    assert case.fragment in lines[-1], shown
+    for form in SECRET_FORMS + case.extra_secrets:
+        assert form not in result.stdout + result.stderr, f"{form!r} printed\n{shown}"
+    if level >= 9:
+        assert "Authorization: Bearer <masked>" in result.stderr, shown
+    # Nothing reached the server unless the case is about its answer (so no request went out anonymously).
+    assert len(server.seen(NOWHERE)) == before[0], shown
+    if case.fault:
+        assert len(server.seen(case.fault)) > before[1], shown
