@@ -1,0 +1,154 @@
+"""Credentials as kubectl sends them, checked at a scripted server (what arrived, and as whom), in-process.
+
+The same behaviours against the real control plane, and the in-cluster token file (an https server), are in
+test_credentials_cluster.py.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+import threading
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+import yaml
+
+from cli_runner import Result, invoke
+from fake_apiserver import ScriptedServer, answer
+from kubectl_pvleft.api import PERSISTENT_VOLUMES, KubeAPI
+from kubectl_pvleft.errors import ConnectionFailed
+from kubectl_pvleft.kubeconfig import Selection, load_connection
+
+TOKEN = "tok-9f8e7d6c5b4a"
+EMPTY_LIST = b'{"kind":"List","apiVersion":"v1","metadata":{"resourceVersion":"7"},"items":[]}'
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[ScriptedServer]:
+    faults = {"ok": answer(200, EMPTY_LIST)}
+    with ScriptedServer(faults) as scripted:
+        faults["silent"] = scripted.hold
+        yield scripted
+
+
+def kubeconfig(path: Path, server: str, user: dict) -> str:
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "x",
+        "clusters": [{"name": "c", "cluster": {"server": server}}],
+        "users": [{"name": "u", "user": user}],
+        "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+    }))
+    return str(path)
+
+
+def authorizations(server: ScriptedServer, since: int) -> set[str]:
+    return {headers.get("authorization", "<none>") for _, headers in server.requests[since:]}
+
+
+def ok(result: Result) -> Result:
+    assert result.code == 0, result
+    return result
+
+
+@pytest.mark.parametrize("user", [
+    {"token": TOKEN + "\n"},
+    {"token": f"  {TOKEN}\r\n"},
+    {"tokenFile": "token-file"},  # written by `kubectl create token sa > f`: a trailing newline
+    {"auth-provider": {"name": "oidc", "config": {"id-token": TOKEN + "\n"}}},
+], ids=["inline-newline", "inline-crlf-and-spaces", "token-file-newline", "oidc-id-token-newline"])
+def test_a_token_ending_in_a_newline_is_trimmed_like_client_go(user: dict, server: ScriptedServer,
+                                                              tmp_path: Path) -> None:
+    (tmp_path / "token-file").write_text(TOKEN + "\n")
+    before = len(server.requests)
+    result = ok(invoke("leftovers", "--kubeconfig", kubeconfig(tmp_path / "kc", server.url_for("ok"), user)))
+    assert TOKEN not in result.stdout + result.stderr
+    assert authorizations(server, before) == {f"Bearer {TOKEN}"}
+
+
+def test_a_relative_exec_command_resolves_against_the_kubeconfig_folder(server: ScriptedServer,
+                                                                        tmp_path: Path) -> None:
+    folder = tmp_path / "configs"
+    folder.mkdir()
+    script = folder / "get-token.sh"
+    credential = {"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential",
+                  "status": {"token": TOKEN}}
+    script.write_text("#!/bin/sh\ncat <<'EOF'\n" + json.dumps(credential) + "\nEOF\n")
+    script.chmod(0o755)
+    config = kubeconfig(folder / "kc", server.url_for("ok"), {"exec": {
+        "apiVersion": "client.authentication.k8s.io/v1", "command": "./get-token.sh", "interactiveMode": "Never"}})
+    before = len(server.requests)
+    ok(invoke("classes", "--kubeconfig", config))  # this process's working directory is not `folder`
+    assert authorizations(server, before) == {f"Bearer {TOKEN}"}
+
+
+def test_a_failing_exec_plugin_stops_before_any_request_and_logs_nothing_else(server: ScriptedServer,
+                                                                               tmp_path: Path) -> None:
+    script = tmp_path / "corp-login.sh"
+    script.write_text("#!/bin/sh\necho 'refresh token expired' >&2\nexit 2\n")
+    script.chmod(0o755)
+    config = kubeconfig(tmp_path / "kc", server.url_for("ok"), {"exec": {
+        "apiVersion": "client.authentication.k8s.io/v1beta1", "command": str(script)}})
+    before = len(server.requests)
+    result = invoke("pending", "-A", "--kubeconfig", config)
+    assert (result.code, result.stdout) == (1, "")
+    assert result.stderr == (f"error: getting credentials: exec: executable {script} failed with exit code 2: "
+                             "refresh token expired\n")
+    assert server.requests[before:] == []  # never carried on as system:anonymous
+    # No library installed a root handler (pytest's own capture handlers aside).
+    assert [h for h in logging.getLogger().handlers if not type(h).__module__.startswith("_pytest")] == []
+
+
+def test_basic_auth_and_impersonation_headers(server: ScriptedServer, tmp_path: Path) -> None:
+    config = kubeconfig(tmp_path / "kc", server.url_for("ok"), {"username": "admin", "password": TOKEN})
+    before = len(server.requests)
+    result = ok(invoke("claims", "-A", "--kubeconfig", config, "--as", "jane", "--as-group", "devs",
+                       "--as-group", "ops", "--as-uid", "42", "-v", "9"))
+    sent = server.requests[before:]
+    assert {h["impersonate-user"] for _, h in sent} == {"jane"} and {h["impersonate-uid"] for _, h in sent} == {"42"}
+    assert {h["authorization"] for _, h in sent} == {"Basic YWRtaW46dG9rLTlmOGU3ZDZjNWI0YQ=="}
+    assert "Authorization: Basic <masked>" in result.stderr
+    assert TOKEN not in result.stderr and "YWRtaW46dG9rLTlmOGU3ZDZjNWI0YQ" not in result.stderr
+
+
+def test_a_password_in_the_server_url_is_never_logged(server: ScriptedServer, tmp_path: Path) -> None:
+    url = server.url_for("ok").replace("http://", f"http://admin:{TOKEN}@")
+    config = kubeconfig(tmp_path / "kc", url, {"token": TOKEN})
+    for level in ("6", "8", "9"):
+        result = ok(invoke("classes", "--kubeconfig", config, "-v", level))
+        assert "<redacted>@127.0.0.1" in result.stderr and TOKEN not in result.stdout + result.stderr
+
+
+def test_a_timeout_names_the_flag_only_when_it_was_given(server: ScriptedServer, tmp_path: Path) -> None:
+    connection = load_connection(Selection(kubeconfig=kubeconfig(tmp_path / "kc", server.url_for("silent"),
+                                                                 {"token": TOKEN})))
+    # A timeout the user did not ask for (the plugin's own): the message must not send them to a flag.
+    api = KubeAPI(connection, request_timeout=0.3)
+    with pytest.raises(ConnectionFailed) as caught:
+        list(api.list(PERSISTENT_VOLUMES))
+    assert "did not answer in time" in str(caught.value) and "--request-timeout" not in str(caught.value)
+    flagged = invoke("leftovers", "--kubeconfig", str(tmp_path / "kc"), "--request-timeout", "300ms")
+    assert flagged.code == 1 and flagged.stderr.endswith("did not answer in time (--request-timeout)\n")
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("subcommand", ["pending", "claims", "leftovers", "classes"])
+def test_watch_against_a_server_that_is_down_at_start_fails_like_any_command(subcommand: str,
+                                                                             tmp_path: Path) -> None:
+    config = kubeconfig(tmp_path / "kc", f"https://127.0.0.1:{closed_port()}", {"token": TOKEN})
+    outcome: list[Result] = []
+    runner = threading.Thread(target=lambda: outcome.append(invoke(subcommand, "-A", "--watch", "--kubeconfig",
+                                                                   config)), daemon=True)
+    runner.start()
+    runner.join(60)  # a guard against the old behaviour (retrying the first list forever), not a speed target
+    assert outcome, "the watch kept retrying a server that never answered its first list"
+    assert outcome[0].code == 1 and outcome[0].stdout == ""
+    assert len(outcome[0].stderr.splitlines()) == 1
+    assert outcome[0].stderr.startswith("error: the connection to the server https://127.0.0.1:")
