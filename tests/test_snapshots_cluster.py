@@ -1,0 +1,194 @@
+"""`snapshots` against a real control plane of its own: first without the VolumeSnapshot CRDs (one line,
+exit 0), then with the CRDs clusters install (tests/fixtures/crds), VolumeSnapshotClasses, VolumeSnapshots
+and VolumeSnapshotContents created directly and content statuses written through the status subresource.
+
+The plane is this module's, not the session's: installing CRDs must not change what other tests see,
+and the no-CRD answers must be read before the CRDs exist whatever tests run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import threading
+from typing import Any, Iterator
+
+import pytest
+
+from controlplane import ControlPlane, build
+from plugin_runner import PLUGIN, items, run_plugin
+from recording.snapshots import (DRIVER_ERROR, build as build_scenario, content, content_path, delete, install_crds,
+                                 ready, snapshot_path, uid, volume_snapshot, write_status)
+from scenarios import apply
+
+pytestmark = pytest.mark.cluster
+
+P = "snap-"
+NS = f"{P}apps"
+NOT_SERVED = ("the snapshot.storage.k8s.io/v1 API is not served by this cluster (VolumeSnapshot CRDs are not "
+              "installed): no snapshots to check")
+CONTENTS_ONLY_USER = "snap-contents-only-user"
+
+
+def plugin(plane: ControlPlane, *args: str, user: str = "reader") -> subprocess.CompletedProcess:
+    return run_plugin(plane.kubeconfig(user), "snapshots", *args)
+
+
+@pytest.fixture(scope="module")
+def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
+    build(log=tmp_path_factory.getbasetemp() / "snapshots-build.log")
+    cp = ControlPlane(tmp_path_factory.mktemp("snapshots-plane"))
+    cp.start()
+    try:
+        # Before the CRDs: every answer the no-CRD test checks, read now.
+        cp.before_crds = {  # type: ignore[attr-defined]
+            "table": plugin(cp), "json": plugin(cp, "-o", "json"), "exit_code": plugin(cp, "--exit-code"),
+            "pvonly": plugin(cp, user="pvonly"), "kubectl": cp.kubectl("get", "volumesnapshotcontents", check=False),
+        }
+        install_crds(cp)
+        build_scenario(cp, P)
+        read = ["get", "list", "watch"]
+        apply(cp, {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                   "metadata": {"name": "snap-contents-only"},
+                   "rules": [{"apiGroups": ["snapshot.storage.k8s.io"],
+                              "resources": ["volumesnapshotcontents", "volumesnapshotclasses"], "verbs": read}]},
+              {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+               "metadata": {"name": "snap-contents-only"},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "snap-contents-only"},
+               "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": CONTENTS_ONLY_USER}]})
+        yield cp
+    finally:
+        cp.stop(keep_logs=False)
+
+
+def columns(text: str) -> list[dict[str, str]]:
+    """A kubectl-style table read by the header's column offsets (cells may be blank)."""
+    lines = text.splitlines()
+    header = lines[0]
+    # A header starts after three spaces: "SNAPSHOT STATE" is one column.
+    starts = [0] + [i for i in range(1, len(header)) if header[i] != " " and header[i - 3:i] == "   "]
+    names = [header[a:b].strip() for a, b in zip(starts, starts[1:] + [None])]
+    return [{n: line[a:b].strip() if b else line[a:].strip() for n, a, b in zip(names, starts, starts[1:] + [None])}
+            for line in lines[1:]]
+
+
+def test_without_the_crds_one_line_and_exit_0(plane: ControlPlane) -> None:
+    before = plane.before_crds  # type: ignore[attr-defined]
+    assert before["kubectl"].returncode != 0 and "volumesnapshotcontents" in before["kubectl"].stderr
+    table = before["table"]
+    assert (table.returncode, table.stdout, table.stderr) == (0, "", NOT_SERVED + "\n")
+    as_json = before["json"]
+    assert (as_json.returncode, items(as_json.stdout), as_json.stderr) == (0, [], f"warning: {NOT_SERVED}\n")
+    assert (before["exit_code"].returncode, before["exit_code"].stderr) == (0, NOT_SERVED + "\n")
+    # RBAC answers before routing: without rights, a missing API is still a 403, never "not installed".
+    denied = before["pvonly"]
+    assert denied.returncode == 1 and denied.stdout == ""
+    assert denied.stderr.startswith('error: volumesnapshotcontents.snapshot.storage.k8s.io is forbidden: User '
+                                    '"pvleft-pvonly-user" cannot list')
+
+
+def test_table_findings_and_kubectls_columns(plane: ControlPlane) -> None:
+    result = plugin(plane)
+    assert (result.returncode, result.stderr) == (0, "")
+    rows = {r["NAME"]: r for r in columns(result.stdout)}
+    assert {n: (r["SNAPSHOT STATE"], r["FINDINGS"]) for n, r in rows.items()} == {
+        f"{P}classless": ("present", "class-missing"), f"{P}failed": ("present", "not-ready"),
+        f"{P}orphan": ("missing", "retained-orphan"), f"{P}replaced": ("replaced", "retained-orphan")}
+    assert rows[f"{P}orphan"]["SNAPSHOT"] == f"{NS}/orphaned" and rows[f"{P}orphan"]["SNAPSHOTHANDLE"] == "snap-orphan"
+    theirs = {r["NAME"]: r for r in columns(plane.kubectl("get", "volumesnapshotcontents").stdout)}
+    for name, ours in rows.items():
+        kubectl = theirs[name]
+        for column in ("READYTOUSE", "RESTORESIZE", "DELETIONPOLICY", "DRIVER"):
+            assert ours[column] == kubectl[column], (name, column)
+        assert ours["SNAPSHOT"] == f"{kubectl['VOLUMESNAPSHOTNAMESPACE']}/{kubectl['VOLUMESNAPSHOT']}"
+    assert rows[f"{P}failed"]["RESTORESIZE"] == ""  # blank, as kubectl leaves it
+
+    wide = {r["NAME"]: r for r in columns(plugin(plane, "-o", "wide").stdout)}
+    assert wide[f"{P}failed"]["ERROR"] == DRIVER_ERROR
+    assert wide[f"{P}classless"]["VOLUMESNAPSHOTCLASS"] == f"{P}gone"
+
+
+def test_json_all_selectors_and_exit_code(plane: ControlPlane) -> None:
+    result = plugin(plane, "-o", "json")
+    rows = {r["name"]: r for r in items(result.stdout)}
+    assert sorted(rows) == [f"{P}classless", f"{P}failed", f"{P}orphan", f"{P}replaced"]
+    orphan, replaced = rows[f"{P}orphan"], rows[f"{P}replaced"]
+    assert (orphan["snapshot_missing"], orphan["live_snapshot_uid"], orphan["deletion_policy"]) == (True, None, "Retain")
+    live = uid(plane, snapshot_path(NS, "replaced"))
+    assert replaced["snapshot_missing"] is False and replaced["live_snapshot_uid"] == live != replaced["snapshot_uid"]
+    assert rows[f"{P}classless"]["class_missing"] is True
+    assert rows[f"{P}failed"]["error"] == {"message": DRIVER_ERROR, "time": "2026-12-01T10:00:00Z"}
+
+    everything = {r["name"]: r for r in items(plugin(plane, "--all", "-o", "json").stdout)}
+    assert set(everything) - set(rows) == {f"{P}healthy", f"{P}preprovisioned"}
+    assert everything[f"{P}healthy"]["findings"] == [] and everything[f"{P}healthy"]["snapshot_state"] == "present"
+    assert everything[f"{P}preprovisioned"]["snapshot_uid"] is None
+
+    assert plugin(plane, "--exit-code").returncode == 3
+    assert plugin(plane, "--exit-code", "-l", "tier=web").returncode == 0
+    named = plugin(plane, "-l", "tier=db", "-o", "name")
+    assert named.stdout.splitlines() == [f"volumesnapshotcontent.snapshot.storage.k8s.io/{P}orphan",
+                                         f"volumesnapshotcontent.snapshot.storage.k8s.io/{P}replaced"]
+    elsewhere = plugin(plane, "-n", "default")
+    assert (elsewhere.returncode, elsewhere.stdout, elsewhere.stderr) == (0, "", "No VolumeSnapshotContents with "
+                                                                                  "findings\n")
+    assert len(items(plugin(plane, "-n", NS, "--all", "-o", "json").stdout)) == 6
+
+
+def test_users_without_snapshot_rights(plane: ControlPlane) -> None:
+    for user in ("pvonly", "namespaced"):
+        result = plugin(plane, user=user)
+        assert (result.returncode, result.stdout) == (1, ""), user
+        assert result.stderr.startswith("error: volumesnapshotcontents.snapshot.storage.k8s.io is forbidden"), user
+        assert "get/list/watch on volumesnapshotcontents" in result.stderr and len(result.stderr.splitlines()) == 1
+
+
+def test_forbidden_volumesnapshots_are_unknown_not_gone(plane: ControlPlane) -> None:
+    result = plugin(plane, "-o", "json", "--exit-code", "--as", CONTENTS_ONLY_USER, user="admin")
+    assert result.returncode == 3
+    warning = result.stderr.splitlines()
+    assert len(warning) == 1 and warning[0].startswith(
+        'warning: cannot list volumesnapshots cluster-wide (volumesnapshots.snapshot.storage.k8s.io is forbidden: '
+        f'User "{CONTENTS_ONLY_USER}" cannot list')
+    rows = {r["name"]: r for r in items(result.stdout)}
+    assert {r["snapshot_state"] for r in rows.values()} == {"unknown"}
+    assert {r["snapshot_missing"] for r in rows.values()} == {None}
+    assert {n: [f["kind"] for f in r["findings"]] for n, r in rows.items()} == {
+        f"{P}classless": ["class-missing"], f"{P}failed": ["not-ready"]}
+
+
+def test_watch_shows_a_content_turning_orphan(plane: ControlPlane) -> None:
+    driver = f"{P}csi.example.com"
+    apply(plane, volume_snapshot(NS, "watched", class_name=f"{P}retain"))
+    apply(plane, content(f"{P}watched", driver=driver, ns=NS, snapshot="watched",
+                         uid=uid(plane, snapshot_path(NS, "watched")), labels={"watch": "yes"}))
+    write_status(plane, content_path(f"{P}watched", "status"), ready("snap-watched"))
+    env = {"PVLEFT_WATCH_SETTLE_SECONDS": "0.1"}
+    command = [PLUGIN, "snapshots", "--watch", "-o", "jsonl", "--all", "-l", "watch=yes",
+               "--kubeconfig", str(plane.kubeconfig("reader"))]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, **env})
+    lines: "queue.Queue[str]" = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()  # type: ignore[union-attr]
+
+    def next_line(timeout: float = 30.0) -> dict[str, Any]:
+        return json.loads(lines.get(timeout=timeout))
+
+    try:
+        first = next_line()
+        assert (first["change"], first["name"], first["snapshot_state"], first["findings"]) == (
+            "appeared", f"{P}watched", "present", [])
+        delete(plane, snapshot_path(NS, "watched"))
+        turned = next_line()
+        assert (turned["change"], turned["name"], turned["snapshot_state"], turned["snapshot_missing"]) == (
+            "changed", f"{P}watched", "missing", True)
+        assert [f["kind"] for f in turned["findings"]] == ["retained-orphan"]
+        plane.kubectl("delete", "volumesnapshotcontent", f"{P}watched")
+        gone = next_line()
+        assert (gone["change"], gone["resolution"]) == ("resolved", "the VolumeSnapshotContent was deleted")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    assert proc.stderr is not None and proc.stderr.read() == ""
