@@ -149,6 +149,60 @@ def _by_class(items: Optional[Iterable[T]], class_of: Callable[[T], Optional[str
     return grouped
 
 
+@dataclass(frozen=True)
+class _Context:
+    """What every row is judged against: the whole census, read once."""
+
+    csi_drivers: Optional[set[str]]
+    defaults: list[str]
+    chosen: Optional[str]
+    drift_by_class: Counter
+
+
+def _class_findings(name: str, sc: Optional[StorageClass], class_pvs: Optional[list[PersistentVolume]],
+                    class_claims: Optional[list[PersistentVolumeClaim]],
+                    ctx: _Context) -> tuple[list[Finding], Optional[str], Optional[bool]]:
+    """The findings of one class name, its provisioner type, and whether its CSIDriver is registered."""
+    if sc is None:
+        users = [f"{len(class_pvs)} PV(s)" if class_pvs else "", f"{len(class_claims)} claim(s)" if class_claims else ""]
+        return [Finding(MISSING_CLASS, f"no StorageClass {name!r}, named by {' and '.join(u for u in users if u)}")], \
+            None, None
+    findings: list[Finding] = []
+    kind = provisioner_type(sc.provisioner, class_pvs or ())
+    if sc.is_default and len(ctx.defaults) > 1:
+        findings.append(Finding(MULTIPLE_DEFAULTS, f"{len(ctx.defaults)} default classes ({', '.join(ctx.defaults)}); "
+                                                   f"new claims without a class get {ctx.chosen!r}, the newest"))
+    registered = None
+    if kind == CSI and ctx.csi_drivers is not None:
+        registered = sc.provisioner in ctx.csi_drivers
+        if not registered:
+            findings.append(Finding(MISSING_CSIDRIVER, f"no CSIDriver {sc.provisioner!r} is registered"))
+    if ctx.drift_by_class.get(name):
+        findings.append(Finding(RECLAIM_DRIFT, f"{ctx.drift_by_class[name]} PV(s) do not have the class's "
+                                               f"reclaim policy {sc.reclaim_policy}"))
+    return findings, kind, registered
+
+
+def _of(grouped: Optional[dict[str, list[T]]], name: str) -> Optional[list[T]]:
+    return None if grouped is None else grouped.get(name, [])
+
+
+def _row(name: str, sc: Optional[StorageClass], class_pvs: Optional[list[PersistentVolume]],
+         class_claims: Optional[list[PersistentVolumeClaim]], pvs_known: bool, ctx: _Context) -> ClassRow:
+    findings, kind, registered = _class_findings(name, sc, class_pvs, class_claims, ctx)
+    return ClassRow(
+        name=name,
+        storage_class=sc,
+        effective_default=name == ctx.chosen,
+        provisioner_type=kind,
+        pv_phases=None if class_pvs is None else dict(Counter(pv.phase for pv in class_pvs)),
+        pending_claims=None if class_claims is None else sum(1 for c in class_claims if c.phase == "Pending"),
+        drift=None if not pvs_known or sc is None else ctx.drift_by_class.get(name, 0),
+        csi_driver_registered=registered,
+        findings=tuple(findings),
+    )
+
+
 def assess(classes: Iterable[StorageClass], pvs: Optional[Iterable[PersistentVolume]],
            claims: Optional[Iterable[PersistentVolumeClaim]], csi_drivers: Optional[set[str]]) -> ClassCensus:
     """Pure: one row per class name in use or defined; None inputs mean "could not be read" (unknown)."""
@@ -157,45 +211,10 @@ def assess(classes: Iterable[StorageClass], pvs: Optional[Iterable[PersistentVol
     pvs_by_class = _by_class(pv_list, lambda pv: pv.storage_class)
     claims_by_class = _by_class(claims, lambda c: c.storage_class)
     drift = find_drift(pv_list or (), by_name)
-    drift_by_class = Counter(d.pv.storage_class for d in drift)
-    defaults = sorted(name for name, sc in by_name.items() if sc.is_default)
-    chosen = effective_default(by_name.values())
-
-    names = set(by_name) | set(pvs_by_class or {}) | set(claims_by_class or {})
-    rows = []
-    for name in sorted(names):
-        sc = by_name.get(name)
-        class_pvs = None if pvs_by_class is None else pvs_by_class.get(name, [])
-        class_claims = None if claims_by_class is None else claims_by_class.get(name, [])
-        findings: list[Finding] = []
-        kind: Optional[str] = None
-        registered: Optional[bool] = None
-        if sc is None:
-            users = [f"{len(class_pvs)} PV(s)" if class_pvs else "", f"{len(class_claims)} claim(s)" if class_claims else ""]
-            findings.append(Finding(MISSING_CLASS, f"no StorageClass {name!r}, named by {' and '.join(u for u in users if u)}"))
-        else:
-            kind = provisioner_type(sc.provisioner, class_pvs or ())
-            if sc.is_default and len(defaults) > 1:
-                findings.append(Finding(MULTIPLE_DEFAULTS, f"{len(defaults)} default classes ({', '.join(defaults)}); "
-                                                           f"new claims without a class get {chosen!r}, the newest"))
-            if kind == CSI and csi_drivers is not None:
-                registered = sc.provisioner in csi_drivers
-                if not registered:
-                    findings.append(Finding(MISSING_CSIDRIVER, f"no CSIDriver {sc.provisioner!r} is registered"))
-            if drift_by_class.get(name):
-                findings.append(Finding(RECLAIM_DRIFT, f"{drift_by_class[name]} PV(s) do not have the class's "
-                                                       f"reclaim policy {sc.reclaim_policy}"))
-        rows.append(ClassRow(
-            name=name,
-            storage_class=sc,
-            effective_default=name == chosen,
-            provisioner_type=kind,
-            pv_phases=None if class_pvs is None else dict(Counter(pv.phase for pv in class_pvs)),
-            pending_claims=None if class_claims is None else sum(1 for c in class_claims if c.phase == "Pending"),
-            drift=None if pv_list is None or sc is None else drift_by_class.get(name, 0),
-            csi_driver_registered=registered,
-            findings=tuple(findings),
-        ))
+    ctx = _Context(csi_drivers, sorted(name for name, sc in by_name.items() if sc.is_default),
+                   effective_default(by_name.values()), Counter(d.pv.storage_class for d in drift))
+    rows = [_row(name, by_name.get(name), _of(pvs_by_class, name), _of(claims_by_class, name), pv_list is not None,
+                 ctx) for name in sorted(set(by_name) | set(pvs_by_class or {}) | set(claims_by_class or {}))]
     return ClassCensus(rows=rows, drift=drift)
 
 

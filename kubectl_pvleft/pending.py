@@ -73,52 +73,82 @@ def triage(api: Reader, *, namespace: Optional[str] = None, per_object_limit: in
 
 def gather_evidence(api: Reader, pods: Sequence[Pod], namespace: Optional[str], warnings: list[str],
                     limit: int = PER_OBJECT_LIMIT) -> Evidence:
-    wanted_claims = {(p.namespace, c) for p in pods for c in p.claims}
-    claims = optional(lambda: _read_named(api, PERSISTENT_VOLUME_CLAIMS, wanted_claims, namespace, limit),
-                      warnings, CLAIMS_UNREADABLE) if wanted_claims else {}
-    unbound = [c for c in (claims or {}).values() if c.phase != "Bound"]
-    wanted_classes = {c.storage_class for c in unbound if c.storage_class}
-    classes: Optional[dict[str, StorageClass]] = {}
-    if wanted_classes:
-        classes = optional(lambda: {sc.name: sc for sc in api.list(STORAGE_CLASSES)}, warnings, CLASSES_UNREADABLE)
-    # CSIDrivers only matter for external provisioners; None (not read) never says "not registered".
-    provisioners = {c.provisioner for c in unbound if c.provisioner}
-    provisioners |= {sc.provisioner for name, sc in (classes or {}).items() if name in wanted_classes}
-    drivers: Optional[frozenset[str]] = None
-    if any(is_external(p) for p in provisioners):
-        drivers = optional(lambda: frozenset(d.name for d in api.list(CSI_DRIVERS)), warnings, DRIVERS_UNREADABLE)
-    wanted_volumes = {("", c.volume_name) for c in unbound if c.volume_name}
-    volumes = optional(lambda: _read_named(api, PERSISTENT_VOLUMES, wanted_volumes, None, limit), warnings,
-                       VOLUMES_UNREADABLE) if wanted_volumes else {}
-    uids = {p.meta.uid: p.namespace for p in pods} | {c.meta.uid: c.namespace for c in unbound}
-    events = optional(lambda: _read_events(api, uids, namespace, limit), warnings, EVENTS_UNREADABLE)
-    evidence = Evidence(claims=claims, events=events, classes=classes, csi_drivers=drivers,
-                        volumes=None if volumes is None else {name: pv for (_, name), pv in volumes.items()})
-    return _other_parties(api, pods, evidence, warnings, limit)
+    return _Gatherer(api, namespace, warnings, limit).evidence(pods)
 
 
-def _other_parties(api: Reader, pods: Sequence[Pod], evidence: Evidence, warnings: list[str], limit: int) -> Evidence:
-    """Read what names the other party, only where a blocker needs it: the claims PVs are still bound to,
-    the Pods holding a ReadWriteOncePod claim, the VolumeAttachments of a Multi-Attach."""
-    claims = list((evidence.claims or {}).values())
-    other_refs = {(pv.claim_ref.namespace or "", pv.claim_ref.name or "") for pv in (evidence.volumes or {}).values()
-                  if pv.claim_ref is not None and pv.claim_ref.name}
-    other_refs -= {(c.namespace, c.name) for c in claims}
-    others = optional(lambda: _read_named(api, PERSISTENT_VOLUME_CLAIMS, other_refs, None, limit), warnings,
-                      CLAIMS_UNREADABLE) if other_refs else {}
-    messages = [e.message for uid in {p.meta.uid for p in pods} for e in (evidence.events or {}).get(uid, ())]
-    messages += [c.message or "" for p in pods for c in p.conditions]
-    rwop = any("ReadWriteOncePod" in c.access_modes for c in claims) and any("ReadWriteOncePod" in m for m in messages)
-    multi_attach = any("Multi-Attach" in m for m in messages)
-    holders: Optional[list[Pod]] = None
-    if rwop or multi_attach:
-        namespaces = sorted({p.namespace for p in pods})
-        holders = optional(lambda: [p for ns in namespaces for p in api.list(PODS, ns)], warnings, PODS_UNREADABLE)
-    attachments = None
-    if multi_attach:
-        attachments = optional(lambda: list(api.list(VOLUME_ATTACHMENTS)), warnings, ATTACHMENTS_UNREADABLE)
-    return replace(evidence, others={**(evidence.claims or {}), **(others or {})} if others is not None else None,
-                   pods=holders, attachments=attachments)
+class _Gatherer:
+    """Reads the evidence Pending Pods need, each kind only when something needs it; a 403 on any of them
+    makes that kind unknown (None) with one warning."""
+
+    def __init__(self, api: Reader, namespace: Optional[str], warnings: list[str], limit: int) -> None:
+        self.api, self.namespace, self.warnings, self.limit = api, namespace, warnings, limit
+
+    def _named(self, kind: Kind[T], wanted: set[tuple[str, str]], scope: Optional[str], unreadable: str) -> Any:
+        if not wanted:
+            return {}
+        return optional(lambda: _read_named(self.api, kind, wanted, scope, self.limit), self.warnings, unreadable)
+
+    def evidence(self, pods: Sequence[Pod]) -> Evidence:
+        claims = self._named(PERSISTENT_VOLUME_CLAIMS, {(p.namespace, c) for p in pods for c in p.claims},
+                             self.namespace, CLAIMS_UNREADABLE)
+        unbound = [c for c in (claims or {}).values() if c.phase != "Bound"]
+        classes, drivers = self._classes_and_drivers(unbound)
+        volumes = self._named(PERSISTENT_VOLUMES, {("", c.volume_name) for c in unbound if c.volume_name}, None,
+                              VOLUMES_UNREADABLE)
+        uids = {p.meta.uid: p.namespace for p in pods} | {c.meta.uid: c.namespace for c in unbound}
+        events = optional(lambda: _read_events(self.api, uids, self.namespace, self.limit), self.warnings,
+                          EVENTS_UNREADABLE)
+        evidence = Evidence(claims=claims, events=events, classes=classes, csi_drivers=drivers,
+                            volumes=None if volumes is None else {name: pv for (_, name), pv in volumes.items()})
+        return self._other_parties(pods, evidence)
+
+    def _classes_and_drivers(self, unbound: list[Any]) -> tuple[Any, Optional[frozenset[str]]]:
+        wanted = {c.storage_class for c in unbound if c.storage_class}
+        classes: Optional[dict[str, StorageClass]] = {}
+        if wanted:
+            classes = optional(lambda: {sc.name: sc for sc in self.api.list(STORAGE_CLASSES)}, self.warnings,
+                               CLASSES_UNREADABLE)
+        # CSIDrivers only matter for external provisioners; None (not read) never says "not registered".
+        provisioners = {c.provisioner for c in unbound if c.provisioner}
+        provisioners |= {sc.provisioner for name, sc in (classes or {}).items() if name in wanted}
+        if not any(is_external(p) for p in provisioners):
+            return classes, None
+        return classes, optional(lambda: frozenset(d.name for d in self.api.list(CSI_DRIVERS)), self.warnings,
+                                 DRIVERS_UNREADABLE)
+
+    def _other_parties(self, pods: Sequence[Pod], evidence: Evidence) -> Evidence:
+        """Read what names the other party, only where a blocker needs it: the claims PVs are still bound to,
+        the Pods holding a ReadWriteOncePod claim, the VolumeAttachments of a Multi-Attach."""
+        claims = list((evidence.claims or {}).values())
+        others = self._named(PERSISTENT_VOLUME_CLAIMS, _bound_elsewhere(evidence) - {(c.namespace, c.name)
+                                                                                     for c in claims},
+                             None, CLAIMS_UNREADABLE)
+        said = " ".join(_blocker_messages(pods, evidence))
+        rwop = "ReadWriteOncePod" in said and any("ReadWriteOncePod" in c.access_modes for c in claims)
+        multi_attach = "Multi-Attach" in said
+        holders, attachments = None, None
+        if rwop or multi_attach:
+            namespaces = sorted({p.namespace for p in pods})
+            holders = optional(lambda: [p for ns in namespaces for p in self.api.list(PODS, ns)], self.warnings,
+                               PODS_UNREADABLE)
+        if multi_attach:
+            attachments = optional(lambda: list(self.api.list(VOLUME_ATTACHMENTS)), self.warnings,
+                                   ATTACHMENTS_UNREADABLE)
+        return replace(evidence, others=None if others is None else {**(evidence.claims or {}), **others},
+                       pods=holders, attachments=attachments)
+
+
+def _bound_elsewhere(evidence: Evidence) -> set[tuple[str, str]]:
+    """The claims the volumes our claims name are bound to."""
+    refs = (pv.claim_ref for pv in (evidence.volumes or {}).values())
+    return {(ref.namespace or "", ref.name or "") for ref in refs if ref is not None and ref.name}
+
+
+def _blocker_messages(pods: Sequence[Pod], evidence: Evidence) -> list[str]:
+    """What the Pods' events and conditions say (to know whether a blocker names another party)."""
+    events = evidence.events or {}
+    return [e.message for p in pods for e in events.get(p.meta.uid, ())] + [
+        c.message or "" for p in pods for c in p.conditions]
 
 
 def _read_named(api: Reader, kind: Kind[T], wanted: set[tuple[str, str]], namespace: Optional[str],

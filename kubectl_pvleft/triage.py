@@ -19,7 +19,7 @@ from datetime import datetime
 from typing import Iterable, Mapping, Optional, Sequence, Union
 
 from kubectl_pvleft.parties import RWOP, OtherParty, attachment_holder, bound_claim, rwop_holders
-from kubectl_pvleft.records import Absent, VolumeAttachment, Event, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass
+from kubectl_pvleft.records import Absent, Condition, VolumeAttachment, Event, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass
 
 # -- owners ------------------------------------------------------------------------------------------
 
@@ -214,11 +214,7 @@ def _claim_state_verdict(claim: ClaimView, pod: Pod, evidence: Evidence) -> Opti
                        "it while Pods use it); the scheduler will not place a Pod on a claim being deleted",
                        "claim", claim.name)
     if pvc.phase == "Lost":
-        lost = next((e for e in claim.events if e.reason in ("ClaimLost", "ClaimMisbound")), None)
-        message = (lost.message if lost else
-                   f'claim "{claim.name}" is Lost: its PersistentVolume "{pvc.volume_name or "?"}" is gone or '
-                   "bound to another claim")
-        return Verdict(PV_CONTROLLER, "ClaimLost", message, "claim", claim.name, lost.observed if lost else None)
+        return _lost_verdict(claim, pvc)
     if not claim.pending:
         return None
     if pvc.volume_name:
@@ -228,6 +224,14 @@ def _claim_state_verdict(claim: ClaimView, pod: Pod, evidence: Evidence) -> Opti
                        f'storageclass.storage.k8s.io "{pvc.storage_class}" not found: claim "{claim.name}" can be '
                        "neither provisioned nor bound to a PV of that class by the PV controller", "claim", claim.name)
     return None
+
+
+def _lost_verdict(claim: ClaimView, pvc: PersistentVolumeClaim) -> Verdict:
+    lost = next((e for e in claim.events if e.reason in ("ClaimLost", "ClaimMisbound")), None)
+    if lost is not None:
+        return Verdict(PV_CONTROLLER, "ClaimLost", lost.message, "claim", claim.name, lost.observed)
+    return Verdict(PV_CONTROLLER, "ClaimLost", f'claim "{claim.name}" is Lost: its PersistentVolume '
+                   f'"{pvc.volume_name or "?"}" is gone or bound to another claim', "claim", claim.name)
 
 
 def _prebound_verdict(claim: ClaimView, pvc: PersistentVolumeClaim, evidence: Evidence) -> Optional[Verdict]:
@@ -330,48 +334,70 @@ def _affinity_hint(reason: str, claims: Sequence[ClaimView]) -> str:
 
 
 def _pod_verdict(pod: Pod, claims: Sequence[ClaimView], events: Sequence[Event]) -> Verdict:
-    scheduled = pod.condition("PodScheduled")
     if pod.node_name:
-        if pod.meta.deleted is not None:
-            return Verdict(KUBELET, "Terminating",
-                           f'the Pod was deleted, and the kubelet on node "{pod.node_name}" has not confirmed it stopped',
-                           "pod-condition", observed=pod.meta.deleted)
-        for event in events:  # newest first; scheduling events of a scheduled Pod are history
-            if event.reason in ATTACH_REASONS:
-                return Verdict(ATTACH_DETACH, event.reason, event.message, "pod-event", observed=event.observed)
-            if event.reason in KUBELET_REASONS:
-                return Verdict(KUBELET, event.reason, event.message, "pod-event", observed=event.observed)
-        # ContainerCreating is the kubelet's generic word; a sharper one (ErrImagePull...) says more.
-        waiting = [w for w in pod.waiting if w.reason != "ContainerCreating"] or list(pod.waiting)
-        if waiting:
-            w = waiting[0]
-            return Verdict(KUBELET, w.reason, f"container {w.container}: {w.message or w.reason}", "container")
-        if not pod.reported_containers:
-            return Verdict(KUBELET, "AwaitingKubelet",
-                           f'scheduled to node "{pod.node_name}", but no kubelet has reported a container status for '
-                           f'the Pod: is the kubelet on "{pod.node_name}" running?', "container",
-                           observed=scheduled.last_transition_time if scheduled else None)
-        return Verdict(KUBELET, NO_SIGNAL, f'scheduled to node "{pod.node_name}"; its containers are not waiting, yet '
-                       f"the Pod is still Pending, and no event explains it; {EVENTS_EXPIRE}", "container")
+        return _node_verdict(pod, events)
+    return _scheduler_verdict(pod, claims, events) or _silent_verdict(pod)
+
+
+def _node_verdict(pod: Pod, events: Sequence[Event]) -> Verdict:
+    """A Pod on a node: the attach/detach controller's or the kubelet's blocker."""
+    if pod.meta.deleted is not None:
+        return Verdict(KUBELET, "Terminating",
+                       f'the Pod was deleted, and the kubelet on node "{pod.node_name}" has not confirmed it stopped',
+                       "pod-condition", observed=pod.meta.deleted)
+    for event in events:  # newest first; scheduling events of a scheduled Pod are history
+        if event.reason in ATTACH_REASONS:
+            return Verdict(ATTACH_DETACH, event.reason, event.message, "pod-event", observed=event.observed)
+        if event.reason in KUBELET_REASONS:
+            return Verdict(KUBELET, event.reason, event.message, "pod-event", observed=event.observed)
+    # ContainerCreating is the kubelet's generic word; a sharper one (ErrImagePull...) says more.
+    waiting = [w for w in pod.waiting if w.reason != "ContainerCreating"] or list(pod.waiting)
+    if waiting:
+        w = waiting[0]
+        return Verdict(KUBELET, w.reason, f"container {w.container}: {w.message or w.reason}", "container")
+    if not pod.reported_containers:
+        scheduled = pod.condition("PodScheduled")
+        return Verdict(KUBELET, "AwaitingKubelet",
+                       f'scheduled to node "{pod.node_name}", but no kubelet has reported a container status for '
+                       f'the Pod: is the kubelet on "{pod.node_name}" running?', "container",
+                       observed=scheduled.last_transition_time if scheduled else None)
+    return Verdict(KUBELET, NO_SIGNAL, f'scheduled to node "{pod.node_name}"; its containers are not waiting, yet '
+                   f"the Pod is still Pending, and no event explains it; {EVENTS_EXPIRE}", "container")
+
+
+def _scheduler_verdict(pod: Pod, claims: Sequence[ClaimView], events: Sequence[Event]) -> Optional[Verdict]:
+    """FailedScheduling and PodScheduled=False: the condition holds the scheduler's whole message (the
+    event's note is cut at 1 KiB), the event names a second scheduler and says when."""
     failed = next((e for e in events if e.reason in SCHEDULER_REASONS), None)
+    scheduled = pod.condition("PodScheduled")
     condition = scheduled if scheduled is not None and scheduled.status == "False" else None
-    if condition is not None:
-        # The condition holds the scheduler's whole message; the event's note is cut at 1 KiB.
-        message = condition.message or (failed.message if failed else "") or condition.reason or ""
-        fallback = failed.reason if failed else (condition.reason or "Unschedulable")
-        times = [t for t in (failed.observed if failed else None, condition.last_transition_time) if t]
-        source = "pod-event" if failed else "pod-condition"
-    elif failed is not None:
-        message, fallback, times, source = failed.message, failed.reason, [failed.observed], "pod-event"
-    else:
-        message = ""
-    if condition is not None or failed is not None:
-        reason = _scheduler_reason(message, fallback)
-        # A second scheduler's events name it; the default one reports as "default-scheduler".
-        owner = failed.reporter if failed and failed.reporter not in ("", "default-scheduler") else scheduler_of(pod)
-        return Verdict(owner, reason, message + _affinity_hint(reason, claims), source,
-                       observed=max((t for t in times if t), default=None))
-    if scheduled is None:
+    if condition is None and failed is None:
+        return None
+    message, fallback = _scheduler_words(condition, failed)
+    times = [t for t in (failed.observed if failed else None, condition.last_transition_time if condition else None)
+             if t]
+    reason = _scheduler_reason(message, fallback)
+    return Verdict(_scheduler_name(pod, failed), reason, message + _affinity_hint(reason, claims),
+                   "pod-event" if failed else "pod-condition", observed=max(times, default=None))
+
+
+def _scheduler_words(condition: Optional[Condition], failed: Optional[Event]) -> tuple[str, str]:
+    """The message (the condition's whole text first) and the reason to fall back on."""
+    if condition is None:
+        return failed.message, failed.reason  # type: ignore[union-attr]
+    message = condition.message or (failed.message if failed else "") or condition.reason or ""
+    return message, failed.reason if failed else (condition.reason or "Unschedulable")
+
+
+def _scheduler_name(pod: Pod, failed: Optional[Event]) -> str:
+    # A second scheduler's events name it; the default one reports as "default-scheduler".
+    if failed is not None and failed.reporter not in ("", "default-scheduler"):
+        return failed.reporter
+    return scheduler_of(pod)
+
+
+def _silent_verdict(pod: Pod) -> Verdict:
+    if pod.condition("PodScheduled") is None:
         return Verdict(UNKNOWN, NO_SIGNAL,
                        f'no scheduler has reported on the Pod yet (spec.schedulerName "{pod.scheduler_name}": is it '
                        f"running?), and no event explains it; {EVENTS_EXPIRE}", "none")

@@ -109,84 +109,105 @@ def transient(exc: ApiError) -> bool:
 def reflect(api: KubeAPI, stream: Stream, settings: WatchSettings,
             stop: Optional[threading.Event] = None) -> Iterator[StreamItem]:
     """list, then watch from the list's resourceVersion, until ``stop``; see the module's docstring."""
-    stop = stop or threading.Event()
-    resource_version: Optional[str] = None
-    delay = settings.backoff_initial
-    down_since: Optional[float] = None
-    warned = False
-    expired_in_a_row = 0
-    listed_once = False
+    return _Reflector(api, stream, settings, stop or threading.Event()).run()
 
-    def up() -> Iterator[StreamItem]:
-        nonlocal down_since, warned, delay
-        if warned and down_since is not None:
-            yield Notice(stream.name, f"the watch on {stream.name} is back after {time.monotonic() - down_since:.0f}s")
-        down_since, warned, delay = None, False, settings.backoff_initial
 
-    while not stop.is_set():
-        try:
-            if resource_version is None:
-                listing = api.list(stream.kind, stream.namespace, field_selector=stream.field_selector,
-                                   label_selector=stream.label_selector)
-                objects = tuple(listing)
-                resource_version = listing.resource_version or ""
-                listed_once = True
-                yield from up()
-                yield Synced(stream.name, objects, resource_version)
-                # A relist that worked ends a run of 410s: the next 410 is a new one, not a repeat.
-                expired_in_a_row = 0
-            opened, seen = time.monotonic(), 0
-            for event in api.watch(stream.kind, stream.namespace, resource_version,
-                                   field_selector=stream.field_selector, label_selector=stream.label_selector,
-                                   timeout_seconds=settings.timeout_seconds):
-                if event.resource_version:
-                    resource_version = event.resource_version
-                expired_in_a_row, seen = 0, seen + 1
-                yield from up()
-                if event.type in ("ADDED", "MODIFIED", "DELETED"):
-                    yield Changed(stream.name, event.type, event.object)
-            if seen or time.monotonic() - opened >= min(1.0, settings.timeout_seconds / 2):
-                yield from up()  # the server ended the watch (timeoutSeconds): open the next one at once
+class _Unavailable(Exception):
+    """An optional stream the user may not read: its evidence is unknown, and the stream ends."""
+
+
+class _Reflector:
+    def __init__(self, api: KubeAPI, stream: Stream, settings: WatchSettings, stop: threading.Event) -> None:
+        self.api, self.stream, self.settings, self.stop = api, stream, settings, stop
+        self.resource_version: Optional[str] = None
+        self.delay = settings.backoff_initial
+        self.down_since: Optional[float] = None
+        self.warned = False
+        self.expired_in_a_row = 0
+        self.listed_once = False
+
+    def run(self) -> Iterator[StreamItem]:
+        while not self.stop.is_set():
+            try:
+                failure = yield from self._once()
+            except _Unavailable as exc:
+                yield Notice(self.stream.name, str(exc), unavailable=True)
+                return
+            if failure is None:
                 continue
-            # An empty stream that ended at once is something closing connections, not the server's timeout.
-            failure = "the watch ended as soon as it opened"
+            if self.stop.is_set():
+                return
+            yield from self._back_off(failure)
+
+    def _once(self) -> Iterator[StreamItem]:
+        """One list (when needed) and one watch; returns None to go again at once, or what went wrong."""
+        s = self.stream
+        try:
+            if self.resource_version is None:
+                listing = self.api.list(s.kind, s.namespace, field_selector=s.field_selector,
+                                        label_selector=s.label_selector)
+                objects = tuple(listing)
+                self.resource_version = listing.resource_version or ""
+                self.listed_once = True
+                yield from self._up()
+                yield Synced(s.name, objects, self.resource_version)
+                # A relist that worked ends a run of 410s: the next 410 is a new one, not a repeat.
+                self.expired_in_a_row = 0
+            return (yield from self._watch())
         except Expired:
             # The history we would resume from is gone: ask for the current state again.
-            resource_version = None
-            expired_in_a_row += 1
-            if expired_in_a_row == 1:
-                continue
-            failure = "the server keeps answering 410 Gone"
-        except Forbidden as exc:
-            if listed_once:
-                # Allowed before: a restarted apiserver answers 403 until its RBAC cache has synced.
-                failure = exc.api_message or "forbidden"
-            elif stream.required:
-                raise
-            else:
-                yield Notice(stream.name, (stream.unreadable or "cannot list/watch {name} ({reason}); that evidence "
-                                           "is unknown while watching.").format(name=stream.name,
-                                                                                reason=exc.api_message or "forbidden"),
-                             unavailable=True)
-                return
-        except ApiError as exc:
-            if not listed_once or not transient(exc):
-                raise
-            failure = str(exc)
-        except (StreamClosed, ConnectionFailed) as exc:
-            if not listed_once:
-                raise  # the first list fails like any command: one error, exit 1
-            failure = str(exc) or "the connection closed"
-        if stop.is_set():
-            return
+            self.resource_version = None
+            self.expired_in_a_row += 1
+            return None if self.expired_in_a_row == 1 else "the server keeps answering 410 Gone"
+        except (ApiError, StreamClosed, ConnectionFailed) as exc:
+            return self._failure(exc)
+
+    def _watch(self) -> Iterator[StreamItem]:
+        s = self.stream
+        opened, seen = time.monotonic(), 0
+        for event in self.api.watch(s.kind, s.namespace, self.resource_version or "", field_selector=s.field_selector,
+                                    label_selector=s.label_selector, timeout_seconds=self.settings.timeout_seconds):
+            self.resource_version = event.resource_version or self.resource_version
+            self.expired_in_a_row, seen = 0, seen + 1
+            yield from self._up()
+            if event.type in ("ADDED", "MODIFIED", "DELETED"):
+                yield Changed(s.name, event.type, event.object)
+        if seen or time.monotonic() - opened >= min(1.0, self.settings.timeout_seconds / 2):
+            yield from self._up()  # the server ended the watch (timeoutSeconds): open the next one at once
+            return None
+        # An empty stream that ended at once is something closing connections, not the server's timeout.
+        return "the watch ended as soon as it opened"
+
+    def _failure(self, exc: Exception) -> str:
+        """What an error means: an outage to wait out (returned), or the end (raised)."""
+        if isinstance(exc, Forbidden) and not self.listed_once:
+            if self.stream.required:
+                raise exc
+            reason = exc.api_message or "forbidden"
+            raise _Unavailable((self.stream.unreadable or "cannot list/watch {name} ({reason}); that evidence is "
+                                "unknown while watching.").format(name=self.stream.name, reason=reason))
+        if isinstance(exc, Forbidden):
+            # Allowed before: a restarted apiserver answers 403 until its RBAC cache has synced.
+            return exc.api_message or "forbidden"
+        if not self.listed_once or (isinstance(exc, ApiError) and not transient(exc)):
+            raise exc  # the first list fails like any command: one error, exit 1
+        return str(exc) or "the connection closed"
+
+    def _up(self) -> Iterator[StreamItem]:
+        if self.warned and self.down_since is not None:
+            yield Notice(self.stream.name,
+                         f"the watch on {self.stream.name} is back after {time.monotonic() - self.down_since:.0f}s")
+        self.down_since, self.warned, self.delay = None, False, self.settings.backoff_initial
+
+    def _back_off(self, failure: str) -> Iterator[StreamItem]:
         now = time.monotonic()
-        down_since = down_since if down_since is not None else now
-        if not warned and now - down_since >= settings.warn_after:
-            warned = True
-            yield Notice(stream.name, f"cannot re-establish the watch on {stream.name} for {now - down_since:.0f}s "
-                                      f"({failure}); still trying")
-        stop.wait(delay * random.uniform(0.8, 1.2))  # jitter: many watchers should not retry in step
-        delay = min(delay * 2, settings.backoff_max)
+        self.down_since = self.down_since if self.down_since is not None else now
+        if not self.warned and now - self.down_since >= self.settings.warn_after:
+            self.warned = True
+            yield Notice(self.stream.name, f"cannot re-establish the watch on {self.stream.name} for "
+                                           f"{now - self.down_since:.0f}s ({failure}); still trying")
+        self.stop.wait(self.delay * random.uniform(0.8, 1.2))  # jitter: many watchers should not retry in step
+        self.delay = min(self.delay * 2, self.settings.backoff_max)
 
 
 def uid_of(obj: Any) -> str:
@@ -292,52 +313,14 @@ def follow(api: KubeAPI, spec: Follow[Row], settings: Optional[WatchSettings] = 
     settings = settings or WatchSettings()
     stop = stop or threading.Event()
     inbox: "queue.Queue[Union[StreamItem, BaseException]]" = queue.Queue()
-
-    def pump(stream: Stream) -> None:
-        try:
-            for item in reflect(api, stream, settings, stop):
-                inbox.put(item)
-        except BaseException as exc:  # handed to the main thread, which raises it
-            if not stop.is_set():
-                inbox.put(exc)
-
-    threads = [threading.Thread(target=pump, args=(s,), name=f"pvleft-watch-{s.name}", daemon=True)
-               for s in spec.streams]
-    stores = Stores([s.name for s in spec.streams], spec.primary, spec.keep, spec.departure)
-    board: RowBoard[Row] = RowBoard(spec.key, spec.signature)
-    unsynced = {s.name for s in spec.streams}
-    held: list[Notice] = []  # notices before every stream is listed: a failing first list drops them
+    threads = [threading.Thread(target=_pump, args=(api, s, settings, stop, inbox), name=f"pvleft-watch-{s.name}",
+                                daemon=True) for s in spec.streams]
+    judge = _Judge(spec)
     for thread in threads:
         thread.start()
     try:
         while True:
-            batch = [inbox.get()]
-            deadline = time.monotonic() + max(settings.settle * 5, 1.0)
-            while time.monotonic() < deadline:  # collect a burst, but never starve the output
-                try:
-                    batch.append(inbox.get(timeout=settings.settle))
-                except queue.Empty:
-                    break
-            for item in batch:
-                if isinstance(item, BaseException):
-                    raise item
-                if isinstance(item, Notice):
-                    if item.unavailable:
-                        stores.unavailable(item.stream)
-                        unsynced.discard(item.stream)
-                    held.append(item)
-                    continue
-                stores.apply(item)
-                if isinstance(item, Synced):
-                    unsynced.discard(item.stream)
-            if unsynced:
-                continue  # judging before every stream is listed would print rows from half the evidence
-            yield from held  # once every stream has answered: an error on a required one says it alone
-            held.clear()
-            changes = board.update(spec.assess(stores), stores.departed, spec.gone)
-            stores.departed.clear()  # every departure is now either reported or was never shown
-            if changes:
-                yield changes
+            yield from judge.take(_burst(inbox, settings))
     finally:
         stop.set()
         deadline = time.monotonic() + 5.0
@@ -345,3 +328,60 @@ def follow(api: KubeAPI, spec: Follow[Row], settings: Optional[WatchSettings] = 
             api.abort_watches()  # a read blocked in another thread ends at once
             for thread in threads:
                 thread.join(timeout=0.1)
+
+
+def _pump(api: KubeAPI, stream: Stream, settings: WatchSettings, stop: threading.Event, inbox: "queue.Queue[Any]") -> None:
+    try:
+        for item in reflect(api, stream, settings, stop):
+            inbox.put(item)
+    except BaseException as exc:  # handed to the main thread, which raises it
+        if not stop.is_set():
+            inbox.put(exc)
+
+
+def _burst(inbox: "queue.Queue[Any]", settings: WatchSettings) -> list[Any]:
+    """What arrives together is judged once; but never starve the output."""
+    batch = [inbox.get()]
+    deadline = time.monotonic() + max(settings.settle * 5, 1.0)
+    while time.monotonic() < deadline:
+        try:
+            batch.append(inbox.get(timeout=settings.settle))
+        except queue.Empty:
+            break
+    return batch
+
+
+class _Judge(Generic[Row]):
+    """Applies what the streams show to the stores, and re-runs the analysis once every stream has listed."""
+
+    def __init__(self, spec: Follow[Row]) -> None:
+        self.spec = spec
+        self.stores = Stores([s.name for s in spec.streams], spec.primary, spec.keep, spec.departure)
+        self.board: RowBoard[Row] = RowBoard(spec.key, spec.signature)
+        self.unsynced = {s.name for s in spec.streams}
+        self.held: list[Notice] = []  # notices before every stream is listed: a failing first list drops them
+
+    def take(self, batch: list[Any]) -> Iterator[Union[list[RowChange[Row]], Notice]]:
+        for item in batch:
+            self._apply(item)
+        if self.unsynced:
+            return  # judging before every stream is listed would print rows from half the evidence
+        yield from self.held  # once every stream has answered: an error on a required one says it alone
+        self.held.clear()
+        changes = self.board.update(self.spec.assess(self.stores), self.stores.departed, self.spec.gone)
+        self.stores.departed.clear()  # every departure is now either reported or was never shown
+        if changes:
+            yield changes
+
+    def _apply(self, item: Any) -> None:
+        if isinstance(item, BaseException):
+            raise item
+        if isinstance(item, Notice):
+            if item.unavailable:
+                self.stores.unavailable(item.stream)
+                self.unsynced.discard(item.stream)
+            self.held.append(item)
+            return
+        self.stores.apply(item)
+        if isinstance(item, Synced):
+            self.unsynced.discard(item.stream)
