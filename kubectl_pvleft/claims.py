@@ -115,33 +115,15 @@ def problems(claim: PersistentVolumeClaim, stalled: Optional[StalledResize] = No
     found: list[Problem] = []
     if stalled is not None:
         found.append(Problem(RESIZE_NOT_STARTED, "spec.resources.requests.storage", stalled.requested,
-                             reason=stalled.reason, message=stalled.text(), detail=f"{stalled.capacity}->{stalled.requested}"))
-    phase = claim.phase
-    if phase != "Bound":
-        if phase in PHASE_PROBLEMS:
-            found.append(Problem(PHASE_PROBLEMS[phase], "status.phase", phase))
-        else:  # an unknown phase, or none at all: either way not Bound
-            found.append(_unknown("status.phase", phase))
+                             reason=stalled.reason, message=stalled.text(),
+                             detail=f"{stalled.capacity}->{stalled.requested}"))
+    found += _phase_problems(claim.phase)
     for resource, value in sorted(claim.allocated_resource_statuses.items()):
         path = f"status.allocatedResourceStatuses[{resource}]"
         kind = RESIZE_STATUSES.get(value)
         found.append(Problem(kind, path, value) if kind else _unknown(path, value))
-    for condition in claim.conditions:
-        if condition.status != "True":
-            continue
-        path = "status.conditions"
-        if not condition_known(condition):
-            found.append(_unknown(path, condition.type, condition.reason, condition.message))
-        elif CONDITIONS[condition.type] is not None:
-            found.append(Problem(CONDITIONS[condition.type], path, condition.type, True,
-                                 condition.reason, condition.message))
-    modify = claim.modify_volume_status
-    if modify is not None:
-        path = "status.modifyVolumeStatus.status"
-        kind = MODIFY_STATUSES.get(modify.status)
-        # The modification in question: from the class the volume has to the one being applied.
-        change = f"{claim.current_volume_attributes_class or UNSET}->{modify.target_class or UNSET}"
-        found.append(Problem(kind, path, modify.status, detail=change) if kind else _unknown(path, modify.status))
+    found += _condition_problems(claim.conditions)
+    found += _modify_problems(claim)
     for health in claim.health_conditions:
         path = "status.healthStatus.healthConditions"
         if health.status in HEALTH_STATUSES:
@@ -149,6 +131,40 @@ def problems(claim: PersistentVolumeClaim, stalled: Optional[StalledResize] = No
         else:
             found.append(_unknown(path, health.status, health.reason, health.message))
     return tuple(found)
+
+
+def _phase_problems(phase: str) -> list[Problem]:
+    if phase == "Bound":
+        return []
+    if phase in PHASE_PROBLEMS:
+        return [Problem(PHASE_PROBLEMS[phase], "status.phase", phase)]
+    return [_unknown("status.phase", phase)]  # an unknown phase, or none at all: either way not Bound
+
+
+def _condition_problems(conditions: tuple[Condition, ...]) -> list[Problem]:
+    found = []
+    for condition in conditions:
+        if condition.status != "True":
+            continue
+        if not condition_known(condition):
+            found.append(_unknown("status.conditions", condition.type, condition.reason, condition.message))
+        elif CONDITIONS[condition.type] is not None:
+            found.append(Problem(CONDITIONS[condition.type], "status.conditions", condition.type, True,  # type: ignore[arg-type]
+                                 condition.reason, condition.message))
+    return found
+
+
+def _modify_problems(claim: PersistentVolumeClaim) -> list[Problem]:
+    modify = claim.modify_volume_status
+    if modify is None:
+        return []
+    path = "status.modifyVolumeStatus.status"
+    kind = MODIFY_STATUSES.get(modify.status)
+    if not kind:
+        return [_unknown(path, modify.status)]
+    # The modification in question: from the class the volume has to the one being applied.
+    change = f"{claim.current_volume_attributes_class or UNSET}->{modify.target_class or UNSET}"
+    return [Problem(kind, path, modify.status, detail=change)]
 
 
 def assess(claims: list[PersistentVolumeClaim], *, include_all: bool = False,
