@@ -1,0 +1,487 @@
+"""kubectl's output-template dialect (`-o jsonpath=...`, `-o jsonpath-as-json=...`), to the letter.
+
+A port of k8s.io/client-go/util/jsonpath (parser.go, jsonpath.go): a template prints here what
+`kubectl get -o jsonpath=TEMPLATE` prints over the same JSON, quirks included: `{.}` prints nothing,
+`['a.b']` means `.a.b`, a `{range}` without `{end}` runs its tail once more on the whole object, and a
+template without braces is literal text. Standard JSONPath libraries (jsonpath-ng) speak another language.
+
+Values are what `json.loads` gives. Where Go visits a map in random order (`.*`, `..`) keys go sorted,
+the order Go's encoding/json prints them in. Go's printing of values lives in `columns`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Optional
+
+from kubectl_pvleft.errors import UsageError
+
+__all__ = ["TemplateError", "ExecutionError", "JSONPathTemplate", "GoByte", "NO_VALUE"]
+
+
+class TemplateError(UsageError):
+    """A template kubectl refuses; the message is kubectl's text, to print after `error: `."""
+
+    exit_code = 1  # kubectl exits 1 on a bad template, not with a usage code
+
+    def __init__(self, message: str, reason: Optional[str] = None) -> None:
+        super().__init__(message)
+        self.reason = reason or message  # the parser's or evaluator's bare text, without kubectl's wrapping
+
+
+class ExecutionError(TemplateError):
+    """A template that parsed but failed on this object. `reason` is client-go's bare error (what custom-columns
+    and --sort-by print); `partial` is the value Go hands back with the error, which an existence filter keeps."""
+
+    def __init__(self, reason: str, partial: Optional[list] = None, message: Optional[str] = None) -> None:
+        super().__init__(message or reason, reason)
+        self.partial = partial or []
+
+
+class GoByte(int):
+    """A uint8: what `.*` and `..` yield for each byte of a string, since Go indexes strings by byte."""
+
+
+class _NoValue:
+    """Go's invalid reflect.Value: what a template runs on inside an empty range or on a null range element."""
+
+    def __repr__(self) -> str:
+        return "<invalid reflect.Value>"
+
+
+NO_VALUE: Any = _NoValue()
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+_DICT_KEY = re.compile(r"'([^']*)'\Z")
+_SLICE = re.compile(r"(-?[0-9]*)(:-?[0-9]*)?(:-?[0-9]*)?\Z")
+_FILTER = re.compile(r"([^!<>=]+)([!<>=]+)(.+?)\Z")
+_FLOAT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)\Z")
+_TERMINATORS = frozenset(" \t\r\n.,[]$@{}")
+
+
+def _go():
+    # Go's value printing sits in columns, which imports this module at its top: import it when first needed.
+    from kubectl_pvleft import columns
+    return columns
+
+
+def is_int64(value: Any) -> bool:
+    """A JSON integer Go decodes as int64 (a larger one it decodes as float64)."""
+    return isinstance(value, int) and not isinstance(value, bool) and INT64_MIN <= value <= INT64_MAX
+
+
+def _atoi(text: str) -> Optional[int]:
+    """strconv.Atoi: ASCII digits, an optional sign, int64 range; None where Go fails."""
+    if not re.fullmatch(r"[+-]?[0-9]+", text):
+        return None
+    value = int(text)
+    return value if INT64_MIN <= value <= INT64_MAX else None
+
+
+class _ParseError(Exception):
+    pass
+
+
+class _Parser:
+    """parser.go, scanning by index where Go scans by rune; the same error strings."""
+
+    def __init__(self, text: str) -> None:
+        self.text, self.pos, self.start, self.root = text, 0, 0, []
+
+    def parse(self) -> list:
+        text = self.text
+        while True:
+            brace = text.find("{", self.pos)
+            self.pos = len(text) if brace < 0 else brace
+            if self.pos > self.start:
+                self.root.append(("text", self._consume()))
+            if brace < 0:
+                return self.root
+            self.pos += 1
+            self._consume()
+            action: list = []
+            self.root.append(("list", action))
+            self._inside_action(action)
+
+    def _peek(self) -> Optional[str]:
+        return self.text[self.pos] if self.pos < len(self.text) else None
+
+    def _next(self) -> Optional[str]:
+        ch = self._peek()
+        self.pos += ch is not None
+        return ch
+
+    def _consume(self) -> str:
+        value, self.start = self.text[self.start:self.pos], self.pos
+        return value
+
+    def _inside_action(self, cur: list) -> None:
+        while True:
+            if self.text.startswith("}", self.pos):
+                self.pos += 1
+                self._consume()
+                return
+            if self.text.startswith("[?(", self.pos):
+                self._filter(cur)
+                continue
+            if self.text.startswith("..", self.pos):
+                self._recursive(cur)
+                continue
+            ch = self._next()
+            if ch is None or ch in "\r\n":
+                raise _ParseError("unclosed action")
+            if ch in " @$":
+                self._consume()
+            elif ch == "[":
+                self._array(cur)
+            elif ch in "\"'":
+                self._quote(cur, ch)
+            elif ch == ".":
+                self._field(cur)
+            elif ch in "+-" or ch.isdecimal():  # isdecimal: Go's unicode.IsDigit (category Nd)
+                self.pos -= 1
+                self._number(cur)
+            elif ch == "_" or ch.isalpha() or ch.isdecimal():
+                self.pos -= 1
+                self._identifier(cur)
+            else:
+                shown = f" '{ch}'" if ch.isprintable() else ""
+                raise _ParseError(f"unrecognized character in action: U+{ord(ch):04X}{shown}")
+
+    def _scan_to_terminator(self) -> None:
+        while self.pos < len(self.text) and self.text[self.pos] not in _TERMINATORS:
+            self.pos += 1 + (self.text[self.pos] == "\\")  # a backslash keeps the next character
+        self.pos = min(self.pos, len(self.text))
+
+    def _identifier(self, cur: list) -> None:
+        while self.pos < len(self.text) and self.text[self.pos] not in _TERMINATORS:
+            self.pos += 1
+        value = self._consume()
+        cur.append(("bool", value == "true") if value in ("true", "false") else ("ident", value))
+
+    def _recursive(self, cur: list) -> None:
+        if cur and cur[-1][0] == "recursive":
+            raise _ParseError("invalid multiple recursive descent")
+        self.pos += 2
+        self._consume()
+        cur.append(("recursive",))
+        ch = self._peek()
+        if ch is not None and (ch == "_" or ch.isalpha() or ch.isdecimal()):
+            self._field(cur)
+
+    def _number(self, cur: list) -> None:
+        if self._peek() in ("+", "-"):
+            self.pos += 1
+        while self.pos < len(self.text) and (self.text[self.pos] == "." or self.text[self.pos].isdecimal()):
+            self.pos += 1
+        value = self._consume()
+        number = _atoi(value)
+        if number is not None:
+            cur.append(("int", number))
+        elif _FLOAT.match(value):
+            cur.append(("float", float(value)))
+        else:
+            raise _ParseError(f"cannot parse number {value}")
+
+    def _array(self, cur: list) -> None:
+        while True:
+            ch = self._next()
+            if ch is None or ch == "\n":
+                raise _ParseError("unterminated array")
+            if ch == "]":
+                break
+        text = self._consume()[1:-1]
+        text = ":" if text == "*" else text
+        parts = text.split(",")
+        if len(parts) > 1:
+            cur.append(("union", [_parse_action("[" + part.strip(" ") + "]") for part in parts]))
+            return
+        key = _DICT_KEY.match(text)
+        if key:
+            cur.extend(_parse_action("." + key.group(1)))
+            return
+        match = _SLICE.match(text)
+        if not match:
+            raise _ParseError(f"invalid array index {text}")
+        params: list = []
+        for i, group in enumerate(match.groups(default="")):
+            group = group[1:] if i > 0 else group
+            if i > 0 and match.group(i + 1) and not group:
+                params.append((False, 0, False))  # `[1:]`: the bound is open
+            elif group:
+                number = _atoi(group)
+                if number is None:
+                    raise _ParseError(f"array index {group} is not a number")
+                params.append((True, number, False))
+            elif i == 1:
+                params.append((True, params[0][1] + 1, True))  # `[n]` is `[n:n+1]`, marked derived
+            else:
+                params.append((False, 0, False))
+        cur.append(("array", tuple(params)))
+
+    def _filter(self, cur: list) -> None:
+        self.pos += 3
+        self._consume()
+        begin = end = False
+        pair = None
+        while True:
+            ch = self._next()
+            if ch is None or ch == "\n":
+                raise _ParseError("unterminated filter")
+            if ch in "\"'":
+                if not begin:
+                    begin, pair = True, ch
+                elif self.text[self.pos - 2] != "\\" and ch == pair:
+                    end = True
+            elif ch == ")" and begin == end:
+                break
+        if self._next() != "]":
+            raise _ParseError("unclosed array expect ]")
+        text = self._consume()[:-2]
+        match = _FILTER.match(text)
+        if match is None:
+            cur.append(("filter", _parse_action(text), [], "exists"))
+        else:
+            cur.append(("filter", _parse_action(match.group(1)), _parse_action(match.group(3)), match.group(2)))
+
+    def _quote(self, cur: list, end: str) -> None:
+        while True:
+            ch = self._next()
+            if ch is None or ch == "\n":
+                raise _ParseError("unterminated quoted string")
+            if ch == end and self.text[self.pos - 2] != "\\":
+                break
+        value = self._consume()
+        text = _go().go_unquote(value)
+        if text is None:
+            raise _ParseError(f"unquote string {value} error invalid syntax")
+        cur.append(("text", text))
+
+    def _field(self, cur: list) -> None:
+        self._consume()
+        self._scan_to_terminator()
+        value = self._consume()
+        cur.append(("wildcard",) if value == "*" else ("field", value.replace("\\", "")))
+
+
+def _parse_action(text: str) -> list:
+    """parseAction: the nodes of `{text}`'s one action (union members, dict keys, filter sides)."""
+    return _Parser("{" + text + "}").parse()[0][1]
+
+
+def _children(value: Any) -> Optional[list]:
+    """What Go's `.*` and `..` visit: map values (by sorted key), list elements, a string's bytes."""
+    if isinstance(value, dict):
+        return [value[key] for key in sorted(value)]
+    if isinstance(value, list):
+        return value
+    if isinstance(value, str):
+        return [GoByte(b) for b in value.encode("utf-8", "surrogatepass")]
+    return None
+
+
+def _basic_kind(value: Any) -> str:
+    if isinstance(value, GoByte):
+        return "uint"
+    if isinstance(value, bool):
+        return "bool"
+    if is_int64(value):
+        return "int"
+    if isinstance(value, (int, float)):
+        return "float"
+    return "string" if isinstance(value, str) else "invalid"
+
+
+def _compare(op: str, left: Any, right: Any, partial: list) -> bool:
+    """The forked text/template comparisons: one basic kind on both sides (ints of either sign mix)."""
+    if op not in ("<", ">", "==", "!=", "<=", ">="):
+        raise ExecutionError(f"unrecognized filter operator {op}", partial)
+    kinds = {_basic_kind(left), _basic_kind(right)}
+    if "invalid" in kinds or (op not in ("==", "!=") and kinds == {"bool"}):
+        raise ExecutionError("invalid type for comparison", partial)
+    if len(kinds) > 1 and kinds != {"int", "uint"}:
+        raise ExecutionError("incompatible types for comparison", partial)
+    left, right = (float(left), float(right)) if kinds == {"float"} else (left, right)
+    return {"<": left < right, ">": left > right, "==": left == right, "!=": left != right,
+            "<=": left <= right, ">=": left >= right}[op]
+
+
+class Evaluator:
+    """jsonpath.go's JSONPath: the walk, and the range/end bookkeeping FindResults keeps across calls."""
+
+    def __init__(self, nodes: list, allow_missing_keys: bool = True) -> None:
+        self.nodes, self.allow_missing_keys = nodes, allow_missing_keys
+        # Go narrows parser.Root.Nodes to a tail while it ranges and never restores it: `start` is that tail.
+        self.start, self.begin_range, self.in_range, self.end_range = 0, 0, 0, 0
+        self.last_end: Optional[int] = None
+
+    def find_results(self, data: Any) -> list:
+        nodes, cur, full = self.nodes, [data], []
+        i = self.start
+        while i < len(nodes):
+            results = self._walk(cur, nodes[i])
+            if 0 < self.end_range <= self.in_range:
+                self.end_range -= 1
+                self.last_end = i
+                break
+            if self.begin_range > 0:
+                self.begin_range -= 1
+                self.in_range += 1
+                for value in results or [NO_VALUE]:  # an empty range is still walked, to find its end
+                    self.start = i + 1
+                    found = self.find_results(NO_VALUE if value is None else value)
+                    full.extend(found if results else [])
+                self.in_range -= 1
+                if self.last_end is not None and i < self.last_end < len(nodes):
+                    i = self.last_end
+            else:
+                full.append(results)
+            i += 1
+        return full
+
+    def _walk(self, values: list, node: tuple) -> list:
+        kind = node[0]
+        if kind == "list":
+            for child in node[1]:
+                values = self._walk(values, child)
+            return values
+        if kind == "text":
+            return [node[1]]
+        if kind in ("int", "float", "bool"):
+            return [node[1]] * len(values)
+        return getattr(self, "_" + kind)(values, node)
+
+    def _ident(self, values: list, node: tuple) -> list:
+        if node[1] == "range":
+            self.begin_range += 1
+            return values
+        if node[1] != "end":
+            raise ExecutionError(f"unrecognized identifier {node[1]}", values)
+        if self.in_range <= 0:
+            raise ExecutionError("not in range, nothing to end")
+        self.end_range += 1
+        return []
+
+    def _field(self, values: list, node: tuple) -> list:
+        results = [value[node[1]] for value in values if isinstance(value, dict) and node[1] in value]
+        if values and not results and not self.allow_missing_keys:
+            raise ExecutionError(f"{node[1]} is not found")
+        return results
+
+    def _array(self, values: list, node: tuple) -> list:
+        result: list = []
+        (known0, start, _), (known1, stop, derived1), (known2, step, _) = node[1]
+        for value in values:
+            if value is None:
+                continue
+            if not isinstance(value, list):
+                raise ExecutionError(f"{_go().go_type_name(value)} is not array or slice", values)
+            length = len(value)
+            first = start if known0 else 0
+            first += length if first < 0 else 0
+            last = stop if known1 else length
+            last += length if last < 0 or (last == 0 and derived1) else 0
+            if last == first:
+                return result  # as Go does: the inputs after an empty slice are dropped
+            if first >= length or first < 0:
+                raise ExecutionError(f"array index out of bounds: index {first}, length {length}", values)
+            if last > length or last < 0:
+                raise ExecutionError(f"array index out of bounds: index {last - 1}, length {length}", values)
+            if first > last:
+                raise ExecutionError(f"starting index {first} is greater than ending index {last}", values)
+            if known2 and step <= 0:
+                raise ExecutionError("step must be > 0", values)
+            result.extend(value[first:last:step if known2 else 1])
+        return result
+
+    def _union(self, values: list, node: tuple) -> list:
+        result: list = []
+        for branch in node[1]:
+            try:
+                result.extend(self._walk(values, ("list", branch)))
+            except ExecutionError as exc:
+                raise ExecutionError(exc.reason, values) from None
+        return result
+
+    def _wildcard(self, values: list, node: tuple) -> list:
+        return [child for value in values if value is not None for child in (_children(value) or [])]
+
+    def _recursive(self, values: list, node: tuple) -> list:
+        result: list = []
+        for value in values:
+            children = None if value is None else _children(value)
+            if children:
+                result.append(value)
+                result.extend(self._recursive(children, node))
+        return result
+
+    def _filter(self, values: list, node: tuple) -> list:
+        _, left_nodes, right_nodes, op = node
+        results: list = []
+        for value in values:
+            if not isinstance(value, list):
+                raise ExecutionError(f"{_go().go_sprint(value)} is not array or slice and cannot be filtered", values)
+            for element in value:
+                try:
+                    lefts = self._walk([element], ("list", left_nodes))
+                except ExecutionError as exc:
+                    if op != "exists":
+                        raise ExecutionError(exc.reason, values) from None
+                    lefts = exc.partial  # Go tests what came back with the error, and ignores the error
+                if op == "exists":
+                    results += [element] if lefts else []
+                    continue
+                if len(lefts) > 1:
+                    raise ExecutionError("can only compare one element at a time", values)
+                if not lefts:
+                    continue
+                try:
+                    rights = self._walk([element], ("list", right_nodes))
+                except ExecutionError as exc:
+                    raise ExecutionError(exc.reason, values) from None
+                if len(rights) > 1:
+                    raise ExecutionError("can only compare one element at a time", values)
+                if rights and _compare(op, lefts[0], rights[0], results):
+                    results.append(element)
+        return results
+
+
+class JSONPathTemplate:
+    """One `-o jsonpath=TEXT`: parsed once (a bad template raises TemplateError here), rendered per object."""
+
+    def __init__(self, text: str, allow_missing_keys: bool = True) -> None:
+        self.text, self.allow_missing_keys = text, allow_missing_keys
+        try:
+            self.nodes = _Parser(text).parse()
+        except _ParseError as exc:
+            raise TemplateError(f"error parsing jsonpath {text}, {exc}", str(exc)) from None
+
+    def evaluator(self) -> Evaluator:
+        """A fresh run state; reuse one across objects to keep Go's state between calls (custom-columns does)."""
+        return Evaluator(self.nodes, self.allow_missing_keys)
+
+    def find_results(self, obj: Any) -> list:
+        """FindResults: one list of values per top-level node, text nodes included."""
+        return self.evaluator().find_results(obj)
+
+    def render(self, obj: Any) -> str:
+        """Exactly what `kubectl get -o jsonpath=TEXT` prints for `obj` (no newline added)."""
+        go = _go()
+        return "".join(" ".join(go.go_json(value) if isinstance(value, (dict, list)) else go.go_text(value)
+                                for value in results) for results in self._run(obj))
+
+    def render_json(self, obj: Any) -> str:
+        """What `kubectl get -o jsonpath-as-json=TEXT` prints: each node's values as an indented JSON array."""
+        go = _go()
+        return "".join(go.go_json(results, "    ") + "\n" for results in self._run(obj))
+
+    def _run(self, obj: Any) -> list:
+        try:
+            return self.find_results(obj)
+        except ExecutionError as exc:
+            go = _go()
+            raise ExecutionError(exc.reason, exc.partial, (
+                f"error executing jsonpath {go.go_quote(self.text)}: Error executing template: {exc.reason}. "
+                "Printing more information for debugging the template:\n"
+                f"\ttemplate was:\n\t\t{self.text}\n"
+                f"\tobject given to jsonpath engine was:\n\t\t{go.go_syntax(obj)}\n\n\n")) from None
