@@ -423,13 +423,17 @@ def watch_and_print(api: Any, module: Any, options: Options, printing: Any) -> N
 CLUSTER_SCOPED = ("persistentvolumes", "storageclasses", "csidrivers", "nodes", "volumeattachments", "namespaces")
 
 
-def describe_api_error(exc: ApiError, impersonating: bool = False) -> str:
+def describe_api_error(exc: ApiError) -> str:
     if exc.status == 401:
         return "You must be logged in to the server (Unauthorized)"
     if isinstance(exc, Forbidden):
         message = exc.api_message or "forbidden"
-        if impersonating and " cannot impersonate " in message:
-            return f"{message}; impersonating needs the impersonate verb on users/groups for your own user"
+        # Refused impersonation (--as, or the kubeconfig's `as`): "cannot impersonate resource users", or with
+        # constrained impersonation "cannot impersonate-on:user-info:list resource persistentvolumes". The
+        # missing right is your own user's to impersonate, never get/list/watch on the resource named.
+        if " cannot impersonate" in message:
+            return (f"{message}; impersonating (--as, --as-group, --as-uid) needs your own user to be allowed to "
+                    "impersonate them")
         resource = (exc.details or {}).get("kind") or exc.path.rstrip("/").split("/")[-1]
         hint = (f"kubectl pvleft needs get/list/watch on {resource}"
                 + (", which are cluster-scoped: a ClusterRole, not a Role (see the pvleft-reader ClusterRole in the README)"
@@ -452,7 +456,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except BrokenPipeError:
         return _quiet_exit(EXIT_PIPE_CLOSED)
     except ApiError as exc:
-        _error(describe_api_error(exc, impersonating=any(a.startswith("--as") for a in argv)))
+        _error(describe_api_error(exc))
         return EXIT_ERROR
     except PvleftError as exc:
         _error(str(exc))
