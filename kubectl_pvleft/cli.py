@@ -139,6 +139,7 @@ BOOL_FLAGS = {"-A": "all_namespaces", "--all-namespaces": "all_namespaces", "--n
               "--show-labels": "show_labels", "-w": "watch", "--watch": "watch", "--all": "all", "--drift": "drift",
               "--all-contexts": "all_contexts"}
 
+_PFLAG_NAMES = {"all_namespaces": "-A, --all-namespaces", "watch": "-w, --watch"}  # pflag's errors name both
 
 
 def rewrite_bool_forms(argv: Sequence[str]) -> list[str]:
@@ -152,8 +153,8 @@ def rewrite_bool_forms(argv: Sequence[str]) -> list[str]:
         if eq and flag in BOOL_FLAGS and (value in _TRUE or value in _FALSE):
             out.append(flag if value in _TRUE else f"--pvleft-false-{BOOL_FLAGS[flag]}")
         elif eq and flag in BOOL_FLAGS:
-            raise UsageError(f'invalid argument "{shown(value)}" for "{flag}" flag: strconv.ParseBool: parsing '
-                             f'"{shown(value)}": invalid syntax')
+            raise UsageError(f'invalid argument "{shown(value)}" for "{_PFLAG_NAMES.get(BOOL_FLAGS[flag], flag)}" '
+                             f'flag: strconv.ParseBool: parsing "{shown(value)}": invalid syntax')
         else:
             out.append(arg)
     return out
