@@ -355,7 +355,7 @@ def run_fleet(args: argparse.Namespace, command: Command) -> int:
     patterns = [p.strip() for value in args.contexts for p in value.split(",") if p.strip()]
     contexts = fleet.context_names(args.kubeconfig, patterns, args.all_contexts)
     if args.watch:
-        watch_fleet(args, command, contexts)
+        return watch_fleet(args, command, contexts)
     outcomes = fleet.run_fleet(contexts, args, command, options_of, selection_of)
     if args.verbosity:
         for outcome in outcomes:
@@ -379,7 +379,7 @@ def run_fleet(args: argparse.Namespace, command: Command) -> int:
     return EXIT_FINDINGS if args.exit_code and result.findings else EXIT_OK
 
 
-def watch_fleet(args: argparse.Namespace, command: Command, contexts: list[str]) -> NoReturn:
+def watch_fleet(args: argparse.Namespace, command: Command, contexts: list[str]) -> int:
     from kubectl_pvleft import fleet
     from kubectl_pvleft.printing import formatter, warn
     from kubectl_pvleft.watch import Notice, WatchSettings
@@ -390,13 +390,15 @@ def watch_fleet(args: argparse.Namespace, command: Command, contexts: list[str])
     out = formatter(fleet.lift(base), print_options(args, command))
     for context, item in fleet.follow_fleet(contexts, args, command, options_of, selection_of,
                                             WatchSettings.from_env()):
+        if isinstance(item, BaseException) and not isinstance(item, PvleftError):
+            raise item  # a bug of ours: main() says so without its text
         if isinstance(item, BaseException):
             _error(f"context {context}: " + (describe_api_error(item) if isinstance(item, ApiError) else str(item)))
         elif isinstance(item, Notice):
             warn(f"context {context}: {item.message}")
         else:
             out.batch([fleet.InContext(context, change) for change in item])
-    raise PvleftError("the watch ended unexpectedly")
+    return EXIT_ERROR
 
 
 def watch_and_print(api: Any, module: Any, options: Options, printing: Any) -> NoReturn:

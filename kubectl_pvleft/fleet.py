@@ -12,7 +12,6 @@ import fnmatch
 import queue
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterator, Optional, Sequence
 
@@ -107,9 +106,37 @@ def run_context(context: str, args: Any, command: Command, options_of: Callable[
 
 def run_fleet(contexts: list[str], args: Any, command: Command, options_of: Callable[..., Options],
               selection_of: Callable[[Any], Any]) -> list[ContextOutcome]:
+    """Every context's outcome, in the order given, at most ``--max-concurrency`` at once.
+
+    Daemon threads rather than a ThreadPoolExecutor, whose exit joins its workers: Ctrl-C must end the
+    run at once, not when the slowest (or a hung) context gives up."""
     workers = max(1, min(args.max_concurrency or DEFAULT_CONCURRENCY, len(contexts)))
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="pvleft-context") as pool:
-        return list(pool.map(lambda c: run_context(c, args, command, options_of, selection_of), contexts))
+    todo: "queue.SimpleQueue[tuple[int, str]]" = queue.SimpleQueue()
+    for index, context in enumerate(contexts):
+        todo.put((index, context))
+    outcomes: list[Optional[ContextOutcome]] = [None] * len(contexts)
+    finished: "queue.SimpleQueue[Optional[BaseException]]" = queue.SimpleQueue()
+
+    def work() -> None:
+        while True:
+            try:
+                index, context = todo.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                outcomes[index] = run_context(context, args, command, options_of, selection_of)
+            except BaseException as exc:  # a bug of ours: raised on the main thread
+                finished.put(exc)
+                return
+            finished.put(None)
+
+    for number in range(workers):
+        threading.Thread(target=work, daemon=True, name=f"pvleft-context-{number}").start()
+    for _ in contexts:
+        failure = finished.get()
+        if failure is not None:
+            raise failure
+    return outcomes  # type: ignore[return-value]
 
 
 def combine(outcomes: list[ContextOutcome]) -> tuple[Report[InContext], Result]:
@@ -136,17 +163,20 @@ def summary(outcome: ContextOutcome) -> str:
 
 def follow_fleet(contexts: list[str], args: Any, command: Command, options_of: Callable[..., Options],
                  selection_of: Callable[[Any], Any], settings: Any) -> Iterator[tuple[str, Any]]:
-    """(context, batch-or-notice) as each context's watch reports it; a context whose watch cannot start
-    says so once and the others go on; if every context failed, the last error is raised."""
+    """(context, batch-or-notice-or-error) as each context's watch reports it. A context whose watch
+    cannot start or ends on an error is reported once and the others go on; when every context has
+    failed, it ends."""
     from kubectl_pvleft.api import KubeAPI
     from kubectl_pvleft.kubeconfig import load_connection
     from kubectl_pvleft.watch import follow
 
     inbox: "queue.Queue[tuple[str, Any]]" = queue.Queue()
-    stop = threading.Event()
-    failed: list[str] = []
+    # One stop per context: follow() sets its own when it ends, and one context's failure must not
+    # stop the others' streams.
+    stops = {context: threading.Event() for context in contexts}
 
     def pump(context: str) -> None:
+        stop = stops[context]
         try:
             connection = load_connection(replace(selection_of(args), context=context))
             options = options_of(args, command, connection.namespace)
@@ -160,19 +190,18 @@ def follow_fleet(contexts: list[str], args: Any, command: Command, options_of: C
                 changes.close()
                 api.close()
         except BaseException as exc:  # reported on the main thread, with the context's name
-            if not stop.is_set():
-                inbox.put((context, exc))
+            inbox.put((context, exc))
 
     threads = [threading.Thread(target=pump, args=(c,), daemon=True, name=f"pvleft-fleet-{c}") for c in contexts]
     for thread in threads:
         thread.start()
+    failed: set[str] = set()
     try:
-        while True:
+        while len(failed) < len(contexts):
             context, item = inbox.get()
             if isinstance(item, BaseException):
-                failed.append(context)
-                if len(failed) == len(contexts):
-                    raise item
+                failed.add(context)
             yield context, item
     finally:
-        stop.set()
+        for stop in stops.values():
+            stop.set()
