@@ -22,7 +22,7 @@ from datetime import datetime, timezone
 from typing import Any, Optional
 
 from kubectl_pvleft.errors import ConfigError, CredentialError
-from kubectl_pvleft.kubeconfig import Auth, Connection
+from kubectl_pvleft.kubeconfig import Auth, Connection, shown_path
 
 EXEC_API_VERSIONS = ("client.authentication.k8s.io/v1", "client.authentication.k8s.io/v1beta1")
 TOKEN_FILE_REFRESH_SECONDS = 60.0  # client-go re-reads a token file (a rotating projected token) each minute
@@ -123,13 +123,13 @@ class Credentials:
         try:
             with open(path, "rb") as handle:
                 raw = handle.read()
-        except OSError as exc:
-            raise ConfigError(f"token file {path}: {exc.strerror or 'cannot be read'}") from None
+        except (OSError, ValueError) as exc:  # ValueError: a path with NUL in it
+            raise ConfigError(f"token file {shown_path(path)}: {getattr(exc, 'strerror', None) or 'cannot be read'}") from None
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError:
-            raise ConfigError(f"token file {path} is not text") from None
-        token = clean_token(text, f"the token in {path}")
+            raise ConfigError(f"token file {shown_path(path)} is not text") from None
+        token = clean_token(text, f"the token in {shown_path(path)}")
         return Issued(authorization="Bearer " + token, expires=time.time() + TOKEN_FILE_REFRESH_SECONDS)
 
     def _who(self) -> str:
@@ -177,6 +177,9 @@ def run_exec_plugin(auth: Auth, connection: Connection, interactive: bool) -> Is
         raise CredentialError(f'{label}: invalid apiVersion "{api_version}" (kubectl accepts '
                               + " and ".join(EXEC_API_VERSIONS) + ")")
     mode = config.get("interactiveMode") or ("IfAvailable" if api_version.endswith("v1beta1") else None)
+    if mode is None:  # client-go: v1 has no default
+        raise CredentialError(f"{label}: interactiveMode must be specified (Never, IfAvailable or Always) for "
+                              f"{api_version}")
     if mode not in ("Never", "IfAvailable", "Always"):
         raise CredentialError(f'{label}: interactiveMode must be Never, IfAvailable or Always, not "{mode}"')
     if mode == "Always" and not interactive:
@@ -184,15 +187,22 @@ def run_exec_plugin(auth: Auth, connection: Connection, interactive: bool) -> Is
     use_stdin = interactive and mode != "Never"
     args = config.get("args") or []
     env_entries = config.get("env") or []
-    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
-        raise CredentialError(f"{label}: args must be a list of strings")
+    if not isinstance(args, list) or not all(isinstance(a, str) and "\x00" not in a for a in args):
+        raise CredentialError(f"{label}: args must be a list of strings (without NUL)")
+    if not isinstance(env_entries, list):
+        raise CredentialError(f"{label}: env must be a list of name/value pairs")
     env = dict(os.environ)
-    for entry in env_entries if isinstance(env_entries, list) else ():
-        if isinstance(entry, dict) and isinstance(entry.get("name"), str):
-            env[entry["name"]] = str(entry.get("value", ""))
+    for entry in env_entries:
+        name = entry.get("name") if isinstance(entry, dict) else None
+        value = str(entry.get("value", "")) if isinstance(entry, dict) else ""
+        # An environment cannot carry these: refused here, not as an exception from exec.
+        if not isinstance(name, str) or not name or "=" in name or "\x00" in name or "\x00" in value:
+            raise CredentialError(f"{label}: env entries need a name without '=' or NUL, and a value without NUL")
+        env[name] = value
     env["KUBERNETES_EXEC_INFO"] = _exec_info(api_version, connection, use_stdin, bool(config.get("provideClusterInfo")))
     hint = config.get("installHint")
-    found = shutil.which(command) if os.sep not in command else (command if os.path.exists(command) else None)
+    found = None if "\x00" in command else (
+        shutil.which(command) if os.sep not in command else (command if os.path.exists(command) else None))
     if not found:
         detail = f" ({' '.join(str(hint).split())})" if hint else f"; see {PLUGIN_DOCS}"
         raise CredentialError(f"getting credentials: exec: executable {command} not found{detail}")
@@ -201,8 +211,9 @@ def run_exec_plugin(auth: Auth, connection: Connection, interactive: bool) -> Is
                               stdin=None if use_stdin else subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
         raise CredentialError(f"getting credentials: {label} did not answer within {EXEC_TIMEOUT_SECONDS:.0f}s") from None
-    except OSError as exc:
-        raise CredentialError(f"getting credentials: {label} could not be run: {exc.strerror or type(exc).__name__}") from None
+    except (OSError, ValueError) as exc:
+        reason = getattr(exc, "strerror", None) or type(exc).__name__
+        raise CredentialError(f"getting credentials: {label} could not be run: {reason}") from None
     if done.returncode != 0:
         said = _last_line(done.stderr)
         raise CredentialError(f"getting credentials: exec: executable {command} failed with exit code {done.returncode}"

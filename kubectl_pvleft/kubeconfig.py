@@ -214,11 +214,16 @@ def _pem(body: dict[str, Any], data_key: str, file_key: str, where: str) -> Opti
     return _file(name, f"{where}: {file_key}") if name else None
 
 
+def shown_path(name: str) -> str:
+    """A path from a kubeconfig, for a message: control characters (a NUL, a line break) escaped."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in name)
+
+
 def _file(name: str, what: str) -> bytes:
     try:
         return Path(name).expanduser().read_bytes()
-    except OSError as exc:
-        raise ConfigError(f"{what} {name}: {exc.strerror or 'cannot be read'}") from None
+    except (OSError, ValueError) as exc:  # ValueError: a path with NUL in it
+        raise ConfigError(f"{what} {shown_path(name)}: {getattr(exc, 'strerror', None) or 'cannot be read'}") from None
 
 
 def namespace_problem(namespace: str) -> Optional[str]:

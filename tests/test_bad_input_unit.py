@@ -185,6 +185,9 @@ KUBECONFIG_FILES = [
     Case("yaml-python-tag", kc(lambda i: "x: !!python/object/apply:os.system ['true']\n"), "cannot be read"),
     Case("yaml-deep-nesting", kc(lambda i: "[" * 5000 + "]" * 5000), "kubeconfig"),
     Case("yaml-two-documents", kc(lambda i: "a: 1\n---\nb: 2\n"), "cannot be read"),
+    Case("yaml-billion-laughs", kc(lambda i: "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{chr(98 + n)}: &{chr(98 + n)} [{', '.join(['*' + chr(97 + n)] * 9)}]\n" for n in range(8))
+        + "clusters: [*i]\ncontexts: *i\n"), "must be a mapping"),
     Case("top-level-list", kc(lambda i: "- a\n- b\n"), "expected a mapping"),
     Case("top-level-string", kc(lambda i: "just a string\n"), "expected a mapping"),
     Case("top-level-number", kc(lambda i: "42\n"), "expected a mapping"),
@@ -277,6 +280,8 @@ TLS_MATERIAL = [
                  "absent.crt"),
     cluster_case("ca-file-folder", lambda i: {"server": closed_tls(i), "certificate-authority": str(i.folder)},
                  "certificate-authority"),
+    cluster_case("ca-path-with-nul", lambda i: {"server": closed_tls(i), "certificate-authority": "/tmp/a\x00b"},
+                 "certificate-authority /tmp/a\\x00b"),
     cluster_case("insecure-and-ca-data", lambda i: {"server": closed_tls(i), "insecure-skip-tls-verify": True,
                                                     "certificate-authority-data": b64(CERT_PEM)},
                  "specifying a root certificates file with the insecure flag is not allowed"),
@@ -322,6 +327,8 @@ CLIENT_CERTS = [
              "absent.key"),
     tls_user("key-file-garbage", lambda i: {"client-certificate": i.file("c.crt", CERT_PEM),
                                             "client-key": i.file("k.key", KEY_PEM)}, "cannot be loaded"),
+    tls_user("cert-path-with-nul", lambda i: {"client-certificate": "/tmp/a\x00b", "client-key-data": b64(KEY_PEM)},
+             "client-certificate /tmp/a\\x00b"),
     tls_user("key-data-number", lambda i: {"client-certificate-data": b64(CERT_PEM), "client-key-data": 5},
              "must be a string"),
 ]
@@ -344,6 +351,7 @@ TOKENS = [
     user_case("token-file-two-lines", lambda i: {"tokenFile": i.file("2-token", f"{SECRET}\n{SECRET}\n")},
               "not allowed in an HTTP header"),
     user_case("token-file-number", lambda i: {"tokenFile": 7}, "tokenFile must be a string"),
+    user_case("token-file-path-with-nul", lambda i: {"tokenFile": "/tmp/a\x00b"}, "token file /tmp/a\\x00b"),
     user_case("password-number", lambda i: {"username": "admin", "password": 1234}, "password must be a string"),
     user_case("username-list", lambda i: {"username": ["admin"], "password": SECRET}, "username must be a string"),
     Case("flag-token-crlf", kc(lambda i: config(i.url()), "--token", f"{SECRET}\r\nX: y"),
@@ -424,6 +432,20 @@ EXEC_PLUGINS = [
     user_case("exec-args-string", lambda i: exec_user(i.script("ok5.sh", credential({"token": SECRET})), args="x"),
               "args must be a list of strings"),
     user_case("exec-string", lambda i: {"exec": "get-token"}, "exec must be a mapping"),
+    user_case("exec-v1-without-interactive-mode", lambda i: {"exec": {
+        "apiVersion": "client.authentication.k8s.io/v1", "command": i.script("ok6.sh", credential({"token": SECRET}))}},
+              "interactiveMode must be specified"),
+    user_case("exec-env-name-with-equals", lambda i: exec_user(i.script("ok7.sh", credential({"token": SECRET})),
+                                                               env=[{"name": "A=B", "value": SECRET}]), "env entries"),
+    user_case("exec-env-value-with-nul", lambda i: exec_user(i.script("ok8.sh", credential({"token": SECRET})),
+                                                             env=[{"name": "A", "value": f"{SECRET}\x00"}]),
+              "env entries"),
+    user_case("exec-env-string", lambda i: exec_user(i.script("ok9.sh", credential({"token": SECRET})), env=SECRET),
+              "env must be a list"),
+    user_case("exec-arg-with-nul", lambda i: exec_user(i.script("ok10.sh", credential({"token": SECRET})),
+                                                       args=[f"--secret={SECRET}\x00"]), "args must be a list"),
+    user_case("exec-command-is-a-folder", lambda i: exec_user(str(i.folder)), "could not be run"),
+    user_case("exec-command-with-nul", lambda i: exec_user("./get\x00token"), "not found"),
 ]
 
 
