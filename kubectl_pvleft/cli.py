@@ -95,8 +95,9 @@ def output_format(text: str) -> str:
     name, _, value = text.partition("=")
     if text in OUTPUT_CHOICES or (name in TEMPLATED and value):
         return text
-    if name in TEMPLATED:
-        raise argparse.ArgumentTypeError(f"{name} format specified but no template given")
+    if name in TEMPLATED:  # kubectl's words (no argparse "argument -o/--output:" prefix)
+        raise UsageError("custom-columns format specified but no custom columns given" if name.startswith("custom")
+                         else "template format specified but no template given")
     if name in ("go-template", "go-template-file", "template", "templatefile"):
         raise argparse.ArgumentTypeError(f"-o {name} is not supported: use jsonpath=... or custom-columns=...")
     raise argparse.ArgumentTypeError(f"invalid choice: {shown(text)!r} (choose from "

@@ -19,11 +19,18 @@ T = TypeVar("T")
 
 
 def _read(path: str, flag: str) -> str:
+    # kubectl's words: "error reading --template F, open F: no such file or directory" (Go's os error text)
+    what = "--template" if flag == "jsonpath-file" else "template"
     try:
         with open(path, encoding="utf-8") as handle:
             return handle.read()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"error reading template {path} for -o {flag}: {getattr(exc, 'strerror', None) or exc}") from None
+    except IsADirectoryError:
+        raise UsageError(f"error reading {what} {path}, read {path}: is a directory") from None
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise UsageError(f"error reading {what} {path}, open {path}: {reason[:1].lower()}{reason[1:]}") from None
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"error reading {what} {path}: not UTF-8 text ({exc.reason})") from None
 
 
 class JSONPathFormatter(Formatter[T]):
