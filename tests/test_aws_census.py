@@ -192,8 +192,10 @@ def test_join_names_orphans_and_missing_volumes(moto: MotoServer, ec2) -> None:
     bare = create_volume(ec2, "us-east-1c", 5)
     orphan = create_volume(ec2, "us-east-1a", 30, tags=csi_tags("pvc-gone", "shop", "cart", cluster_id="eks-prod"))
     foreign = create_volume(ec2, "us-east-1b", 40, tags=csi_tags("pvc-x", "web", "x", cluster_id="eks-staging"))
+    # Tagged for another cluster, but a PV here names it (static provisioning): it is that PV's volume.
+    adopted = create_volume(ec2, "us-east-1b", 60, tags=csi_tags("pvc-y", "web", "y", cluster_id="eks-staging"))
     boot = next(v["VolumeId"] for v in ec2.describe_volumes()["Volumes"] if v["VolumeId"] not in
-                {csi, in_tree, bare, orphan, foreign})
+                {csi, in_tree, bare, orphan, foreign, adopted})
 
     census = open_census(["us-east-1"], cluster_name="eks-prod", endpoint_url=moto.endpoint)
     pvs = [
@@ -204,12 +206,13 @@ def test_join_names_orphans_and_missing_volumes(moto: MotoServer, ec2) -> None:
         VolumeRef("unlabelled-ghost", "ebs.csi.aws.com", "vol-0deadbeef0000002", phase="Released"),
         VolumeRef("elsewhere", "awsElasticBlockStore", "aws://eu-west-1a/vol-0deadbeef0000003"),
         VolumeRef("on-gke", "pd.csi.storage.gke.io", "projects/p/zones/us-east1-b/disks/d"),
+        VolumeRef("adopted", "ebs.csi.aws.com", adopted, zone="us-east-1b", phase="Bound"),
     ]
     report = join(census, pvs, census.disks())
 
     found = {(shape(f), f.handle, f.pv_name) for f in report.findings}
     assert found == {
-        ("orphan", orphan, None), ("orphan", foreign, None), ("orphan", boot, None),
+        ("orphan", orphan, None), ("orphan", boot, None),
         ("missing", "vol-0deadbeef0000001", "ghost"),
         # One region listed and nothing on the PV says where: taken to be in it (see AwsCensus.covers).
         ("missing", "vol-0deadbeef0000002", "unlabelled-ghost"),
@@ -218,11 +221,12 @@ def test_join_names_orphans_and_missing_volumes(moto: MotoServer, ec2) -> None:
     messages = {f.handle: f.message for f in report.findings}
     assert "kubernetes.io/created-for/pvc/name=cart" in messages[orphan]
     assert "tagged for this cluster" in messages[orphan]
-    assert "tagged for another cluster" in messages[foreign]
     assert "may belong to another cluster" in messages[boot]
     assert "its data is already gone" in messages["vol-0deadbeef0000001"]
+    # --aws-cluster-name named this cluster: a volume tagged only for others is set aside, not an orphan.
+    assert [d.handle for d in report.other_clusters] == [foreign]
     assert {pv: d.handle for pv, d in report.disks_by_pv.items()} == {
-        "pvc-live": csi, "old-mysql": in_tree, "bare-pv": bare}
+        "pvc-live": csi, "old-mysql": in_tree, "bare-pv": bare, "adopted": adopted}
     assert report.disks_by_pv["pvc-live"].users == (node,) and report.disks_by_pv["pvc-live"].state == "in-use"
     assert report.disks_by_pv["old-mysql"].state == "available" and report.disks_by_pv["old-mysql"].size_gb == 50
 

@@ -107,14 +107,14 @@ def test_ebs_pvs_joined_with_moto_volumes(cluster, moto: MotoServer, ebs: dict[s
     found = {(f.disk is not None, f.handle, f.pv_name) for f in report.findings}
     assert found == {
         (True, ebs["orphan"], None),
-        (True, ebs["foreign"], None),
         (False, ebs["ghost"], PREFIX + "ghost"),
     }
     assert {f.source for f in report.findings} == {"aws"}
     messages = {f.handle: f.message for f in report.findings}
     assert "kubernetes.io/created-for/pvc/name=cart" in messages[ebs["orphan"]]
     assert "tagged for this cluster" in messages[ebs["orphan"]]
-    assert "tagged for another cluster" in messages[ebs["foreign"]]
+    # Tagged for eks-other while --aws-cluster-name said eks-test: set aside, not an orphan of this cluster.
+    assert [d.handle for d in report.other_clusters] == [ebs["foreign"]]
 
     facts = {pv: (d.handle, d.location, d.size_gb, d.state) for pv, d in report.disks_by_pv.items()}
     assert facts == {

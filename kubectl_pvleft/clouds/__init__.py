@@ -15,6 +15,10 @@ Contract for a cloud module (``gce.py``, ``aws.py``):
   region or zone it looked at). A PV whose disk lies outside is never called missing.
 - ``Census.disks() -> Iterator[CloudDisk]``: every disk, paginated to the last page, read-only calls only.
   Raises ``CloudError`` (a 403 names the missing permission).
+- ``Census.notes``: lines for stderr about what the census could not tell (printed as warnings).
+- ``CloudDisk.other_cluster`` True (AWS with ``--aws-cluster-name``: the tags name other clusters, not this
+  one): ``join`` sets the disk aside in ``other_clusters`` instead of calling it an orphan, unless a PV here
+  names it (then it is that PV's disk, whoever tagged it).
 """
 
 from __future__ import annotations
@@ -71,6 +75,7 @@ class Census(Protocol):
     source: str
     orphan_kind: str  # the finding names in this cloud's words: orphan-disk (GCE), orphan-volume (AWS)
     missing_kind: str
+    notes: list[str]
 
     def handle_of(self, pv: VolumeRef) -> Optional[str]: ...
 
@@ -93,6 +98,7 @@ class CloudFinding:
 class CloudReport:
     findings: list[CloudFinding]
     disks_by_pv: dict[str, CloudDisk]  # facts for the PV rows: every PV whose disk was found
+    other_clusters: list[CloudDisk] = field(default_factory=list)  # no PV here names them; tagged for others
 
 
 def join(census: Census, pvs: Iterable[VolumeRef], disks: Iterable[CloudDisk]) -> CloudReport:
@@ -105,6 +111,7 @@ def join(census: Census, pvs: Iterable[VolumeRef], disks: Iterable[CloudDisk]) -
     seen: dict[str, CloudDisk] = {}
     findings: list[CloudFinding] = []
     by_pv: dict[str, CloudDisk] = {}
+    other_clusters: list[CloudDisk] = []
     for disk in disks:
         seen[disk.handle] = disk
         owners = named.get(disk.handle)
@@ -112,9 +119,11 @@ def join(census: Census, pvs: Iterable[VolumeRef], disks: Iterable[CloudDisk]) -
             for pv_name in owners:
                 by_pv[pv_name] = disk
             continue
+        if disk.other_cluster:  # the user named this cluster and the tags name others: not ours to report
+            other_clusters.append(disk)
+            continue
         made_for = ", ".join(f"{k}={v}" for k, v in sorted(disk.provenance.items())) or "no provenance recorded"
-        whose = ("it is tagged for another cluster" if disk.other_cluster else
-                 "it may belong to another cluster in the same account or project" if disk.other_cluster is None
+        whose = ("it may belong to another cluster in the same account or project" if disk.other_cluster is None
                  else "it is tagged for this cluster")
         findings.append(CloudFinding(
             getattr(census, "orphan_kind", ORPHAN_DISK), census.source, disk, None, disk.handle,
@@ -127,4 +136,4 @@ def join(census: Census, pvs: Iterable[VolumeRef], disks: Iterable[CloudDisk]) -
                 getattr(census, "missing_kind", MISSING_DISK), census.source, None, pv_name, handle,
                 f"PersistentVolume {pv_name} names {handle}, which does not exist: its data is already gone"))
     findings.sort(key=lambda f: (f.kind, f.handle, f.pv_name or ""))
-    return CloudReport(findings, by_pv)
+    return CloudReport(findings, by_pv, other_clusters)

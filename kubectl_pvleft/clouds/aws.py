@@ -11,7 +11,9 @@ name the cluster, when the driver was started with ``--k8s-tag-cluster-id``. ``e
 says only that some EBS CSI driver made it. With ``cluster_name`` given, a volume whose tags name clusters
 but not this one is *kept and marked* ``other_cluster=True``, never dropped: a PV here may still name it
 (static provisioning of another cluster's volume), and dropping it would turn that PV into a false
-missing-volume. Untagged volumes stay ``None``: nothing says whose they are.
+missing-volume. ``join`` then leaves such a volume out of the orphans when no PV here names it (the
+user said which cluster is theirs); the CLI says how many it left out. Untagged volumes stay ``None``:
+nothing says whose they are, and an orphan finding says so.
 """
 
 from __future__ import annotations
@@ -132,6 +134,7 @@ class AwsCensus:
         self.page_size = page_size
         self.profile = profile
         self.pages_read = 0  # DescribeVolumes pages received, every region
+        self.notes: list[str] = []  # the Census interface's warnings; EBS has none of its own yet
         self.instance_volumes: set[str] = set()  # seen, set aside: they end with their instance
         self._locations: dict[str, set[tuple[Optional[str], Optional[str]]]] = {}
 

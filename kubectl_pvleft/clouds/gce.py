@@ -135,6 +135,8 @@ class GceCensus:
     """One census over the given projects. ``notes`` holds lines for stderr (what could not be told)."""
 
     source = SOURCE
+    orphan_kind = "orphan-disk"
+    missing_kind = "missing-disk"
 
     def __init__(self, projects: Iterable[str], zones: Iterable[str], regions: Iterable[str],
                  disks_client: Any, region_disks_client: Any) -> None:
