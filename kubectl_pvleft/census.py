@@ -10,17 +10,19 @@ from __future__ import annotations
 
 import os
 from datetime import datetime
-from typing import Any, Optional
+from typing import Any, Optional, Sequence, Union
 
 from kubectl_pvleft.clouds import CloudDisk, CloudError, CloudFinding, join
 from kubectl_pvleft.clouds.refs import volume_ref
 from kubectl_pvleft.commands import Options, Result
 from kubectl_pvleft.printing import Column, Report, age, utcnow
+from kubectl_pvleft.records import Absent
 
 
-def open_censuses(options: Options) -> tuple[list[Any], list[str]]:
-    """The censuses the flags ask for; a cloud that cannot even be opened is an error line, not a census."""
-    censuses, errors = [], []
+def open_censuses(options: Options) -> list[Union[Any, CloudError]]:
+    """The censuses the flags ask for, Compute Engine first; a cloud that cannot even be opened is its
+    CloudError (one line, prefixed with the census's name), not a census."""
+    censuses: list[Union[Any, CloudError]] = []
     if options.flag("project"):
         try:
             from kubectl_pvleft.clouds import gce
@@ -37,7 +39,7 @@ def open_censuses(options: Options) -> tuple[list[Any], list[str]]:
                                             regions=options.flag("region") or (), api_endpoint=endpoint,
                                             credentials=credentials))
         except CloudError as exc:
-            errors.append(f"Compute Engine census: {exc}")
+            censuses.append(CloudError(f"Compute Engine census: {exc}"))
     if options.flag("aws_region"):
         try:
             from kubectl_pvleft.clouds import aws
@@ -45,40 +47,94 @@ def open_censuses(options: Options) -> tuple[list[Any], list[str]]:
             censuses.append(aws.open_census(options.flag("aws_region"), profile=options.flag("aws_profile"),
                                             cluster_name=options.flag("aws_cluster_name")))
         except CloudError as exc:
-            errors.append(f"EBS census: {exc}")
-    return censuses, errors
+            censuses.append(CloudError(f"EBS census: {exc}"))
+    return censuses
+
+
+# The PV drivers each cloud's census answers for: a PV of a cloud whose census ran but did not place its disk
+# has a DISK that is unknown, never "none".
+def _cloud_drivers(options: Options) -> frozenset[str]:
+    drivers: set[str] = set()
+    if options.flag("project"):
+        from kubectl_pvleft.clouds import gce
+
+        drivers |= {gce.CSI_DRIVER, gce.IN_TREE_DRIVER}
+    if options.flag("aws_region"):
+        from kubectl_pvleft.clouds import aws
+
+        drivers |= aws.CSI_DRIVERS | aws.IN_TREE_DRIVERS
+    return frozenset(drivers)
+
+
+def census_name(census: Any) -> str:
+    return "Compute Engine" if census.source == "gce" else "EBS"
 
 
 def add_cloud_census(outcome: Result, leftovers: Any, options: Options) -> Result:
     """Join every PV (not only the leftovers: a Bound PV's disk is not an orphan) with each cloud's disks."""
     from kubectl_pvleft import leftovers as module
 
-    censuses, errors = open_censuses(options)
     refs = [volume_ref(pv) for pv in leftovers.all_pvs]
     findings: list[CloudFinding] = []
-    disks: dict[str, CloudDisk] = {}
-    for census in censuses:
+    disks: dict[str, Union[CloudDisk, Absent]] = {}
+    taken: list[str] = []
+    errors: list[str] = []
+    for census in open_censuses(options):
+        if isinstance(census, CloudError):
+            errors.append(str(census))
+            continue
         try:
             joined = join(census, refs, census.disks())
         except CloudError as exc:
-            errors.append(f"{'Compute Engine' if census.source == 'gce' else 'EBS'} census: {exc}")
+            errors.append(f"{census_name(census)} census: {exc}")
             continue
+        taken.append(census_name(census))
+        if options.label_selector:
+            # Only the selected PVs were read: a disk named by a PV outside the selection would be a false orphan.
+            dropped = [f for f in joined.findings if f.pv_name is None]
+            if dropped:
+                outcome.warnings.append(
+                    f"{census_name(census)} census: -l {options.label_selector} selected the PersistentVolumes "
+                    f"joined, so {len(dropped)} disk(s) no selected PV names are not reported as orphans; "
+                    "run without -l to see them")
+            joined.findings[:] = [f for f in joined.findings if f.pv_name is not None]
         findings += joined.findings
         disks.update(joined.disks_by_pv)
-        outcome.warnings += getattr(census, "notes", [])
-    report = module.report(leftovers, disks=disks)
-    outcome.report = report
-    outcome.sections = [findings_report(findings)]
+        disks.update({f.pv_name: Absent.MISSING for f in joined.findings if f.pv_name is not None})
+        if joined.other_clusters:
+            outcome.warnings.append(other_clusters_note(joined.other_clusters, options.flag("aws_cluster_name")))
+        outcome.warnings += census.notes
+    cloud_drivers = _cloud_drivers(options)
+    for ref in refs:  # a cloud's PV whose disk no census placed: not looked at, or the census failed
+        if ref.pv_name not in disks and ref.driver in cloud_drivers:
+            disks[ref.pv_name] = Absent.UNKNOWN
+    outcome.report = module.report(leftovers, disks=disks)
+    # No section when no census could be taken: an empty one would read as "no orphans found".
+    outcome.sections = [findings_report(findings, taken=taken)] if taken else []
     outcome.findings += len(findings)
     outcome.errors = errors
     outcome.partial = bool(errors)
     return outcome
 
 
-def disk_summary(disk: Optional[CloudDisk]) -> Optional[str]:
-    """One cell: `gce 20GiB pd-balanced, attached to vm-1` / `aws 8GiB gp3, available`."""
-    if disk is None:
-        return None
+def other_clusters_note(disks: list[CloudDisk], cluster_name: Optional[str]) -> str:
+    """What --aws-cluster-name left out of the orphan findings, said once, by the clusters the tags name."""
+    from kubectl_pvleft.clouds.aws import cluster_names
+
+    counts: dict[str, int] = {}
+    for disk in disks:
+        for name in sorted(cluster_names(disk.provenance)):
+            counts[name] = counts.get(name, 0) + 1
+    by_cluster = ", ".join(f"{name}: {count}" for name, count in sorted(counts.items()))
+    return (f"{len(disks)} EBS volume(s) tagged for other clusters ({by_cluster}) are not reported as orphans: "
+            f"--aws-cluster-name {cluster_name} names this cluster")
+
+
+def disk_summary(disk: Union[CloudDisk, Absent, None]) -> Union[str, Absent, None]:
+    """One cell: `gce 20GiB pd-balanced, not attached` / `aws 8GiB gp3, used by i-0abc`; `<missing>` when
+    the PV names a disk that does not exist, `<unknown>` when no census could tell."""
+    if disk is None or isinstance(disk, Absent):
+        return disk
     size = f"{disk.size_gb}GiB" if disk.size_gb is not None else "?GiB"
     use = f"used by {','.join(disk.users)}" if disk.users else "not attached"
     return f"{disk.source} {size} {disk.type or ''}".rstrip() + f", {use}"
@@ -95,7 +151,14 @@ def finding_json(finding: CloudFinding) -> dict[str, Any]:
     }
 
 
-def findings_report(findings: list[CloudFinding], now: Optional[datetime] = None) -> Report[CloudFinding]:
+def location_in(handle: str) -> Optional[str]:
+    """The zone or region a GCE handle names (projects/P/zones/Z/disks/D); an EBS volume id names none."""
+    parts = handle.split("/")
+    return parts[3] if len(parts) == 6 and parts[2] in ("zones", "regions") else None
+
+
+def findings_report(findings: list[CloudFinding], now: Optional[datetime] = None,
+                    taken: Sequence[str] = ("cloud",)) -> Report[CloudFinding]:
     def disk(attr: str) -> Any:
         return lambda f: getattr(f.disk, attr) if f.disk is not None else None
 
@@ -112,7 +175,7 @@ def findings_report(findings: list[CloudFinding], now: Optional[datetime] = None
         Column("FINDING", lambda f: f.kind),
         Column("DISK", lambda f: f.disk.name if f.disk else f.handle.rsplit("/", 1)[-1]),
         Column("PV", lambda f: f.pv_name),
-        Column("LOCATION", disk("location")),
+        Column("LOCATION", lambda f: f.disk.location if f.disk else location_in(f.handle)),
         Column("SIZE", lambda f: f"{f.disk.size_gb}GiB" if f.disk and f.disk.size_gb is not None else None),
         Column("TYPE", disk("type")),
         Column("USERS", lambda f: ",".join(f.disk.users) if f.disk and f.disk.users else None),
@@ -122,4 +185,5 @@ def findings_report(findings: list[CloudFinding], now: Optional[datetime] = None
         Column("MESSAGE", lambda f: f.message, wide_only=True),
     ]
     return Report(rows=findings, columns=columns, to_json=finding_json,
-                  name=lambda f: f"{f.source}/{f.handle}", empty_message="No orphaned or missing cloud disks found")
+                  name=lambda f: f"{f.source}/{f.handle}",
+                  empty_message=f"No orphaned or missing disks found by the {' and '.join(taken)} census")

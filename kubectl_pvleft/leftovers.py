@@ -190,8 +190,9 @@ def to_json(row: Leftover, disks: Optional[Mapping[str, Any]] = None) -> dict[st
         "last_phase_transition_time": iso(pv.last_phase_transition),
     }
     if disks is not None:  # a cloud census ran: the disk behind the PV, as that client saw it
-        disk = disks.get(pv.name)
-        doc["disk"] = disk.to_json() if disk is not None else None
+        disk = disks.get(pv.name)  # a CloudDisk, Absent.MISSING / UNKNOWN, or None: not a cloud's volume
+        doc["disk"] = None if disk is None or isinstance(disk, Absent) else disk.to_json()
+        doc["disk_missing"] = None if disk is None or disk is Absent.UNKNOWN else disk is Absent.MISSING
     return doc
 
 
