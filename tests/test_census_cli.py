@@ -1,0 +1,415 @@
+"""`leftovers --project` / `--aws-region` end to end: the real CLI (a subprocess, as users run it) against the
+real control plane holding GKE-shaped and EBS-shaped PVs, the discovery-checked local Compute
+(tests/gce_fake.py) and moto in server mode (tests/aws_moto.py). The cloud endpoints reach the CLI only through
+the environment: PVLEFT_COMPUTE_ENDPOINT for Compute, botocore's own AWS_ENDPOINT_URL_EC2 for EC2."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from aws_moto import FAKE_KEY_ID, FAKE_SECRET, MotoServer, aws_test_env, create_volume, csi_tags  # noqa: E402
+from gce_fake import FakeCompute, csi_description, gce_disk  # noqa: E402
+from plugin_runner import PLUGIN, items, jsonl  # noqa: E402
+from scenarios import apply, claim, delete_claim, namespace, storage_class, wait_pv_phase  # noqa: E402
+from test_aws_cluster import csi as ebs_csi, ebs_pv  # noqa: E402
+from test_gce_cluster import gke_pv  # noqa: E402
+
+from kubectl_pvleft.clouds.gce import CSI_DRIVER  # noqa: E402
+
+PROJECT = "pvleft-cli-gke"  # only this module's PVs name it, so every GCE finding is this module's
+REGION, ZONE_B, ZONE_C = "europe-west1", "europe-west1-b", "europe-west1-c"
+NS = "cli-shop"
+REPL_PV = "pvc-4f1c2a9e-8d3b-4c5e-9a71-2b6d0e8f13c4"  # the seed's sc-fast-repl PV (default/pvc2): a regional PD
+GONE_PV = "pvc-a41d7c02-6e3b-4f15-9d8a-7b2c0e5f1a36"  # Released, and its disk was deleted by hand
+ORPHAN_DISK = "pvc-0c9e4b71-5d2a-4a8f-b3e6-1f7d2c8a9b40"  # its PV was deleted by hand; the disk still bills
+EBS_RELEASED, EBS_GHOST = "cli-ebs-mysql", "cli-ebs-ghost"
+CLUSTER = "eks-cli"
+REGIONAL = f"projects/{PROJECT}/regions/{REGION}/disks/{REPL_PV}"
+GONE = f"projects/{PROJECT}/zones/{ZONE_B}/disks/{GONE_PV}"
+ORPHAN = f"projects/{PROJECT}/zones/{ZONE_C}/disks/{ORPHAN_DISK}"
+CI_CACHE = f"projects/{PROJECT}/zones/{ZONE_B}/disks/ci-cache"
+
+
+@pytest.fixture(scope="module")
+def compute() -> Iterator[FakeCompute]:
+    with FakeCompute(page_size=2) as server:
+        server.add_project(PROJECT, zones=(ZONE_B, ZONE_C), regions=(REGION,))
+        server.add_disk(gce_disk(PROJECT, REPL_PV, region=REGION, replica_zones=(ZONE_B, ZONE_C), disk_type="pd-ssd",
+                                 description=csi_description(REPL_PV, "default", "pvc2")))
+        server.add_disk(gce_disk(PROJECT, ORPHAN_DISK, zone=ZONE_C, size_gb=50,
+                                 description=csi_description(ORPHAN_DISK, NS, "orders-data")))
+        # No PV names it, and a VM uses it: an orphan of this cluster's, or another's live disk; USERS tells.
+        server.add_disk(gce_disk(PROJECT, "ci-cache", zone=ZONE_B, size_gb=100, disk_type="pd-standard",
+                                 users=["ci-runner-1"], labels={"team": "ci"}))
+        yield server
+    assert server.drift == [], "the fake's answers drifted from the Compute discovery document"
+    assert {verb for verb, _, _ in server.requests} <= {"GET"}, "the census must only read"
+
+
+@pytest.fixture(scope="module")
+def moto(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MotoServer]:
+    server = MotoServer(tmp_path_factory.mktemp("moto-cli") / "moto.log").start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def volumes(cluster, moto: MotoServer) -> Iterator[dict[str, str]]:
+    """Both clouds' PVs on the control plane; the Released ones made Released by the real PV controller."""
+    ec2 = moto.client("ec2", "us-east-1")
+    ids = {
+        "mysql": create_volume(ec2, "us-east-1a", 20, tags=csi_tags(EBS_RELEASED, NS, "mysql", CLUSTER)),
+        "orphan": create_volume(ec2, "us-east-1b", 30, tags=csi_tags("pvc-3b8e", NS, "cart", CLUSTER)),
+        "foreign": create_volume(ec2, "us-east-1b", 40, tags=csi_tags("pvc-77aa", "web", "x", "eks-other")),
+        "untagged": create_volume(ec2, "us-east-1c", 8, "gp2"),
+        "ghost": "vol-0c1f0dead0000beef",
+    }
+    apply(cluster, namespace(NS),
+          storage_class("sc-fast-repl", provisioner=CSI_DRIVER, reclaim="Retain", binding="WaitForFirstConsumer"),
+          gke_pv(REPL_PV, REGIONAL, claim_ref=("default", "pvc2")),
+          gke_pv(GONE_PV, GONE, size="5Gi", claim_ref=(NS, "pvc-gone")),
+          ebs_pv(EBS_RELEASED, ebs_csi(ids["mysql"]), zone="us-east-1a"),
+          ebs_pv(EBS_GHOST, ebs_csi(ids["ghost"]), zone="us-east-1a"),
+          claim("default", "pvc2", size="20Gi", storage_class="sc-fast-repl", volume_name=REPL_PV),
+          claim(NS, "pvc-gone", size="5Gi", storage_class="sc-fast-repl", volume_name=GONE_PV),
+          claim(NS, "mysql", size="20Gi", storage_class="", volume_name=EBS_RELEASED),
+          claim(NS, "ghost", size="20Gi", storage_class="", volume_name=EBS_GHOST))
+    pairs = (("default", REPL_PV, "pvc2"), (NS, GONE_PV, "pvc-gone"), (NS, EBS_RELEASED, "mysql"),
+             (NS, EBS_GHOST, "ghost"))
+    for _, pv, _ in pairs:
+        wait_pv_phase(cluster, pv, "Bound")
+    for ns, _, name in pairs:
+        delete_claim(cluster, ns, name)
+    for _, pv, _ in pairs:
+        wait_pv_phase(cluster, pv, "Released")
+    yield ids
+    for _, pv, _ in pairs:
+        cluster.kubectl("delete", "pv", pv, "--wait=false", check=False)
+    cluster.kubectl("delete", "namespace", NS, "--wait=false", check=False)
+
+
+def env_for(tmp: Path, compute: FakeCompute | None = None, moto: MotoServer | None = None,
+            **extra: str) -> dict[str, str]:
+    """Only the fakes: no ~/.aws, no instance metadata, no Google credentials of the machine's."""
+    env = aws_test_env(tmp)
+    env.pop("GOOGLE_APPLICATION_CREDENTIALS", None)
+    env.pop("PVLEFT_COMPUTE_ENDPOINT", None)
+    if compute is not None:
+        env["PVLEFT_COMPUTE_ENDPOINT"] = compute.endpoint
+    if moto is not None:
+        env.update(AWS_ENDPOINT_URL_EC2=moto.endpoint, AWS_ACCESS_KEY_ID=FAKE_KEY_ID,
+                   AWS_SECRET_ACCESS_KEY=FAKE_SECRET)
+    env.update(extra)
+    return env
+
+
+def run(cluster, env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
+    """The console script, as run_plugin runs it, but with exactly this environment (run_plugin adds
+    os.environ, which could carry the machine's own AWS or Google settings)."""
+    command = [PLUGIN or sys.executable, *([] if PLUGIN else ["-m", "kubectl_pvleft"]), "leftovers", *args,
+               "--kubeconfig", str(cluster.kubeconfig("reader"))]
+    result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
+    print(result.stdout, result.stderr, sep="\n--- stderr ---\n")
+    return result
+
+
+def sections(stdout: str) -> list[list[dict[str, str]]]:
+    """A table's blocks (a blank line apart), each a list of rows keyed by header. Cells are cut where the
+    header's columns start (kubectl's tabwriter aligns them left), so an empty cell stays a cell."""
+    blocks = []
+    for block in stdout.strip("\n").split("\n\n"):
+        header, *lines = block.splitlines()
+        starts = [0] + [m.end() for m in re.finditer(r" {3,}", header)]
+        names = [header[a:b].strip() for a, b in zip(starts, starts[1:] + [None])]
+        blocks.append([{name: line[a:b].strip() for name, a, b in zip(names, starts, starts[1:] + [None])}
+                       for line in lines])
+        blocks[-1].insert(0, dict(zip(names, names)))
+    return blocks
+
+
+def rows_by(block: list[dict[str, str]], column: str) -> dict[str, dict[str, str]]:
+    return {row[column]: row for row in block[1:]}
+
+
+def error_lines(stderr: str) -> list[str]:
+    assert "Traceback" not in stderr, stderr
+    return [line for line in stderr.splitlines() if line.startswith("error:")]
+
+
+def ours(objects: list[dict[str, Any]], handles: set[str]) -> list[dict[str, Any]]:
+    """The findings about this module's disks and PVs (other tests' PVs may share the control plane)."""
+    return [o for o in objects if "source" in o and (o["handle"] in handles or o["pv"] in PV_NAMES)]
+
+
+PV_NAMES = {REPL_PV, GONE_PV, EBS_RELEASED, EBS_GHOST}
+
+
+# -- Compute Engine ----------------------------------------------------------------------------------
+
+def test_project_adds_the_disk_column_and_a_findings_section(cluster, volumes, compute: FakeCompute,
+                                                            tmp_path: Path) -> None:
+    result = run(cluster, env_for(tmp_path, compute), "--project", PROJECT)
+    assert result.returncode == 0, result.stderr
+    assert error_lines(result.stderr) == [] and "warning" not in result.stderr
+    pvs, findings = sections(result.stdout)
+
+    assert list(pvs[0]) == ["NAME", "STATUS", "RECLAIM", "CLASS RECLAIM", "CLAIM", "CLAIM STATE", "STORAGECLASS",
+                      "CAPACITY", "AGE", "DISK"]
+    table = rows_by(pvs, "NAME")
+    # The seed's regional sc-fast-repl PV, Released by the real PV controller, now with its disk's facts.
+    assert table[REPL_PV]["STATUS"] == "Released" and table[REPL_PV]["STORAGECLASS"] == "sc-fast-repl"
+    assert table[REPL_PV]["DISK"] == "gce 20GiB pd-ssd, not attached"
+    assert table[GONE_PV]["DISK"] == "<missing>"
+    assert table[EBS_RELEASED]["DISK"] == "<none>"  # an EBS volume: no census of its cloud ran
+
+    assert list(findings[0]) == ["SOURCE", "FINDING", "DISK", "PV", "LOCATION", "SIZE", "TYPE", "USERS", "MADE FOR",
+                                 "AGE"]
+    by_disk = rows_by(findings, "DISK")
+    assert set(by_disk) == {GONE_PV, ORPHAN_DISK, "ci-cache"}  # only this project was listed
+    assert {r["SOURCE"] for r in by_disk.values()} == {"gce"}
+    assert (by_disk[GONE_PV]["FINDING"], by_disk[GONE_PV]["PV"], by_disk[GONE_PV]["LOCATION"]) == (
+        "missing-disk", GONE_PV, ZONE_B)  # where the PV says its disk was
+    orphan = by_disk[ORPHAN_DISK]
+    assert (orphan["FINDING"], orphan["PV"], orphan["LOCATION"], orphan["SIZE"], orphan["TYPE"], orphan["USERS"],
+            orphan["MADE FOR"]) == ("orphan-disk", "<none>", ZONE_C, "50GiB", "pd-balanced", "<none>",
+                                    f"{NS}/orders-data")
+    assert (by_disk["ci-cache"]["FINDING"], by_disk["ci-cache"]["USERS"]) == ("orphan-disk", "ci-runner-1")
+
+    # What the PV rows say is what kubectl says about the same PVs.
+    listed = json.loads(cluster.kubectl("get", "pv", REPL_PV, "-o", "json", kubeconfig="reader").stdout)
+    assert listed["status"]["phase"] == "Released" and listed["spec"]["csi"]["volumeHandle"] == REGIONAL
+    # gcloud's listing: one aggregatedList, followed page by page (two disks a page).
+    aggregated = [q for _, path, q in compute.requests if path.endswith("/aggregated/disks")]
+    assert len(aggregated) >= 2 and aggregated[0].get("pageToken") is None and aggregated[-1].get("pageToken")
+
+
+def test_project_as_json_and_jsonl(cluster, volumes, compute: FakeCompute, tmp_path: Path) -> None:
+    env = env_for(tmp_path, compute)
+    as_json = run(cluster, env, "--project", PROJECT, "-o", "json")
+    assert as_json.returncode == 0, as_json.stderr
+    objects = items(as_json.stdout)  # one List: the PV objects, then the findings
+    pvs = {o["name"]: o for o in objects if "source" not in o}
+    repl = pvs[REPL_PV]
+    assert (repl["phase"], repl["reclaim"], repl["claim"], repl["storage_class"], repl["capacity"]) == (
+        "Released", "Retain", "default/pvc2", "sc-fast-repl", "20Gi")
+    assert repl["disk_missing"] is False
+    assert repl["disk"] == {
+        "source": "gce", "handle": REGIONAL, "name": REPL_PV, "location": REGION, "size_gb": 20, "type": "pd-ssd",
+        "created": "2026-03-03T17:12:33.421000Z", "state": "READY", "users": [],
+        "provenance": {"kubernetes.io/created-for/pv/name": REPL_PV, "kubernetes.io/created-for/pvc/name": "pvc2",
+                       "kubernetes.io/created-for/pvc/namespace": "default", "storage.gke.io/created-by": CSI_DRIVER},
+        "other_cluster": None}
+    assert (pvs[GONE_PV]["disk"], pvs[GONE_PV]["disk_missing"]) == (None, True)
+    assert (pvs[EBS_RELEASED]["disk"], pvs[EBS_RELEASED]["disk_missing"]) == (None, None)
+
+    findings = ours(objects, {ORPHAN, GONE, CI_CACHE})
+    assert [(f["kind"], f["source"], f["handle"], f["pv"]) for f in findings] == [
+        ("missing-disk", "gce", GONE, GONE_PV),
+        ("orphan-disk", "gce", CI_CACHE, None),
+        ("orphan-disk", "gce", ORPHAN, None),
+    ]
+    assert findings[0]["disk"] is None and "its data is already gone" in findings[0]["message"]
+    assert findings[2]["disk"]["size_gb"] == 50 and findings[2]["disk"]["location"] == ZONE_C
+    assert "may belong to another cluster" in findings[2]["message"]
+    assert "kubernetes.io/created-for/pvc/name=orders-data" in findings[2]["message"]
+
+    # -o jsonl: the same objects, one a line, PVs first.
+    as_lines = run(cluster, env, "--project", PROJECT, "-o", "jsonl")
+    assert as_lines.returncode == 0, as_lines.stderr
+    assert jsonl(as_lines.stdout) == objects
+    assert len(as_lines.stdout.splitlines()) == len(objects)
+
+
+def test_zone_and_region_narrow_the_listing(cluster, volumes, compute: FakeCompute, tmp_path: Path) -> None:
+    before = len(compute.requests)
+    result = run(cluster, env_for(tmp_path, compute), "--project", PROJECT, "--region", REGION, "--zone", ZONE_B,
+                 "-o", "json")
+    assert result.returncode == 0, result.stderr
+    paths = {path for _, path, _ in compute.requests[before:]}
+    assert paths == {f"/compute/v1/projects/{PROJECT}/zones/{ZONE_B}/disks",
+                     f"/compute/v1/projects/{PROJECT}/regions/{REGION}/disks"}
+    objects = items(result.stdout)
+    assert {o["name"]: o["disk_missing"] for o in objects if o.get("name") in (REPL_PV, GONE_PV)} == {
+        REPL_PV: False, GONE_PV: True}  # the regional disk is found by regionDisks.list, a zone's list never has it
+    # The orphan in europe-west1-c lies outside what was listed: not reported.
+    assert {o["handle"] for o in objects if "source" in o} == {GONE, CI_CACHE}
+
+
+def test_label_selector_reports_no_orphans(cluster, volumes, compute: FakeCompute, tmp_path: Path) -> None:
+    cluster.kubectl("label", "pv", REPL_PV, "pvleft-test=census-cli", "--overwrite")
+    result = run(cluster, env_for(tmp_path, compute), "--project", PROJECT, "-l", "pvleft-test=census-cli",
+                 "-o", "json")
+    assert result.returncode == 0, result.stderr
+    objects = items(result.stdout)
+    assert [o["name"] for o in objects] == [REPL_PV] and objects[0]["disk"]["handle"] == REGIONAL
+    # The PVs -l left out may name the project's other disks: calling those orphans would be a guess.
+    assert "2 disk(s) no selected PV names are not reported as orphans" in result.stderr
+
+
+def test_a_403_is_one_error_line_and_a_partial_report(cluster, volumes, compute: FakeCompute,
+                                                       tmp_path: Path) -> None:
+    compute.forbidden.add(PROJECT)
+    try:
+        result = run(cluster, env_for(tmp_path, compute), "--project", PROJECT, "--exit-code")
+    finally:
+        compute.forbidden.discard(PROJECT)
+    assert result.returncode == 4, result.stderr  # partial wins over --exit-code's 3
+    [line] = error_lines(result.stderr)
+    assert line.startswith(f"error: Compute Engine census: Compute Engine denied listing disks in project {PROJECT}")
+    assert "compute.disks.list" in line
+    assert "No orphaned" not in result.stderr  # no census, so no claim that it found nothing
+    [pvs] = sections(result.stdout)  # the Kubernetes rows, and no findings section
+    table = rows_by(pvs, "NAME")
+    assert table[REPL_PV]["STATUS"] == "Released" and table[REPL_PV]["DISK"] == "<unknown>"
+    assert table[EBS_RELEASED]["DISK"] == "<none>"
+
+
+# -- EBS ---------------------------------------------------------------------------------------------
+
+def test_aws_region_with_the_cluster_name(cluster, volumes, moto: MotoServer, tmp_path: Path) -> None:
+    result = run(cluster, env_for(tmp_path, moto=moto), "--aws-region", "us-east-1", "--aws-cluster-name", CLUSTER)
+    assert result.returncode == 0, result.stderr
+    assert error_lines(result.stderr) == []
+    # The volume tagged for eks-other is left out, and that is said once.
+    assert ("warning: 1 EBS volume(s) tagged for other clusters (eks-other: 1) are not reported as orphans: "
+            f"--aws-cluster-name {CLUSTER} names this cluster") in result.stderr.splitlines()
+    pvs, findings = sections(result.stdout)
+    table = rows_by(pvs, "NAME")
+    assert table[EBS_RELEASED]["DISK"] == "aws 20GiB gp3, not attached"
+    assert table[EBS_GHOST]["DISK"] == "<missing>"
+    assert table[REPL_PV]["DISK"] == "<none>"
+    found = {r["DISK"]: r for r in rows_by(findings, "DISK").values()
+             if r["DISK"] in {volumes["orphan"], volumes["untagged"], volumes["foreign"], volumes["ghost"]}
+             or r["DISK"].startswith(f"{CLUSTER}-dynamic-")}
+    assert {(r["SOURCE"], r["FINDING"], r["PV"]) for r in found.values()} == {
+        ("aws", "orphan-volume", "<none>"), ("aws", "missing-volume", EBS_GHOST)} and len(found) == 3
+    orphan = found[f"{CLUSTER}-dynamic-pvc-3b8e"]  # EBS names a volume by its Name tag
+    assert (orphan["LOCATION"], orphan["SIZE"], orphan["TYPE"], orphan["MADE FOR"]) == (
+        "us-east-1b", "30GiB", "gp3", f"{NS}/cart")
+    assert found[volumes["untagged"]]["SIZE"] == "8GiB"
+
+
+def test_aws_region_as_json(cluster, volumes, moto: MotoServer, tmp_path: Path) -> None:
+    env = env_for(tmp_path, moto=moto)
+    named = items(run(cluster, env, "--aws-region", "us-east-1", "--aws-cluster-name", CLUSTER, "-o", "json").stdout)
+    unnamed = items(run(cluster, env, "--aws-region", "us-east-1", "-o", "json").stdout)
+    handles = {volumes[k] for k in ("orphan", "untagged", "foreign", "ghost")}
+    assert {(f["kind"], f["handle"]) for f in ours(named, handles)} == {
+        ("orphan-volume", volumes["orphan"]), ("orphan-volume", volumes["untagged"]),
+        ("missing-volume", volumes["ghost"])}
+    messages = {f["handle"]: f["message"] for f in ours(named, handles)}
+    assert "it is tagged for this cluster" in messages[volumes["orphan"]]
+    # Without --aws-cluster-name nothing says whose it is: the other cluster's volume is an orphan, marked so.
+    foreign = next(f for f in unnamed if f.get("handle") == volumes["foreign"])
+    assert foreign["kind"] == "orphan-volume" and foreign["source"] == "aws"
+    assert "may belong to another cluster" in foreign["message"]
+    assert foreign["disk"]["provenance"]["kubernetes.io/cluster/eks-other"] == "owned"
+    mysql = next(o for o in named if o.get("name") == EBS_RELEASED)
+    assert mysql["disk"]["handle"] == volumes["mysql"] and mysql["disk"]["state"] == "available"
+    assert mysql["disk_missing"] is False
+
+
+def test_no_aws_credentials_is_one_error_line(cluster, volumes, tmp_path: Path) -> None:
+    result = run(cluster, env_for(tmp_path), "--aws-region", "us-east-1")  # no keys, no profile, no metadata
+    assert result.returncode == 4, result.stderr
+    [line] = error_lines(result.stderr)
+    assert line.startswith("error: EBS census: no AWS credentials found for ec2:DescribeVolumes:")
+    table = rows_by(sections(result.stdout)[0], "NAME")
+    assert table[EBS_RELEASED]["STATUS"] == "Released" and table[EBS_RELEASED]["DISK"] == "<unknown>"
+
+
+# -- both clouds -------------------------------------------------------------------------------------
+
+def test_both_censuses_in_one_report(cluster, volumes, compute: FakeCompute, moto: MotoServer,
+                                     tmp_path: Path) -> None:
+    env = env_for(tmp_path, compute, moto)
+    args = ("--project", PROJECT, "--aws-region", "us-east-1", "--aws-cluster-name", CLUSTER)
+    result = run(cluster, env, *args, "-o", "json")
+    assert result.returncode == 0, result.stderr
+    objects = items(result.stdout)
+    disks = {o["name"]: (o["disk"] or {}).get("handle") for o in objects if o.get("name") in PV_NAMES}
+    assert disks == {REPL_PV: REGIONAL, GONE_PV: None, EBS_RELEASED: volumes["mysql"], EBS_GHOST: None}
+    kinds = {(f["source"], f["kind"], f["handle"]) for f in ours(objects, {ORPHAN, GONE, volumes["orphan"],
+                                                                           volumes["ghost"]})}
+    assert kinds == {("gce", "missing-disk", GONE), ("gce", "orphan-disk", ORPHAN),
+                     ("aws", "orphan-volume", volumes["orphan"]), ("aws", "missing-volume", volumes["ghost"])}
+
+    # --exit-code: findings make it 3; without it, 0.
+    assert run(cluster, env, *args, "--exit-code", "-o", "name").returncode == 3
+    # One census failing is still a partial report, whatever the other found: 4, and the other's findings print.
+    compute.forbidden.add(PROJECT)
+    try:
+        partial = run(cluster, env, *args, "--exit-code")
+    finally:
+        compute.forbidden.discard(PROJECT)
+    assert partial.returncode == 4
+    assert len(error_lines(partial.stderr)) == 1 and "compute.disks.list" in partial.stderr
+    pvs, findings = sections(partial.stdout)
+    assert rows_by(pvs, "NAME")[REPL_PV]["DISK"] == "<unknown>"
+    assert {r["SOURCE"] for r in findings[1:]} == {"aws"}
+
+
+def test_both_censuses_failing(cluster, volumes, compute: FakeCompute, tmp_path: Path) -> None:
+    compute.forbidden.add(PROJECT)
+    try:
+        result = run(cluster, env_for(tmp_path, compute), "--project", PROJECT, "--aws-region", "us-east-1",
+                     "-o", "jsonl")
+    finally:
+        compute.forbidden.discard(PROJECT)
+    assert result.returncode == 4
+    lines = error_lines(result.stderr)
+    assert len(lines) == 2 and "compute.disks.list" in lines[0] and "ec2:DescribeVolumes" in lines[1]
+    objects = jsonl(result.stdout)  # the Kubernetes findings, every one, and no cloud finding
+    assert PV_NAMES <= {o["name"] for o in objects} and not any("source" in o for o in objects)
+    assert {o["disk_missing"] for o in objects if o["name"] in PV_NAMES} == {None}
+
+
+# -- without the flags -------------------------------------------------------------------------------
+
+# A real `leftovers` run in one interpreter, every connect() and name lookup seen through CPython's audit hooks.
+GUARDED_RUN = """
+import json, sys
+seen = []
+def hook(event, args):
+    if event == "socket.connect" and isinstance(args[1], tuple):
+        seen.append(["connect", str(args[1][0]), str(args[1][1])])
+    elif event == "socket.getaddrinfo":
+        seen.append(["lookup", str(args[0]), str(args[1])])
+sys.addaudithook(hook)
+from kubectl_pvleft import cli
+code = cli.main(["leftovers", "--all", "-o", "jsonl", "--kubeconfig", sys.argv[1]])
+print("EXIT", code)
+print("SDKS", sorted({m.split(".")[0] for m in sys.modules} & {"google", "googleapiclient", "boto3", "botocore"}))
+print("NET", json.dumps(sorted(set(map(tuple, seen)))))
+"""
+
+
+def test_without_the_flags_no_sdk_and_no_cloud_connection(cluster, volumes, compute: FakeCompute,
+                                                          moto: MotoServer, tmp_path: Path) -> None:
+    before = len(compute.requests)
+    # The clouds' endpoints and keys are all there: only the flags may open a census.
+    env = env_for(tmp_path, compute, moto)
+    result = subprocess.run([sys.executable, "-c", GUARDED_RUN, str(cluster.kubeconfig("reader"))], env=env,
+                            capture_output=True, text=True, timeout=120)
+    exit_line, sdk_line, net_line = result.stdout.splitlines()[-3:]
+    assert exit_line == "EXIT 0", result.stderr
+    objects = jsonl("\n".join(result.stdout.splitlines()[:-3]))
+    assert PV_NAMES <= {o["name"] for o in objects}
+    assert not any("disk" in o or "source" in o for o in objects)  # no census, no DISK
+    assert sdk_line == "SDKS []"
+    host, port = cluster.server.split("://", 1)[1].rstrip("/").rsplit(":", 1)
+    destinations = {tuple(entry) for entry in json.loads(net_line[len("NET "):])}
+    assert ("connect", host, port) in destinations
+    assert destinations <= {("connect", host, port), ("lookup", host, port)}, destinations
+    assert len(compute.requests) == before
