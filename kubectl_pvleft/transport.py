@@ -70,7 +70,12 @@ def verbosity() -> int:
 class _KlogFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         now = datetime.fromtimestamp(record.created)
-        return f"I{now:%m%d %H:%M:%S.%f} {os.getpid():>7} round_trippers.go] {record.getMessage()}"
+        # One record, one line, nothing for the terminal to interpret: a body's line breaks and escape
+        # sequences (a proxy's page, a hostile server) are shown escaped.
+        message = record.getMessage()
+        if not message.isprintable():
+            message = "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
+        return f"I{now:%m%d %H:%M:%S.%f} {os.getpid():>7} round_trippers.go] {message}"
 
 
 def display_url(url: str) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import socket
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -61,6 +62,8 @@ FAULTS: dict[str, Callable[[socket.socket], None]] = {
     "html-502": answer(502, HTML, "text/html"),
     "html-200": answer(200, HTML, "text/html"),
     "status-500-multiline": answer(500, status_body(500, "InternalError", "line one\nline two\n\tline three\n")),
+    "status-terminal-escapes": answer(500, status_body(500, "InternalError", "\x1b]0;pwned\x07\x1b[2Jboom\r")),
+    "body-terminal-escapes": answer(200, b'\x1b[2J{"items":\n"x"}\r\n', "text/plain"),
     "text-500-multiline": answer(500, b"panic: something broke\n\ngoroutine 1 [running]:\nmain.main()\n", "text/plain"),
     "huge-500": answer(500, b"overloaded\n" * 100_000, "text/plain"),
     "unauthorized": answer(401, status_body(401, "Unauthorized", "Unauthorized")),
@@ -542,6 +545,8 @@ SERVER_ANSWERS = [
     server_case("html-502", "HTTP 502"),
     server_case("status-500-multiline", "line one line two line three"),
     server_case("text-500-multiline", "HTTP 500"),
+    server_case("status-terminal-escapes", "boom"),
+    server_case("body-terminal-escapes", "not what list expects"),
     server_case("huge-500", "HTTP 500"),
     server_case("unauthorized", "You must be logged in to the server (Unauthorized)"),
     server_case("not-found", "the server could not find the requested resource"),
@@ -614,6 +619,10 @@ def test_bad_input_is_one_error_line(case: Case, subcommand: str, level: int, se
     assert [line for line in lines if line.startswith("error: ")] == lines[-1:], shown
     if level == 0:
         assert len(lines) == 1, shown
+    # Above the error line, only -v's klog lines (a logged body is one escaped line), and no control character
+    # reaches the terminal: a server's escape sequences cannot rewrite it.
+    assert all(re.match(r"I\d{4} \d\d:\d\d:\d\d\.\d+ ", line) for line in lines[:-1]), shown
+    assert all(c == "\n" or c.isprintable() for c in result.stderr), shown
     assert "Traceback" not in result.stderr and "internal error" not in result.stderr, shown
     assert case.fragment in lines[-1], shown
     for form in SECRET_FORMS + case.extra_secrets:
