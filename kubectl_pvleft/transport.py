@@ -42,6 +42,7 @@ from kubectl_pvleft.kubeconfig import TLS, Connection
 
 USER_AGENT = f"kubectl-pvleft/{__version__}"
 BODY_LOG_LIMIT = 10 * 1024  # kubectl cuts logged bodies too
+DEFAULT_READ_TIMEOUT_SECONDS = 60.0  # see silence_limit()
 log = logging.getLogger("kubectl_pvleft.http")
 log.propagate = False  # never through a root handler someone else installed
 # kubectl prints nothing per request when the kubeconfig turns verification off; neither do we.
@@ -264,7 +265,7 @@ class Transport:
     def _timeout(self) -> urllib3.Timeout:
         if self.request_timeout:
             return urllib3.Timeout(total=self.request_timeout)
-        return urllib3.Timeout(connect=30.0, read=None)
+        return urllib3.Timeout(connect=30.0, read=silence_limit())
 
     def connection_failed(self, exc: BaseException) -> ConnectionFailed:
         cause = exc.reason if isinstance(exc, MaxRetryError) and exc.reason else exc
@@ -282,6 +283,17 @@ class Transport:
         if isinstance(cause, ProtocolError):
             return ConnectionFailed(f"the server {self.shown_server} closed the connection mid-answer")
         return ConnectionFailed(f"cannot talk to the server {self.shown_server}: {type(cause).__name__}")
+
+
+def silence_limit() -> float:
+    """Without --request-timeout, how long one read may wait for a byte (per read, not in total) before a
+    server that took the connection and says nothing is given up on: a watch's first list against it must
+    fail like any command, not hang. kubectl's discovery gives up after 32s. PVLEFT_READ_TIMEOUT_SECONDS
+    shortens it (tests)."""
+    try:
+        return max(0.1, float(os.environ.get("PVLEFT_READ_TIMEOUT_SECONDS", "") or DEFAULT_READ_TIMEOUT_SECONDS))
+    except ValueError:
+        return DEFAULT_READ_TIMEOUT_SECONDS
 
 
 def _masked(name: str, value: str) -> str:

@@ -133,6 +133,26 @@ def test_a_timeout_names_the_flag_only_when_it_was_given(server: ScriptedServer,
     assert flagged.code == 1 and flagged.stderr.endswith("did not answer in time (--request-timeout)\n")
 
 
+@pytest.mark.parametrize("subcommand", ["pending", "claims"])
+def test_watch_against_a_server_that_is_silent_at_start_fails_like_any_command(subcommand: str, server: ScriptedServer,
+                                                                               tmp_path: Path) -> None:
+    """It takes the connection and never answers; no --request-timeout was given (so none is named)."""
+    config = kubeconfig(tmp_path / "kc", server.url_for("silent"), {"token": TOKEN})
+    result = in_a_thread(lambda: invoke(subcommand, "-A", "--watch", "--kubeconfig", config,
+                                        env={"PVLEFT_READ_TIMEOUT_SECONDS": "0.5"}))
+    assert (result.code, result.stdout) == (1, "")
+    assert result.stderr == f"error: the server {server.url}/silent did not answer in time\n"
+
+
+def in_a_thread(run) -> Result:
+    outcome: list[Result] = []
+    runner = threading.Thread(target=lambda: outcome.append(run()), daemon=True)
+    runner.start()
+    runner.join(60)  # a guard against the old behaviour (retrying the first list forever), not a speed target
+    assert outcome, "the watch kept retrying a server that never answered its first list"
+    return outcome[0]
+
+
 def closed_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -143,12 +163,7 @@ def closed_port() -> int:
 def test_watch_against_a_server_that_is_down_at_start_fails_like_any_command(subcommand: str,
                                                                              tmp_path: Path) -> None:
     config = kubeconfig(tmp_path / "kc", f"https://127.0.0.1:{closed_port()}", {"token": TOKEN})
-    outcome: list[Result] = []
-    runner = threading.Thread(target=lambda: outcome.append(invoke(subcommand, "-A", "--watch", "--kubeconfig",
-                                                                   config)), daemon=True)
-    runner.start()
-    runner.join(60)  # a guard against the old behaviour (retrying the first list forever), not a speed target
-    assert outcome, "the watch kept retrying a server that never answered its first list"
-    assert outcome[0].code == 1 and outcome[0].stdout == ""
-    assert len(outcome[0].stderr.splitlines()) == 1
-    assert outcome[0].stderr.startswith("error: the connection to the server https://127.0.0.1:")
+    result = in_a_thread(lambda: invoke(subcommand, "-A", "--watch", "--kubeconfig", config))
+    assert (result.code, result.stdout) == (1, "")
+    assert len(result.stderr.splitlines()) == 1
+    assert result.stderr.startswith("error: the connection to the server https://127.0.0.1:")
