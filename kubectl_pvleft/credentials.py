@@ -207,7 +207,11 @@ def run_exec_plugin(auth: Auth, connection: Connection, interactive: bool) -> Is
         detail = f" ({' '.join(str(hint).split())})" if hint else f"; see {PLUGIN_DOCS}"
         raise CredentialError(f"getting credentials: exec: executable {command} not found{detail}")
     try:
-        done = subprocess.run([found, *args], env=env, capture_output=True, timeout=EXEC_TIMEOUT_SECONDS,
+        # Interactive (a terminal, and the plugin may use it): like kubectl, its stderr goes to the terminal so a
+        # login prompt or device code is seen, and a person, not a timer, decides how long a login takes.
+        done = subprocess.run([found, *args], env=env, stdout=subprocess.PIPE,
+                              stderr=None if use_stdin else subprocess.PIPE,
+                              timeout=None if use_stdin else EXEC_TIMEOUT_SECONDS,
                               stdin=None if use_stdin else subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
         raise CredentialError(f"getting credentials: {label} did not answer within {EXEC_TIMEOUT_SECONDS:.0f}s") from None
@@ -215,7 +219,7 @@ def run_exec_plugin(auth: Auth, connection: Connection, interactive: bool) -> Is
         reason = getattr(exc, "strerror", None) or type(exc).__name__
         raise CredentialError(f"getting credentials: {label} could not be run: {reason}") from None
     if done.returncode != 0:
-        said = _last_line(done.stderr)
+        said = _last_line(done.stderr or b"")  # already on the terminal when interactive
         raise CredentialError(f"getting credentials: exec: executable {command} failed with exit code {done.returncode}"
                               + (f": {said}" if said else ""))
     return _parse_exec_output(done.stdout, api_version, label)

@@ -167,3 +167,34 @@ def test_watch_against_a_server_that_is_down_at_start_fails_like_any_command(sub
     assert (result.code, result.stdout) == (1, "")
     assert len(result.stderr.splitlines()) == 1
     assert result.stderr.startswith("error: the connection to the server https://127.0.0.1:")
+
+
+def test_an_interactive_exec_plugin_prompts_on_the_terminal(server: ScriptedServer, tmp_path: Path) -> None:
+    """With a terminal on stdin, a login plugin's prompt reaches the user (kubectl passes its stderr through)
+    and its answer is read from that terminal. A real process: stdin must be a tty."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    script = tmp_path / "login.sh"
+    credential = json.dumps({"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential",
+                             "status": {"token": TOKEN}})
+    script.write_text("#!/bin/sh\necho 'open https://login.example and enter code WXYZ-1234' >&2\nread answer\n"
+                      f"cat <<'EOF'\n{credential}\nEOF\n")
+    script.chmod(0o755)
+    config = kubeconfig(tmp_path / "kc", server.url_for("ok"), {"exec": {
+        "apiVersion": "client.authentication.k8s.io/v1", "command": str(script), "interactiveMode": "IfAvailable"}})
+    controller, terminal = pty.openpty()
+    before = len(server.requests)
+    try:
+        process = subprocess.Popen([sys.executable, "-m", "kubectl_pvleft", "classes", "--kubeconfig", config],
+                                   stdin=terminal, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        os.write(controller, b"done\n")  # the user, answering the prompt
+        out, err = process.communicate(timeout=60)
+    finally:
+        os.close(controller)
+        os.close(terminal)
+    assert process.returncode == 0, (out, err)
+    assert "enter code WXYZ-1234" in err
+    assert authorizations(server, before) == {f"Bearer {TOKEN}"}
