@@ -129,6 +129,7 @@ class Listing(Generic[R]):
         seen: Optional[set[str]] = None  # uids yielded before a restart; only kept once one happens
         yielded: list[str] = []
         token: Optional[str] = None
+        followed: set[str] = set()  # continue tokens already asked with: one given again would page forever
         while True:
             params = dict(self._params, limit=str(self._api.page_size))
             if token:
@@ -140,6 +141,7 @@ class Listing(Generic[R]):
                     raise Expired(exc.status, exc.reason, f"the list of {path} expired twice while paging; try again",
                                   "list", path) from None
                 self.restarted, token, seen = True, None, set(yielded)
+                followed.clear()
                 continue
             if token is None:
                 self.resource_version = page.metadata.resource_version
@@ -150,9 +152,14 @@ class Listing(Generic[R]):
                 if not self.restarted:
                     yielded.append(uid)
                 yield item
+            if token:
+                followed.add(token)
             token = page.metadata.continue_ or None
             if not token:
                 return
+            if token in followed:
+                raise BadResponse(200, "BadResponse", "the server gave a continue token it had already given: the "
+                                  "list would never end", "list", path)
 
 
 class KubeAPI:
@@ -181,6 +188,9 @@ class KubeAPI:
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
             raise BadResponse(response.status, "BadResponse", f"the server's answer is not what {verb} expects: "
                               f"{_first_line(str(exc))}", verb, path) from None
+        except RecursionError:  # nesting no Kubernetes object has: a hostile or broken server
+            raise BadResponse(response.status, "BadResponse", f"the server's answer is not what {verb} expects: "
+                              "nested too deeply", verb, path) from None
 
     # -- the three verbs --------------------------------------------------------------------------
 
@@ -250,7 +260,7 @@ def _watch_event(kind: Kind[R], line: bytes, path: str) -> WatchEvent[R]:
             raise error_for(status.code or 500, status.reason, status.message, "watch", path, status.details or {})
         obj = kind.decoder.decode(raw.object)
         version = obj.metadata.resource_version
-    except (msgspec.DecodeError, msgspec.ValidationError):
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
         raise StreamClosed("the watch stream was cut mid-event") from None
     return WatchEvent(raw.type, obj, version)
 

@@ -56,6 +56,9 @@ FAULTS: dict[str, Callable[[socket.socket], None]] = {
     "items-null-entry": answer(200, b'{"kind":"List","apiVersion":"v1","metadata":{},"items":[null]}'),
     "items-number-entry": answer(200, b'{"metadata":{},"items":[1]}'),
     "metadata-string": answer(200, b'{"metadata":"x","items":[]}'),
+    "nested-too-deep": answer(200, b'{"items":[{"metadata":{"name":"a","uid":"u"},"spec":' + b'{"a":' * 50000 + b'1'
+                              + b'}' * 50000 + b'}]}'),
+    "same-continue": answer(200, b'{"metadata":{"continue":"again"},"items":[]}'),
     "not-json": answer(200, b"hello, I am not JSON\nat all\n", "text/plain"),
     "empty-200": answer(200, b""),
     "truncated": answer(200, b'{"kind":"List","items":[{"metadata":', length=5000),
@@ -539,6 +542,8 @@ SERVER_ANSWERS = [
     server_case("items-number-entry", "not what list expects"),
     server_case("metadata-string", "not what list expects"),
     server_case("not-json", "not what list expects"),
+    server_case("same-continue", "continue token it had already given"),
+    server_case("nested-too-deep", "nested too deeply"),
     server_case("empty-200", "not what list expects"),
     server_case("html-200", "not what list expects"),
     server_case("truncated", "closed the connection mid-answer"),
