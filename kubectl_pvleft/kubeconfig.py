@@ -94,23 +94,34 @@ class Connection:
     in_cluster: bool = False
 
 
+def _is_file(path: Path) -> bool:
+    """Path.is_file, except that a name too long for the system (or otherwise unusable) is simply not a file."""
+    try:
+        return path.is_file()
+    except (OSError, ValueError):
+        return False
+
+
 def kubeconfig_files(explicit: Optional[str], env: Optional[str] = None) -> list[Path]:
     """The files kubectl would read: --kubeconfig alone, else every existing KUBECONFIG entry, else ~/.kube/config."""
     if explicit:
         path = Path(explicit).expanduser()
-        if not path.is_file():
-            raise ConfigError(f"kubeconfig {explicit}: no such file")
+        if not _is_file(path):
+            raise ConfigError(f"kubeconfig {shown_path(explicit)}: no such file")
         return [path]
     env = os.environ.get("KUBECONFIG") if env is None else env
     if env:
         # kubectl skips list entries that do not exist, and reads each file once.
         seen: list[Path] = []
         for entry in env.split(os.pathsep):
-            if entry and Path(entry).expanduser().is_file() and Path(entry).expanduser() not in seen:
+            if entry and _is_file(Path(entry).expanduser()) and Path(entry).expanduser() not in seen:
                 seen.append(Path(entry).expanduser())
         return seen
-    default = Path.home() / ".kube" / "config"
-    return [default] if default.is_file() else []
+    try:
+        default = Path.home() / ".kube" / "config"
+    except (RuntimeError, KeyError):  # no HOME and no passwd entry: there is no default file
+        return []
+    return [default] if _is_file(default) else []
 
 
 def _read(path: Path) -> dict[str, Any]:
@@ -380,7 +391,7 @@ def _in_cluster(selection: Selection) -> Connection:
     account = Path(os.environ.get("PVLEFT_SERVICEACCOUNT_DIR") or SERVICEACCOUNT_DIR)
     host, port = os.environ.get("KUBERNETES_SERVICE_HOST"), os.environ.get("KUBERNETES_SERVICE_PORT")
     token_file = account / "token"
-    if not host or not port or not token_file.is_file():
+    if not host or not port or not _is_file(token_file):
         raise ConfigError("no kubeconfig found (set KUBECONFIG or pass --kubeconfig) and not running inside a cluster")
     namespace = selection.namespace
     if not namespace:
@@ -394,7 +405,7 @@ def _in_cluster(selection: Selection) -> Connection:
         server=checked_server(selection.server or server, "--server" if selection.server else "in-cluster server"),
         namespace=_checked_namespace(namespace, f"{account / 'namespace'}") or "default",
         context=None,
-        tls=TLS(ca_data=_file(str(ca_path), "in-cluster CA") if ca_path.is_file() else None),
+        tls=TLS(ca_data=_file(str(ca_path), "in-cluster CA") if _is_file(ca_path) else None),
         # client-go re-reads the projected token (it rotates); credentials.py does the same.
         auth=Auth(token=selection.token, token_file=None if selection.token else str(token_file),
                   user_name="serviceaccount"),

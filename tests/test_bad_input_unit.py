@@ -202,6 +202,9 @@ KUBECONFIG_FILES = [
     Case("empty-mapping", kc(lambda i: "{}\n"), "no context"),
     Case("kubeconfig-is-a-folder", lambda i: (["--kubeconfig", str(i.folder)], {}), "no such file"),
     Case("kubeconfig-missing", lambda i: (["--kubeconfig", str(i.folder / "absent")], {}), "no such file"),
+    Case("kubeconfig-name-too-long", lambda i: (["--kubeconfig", "/tmp/" + "k" * 5000], {}), "no such file"),
+    Case("kubeconfig-list-name-too-long", lambda i: ([], {"KUBECONFIG": "/tmp/" + "k" * 5000, "HOME": "/tmp/" + "h" * 5000,
+                                                          "KUBERNETES_SERVICE_HOST": None}), "no kubeconfig found"),
     Case("no-kubeconfig-anywhere", lambda i: ([], {"KUBECONFIG": str(i.folder / "absent"), "HOME": str(i.folder),
                                                    "KUBERNETES_SERVICE_HOST": None}), "no kubeconfig found"),
 ]
