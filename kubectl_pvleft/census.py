@@ -173,7 +173,8 @@ def findings_report(findings: list[CloudFinding], now: Optional[datetime] = None
     columns: list[Column[CloudFinding]] = [
         Column("SOURCE", lambda f: f.source),
         Column("FINDING", lambda f: f.kind),
-        Column("DISK", lambda f: f.disk.name if f.disk else f.handle.rsplit("/", 1)[-1]),
+        # What the cloud's own tools take: the disk name (GCE), the volume id (EBS; its Name tag is in JSON).
+        Column("DISK", lambda f: f.handle.rsplit("/", 1)[-1]),
         Column("PV", lambda f: f.pv_name),
         Column("LOCATION", lambda f: f.disk.location if f.disk else location_in(f.handle)),
         Column("SIZE", lambda f: f"{f.disk.size_gb}GiB" if f.disk and f.disk.size_gb is not None else None),
