@@ -68,45 +68,45 @@ def _json_string(text: str) -> str:
     return '"' + _JSON_SPECIAL.sub(escape, text) + '"'
 
 
-def go_json(value: Any, indent: Optional[str] = None, _level: int = 0) -> str:
+def go_json(value: Any, indent: Optional[str] = None) -> str:
     """encoding/json's Marshal, or MarshalIndent(v, "", indent): sorted keys, <>& escaped."""
+    out: list[str] = []
+    _append_json(out, value, indent, "\n")
+    return "".join(out)
+
+
+def _append_json(out: list, value: Any, indent: Optional[str], newline: str) -> None:
     if value is None or value is NO_VALUE:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if is_int64(value):
-        return str(int(value))
-    if isinstance(value, (int, float)):
-        return go_float(float(value), json_style=True)
-    if isinstance(value, str):
-        return _json_string(value)
-    if isinstance(value, dict):
-        items = [_json_string(key) + (":" if indent is None else ": ") + go_json(value[key], indent, _level + 1)
-                 for key in sorted(value)]
-        opening, closing = "{", "}"
-    elif isinstance(value, (list, tuple)):
-        items = [go_json(item, indent, _level + 1) for item in value]
-        opening, closing = "[", "]"
+        out.append("null")
+    elif isinstance(value, bool):
+        out.append("true" if value else "false")
+    elif isinstance(value, (int, float)):
+        out.append(str(int(value)) if is_int64(value) else go_float(float(value), json_style=True))
+    elif isinstance(value, str):
+        out.append(_json_string(value))
+    elif isinstance(value, (dict, list, tuple)):
+        is_map = isinstance(value, dict)
+        out.append("{" if is_map else "[")
+        inner = None if indent is None else newline + indent
+        for index, item in enumerate(sorted(value) if is_map else value):
+            out.append(("," if index else "") + (inner or ""))
+            if is_map:
+                out.append(_json_string(item) + (":" if indent is None else ": "))
+                item = value[item]
+            _append_json(out, item, indent, inner or newline)
+        out.append((newline if value and indent is not None else "") + ("}" if is_map else "]"))
     else:
         raise TypeError(f"not a decoded JSON value: {type(value).__name__}")
-    if not items or indent is None:
-        return opening + ",".join(items) + closing
-    inner, outer = "\n" + indent * (_level + 1), "\n" + indent * _level
-    return opening + ",".join(inner + item for item in items) + outer + closing
 
 
 def go_sprint(value: Any) -> str:
     """fmt.Sprint: `map[k:v ...]` with sorted keys, `[a b]`, `<nil>`, floats as %g."""
-    if value is None:
-        return "<nil>"
-    if value is NO_VALUE:
-        return "<invalid reflect.Value>"
+    if value is None or value is NO_VALUE:
+        return "<nil>" if value is None else "<invalid reflect.Value>"
     if isinstance(value, bool):
         return "true" if value else "false"
-    if is_int64(value):
-        return str(int(value))
     if isinstance(value, (int, float)):
-        return go_float(float(value))
+        return str(int(value)) if is_int64(value) else go_float(float(value))
     if isinstance(value, dict):
         return "map[" + " ".join(f"{key}:{go_sprint(value[key])}" for key in sorted(value)) + "]"
     if isinstance(value, (list, tuple)):
@@ -221,20 +221,20 @@ def relaxed_jsonpath_expression(expression: str) -> str:
     return "{.%s}" % (match.group(1) or match.group(2))
 
 
-class Column(NamedTuple):
+class CustomColumn(NamedTuple):
     header: str
     template: JSONPathTemplate  # its .text is the relaxed expression, e.g. `{.spec.capacity.storage}`
 
 
-def _column(header: str, expression: str) -> Column:
+def _column(header: str, expression: str) -> CustomColumn:
     text = relaxed_jsonpath_expression(expression)
     try:
-        return Column(header, JSONPathTemplate(text))
+        return CustomColumn(header, JSONPathTemplate(text))
     except TemplateError as exc:
         raise TemplateError(exc.reason) from None  # kubectl prints the parser's bare text here
 
 
-def parse_custom_columns(spec: str) -> list[Column]:
+def parse_custom_columns(spec: str) -> list[CustomColumn]:
     """`-o custom-columns=NAME:.metadata.name,CLAIM:.spec.claimRef.name`."""
     if not spec:
         raise TemplateError("custom-columns format specified but no custom columns given")
@@ -251,7 +251,7 @@ _GO_SPACE = "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006
             "\u2028\u2029\u202f\u205f\u3000"  # unicode.IsSpace, which bufio.ScanWords splits on
 
 
-def parse_custom_columns_file(text: str) -> list[Column]:
+def parse_custom_columns_file(text: str) -> list[CustomColumn]:
     """`-o custom-columns-file=FILE`'s content: a line of headers, a line of expressions, whitespace-separated."""
     lines = [line[:-1] if line.endswith("\r") else line for line in text.split("\n")]
     if text.endswith("\n") or not text:
@@ -278,12 +278,12 @@ def _cell(evaluator: Any, obj: Any) -> str:
     return ",".join(values)
 
 
-def custom_column_cells(columns: list[Column], obj: Any) -> list[str]:
+def custom_column_cells(columns: list[CustomColumn], obj: Any) -> list[str]:
     """One object's cells: `<none>` where nothing matched, several matches joined by `,`, values as Go's %v."""
     return [_cell(column.template.evaluator(), obj) for column in columns]
 
 
-def render_custom_columns(columns: list[Column], objects: Iterable[Any], no_headers: bool = False) -> str:
+def render_custom_columns(columns: list[CustomColumn], objects: Iterable[Any], no_headers: bool = False) -> str:
     """What kubectl prints for `-o custom-columns` over these objects (a List's items), aligned as its tabwriter."""
     # One evaluator per column for all rows: client-go keeps its run state between objects, and so do we.
     evaluators = [column.template.evaluator() for column in columns]
@@ -435,22 +435,20 @@ class _Unsortable(Exception):
     """A pair kubectl's isLess refuses (it then exits through klog)."""
 
 
-def _less(left: Any, right: Any) -> bool:
-    """sorter.go's isLess for values out of decoded JSON (Go sees each as an interface{})."""
-    if left is None or right is None:
-        return left is None and right is not None
-    if isinstance(left, GoByte):
-        return int(left) < int(right)
-    kind = go_type_name(left)
-    if kind in ("int64", "float64", "string"):
-        if go_type_name(right) != kind:
-            raise _Unsortable("unsortable interface: interface")
-        if kind == "string":
-            left_quantity, right_quantity = parse_quantity(left), parse_quantity(right)
-            if left_quantity is not None and right_quantity is not None:
-                return left_quantity < right_quantity
-        return left < right
-    raise _Unsortable(f"unsortable type: {'invalid' if left is NO_VALUE else kind}")
+def _less(left: tuple, right: tuple) -> bool:
+    """sorter.go's isLess on (value, Go type, quantity) of values out of decoded JSON, each an interface{} to Go."""
+    (value, kind, quantity), (other, other_kind, other_quantity) = left, right
+    if value is None or other is None:
+        return value is None and other is not None
+    if kind == "uint8":
+        return int(value) < int(other)
+    if kind not in ("int64", "float64", "string"):
+        raise _Unsortable(f"unsortable type: {'invalid' if value is NO_VALUE else kind}")
+    if other_kind != kind:
+        raise _Unsortable("unsortable interface: interface")
+    if quantity is not None and other_quantity is not None:
+        return quantity < other_quantity
+    return value < other
 
 
 def sort_key(template_text: str) -> Callable[[Any], Any]:
@@ -465,14 +463,13 @@ def sort_key(template_text: str) -> Callable[[Any], Any]:
         raise TemplateError(exc.reason) from None
 
     def compare(left: tuple, right: tuple) -> int:
-        (left_missing, left_value), (right_missing, right_value) = left, right
-        if left_missing or right_missing:
-            return right_missing - left_missing
+        if left[0] or right[0]:  # missing
+            return right[0] - left[0]
         try:
-            return -1 if _less(left_value, right_value) else (1 if _less(right_value, left_value) else 0)
+            return -1 if _less(left[1:], right[1:]) else (1 if _less(right[1:], left[1:]) else 0)
         except _Unsortable as exc:
             raise TemplateError(f"Field {field} in *unstructured.Unstructured is an unsortable type: "
-                                f"{'interface' if left_value is not NO_VALUE else 'invalid'}, err: {exc}") from None
+                                f"{'interface' if left[1] is not NO_VALUE else 'invalid'}, err: {exc}") from None
 
     wrapped = cmp_to_key(compare)
 
@@ -481,8 +478,10 @@ def sort_key(template_text: str) -> Callable[[Any], Any]:
             found = template.find_results(row)
         except ExecutionError as exc:
             raise TemplateError(exc.reason) from None
-        missing = not found or not found[0]
-        return wrapped((missing, None if missing else found[0][0]))
+        if not found or not found[0]:
+            return wrapped((True, None, "", None))
+        value = found[0][0]
+        return wrapped((False, value, go_type_name(value), parse_quantity(value) if isinstance(value, str) else None))
 
     key.field = field  # type: ignore[attr-defined]
     return key

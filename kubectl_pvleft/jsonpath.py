@@ -406,13 +406,16 @@ class Evaluator:
     def _wildcard(self, values: list, node: tuple) -> list:
         return [child for value in values if value is not None for child in (_children(value) or [])]
 
-    def _recursive(self, values: list, node: tuple) -> list:
-        result: list = []
+    def _recursive(self, values: list, node: tuple, result: Optional[list] = None) -> list:
+        result = [] if result is None else result
         for value in values:
+            if isinstance(value, str):  # its bytes have nothing below them, and only what has children is kept
+                result += [value] if value else []
+                continue
             children = None if value is None else _children(value)
             if children:
                 result.append(value)
-                result.extend(self._recursive(children, node))
+                self._recursive(children, node, result)
         return result
 
     def _filter(self, values: list, node: tuple) -> list:
