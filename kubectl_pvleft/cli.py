@@ -323,6 +323,10 @@ def run(argv: Sequence[str], prog: str) -> int:
     api = KubeAPI(connection, request_timeout=args.request_timeout, timeout_from_flag=args.request_timeout is not None)
     try:
         if args.watch:
+            absent = module.served(api) if hasattr(module, "served") else None
+            if absent:  # the kinds it watches are not served here (no CRDs): nothing to watch, not an error
+                print(absent, file=sys.stderr)
+                return EXIT_OK
             watch_and_print(api, module, options, print_options(args, command))
         result: Result = module.run(api, options)
     finally:
@@ -424,7 +428,8 @@ def watch_and_print(api: Any, module: Any, options: Options, printing: Any) -> N
 
 # -- errors -------------------------------------------------------------------------------------------
 
-CLUSTER_SCOPED = ("persistentvolumes", "storageclasses", "csidrivers", "nodes", "volumeattachments", "namespaces")
+CLUSTER_SCOPED = ("persistentvolumes", "storageclasses", "csidrivers", "nodes", "volumeattachments", "namespaces",
+                  "volumesnapshotcontents", "volumesnapshotclasses")
 
 
 def describe_api_error(exc: ApiError) -> str:

@@ -199,6 +199,17 @@ def census(api: Reader, *, include_all: bool = False, snapshot_namespace: Option
     return result
 
 
+def served(api: Reader) -> Optional[str]:
+    """Before a watch: None when the snapshot API is served, else the one line that says it is not."""
+    try:
+        next(iter(api.list(VOLUME_SNAPSHOT_CONTENTS)), None)  # the first page is enough to know
+    except ApiError as exc:
+        if exc.status == 404 and not isinstance(exc, Forbidden):
+            return NOT_SERVED
+        raise
+    return None
+
+
 def snapshot_namespace(options: Options) -> Optional[str]:
     # Contents are cluster-scoped: every content is looked at unless -n narrows to snapshots of one namespace.
     return None if options.all_namespaces else options.flag("namespace")

@@ -45,6 +45,7 @@ def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
         # Before the CRDs: every answer the no-CRD test checks, read now.
         cp.before_crds = {  # type: ignore[attr-defined]
             "table": plugin(cp), "json": plugin(cp, "-o", "json"), "exit_code": plugin(cp, "--exit-code"),
+            "watch": plugin(cp, "--watch", "-o", "jsonl"),
             "pvonly": plugin(cp, user="pvonly"), "kubectl": cp.kubectl("get", "volumesnapshotcontents", check=False),
         }
         install_crds(cp)
@@ -82,6 +83,8 @@ def test_without_the_crds_one_line_and_exit_0(plane: ControlPlane) -> None:
     as_json = before["json"]
     assert (as_json.returncode, items(as_json.stdout), as_json.stderr) == (0, [], f"warning: {NOT_SERVED}\n")
     assert (before["exit_code"].returncode, before["exit_code"].stderr) == (0, NOT_SERVED + "\n")
+    # Nothing to watch is no error either: the same line, exit 0, not a 404 and not a retry loop.
+    assert (before["watch"].returncode, before["watch"].stdout, before["watch"].stderr) == (0, "", NOT_SERVED + "\n")
     # RBAC answers before routing: without rights, a missing API is still a 403, never "not installed".
     denied = before["pvonly"]
     assert denied.returncode == 1 and denied.stdout == ""
