@@ -113,7 +113,7 @@ class Inputs:
 
     def kubeconfig(self, doc: Union[dict, str, bytes]) -> str:
         if isinstance(doc, dict):
-            doc = yaml.safe_dump(doc)
+            doc = yaml.dump(doc, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper))  # libyaml: faster
         return self.file(f"{self.name}.kubeconfig", doc)
 
 
@@ -577,23 +577,27 @@ SERVER_ANSWERS = [
 
 
 
-def rotated(cases: list[Case]) -> list[Case]:
-    """Cases refused while parsing flags or the kubeconfig, before any subcommand code runs: each on one
-    subcommand, in turn, so every subcommand still sees a share of them."""
-    return [replace(case, subcommands=(SUBCOMMANDS[index % len(SUBCOMMANDS)],)) if case.subcommands == SUBCOMMANDS
-            else case for index, case in enumerate(cases)]
+def rotated(cases: list[Case], width: int = 1) -> list[Case]:
+    """Each case on ``width`` subcommands, in turn, so every subcommand sees its share of every kind of case."""
+    return [replace(case, subcommands=tuple(SUBCOMMANDS[(index + k) % len(SUBCOMMANDS)] for k in range(width)))
+            if case.subcommands == SUBCOMMANDS else case for index, case in enumerate(cases)]
 
 
-# Credential, TLS and server cases fail at a subcommand's first request, whichever it is: all subcommands.
-CASES = (rotated(KUBECONFIG_FILES + STRUCTURE + SERVERS_IN_KUBECONFIG + FLAGS) + TLS_MATERIAL + CLIENT_CERTS
-         + TOKENS + AUTH_PROVIDERS + EXEC_PLUGINS + IN_CLUSTER + SERVER_ANSWERS)
+# Where it makes sense: flags and kubeconfig structure are refused before any subcommand code runs (one
+# subcommand each, in turn); TLS material when the first connection is set up, the same code for all (one);
+# credentials at the first request, which each subcommand makes to a different kind (two each); a server's
+# answers meet each subcommand's own first list (all four).
+CASES = (rotated(KUBECONFIG_FILES + STRUCTURE + SERVERS_IN_KUBECONFIG + FLAGS) + rotated(TLS_MATERIAL + CLIENT_CERTS)
+         + rotated(TOKENS + AUTH_PROVIDERS + EXEC_PLUGINS + IN_CLUSTER, width=2) + SERVER_ANSWERS)
 
 
 def runs() -> Iterator[Any]:
-    for case in CASES:
-        for subcommand in case.subcommands:
-            # -v 6 and 8 log in the transport, the same for every subcommand: once is enough; -v 9 everywhere.
-            for level in [v for v in case.verbosities if v in (0, 9) or subcommand == case.subcommands[0]]:
+    for number, case in enumerate(CASES):
+        for index, subcommand in enumerate(case.subcommands):
+            # -v logs in the transport, the same for every subcommand: -v 6, 8 and 9 each on one, in turn.
+            levels = [v for v in case.verbosities
+                      if v == 0 or case.subcommands[(number + (6, 8, 9).index(v)) % len(case.subcommands)] == subcommand]
+            for level in levels:
                 yield pytest.param(case, subcommand, level, id=f"{case.id}-{subcommand}-v{level}")
 
 
