@@ -1,6 +1,7 @@
 """The bad-input corpus: hostile kubeconfigs, credentials, servers, flags and arguments, table-driven.
 
-For every case, on every subcommand it applies to (and, for the answers of a server, at -v 0, 6, 8 and 9):
+For every case, on the subcommands where it makes a difference (see CASES; a server's answers on all four, and
+at -v 6, 8 and 9 too):
 exit 1 or 2, exactly one stderr line starting ``error: `` (the last one; -v adds log lines above it),
 nothing on stdout, no traceback, never "internal error", and no secret. Every token, password, key and
 certificate field holds SECRET (or PEM/base64 around it); none of those forms may ever be printed.
