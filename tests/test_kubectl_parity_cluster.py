@@ -292,6 +292,18 @@ def test_field_selector_on_claims(cluster, objects) -> None:
                if list_path(e) == "/api/v1/persistentvolumeclaims")
 
 
+def test_a_selector_the_server_refuses(cluster, objects) -> None:
+    # kubectl wraps the server's words in its own ("Unable to find ... that match label selector ..."); the
+    # server's reason is the same text in both.
+    for flag, value, kind in (("-l", "team in (a", "pv"), ("-l", "team=a=b", "pv"), ("--field-selector", "spec.x=y", "pv")):
+        ours = plugin(cluster, "leftovers", "--all", flag, value)
+        theirs = kubectl(cluster, "get", kind, flag, value, check=False)
+        assert (ours.returncode, ours.stdout, theirs.returncode) == (1, "", 1)
+        assert len(ours.stderr.splitlines()) == 1 and "HTTP 400" in ours.stderr
+        reason = after_error(ours.stderr).rsplit(" (list ", 1)[0]
+        assert theirs.stderr.strip().endswith(reason), (reason, theirs.stderr)
+
+
 # -- --sort-by ----------------------------------------------------------------------------------------
 
 def test_sort_by_capacity_is_quantity_order_like_kubectl(cluster, objects) -> None:
@@ -402,7 +414,8 @@ def test_show_labels_is_kubectls_labels_cell(cluster, objects) -> None:
     theirs = cells(kubectl(cluster, "get", "pv", "-l", SET, "--show-labels").stdout, "LABELS")
     assert ours == theirs and sorted(ours) == objects["pvs"]
     assert ours[f"{P}pv-a"] == f"{SET},team=a,tier=gold"
-    for command, kind in ((["claims", "--all", "-n", NS], "pvc"), (["classes", "-l", "team"], "sc")):
+    for command, kind in ((["claims", "--all", "-n", NS], "pvc"), (["classes", "-l", "team"], "sc"),
+                          (["pending", "-n", NS], "pods")):
         ours = cells(plugin(cluster, *command, "--show-labels", check=True).stdout, "LABELS")
         theirs = cells(kubectl(cluster, "get", kind, *command[-2:], "--show-labels").stdout, "LABELS")
         assert {k: v for k, v in ours.items() if k.startswith(P)} == {k: v for k, v in theirs.items()
