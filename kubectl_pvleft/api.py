@@ -125,37 +125,34 @@ class Listing(Generic[R]):
         self.restarted = False
 
     def __iter__(self) -> Iterator[R]:
+        seen: set[str] = set()  # uids yielded: a restarted list skips what it already gave
+        for page in self._pages():
+            for item in page.items or ():
+                if item.metadata.uid not in seen:
+                    seen.add(item.metadata.uid)
+                    yield item
+
+    def _pages(self) -> Iterator[Any]:
         path = self._kind.path(self._namespace)
-        seen: Optional[set[str]] = None  # uids yielded before a restart; only kept once one happens
-        yielded: list[str] = []
         token: Optional[str] = None
         followed: set[str] = set()  # continue tokens already asked with: one given again would page forever
         while True:
-            params = dict(self._params, limit=str(self._api.page_size))
-            if token:
-                params["continue"] = token
+            params = dict(self._params, limit=str(self._api.page_size), **({"continue": token} if token else {}))
             try:
                 page = self._api.fetch(path, params, self._kind.accept, "list", self._kind.page_decoder)
             except Expired as exc:
                 if not token or self.restarted:
                     raise Expired(exc.status, exc.reason, f"the list of {path} expired twice while paging; try again",
                                   "list", path) from None
-                self.restarted, token, seen = True, None, set(yielded)
+                self.restarted, token = True, None
                 followed.clear()
                 continue
             if token is None:
                 self.resource_version = page.metadata.resource_version
-            for item in page.items or ():
-                uid = item.metadata.uid
-                if seen is not None and uid in seen:
-                    continue
-                if not self.restarted:
-                    yielded.append(uid)
-                yield item
-            if token:
-                followed.add(token)
+            yield page
+            followed.add(token or "")
             token = page.metadata.continue_ or None
-            if not token:
+            if token is None:
                 return
             if token in followed:
                 raise BadResponse(200, "BadResponse", "the server gave a continue token it had already given: the "
