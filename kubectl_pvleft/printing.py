@@ -244,7 +244,13 @@ class YamlFormatter(Formatter[T]):
     def _dump(self, doc: Any) -> str:
         import yaml  # only for -o yaml
 
-        return yaml.safe_dump(doc, sort_keys=False, default_flow_style=False, allow_unicode=True)
+        class KubectlDumper(yaml.SafeDumper):
+            # kubectl's YAML (go-yaml) quotes with double quotes where PyYAML uses single: resourceVersion: ""
+            def choose_scalar_style(self) -> str:
+                style = super().choose_scalar_style()
+                return '"' if style == "'" else style
+
+        return yaml.dump(doc, Dumper=KubectlDumper, sort_keys=False, default_flow_style=False, allow_unicode=True)
 
     def whole(self, rows: Sequence[T]) -> None:
         self.out.write(self._dump(kubectl_list(self.objects(rows))))

@@ -437,6 +437,11 @@ def test_json_list_is_kubectls_list(cluster, objects) -> None:
         {k: theirs[k] for k in ("apiVersion", "kind", "metadata")} == \
         {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}}
     assert [o["name"] for o in ours["items"]] == [o["metadata"]["name"] for o in theirs["items"]]
+    tail = 'kind: List\nmetadata:\n  resourceVersion: ""\n'  # go-yaml's double quotes, not PyYAML's ''
+    ours_yaml = plugin(cluster, "leftovers", "--all", "-l", SET, "-o", "yaml", check=True).stdout
+    theirs_yaml = kubectl(cluster, "get", "pv", "-l", SET, "-o", "yaml").stdout
+    assert ours_yaml.startswith("apiVersion: v1\nitems:\n") and theirs_yaml.startswith("apiVersion: v1\nitems:\n")
+    assert ours_yaml.endswith(tail) and theirs_yaml.endswith(tail)
 
 
 # -- pflag's boolean forms ------------------------------------------------------------------------------
