@@ -1,0 +1,100 @@
+"""What setup.cfg declares is true: every package the code imports is a declared dependency (base or the extra
+of the flag that imports it), and the floors CI installs (.ci/floors.txt) are exactly setup.cfg's."""
+
+from __future__ import annotations
+
+import ast
+import configparser
+import importlib.metadata
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "kubectl_pvleft"
+
+
+def requirements() -> dict[str, list[str]]:
+    """setup.cfg's install_requires ("" key) and extras, as requirement strings."""
+    cfg = configparser.ConfigParser()
+    cfg.read(ROOT / "setup.cfg")
+    found = {"": cfg["options"]["install_requires"]}
+    found.update(cfg["options.extras_require"])
+    return {extra: [line.strip() for line in text.splitlines() if line.strip() and not line.strip().startswith("#")]
+            for extra, text in found.items()}
+
+
+def canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def floors_declared() -> dict[str, str]:
+    floors = {}
+    for extra, lines in requirements().items():
+        if extra == "test":
+            continue
+        for line in lines:
+            match = re.fullmatch(r"([A-Za-z0-9_.-]+)>=([0-9][^,;\s]*)", line)
+            assert match, f"{line!r}: every runtime dependency has one floor (NAME>=VERSION) and no cap"
+            floors[canonical(match.group(1))] = match.group(2)
+    return floors
+
+
+def test_floors_file_pins_exactly_the_declared_floors() -> None:
+    pinned = {}
+    for line in (ROOT / ".ci" / "floors.txt").read_text().splitlines():
+        line = line.split("#")[0].strip()
+        if line:
+            name, _, version = line.partition("==")
+            pinned[canonical(name)] = version
+    declared = floors_declared()
+    # pip treats 2.0 and 2.0.0 alike; compare the release numbers padded.
+    pad = lambda v: tuple(int(p) for p in re.findall(r"\d+", v)) + (0,) * 3  # noqa: E731
+    assert {n: pad(v)[:3] for n, v in pinned.items()} == {n: pad(v)[:3] for n, v in declared.items()}
+
+
+def imported_top_level_modules() -> dict[str, set[Path]]:
+    found: dict[str, set[Path]] = {}
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            else:
+                continue
+            for name in names:
+                top = name.split(".")[0]
+                if top not in sys.stdlib_module_names and top not in ("kubectl_pvleft", "__future__"):
+                    key = ".".join(name.split(".")[:2]) if top == "google" else top
+                    found.setdefault(key, set()).add(path.relative_to(ROOT))
+    return found
+
+
+def test_every_imported_package_is_declared() -> None:
+    declared = {extra: {canonical(re.split(r"[<>=!~;\[ ]", line)[0]) for line in lines}
+                for extra, lines in requirements().items()}
+    runtime = set().union(*(names for extra, names in declared.items() if extra != "test"))
+    distributions = importlib.metadata.packages_distributions()
+    undeclared = {}
+    for module, files in imported_top_level_modules().items():
+        top = module.split(".")[0]
+        # google is a namespace package: map google.cloud, google.auth, google.api_core to their own distributions.
+        candidates = ({canonical(d) for d in distributions.get(top, [])} if top != "google" else
+                      {canonical(d.metadata["Name"]) for d in importlib.metadata.distributions()
+                       if any(str(f).startswith(module.replace(".", "/") + "/") for f in (d.files or ()))})
+        if not candidates & runtime:
+            undeclared[module] = (sorted(candidates), sorted(map(str, files)))
+    assert not undeclared, f"imported but not declared in setup.cfg: {undeclared}"
+
+
+def test_base_install_imports_no_cloud_sdk() -> None:
+    # The krew bundle is built from the base install: a cloud SDK imported outside its flag would be missing there.
+    declared = requirements()
+    for path in PACKAGE.rglob("*.py"):
+        tree = ast.parse(path.read_text())
+        for node in tree.body:  # module level only: lazy imports inside functions are the rule for SDKs
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+                assert not any(n.split(".")[0] in ("boto3", "botocore", "google") for n in names), (path, names)
+    assert "gcp" in declared and "aws" in declared
