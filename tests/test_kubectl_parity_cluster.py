@@ -427,6 +427,15 @@ def test_claim_cell_blank_where_kubectl_leaves_it_blank(cluster, objects) -> Non
     theirs = cells(kubectl(cluster, "get", "pv", "-l", SET).stdout, "CLAIM")
     assert ours == theirs
     assert ours[f"{P}pv-d"] == "" and ours[f"{P}pv-rel"] == f"{NS}/gone"
+    # No class and no reason: STORAGECLASS and (wide) REASON are blank in kubectl's table too.
+    pv = host_path_pv(f"{P}pv-noclass", labels={"kp-blank": P.rstrip("-")})
+    del pv["spec"]["storageClassName"]
+    apply(cluster, pv)
+    selector = f"kp-blank={P.rstrip('-')}"
+    for column, wide in (("CLAIM", []), ("STORAGECLASS", []), ("REASON", ["-o", "wide"])):
+        ours = cells(plugin(cluster, "leftovers", "--all", "-l", selector, *wide, check=True).stdout, column)
+        theirs = cells(kubectl(cluster, "get", "pv", "-l", selector, *wide).stdout, column)
+        assert ours == theirs == {f"{P}pv-noclass": ""}, column
 
 
 def test_json_list_is_kubectls_list(cluster, objects) -> None:
