@@ -32,6 +32,7 @@ import argparse
 import datetime
 import json
 import random
+import http.client
 import ssl
 import sys
 import threading
@@ -42,7 +43,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional, Sequence
 
-import urllib3
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "cluster"))
@@ -59,6 +59,13 @@ MERGE = "application/merge-patch+json"
 # The few claims the binder writes events about: each costs up to 25 of its rate-limited writes.
 CHATTY_CLAIMS = 20
 UUID_SPACE = uuid.UUID("6f1c1f0e-5d0b-4d8e-9a43-7a1a1b3e2c10")
+
+
+def admin_tls(cp: ControlPlane) -> ssl.SSLContext:
+    """TLS as the control plane's admin: its CA, and the admin client certificate."""
+    context = ssl.create_default_context(cafile=str(cp.pki / "ca.crt"))
+    context.load_cert_chain(str(cp.pki / "admin.crt"), str(cp.pki / "admin.key"))
+    return context
 
 
 def namespace_name(index: int) -> str:
@@ -134,12 +141,9 @@ class Admin:
     """Concurrent, keep-alive HTTPS calls to the control plane as its admin (client certificate)."""
 
     def __init__(self, cp: ControlPlane, connections: int = 16) -> None:
-        context = ssl.create_default_context(cafile=str(cp.pki / "ca.crt"))
-        context.load_cert_chain(str(cp.pki / "admin.crt"), str(cp.pki / "admin.key"))
-        host, port = "127.0.0.1", cp.ports["apiserver"]
-        self.pool = urllib3.HTTPSConnectionPool(host, port, maxsize=connections, block=True,
-                                                ssl_context=context, retries=False,
-                                                timeout=urllib3.Timeout(connect=10, read=120))
+        self.context = admin_tls(cp)
+        self.port = cp.ports["apiserver"]
+        self.local = threading.local()  # one keep-alive connection per worker thread
         self.connections = connections
         self.requests = 0
         self._lock = threading.Lock()
@@ -151,17 +155,34 @@ class Admin:
         if data is not None:
             headers["Content-Type"] = content_type
         for attempt in range(8):
-            response = self.pool.request(method, path, body=data, headers=headers)
+            status, raw = self.exchange(method, path, data, headers)
             with self._lock:
                 self.requests += 1
             # 429: the apiserver's max-in-flight limit under load; 409 on create is "already there".
-            if response.status == 429 or (response.status == 500 and attempt < 3):
+            if status == 429 or (status == 500 and attempt < 3):
                 time.sleep(0.2 * (attempt + 1))
                 continue
             break
-        if response.status not in ok:
-            raise RuntimeError(f"{method} {path}: HTTP {response.status}: {response.data[:400]!r}")
-        return json.loads(response.data) if response.data else {}
+        if status not in ok:
+            raise RuntimeError(f"{method} {path}: HTTP {status}: {raw[:400]!r}")
+        return json.loads(raw) if raw else {}
+
+    def exchange(self, method: str, path: str, data: Optional[bytes], headers: dict[str, str]) -> tuple[int, bytes]:
+        for retry in (True, False):
+            connection = getattr(self.local, "connection", None)
+            if connection is None:
+                connection = http.client.HTTPSConnection("127.0.0.1", self.port, context=self.context, timeout=120)
+                self.local.connection = connection
+            try:
+                connection.request(method, path, body=data, headers=headers)
+                response = connection.getresponse()
+                return response.status, response.read()
+            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+                connection.close()  # the server closed an idle keep-alive connection: open another once
+                self.local.connection = None
+                if not retry:
+                    raise
+        raise AssertionError("unreachable")
 
     def create(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         return self.call("POST", path, body, ok=(201, 409))

@@ -214,7 +214,8 @@ def targets(results: dict[str, Any]) -> list[tuple[str, str, Optional[bool]]]:
         rows += [
             ("`leftovers -o json` ≤ 1.3× floor", f"{p.median() / f.median():.2f}× ({_s(p.median())} s vs "
                                                   f"{_s(f.median())} s)", p.median() <= 1.3 * f.median()),
-            ("`leftovers -o json` ≤ 0.15× kubectl", f"{p.median() / k.median():.2f}× ({_s(k.median())} s)",
+            ("`leftovers -o json` ≤ 0.15× kubectl", f"{p.median() / k.median():.2f}× ({_s(k.median())} s; "
+                                                     f"CPU {_ratio(p.median('cpu'), k.median('cpu'))})",
              p.median() <= 0.15 * k.median()),
             ("`leftovers -o json` ≤ 50 requests", f"{max(s.requests for s in p.samples)}",
              max(s.requests for s in p.samples) <= 50),
@@ -235,15 +236,17 @@ def targets(results: dict[str, Any]) -> list[tuple[str, str, Optional[bool]]]:
         if not m:
             continue
         p, k = m["plugin"], m["kubectl"]
-        rows.append((f"{label} ≤ 0.15× kubectl", f"{p.median() / k.median():.2f}×", p.median() <= 0.15 * k.median()))
+        rows.append((f"{label} ≤ 0.15× kubectl", f"{p.median() / k.median():.2f}× (CPU "
+                                                 f"{_ratio(p.median('cpu'), k.median('cpu'))})",
+                     p.median() <= 0.15 * k.median()))
         if rss:
             rows.append((f"{label} RSS ≤ {rss} MiB", f"{p.peak('rss_mib'):.0f} MiB", p.peak("rss_mib") <= rss))
     small = results.get("small")
     if small:
         p, k = small["scenario"]["plugin"], small["scenario"]["kubectl"]
         rows.append(("small cluster: `leftovers` ≤ 1.5× `kubectl get pv`",
-                     f"{p.median() / k.median():.2f}× ({_s(p.median())} s vs {_s(k.median())} s)",
-                     p.median() <= 1.5 * k.median()))
+                     f"{p.median() / k.median():.2f}× ({_s(p.median())} s vs {_s(k.median())} s; CPU "
+                     f"{_ratio(p.median('cpu'), k.median('cpu'))})", p.median() <= 1.5 * k.median()))
         h = small["help"]
         rows.append(("`kubectl-pvleft --help` ≤ 0.15 s CPU", f"{h.median('cpu'):.3f} s (user+sys, median)",
                      h.median("cpu") <= 0.15))
@@ -262,7 +265,9 @@ def render(label: str, results: dict[str, Any], note: str, scenarios: Sequence[A
     lines = [f"## Results: {label}", "",
              f"{results['started']}, `python benchmarks/run.py {' '.join(results['argv'])}`. "
              f"Machine: {hw['cores']} cores ({hw['cpu']}), {hw['memory_gib']} GiB, Linux {hw['kernel']}, "
-             f"load average {hw['load_average'][0]} when it ended (other sessions share these cores).", "",
+             f"load average {results.get('load_average_at_start', '?')} when it started and "
+             f"{hw['load_average'][0]} when it ended (other sessions share these cores: wall times stretch "
+             "with the load; CPU times much less).", "",
              f"Versions: `{v['plugin_version'] or 'kubectl-pvleft ?'}` from `{v['plugin_package']}` "
              f"({v['source']}), Python {v['plugin_python']}, "
              + ", ".join(f"{n} {ver}" for n, ver in v["packages"].items() if ver and n != "kubectl-pvleft")
@@ -295,8 +300,10 @@ def _large_lines(large: dict[str, Any], scenarios: Sequence[Any]) -> list[str]:
              f"{c['pending pods']:,} Pending Pods, {c['events']:,} events, {c['storageclasses']} StorageClasses "
              f"(mix: {_mix_text(large['mix'])})."]
     if loading:
+        phases = ", ".join(f"{name} {seconds:.0f} s" for name, seconds in loading.items()
+                           if name not in ("total", "requests"))
         lines.append(f"Loaded in {loading['total']:.0f} s ({loading['requests']:,} requests, "
-                     f"{loading['requests'] / loading['total']:.0f}/s, 16 connections).")
+                     f"{loading['requests'] / loading['total']:.0f}/s on 16 connections: {phases}).")
     background = [s.background / s.wall for m in large["scenarios"].values() for r in m.values() for s in r.samples]
     if background:
         lines.append(f"Other clients (controllers, scheduler) made {sum(background) / len(background):.1f} "

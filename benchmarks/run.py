@@ -23,7 +23,7 @@ import os
 import re
 import shlex
 import shutil
-import ssl
+import http.client
 import statistics
 import subprocess
 import sys
@@ -34,19 +34,19 @@ from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 from urllib.parse import quote
 
-import urllib3
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import report  # noqa: E402
-from load import Mix, load, start_or_attach  # noqa: E402
+from load import Mix, admin_tls, load, start_or_attach  # noqa: E402
 
 from controlplane import ControlPlane  # noqa: E402  (load.py put tests/cluster on the path)
 
 PLUGIN_AGENT = "kubectl-pvleft/"
 KUBECTL_AGENT = "kubectl"  # kubectl/v1.33.x (linux/amd64) kubernetes/...; also kubectl.1.33/...
 FLOOR_AGENT = "pvleft-bench-floor/1"
+GNU_TIME = "/usr/bin/time"  # Debian's `time` package
 PAGE = 500
 METADATA_ONLY = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
 
@@ -163,19 +163,23 @@ class Bench:
 
     # -- one child process, measured
     def child(self, argv: Sequence[str], agent: str, count: bool = False) -> Sample:
-        out_path, err_path = self.scratch / "stdout", self.scratch / "stderr"
+        """Run argv under GNU time, which reports the peak RSS: a direct child's ru_maxrss would count
+        the pages of this big parent it was forked from (exec keeps the old mm's high-water mark)."""
+        out_path, err_path, rss_path = self.scratch / "stdout", self.scratch / "stderr", self.scratch / "rss"
         self.audit.start()
         with out_path.open("wb") as out, err_path.open("wb") as err:
             started = time.perf_counter()
-            proc = subprocess.Popen(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=self.env,
-                                    cwd=self.scratch)
+            proc = subprocess.Popen([GNU_TIME, "-f", "%M", "-o", str(rss_path), *argv], stdout=out, stderr=err,
+                                    stdin=subprocess.DEVNULL, env=self.env, cwd=self.scratch)
+            # wait4's CPU covers time's child too (it reaped it), to the microsecond.
             _, status, usage = os.wait4(proc.pid, 0)
             wall = time.perf_counter() - started
         proc.returncode = os.waitstatus_to_exitcode(status)
         if proc.returncode not in (0, 3):
             raise RuntimeError(f"{shlex.join(argv)} exited {proc.returncode}: {err_path.read_text()[-2000:]}")
         requests, verbs, others = self.audit.close(agent)
-        return Sample(wall=wall, cpu=usage.ru_utime + usage.ru_stime, rss_mib=usage.ru_maxrss / 1024,
+        peak_kib = int(rss_path.read_text().split()[-1])
+        return Sample(wall=wall, cpu=usage.ru_utime + usage.ru_stime, rss_mib=peak_kib / 1024,
                       requests=requests, verbs=verbs, background=others, out_bytes=out_path.stat().st_size,
                       items=_items(out_path.read_bytes()) if count else None)
 
@@ -201,14 +205,13 @@ class Bench:
 
     def run_floor(self, lists: Sequence[tuple[str, str]], count: bool = False) -> Sample:
         """The lists, raw: a fresh TLS connection, pages of 500, bodies read and dropped."""
-        context = ssl.create_default_context(cafile=str(self.cp.pki / "ca.crt"))
-        context.load_cert_chain(str(self.cp.pki / "admin.crt"), str(self.cp.pki / "admin.key"))
+        context = admin_tls(self.cp)
         self.audit.start()
         started, size = time.perf_counter(), 0
-        pool = urllib3.HTTPSConnectionPool("127.0.0.1", self.cp.ports["apiserver"], ssl_context=context, maxsize=1)
+        connection = http.client.HTTPSConnection("127.0.0.1", self.cp.ports["apiserver"], context=context)
         for path, accept in lists:
-            size += _read_all_pages(pool, path, accept)
-        pool.close()
+            size += _read_all_pages(connection, path, accept)
+        connection.close()
         wall = time.perf_counter() - started
         requests, verbs, others = self.audit.close(FLOOR_AGENT)
         return Sample(wall=wall, requests=requests, verbs=verbs, background=others, out_bytes=size)
@@ -244,20 +247,21 @@ class Bench:
     def help_cpu(self, repeat: int) -> Measured:
         measured = Measured("--help")
         self.child([*self.plugin, "--help"], PLUGIN_AGENT)
-        for _ in range(max(repeat, 5)):
+        for _ in range(max(10, 3 * repeat)):
             measured.samples.append(self.child([*self.plugin, "--help"], PLUGIN_AGENT))
         return measured
 
 
-def _read_all_pages(pool: urllib3.HTTPSConnectionPool, path: str, accept: str) -> int:
+def _read_all_pages(connection: http.client.HTTPSConnection, path: str, accept: str) -> int:
     size, token = 0, ""
     headers = {"Accept": accept, "User-Agent": FLOOR_AGENT}
     while True:
         url = f"{path}{'&' if '?' in path else '?'}limit={PAGE}" + (f"&continue={quote(token, safe='')}" if token else "")
-        response = pool.request("GET", url, headers=headers)
+        connection.request("GET", url, headers=headers)
+        response = connection.getresponse()
+        body = response.read()
         if response.status != 200:
             raise RuntimeError(f"floor GET {url}: HTTP {response.status}")
-        body = response.data
         size += len(body)
         # The continue token is in the list's metadata, which the server writes before the items.
         match = re.search(rb'"continue":"([^"]*)"', body[:4096])
@@ -277,6 +281,24 @@ def _items(output: bytes) -> Optional[int]:
             count += len(json.loads(chunk).get("items") or ())
         return count
     return max(0, len(text.splitlines()) - 1)
+
+
+def revive(results: dict[str, Any]) -> dict[str, Any]:
+    """A results file read back: its measured commands as Measured again."""
+    def measured(data: dict[str, Any]) -> Measured:
+        return Measured(data["label"], [Sample(**s) for s in data["samples"]], data.get("items"))
+
+    def group(data: dict[str, Any]) -> dict[str, Measured]:
+        return {name: measured(m) for name, m in data.items()}
+
+    small, large = results.get("small"), results.get("large")
+    if small:
+        small["scenario"], small["help"] = group(small["scenario"]), measured(small["help"])
+    if large:
+        large["scenarios"] = {key: group(m) for key, m in large["scenarios"].items()}
+        if large.get("scale"):
+            large["scale"] = group(large["scale"])
+    return results
 
 
 # ---- the whole run --------------------------------------------------------------------------------------
@@ -319,7 +341,8 @@ def run_small(args: argparse.Namespace, bench_for: Callable[[ControlPlane], Benc
     cp = started_plane(Path(str(args.dir) + "-small"), False, planes)  # cheap to start: never kept
     load(cp, SMALL_MIX, "small")
     bench = bench_for(cp)
-    result = {"pvs": SMALL_MIX.pvs, "scenario": bench.scenario(SMALL, args.repeat),
+    # A second each: more rounds cost little and steady the median on a shared machine.
+    result = {"pvs": SMALL_MIX.pvs, "scenario": bench.scenario(SMALL, max(10, 3 * args.repeat)),
               "help": bench.help_cpu(args.repeat), "apiserver": report.apiserver_version(cp)}
     if cp in planes:
         cp.stop(keep_logs=False)
@@ -332,11 +355,14 @@ def run_large(args: argparse.Namespace, bench_for: Callable[[ControlPlane], Benc
     cp = started_plane(args.dir, args.keep, planes)
     mix = Mix.of(args.pvs, args.pvcs, args.pods, args.events)
     admin_count = report.object_counts(cp)
-    loading: dict[str, float] = {}
+    record = cp.workdir / "bench-load.json"  # how the running plane was loaded, for a later --keep run
     if admin_count["persistentvolumes"] < mix.pvs:
         print(f"loading {mix}", file=sys.stderr, flush=True)
         loading = load(cp, mix, "b0")
+        record.write_text(json.dumps(loading))
         time.sleep(args.settle)
+    else:
+        loading = json.loads(record.read_text()) if record.exists() else {}
     bench = bench_for(cp)
     wanted = [s for s in SCENARIOS if not args.only or s.key in args.only]
     result: dict[str, Any] = {"mix": asdict(mix), "loading": loading, "counts": report.object_counts(cp),
@@ -371,11 +397,24 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--note", default="", help="a sentence for the section (e.g. which commit was measured)")
     parser.add_argument("--output", type=Path, default=HERE.parent / "BENCHMARKS.md")
     parser.add_argument("--keep", action="store_true", help="leave the control planes running (and reuse a loaded one)")
+    parser.add_argument("--render", type=Path, metavar="RESULTS_JSON",
+                        help="only rewrite the section from a results file of an earlier run")
     args = parser.parse_args(argv)
+    if args.render:
+        results = revive(json.loads(args.render.read_text()))
+        label = args.label or results.get("label") or args.render.stem
+        note = args.note or results.get("note", "")
+        report.write_section(args.output, label, report.render(label, results, note, SCENARIOS, SMALL))
+        print(f"rewrote the section {label!r} of {args.output}", file=sys.stderr)
+        return 0
 
+    if not os.access(GNU_TIME, os.X_OK):
+        raise SystemExit(f"error: {GNU_TIME} is missing (apt-get install time): it measures peak RSS")
     plugin, kubectl = resolve_plugin(args.plugin), resolve_kubectl(args.kubectl)
     planes: list[ControlPlane] = []
-    results: dict[str, Any] = {"argv": sys.argv[1:], "started": report.utc_now(),
+    label = args.label or f"run of {report.utc_now()[:10]}"
+    results: dict[str, Any] = {"argv": sys.argv[1:], "started": report.utc_now(), "label": label, "note": args.note,
+                               "load_average_at_start": round(os.getloadavg()[0], 2),
                                "versions": report.versions(plugin, kubectl)}
     with tempfile.TemporaryDirectory(prefix="pvleft-bench-") as scratch:
         bench_for = lambda cp: Bench(cp, plugin, kubectl, Path(scratch))  # noqa: E731
@@ -389,7 +428,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 cp.stop(keep_logs=False)
     results["machine"] = report.machine()
     results["static"] = report.static_checks(Path(results["versions"]["plugin_package"]))
-    label = args.label or f"run of {results['started'][:10]}"
     report.save_json(HERE / "results" / f"{report.slug(label)}.json", results)
     report.write_section(args.output, label, report.render(label, results, args.note, SCENARIOS, SMALL))
     print(f"wrote the section {label!r} of {args.output}", file=sys.stderr)
