@@ -155,8 +155,9 @@ def combine(outcomes: list[ContextOutcome]) -> tuple[Report[InContext], Result]:
 
 def summary(outcome: ContextOutcome) -> str:
     rows = len(outcome.result.report.rows) if outcome.result is not None else 0
-    state = "failed" if outcome.error is not None else f"{rows} rows"
-    return f"context {outcome.context}: {state} in {outcome.seconds:.2f}s, {outcome.requests} requests"
+    state = "failed" if outcome.error is not None else f"{rows} row{'' if rows == 1 else 's'}"
+    requests = f"{outcome.requests} request{'' if outcome.requests == 1 else 's'}"
+    return f"context {outcome.context}: {state} in {outcome.seconds:.2f}s, {requests}"
 
 
 # -- --watch across contexts ----------------------------------------------------------------------------
