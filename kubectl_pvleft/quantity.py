@@ -1,6 +1,85 @@
 """resource.Quantity as the API server parses it (``500Mi`` < ``2Gi``), for comparisons that must not be
-string comparisons. The parser itself is the port of apimachinery's ParseQuantity that ``--sort-by`` uses."""
+string comparisons: the port of apimachinery's resource.ParseQuantity, which ``--sort-by`` and the claim
+checks use."""
 
-from kubectl_pvleft.columns import parse_quantity
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Any, Optional
+
+from kubectl_pvleft.jsonpath import INT64_MAX
 
 __all__ = ["parse_quantity"]
+
+
+def _quantity_parts(text: str) -> Optional[tuple[bool, str, str, str, str]]:
+    """parseQuantityString: (positive, value, numerator, denominator, suffix), or None for ErrFormatWrong."""
+    positive, pos, end = text[:1] != "-", int(text[:1] in ("+", "-")), len(text)
+    while pos < end and text[pos] == "0":
+        pos += 1
+    if pos >= end:
+        return positive, "0", "0", "", ""
+    start = pos
+    while pos < end and text[pos] in "0123456789":
+        pos += 1
+    if pos >= end:
+        return positive, text, text[start:], "", ""
+    num, denom = text[start:pos] or "0", ""
+    if text[pos] == ".":
+        pos = start = pos + 1
+        while pos < end and text[pos] in "0123456789":
+            pos += 1
+        denom = text[start:pos]
+        if pos >= end:
+            return positive, text, num, denom, ""
+    value, suffix_start = text[:pos], pos
+    while pos < end and text[pos] in "eEinumkKMGTP":
+        pos += 1
+    pos += pos < end and text[pos] in "+-"
+    while pos < end and text[pos] in "0123456789":
+        pos += 1
+    return (positive, value, num, denom, text[suffix_start:]) if pos >= end else None
+
+
+@lru_cache(maxsize=4096)  # a sort compares each value many times
+def parse_quantity(text: str) -> Any:
+    """resource.ParseQuantity's value as an exact Decimal: rounded up to 1n and binary ones capped at 2^63-1, as
+    Go does; None where Go refuses the string (then kubectl compares the strings)."""
+    parts = _quantity_parts(text) if text else None
+    positive, value, num, denom, suffix = parts or (True, "", "", "", "?")
+    base, exponent = _suffix(suffix)
+    if base is None:
+        return None
+    import decimal  # here, not at start-up
+    with decimal.localcontext() as ctx:
+        ctx.prec, ctx.Emax, ctx.Emin = decimal.MAX_PREC, decimal.MAX_EMAX, decimal.MIN_EMIN
+        if base == 10:  # Go's int64 fast path, exact, when the digits and the scale fit
+            fast = 18 - len(num + denom) >= 0 and exponent - len(denom) >= -9
+        else:
+            fast = exponent >= 0 and not denom and 15 - len(num) - int(exponent * 3 / 10) - 1 >= 0
+        fast = fast and int(num + denom) << (exponent if base == 2 else 0) <= INT64_MAX
+        if not fast and not re.search("[0-9]", value):
+            return None  # inf.Dec refuses `.` and its kin
+        amount = decimal.Decimal(num + "." + denom)
+        amount = amount.scaleb(exponent) if base == 10 else amount * (1 << exponent)
+        if not fast and amount and amount.as_tuple().exponent < -9:
+            amount = amount.quantize(decimal.Decimal("1e-9"), rounding=decimal.ROUND_CEILING)
+        if not fast and base == 2 and amount > INT64_MAX:
+            amount = decimal.Decimal(INT64_MAX)
+        return amount if positive else -amount
+
+
+_DECIMAL_SUFFIXES = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
+_BINARY_SUFFIXES = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
+
+
+def _suffix(suffix: str) -> tuple[Optional[int], int]:
+    for base, suffixes in ((10, _DECIMAL_SUFFIXES), (2, _BINARY_SUFFIXES)):
+        if suffix in suffixes:
+            return base, suffixes[suffix]
+    if len(suffix) > 1 and suffix[0] in "eE" and re.fullmatch(r"[+-]?[0-9]+", suffix[1:]):
+        exponent = int(suffix[1:])
+        if -(1 << 63) <= exponent < (1 << 63):
+            return 10, (exponent + (1 << 31)) % (1 << 32) - (1 << 31)  # Go keeps it as an int32
+    return None, 0
