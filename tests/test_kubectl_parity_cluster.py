@@ -240,6 +240,19 @@ def test_as_uid_impersonates_like_kubectl(cluster, objects) -> None:
     assert ours_seen[0]["user"]["username"] == "pvleft-admin"
 
 
+@pytest.mark.xfail(strict=True, reason="kubeconfig._from_flags sends --as-uid/--as-group without --as to the server "
+                   "(HTTP 400 with a Go struct dump) where kubectl refuses before any request")
+def test_as_uid_without_as_is_refused_before_any_request(cluster, objects) -> None:
+    audit = AuditTail(cluster)
+    for flag in (["--as-uid", f"{P}uid"], ["--as-group", f"{P}group"]):
+        ours = plugin(cluster, "leftovers", *flag, user="admin")
+        theirs = cluster.kubectl("get", "pv", *flag, check=False)
+        assert (ours.returncode, theirs.returncode, ours.stdout) == (1, 1, "")
+        # error: requesting uid, groups or user-extra for pvleft-admin without impersonating a user
+        assert after_error(ours.stderr) == after_error(theirs.stderr)
+    assert audit.events() == []
+
+
 # -- selectors ----------------------------------------------------------------------------------------
 
 def test_label_selectors_select_what_kubectl_selects_on_the_server(cluster, objects) -> None:
