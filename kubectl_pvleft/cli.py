@@ -395,8 +395,6 @@ def watch_fleet(args: argparse.Namespace, command: Command, contexts: list[str])
     out = formatter(fleet.lift(base), print_options(args, command))
     for context, item in fleet.follow_fleet(contexts, args, command, options_of, selection_of,
                                             WatchSettings.from_env()):
-        if isinstance(item, BaseException) and not isinstance(item, PvleftError):
-            raise item  # a bug of ours: main() says so without its text
         if isinstance(item, BaseException):
             _error(f"context {context}: " + (describe_api_error(item) if isinstance(item, ApiError) else str(item)))
         elif isinstance(item, Notice):

@@ -200,6 +200,8 @@ def follow_fleet(contexts: list[str], args: Any, command: Command, options_of: C
     try:
         while len(failed) < len(contexts):
             context, item = inbox.get()
+            if isinstance(item, BaseException) and not isinstance(item, PvleftError):
+                raise item  # a bug of ours: main() says so without its text
             if isinstance(item, BaseException):
                 failed.add(context)
             yield context, item

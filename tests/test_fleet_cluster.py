@@ -97,7 +97,8 @@ def west(tmp_path_factory: pytest.TempPathFactory, cluster: ControlPlane) -> Ite
 
 
 @pytest.fixture(scope="module")
-def fleet(tmp_path_factory: pytest.TempPathFactory, cluster: ControlPlane, west: ControlPlane) -> dict[str, Any]:
+def fleet(tmp_path_factory: pytest.TempPathFactory, cluster: ControlPlane,
+          west: ControlPlane) -> Iterator[dict[str, Any]]:
     tag = uuid.uuid4().hex[:5]
     east_ns, west_ns = f"fleet-east-{tag}", f"fleet-west-{tag}"
     seed(cluster, east_ns, leftovers=1)
@@ -107,8 +108,12 @@ def fleet(tmp_path_factory: pytest.TempPathFactory, cluster: ControlPlane, west:
     login.write_text("#!/bin/sh\n# Asks a human: blocks on stdin, then longer still.\nread -r answer\nsleep 300\n")
     login.chmod(0o755)
     kubeconfig = merged_kubeconfig({LIVE[0]: cluster, LIVE[1]: west}, home / "fleet.kubeconfig", free_port(), login)
-    return {"kubeconfig": kubeconfig, "namespaces": {LIVE[0]: east_ns, LIVE[1]: west_ns}, "planes": {
+    yield {"kubeconfig": kubeconfig, "namespaces": {LIVE[0]: east_ns, LIVE[1]: west_ns}, "planes": {
         LIVE[0]: cluster, LIVE[1]: west}}
+    # The session's plane is shared with other modules: take back what was seeded there (west is stopped).
+    cluster.kubectl("delete", "namespace", east_ns, "--wait=false", check=False)
+    cluster.kubectl("delete", "pv", f"{east_ns}-pv-0", "--wait=false", check=False)
+    cluster.kubectl("delete", "storageclass", f"{east_ns}-retain", "--wait=false", check=False)
 
 
 def command() -> list[str]:
@@ -227,7 +232,7 @@ def test_verbose_prints_a_summary_line_per_context(fleet: dict[str, Any]) -> Non
         line = next(s for s in summaries if s.startswith(f"context {context}:"))
         count = sum(r["context"] == context for r in rows)
         words = line.split()
-        assert words[2:4] == [str(count), "rows"] and words[4] == "in" and words[5].endswith("s,"), line
+        assert words[2:4] == [str(count), "row" if count == 1 else "rows"] and words[4] == "in" and words[5].endswith("s,"), line
         assert int(words[6]) >= 3 and words[7] == "requests", line  # PVs, PVCs, StorageClasses at least
     for context in (DEAD, INTERACTIVE):
         assert f"context {context}: failed in " in result.stderr
