@@ -8,6 +8,7 @@ imported before a subcommand runs, so ``--help`` and usage errors cost nothing.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import re
 import signal
@@ -239,6 +240,7 @@ def _flags(parser: argparse.ArgumentParser, top: bool) -> None:
                    help="impersonate this uid")
 
 
+@functools.lru_cache(maxsize=4)  # a parser is reusable; building one costs more than a run's parsing
 def build_parser(prog: str) -> argparse.ArgumentParser:
     parser = _Parser(
         prog=prog, allow_abbrev=False,  # pflag takes no abbreviations: --all is not --all-namespaces
@@ -353,10 +355,7 @@ def run_fleet(args: argparse.Namespace, command: Command) -> int:
     from kubectl_pvleft import fleet
     from kubectl_pvleft.printing import print_result, warn
 
-    if args.context:
-        raise UsageError("--context cannot be used with --all-contexts or --contexts")
-    if args.max_concurrency is not None and args.max_concurrency < 1:
-        raise UsageError("--max-concurrency must be at least 1")
+    fleet.check_flags(args)
     patterns = [p.strip() for value in args.contexts for p in value.split(",") if p.strip()]
     contexts = fleet.context_names(args.kubeconfig, patterns, args.all_contexts)
     if args.watch:

@@ -25,12 +25,19 @@ UNSET = "<unset>"
 
 
 def word(value: Any, empty: str = NONE) -> str:
-    """A cell's text: absent values in kubectl's words."""
+    """A cell's text: absent values in kubectl's words; control characters a hostile object may carry
+    (terminal escapes, line breaks) shown escaped, never sent raw to a terminal."""
     if isinstance(value, Absent):
         return f"<{value.value}>"
     if value is None or value == "":
         return empty
-    return str(value)
+    return safe_text(str(value))
+
+
+def safe_text(text: str) -> str:
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 @dataclass(frozen=True)
@@ -181,7 +188,7 @@ class TableFormatter(Formatter[T]):
     def cells(self, row: T) -> list[str]:
         cells = [word(c.cell(row), c.empty) for c in self.columns]
         if self._with_namespace:
-            cells.insert(0, self.report.namespace(row) or "")  # type: ignore[misc]
+            cells.insert(0, safe_text(self.report.namespace(row) or ""))  # type: ignore[misc]
         if self.report.context is not None:
             cells.insert(0, self.report.context(row))
         if self.options.show_labels and self.report.labels is not None:
@@ -272,7 +279,7 @@ class JsonLinesFormatter(Formatter[T]):
 class NameFormatter(Formatter[T]):
     def batch(self, rows: Sequence[T]) -> None:
         for row in rows:
-            print(self.report.name(row), file=self.out)
+            print(safe_text(self.report.name(row)), file=self.out)
         self.out.flush()
 
 
