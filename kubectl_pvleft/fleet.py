@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterator, Optional, Sequence
 
 from kubectl_pvleft.commands import Command, Options, Result
-from kubectl_pvleft.errors import ApiError, PvleftError, UsageError
+from kubectl_pvleft.errors import ApiError, ConfigError, PvleftError, UsageError
 from kubectl_pvleft.printing import Column, Report
 
 DEFAULT_CONCURRENCY = 8  # a laptop's worth of TLS handshakes and JSON decoding at once
@@ -39,6 +39,18 @@ class ContextOutcome:
     requests: int = 0
 
 
+def check_flags(args: Any) -> None:
+    if args.context:
+        raise UsageError("--context cannot be used with --all-contexts or --contexts")
+    if args.max_concurrency is not None and args.max_concurrency < 1:
+        raise UsageError("--max-concurrency must be at least 1")
+    # A cloud census joins one cluster's PVs with a whole account's disks: across a fleet, another cluster's
+    # disk would be called an orphan, so refuse rather than report that.
+    if getattr(args, "project", None) or getattr(args, "aws_region", None):
+        raise UsageError("--project and --aws-region cannot be used with --all-contexts or --contexts: a disk that "
+                         "one cluster's PVs do not name may belong to another cluster; run the census per context")
+
+
 def context_names(kubeconfig: Optional[str], patterns: Sequence[str], everything: bool) -> list[str]:
     """The contexts of the merged kubeconfig that the flags name, in kubeconfig order; globs allowed."""
     from kubectl_pvleft.kubeconfig import kubeconfig_files, merge_kubeconfigs
@@ -47,8 +59,12 @@ def context_names(kubeconfig: Optional[str], patterns: Sequence[str], everything
     if not paths:
         raise UsageError("--all-contexts and --contexts need a kubeconfig (set KUBECONFIG or pass --kubeconfig)")
     names = [c["name"] for c in merge_kubeconfigs(paths)["contexts"]]
+    if not names:
+        raise ConfigError("the kubeconfig has no contexts")
     if everything:
         return names
+    if not patterns:
+        raise UsageError("--contexts needs context names or patterns, e.g. --contexts 'prod-*'")
     chosen: list[str] = []
     for pattern in patterns:
         matched = [n for n in names if fnmatch.fnmatchcase(n, pattern)]

@@ -214,6 +214,24 @@ def test_contexts_by_name_and_glob(fleet: dict[str, Any]) -> None:
         assert wrong.stderr.splitlines() == [f'error: no context matches "{pattern.split(",")[-1]}" in the kubeconfig']
 
 
+def test_fleet_usage_errors(fleet: dict[str, Any], tmp_path: Path) -> None:
+    kubeconfig = fleet["kubeconfig"]
+    for args, message in (
+            (("--contexts", " , "), "--contexts needs context names or patterns"),
+            (("--all-contexts", "--context", LIVE[0]), "--context cannot be used with --all-contexts"),
+            (("--all-contexts", "--max-concurrency", "0"), "--max-concurrency must be at least 1"),
+            # A census over one account beside many clusters would call their disks orphans: refused.
+            (("--contexts", "live-*", "--aws-region", "us-east-1"), "--project and --aws-region cannot be used"),
+            (("--all-contexts", "--project", "p-1"), "--project and --aws-region cannot be used")):
+        result = run_plugin(kubeconfig, "leftovers", *args)
+        assert (result.returncode, result.stdout) == (2, ""), (args, result.stderr)
+        assert len(result.stderr.splitlines()) == 1 and result.stderr.startswith(f"error: {message}"), result.stderr
+    empty = tmp_path / "empty.kubeconfig"
+    empty.write_text("apiVersion: v1\nkind: Config\nclusters: []\nusers: []\ncontexts: []\n")
+    result = run_plugin(empty, "claims", "--all-contexts")
+    assert (result.returncode, result.stdout, result.stderr) == (1, "", "error: the kubeconfig has no contexts\n")
+
+
 def test_every_context_failing_is_an_error(fleet: dict[str, Any]) -> None:
     result, elapsed = timed(fleet["kubeconfig"], "leftovers", "--contexts", f"{DEAD},{INTERACTIVE}")
     assert result.returncode == 1 and result.stdout == ""
