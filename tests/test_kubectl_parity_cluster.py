@@ -641,6 +641,15 @@ def test_v6_logs_each_request_as_kubectl_does(cluster, objects) -> None:
     assert re.fullmatch(r'I\d{4} \d\d:\d\d:\d\d\.\d{6} +\d+ round_trippers\.go(:\d+)?\] "Response" verb="GET" '
                         r'url="[^"]+" status="200 OK" milliseconds=\d+', line), line
     assert f"{P}std " in ours.stdout and "Response" not in ours.stdout
+    # A refusal is logged the same way: status="403 Forbidden".
+    refused = plugin(cluster, "claims", "-A", "-v", "6", user="pvonly")
+    theirs = subprocess.run([newer, "--kubeconfig", str(cluster.kubeconfig("pvonly")), "get", "pvc", "-A", "-v=6"],
+                            capture_output=True, text=True, timeout=60)
+    forbidden = re.compile(r'"Response" verb="GET" url="([^"]+)" status="403 Forbidden"')
+    assert refused.returncode == theirs.returncode == 1
+    our_403 = [m.group(1) for m in map(forbidden.search, refused.stderr.splitlines()) if m]
+    their_403 = [m.group(1) for m in map(forbidden.search, theirs.stderr.splitlines()) if m]
+    assert our_403 and our_403[0] == their_403[0] == f"{cluster.server}/api/v1/persistentvolumeclaims?limit=500"
 
 
 def test_v9_masks_the_token_as_kubectl_does(cluster, objects, token, tmp_path: Path) -> None:
