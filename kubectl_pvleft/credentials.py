@@ -176,6 +176,21 @@ def run_exec_plugin(auth: Auth, connection: Connection, interactive: bool) -> Is
     if api_version not in EXEC_API_VERSIONS:
         raise CredentialError(f'{label}: invalid apiVersion "{api_version}" (kubectl accepts '
                               + " and ".join(EXEC_API_VERSIONS) + ")")
+    use_stdin = _uses_terminal(config, api_version, label, interactive)
+    args = _exec_args(config, label)
+    env = _exec_env(config, label)
+    env["KUBERNETES_EXEC_INFO"] = _exec_info(api_version, connection, use_stdin, bool(config.get("provideClusterInfo")))
+    found = _find_executable(command, config.get("installHint"))
+    done = _run_plugin([found, *args], env, use_stdin, label)
+    if done.returncode != 0:
+        said = _last_line(done.stderr or b"")  # already on the terminal when interactive
+        raise CredentialError(f"getting credentials: exec: executable {command} failed with exit code {done.returncode}"
+                              + (f": {said}" if said else ""))
+    return _parse_exec_output(done.stdout, api_version, label)
+
+
+def _uses_terminal(config: dict[str, Any], api_version: str, label: str, interactive: bool) -> bool:
+    """kubectl's interactiveMode rules: whether the plugin gets our stdin (and the terminal its stderr)."""
     mode = config.get("interactiveMode") or ("IfAvailable" if api_version.endswith("v1beta1") else None)
     if mode is None:  # client-go: v1 has no default
         raise CredentialError(f"{label}: interactiveMode must be specified (Never, IfAvailable or Always) for "
@@ -184,33 +199,46 @@ def run_exec_plugin(auth: Auth, connection: Connection, interactive: bool) -> Is
         raise CredentialError(f'{label}: interactiveMode must be Never, IfAvailable or Always, not "{mode}"')
     if mode == "Always" and not interactive:
         raise CredentialError(f"{label} needs an interactive terminal (interactiveMode: Always), and there is none")
-    use_stdin = interactive and mode != "Never"
+    return interactive and mode != "Never"
+
+
+def _exec_args(config: dict[str, Any], label: str) -> list[str]:
     args = config.get("args") or []
-    env_entries = config.get("env") or []
     if not isinstance(args, list) or not all(isinstance(a, str) and "\x00" not in a for a in args):
         raise CredentialError(f"{label}: args must be a list of strings (without NUL)")
-    if not isinstance(env_entries, list):
+    return args
+
+
+def _exec_env(config: dict[str, Any], label: str) -> dict[str, str]:
+    entries = config.get("env") or []
+    if not isinstance(entries, list):
         raise CredentialError(f"{label}: env must be a list of name/value pairs")
     env = dict(os.environ)
-    for entry in env_entries:
+    for entry in entries:
         name = entry.get("name") if isinstance(entry, dict) else None
         value = str(entry.get("value", "")) if isinstance(entry, dict) else ""
         # An environment cannot carry these: refused here, not as an exception from exec.
         if not isinstance(name, str) or not name or "=" in name or "\x00" in name or "\x00" in value:
             raise CredentialError(f"{label}: env entries need a name without '=' or NUL, and a value without NUL")
         env[name] = value
-    env["KUBERNETES_EXEC_INFO"] = _exec_info(api_version, connection, use_stdin, bool(config.get("provideClusterInfo")))
-    hint = config.get("installHint")
-    found = None if "\x00" in command else (
-        shutil.which(command) if os.sep not in command else (command if os.path.exists(command) else None))
+    return env
+
+
+def _find_executable(command: str, hint: Any) -> str:
+    found = None
+    if "\x00" not in command:
+        found = shutil.which(command) if os.sep not in command else (command if os.path.exists(command) else None)
     if not found:
         detail = f" ({' '.join(str(hint).split())})" if hint else f"; see {PLUGIN_DOCS}"
         raise CredentialError(f"getting credentials: exec: executable {command} not found{detail}")
+    return found
+
+
+def _run_plugin(argv: list[str], env: dict[str, str], use_stdin: bool, label: str) -> subprocess.CompletedProcess:
     try:
         # Interactive (a terminal, and the plugin may use it): like kubectl, its stderr goes to the terminal so a
         # login prompt or device code is seen, and a person, not a timer, decides how long a login takes.
-        done = subprocess.run([found, *args], env=env, stdout=subprocess.PIPE,
-                              stderr=None if use_stdin else subprocess.PIPE,
+        return subprocess.run(argv, env=env, stdout=subprocess.PIPE, stderr=None if use_stdin else subprocess.PIPE,
                               timeout=None if use_stdin else EXEC_TIMEOUT_SECONDS,
                               stdin=None if use_stdin else subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
@@ -218,11 +246,6 @@ def run_exec_plugin(auth: Auth, connection: Connection, interactive: bool) -> Is
     except (OSError, ValueError) as exc:
         reason = getattr(exc, "strerror", None) or type(exc).__name__
         raise CredentialError(f"getting credentials: {label} could not be run: {reason}") from None
-    if done.returncode != 0:
-        said = _last_line(done.stderr or b"")  # already on the terminal when interactive
-        raise CredentialError(f"getting credentials: exec: executable {command} failed with exit code {done.returncode}"
-                              + (f": {said}" if said else ""))
-    return _parse_exec_output(done.stdout, api_version, label)
 
 
 def _parse_exec_output(stdout: bytes, api_version: str, label: str) -> Issued:
@@ -243,16 +266,18 @@ def _parse_exec_output(stdout: bytes, api_version: str, label: str) -> Issued:
         raise CredentialError(f"getting credentials: {label} returned neither a token nor a client certificate and key")
     if (cert is None) != (key is None):
         raise CredentialError(f"getting credentials: {label} returned a client certificate without its key")
-    expires = None
-    stamp = status.get("expirationTimestamp")
-    if isinstance(stamp, str) and stamp:
-        try:
-            expires = datetime.fromisoformat(stamp.replace("Z", "+00:00")).astimezone(timezone.utc).timestamp()
-        except ValueError:
-            raise CredentialError(f"getting credentials: {label} returned an unreadable expirationTimestamp") from None
-    issued = Issued(expires=expires)
+    issued = Issued(expires=_expiry(status.get("expirationTimestamp"), label))
     if isinstance(token, str) and token:
         issued.authorization = "Bearer " + clean_token(token, f"the token {label} returned")
     if cert and key:
         issued.cert_data, issued.key_data = str(cert).encode(), str(key).encode()
     return issued
+
+
+def _expiry(stamp: Any, label: str) -> Optional[float]:
+    if not isinstance(stamp, str) or not stamp:
+        return None
+    try:
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).astimezone(timezone.utc).timestamp()
+    except ValueError:
+        raise CredentialError(f"getting credentials: {label} returned an unreadable expirationTimestamp") from None

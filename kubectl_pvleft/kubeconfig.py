@@ -305,10 +305,23 @@ def load_connection(selection: Selection) -> Connection:
         if selection.server:
             return _from_flags({}, {}, None, selection, tuple(map(str, paths)))
         raise ConfigError("no context chosen: the kubeconfig has no current-context; pass --context")
-    context_entry = _named(doc, "contexts", context_name)
-    if context_entry is None:
-        raise ConfigError(f'context "{context_name}" does not exist in the kubeconfig')
-    context = dict(context_entry.get("context") or {})
+    context, cluster_name, cluster, user = _chosen(doc, context_name, selection)
+    namespace = _string(context, "namespace", f'context "{context_name}"')
+    return _from_flags(cluster, user, context_name, selection, tuple(map(str, paths)),
+                       cluster_label=f'cluster "{cluster_name}"', namespace=namespace)
+
+
+def _context(doc: dict[str, Any], name: str) -> dict[str, Any]:
+    entry = _named(doc, "contexts", name)
+    if entry is None:
+        raise ConfigError(f'context "{name}" does not exist in the kubeconfig')
+    return dict(entry.get("context") or {})
+
+
+def _chosen(doc: dict[str, Any], context_name: str,
+            selection: Selection) -> tuple[dict[str, Any], str, dict[str, Any], dict[str, Any]]:
+    """The context, and the cluster and user it names (or the flags name instead)."""
+    context = _context(doc, context_name)
     cluster_name = selection.cluster or _string(context, "cluster", f'context "{context_name}"') or ""
     user_name = selection.user or _string(context, "user", f'context "{context_name}"') or ""
     cluster_entry = _named(doc, "clusters", cluster_name)
@@ -317,11 +330,9 @@ def load_connection(selection: Selection) -> Connection:
     user_entry = _named(doc, "users", user_name) if user_name else None
     if user_name and user_entry is None:
         raise ConfigError(f'user "{user_name}" of context "{context_name}" does not exist in the kubeconfig')
-    namespace = _string(context, "namespace", f'context "{context_name}"')
     cluster = dict((cluster_entry or {}).get("cluster") or {})
     user = dict((user_entry or {}).get("user") or {}, __name__=user_name)
-    return _from_flags(cluster, user, context_name, selection, tuple(map(str, paths)),
-                       cluster_label=f'cluster "{cluster_name}"', namespace=namespace)
+    return context, cluster_name, cluster, user
 
 
 def _from_flags(cluster: dict[str, Any], user: dict[str, Any], context_name: Optional[str], selection: Selection,
@@ -333,6 +344,18 @@ def _from_flags(cluster: dict[str, Any], user: dict[str, Any], context_name: Opt
         raise ConfigError(f"{cluster_label} has no server" if cluster_label != "flags" else
                           "no server: pass --server or a kubeconfig")
     server = checked_server(server, "--server" if selection.server else cluster_label)
+    return Connection(
+        server=server, context=context_name,
+        namespace=selection.namespace or _checked_namespace(namespace, f'context "{context_name}"') or "default",
+        tls=_tls(cluster, user, selection, cluster_label, user_label), auth=_auth(user, selection, user_label, user_name),
+        impersonate_user=selection.impersonate_user or _string(user, "as", user_label),
+        impersonate_uid=selection.impersonate_uid, impersonate_groups=selection.impersonate_groups,
+        sources=sources,
+    )
+
+
+def _tls(cluster: dict[str, Any], user: dict[str, Any], selection: Selection, cluster_label: str,
+         user_label: str) -> TLS:
     # kubectl: --insecure-skip-tls-verify or --certificate-authority given as flags replace all three
     # kubeconfig settings together (so a flag CA turns a kubeconfig's insecure off, and vice versa).
     if selection.certificate_authority or selection.insecure_skip_tls_verify:
@@ -353,6 +376,11 @@ def _from_flags(cluster: dict[str, Any], user: dict[str, Any], context_name: Opt
            else _pem(user, "client-key-data", "client-key", user_label))
     if (cert is None) != (key is None):
         raise ConfigError(f"{user_label} has a client certificate without its key, or a key without its certificate")
+    return TLS(ca_data=ca, insecure=insecure, cert_data=cert, key_data=key,
+               server_name=selection.tls_server_name or _string(cluster, "tls-server-name", cluster_label))
+
+
+def _auth(user: dict[str, Any], selection: Selection, user_label: str, user_name: str) -> Auth:
     exec_config = user.get("exec")
     if exec_config is not None and not isinstance(exec_config, dict):
         raise ConfigError(f"kubeconfig {user_label}: exec must be a mapping")
@@ -364,7 +392,7 @@ def _from_flags(cluster: dict[str, Any], user: dict[str, Any], context_name: Opt
         exec_config = dict(exec_config)
         exec_dir = exec_config.pop("__dir__", None)
     token = selection.token or _string(user, "token", user_label)
-    auth = Auth(
+    return Auth(
         token=token,
         token_file=None if token else _string(user, "tokenFile", user_label),
         username=selection.username or _string(user, "username", user_label),
@@ -373,15 +401,6 @@ def _from_flags(cluster: dict[str, Any], user: dict[str, Any], context_name: Opt
         exec_dir=exec_dir,
         auth_provider=None if selection.token else provider,
         user_name=user_name,
-    )
-    tls = TLS(ca_data=ca, insecure=insecure, cert_data=cert, key_data=key,
-              server_name=selection.tls_server_name or _string(cluster, "tls-server-name", cluster_label))
-    return Connection(
-        server=server, context=context_name,
-        namespace=selection.namespace or _checked_namespace(namespace, f'context "{context_name}"') or "default",
-        tls=tls, auth=auth, impersonate_user=selection.impersonate_user or _string(user, "as", user_label),
-        impersonate_uid=selection.impersonate_uid, impersonate_groups=selection.impersonate_groups,
-        sources=sources,
     )
 
 
@@ -393,12 +412,7 @@ def _in_cluster(selection: Selection) -> Connection:
     token_file = account / "token"
     if not host or not port or not _is_file(token_file):
         raise ConfigError("no kubeconfig found (set KUBECONFIG or pass --kubeconfig) and not running inside a cluster")
-    namespace = selection.namespace
-    if not namespace:
-        try:
-            namespace = (account / "namespace").read_text().strip()
-        except OSError:
-            namespace = "default"
+    namespace = selection.namespace or _account_namespace(account)
     ca_path = account / "ca.crt"
     server = f"https://[{host}]:{port}" if ":" in host else f"https://{host}:{port}"
     return Connection(
@@ -412,3 +426,10 @@ def _in_cluster(selection: Selection) -> Connection:
         impersonate_user=selection.impersonate_user, impersonate_uid=selection.impersonate_uid,
         impersonate_groups=selection.impersonate_groups, in_cluster=True,
     )
+
+
+def _account_namespace(account: Path) -> str:
+    try:
+        return (account / "namespace").read_text().strip()
+    except OSError:
+        return "default"
