@@ -52,7 +52,7 @@ def check_flags(args: Any) -> None:
 
 
 def context_names(kubeconfig: Optional[str], patterns: Sequence[str], everything: bool) -> list[str]:
-    """The contexts of the merged kubeconfig that the flags name, in kubeconfig order; globs allowed."""
+    """The contexts of the merged kubeconfig that the flags name (globs allowed), each once."""
     from kubectl_pvleft.kubeconfig import kubeconfig_files, merge_kubeconfigs
 
     paths = kubeconfig_files(kubeconfig)
@@ -67,7 +67,8 @@ def context_names(kubeconfig: Optional[str], patterns: Sequence[str], everything
         raise UsageError("--contexts needs context names or patterns, e.g. --contexts 'prod-*'")
     chosen: list[str] = []
     for pattern in patterns:
-        matched = [n for n in names if fnmatch.fnmatchcase(n, pattern)]
+        # A name is itself even when it holds glob characters (EKS ARNs, `[dev]` names).
+        matched = [n for n in names if n == pattern or fnmatch.fnmatchcase(n, pattern)]
         if not matched:
             raise UsageError(f'no context matches "{pattern}" in the kubeconfig')
         chosen += [n for n in matched if n not in chosen]

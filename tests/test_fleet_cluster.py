@@ -200,7 +200,7 @@ def test_contexts_by_name_and_glob(fleet: dict[str, Any]) -> None:
     alone = run_plugin(kubeconfig, "claims", "-A", "--context", LIVE[1], "-o", "json", check=True)
     assert west.returncode == 0 and items(west.stdout) == with_context(LIVE[1], items(alone.stdout))
 
-    # A name and a pattern that overlap: each context once, in kubeconfig order.
+    # A name and a pattern that overlap: each context once.
     both = run_plugin(kubeconfig, "classes", "--contexts", f"{LIVE[1]},live-*", "--contexts", LIVE[0], "-o", "json")
     assert both.returncode == 0
     counts = {c: sum(r["context"] == c for r in items(both.stdout)) for c in LIVE}
@@ -212,6 +212,17 @@ def test_contexts_by_name_and_glob(fleet: dict[str, Any]) -> None:
         wrong = run_plugin(kubeconfig, "leftovers", "--contexts", pattern)
         assert wrong.returncode == 2 and wrong.stdout == ""
         assert wrong.stderr.splitlines() == [f'error: no context matches "{pattern.split(",")[-1]}" in the kubeconfig']
+
+
+def test_a_name_with_glob_characters_is_itself(fleet: dict[str, Any], tmp_path: Path) -> None:
+    doc = yaml.safe_load(fleet["kubeconfig"].read_text())
+    doc["contexts"].append({"name": "lab[1]", "context": {"cluster": f"{LIVE[1]}-cluster", "user": f"{LIVE[1]}-user"}})
+    kubeconfig = tmp_path / "lab.kubeconfig"
+    kubeconfig.write_text(yaml.safe_dump(doc))
+    result = run_plugin(kubeconfig, "classes", "--contexts", "lab[1]", "-o", "json")
+    assert (result.returncode, result.stderr) == (0, "")
+    alone = run_plugin(kubeconfig, "classes", "--context", LIVE[1], "-o", "json", check=True)
+    assert items(result.stdout) == with_context("lab[1]", items(alone.stdout))
 
 
 def test_fleet_usage_errors(fleet: dict[str, Any], tmp_path: Path) -> None:
