@@ -27,7 +27,7 @@ EXIT_CODES_HELP = """exit codes:
   1    error: the API server, the connection or the kubeconfig failed (one "error:" line on stderr)
   2    usage error: bad flags or arguments
   3    findings were reported (only with --exit-code, for cron and CI)
-  4    partial report: a second census (a cloud) failed; the Kubernetes findings were printed
+  4    partial report: a cloud census or a context failed; what could be read was printed (4 wins over 3)
   130  interrupted (Ctrl-C)
   141  the reader closed the pipe (e.g. | head)
 
@@ -291,7 +291,7 @@ def print_options(args: argparse.Namespace, command: Command) -> Any:
                         no_headers=args.no_headers, show_labels=args.show_labels)
 
 
-def run(argv: Sequence[str], prog: str) -> int:
+def parse(argv: Sequence[str], prog: str) -> argparse.Namespace:
     argv = rewrite_bool_forms(list(argv))
     parser = build_parser(prog)
     _Parser.secrets = secret_values(argv)
@@ -301,24 +301,51 @@ def run(argv: Sequence[str], prog: str) -> int:
         if flag is not None:
             raise UsageError(f"unknown flag: {shown(flag.split('=', 1)[0])} (see '{prog} --help')")
         parser.error(f"unexpected arguments: {' '.join(extras)}")
-    if not args.command:
-        parser.print_help()
-        return EXIT_OK
-    command: Command = args.command_spec
+    if args.command:
+        check_combinations(args)
+    return args
+
+
+# Flags that only mean something beside another one: (flag, its dest, the flag it needs, that flag's dest).
+_NEEDS = (("--zone", "zone", "--project", "project"), ("--region", "region", "--project", "project"),
+          ("--aws-profile", "aws_profile", "--aws-region", "aws_region"),
+          ("--aws-cluster-name", "aws_cluster_name", "--aws-region", "aws_region"))
+
+
+def check_combinations(args: argparse.Namespace) -> None:
+    """Usage errors no single flag shows: kubectl's pairs, and flags that need a partner."""
     if args.all_namespaces and args.namespace:
         raise UsageError("-n/--namespace and -A/--all-namespaces cannot be used together")
     if args.namespace is not None:
         validate_namespace(args.namespace)
     if args.sort_by and args.watch:
         raise UsageError("--sort-by cannot be used with --watch")
-    from kubectl_pvleft.api import KubeAPI
-    from kubectl_pvleft.kubeconfig import load_connection
-    from kubectl_pvleft.printing import print_result, warn
+    for flag, dest, partner, partner_dest in _NEEDS:
+        if getattr(args, dest, None) and not getattr(args, partner_dest, None):
+            raise UsageError(f"{flag} needs {partner}")
+    if args.watch and (getattr(args, "project", None) or getattr(args, "aws_region", None)):
+        raise UsageError("a cloud census (--project, --aws-region) cannot be used with --watch")
+
+
+def run(argv: Sequence[str], prog: str) -> int:
+    args = parse(argv, prog)
+    if not args.command:
+        build_parser(prog).print_help()
+        return EXIT_OK
+    command: Command = args.command_spec
     from kubectl_pvleft.transport import set_verbosity
 
     set_verbosity(args.verbosity)
     if args.all_contexts or args.contexts:
         return run_fleet(args, command)
+    result, options = run_one(args, command)
+    return EXIT_OK if result is None else print_and_exit(result, options, args, command)
+
+
+def run_one(args: argparse.Namespace, command: Command) -> tuple[Optional[Result], Options]:
+    from kubectl_pvleft.api import KubeAPI
+    from kubectl_pvleft.kubeconfig import load_connection
+
     connection = load_connection(selection_of(args))
     options = options_of(args, command, connection.namespace)
     module = command.load()
@@ -328,11 +355,16 @@ def run(argv: Sequence[str], prog: str) -> int:
             absent = module.served(api) if hasattr(module, "served") else None
             if absent:  # the kinds it watches are not served here (no CRDs): nothing to watch, not an error
                 print(absent, file=sys.stderr)
-                return EXIT_OK
+                return None, options
             watch_and_print(api, module, options, print_options(args, command))
-        result: Result = module.run(api, options)
+        return module.run(api, options), options
     finally:
         api.close()
+
+
+def print_and_exit(result: Result, options: Options, args: argparse.Namespace, command: Command) -> int:
+    from kubectl_pvleft.printing import print_result, warn
+
     for message in dict.fromkeys(result.warnings):  # each warning once
         warn(message)
     report = result.report
@@ -346,7 +378,7 @@ def run(argv: Sequence[str], prog: str) -> int:
     for message in result.errors:  # a second census that failed: its own line, after what did print
         _error(message)
     if result.partial:
-        return EXIT_PARTIAL
+        return EXIT_PARTIAL  # wins over 3: a partial report cannot say "no findings"
     return EXIT_FINDINGS if args.exit_code and result.findings else EXIT_OK
 
 
