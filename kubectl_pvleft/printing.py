@@ -306,7 +306,7 @@ def print_result(report: Report[Any], sections: Sequence[Report[Any]], options: 
     if not sections:
         formatter(report, options).whole(report.rows)
         return
-    if options.format in ("json", "yaml") or options.format.startswith("jsonpath"):
+    if options.format in ("json", "yaml") or options.format in TEMPLATE_FORMATS:  # one list of every object
         objects = [report.to_json(r) for r in report.rows] + [s.to_json(r) for s in sections for r in s.rows]
         merged: Report[dict[str, Any]] = Report(rows=objects, columns=(), to_json=lambda o: o, name=lambda o: "")
         formatter(merged, options).whole(objects)
