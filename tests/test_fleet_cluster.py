@@ -225,6 +225,22 @@ def test_a_name_with_glob_characters_is_itself(fleet: dict[str, Any], tmp_path: 
     assert items(result.stdout) == with_context("lab[1]", items(alone.stdout))
 
 
+def test_an_unauthorised_context_fails_alone(fleet: dict[str, Any], tmp_path: Path) -> None:
+    """Real RBAC: the east plane's user with only a namespaced Role may not list PVs (a real 403)."""
+    doc = yaml.safe_load(fleet["kubeconfig"].read_text())
+    doc["users"].append({"name": "namespaced-user",
+                         "user": entry(fleet["planes"][LIVE[0]].kubeconfig("namespaced"), "users")["user"]})
+    doc["contexts"].append({"name": "east-namespaced",
+                            "context": {"cluster": f"{LIVE[0]}-cluster", "user": "namespaced-user"}})
+    kubeconfig = tmp_path / "rbac.kubeconfig"
+    kubeconfig.write_text(yaml.safe_dump(doc))
+    result = run_plugin(kubeconfig, "leftovers", "--contexts", "live-*,east-namespaced", "-o", "json")
+    assert result.returncode == 4
+    assert len(result.stderr.splitlines()) == 1
+    assert result.stderr.startswith("error: context east-namespaced: persistentvolumes is forbidden"), result.stderr
+    assert {r["context"] for r in items(result.stdout)} == set(LIVE)
+
+
 def test_fleet_usage_errors(fleet: dict[str, Any], tmp_path: Path) -> None:
     kubeconfig = fleet["kubeconfig"]
     for args, message in (
