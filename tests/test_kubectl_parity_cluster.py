@@ -26,10 +26,9 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from plugin_runner import PLUGIN, items, jsonl, run_plugin
+from plugin_runner import PLUGIN, items, run_plugin
 from recording.classes_claims import bound_csi_claim, cleanup, resize_failed_status, write_status
-from scenarios import (apply, claim, delete_claim, get, host_path_pv, namespace, storage_class, wait_for,
-                       wait_pv_phase)
+from scenarios import apply, claim, delete_claim, host_path_pv, namespace, storage_class, wait_for, wait_pv_phase
 
 pytestmark = pytest.mark.cluster
 
@@ -140,8 +139,8 @@ def objects(cluster) -> Iterator[dict[str, Any]]:
                             "metadata": {"name": f"{P}{pod}", "namespace": NS, "labels": labels},
                             "spec": {"containers": [{"name": "c", "image": "busybox"}],
                                      "volumes": [{"name": "v", "persistentVolumeClaim": {"claimName": claim_name}}]}})
-        wait_for("the Pods to be Pending", lambda: len(kubectl(
-            cluster, "get", "pods", "-n", NS, "--field-selector=status.phase=Pending", "-o", "name").stdout.split()) == 3)
+        pending = ("get", "pods", "-n", NS, "--field-selector=status.phase=Pending", "-o", "name")
+        wait_for("the Pods to be Pending", lambda: len(kubectl(cluster, *pending).stdout.split()) == 3)
         yield {"pvs": sorted(f"{P}{n}" for n in (*PV_SIZES, "pv-rel"))}
     finally:
         cleanup(cluster, P)
@@ -226,7 +225,8 @@ def test_certificate_authority_with_insecure_is_refused_as_kubectl_refuses_it(cl
     ours = plugin_bare("leftovers", *flags, env=env)
     theirs = bare(["get", "pv", *flags], env)
     assert (ours.returncode, theirs.returncode, ours.stdout) == (1, 1, "")
-    assert ours.stderr == theirs.stderr == "error: specifying a root certificates file with the insecure flag is not allowed\n"
+    assert ours.stderr == theirs.stderr == (
+        "error: specifying a root certificates file with the insecure flag is not allowed\n")
 
 
 def test_as_uid_impersonates_like_kubectl(cluster, objects) -> None:
@@ -313,9 +313,9 @@ def test_field_selector_on_claims(cluster, objects) -> None:
 def test_a_selector_the_server_refuses(cluster, objects) -> None:
     # kubectl wraps the server's words in its own ("Unable to find ... that match label selector ..."); the
     # server's reason is the same text in both.
-    for flag, value, kind in (("-l", "team in (a", "pv"), ("-l", "team=a=b", "pv"), ("--field-selector", "spec.x=y", "pv")):
+    for flag, value in (("-l", "team in (a"), ("-l", "team=a=b"), ("--field-selector", "spec.x=y")):
         ours = plugin(cluster, "leftovers", "--all", flag, value)
-        theirs = kubectl(cluster, "get", kind, flag, value, check=False)
+        theirs = kubectl(cluster, "get", "pv", flag, value, check=False)
         assert (ours.returncode, ours.stdout, theirs.returncode) == (1, "", 1)
         assert len(ours.stderr.splitlines()) == 1 and "HTTP 400" in ours.stderr
         reason = after_error(ours.stderr).rsplit(" (list ", 1)[0]
@@ -360,7 +360,8 @@ TEMPLATES = (
      'jsonpath={range .items[*]}{.metadata.name}{"\\t"}{.spec.capacity.storage}{"\\n"}{end}'),
     ("jsonpath-as-json={.items[*].capacity}", "jsonpath-as-json={.items[*].spec.capacity.storage}"),
     ("jsonpath={.items[0].name}", "jsonpath={.items[0].metadata.name}"),
-    ("jsonpath={.items[?(@.capacity==\"2Gi\")].name}", "jsonpath={.items[?(@.spec.capacity.storage==\"2Gi\")].metadata.name}"),
+    ('jsonpath={.items[?(@.capacity=="2Gi")].name}',
+     'jsonpath={.items[?(@.spec.capacity.storage=="2Gi")].metadata.name}'),
     ("custom-columns=NAME:.name,CAPACITY:.capacity,CLASS:.storage_class",
      "custom-columns=NAME:.metadata.name,CAPACITY:.spec.capacity.storage,CLASS:.spec.storageClassName"),
 )
@@ -391,7 +392,8 @@ def test_template_files(cluster, objects, tmp_path: Path) -> None:
     for fmt, ours_text, theirs_text in (
             ("jsonpath-file", '{range .items[*]}{.name} {.phase}{"\\n"}{end}',
              '{range .items[*]}{.metadata.name} {.status.phase}{"\\n"}{end}'),
-            ("custom-columns-file", "NAME   STATUS\n.name  .phase\n", "NAME   STATUS\n.metadata.name  .status.phase\n")):
+            ("custom-columns-file", "NAME   STATUS\n.name  .phase\n",
+             "NAME   STATUS\n.metadata.name  .status.phase\n")):
         (tmp_path / "ours").write_text(ours_text)
         (tmp_path / "theirs").write_text(theirs_text)
         ours = plugin(cluster, "leftovers", "--all", "-l", SET, "-o", f"{fmt}={tmp_path / 'ours'}", check=True)
@@ -523,7 +525,8 @@ class Watch:
             seen.append(doc)
             if match(doc):
                 return doc
-        raise AssertionError(f"no line for {what} in {timeout:.0f}s; saw {[(d.get('change'), d.get('name')) for d in seen]}")
+        summary = [(d.get("change"), d.get("name")) for d in seen]
+        raise AssertionError(f"no line for {what} in {timeout:.0f}s; saw {summary}")
 
     def stderr(self) -> str:
         return self.proc.stderr.read() if self.proc.stderr and self.proc.poll() is not None else ""
