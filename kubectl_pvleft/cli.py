@@ -318,8 +318,6 @@ def check_combinations(args: argparse.Namespace) -> None:
         raise UsageError("-n/--namespace and -A/--all-namespaces cannot be used together")
     if args.namespace is not None:
         validate_namespace(args.namespace)
-    if args.sort_by and args.watch:
-        raise UsageError("--sort-by cannot be used with --watch")
     for flag, dest, partner, partner_dest in _NEEDS:
         if getattr(args, dest, None) and not getattr(args, partner_dest, None):
             raise UsageError(f"{flag} needs {partner}")
@@ -336,6 +334,8 @@ def run(argv: Sequence[str], prog: str) -> int:
     from kubectl_pvleft.transport import set_verbosity
 
     set_verbosity(args.verbosity)
+    if args.watch and args.sort_by:  # kubectl's own words, and its choice: watch anyway
+        print("warning: --watch requested, --sort-by will be ignored for watch events received", file=sys.stderr)
     if args.all_contexts or args.contexts:
         return run_fleet(args, command)
     result, options = run_one(args, command)

@@ -344,11 +344,15 @@ def _from_flags(cluster: dict[str, Any], user: dict[str, Any], context_name: Opt
         raise ConfigError(f"{cluster_label} has no server" if cluster_label != "flags" else
                           "no server: pass --server or a kubeconfig")
     server = checked_server(server, "--server" if selection.server else cluster_label)
+    impersonate_user = selection.impersonate_user or _string(user, "as", user_label)
+    if not impersonate_user and (selection.impersonate_uid or selection.impersonate_groups):
+        raise ConfigError(f"requesting uid, groups or user-extra for {user_name or '<unnamed>'} without impersonating "
+                          "a user")  # kubectl's words, before any request
     return Connection(
         server=server, context=context_name,
         namespace=selection.namespace or _checked_namespace(namespace, f'context "{context_name}"') or "default",
         tls=_tls(cluster, user, selection, cluster_label, user_label), auth=_auth(user, selection, user_label, user_name),
-        impersonate_user=selection.impersonate_user or _string(user, "as", user_label),
+        impersonate_user=impersonate_user,
         impersonate_uid=selection.impersonate_uid, impersonate_groups=selection.impersonate_groups,
         sources=sources,
     )

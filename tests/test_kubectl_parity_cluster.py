@@ -245,8 +245,6 @@ def test_as_uid_impersonates_like_kubectl(cluster, objects) -> None:
     assert ours_seen[0]["user"]["username"] == "pvleft-admin"
 
 
-@pytest.mark.xfail(strict=True, reason="kubeconfig._from_flags sends --as-uid/--as-group without --as to the server "
-                   "(HTTP 400 with a Go struct dump) where kubectl refuses before any request")
 def test_as_uid_without_as_is_refused_before_any_request(cluster, objects) -> None:
     audit = AuditTail(cluster)
     for flag in (["--as-uid", f"{P}uid"], ["--as-group", f"{P}group"]):
