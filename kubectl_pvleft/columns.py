@@ -76,27 +76,37 @@ def go_json(value: Any, indent: Optional[str] = None) -> str:
 
 
 def _append_json(out: list, value: Any, indent: Optional[str], newline: str) -> None:
-    if value is None or value is NO_VALUE:
-        out.append("null")
-    elif isinstance(value, bool):
-        out.append("true" if value else "false")
-    elif isinstance(value, (int, float)):
-        out.append(str(int(value)) if is_int64(value) else go_float(float(value), json_style=True))
-    elif isinstance(value, str):
-        out.append(_json_string(value))
-    elif isinstance(value, (dict, list, tuple)):
-        is_map = isinstance(value, dict)
-        out.append("{" if is_map else "[")
-        inner = None if indent is None else newline + indent
-        for index, item in enumerate(sorted(value) if is_map else value):
-            out.append(("," if index else "") + (inner or ""))
-            if is_map:
-                out.append(_json_string(item) + (":" if indent is None else ": "))
-                item = value[item]
-            _append_json(out, item, indent, inner or newline)
-        out.append((newline if value and indent is not None else "") + ("}" if is_map else "]"))
+    if isinstance(value, (dict, list, tuple)):
+        _append_json_container(out, value, indent, newline)
     else:
-        raise TypeError(f"not a decoded JSON value: {type(value).__name__}")
+        out.append(_json_scalar(value))
+
+
+def _json_scalar(value: Any) -> str:
+    if value is None or value is NO_VALUE:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return str(int(value)) if is_int64(value) else go_float(float(value), json_style=True)
+    if isinstance(value, str):
+        return _json_string(value)
+    raise TypeError(f"not a decoded JSON value: {type(value).__name__}")
+
+
+def _append_json_container(out: list, value: Any, indent: Optional[str], newline: str) -> None:
+    """An object (keys sorted) or an array; with an indent, each member on its own line one level deeper."""
+    is_map = isinstance(value, dict)
+    opening, closing = ("{", "}") if is_map else ("[", "]")
+    inner = None if indent is None else newline + indent
+    out.append(opening)
+    for index, item in enumerate(sorted(value) if is_map else value):
+        out.append(("," if index else "") + (inner or ""))
+        if is_map:
+            out.append(_json_string(item) + (":" if indent is None else ": "))
+            item = value[item]
+        _append_json(out, item, indent, inner or newline)
+    out.append((newline if value and indent is not None else "") + closing)
 
 
 def go_sprint(value: Any) -> str:
@@ -164,6 +174,7 @@ def go_type_name(value: Any) -> str:
 
 
 _UNQUOTE_SIMPLE = {"a": 7, "b": 8, "f": 12, "n": 10, "r": 13, "t": 9, "v": 11, "\\": 92}
+_UNQUOTE_HEX_SIZES = {"x": 2, "u": 4, "U": 8}
 
 
 def go_unquote(quoted: str) -> Optional[str]:
@@ -176,33 +187,58 @@ def go_unquote(quoted: str) -> Optional[str]:
     out, i = bytearray(), 0
     while i < len(body):
         ch = body[i]
-        if ch == quote or (ch == "\\" and i + 1 >= len(body)):
+        if ch == quote:
             return None
-        if ch != "\\":
+        if ch == "\\":
+            after = _unquote_escape(body, i + 1, quote, out)
+            if after is None:
+                return None
+            i = after
+        else:
             out += ch.encode("utf-8", "surrogatepass")
             i += 1
-            continue
-        esc, i = body[i + 1], i + 2
-        if esc in _UNQUOTE_SIMPLE or (esc in "'\"" and esc == quote):
-            out.append(_UNQUOTE_SIMPLE.get(esc, ord(esc)))
-        elif esc in "xuU":
-            size = {"x": 2, "u": 4, "U": 8}[esc]
-            digits, i = body[i:i + size], i + size
-            if not re.fullmatch(r"[0-9a-fA-F]{%d}" % size, digits):
-                return None
-            code = int(digits, 16)
-            if esc == "x":
-                out.append(code)  # a raw byte, as Go's \x is
-            elif code > 0x10FFFF or 0xD800 <= code <= 0xDFFF:
-                return None
-            else:
-                out += chr(code).encode("utf-8")
-        elif esc in "01234567" and re.fullmatch(r"[0-7]{3}", body[i - 1:i + 2]) and int(body[i - 1:i + 2], 8) < 256:
-            out.append(int(body[i - 1:i + 2], 8))
-            i += 2
-        else:
-            return None
     return out.decode("utf-8", "replace")
+
+
+def _unquote_escape(body: str, i: int, quote: str, out: bytearray) -> Optional[int]:
+    """Appends the bytes of the escape whose letter is body[i] (after a backslash); the index after the escape,
+    or None where Go says `invalid syntax`."""
+    if i >= len(body):
+        return None
+    esc, i = body[i], i + 1
+    if esc in _UNQUOTE_SIMPLE or (esc in "'\"" and esc == quote):
+        out.append(_UNQUOTE_SIMPLE.get(esc, ord(esc)))
+        return i
+    if esc in _UNQUOTE_HEX_SIZES:
+        return _unquote_hex(body, i, esc, out)
+    if esc in "01234567":
+        return _unquote_octal(body, i - 1, out)
+    return None
+
+
+def _unquote_hex(body: str, i: int, esc: str, out: bytearray) -> Optional[int]:
+    """`\\xHH` (a raw byte), `\\uHHHH` or `\\UHHHHHHHH` (a code point, in UTF-8) whose digits start at body[i]."""
+    size = _UNQUOTE_HEX_SIZES[esc]
+    digits = body[i:i + size]
+    if not re.fullmatch(r"[0-9a-fA-F]{%d}" % size, digits):
+        return None
+    code = int(digits, 16)
+    if esc == "x":
+        out.append(code)  # a raw byte, as Go's \x is
+    elif code > 0x10FFFF or 0xD800 <= code <= 0xDFFF:
+        return None
+    else:
+        out += chr(code).encode("utf-8")
+    return i + size
+
+
+def _unquote_octal(body: str, start: int, out: bytearray) -> Optional[int]:
+    """`\\OOO`: three octal digits from body[start], a byte (so at most \\377)."""
+    digits = body[start:start + 3]
+    if not re.fullmatch(r"[0-7]{3}", digits) or int(digits, 8) >= 256:
+        return None
+    out.append(int(digits, 8))
+    return start + 3
 
 
 # ---- custom-columns -------------------------------------------------------------------------------------------
