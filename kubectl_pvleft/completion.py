@@ -127,9 +127,9 @@ def _value_choices(action: argparse.Action) -> list[str]:
     if action.choices:
         return [str(choice) for choice in action.choices]
     if action.dest == "output":
-        from kubectl_pvleft import cli
+        from kubectl_pvleft import flags
 
-        return list(getattr(cli, "OUTPUT_CHOICES", ())) + [f"{name}=" for name in getattr(cli, "TEMPLATED", ())]
+        return list(flags.OUTPUT_CHOICES) + [f"{name}=" for name in flags.TEMPLATED]
     return []
 
 

@@ -1,0 +1,321 @@
+"""kubectl's flags with kubectl's meaning: the parser, the flag types and their one-line errors, the usage
+errors no single flag shows, and how flags become a Selection (where, as whom), Options (what to read) and
+PrintOptions (how to print). Nothing heavy is imported here, so --help and usage errors cost nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import os
+import re
+from typing import Any, NoReturn, Optional, Sequence
+
+from kubectl_pvleft import __version__
+from kubectl_pvleft.commands import COMMANDS, Command, Options
+from kubectl_pvleft.errors import UsageError
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_FINDINGS, EXIT_PARTIAL = 0, 1, 2, 3, 4
+EXIT_INTERRUPTED, EXIT_PIPE_CLOSED = 130, 141
+
+EXIT_CODES_HELP = """exit codes:
+  0    success
+  1    error: the API server, the connection or the kubeconfig failed (one "error:" line on stderr)
+  2    usage error: bad flags or arguments
+  3    findings were reported (only with --exit-code, for cron and CI)
+  4    partial report: a cloud census or a context failed; what could be read was printed (4 wins over 3)
+  130  interrupted (Ctrl-C)
+  141  the reader closed the pipe (e.g. | head)
+
+output formats (-o): table, wide, json, yaml, jsonl, name, jsonpath=TEMPLATE, jsonpath-as-json=TEMPLATE,
+  jsonpath-file=FILE, custom-columns=SPEC, custom-columns-file=FILE (kubectl's JSONPath dialect, over the
+  objects -o json prints; go-template is not supported)"""
+
+OUTPUT_CHOICES = ("table", "wide", "json", "yaml", "jsonl", "name")
+TEMPLATED = ("jsonpath", "jsonpath-as-json", "jsonpath-file", "custom-columns", "custom-columns-file")
+# Flag names whose values are secrets: never echoed, not even in a usage error.
+_SECRET_FLAG = re.compile(r"tok|tkn|pass|pwd|secret|cred|key|auth|bearer|cert", re.IGNORECASE)
+_MAX_DURATION_SECONDS = (2 ** 63 - 1) / 1e9  # Go's time.Duration limit, which kubectl parses with
+_TRUE, _FALSE = ("1", "t", "T", "TRUE", "true", "True"), ("0", "f", "F", "FALSE", "false", "False")
+
+
+def program_name(argv0: str) -> str:
+    """`kubectl pvleft` when run as the kubectl plugin binary, as kubectl itself names plugins."""
+    base = os.path.basename(argv0)
+    if base.startswith("kubectl-"):
+        return "kubectl " + base[len("kubectl-"):].replace("_", "-")
+    if base in ("__main__.py", "-m"):
+        return "python -m kubectl_pvleft"
+    return base or "kubectl pvleft"
+
+
+def shown(text: str) -> str:
+    """A user's string in a message: undecodable bytes and control characters escaped, never raw."""
+    raw = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in raw)
+
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
+_UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_request_timeout(text: str) -> Optional[float]:
+    """kubectl's --request-timeout: a Go duration (1s, 2m, 1m30s) or a bare number of seconds; 0 means none."""
+    text = text.strip()
+    if re.fullmatch(r"\d+", text):
+        seconds = float(text)
+    else:
+        parts = _DURATION.findall(text)
+        if not parts or "".join(n + u for n, u in parts) != text:
+            raise argparse.ArgumentTypeError(
+                f"invalid duration {shown(text)!r}: use a number with a unit such as 30s, 2m or 1h (0 means no timeout)")
+        seconds = sum(float(n) * _UNIT_SECONDS[u] for n, u in parts)
+    if seconds > _MAX_DURATION_SECONDS:
+        raise argparse.ArgumentTypeError(f"invalid duration {shown(text)!r}: longer than the longest duration kubectl "
+                                         "accepts (about 292 years)")
+    return seconds or None
+
+
+def header_value(what: str):
+    def check(text: str) -> str:
+        if any(c in text for c in "\r\n\x00") or not text.isprintable():
+            raise argparse.ArgumentTypeError(f"{what} may not contain line breaks or control characters")
+        try:
+            text.encode("latin-1")
+        except UnicodeEncodeError:
+            raise argparse.ArgumentTypeError(f"{what} contains characters an HTTP header cannot carry") from None
+        return text
+    return check
+
+
+def output_format(text: str) -> str:
+    name, _, value = text.partition("=")
+    if text in OUTPUT_CHOICES or (name in TEMPLATED and value):
+        return text
+    if name in TEMPLATED:  # kubectl's words (no argparse "argument -o/--output:" prefix)
+        raise UsageError("custom-columns format specified but no custom columns given" if name.startswith("custom")
+                         else "template format specified but no template given")
+    if name in ("go-template", "go-template-file", "template", "templatefile"):
+        raise argparse.ArgumentTypeError(f"-o {name} is not supported: use jsonpath=... or custom-columns=...")
+    raise argparse.ArgumentTypeError(f"invalid choice: {shown(text)!r} (choose from "
+                                     + ", ".join(OUTPUT_CHOICES + tuple(f'{t}=...' for t in TEMPLATED)) + ")")
+
+
+def validate_namespace(namespace: str) -> str:
+    """kubectl refuses a namespace that cannot be a path segment or an RFC 1123 label, before any request.
+    An empty -n is kubectl's "not given": the context's namespace is used."""
+    from kubectl_pvleft.kubeconfig import namespace_problem
+
+    problem = namespace_problem(namespace) if namespace else None
+    if problem:
+        raise UsageError(f'invalid namespace "{shown(namespace)}": [{problem}]')
+    return namespace
+
+
+class _Parser(argparse.ArgumentParser):
+    secrets: tuple[str, ...] = ()
+
+    def error(self, message: str) -> NoReturn:
+        for secret in sorted(self.secrets, key=len, reverse=True):
+            message = message.replace(secret, "<redacted>")
+        raise UsageError(f"{shown(message)} (see '{self.prog} --help')")
+
+
+class _Bool(argparse.Action):
+    """A pflag boolean: ``--flag``, and ``--flag=true|false`` (the ``=`` forms arrive rewritten)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, default: Any = None, help: Optional[str] = None) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=default, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: Optional[str] = None) -> None:
+        setattr(namespace, self.dest, not (option_string or "").startswith("--pvleft-false-"))
+
+
+BOOL_FLAGS = {"-A": "all_namespaces", "--all-namespaces": "all_namespaces", "--no-headers": "no_headers",
+              "--exit-code": "exit_code", "--insecure-skip-tls-verify": "insecure_skip_tls_verify",
+              "--show-labels": "show_labels", "-w": "watch", "--watch": "watch", "--all": "all", "--drift": "drift",
+              "--all-contexts": "all_contexts"}
+
+_PFLAG_NAMES = {"all_namespaces": "-A, --all-namespaces", "watch": "-w, --watch"}  # pflag's errors name both
+
+
+def rewrite_bool_forms(argv: Sequence[str]) -> list[str]:
+    """pflag's ``--flag=true|false`` and ``-A=false`` for boolean flags, as argparse understands them."""
+    out = []
+    for arg in argv:
+        if arg == "--":
+            out.extend(argv[len(out):])
+            break
+        flag, eq, value = arg.partition("=")
+        if eq and flag in BOOL_FLAGS and (value in _TRUE or value in _FALSE):
+            out.append(flag if value in _TRUE else f"--pvleft-false-{BOOL_FLAGS[flag]}")
+        elif eq and flag in BOOL_FLAGS:
+            raise UsageError(f'invalid argument "{shown(value)}" for "{_PFLAG_NAMES.get(BOOL_FLAGS[flag], flag)}" '
+                             f'flag: strconv.ParseBool: parsing "{shown(value)}": invalid syntax')
+        else:
+            out.append(arg)
+    return out
+
+
+def secret_values(argv: Sequence[str]) -> tuple[str, ...]:
+    """The values of credential-like flags in argv (``--token=X`` or ``--token X``), to keep out of messages."""
+    found = []
+    for index, arg in enumerate(argv):
+        if not arg.startswith("-"):
+            continue
+        flag, eq, value = arg.partition("=")
+        if not _SECRET_FLAG.search(flag):
+            continue
+        if eq and value:
+            found.append(value)
+        elif not eq and index + 1 < len(argv) and argv[index + 1]:
+            found.append(argv[index + 1])
+    return tuple(found)
+
+
+def _flags(parser: argparse.ArgumentParser, top: bool) -> None:
+    # The same flags on the top parser and every subcommand, as kubectl accepts them before or after the
+    # subcommand; on subcommands they default to SUPPRESS so a flag given earlier is not reset.
+    def default(value: Any) -> Any:
+        return value if top else argparse.SUPPRESS
+
+    def boolean(group: Any, *names: str, help: str) -> None:
+        dest = BOOL_FLAGS[names[-1]]
+        group.add_argument(*names, action=_Bool, dest=dest, default=default(False if dest != "insecure_skip_tls_verify"
+                                                                            else None), help=help)
+        group.add_argument(f"--pvleft-false-{dest}", action=_Bool, dest=dest, default=argparse.SUPPRESS,
+                           help=argparse.SUPPRESS)
+
+    g = parser.add_argument_group("kubectl flags")
+    g.add_argument("--kubeconfig", default=default(None), metavar="FILE",
+                   help="path to one kubeconfig file (default: $KUBECONFIG, merged as kubectl merges, else ~/.kube/config)")
+    g.add_argument("--context", default=default(None), help="the kubeconfig context to use")
+    g.add_argument("--cluster", default=default(None), help="the kubeconfig cluster to use")
+    g.add_argument("--user", default=default(None), help="the kubeconfig user to use")
+    g.add_argument("-n", "--namespace", default=default(None), help="the namespace (default: the context's, else default)")
+    boolean(g, "-A", "--all-namespaces", help="look in every namespace")
+    g.add_argument("-l", "--selector", default=default(None), metavar="SELECTOR",
+                   help="label selector, sent to the server (=, ==, !=, in, notin, exists)")
+    g.add_argument("--field-selector", default=default(None), metavar="SELECTOR",
+                   help="field selector on the subcommand's main kind, sent to the server (e.g. metadata.name=x)")
+    g.add_argument("-o", "--output", type=output_format, default=default("table"), metavar="FORMAT",
+                   help="table (default), wide, json, yaml, jsonl, name, jsonpath=..., custom-columns=...")
+    g.add_argument("--sort-by", default=default(None), metavar="JSONPATH",
+                   help="sort rows by a JSONPath over the objects -o json prints (e.g. .capacity)")
+    boolean(g, "--no-headers", help="omit table headers")
+    boolean(g, "--show-labels", help="show the objects' labels as the last column")
+    boolean(g, "-w", "--watch", help="keep watching; print a line when a row appears, changes or resolves")
+    boolean(g, "--exit-code", help="exit 3 when there are findings (for cron and CI)")
+    g.add_argument("--request-timeout", type=parse_request_timeout, default=default(None), metavar="DURATION",
+                   help="give up on a single server request after this long (e.g. 30s, 2m; 0 = never)")
+    g.add_argument("-v", "--v", dest="verbosity", type=int, default=default(0), metavar="LEVEL",
+                   help="log requests on stderr: 6 method/URL/status, 8 response bodies, 9 curl (credentials masked)")
+    f = parser.add_argument_group("fleet: many clusters in one run")
+    boolean(f, "--all-contexts", help="run in every context of the kubeconfig, concurrently (adds a CONTEXT column)")
+    f.add_argument("--contexts", action="append", default=default([]), metavar="A,B,...",
+                   help="run in these contexts (comma-separated, repeatable; glob patterns such as 'prod-*')")
+    f.add_argument("--max-concurrency", type=int, default=default(None), metavar="N",
+                   help="contexts read at once (default 8)")
+    c = parser.add_argument_group("connection flags (override the kubeconfig, as kubectl's do)")
+    c.add_argument("-s", "--server", default=default(None), metavar="URL", help="the API server's address")
+    c.add_argument("--token", default=default(None), metavar="TOKEN", help="bearer token")
+    c.add_argument("--certificate-authority", default=default(None), metavar="FILE", help="CA certificate file")
+    c.add_argument("--client-certificate", default=default(None), metavar="FILE", help="client certificate file")
+    c.add_argument("--client-key", default=default(None), metavar="FILE", help="client key file")
+    boolean(c, "--insecure-skip-tls-verify", help="do not verify the server's certificate (insecure)")
+    c.add_argument("--tls-server-name", default=default(None), metavar="NAME",
+                   help="server name for certificate validation (and SNI)")
+    c.add_argument("--username", default=default(None), help=argparse.SUPPRESS)
+    c.add_argument("--password", default=default(None), help=argparse.SUPPRESS)
+    c.add_argument("--as", dest="as_user", type=header_value("--as"), default=default(None), metavar="USER",
+                   help="impersonate this user")
+    c.add_argument("--as-group", action="append", type=header_value("--as-group"), default=default([]),
+                   metavar="GROUP", help="impersonate this group (repeatable)")
+    c.add_argument("--as-uid", type=header_value("--as-uid"), default=default(None), metavar="UID",
+                   help="impersonate this uid")
+
+
+@functools.lru_cache(maxsize=4)  # a parser is reusable; building one costs more than a run's parsing
+def build_parser(prog: str) -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog=prog, allow_abbrev=False,  # pflag takes no abbreviations: --all is not --all-namespaces
+        description="Read-only storage diagnostics: leftover PVs, Pending Pods, StorageClasses, troubled claims. "
+                    "Only get, list and watch are ever sent to the API server.",
+        epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"kubectl-pvleft {__version__}")
+    _flags(parser, top=True)
+    sub = parser.add_subparsers(dest="command", metavar="SUBCOMMAND", parser_class=_Parser)
+    for command in COMMANDS:
+        p = sub.add_parser(command.name, help=command.summary, description=command.summary, epilog=EXIT_CODES_HELP,
+                           formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
+        _flags(p, top=False)
+        command.arguments(p)
+        p.set_defaults(command_spec=command)
+    return parser
+
+
+# -- running a subcommand ------------------------------------------------------------------------------
+
+def selection_of(args: argparse.Namespace) -> Any:
+    from kubectl_pvleft.kubeconfig import Selection
+
+    return Selection(
+        kubeconfig=args.kubeconfig, context=args.context, cluster=args.cluster, user=args.user,
+        namespace=args.namespace, impersonate_user=args.as_user, impersonate_uid=args.as_uid,
+        impersonate_groups=tuple(args.as_group or ()), server=args.server, token=args.token,
+        certificate_authority=args.certificate_authority, client_certificate=args.client_certificate,
+        client_key=args.client_key, insecure_skip_tls_verify=args.insecure_skip_tls_verify,
+        tls_server_name=args.tls_server_name, username=args.username, password=args.password,
+    )
+
+
+def options_of(args: argparse.Namespace, command: Command, context_namespace: str) -> Options:
+    if command.cluster_scoped:
+        namespace = None if args.all_namespaces else args.namespace
+    else:  # kubectl's -n / -A / context-namespace rule
+        namespace = None if args.all_namespaces else (args.namespace or context_namespace)
+    return Options(namespace=namespace, all_namespaces=args.all_namespaces, args=args, label_selector=args.selector,
+                   field_selector=args.field_selector, wide=args.output == "wide")
+
+
+def print_options(args: argparse.Namespace, command: Command) -> Any:
+    from kubectl_pvleft.printing import PrintOptions
+
+    return PrintOptions(output=args.output, all_namespaces=args.all_namespaces and not command.cluster_scoped,
+                        no_headers=args.no_headers, show_labels=args.show_labels)
+
+
+def parse(argv: Sequence[str], prog: str) -> argparse.Namespace:
+    argv = rewrite_bool_forms(list(argv))
+    parser = build_parser(prog)
+    _Parser.secrets = secret_values(argv)
+    args, extras = parser.parse_known_args(argv)
+    if extras:  # like kubectl: name the first unknown flag, never what follows it (it may be a secret)
+        flag = next((e for e in extras if e.startswith("-")), None)
+        if flag is not None:
+            raise UsageError(f"unknown flag: {shown(flag.split('=', 1)[0])} (see '{prog} --help')")
+        parser.error(f"unexpected arguments: {' '.join(extras)}")
+    if args.command:
+        check_combinations(args)
+    return args
+
+
+# Flags that only mean something beside another one: (flag, its dest, the flag it needs, that flag's dest).
+_NEEDS = (("--zone", "zone", "--project", "project"), ("--region", "region", "--project", "project"),
+          ("--aws-profile", "aws_profile", "--aws-region", "aws_region"),
+          ("--aws-cluster-name", "aws_cluster_name", "--aws-region", "aws_region"))
+
+
+def check_combinations(args: argparse.Namespace) -> None:
+    """Usage errors no single flag shows: kubectl's pairs, and flags that need a partner."""
+    if args.all_namespaces and args.namespace:
+        raise UsageError("-n/--namespace and -A/--all-namespaces cannot be used together")
+    if args.namespace is not None:
+        validate_namespace(args.namespace)
+    for flag, dest, partner, partner_dest in _NEEDS:
+        if getattr(args, dest, None) and not getattr(args, partner_dest, None):
+            raise UsageError(f"{flag} needs {partner}")
+    if args.watch and (getattr(args, "project", None) or getattr(args, "aws_region", None)):
+        raise UsageError("a cloud census (--project, --aws-region) cannot be used with --watch")
