@@ -90,14 +90,7 @@ def add_cloud_census(outcome: Result, leftovers: Any, options: Options) -> Resul
             continue
         taken.append(census_name(census))
         if options.label_selector:
-            # Only the selected PVs were read: a disk named by a PV outside the selection would be a false orphan.
-            dropped = [f for f in joined.findings if f.pv_name is None]
-            if dropped:
-                outcome.warnings.append(
-                    f"{census_name(census)} census: -l {options.label_selector} selected the PersistentVolumes "
-                    f"joined, so {len(dropped)} disk(s) no selected PV names are not reported as orphans; "
-                    "run without -l to see them")
-            joined.findings[:] = [f for f in joined.findings if f.pv_name is not None]
+            _hold_back_orphans(joined, census, options, outcome.warnings)
         findings += joined.findings
         disks.update(joined.disks_by_pv)
         disks.update({f.pv_name: Absent.MISSING for f in joined.findings if f.pv_name is not None})
@@ -115,6 +108,16 @@ def add_cloud_census(outcome: Result, leftovers: Any, options: Options) -> Resul
     outcome.errors = errors
     outcome.partial = bool(errors)
     return outcome
+
+
+def _hold_back_orphans(joined: Any, census: Any, options: Options, warnings: list[str]) -> None:
+    """Only the selected PVs were read: a disk named by a PV outside the selection would be a false orphan."""
+    dropped = [f for f in joined.findings if f.pv_name is None]
+    if dropped:
+        warnings.append(f"{census_name(census)} census: -l {options.label_selector} selected the PersistentVolumes "
+                        f"joined, so {len(dropped)} disk(s) no selected PV names are not reported as orphans; "
+                        "run without -l to see them")
+    joined.findings[:] = [f for f in joined.findings if f.pv_name is not None]
 
 
 def other_clusters_note(disks: list[CloudDisk], cluster_name: Optional[str]) -> str:

@@ -156,18 +156,24 @@ def run_fleet(contexts: list[str], args: Any, command: Command, options_of: Call
     return outcomes  # type: ignore[return-value]
 
 
-def combine(outcomes: list[ContextOutcome]) -> tuple[Report[InContext], Result]:
+def _rows_by_context(results: list[tuple[str, Result]]) -> Optional[Report[InContext]]:
+    if not results:
+        return None
+    rows = [InContext(context, row) for context, result in results for row in result.report.rows]
+    return lift(results[0][1].report).with_rows(rows)
+
+
+def combine(outcomes: list[ContextOutcome]) -> tuple[Optional[Report[InContext]], Result]:
     """One report: rows sorted by context, then as each context's report had them."""
-    done = [o for o in outcomes if o.result is not None]
-    base = done[0].result.report if done else None  # type: ignore[union-attr]
-    rows = [InContext(o.context, row) for o in sorted(done, key=lambda o: o.context) for row in o.result.report.rows]  # type: ignore[union-attr]
-    report = lift(base).with_rows(rows) if base is not None else None
-    warnings = [f"context {o.context}: {w}" for o in done for w in o.result.warnings]  # type: ignore[union-attr]
-    result = Result(report=report, findings=sum(o.result.findings for o in done),  # type: ignore[union-attr, arg-type]
-                    warnings=warnings, partial=len(done) < len(outcomes) or any(o.result.partial for o in done),  # type: ignore[union-attr]
-                    errors=[f"context {o.context}: {o.error}" for o in outcomes if o.error is not None]
-                    + [f"context {o.context}: {e}" for o in done for e in o.result.errors])  # type: ignore[union-attr]
-    return report, result  # type: ignore[return-value]
+    done = sorted((o for o in outcomes if o.result is not None), key=lambda o: o.context)
+    results = [(o.context, o.result) for o in done if o.result is not None]
+    report = _rows_by_context(results)
+    failed = [f"context {o.context}: {o.error}" for o in outcomes if o.error is not None]
+    result = Result(report=report, findings=sum(r.findings for _, r in results),  # type: ignore[arg-type]
+                    warnings=[f"context {c}: {w}" for c, r in results for w in r.warnings],
+                    partial=bool(failed) or any(r.partial for _, r in results),
+                    errors=failed + [f"context {c}: {e}" for c, r in results for e in r.errors])
+    return report, result
 
 
 def summary(outcome: ContextOutcome) -> str:
