@@ -264,7 +264,7 @@ def targets(results: dict[str, Any]) -> list[tuple[str, str, Optional[bool]]]:
 def render(label: str, results: dict[str, Any], note: str, scenarios: Sequence[Any], small_scenario: Any) -> str:
     v, hw = results["versions"], results["machine"]
     lines = [f"## Results: {label}", "",
-             f"{results['started']}, `python benchmarks/run.py {' '.join(results['argv'])}`. "
+             f"{results['started']}, `python benchmarks/run.py {_shown_argv(results['argv'])}`. "
              f"Machine: {hw['cores']} cores ({hw['cpu']}), {hw['memory_gib']} GiB, Linux {hw['kernel']}, "
              f"load average {results.get('load_average_at_start', '?')} when it started and "
              f"{hw['load_average'][0]} when it ended (other sessions share these cores: wall times stretch "
@@ -292,6 +292,20 @@ def render(label: str, results: dict[str, Any], note: str, scenarios: Sequence[A
                   f"{h.peak('rss_mib'):.0f} MiB peak RSS (median of {len(h.samples)}).", ""]
     lines += _static_lines(results["static"])
     return "\n".join(lines)
+
+
+def _shown_argv(argv: Sequence[str]) -> str:
+    """The command line as typed, with the --note value (printed below it) elided."""
+    shown, skip = [], False
+    for word in argv:
+        if skip:
+            shown.append('"…"')
+        elif " " in word:
+            shown.append(f'"{word}"')
+        else:
+            shown.append(word)
+        skip = word == "--note"
+    return " ".join(shown)
 
 
 def _large_lines(large: dict[str, Any], scenarios: Sequence[Any]) -> list[str]:

@@ -133,9 +133,18 @@ class AuditWindow:
 
     def close(self, agent: str) -> tuple[int, dict[str, int], int]:
         """(requests by `agent`, those by verb and resource, requests by anyone else) since start()."""
+        data = b""
+        if self.path.stat().st_size < self.offset:
+            # The apiserver rotated the log (at 100 MB): the window began in the newest rotated file.
+            rotated = max(self.path.parent.glob(self.path.stem + "-*" + self.path.suffix),
+                          key=lambda p: p.stat().st_mtime)
+            with rotated.open("rb") as f:
+                f.seek(self.offset)
+                data = f.read()
+            self.offset = 0
         with self.path.open("rb") as f:
             f.seek(self.offset)
-            data = f.read()
+            data += f.read()
         mine, verbs, others = 0, {}, 0
         for line in data.splitlines():
             event = json.loads(line)
