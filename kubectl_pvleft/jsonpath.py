@@ -123,30 +123,33 @@ class _Parser:
                 return
             if self.text.startswith("[?(", self.pos):
                 self._filter(cur)
-                continue
-            if self.text.startswith("..", self.pos):
+            elif self.text.startswith("..", self.pos):
                 self._recursive(cur)
-                continue
-            ch = self._next()
-            if ch is None or ch in "\r\n":
-                raise _ParseError("unclosed action")
-            if ch in " @$":
-                self._consume()
-            elif ch == "[":
-                self._array(cur)
-            elif ch in "\"'":
-                self._quote(cur, ch)
-            elif ch == ".":
-                self._field(cur)
-            elif ch in "+-" or ch.isdecimal():  # isdecimal: Go's unicode.IsDigit (category Nd)
-                self.pos -= 1
-                self._number(cur)
-            elif ch == "_" or ch.isalpha() or ch.isdecimal():
-                self.pos -= 1
-                self._identifier(cur)
             else:
-                shown = f" '{ch}'" if ch.isprintable() else ""
-                raise _ParseError(f"unrecognized character in action: U+{ord(ch):04X}{shown}")
+                self._character(cur)
+
+    def _character(self, cur: list) -> None:
+        """One step of parseInsideAction that its next character decides."""
+        ch = self._next()
+        if ch is None or ch in "\r\n":
+            raise _ParseError("unclosed action")
+        if ch in " @$":
+            self._consume()
+        elif ch == "[":
+            self._array(cur)
+        elif ch in "\"'":
+            self._quote(cur, ch)
+        elif ch == ".":
+            self._field(cur)
+        elif ch in "+-" or ch.isdecimal():  # isdecimal: Go's unicode.IsDigit (category Nd)
+            self.pos -= 1
+            self._number(cur)
+        elif ch == "_" or ch.isalpha() or ch.isdecimal():
+            self.pos -= 1
+            self._identifier(cur)
+        else:
+            shown = f" '{ch}'" if ch.isprintable() else ""
+            raise _ParseError(f"unrecognized character in action: U+{ord(ch):04X}{shown}")
 
     def _scan_to_terminator(self) -> None:
         while self.pos < len(self.text) and self.text[self.pos] not in _TERMINATORS:
@@ -200,24 +203,7 @@ class _Parser:
         if key:
             cur.extend(_parse_action("." + key.group(1)))
             return
-        match = _SLICE.match(text)
-        if not match:
-            raise _ParseError(f"invalid array index {text}")
-        params: list = []
-        for i, group in enumerate(match.groups(default="")):
-            group = group[1:] if i > 0 else group
-            if i > 0 and match.group(i + 1) and not group:
-                params.append((False, 0, False))  # `[1:]`: the bound is open
-            elif group:
-                number = _atoi(group)
-                if number is None:
-                    raise _ParseError(f"array index {group} is not a number")
-                params.append((True, number, False))
-            elif i == 1:
-                params.append((True, params[0][1] + 1, True))  # `[n]` is `[n:n+1]`, marked derived
-            else:
-                params.append((False, 0, False))
-        cur.append(("array", tuple(params)))
+        cur.append(("array", _slice_params(text)))
 
     def _filter(self, cur: list) -> None:
         self.pos += 3
@@ -264,6 +250,23 @@ class _Parser:
         cur.append(("wildcard",) if value == "*" else ("field", value.replace("\\", "")))
 
 
+def _slice_params(text: str) -> tuple:
+    """`[start:stop:step]` as three (known, number, derived) bounds; a bound not written is not known."""
+    match = _SLICE.match(text)
+    if not match:
+        raise _ParseError(f"invalid array index {text}")
+    start, stop, step = match.groups(default="")
+    params: list = []
+    for digits in (start, stop[1:], step[1:]):
+        number = _atoi(digits) if digits else 0
+        if number is None:
+            raise _ParseError(f"array index {digits} is not a number")
+        params.append((bool(digits), number, False))
+    if not stop:
+        params[1] = (True, params[0][1] + 1, True)  # `[n]` is `[n:n+1]`, marked derived
+    return tuple(params)
+
+
 def _parse_action(text: str) -> list:
     """parseAction: the nodes of `{text}`'s one action (union members, dict keys, filter sides)."""
     return _Parser("{" + text + "}").parse()[0][1]
@@ -304,6 +307,18 @@ def _compare(op: str, left: Any, right: Any, partial: list) -> bool:
     left, right = (float(left), float(right)) if kinds == {"float"} else (left, right)
     return {"<": left < right, ">": left > right, "==": left == right, "!=": left != right,
             "<=": left <= right, ">=": left >= right}[op]
+
+
+def _check_slice(first: int, last: int, length: int, stride: int, values: list) -> None:
+    """evalArray's refusals, with its texts; `values` is what Go hands back with the error."""
+    if first >= length or first < 0:
+        raise ExecutionError(f"array index out of bounds: index {first}, length {length}", values)
+    if last > length or last < 0:
+        raise ExecutionError(f"array index out of bounds: index {last - 1}, length {length}", values)
+    if first > last:
+        raise ExecutionError(f"starting index {first} is greater than ending index {last}", values)
+    if stride <= 0:
+        raise ExecutionError("step must be > 0", values)
 
 
 class Evaluator:
@@ -371,6 +386,7 @@ class Evaluator:
     def _array(self, values: list, node: tuple) -> list:
         result: list = []
         (known0, start, _), (known1, stop, derived1), (known2, step, _) = node[1]
+        stride = step if known2 else 1
         for value in values:
             if value is None:
                 continue
@@ -383,15 +399,8 @@ class Evaluator:
             last += length if last < 0 or (last == 0 and derived1) else 0
             if last == first:
                 return result  # as Go does: the inputs after an empty slice are dropped
-            if first >= length or first < 0:
-                raise ExecutionError(f"array index out of bounds: index {first}, length {length}", values)
-            if last > length or last < 0:
-                raise ExecutionError(f"array index out of bounds: index {last - 1}, length {length}", values)
-            if first > last:
-                raise ExecutionError(f"starting index {first} is greater than ending index {last}", values)
-            if known2 and step <= 0:
-                raise ExecutionError("step must be > 0", values)
-            result.extend(value[first:last:step if known2 else 1])
+            _check_slice(first, last, length, stride, values)
+            result.extend(value[first:last:stride])
         return result
 
     def _union(self, values: list, node: tuple) -> list:
