@@ -41,7 +41,8 @@ record: install
 	$(PY) tests/record_wire.py
 
 bench: install
-	$(PY) benchmarks/run.py
+	bash tests/cluster/build.sh
+	$(PY) benchmarks/run.py --pvs 10000 --pvcs 10000 --pods 2000 --events 20000 --repeat 3 $(BENCH_ARGS)
 
 # The krew bundle's start-up beside the pip install's, into BENCHMARKS.md's Start-up section.
 bench-startup: install bundle
