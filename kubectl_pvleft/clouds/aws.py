@@ -234,25 +234,36 @@ def cloud_error(exc: Exception, region: str, profile: Optional[str]) -> CloudErr
     if isinstance(exc, botocore.parsers.ResponseParserError):
         return CloudError(f"{PERMISSION} in {region}: the answer was not EC2's ({_one_line(str(exc))[:300]})")
     if isinstance(exc, errors.ClientError):
-        error = exc.response.get("Error") or {}
-        code = error.get("Code") or "Unknown"
-        message = _one_line(_FAILURE_MESSAGE_TAIL.sub("", error.get("Message") or ""))
-        said = f"{code}: {message}" if message else code
-        operation = getattr(exc, "operation_name", None) or "DescribeVolumes"
-        if operation != "DescribeVolumes":
-            # The chain's own call failed (STS AssumeRoleWithWebIdentity for IRSA, AssumeRole for a profile).
-            return CloudError(f"getting AWS credentials for {PERMISSION} failed: {operation} said {said}; "
-                              "check the role ARN and its trust policy (IRSA / Pod Identity) or --aws-profile")
-        if code in _DENIED:
-            return CloudError(f"AWS denied {PERMISSION} in {region} ({said}): the identity needs {PERMISSION} "
-                              "on every volume (Resource \"*\")")
-        if code in _BAD_CREDENTIALS:
-            return CloudError(f"AWS rejected the credentials for {PERMISSION} in {region} ({said}): "
-                              "refresh them (`aws sso login`), pick others with --aws-profile, or check that "
-                              "the region is enabled for the account")
-        if code == "OptInRequired":
-            return CloudError(f"{PERMISSION} in {region}: the region is not enabled for this account ({said})")
-        return CloudError(f"{PERMISSION} in {region} failed ({said})")
+        return _service_error(exc, region)
+    return _sdk_error(exc, region, profile)
+
+
+def _service_error(exc: Any, region: str) -> CloudError:
+    """A ClientError: AWS answered, with an error code, either for DescribeVolumes or for the credential chain."""
+    error = exc.response.get("Error") or {}
+    code = error.get("Code") or "Unknown"
+    message = _one_line(_FAILURE_MESSAGE_TAIL.sub("", error.get("Message") or ""))
+    said = f"{code}: {message}" if message else code
+    operation = getattr(exc, "operation_name", None) or "DescribeVolumes"
+    if operation != "DescribeVolumes":
+        # The chain's own call failed (STS AssumeRoleWithWebIdentity for IRSA, AssumeRole for a profile).
+        return CloudError(f"getting AWS credentials for {PERMISSION} failed: {operation} said {said}; "
+                          "check the role ARN and its trust policy (IRSA / Pod Identity) or --aws-profile")
+    if code in _DENIED:
+        return CloudError(f"AWS denied {PERMISSION} in {region} ({said}): the identity needs {PERMISSION} "
+                          "on every volume (Resource \"*\")")
+    if code in _BAD_CREDENTIALS:
+        return CloudError(f"AWS rejected the credentials for {PERMISSION} in {region} ({said}): "
+                          "refresh them (`aws sso login`), pick others with --aws-profile, or check that "
+                          "the region is enabled for the account")
+    if code == "OptInRequired":
+        return CloudError(f"{PERMISSION} in {region}: the region is not enabled for this account ({said})")
+    return CloudError(f"{PERMISSION} in {region} failed ({said})")
+
+
+def _sdk_error(exc: Exception, region: str, profile: Optional[str]) -> CloudError:
+    """botocore's own errors, raised before or instead of an answer: profile, credentials, SSO, region, network."""
+    import botocore.exceptions as errors
     if isinstance(exc, errors.ProfileNotFound):
         return CloudError(f"AWS profile {profile or exc.kwargs.get('profile')!r} is not in the AWS config or "
                           f"credentials files (--aws-profile, AWS_PROFILE); it is needed for {PERMISSION}")
