@@ -46,5 +46,6 @@ def test_pipx_install(tmp_path: Path) -> None:
     assert [line.split("\t")[0] for line in complete.stdout.splitlines()] == ["pending", ":4"]
     # pipx's venv runs its own copy of the package, not this tree.
     where = subprocess.run([home / "venvs" / "kubectl-pvleft" / "bin" / "python", "-c",
-                            "import kubectl_pvleft; print(kubectl_pvleft.__file__)"], capture_output=True, text=True)
+                            "import kubectl_pvleft; print(kubectl_pvleft.__file__)"], capture_output=True, text=True,
+                           cwd=tmp_path)  # not this checkout's folder, which `python -c` would put on sys.path
     assert Path(where.stdout.strip()).is_relative_to(home), where.stdout + where.stderr
