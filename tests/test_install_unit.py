@@ -79,10 +79,12 @@ def test_every_imported_package_is_declared() -> None:
     undeclared = {}
     for module, files in imported_top_level_modules().items():
         top = module.split(".")[0]
-        # google is a namespace package: map google.cloud, google.auth, google.api_core to their own distributions.
-        candidates = ({canonical(d) for d in distributions.get(top, [])} if top != "google" else
-                      {canonical(d.metadata["Name"]) for d in importlib.metadata.distributions()
-                       if any(str(f).startswith(module.replace(".", "/") + "/") for f in (d.files or ()))})
+        # Matched by the files each distribution installs (Python 3.10's packages_distributions reads only
+        # top_level.txt, which hatchling-built wheels such as urllib3's lack); google is a namespace package.
+        prefix = module.replace(".", "/") if top == "google" else top
+        candidates = {canonical(d) for d in distributions.get(top, [])} if top != "google" else set()
+        candidates |= {canonical(d.metadata["Name"]) for d in importlib.metadata.distributions()
+                       if any(str(f).startswith((prefix + "/", prefix + ".py")) for f in (d.files or ()))}
         if not candidates & runtime:
             undeclared[module] = (sorted(candidates), sorted(map(str, files)))
     assert not undeclared, f"imported but not declared in setup.cfg: {undeclared}"
