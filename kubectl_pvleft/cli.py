@@ -186,6 +186,10 @@ def one_line(text: str) -> str:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     prog = program_name(sys.argv[0])
     argv = sys.argv[1:] if argv is None else argv
+    if list(argv[:1]) == ["__complete"]:  # kubectl_complete-pvleft's wrapper may find this program first on PATH
+        from kubectl_pvleft.completion import main as complete
+
+        return complete(list(argv[1:]))
     try:
         return run(argv, prog)
     except KeyboardInterrupt:

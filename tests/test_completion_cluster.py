@@ -19,10 +19,12 @@ def test_namespace_names_from_the_api(cluster) -> None:
 
 
 def test_namespace_names_follow_the_chosen_identity(cluster) -> None:
-    # The reader's ClusterRole has no namespaces: the server says 403 and completion offers nothing, quietly.
-    result = run_completer("--kubeconfig", str(cluster.kubeconfig("reader")), "-n", "")
+    # The pvleft-reader ClusterRole lists namespaces (for this completion); a user who may only list PVs gets
+    # a 403, and completion offers nothing, quietly.
+    assert "default" in kubectl_complete("--kubeconfig", str(cluster.kubeconfig("reader")), "-n", "")[0]
+    result = run_completer("--kubeconfig", str(cluster.kubeconfig("pvonly")), "-n", "")
     assert (result.returncode, result.stdout, result.stderr) == (0, ":4\n", "")
     admin = str(cluster.kubeconfig("admin"))
     assert "default" in kubectl_complete("--kubeconfig", admin, "-n", "")[0]
-    # --as is sent as impersonation: the admin impersonating the reader sees what the reader sees.
-    assert kubectl_complete("--kubeconfig", admin, "--as", "pvleft-reader-user", "-n", "") == ([], 4)
+    # --as is sent as impersonation: the admin impersonating the PV-only user sees what that user sees.
+    assert kubectl_complete("--kubeconfig", admin, "--as", "pvleft-pvonly-user", "-n", "") == ([], 4)
