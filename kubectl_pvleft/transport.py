@@ -88,15 +88,18 @@ def display_url(url: str) -> str:
 
 
 def tls_context(tls: TLS, cert: Optional[bytes] = None, key: Optional[bytes] = None) -> ssl.SSLContext:
-    context = ssl.create_default_context()
     if tls.insecure:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
     elif tls.ca_data is not None:
+        # The cluster's own CA only: loading the system's whole trust store as well costs start-up time.
         try:
             context = ssl.create_default_context(cadata=_ca_text(tls.ca_data))
         except ssl.SSLError as exc:  # an OSError: it must not read as a failed handshake
             raise ConfigError(f"the certificate authority cannot be loaded ({exc.reason or 'not a PEM certificate'})") from None
+    else:
+        context = ssl.create_default_context()  # no CA named: the system's trust store, as kubectl does
     # An empty file is still a certificate the user asked for: refused, never silently dropped.
     cert = cert if cert is not None else tls.cert_data
     key = key if key is not None else tls.key_data
