@@ -110,15 +110,18 @@ def complete(words: Sequence[str], parser: argparse.ArgumentParser) -> tuple[lis
             return _values(action, current.partition("=")[2], typed, parser)
         return [], NO_FILE_COMPLETION
     if current.startswith("-"):
-        candidates = []
-        for option, action in _options(typed.parser).items():
-            if option.startswith(current) and (action not in typed.used or _repeatable(action)):
-                candidates.append(f"{option}\t{_first_sentence(action.help or '')}")
-        return candidates, NO_FILE_COMPLETION
+        return _flag_names(typed, current), NO_FILE_COMPLETION
     if typed.subcommand is None:
         return [f"{name}\t{_first_sentence(summary)}" for name, (_, summary) in _subcommands(typed.parser).items()
                 if name.startswith(current)], NO_FILE_COMPLETION
     return [], NO_FILE_COMPLETION
+
+
+def _flag_names(typed: "_Typed", current: str) -> list[str]:
+    """Flags that start with what is typed, each with its help's first sentence; a flag given once is not
+    offered again unless it may repeat."""
+    return [f"{option}\t{_first_sentence(action.help or '')}" for option, action in _options(typed.parser).items()
+            if option.startswith(current) and (action not in typed.used or _repeatable(action))]
 
 
 def _value_choices(action: argparse.Action) -> list[str]:
