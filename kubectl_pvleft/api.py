@@ -14,8 +14,6 @@ from typing import Any, Callable, Generic, Iterator, Optional, Protocol, TypeVar
 from urllib.parse import quote
 
 import msgspec
-import urllib3
-from urllib3.exceptions import HTTPError, ProtocolError, ReadTimeoutError
 
 from kubectl_pvleft.errors import ApiError, BadResponse, Expired, Forbidden
 from kubectl_pvleft.kubeconfig import Connection
@@ -31,6 +29,7 @@ from kubectl_pvleft.records import (
     StorageClass,
     VolumeAttachment,
 )
+from kubectl_pvleft.httpclient import HTTPFailure, Response, Timeouts
 from kubectl_pvleft.transport import StreamClosed, Transport, error_for
 
 DEFAULT_PAGE_SIZE = 500  # kubectl's own chunk size
@@ -168,7 +167,7 @@ class KubeAPI:
         self.connection = connection
         self.transport = Transport(connection, request_timeout, timeout_from_flag, interactive)
         self.page_size = page_size
-        self._watches: set[urllib3.BaseHTTPResponse] = set()  # open watch responses, for abort_watches()
+        self._watches: set[Response] = set()  # open watch responses, for abort_watches()
 
     @property
     def server(self) -> str:
@@ -215,38 +214,30 @@ class KubeAPI:
         if resource_version:
             query["resourceVersion"] = resource_version
         # The server closes the watch after timeout_seconds; a socket silent much longer than that is dead.
-        response = self.transport.open(path, query, JSON, "watch",
-                                       urllib3.Timeout(connect=30.0, read=timeout_seconds + 30.0))
+        response = self.transport.open(path, query, JSON, "watch", Timeouts(connect=30.0, read=timeout_seconds + 30.0))
         self._watches.add(response)
         try:
             buffer = b""
             try:
-                for chunk in response.stream(64 * 1024, decode_content=True):
+                for chunk in response.stream():
                     buffer += chunk
                     while b"\n" in buffer:
                         line, buffer = buffer.split(b"\n", 1)
                         if line.strip():
                             yield _watch_event(kind, line, path)
-            except (ProtocolError, ReadTimeoutError, HTTPError, OSError) as exc:
+            except (HTTPFailure, OSError) as exc:
                 raise StreamClosed(type(exc).__name__) from None
             if buffer.strip():
                 yield _watch_event(kind, buffer, path)
         finally:
             self._watches.discard(response)
             response.close()  # an abandoned watch must not keep its socket
-            response.release_conn()
 
     def abort_watches(self) -> None:
         """Cut every open watch connection, from any thread: a read blocked on one ends at once
         (as StreamClosed in the thread that reads it)."""
         for response in list(self._watches):
-            try:
-                response.shutdown()
-            except (OSError, AttributeError):
-                try:
-                    response.close()
-                except OSError:
-                    pass
+            response.abort()
 
 
 def _watch_event(kind: Kind[R], line: bytes, path: str) -> WatchEvent[R]:

@@ -12,32 +12,19 @@ import json
 import logging
 import os
 import shutil
-import socket
 import ssl
 import sys
 import tempfile
 import threading
 import time
-import warnings
 from datetime import datetime
 from typing import Any, Optional
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
-import urllib3
-from urllib3.exceptions import (
-    HTTPError,
-    InsecureRequestWarning,
-    MaxRetryError,
-    NewConnectionError,
-    ProtocolError,
-    ReadTimeoutError,
-    SSLError,
-    TimeoutError as Urllib3Timeout,
-)
-
 from kubectl_pvleft import __version__
 from kubectl_pvleft.credentials import Credentials, Issued, header_safe
 from kubectl_pvleft.errors import ApiError, ConfigError, ConnectionFailed, Expired, Forbidden
+from kubectl_pvleft.httpclient import ConnectFailed, Cut, HTTPFailure, Pool, Response, Server, TimedOut, Timeouts, TLSFailed
 from kubectl_pvleft.kubeconfig import TLS, Connection
 
 USER_AGENT = f"kubectl-pvleft/{__version__}"
@@ -45,8 +32,6 @@ BODY_LOG_LIMIT = 10 * 1024  # kubectl cuts logged bodies too
 DEFAULT_READ_TIMEOUT_SECONDS = 60.0  # see silence_limit()
 log = logging.getLogger("kubectl_pvleft.http")
 log.propagate = False  # never through a root handler someone else installed
-# kubectl prints nothing per request when the kubeconfig turns verification off; neither do we.
-warnings.filterwarnings("ignore", category=InsecureRequestWarning)
 
 
 class StreamClosed(Exception):
@@ -166,7 +151,7 @@ class Transport:
         self.requests = 0  # sent so far (fleet summaries, benchmarks)
         self._credentials = Credentials(connection, interactive)
         self._lock = threading.Lock()
-        self._pool: Optional[urllib3.PoolManager] = None
+        self._pool: Optional[Pool] = None
         self._pool_cert: Optional[bytes] = None
         self._static_headers = self._impersonation()
 
@@ -182,21 +167,14 @@ class Transport:
             headers["Impersonate-Group"] = groups
         return headers
 
-    def _pool_for(self, issued: Issued) -> urllib3.PoolManager:
+    def _pool_for(self, issued: Issued) -> Pool:
         with self._lock:
             if self._pool is None or issued.cert_data != self._pool_cert:
                 if self._pool is not None:
                     self._pool.clear()
-                kwargs: dict[str, Any] = {}
-                if self.connection.tls.server_name:
-                    kwargs["server_hostname"] = self.connection.tls.server_name
-                if self.server.startswith("https:"):
-                    kwargs["ssl_context"] = tls_context(self.connection.tls, issued.cert_data, issued.key_data)
-                # One quick retry of a refused connect; never retry a read (the server answered once already).
-                # A 429's Retry-After is the caller's to honour (the watch backs off); here it is an answer.
-                retries = urllib3.Retry(total=1, connect=1, read=0, status=0, redirect=0, other=0,
-                                        respect_retry_after_header=False, raise_on_status=False)
-                self._pool = urllib3.PoolManager(num_pools=2, maxsize=16, retries=retries, **kwargs)
+                server = Server(self.server)
+                context = tls_context(self.connection.tls, issued.cert_data, issued.key_data) if server.tls else None
+                self._pool = Pool(server, context, self.connection.tls.server_name)
                 self._pool_cert = issued.cert_data
             return self._pool
 
@@ -205,47 +183,47 @@ class Transport:
             if self._pool is not None:
                 self._pool.clear()
 
-    def _headers(self, accept: str, issued: Issued) -> urllib3.HTTPHeaderDict:
-        headers = urllib3.HTTPHeaderDict({"Accept": accept, "User-Agent": USER_AGENT})
+    def _headers(self, accept: str, issued: Issued) -> list[tuple[str, str]]:
+        headers = [("Accept", accept), ("User-Agent", USER_AGENT)]
         if issued.authorization:
-            headers["Authorization"] = issued.authorization
+            headers.append(("Authorization", issued.authorization))
         for name, value in self._static_headers.items():
             for one in value if isinstance(value, list) else [value]:
-                headers.add(name, one)  # one header line per group, as the server expects
+                headers.append((name, one))  # one header line per group, as the server expects
         return headers
 
     def open(self, path: str, params: dict[str, str], accept: str, verb: str,
-             timeout: Optional[urllib3.Timeout] = None) -> urllib3.BaseHTTPResponse:
+             timeouts: Optional[Timeouts] = None) -> Response:
         """Send one GET; a response with status >= 400 is raised as an ApiError (its body read and closed)."""
-        url = self.server + path + ("?" + urlencode(params) if params else "")
+        target = path + ("?" + urlencode(params) if params else "")
         issued = self._credentials.issue()
-        response = self._send(url, accept, issued, timeout)
+        response = self._send(target, accept, issued, timeouts)
         if response.status == 401 and (issued.expires is not None or self.connection.auth.exec is not None):
             # An exec credential or rotated token that the server no longer takes: fetch a fresh one, once.
-            response.drain_conn()
-            response.release_conn()
-            response = self._send(url, accept, self._credentials.issue(force=True), timeout)
+            self._drain(response)
+            response = self._send(target, accept, self._credentials.issue(force=True), timeouts)
         if response.status >= 400:
-            try:
-                body = response.read()
-            except (HTTPError, OSError):
-                body = b""
-            finally:
-                response.release_conn()
+            body = self._drain(response)
             raise api_error(response.status, body, verb, path)
         return response
 
-    def _send(self, url: str, accept: str, issued: Issued, timeout: Optional[urllib3.Timeout]) -> urllib3.BaseHTTPResponse:
+    @staticmethod
+    def _drain(response: Response) -> bytes:
+        try:
+            return response.read()
+        except HTTPFailure:
+            return b""
+
+    def _send(self, target: str, accept: str, issued: Issued, timeouts: Optional[Timeouts]) -> Response:
         headers = self._headers(accept, issued)
+        url = self.server + target
         started = time.monotonic()
         if verbosity() >= 9:
             log.info("curl -v -XGET %s '%s'", " ".join(f"-H {json.dumps(f'{k}: {_masked(k, v)}')}"
-                                                      for k, v in headers.items()), display_url(url))
+                                                      for k, v in headers), display_url(url))
         try:
-            response = self._pool_for(issued).request(
-                "GET", url, headers=headers, preload_content=False, redirect=False,
-                timeout=timeout if timeout is not None else self._timeout())
-        except (MaxRetryError, HTTPError, OSError) as exc:
+            response = self._pool_for(issued).get(target, headers, timeouts or self._timeouts())
+        except HTTPFailure as exc:
             raise self.connection_failed(exc) from None
         self.requests += 1
         if verbosity() >= 6:
@@ -253,39 +231,34 @@ class Transport:
                      response.status, response.reason or "", (time.monotonic() - started) * 1000)
         return response
 
-    def read(self, response: urllib3.BaseHTTPResponse) -> bytes:
+    def read(self, response: Response) -> bytes:
         try:
             body = response.read()
-        except (HTTPError, OSError) as exc:
+        except HTTPFailure as exc:
             raise self.connection_failed(exc) from None
-        finally:
-            response.release_conn()
         if verbosity() >= 8:
             shown = body[:BODY_LOG_LIMIT].decode("utf-8", "replace")
             log.info('"Response Body" body=%s%s', shown, " [truncated]" if len(body) > BODY_LOG_LIMIT else "")
         return body
 
-    def _timeout(self) -> urllib3.Timeout:
+    def _timeouts(self) -> Timeouts:
         if self.request_timeout:
-            return urllib3.Timeout(total=self.request_timeout)
-        return urllib3.Timeout(connect=30.0, read=silence_limit())
+            return Timeouts(connect=self.request_timeout, total=self.request_timeout)
+        return Timeouts(connect=30.0, read=silence_limit())
 
     def connection_failed(self, exc: BaseException) -> ConnectionFailed:
-        cause = exc.reason if isinstance(exc, MaxRetryError) and exc.reason else exc
-        if isinstance(cause, SSLError) or isinstance(cause, ssl.SSLError):
-            detail = getattr(cause, "reason", None) or (str(cause.args[0]) if cause.args else str(cause))
-            return ConnectionFailed(f"TLS handshake with {self.shown_server} failed: {_short(str(detail))}")
-        # NewConnectionError subclasses urllib3's timeout error, so it is asked first.
-        if isinstance(cause, NewConnectionError):
+        if isinstance(exc, TLSFailed):
+            return ConnectionFailed(f"TLS handshake with {self.shown_server} failed: {_short(exc.reason)}")
+        if isinstance(exc, ConnectFailed):
             return ConnectionFailed(
                 f"the connection to the server {self.shown_server} was refused or unreachable - "
                 "did you specify the right host or port?")
-        if isinstance(cause, (ReadTimeoutError, Urllib3Timeout, socket.timeout)):
+        if isinstance(exc, TimedOut):
             hint = " (--request-timeout)" if self.timeout_from_flag else ""
             return ConnectionFailed(f"the server {self.shown_server} did not answer in time{hint}")
-        if isinstance(cause, ProtocolError):
+        if isinstance(exc, Cut):
             return ConnectionFailed(f"the server {self.shown_server} closed the connection mid-answer")
-        return ConnectionFailed(f"cannot talk to the server {self.shown_server}: {type(cause).__name__}")
+        return ConnectionFailed(f"cannot talk to the server {self.shown_server}: {type(exc).__name__}")
 
 
 def silence_limit() -> float:

@@ -1,0 +1,370 @@
+"""A small HTTP/1.1 client for GET requests to one server: keep-alive connections, chunked bodies, timeouts.
+
+Why not urllib3 or http.client: importing urllib3 cost more start-up than everything else the plugin does on
+a small cluster, and both decode a chunked body chunk by chunk in Python (the API server streams a list in
+chunks of a few KiB: ~9,000 of them for 10,000 claims). Here a body is read in large blocks and its chunks
+are cut out of the buffer. Only what a Kubernetes API server speaks is handled: GET, status line, headers,
+``Content-Length``, ``Transfer-Encoding: chunked`` or a body that ends with the connection.
+
+Errors are this module's own (``ConnectFailed``, ``TLSFailed``, ``TimedOut``, ``Cut``); transport.py turns
+them into kubectl's words.
+"""
+
+from __future__ import annotations
+
+import socket
+import ssl
+import threading
+import time
+from typing import Iterator, Optional
+from urllib.parse import urlsplit
+
+BLOCK = 256 * 1024  # one read from the socket
+MAX_HEADER_BYTES = 256 * 1024  # a status line and headers longer than this are not an API server's
+IDLE_KEPT = 16  # keep-alive connections kept for reuse
+
+
+class HTTPFailure(Exception):
+    """The exchange failed before an answer was complete."""
+
+
+class ConnectFailed(HTTPFailure):
+    """No TCP connection: refused, unreachable, no such host."""
+
+
+class TLSFailed(HTTPFailure):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class TimedOut(HTTPFailure):
+    """Connecting, or waiting for the next byte, took longer than allowed."""
+
+
+class Cut(HTTPFailure):
+    """The connection ended mid-answer, or what came is not HTTP/1.1."""
+
+
+class Timeouts:
+    """``connect`` and ``read`` bound each wait; ``total`` (``--request-timeout``) bounds the whole exchange."""
+
+    def __init__(self, connect: float = 30.0, read: Optional[float] = None, total: Optional[float] = None) -> None:
+        self.connect, self.read, self.total = connect, read, total
+
+
+class Server:
+    """Where requests go: scheme, host, port and the URL's path prefix (a server URL may carry one)."""
+
+    def __init__(self, url: str) -> None:
+        parts = urlsplit(url)
+        self.tls = parts.scheme == "https"
+        self.host = parts.hostname or ""
+        self.port = parts.port or (443 if self.tls else 80)
+        self.prefix = parts.path.rstrip("/")
+        host = f"[{self.host}]" if ":" in self.host else self.host  # an IPv6 literal
+        default = 443 if self.tls else 80
+        self.host_header = host if parts.port in (None, default) else f"{host}:{self.port}"
+
+
+class _Connection:
+    """One socket and what has been read from it but not yet used."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.buffer = b""
+        self.used = 0  # requests sent on it: a reused connection may have been closed by the server meanwhile
+        self.deadline: Optional[float] = None
+        self.read_timeout: Optional[float] = None
+
+    def close(self) -> None:
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+    def _fill(self) -> bytes:
+        """One read from the socket (b"" at the end), within the read timeout and the deadline."""
+        wait = self.read_timeout
+        if self.deadline is not None:
+            left = self.deadline - time.monotonic()
+            if left <= 0:
+                raise TimedOut("the request took longer than allowed")
+            wait = left if wait is None else min(wait, left)
+        try:
+            self.sock.settimeout(wait)
+            return self.sock.recv(BLOCK)
+        except (socket.timeout, TimeoutError):
+            raise TimedOut("no answer in time") from None
+        except ssl.SSLError as exc:
+            raise Cut(f"TLS: {exc.reason or exc}") from None
+        except OSError as exc:
+            raise Cut(type(exc).__name__) from None
+
+    def more(self) -> bool:
+        data = self._fill()
+        if data:
+            self.buffer += data
+        return bool(data)
+
+    def line(self) -> bytes:
+        while True:
+            end = self.buffer.find(b"\r\n")
+            if end >= 0:
+                line, self.buffer = self.buffer[:end], self.buffer[end + 2:]
+                return line
+            if len(self.buffer) > MAX_HEADER_BYTES:
+                raise Cut("a header line without end")
+            if not self.more():
+                raise Cut("the connection ended mid-answer")
+
+    def take(self, size: int) -> bytes:
+        """Exactly ``size`` bytes."""
+        parts = []
+        while len(self.buffer) < size:
+            if len(self.buffer) >= BLOCK:
+                parts.append(self.buffer)
+                size -= len(self.buffer)
+                self.buffer = b""
+            if not self.more():
+                raise Cut("the connection ended mid-answer")
+        parts.append(self.buffer[:size])
+        self.buffer = self.buffer[size:]
+        return b"".join(parts)
+
+
+class Response:
+    """A status and headers; the body is read whole (``read``) or as it comes (``stream``)."""
+
+    def __init__(self, pool: "Pool", connection: _Connection, status: int, reason: str,
+                 headers: dict[str, str]) -> None:
+        self.status, self.reason, self.headers = status, reason, headers
+        self._pool, self._connection = pool, connection
+        chunked = "chunked" in headers.get("transfer-encoding", "").lower()
+        length = headers.get("content-length")
+        self._chunked = chunked
+        self._length = int(length) if length is not None and length.strip().isdigit() and not chunked else None
+        self._reusable = headers.get("connection", "").lower() != "close" and (chunked or self._length is not None)
+        if status in (204, 304):
+            self._length, self._chunked, self._reusable = 0, False, headers.get("connection", "").lower() != "close"
+
+    def read(self) -> bytes:
+        """The whole body; the connection goes back to the pool when the server keeps it open."""
+        try:
+            return b"".join(self.stream())
+        finally:
+            self.close()
+
+    def stream(self) -> Iterator[bytes]:
+        """The body's bytes as they arrive (a chunked body de-chunked); raises Cut if it ends early."""
+        connection = self._connection
+        if connection is None:
+            return
+        if self._chunked:
+            yield from self._chunks(connection)
+        elif self._length is not None:
+            left = self._length
+            while left:
+                if not connection.buffer and not connection.more():
+                    raise Cut("the connection ended mid-answer")
+                piece, connection.buffer = connection.buffer[:left], connection.buffer[left:]
+                left -= len(piece)
+                yield piece
+        else:  # the body ends with the connection
+            while True:
+                if connection.buffer:
+                    yield connection.buffer
+                    connection.buffer = b""
+                if not connection.more():
+                    break
+        self._release()
+
+    @staticmethod
+    def _chunks(connection: _Connection) -> Iterator[bytes]:
+        """Each block of de-chunked bytes as soon as the buffer holds it: many small chunks come out of one
+        socket read as one piece."""
+        pending: list[bytes] = []
+        while True:
+            buffer, pos = connection.buffer, 0
+            while True:
+                end = buffer.find(b"\r\n", pos)
+                if end < 0:
+                    break
+                try:
+                    size = int(buffer[pos:end].split(b";", 1)[0], 16)
+                except ValueError:
+                    raise Cut("a malformed chunk") from None
+                if size == 0:
+                    connection.buffer = buffer[pos:]
+                    if pending:
+                        yield b"".join(pending)
+                    Response._trailer(connection)
+                    return
+                if end + 2 + size + 2 > len(buffer):
+                    break
+                pending.append(buffer[end + 2:end + 2 + size])
+                pos = end + 2 + size + 2
+            connection.buffer = buffer[pos:]
+            if pending:
+                yield b"".join(pending)
+                pending = []
+            if len(connection.buffer) > BLOCK and connection.buffer.find(b"\r\n") >= 0:
+                # One chunk larger than a block: hand over what has come of it so far.
+                yield from Response._big_chunk(connection)
+                continue
+            if not connection.more():
+                raise Cut("the connection ended mid-answer")
+
+    @staticmethod
+    def _big_chunk(connection: _Connection) -> Iterator[bytes]:
+        header = connection.line()
+        try:
+            left = int(header.split(b";", 1)[0], 16)
+        except ValueError:
+            raise Cut("a malformed chunk") from None
+        if left == 0:  # cannot be: _chunks saw it first
+            raise Cut("a malformed chunk")
+        while left:
+            if not connection.buffer and not connection.more():
+                raise Cut("the connection ended mid-answer")
+            piece, connection.buffer = connection.buffer[:left], connection.buffer[left:]
+            left -= len(piece)
+            yield piece
+        if connection.take(2) != b"\r\n":
+            raise Cut("a malformed chunk")
+
+    @staticmethod
+    def _trailer(connection: _Connection) -> None:
+        connection.line()  # "0"
+        while connection.line():
+            pass
+
+    def _release(self) -> None:
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            self._pool.put(connection) if self._reusable else connection.close()
+
+    def close(self) -> None:
+        """Drop the connection (unless the body was read to its end, which gave it back)."""
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            connection.close()
+
+    def abort(self) -> None:
+        """From another thread: a read blocked on this response ends at once (as Cut)."""
+        connection = self._connection
+        if connection is not None:
+            try:
+                connection.sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+class Pool:
+    """Keep-alive connections to one server; safe to share between threads (one request per connection)."""
+
+    def __init__(self, server: Server, context: Optional[ssl.SSLContext], server_hostname: Optional[str]) -> None:
+        self.server, self.context = server, context
+        self.server_hostname = server_hostname or server.host
+        self._idle: list[_Connection] = []
+        self._lock = threading.Lock()
+
+    def put(self, connection: _Connection) -> None:
+        connection.deadline = None
+        with self._lock:
+            if len(self._idle) < IDLE_KEPT:
+                self._idle.append(connection)
+                return
+        connection.close()
+
+    def clear(self) -> None:
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for connection in idle:
+            connection.close()
+
+    def _idle_connection(self) -> Optional[_Connection]:
+        with self._lock:
+            return self._idle.pop() if self._idle else None
+
+    def _connect(self, timeouts: Timeouts, deadline: Optional[float]) -> _Connection:
+        wait = timeouts.connect if deadline is None else max(0.001, min(timeouts.connect, deadline - time.monotonic()))
+        for attempt in (1, 2):  # one quick retry of a refused connect, as kubectl's transport would redial
+            try:
+                sock = socket.create_connection((self.server.host, self.server.port), timeout=wait)
+                break
+            except (socket.timeout, TimeoutError):
+                raise TimedOut("connect") from None
+            except OSError as exc:
+                if attempt == 2 or not isinstance(exc, ConnectionRefusedError):
+                    raise ConnectFailed(type(exc).__name__) from None
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if self.context is not None:
+            try:
+                sock = self.context.wrap_socket(sock, server_hostname=self.server_hostname)
+            except ssl.SSLError as exc:
+                sock.close()
+                raise TLSFailed(_tls_reason(exc)) from None
+            except (socket.timeout, TimeoutError):
+                sock.close()
+                raise TimedOut("TLS handshake") from None
+            except OSError as exc:
+                sock.close()
+                raise Cut(type(exc).__name__) from None
+        return _Connection(sock)
+
+    def get(self, target: str, headers: list[tuple[str, str]], timeouts: Timeouts) -> Response:
+        """Send ``GET target`` (path and query, without the server's prefix) and read the status and headers."""
+        deadline = time.monotonic() + timeouts.total if timeouts.total else None
+        request = _request_bytes(self.server, target, headers)
+        while True:
+            connection = self._idle_connection()
+            reused = connection is not None
+            if connection is None:
+                connection = self._connect(timeouts, deadline)
+            connection.deadline, connection.read_timeout = deadline, timeouts.read
+            try:
+                connection.sock.settimeout(timeouts.read)
+                connection.sock.sendall(request)
+                status, reason, response_headers = _read_head(connection)
+            except (HTTPFailure, OSError) as exc:
+                connection.close()
+                # A kept connection the server closed meanwhile: GET is safe to send again, on a new one.
+                if reused and isinstance(exc, (Cut, OSError)):
+                    continue
+                if isinstance(exc, HTTPFailure):
+                    raise
+                raise Cut(type(exc).__name__) from None
+            return Response(self, connection, status, reason, response_headers)
+
+
+def _request_bytes(server: Server, target: str, headers: list[tuple[str, str]]) -> bytes:
+    lines = [f"GET {server.prefix}{target} HTTP/1.1", f"Host: {server.host_header}"]
+    lines += [f"{name}: {value}" for name, value in headers]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+
+def _read_head(connection: _Connection) -> tuple[int, str, dict[str, str]]:
+    while True:
+        status_line = connection.line()
+        parts = status_line.split(b" ", 2)
+        if len(parts) < 2 or not parts[0].startswith(b"HTTP/1.") or not parts[1].isdigit():
+            raise Cut("not an HTTP/1.1 answer")
+        status = int(parts[1])
+        headers: dict[str, str] = {}
+        while True:
+            line = connection.line()
+            if not line:
+                break
+            name, _, value = line.partition(b":")
+            key = name.strip().decode("latin-1").lower()
+            value_text = value.strip().decode("latin-1")
+            headers[key] = f"{headers[key]}, {value_text}" if key in headers else value_text
+        if status != 100:  # a 100 Continue is followed by the real answer
+            return status, parts[2].decode("latin-1") if len(parts) > 2 else "", headers
+
+
+def _tls_reason(exc: ssl.SSLError) -> str:
+    if isinstance(exc, ssl.SSLCertVerificationError) and exc.verify_message:
+        return f"{exc.reason or 'CERTIFICATE_VERIFY_FAILED'}: {exc.verify_message}"
+    return str(exc.reason or (exc.args[1] if len(exc.args) > 1 else exc))

@@ -1,0 +1,207 @@
+"""The HTTP/1.1 client (kubectl_pvleft/httpclient.py) on the framings and faults a real API server shows
+only sometimes or never: chunks split across reads, one chunk larger than a read, a kept connection the
+server closed meanwhile, a cut answer, a silent server, an abort from another thread. The happy path against
+the real API server is every cluster test.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from typing import Callable
+
+import pytest
+
+from kubectl_pvleft.httpclient import BLOCK, Cut, Pool, Server, TimedOut, Timeouts
+
+Handler = Callable[[socket.socket, bytes], None]
+
+
+class ScriptedServer:
+    """Plain TCP on loopback; each accepted connection runs the next handler, per request read."""
+
+    def __init__(self, *handlers: Handler) -> None:
+        self.handlers = list(handlers)
+        self.requests: list[bytes] = []
+        self.connections = 0
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            self.connections += 1
+            threading.Thread(target=self._connection, args=(conn,), daemon=True).start()
+
+    def _connection(self, conn: socket.socket) -> None:
+        try:
+            self._exchange(conn)
+        except OSError:  # the client dropped the connection (an abort, a timeout): its side is the test
+            pass
+
+    def _exchange(self, conn: socket.socket) -> None:
+        buffer = b""
+        with conn:
+            while self.handlers:
+                while b"\r\n\r\n" not in buffer:
+                    data = conn.recv(65536)
+                    if not data:
+                        return
+                    buffer += data
+                request, buffer = buffer.split(b"\r\n\r\n", 1)
+                self.requests.append(request)
+                handler = self.handlers.pop(0)
+                if handler(conn, request) is False:
+                    return
+
+    def pool(self, prefix: str = "") -> Pool:
+        return Pool(Server(f"http://127.0.0.1:{self.port}{prefix}"), None, None)
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+def chunked(*pieces: bytes, head: bytes = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n") -> bytes:
+    return head + b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in pieces) + b"0\r\n\r\n"
+
+
+def send(data: bytes, keep: bool = True, step: int = 0) -> Handler:
+    def handler(conn: socket.socket, _request: bytes) -> bool:
+        if step:
+            for i in range(0, len(data), step):
+                conn.sendall(data[i:i + step])
+                time.sleep(0.0005)
+        else:
+            conn.sendall(data)
+        return keep
+    return handler
+
+
+@pytest.fixture
+def serve():
+    servers: list[ScriptedServer] = []
+
+    def start(*handlers: Handler) -> ScriptedServer:
+        servers.append(ScriptedServer(*handlers))
+        return servers[-1]
+    yield start
+    for server in servers:
+        server.close()
+
+
+def test_many_small_chunks_split_across_reads_make_the_body(serve) -> None:
+    pieces = [(b"%05d," % i) * 40 for i in range(2000)]
+    server = serve(send(chunked(*pieces), step=3001))
+    assert server.pool().get("/x", [], Timeouts(read=5)).read() == b"".join(pieces)
+
+
+def test_a_chunk_larger_than_a_read_and_chunk_extensions(serve) -> None:
+    big = bytes(range(256)) * (3 * BLOCK // 256 + 7)
+    body = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + b"%x;ext=1\r\n%s\r\n" % (len(big), big)
+    body += b"3\r\nend\r\n0\r\nTrailer: x\r\n\r\n"
+    server = serve(send(body))
+    assert server.pool().get("/x", [], Timeouts(read=5)).read() == big + b"end"
+
+
+def test_content_length_and_close_delimited_bodies(serve) -> None:
+    server = serve(send(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello"),
+                   send(b"HTTP/1.1 200 OK\r\n\r\nuntil the end", keep=False))
+    pool = server.pool()
+    assert pool.get("/a", [], Timeouts(read=5)).read() == b"hello"
+    assert pool.get("/b", [], Timeouts(read=5)).read() == b"until the end"
+    assert server.connections == 1  # the first answer left the connection open for the second request
+
+
+def test_a_request_line_carries_the_servers_path_prefix_and_headers(serve) -> None:
+    server = serve(send(b"HTTP/1.1 204 No Content\r\n\r\n"))
+    response = server.pool("/k8s/clusters/c-1").get("/api/v1/pods?limit=500", [("Accept", "application/json")],
+                                                     Timeouts(read=5))
+    assert response.status == 204 and response.read() == b""
+    request = server.requests[0].decode()
+    assert request.startswith("GET /k8s/clusters/c-1/api/v1/pods?limit=500 HTTP/1.1\r\n")
+    assert f"Host: 127.0.0.1:{server.port}" in request and "Accept: application/json" in request
+
+
+def test_repeated_headers_are_joined_and_a_100_continue_is_skipped(serve) -> None:
+    server = serve(send(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 403 Forbidden\r\nWarning: a\r\nwarning: b\r\n"
+                        b"Content-Length: 2\r\n\r\n{}"))
+    response = server.pool().get("/x", [], Timeouts(read=5))
+    assert (response.status, response.reason, response.headers["warning"]) == (403, "Forbidden", "a, b")
+    assert response.read() == b"{}"
+
+
+def test_a_kept_connection_the_server_closed_is_replaced_once(serve) -> None:
+    # The first connection answers, then the server drops it without a word (an idle timeout).
+    server = serve(send(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", keep=False),
+                   send(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nagain"))
+    pool = server.pool()
+    assert pool.get("/a", [], Timeouts(read=5)).read() == b"ok"
+    time.sleep(0.05)
+    assert pool.get("/b", [], Timeouts(read=5)).read() == b"again"
+    assert server.connections == 2
+
+
+@pytest.mark.parametrize("answer", [
+    chunked(b"abc")[:-9],  # the connection ends before the last chunk
+    b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort",
+    b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nnot hex\r\n",
+    b"SSH-2.0-OpenSSH_9.6\r\n\r\n",
+])
+def test_a_cut_or_malformed_answer_is_cut_never_a_short_body(serve, answer: bytes) -> None:
+    server = serve(send(answer, keep=False))
+    with pytest.raises(Cut):
+        server.pool().get("/x", [], Timeouts(read=5)).read()
+
+
+def test_a_silent_server_times_out_per_read_and_in_total(serve) -> None:
+    def silent(conn: socket.socket, _request: bytes) -> None:
+        time.sleep(3)
+    server = serve(silent, silent)
+    started = time.monotonic()
+    with pytest.raises(TimedOut):
+        server.pool().get("/x", [], Timeouts(read=0.2))
+    with pytest.raises(TimedOut):
+        server.pool().get("/x", [], Timeouts(read=10, total=0.3))
+    assert time.monotonic() - started < 2.5
+
+
+def test_a_body_that_trickles_past_the_total_deadline_times_out(serve) -> None:
+    server = serve(send(chunked(*[b"x" * 10] * 2000), step=20))  # >= 0.75 s of sleeps
+    response = server.pool().get("/x", [], Timeouts(read=5, total=0.2))
+    with pytest.raises(TimedOut):
+        response.read()
+
+
+def test_abort_from_another_thread_ends_a_blocked_stream(serve) -> None:
+    def hold(conn: socket.socket, _request: bytes) -> None:
+        conn.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nfirst\r\n")
+        time.sleep(5)
+    server = serve(hold)
+    response = server.pool().get("/watch", [], Timeouts(read=30))
+    stream = response.stream()
+    assert next(stream) == b"first"
+    threading.Timer(0.2, response.abort).start()
+    started = time.monotonic()
+    with pytest.raises(Cut):
+        next(stream)
+    assert time.monotonic() - started < 3
+
+
+def test_a_refused_port_is_connect_failed(serve) -> None:
+    from kubectl_pvleft.httpclient import ConnectFailed
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    listener.close()
+    with pytest.raises(ConnectFailed):
+        Pool(Server(f"http://127.0.0.1:{port}"), None, None).get("/x", [], Timeouts(connect=2, read=2))
+
+
+def test_ipv6_literal_host_header() -> None:
+    assert Server("https://[::1]:6443").host_header == "[::1]:6443"
+    assert Server("https://[::1]").host_header == "[::1]"
+    assert Server("https://example.com:443/prefix/").prefix == "/prefix"
