@@ -270,7 +270,7 @@ def render(label: str, results: dict[str, Any], note: str, scenarios: Sequence[A
              f"{hw['load_average'][0]} when it ended (other sessions share these cores: wall times stretch "
              "with the load; CPU times much less).", "",
              f"Versions: `{v['plugin_version'] or 'kubectl-pvleft ?'}` from `{v['plugin_package']}` "
-             f"({v['source']}), Python {v['plugin_python']}, "
+             f"({v['source']}; {_install_text(results)}), Python {v['plugin_python']}, "
              + ", ".join(f"{n} {ver}" for n, ver in v["packages"].items() if ver and n != "kubectl-pvleft")
              + f"; kubectl {v['kubectl_version']} (`{v['kubectl']}`); kube-apiserver "
              f"{(results.get('large') or results.get('small') or {}).get('apiserver')}.", ""]
@@ -290,8 +290,37 @@ def render(label: str, results: dict[str, Any], note: str, scenarios: Sequence[A
         h = small["help"]
         lines += [f"`kubectl-pvleft --help`: {h.median('cpu'):.3f} s CPU (user+sys), {_s(h.median())} s wall, "
                   f"{h.peak('rss_mib'):.0f} MiB peak RSS (median of {len(h.samples)}).", ""]
+        lines += _import_lines(small.get("imports") or {})
     lines += _static_lines(results["static"])
     return "\n".join(lines)
+
+
+def _install_text(results: dict[str, Any]) -> str:
+    installed = results.get("install")
+    if installed:
+        return (f"installed for this run by `pip install` of `git archive {installed['commit'][:7]}` into a fresh "
+                f"`{installed['python']} -m venv`: not editable, runtime dependencies only"
+                + (", uncommitted changes of the checkout left out" if installed["uncommitted_changes_left_out"]
+                   else ""))
+    if results["versions"]["source"] != "not a git checkout":
+        return "the development checkout's install, editable: its finder and the venv's extras load at start-up"
+    return "an installed copy"
+
+
+def _import_lines(imports: dict[str, Any]) -> list[str]:
+    """One line per profiled command: module count, third-party packages, what was tried and is absent."""
+    lines = []
+    for command, profile in imports.items():
+        if command == "error" or not profile.get("modules"):
+            continue
+        third = ", ".join(f"{name} {ms:.0f} ms" for name, ms in profile["third_party_ms"].items())
+        absent = ", ".join(profile["absent_tried"])
+        lines.append(f"- `kubectl-pvleft {command}`: {profile['modules']} modules imported; outside the "
+                     f"standard library (cumulative import time): {third or 'none'}"
+                     + (f"; tried and absent: {absent}" if absent else "") + ".")
+    if not lines:
+        return []
+    return ["`python -X importtime` of the plugin (once, untimed, on the small cluster):", "", *lines, ""]
 
 
 def _shown_argv(argv: Sequence[str]) -> str:
@@ -332,11 +361,30 @@ def _large_lines(large: dict[str, Any], scenarios: Sequence[Any]) -> list[str]:
     if scale:
         sc, sl = large["scale_counts"], large["scale_loading"]
         lines += [f"#### leftovers -o json at {sc['persistentvolumes']:,} PVs, {sc['persistentvolumeclaims']:,} PVCs",
-                  "", f"Grown by {sl['requests']:,} requests in {sl['total']:.0f} s.", ""]
+                  "", _scale_text(large, sl), ""]
         s = scenarios[0]
         lines += scenario_table(f"{s.title} (scale)", s.kubectl_text, " ".join(s.plugin), scale,
                                 _floor_text(s.floor))[2:]
     return lines
+
+
+def _scale_text(large: dict[str, Any], loading: dict[str, Any]) -> str:
+    plane = large.get("scale_plane")
+    if not plane:
+        return f"The same plane, grown by {loading['requests']:,} requests in {loading['total']:.0f} s."
+    record = plane["loading"]
+    when = ("loaded by this run" if record["loaded_now"] == list(record["batches"]) else
+            f"batches {', '.join(record['loaded_now'])} loaded by this run" if record["loaded_now"] else
+            "loaded before this run and reused")
+    text = (f"A second plane in `{plane['dir']}`, kept between runs, {large['scale_counts']['pending pods']:,} Pods and "
+            f"{large['scale_counts']['events']:,} events (`leftovers` reads neither): batches "
+            f"{', '.join(record['batches'])}, {loading['requests']:,} requests in {loading['total']:.0f} s, {when}.")
+    thaw = plane.get("thaw")
+    if thaw:
+        text += (f" It was frozen (SIGSTOP) for {thaw['frozen']:.0f} s while the scenarios above ran; after SIGCONT "
+                 f"/readyz answered in {thaw['ready_after']:.2f} s and a full list of its "
+                 f"{thaw['first_list_items']:,} PVs took {thaw['first_list']:.1f} s.")
+    return text
 
 
 def _mix_text(mix: dict[str, int]) -> str:

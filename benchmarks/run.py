@@ -2,13 +2,15 @@
 """kubectl-pvleft against kubectl and against the floor, on a loaded test control plane.
 
     python benchmarks/run.py [--pvs 10000 --pvcs 10000 --pods 2000 --events 20000] [--repeat 5]
-                             [--label "before core v2"] [--scale 100000] [--keep]
+                             [--label "before core v2"] [--scale 100000 [--scale-dir DIR]] [--keep] [--install]
 
 1. A small control plane (8 PVs): `leftovers` vs `kubectl get pv`, and `kubectl-pvleft --help`'s CPU time.
 2. A large one, loaded by load.py; then, alternately (one warm-up of each, then --repeat rounds, the order
    rotated every round): each subcommand, its kubectl equivalent, and the floor (the same lists fetched
    raw over HTTPS in pages of 500 and discarded, in this process).
-3. With --scale N: N PVs and N PVCs in all, then `leftovers -o json` and its floor again.
+3. With --scale N: N PVs and N PVCs in all, then `leftovers -o json` and its floor again: on the same plane,
+   grown, or with --scale-dir on a second plane kept between runs (scaleplane.py), frozen meanwhile.
+With --install the plugin is a fresh non-editable install of `git archive HEAD` (install.py).
 Each command runs as a child process; wall time from the parent, user+sys CPU and peak RSS from that
 child's wait4(), API requests from the audit log lines its userAgent wrote during the run.
 Writes its section of BENCHMARKS.md (replacing one of the same --label) and the raw samples as
@@ -38,7 +40,9 @@ from urllib.parse import quote
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import install  # noqa: E402
 import report  # noqa: E402
+import scaleplane  # noqa: E402
 from load import Mix, admin_tls, load, start_or_attach  # noqa: E402
 
 from controlplane import ControlPlane  # noqa: E402  (load.py put tests/cluster on the path)
@@ -253,6 +257,16 @@ class Bench:
                   file=sys.stderr, flush=True)
         return measured
 
+    def import_profiles(self, args: Sequence[str]) -> dict[str, Any]:
+        """`-X importtime` of `--help` and of args against this plane (not timed: the profile slows it)."""
+        python = report.plugin_python(self.plugin)
+        try:
+            return {"--help": install.import_profile([*self.plugin, "--help"], python, self.env, self.scratch),
+                    " ".join(args): install.import_profile([*self.plugin, *args, "--kubeconfig", self.kubeconfig],
+                                                           python, self.env, self.scratch)}
+        except (OSError, RuntimeError) as exc:  # not a Python plugin (a bundle): no profile
+            return {"error": str(exc)[:200]}
+
     def help_cpu(self, repeat: int) -> Measured:
         measured = Measured("--help")
         self.child([*self.plugin, "--help"], PLUGIN_AGENT)
@@ -327,6 +341,10 @@ def resolve_kubectl(option: Optional[str]) -> str:
     """The kubectl binary itself: gcloud's `kubectl` is a dispatcher that execs kubectl.1.NN, and its
     own start-up would be charged to kubectl. Use the newest versioned binary beside it."""
     if option:
+        named = Path(option).resolve()
+        if named.name == "kubectl" and any(named.parent.glob("kubectl.1.*")):
+            print(f"warning: {option} is gcloud's kubectl dispatcher: its start-up is charged to kubectl",
+                  file=sys.stderr)
         return option
     found = shutil.which("kubectl")
     if not found:
@@ -352,7 +370,8 @@ def run_small(args: argparse.Namespace, bench_for: Callable[[ControlPlane], Benc
     bench = bench_for(cp)
     # A second each: more rounds cost little and steady the median on a shared machine.
     result = {"pvs": SMALL_MIX.pvs, "scenario": bench.scenario(SMALL, max(10, 3 * args.repeat)),
-              "help": bench.help_cpu(args.repeat), "apiserver": report.apiserver_version(cp)}
+              "help": bench.help_cpu(args.repeat), "apiserver": report.apiserver_version(cp),
+              "imports": bench.import_profiles(SCENARIOS[0].plugin)}
     if cp in planes:
         cp.stop(keep_logs=False)
         planes.remove(cp)
@@ -360,7 +379,7 @@ def run_small(args: argparse.Namespace, bench_for: Callable[[ControlPlane], Benc
 
 
 def run_large(args: argparse.Namespace, bench_for: Callable[[ControlPlane], Bench],
-              planes: list[ControlPlane]) -> dict[str, Any]:
+              planes: list[ControlPlane], kept: Optional[scaleplane.Kept]) -> dict[str, Any]:
     cp = started_plane(args.dir, args.keep, planes)
     mix = Mix.of(args.pvs, args.pvcs, args.pods, args.events)
     admin_count = report.object_counts(cp)
@@ -377,12 +396,22 @@ def run_large(args: argparse.Namespace, bench_for: Callable[[ControlPlane], Benc
     result: dict[str, Any] = {"mix": asdict(mix), "loading": loading, "counts": report.object_counts(cp),
                               "apiserver": report.apiserver_version(cp),
                               "scenarios": {s.key: bench.scenario(s, args.repeat) for s in wanted}}
-    if args.scale:
+    if args.scale and kept:
+        scale_cp, result["scale_plane"] = kept.ready(args.scale, args.pvs, args.pvcs)
+        batches = result["scale_plane"]["loading"]["batches"].values()
+        result["scale_loading"] = {"total": sum(b["total"] for b in batches),
+                                   "requests": sum(b["requests"] for b in batches)}
+        if result["scale_plane"]["loading"]["loaded_now"]:
+            time.sleep(args.settle)
+        bench = bench_for(scale_cp)
+        result["scale_apiserver"] = report.apiserver_version(scale_cp)
+    elif args.scale:
         extra = Mix.of(max(0, args.scale - mix.pvs), max(0, args.scale - mix.pvcs), 0, 0)
         print(f"scaling up: {extra}", file=sys.stderr, flush=True)
         result["scale_loading"] = load(cp, extra, "s1")
         time.sleep(args.settle)
-        result["scale_counts"] = report.object_counts(cp)
+    if args.scale:
+        result["scale_counts"] = report.object_counts(bench.cp)
         result["scale"] = bench.scenario(SCENARIOS[0], max(3, args.repeat // 2), with_kubectl=args.scale_kubectl)
     return result
 
@@ -397,11 +426,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--events", type=int, default=20_000)
     parser.add_argument("--repeat", type=int, default=3, help="timed rounds per scenario (after one warm-up)")
     parser.add_argument("--scale", type=int, default=0, help="then grow to this many PVs and PVCs and rerun leftovers")
+    parser.add_argument("--scale-dir", type=Path,
+                        help="measure --scale on a second plane here, kept between runs (loaded if it holds fewer "
+                             "PVs than --scale, reused otherwise, frozen while the other scenarios run)")
     parser.add_argument("--scale-kubectl", action="store_true", help="also time kubectl at --scale (slow)")
     parser.add_argument("--only", nargs="*", choices=[s.key for s in SCENARIOS] + ["small"], default=None)
     parser.add_argument("--settle", type=float, default=20.0, help="seconds to let the controllers settle after loading")
     parser.add_argument("--label", default="", help="names this run's section of BENCHMARKS.md")
     parser.add_argument("--plugin", help="the plugin command line (default: kubectl-pvleft beside this Python)")
+    parser.add_argument("--install", action="store_true",
+                        help="measure a fresh install: `pip install` of `git archive HEAD` into a new venv "
+                             "(not editable, no extras) in a temp dir")
+    parser.add_argument("--install-python", default="python3", help="the Python whose venv module --install uses")
     parser.add_argument("--kubectl", help="the kubectl binary (default: the real one behind gcloud's dispatcher)")
     parser.add_argument("--note", default="", help="a sentence for the section (e.g. which commit was measured)")
     parser.add_argument("--output", type=Path, default=HERE.parent / "BENCHMARKS.md")
@@ -419,24 +455,43 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     if not os.access(GNU_TIME, os.X_OK):
         raise SystemExit(f"error: {GNU_TIME} is missing (apt-get install time): it measures peak RSS")
-    plugin, kubectl = resolve_plugin(args.plugin), resolve_kubectl(args.kubectl)
+    if args.install and args.plugin:
+        raise SystemExit("error: --install and --plugin both name the plugin: give one")
+    if args.scale_dir and args.scale_dir.resolve() == args.dir.resolve():
+        raise SystemExit("error: --scale-dir must be another directory than --dir")
+    kubectl = resolve_kubectl(args.kubectl)
     planes: list[ControlPlane] = []
     label = args.label or f"run of {report.utc_now()[:10]}"
     results: dict[str, Any] = {"argv": sys.argv[1:], "started": report.utc_now(), "label": label, "note": args.note,
-                               "load_average_at_start": round(os.getloadavg()[0], 2),
-                               "versions": report.versions(plugin, kubectl)}
+                               "load_average_at_start": round(os.getloadavg()[0], 2)}
+    kept = scaleplane.Kept(args.scale_dir) if args.scale and args.scale_dir and args.only != ["small"] else None
     with tempfile.TemporaryDirectory(prefix="pvleft-bench-") as scratch:
-        bench_for = lambda cp: Bench(cp, plugin, kubectl, Path(scratch))  # noqa: E731
+        if args.install:
+            print(f"installing git archive HEAD of {HERE.parent} into a fresh venv", file=sys.stderr, flush=True)
+            results["install"] = install.fresh_install(Path(scratch) / "install", args.install_python)
+            plugin = results["install"]["plugin"]
+        else:
+            plugin = resolve_plugin(args.plugin)
+        results["versions"] = report.versions(plugin, kubectl)
+        if args.install:
+            results["versions"]["source"] = f"git archive of {results['install']['commit'][:7]}"
+        run_dir = Path(scratch) / "run"
+        run_dir.mkdir()
+        bench_for = lambda cp: Bench(cp, plugin, kubectl, run_dir)  # noqa: E731
         try:
+            if kept:
+                kept.park()
             if not args.only or "small" in args.only:
                 results["small"] = run_small(args, bench_for, planes)
             if args.only != ["small"]:
-                results["large"] = run_large(args, bench_for, planes)
+                results["large"] = run_large(args, bench_for, planes, kept)
         finally:
+            if kept:
+                kept.release()
             for cp in planes:
                 cp.stop(keep_logs=False)
+        results["static"] = report.static_checks(Path(results["versions"]["plugin_package"]))
     results["machine"] = report.machine()
-    results["static"] = report.static_checks(Path(results["versions"]["plugin_package"]))
     report.save_json(HERE / "results" / f"{report.slug(label)}.json", results)
     report.write_section(args.output, label, report.render(label, results, args.note, SCENARIOS, SMALL))
     print(f"wrote the section {label!r} of {args.output}", file=sys.stderr)
