@@ -39,7 +39,9 @@ class FakeAPIServer:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        # shutdown() returns when serve_forever next polls: at its default 0.5 s that was most of each test.
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.01},
+                                        daemon=True)
 
     def __enter__(self) -> "FakeAPIServer":
         self._thread.start()
@@ -86,7 +88,7 @@ class ScriptedServer:
         self.requests: list[tuple[str, dict[str, str]]] = []
         self._released = threading.Event()  # ends the handlers that hold a connection open
         self._listener = socket.create_server(("127.0.0.1", 0))
-        self._listener.settimeout(0.2)
+        self._listener.settimeout(0.02)  # how soon the accept loop sees the server stop
         self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
         self._thread = threading.Thread(target=self._serve, daemon=True)
 

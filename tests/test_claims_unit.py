@@ -18,13 +18,12 @@ from typing import Any
 
 import pytest
 
-from cli_runner import invoke
+from cli_runner import invoke, items as list_items
 from fake_apiserver import FakeAPIServer, status
 from kubectl_pvleft import claims
 from kubectl_pvleft.claims import ClaimRow, assess, problem_text, problems, to_json
 from kubectl_pvleft.printing import table_lines
 from kubectl_pvleft.records import PersistentVolumeClaim, StorageClass
-from plugin_runner import items as list_items, run_plugin
 from wire import items, load
 
 WIRE = items("claims_persistentvolumeclaims")
@@ -262,7 +261,8 @@ def test_cli_scope_is_one_list(tmp_path: Path, args: list[str], path: str) -> No
 
 def test_cli_all_json(tmp_path: Path) -> None:
     with FakeAPIServer(serve([])) as server:
-        result = run_plugin(server.kubeconfig(tmp_path / "kc"), "claims", "-A", "--all", "-o", "json")
+        config = server.kubeconfig(tmp_path / "kc")
+        result = invoke("claims", "-A", "--all", "-o", "json", "--kubeconfig", str(config))
     rows = list_items(result.stdout)
     assert len(rows) == 8 and sum(r["in_trouble"] for r in rows) == 7
 

@@ -16,12 +16,12 @@ from typing import Any, Optional
 
 import pytest
 
+from cli_runner import Result, invoke, items as list_items
 from fake_apiserver import FakeAPIServer, status
 from kubectl_pvleft import classes
 from kubectl_pvleft.classes import ClassCensus, ClassRow, assess
 from kubectl_pvleft.printing import table_lines
 from kubectl_pvleft.records import PersistentVolume, PersistentVolumeClaim, StorageClass
-from plugin_runner import items as list_items, run_plugin
 from wire import items, load
 
 SC_WIRE = items("classes_storageclasses")
@@ -250,9 +250,14 @@ def serve(forbidden: tuple[str, ...] = ()):
     return handler
 
 
+def run_classes(server: FakeAPIServer, tmp_path: Path, *args: str) -> Result:
+    """`kubectl pvleft classes ARGS` in-process against the scripted server."""
+    return invoke("classes", *args, "--kubeconfig", str(server.kubeconfig(tmp_path / "kc")))
+
+
 def test_cli_json_and_exit_code(tmp_path: Path) -> None:
     with FakeAPIServer(serve()) as server:
-        result = run_plugin(server.kubeconfig(tmp_path / "kc"), "classes", "-o", "json", "--exit-code")
+        result = run_classes(server, tmp_path, "-o", "json", "--exit-code")
         assert all("watch" not in r and "/csidrivers/" not in r for r in server.requests)
     assert (result.returncode, result.stderr) == (3, "")
     assert [r["name"] for r in list_items(result.stdout)][:2] == ["cc-rec-fast", "cc-rec-gold"]
@@ -260,7 +265,7 @@ def test_cli_json_and_exit_code(tmp_path: Path) -> None:
 
 def test_cli_drift_names(tmp_path: Path) -> None:
     with FakeAPIServer(serve()) as server:
-        result = run_plugin(server.kubeconfig(tmp_path / "kc"), "classes", "--drift", "-o", "name", "--exit-code")
+        result = run_classes(server, tmp_path, "--drift", "-o", "name", "--exit-code")
     assert result.returncode == 3
     assert result.stdout.splitlines() == ["persistentvolume/cc-rec-pv-drift-delete",
                                           "persistentvolume/cc-rec-pv-drift-retain"]
@@ -268,13 +273,13 @@ def test_cli_drift_names(tmp_path: Path) -> None:
 
 def test_cli_class_names_as_kubectl_prints_them(tmp_path: Path) -> None:
     with FakeAPIServer(serve()) as server:
-        result = run_plugin(server.kubeconfig(tmp_path / "kc"), "classes", "-o", "name")
+        result = run_classes(server, tmp_path, "-o", "name")
     assert result.stdout.splitlines()[0] == "storageclass.storage.k8s.io/cc-rec-fast"
 
 
 def test_cli_forbidden_csidrivers_warn_once_and_flag_nothing(tmp_path: Path) -> None:
     with FakeAPIServer(serve(forbidden=("csidrivers",))) as server:
-        result = run_plugin(server.kubeconfig(tmp_path / "kc"), "classes", "-o", "json")
+        result = run_classes(server, tmp_path, "-o", "json")
     assert result.returncode == 0
     assert result.stderr.count("warning: cannot list csidrivers") == 1 and len(result.stderr.splitlines()) == 1
     rows = {r["name"]: r for r in list_items(result.stdout)}
@@ -284,7 +289,7 @@ def test_cli_forbidden_csidrivers_warn_once_and_flag_nothing(tmp_path: Path) -> 
 
 def test_cli_forbidden_claims_and_pvs_are_unknown(tmp_path: Path) -> None:
     with FakeAPIServer(serve(forbidden=("persistentvolumeclaims", "persistentvolumes"))) as server:
-        result = run_plugin(server.kubeconfig(tmp_path / "kc"), "classes")
+        result = run_classes(server, tmp_path)
     assert result.returncode == 0
     assert len(result.stderr.splitlines()) == 2
     line = next(l for l in result.stdout.splitlines() if l.startswith("cc-rec-gold "))
@@ -293,7 +298,7 @@ def test_cli_forbidden_claims_and_pvs_are_unknown(tmp_path: Path) -> None:
 
 def test_cli_forbidden_classes_is_an_error(tmp_path: Path) -> None:
     with FakeAPIServer(serve(forbidden=("storageclasses",))) as server:
-        result = run_plugin(server.kubeconfig(tmp_path / "kc"), "classes")
+        result = run_classes(server, tmp_path)
     assert (result.returncode, result.stdout) == (1, "")
     assert result.stderr.startswith("error: storageclasses.storage.k8s.io is forbidden")
     assert "cluster-scoped: a ClusterRole" in result.stderr
