@@ -3,8 +3,11 @@ archives are reproducible, the manifest is generated from the archives' entries,
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.metadata
+import importlib.util
+import io
 import json
 import os
 import subprocess
@@ -16,10 +19,34 @@ import pytest
 import yaml
 
 import kubectl_pvleft
+from cli_runner import Result, invoke
 
 ROOT = Path(__file__).resolve().parent.parent
-KREW = [sys.executable, str(ROOT / "plugin" / "krew.py")]
 WORKFLOW = ROOT / ".github" / "workflows" / "release.yml"
+
+
+def _load_krew():
+    spec = importlib.util.spec_from_file_location("krew_generator", ROOT / "plugin" / "krew.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+KREW = _load_krew()
+
+
+def krew(*args: str) -> Result:
+    """`python plugin/krew.py ARGS` in this process: its main() with stdout and stderr captured. A SystemExit
+    carrying a message ends as the interpreter ends it: the message on stderr, exit code 1."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = KREW.main(list(args)) or 0
+        except SystemExit as exc:
+            if isinstance(exc.code, str):
+                print(exc.code, file=sys.stderr)
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    return Result(code, out.getvalue(), err.getvalue())
 
 
 def fake_bundle(where: Path, exe: str = "kubectl-pvleft") -> Path:
@@ -34,8 +61,8 @@ def fake_bundle(where: Path, exe: str = "kubectl-pvleft") -> Path:
 
 
 def archive(bundle: Path, out: Path, *extra: str) -> tuple[Path, str]:
-    result = subprocess.run([*KREW, "archive", "--bundle", str(bundle), "--out", str(out), *extra],
-                            capture_output=True, text=True, check=True)
+    result = krew("archive", "--bundle", str(bundle), "--out", str(out), *extra)
+    assert result.code == 0, result
     path, sha = result.stdout.split()
     return Path(path), sha
 
@@ -80,7 +107,7 @@ def test_manifest_lists_every_platform_entry_of_this_version(tmp_path: Path) -> 
         shas[os_name, arch] = archive(fake_bundle(tmp_path / f"{os_name}-{arch}"), out, "--os", os_name, "--arch", arch)[1]
     archive(fake_bundle(tmp_path / "old"), out, "--os", "linux", "--arch", "amd64", "--version", "v0.0.1")  # not listed
     manifest = tmp_path / "pvleft.yaml"
-    subprocess.run([*KREW, "manifest", "--platforms", str(out), "--out", str(manifest)], check=True, capture_output=True)
+    assert krew("manifest", "--platforms", str(out), "--out", str(manifest)).code == 0
     doc = yaml.safe_load(manifest.read_text())
     platforms = doc["spec"]["platforms"]
     assert [(p["selector"]["matchLabels"]["os"], p["selector"]["matchLabels"]["arch"]) for p in platforms] == [
@@ -91,8 +118,7 @@ def test_manifest_lists_every_platform_entry_of_this_version(tmp_path: Path) -> 
 
 
 def test_manifest_refuses_to_be_written_without_archives(tmp_path: Path) -> None:
-    result = subprocess.run([*KREW, "manifest", "--platforms", str(tmp_path), "--out", str(tmp_path / "m.yaml")],
-                            capture_output=True, text=True)
+    result = krew("manifest", "--platforms", str(tmp_path), "--out", str(tmp_path / "m.yaml"))
     assert result.returncode != 0 and "no platform entries" in result.stderr and not (tmp_path / "m.yaml").exists()
 
 
@@ -128,8 +154,14 @@ def test_versions_agree() -> None:
     version = kubectl_pvleft.__version__
     assert importlib.metadata.version("kubectl-pvleft") == version
     assert yaml.safe_load((ROOT / "krew-manifest.yaml").read_text())["spec"]["version"] == f"v{version}"
-    shown = subprocess.run([sys.executable, "-m", "kubectl_pvleft", "--version"], capture_output=True, text=True)
+    shown = invoke("--version")
     assert shown.returncode == 0 and shown.stdout.split()[-1] == version
+
+
+@pytest.mark.integration
+def test_python_m_prints_the_version() -> None:
+    shown = subprocess.run([sys.executable, "-m", "kubectl_pvleft", "--version"], capture_output=True, text=True)
+    assert shown.returncode == 0 and shown.stdout.split()[-1] == kubectl_pvleft.__version__
 
 
 @pytest.mark.parametrize("name", ["kubectl-pvleft", "kubectl_complete-pvleft"])
