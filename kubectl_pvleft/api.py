@@ -8,9 +8,11 @@ deliberately no write path here: the plugin reports, a human decides.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import queue
+import threading
+import weakref
 from functools import cached_property
-from typing import Any, Callable, Generic, Iterator, Optional, Protocol, TypeVar
+from typing import Any, Callable, Generic, Iterable, Iterator, Optional, Protocol, TypeVar
 from urllib.parse import quote
 
 import msgspec
@@ -40,18 +42,19 @@ METADATA_ONLY = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v
 R = TypeVar("R")
 T = TypeVar("T")
 
-__all__ = ["Kind", "KubeAPI", "Listing", "Reader", "StreamClosed", "WatchEvent", "error_for", "optional"]
+__all__ = ["Kind", "KubeAPI", "Listing", "Reader", "StreamClosed", "WatchEvent", "begin", "error_for", "optional"]
 
 
-@dataclass(frozen=True)
 class Kind(Generic[R]):
     """Where a resource lives (``/api/v1`` or ``/apis/GROUP/VERSION``), its plural, and its record."""
 
-    plural: str
-    prefix: str
-    namespaced: bool
-    record: type[R]
-    metadata_only: bool = False  # list as PartialObjectMetadataList: names and uids, not whole objects
+    # A plain class, not a dataclass: a dataclass costs ~1 ms of generated code at every start-up.
+    def __init__(self, plural: str, prefix: str, namespaced: bool, record: type[R], metadata_only: bool = False) -> None:
+        self.plural, self.prefix, self.namespaced, self.record = plural, prefix, namespaced, record
+        self.metadata_only = metadata_only  # list as PartialObjectMetadataList: names and uids, not whole objects
+
+    def __repr__(self) -> str:
+        return f"Kind({self.prefix}/{self.plural}{', metadata only' if self.metadata_only else ''})"
 
     def path(self, namespace: Optional[str] = None, name: Optional[str] = None) -> str:
         base = self.prefix
@@ -112,7 +115,9 @@ class Reader(Protocol):
 
 
 class Listing(Generic[R]):
-    """One paginated list, fetched and decoded a page at a time as it is iterated.
+    """One paginated list, read a page ahead of the caller: while one page is decoded and used, the next is
+    already on its way (the server encodes it on another core). ``start()`` begins reading before the first
+    iteration, so lists of different kinds can be read at the same time.
 
     A 410 on a continue token (the server compacted past the list's snapshot) restarts the list
     once from the beginning, skipping objects already yielded; a second 410 is an error.
@@ -120,42 +125,167 @@ class Listing(Generic[R]):
 
     def __init__(self, api: "KubeAPI", kind: Kind[R], namespace: Optional[str], params: dict[str, str]) -> None:
         self._api, self._kind, self._namespace, self._params = api, kind, namespace, params
-        self.resource_version: Optional[str] = None
-        self.restarted = False
+        self._state = _ListState()
+        self._reader: Optional[_PageReader] = None
+
+    @property
+    def resource_version(self) -> Optional[str]:
+        return self._state.resource_version
+
+    @property
+    def restarted(self) -> bool:
+        return self._state.restarted
+
+    @property
+    def paged(self) -> bool:
+        """The first page said more follow."""
+        return self._state.paged
+
+    def start(self) -> "Listing[R]":
+        """Begin reading in the background now; an iteration later consumes what was read."""
+        if self._reader is None:
+            self._reader = _PageReader(self._api, self._kind, self._namespace, self._params, self._state)
+            weakref.finalize(self, self._reader.close)  # a listing dropped unread stops its reader
+        return self
+
+    def wait_for_snapshot(self) -> None:
+        """Return once the server has answered the first page: the list's snapshot is fixed from then on."""
+        self.start()
+        assert self._reader is not None
+        self._reader.first_page.wait()  # a failure stays queued: the iteration raises it
 
     def __iter__(self) -> Iterator[R]:
+        self.start()
+        reader, self._reader = self._reader, None  # one iteration per start
+        assert reader is not None
+        decoder, path = self._kind.page_decoder, self._kind.path(self._namespace)
         seen: set[str] = set()  # uids yielded: a restarted list skips what it already gave
-        for page in self._pages():
-            for item in page.items or ():
-                if item.metadata.uid not in seen:
-                    seen.add(item.metadata.uid)
-                    yield item
+        try:
+            for status, body in reader:
+                page = self._api.decode(body, status, decoder, "list", path)
+                for item in page.items or ():
+                    if item.metadata.uid not in seen:
+                        seen.add(item.metadata.uid)
+                        yield item
+        finally:
+            reader.close()
 
-    def _pages(self) -> Iterator[Any]:
-        path = self._kind.path(self._namespace)
-        token: Optional[str] = None
-        followed: set[str] = set()  # continue tokens already asked with: one given again would page forever
+
+class _ListState:
+    def __init__(self) -> None:
+        self.resource_version: Optional[str] = None
+        self.restarted = False
+        self.paged = False
+
+
+class _ListHead(msgspec.Struct, frozen=True):
+    metadata: ListMeta = ListMeta()
+
+
+_LIST_HEAD = msgspec.json.Decoder(_ListHead)
+_END = object()
+
+
+def list_head(body: bytes) -> ListMeta:
+    """A list's metadata (continue token, resourceVersion) without decoding its items: the API server writes
+    ``metadata`` before ``items``, so the head is cut there; any other shape is decoded whole."""
+    cut = body.find(b'"items":', 0, 4096)
+    if cut > 0 and body[:cut].rstrip().endswith(b","):
+        try:
+            return _LIST_HEAD.decode(body[:cut] + b'"items":null}').metadata
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            pass
+    return _LIST_HEAD.decode(body).metadata
+
+
+class _PageReader:
+    """Reads a list's pages in a thread, one page ahead of its consumer; errors reach the consumer."""
+
+    def __init__(self, api: "KubeAPI", kind: Kind[Any], namespace: Optional[str], params: dict[str, str],
+                 state: _ListState) -> None:
+        self._pages: "queue.Queue[Any]" = queue.Queue(maxsize=1)
+        self._closed = threading.Event()
+        self.first_page = threading.Event()  # set when the first page is in, or the list has failed before it
+        thread = threading.Thread(target=self._run, args=(api, kind, namespace, params, state), daemon=True,
+                                  name=f"list {kind.plural}")
+        thread.start()
+
+    def __iter__(self) -> Iterator[tuple[int, bytes]]:
         while True:
-            params = dict(self._params, limit=str(self._api.page_size), **({"continue": token} if token else {}))
-            try:
-                page = self._api.fetch(path, params, self._kind.accept, "list", self._kind.page_decoder)
-            except Expired as exc:
-                if not token or self.restarted:
-                    raise Expired(exc.status, exc.reason, f"the list of {path} expired twice while paging; try again",
-                                  "list", path) from None
-                self.restarted, token = True, None
-                followed.clear()
-                continue
-            if token is None:
-                self.resource_version = page.metadata.resource_version
-            yield page
-            followed.add(token or "")
-            token = page.metadata.continue_ or None
-            if token is None:
+            item = self._pages.get()
+            if item is _END:
                 return
-            if token in followed:
-                raise BadResponse(200, "BadResponse", "the server gave a continue token it had already given: the "
-                                  "list would never end", "list", path)
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+
+    def close(self) -> None:
+        self._closed.set()
+        try:
+            while True:
+                self._pages.get_nowait()  # a reader blocked on a full queue sees the close
+        except queue.Empty:
+            pass
+
+    def _put(self, item: Any) -> bool:
+        while not self._closed.is_set():
+            try:
+                self._pages.put(item, timeout=0.2)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def _run(self, api: "KubeAPI", kind: Kind[Any], namespace: Optional[str], params: dict[str, str],
+             state: _ListState) -> None:
+        try:
+            for page in _page_bodies(api, kind, namespace, params, state):
+                self.first_page.set()
+                if not self._put(page):
+                    return
+            self._put(_END)
+        except Exception as exc:  # handed to the consumer, raised there
+            self._put(exc)
+        finally:
+            self.first_page.set()
+
+
+def _page_bodies(api: "KubeAPI", kind: Kind[Any], namespace: Optional[str], params: dict[str, str],
+                 state: _ListState) -> Iterator[tuple[int, bytes]]:
+    """(status, body) of each page, in order; only the head of each is decoded here."""
+    path = kind.path(namespace)
+    token: Optional[str] = None
+    followed: set[str] = set()  # continue tokens already asked with: one given again would page forever
+    while True:
+        query = dict(params, limit=str(api.page_size), **({"continue": token} if token else {}))
+        try:
+            response = api.transport.open(path, query, kind.accept, "list")
+            body = api.transport.read(response)
+            head = _head(body, response.status, path)
+        except Expired as exc:
+            if not token or state.restarted:
+                raise Expired(exc.status, exc.reason, f"the list of {path} expired twice while paging; try again",
+                              "list", path) from None
+            state.restarted, token = True, None
+            followed.clear()
+            continue
+        if token is None:
+            state.resource_version, state.paged = head.resource_version, bool(head.continue_)
+        yield response.status, body
+        followed.add(token or "")
+        token = head.continue_ or None
+        if token is None:
+            return
+        if token in followed:
+            raise BadResponse(200, "BadResponse", "the server gave a continue token it had already given: the "
+                              "list would never end", "list", path)
+
+
+def _head(body: bytes, status: int, path: str) -> ListMeta:
+    try:
+        return list_head(body)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as exc:
+        raise _bad_response(status, "list", path, exc) from None
 
 
 class KubeAPI:
@@ -178,15 +308,14 @@ class KubeAPI:
 
     def fetch(self, path: str, params: dict[str, str], accept: str, verb: str, decoder: msgspec.json.Decoder) -> Any:
         response = self.transport.open(path, params, accept, verb)
-        body = self.transport.read(response)
+        return self.decode(self.transport.read(response), response.status, decoder, verb, path)
+
+    @staticmethod
+    def decode(body: bytes, status: int, decoder: msgspec.json.Decoder, verb: str, path: str) -> Any:
         try:
             return decoder.decode(body)
-        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-            raise BadResponse(response.status, "BadResponse", f"the server's answer is not what {verb} expects: "
-                              f"{_first_line(str(exc))}", verb, path) from None
-        except RecursionError:  # nesting no Kubernetes object has: a hostile or broken server
-            raise BadResponse(response.status, "BadResponse", f"the server's answer is not what {verb} expects: "
-                              "nested too deeply", verb, path) from None
+        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as exc:
+            raise _bad_response(status, verb, path, exc) from None
 
     # -- the three verbs --------------------------------------------------------------------------
 
@@ -262,8 +391,31 @@ def _selectors(field_selector: Optional[str], label_selector: Optional[str]) -> 
     return params
 
 
+def _bad_response(status: int, verb: str, path: str, exc: BaseException) -> BadResponse:
+    # RecursionError: nesting no Kubernetes object has, from a hostile or broken server.
+    detail = "nested too deeply" if isinstance(exc, RecursionError) else _first_line(str(exc))
+    return BadResponse(status, "BadResponse", f"the server's answer is not what {verb} expects: {detail}", verb, path)
+
+
 def _first_line(text: str) -> str:
     return text.strip().splitlines()[0][:200] if text.strip() else "undecodable"
+
+
+def begin(listing: Iterable[R], *, snapshot: bool = False, alongside: Optional[Iterable[Any]] = None) -> Iterable[R]:
+    """Start reading a Listing in the background (any other iterable, a test's, is left as it is). With
+    ``snapshot``, return only once its first page is in (or it failed: the iteration raises that): a list
+    begun after it sees a later state. With
+    ``alongside``, only when that list is long (more than one page): short lists are read one after the
+    other on one kept connection, where reading them at once would pay a TLS handshake each."""
+    if not isinstance(listing, Listing):
+        return listing
+    if alongside is not None and not (isinstance(alongside, Listing) and alongside.paged):
+        return listing
+    if snapshot:
+        listing.wait_for_snapshot()
+    else:
+        listing.start()
+    return listing
 
 
 def optional(read: Callable[[], T], warnings: list[str], message: str) -> Optional[T]:

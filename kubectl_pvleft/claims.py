@@ -11,17 +11,21 @@ Reads: PersistentVolumeClaims (one paginated list, one namespace or all). Writes
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import replace  # printing's Report
+
+from msgspec import Struct, field
 from datetime import datetime
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, Optional, TYPE_CHECKING
 
 from kubectl_pvleft.api import PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, STORAGE_CLASSES, Reader, optional
 from kubectl_pvleft.commands import Options, Result
 from kubectl_pvleft.printing import UNSET, Column, Report, age, utcnow
 from kubectl_pvleft.resize import StalledResize, stalled_resize
-from kubectl_pvleft.watch import Follow, Stores, Stream
 from kubectl_pvleft.records import (CLAIM_PHASES, Condition, HealthCondition, PersistentVolume, PersistentVolumeClaim,
                                    StorageClass, iso)
+
+if TYPE_CHECKING:  # --watch alone needs the watch runtime: imported in follow()
+    from kubectl_pvleft.watch import Follow, Stores
 
 # Problem kinds, as the PROBLEM column and JSON name them.
 PENDING, LOST = "pending", "lost"
@@ -64,8 +68,7 @@ MODIFY_STATUSES = {"Pending": MODIFY_PENDING, "InProgress": MODIFYING, "Infeasib
 HEALTH_STATUSES = ("Inaccessible", "DataLoss", "Degraded")
 
 
-@dataclass(frozen=True)
-class Problem:
+class Problem(Struct, frozen=True):
     kind: str
     field: str  # where the evidence is, as a path into the PVC
     value: str  # what the server sent there
@@ -79,8 +82,7 @@ class Problem:
                 "reason": self.reason, "message": self.message, "detail": self.detail}
 
 
-@dataclass(frozen=True)
-class ClaimRow:
+class ClaimRow(Struct, frozen=True):
     claim: PersistentVolumeClaim
     problems: tuple[Problem, ...]
     stalled_resize: Optional[StalledResize] = None  # asked to grow, and nothing has started the resize
@@ -95,8 +97,7 @@ class ClaimRow:
         return "Terminating" if self.claim.meta.deleted else self.claim.phase
 
 
-@dataclass
-class ClaimCensus:
+class ClaimCensus(Struct):
     rows: list[ClaimRow]
     trouble_count: int
     warnings: list[str] = field(default_factory=list)
@@ -217,6 +218,8 @@ def run(api: Reader, options: Options) -> Result:
 
 
 def follow(options: Options) -> Follow[ClaimRow]:
+    from kubectl_pvleft.watch import Follow, Stream
+
     streams = [Stream("claims", PERSISTENT_VOLUME_CLAIMS, options.namespace, field_selector=options.field_selector,
                       label_selector=options.label_selector, required=True)]
 

@@ -12,15 +12,17 @@ paginated list each. Writes: nothing.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from msgspec import Struct, field
 from datetime import datetime
-from typing import Any, Callable, Iterable, Optional, TypeVar
+from typing import Any, Callable, Iterable, Optional, TYPE_CHECKING, TypeVar
 
-from kubectl_pvleft.api import CSI_DRIVERS, PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, STORAGE_CLASSES, Reader, optional
+from kubectl_pvleft.api import CSI_DRIVERS, PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, STORAGE_CLASSES, Reader, begin, optional
 from kubectl_pvleft.commands import Options, Result
 from kubectl_pvleft.printing import Column, Report, age, utcnow
 from kubectl_pvleft.records import PV_PHASES, Absent, PersistentVolume, PersistentVolumeClaim, StorageClass, iso
-from kubectl_pvleft.watch import Follow, Stores, Stream
+
+if TYPE_CHECKING:  # --watch alone needs the watch runtime: imported in follow()
+    from kubectl_pvleft.watch import Follow, Stores
 
 T = TypeVar("T")
 
@@ -42,8 +44,7 @@ CLAIMS_UNREADABLE = ("cannot list persistentvolumeclaims cluster-wide ({reason})
 DRIVERS_UNREADABLE = "cannot list csidrivers ({reason}); CSI provisioners are not checked for a registered CSIDriver."
 
 
-@dataclass(frozen=True)
-class Finding:
+class Finding(Struct, frozen=True):
     kind: str
     message: str
 
@@ -51,16 +52,14 @@ class Finding:
         return {"kind": self.kind, "message": self.message}
 
 
-@dataclass(frozen=True)
-class Drift:
+class Drift(Struct, frozen=True):
     """A PV whose own reclaim policy is not its class's: the copy no longer matches the recipe."""
 
     pv: PersistentVolume
     class_reclaim_policy: str
 
 
-@dataclass(frozen=True)
-class ClassRow:
+class ClassRow(Struct, frozen=True):
     """One class name: an existing StorageClass, or a name PVs or claims use that has no StorageClass."""
 
     name: str
@@ -91,8 +90,7 @@ class ClassRow:
 COLUMN_PV_PHASES = ("Bound", "Released", "Available", "Failed")
 
 
-@dataclass
-class ClassCensus:
+class ClassCensus(Struct):
     rows: list[ClassRow]
     drift: list[Drift]
     warnings: list[str] = field(default_factory=list)
@@ -149,8 +147,7 @@ def _by_class(items: Optional[Iterable[T]], class_of: Callable[[T], Optional[str
     return grouped
 
 
-@dataclass(frozen=True)
-class _Context:
+class _Context(Struct, frozen=True):
     """What every row is judged against: the whole census, read once."""
 
     csi_drivers: Optional[set[str]]
@@ -221,10 +218,14 @@ def assess(classes: Iterable[StorageClass], pvs: Optional[Iterable[PersistentVol
 def census(api: Reader, *, label_selector: Optional[str] = None, field_selector: Optional[str] = None) -> ClassCensus:
     """List classes (required), then PVs, claims and CSIDrivers; a 403 on those makes their values unknown."""
     classes = list(api.list(STORAGE_CLASSES, label_selector=label_selector, field_selector=field_selector))
+    # Many PVs: claims and CSIDrivers are read beside them.
+    pv_list = begin(api.list(PERSISTENT_VOLUMES), snapshot=True)
+    claim_list, driver_list = (begin(api.list(kind), alongside=pv_list)
+                               for kind in (PERSISTENT_VOLUME_CLAIMS, CSI_DRIVERS))
     warnings: list[str] = []
-    pvs = optional(lambda: list(api.list(PERSISTENT_VOLUMES)), warnings, PVS_UNREADABLE)
-    claims = optional(lambda: list(api.list(PERSISTENT_VOLUME_CLAIMS)), warnings, CLAIMS_UNREADABLE)
-    drivers = optional(lambda: {d.name for d in api.list(CSI_DRIVERS)}, warnings, DRIVERS_UNREADABLE)
+    pvs = optional(lambda: list(pv_list), warnings, PVS_UNREADABLE)
+    claims = optional(lambda: list(claim_list), warnings, CLAIMS_UNREADABLE)
+    drivers = optional(lambda: {d.name for d in driver_list}, warnings, DRIVERS_UNREADABLE)
     result = assess(classes, pvs, claims, drivers)
     result.warnings = warnings
     if label_selector or field_selector:  # a selector picks classes: names only PVs or claims use are not what was asked for
@@ -240,6 +241,8 @@ def run(api: Reader, options: Options) -> Result:
 
 
 def follow(options: Options) -> Follow[Any]:
+    from kubectl_pvleft.watch import Follow, Stream
+
     streams = [
         Stream("classes", STORAGE_CLASSES, label_selector=options.label_selector,
                field_selector=options.field_selector, required=True),

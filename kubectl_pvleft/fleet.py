@@ -12,8 +12,10 @@ import fnmatch
 import queue
 import threading
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace  # kubeconfig's Selection
 from typing import Any, Callable, Iterator, Optional, Sequence
+
+from msgspec import Struct
 
 from kubectl_pvleft.commands import Command, Options, Result
 from kubectl_pvleft.errors import ApiError, ConfigError, PvleftError, UsageError
@@ -22,16 +24,14 @@ from kubectl_pvleft.printing import Column, Report
 DEFAULT_CONCURRENCY = 8  # a laptop's worth of TLS handshakes and JSON decoding at once
 
 
-@dataclass(frozen=True)
-class InContext:
+class InContext(Struct, frozen=True):
     """One row of one context's report."""
 
     context: str
     row: Any
 
 
-@dataclass
-class ContextOutcome:
+class ContextOutcome(Struct):
     context: str
     result: Optional[Result] = None
     error: Optional[str] = None

@@ -76,6 +76,7 @@ class _Connection:
         self.used = 0  # requests sent on it: a reused connection may have been closed by the server meanwhile
         self.deadline: Optional[float] = None
         self.read_timeout: Optional[float] = None
+        self._timeout_set: Optional[float] = -1.0  # what the socket has: setting it again costs a syscall
 
     def close(self) -> None:
         try:
@@ -92,7 +93,7 @@ class _Connection:
                 raise TimedOut("the request took longer than allowed")
             wait = left if wait is None else min(wait, left)
         try:
-            self.sock.settimeout(wait)
+            self.set_timeout(wait)
             return self.sock.recv(BLOCK)
         except (socket.timeout, TimeoutError):
             raise TimedOut("no answer in time") from None
@@ -100,6 +101,11 @@ class _Connection:
             raise Cut(f"TLS: {exc.reason or exc}") from None
         except OSError as exc:
             raise Cut(type(exc).__name__) from None
+
+    def set_timeout(self, wait: Optional[float]) -> None:
+        if wait != self._timeout_set:
+            self.sock.settimeout(wait)
+            self._timeout_set = wait
 
     def more(self) -> bool:
         data = self._fill()
@@ -324,7 +330,7 @@ class Pool:
                 connection = self._connect(timeouts, deadline)
             connection.deadline, connection.read_timeout = deadline, timeouts.read
             try:
-                connection.sock.settimeout(timeouts.read)
+                connection.set_timeout(timeouts.read)
                 connection.sock.sendall(request)
                 status, reason, response_headers = _read_head(connection)
             except (HTTPFailure, OSError) as exc:

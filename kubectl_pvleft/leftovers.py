@@ -12,15 +12,17 @@ clearing; a human decides reuse or abandon.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from msgspec import Struct, field
 from datetime import datetime
-from typing import Any, Iterable, Mapping, Optional, Union
+from typing import Any, Iterable, Mapping, Optional, TYPE_CHECKING, Union
 
-from kubectl_pvleft.api import CLAIM_IDENTITIES, PERSISTENT_VOLUMES, STORAGE_CLASSES, Reader, optional
+from kubectl_pvleft.api import CLAIM_IDENTITIES, PERSISTENT_VOLUMES, STORAGE_CLASSES, Reader, begin, optional
 from kubectl_pvleft.commands import Options, Result
 from kubectl_pvleft.printing import Column, Report, UNSET, age, utcnow
 from kubectl_pvleft.records import Absent, ClaimIdentity, PersistentVolume, StorageClass, iso
-from kubectl_pvleft.watch import Follow, Stores, Stream
+
+if TYPE_CHECKING:  # --watch alone needs the watch runtime: imported in follow()
+    from kubectl_pvleft.watch import Follow, Stores
 
 # CLAIM STATE: the seed's words, shown as they are.
 MISSING, REPLACED, PRESENT, UNKNOWN = "missing", "replaced", "present", "unknown"
@@ -30,8 +32,7 @@ CLAIMS_UNREADABLE = ("cannot list persistentvolumeclaims {scope} ({reason}); cla
 CLASSES_UNREADABLE = "cannot list storageclasses ({reason}); class reclaim policy is unknown."
 
 
-@dataclass(frozen=True)
-class ClaimIndex:
+class ClaimIndex(Struct, frozen=True):
     """Live claims by namespace/name -> uid; ``None`` in place of an index means the user may not read PVCs."""
 
     uids: dict[tuple[str, str], str]
@@ -41,8 +42,7 @@ class ClaimIndex:
         return cls({(c.namespace, c.name): c.uid for c in claims})
 
 
-@dataclass(frozen=True)
-class Leftover:
+class Leftover(Struct, frozen=True):
     pv: PersistentVolume
     claim_state: Optional[str]  # None when the PV has no claimRef
     # The class's policy: None when the PV names no class, Absent.MISSING when the class no longer exists,
@@ -62,8 +62,7 @@ class Leftover:
         return f"{ref.namespace}/{ref.name}" if ref and ref.namespace and ref.name else None
 
 
-@dataclass
-class LeftoverResult:
+class LeftoverResult(Struct):
     rows: list[Leftover]
     warnings: list[str] = field(default_factory=list)
     all_pvs: list[PersistentVolume] = field(default_factory=list)  # every PV read, for a cloud census to join
@@ -117,11 +116,16 @@ def find_leftovers(api: Reader, *, include_all: bool = False, claim_namespace: O
                    label_selector: Optional[str] = None, field_selector: Optional[str] = None) -> LeftoverResult:
     """List PVs, then claims (so a claim bound after our PV list cannot look missing), then classes."""
     warnings: list[str] = []
-    pvs = list(api.list(PERSISTENT_VOLUMES, label_selector=label_selector, field_selector=field_selector))
+    # Many PVs: the three lists are read at the same time, but the claims' only begins once the PVs'
+    # snapshot is fixed (its first page is in), so a claim bound after the PV list still cannot look missing.
+    pv_list = begin(api.list(PERSISTENT_VOLUMES, label_selector=label_selector, field_selector=field_selector),
+                    snapshot=True)
+    claim_list = begin(api.list(CLAIM_IDENTITIES, claim_namespace), alongside=pv_list)
+    class_list = begin(api.list(STORAGE_CLASSES), alongside=pv_list)
+    pvs = list(pv_list)
     scope = f'in namespace "{claim_namespace}"' if claim_namespace else "cluster-wide"
-    identities = optional(lambda: ClaimIndex.of(api.list(CLAIM_IDENTITIES, claim_namespace)), warnings,
-                          CLAIMS_UNREADABLE.replace("{scope}", scope))
-    classes = optional(lambda: {sc.name: sc for sc in api.list(STORAGE_CLASSES)}, warnings, CLASSES_UNREADABLE)
+    identities = optional(lambda: ClaimIndex.of(claim_list), warnings, CLAIMS_UNREADABLE.replace("{scope}", scope))
+    classes = optional(lambda: {sc.name: sc for sc in class_list}, warnings, CLASSES_UNREADABLE)
     rows = assess(pvs, identities, classes, include_all=include_all, claim_namespace=claim_namespace)
     return LeftoverResult(rows, warnings, pvs)
 
@@ -144,6 +148,8 @@ def run(api: Reader, options: Options) -> Result:
 
 
 def follow(options: Options) -> Follow[Leftover]:
+    from kubectl_pvleft.watch import Follow, Stream
+
     namespace = claim_namespace(options)
     streams = [
         Stream("volumes", PERSISTENT_VOLUMES, label_selector=options.label_selector,

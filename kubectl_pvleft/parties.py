@@ -7,7 +7,7 @@ a volume is attached to and the Pods there that use it. Each is structured (JSON
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from msgspec import Struct
 from typing import Any, Mapping, Optional, Sequence
 
 from kubectl_pvleft.records import PersistentVolume, PersistentVolumeClaim, Pod, VolumeAttachment
@@ -15,8 +15,7 @@ from kubectl_pvleft.records import PersistentVolume, PersistentVolumeClaim, Pod,
 RWOP = "ReadWriteOncePod"
 
 
-@dataclass(frozen=True)
-class OtherParty:
+class OtherParty(Struct, frozen=True):
     kind: str  # PersistentVolumeClaim | Pod | Node
     namespace: Optional[str] = None
     name: Optional[str] = None

@@ -10,9 +10,9 @@ Reads: Pods (``status.phase=Pending``), Events, PVCs, StorageClasses, CSIDrivers
 
 from __future__ import annotations
 
-from dataclasses import replace
+from msgspec.structs import replace
 from datetime import datetime
-from typing import Any, Optional, Sequence, TypeVar
+from typing import Any, Iterable, Optional, Sequence, TYPE_CHECKING, TypeVar
 
 from kubectl_pvleft.api import (
     CSI_DRIVERS,
@@ -24,13 +24,16 @@ from kubectl_pvleft.api import (
     VOLUME_ATTACHMENTS,
     Kind,
     Reader,
+    begin,
     optional,
 )
 from kubectl_pvleft.commands import Options, Result
 from kubectl_pvleft.printing import Column, Report, age, truncate, utcnow, word
 from kubectl_pvleft.records import Event, Pod, StorageClass, iso
 from kubectl_pvleft.triage import ClaimView, Evidence, Triage, TriageResult, assess, is_external
-from kubectl_pvleft.watch import Follow, Stores, Stream
+
+if TYPE_CHECKING:  # --watch alone needs the watch runtime: imported in follow()
+    from kubectl_pvleft.watch import Follow, Stores
 
 T = TypeVar("T")
 
@@ -89,6 +92,7 @@ class _Gatherer:
         return optional(lambda: _read_named(self.api, kind, wanted, scope, self.limit), self.warnings, unreadable)
 
     def evidence(self, pods: Sequence[Pod]) -> Evidence:
+        events_ahead = self._begin_events(pods)
         claims = self._named(PERSISTENT_VOLUME_CLAIMS, {(p.namespace, c) for p in pods for c in p.claims},
                              self.namespace, CLAIMS_UNREADABLE)
         unbound = [c for c in (claims or {}).values() if c.phase != "Bound"]
@@ -96,11 +100,19 @@ class _Gatherer:
         volumes = self._named(PERSISTENT_VOLUMES, {("", c.volume_name) for c in unbound if c.volume_name}, None,
                               VOLUMES_UNREADABLE)
         uids = {p.meta.uid: p.namespace for p in pods} | {c.meta.uid: c.namespace for c in unbound}
-        events = optional(lambda: _read_events(self.api, uids, self.namespace, self.limit), self.warnings,
-                          EVENTS_UNREADABLE)
+        events = optional(lambda: _read_events(self.api, uids, self.namespace, self.limit, events_ahead),
+                          self.warnings, EVENTS_UNREADABLE)
         evidence = Evidence(claims=claims, events=events, classes=classes, csi_drivers=drivers,
                             volumes=None if volumes is None else {name: pv for (_, name), pv in volumes.items()})
         return self._other_parties(pods, evidence)
+
+    def _begin_events(self, pods: Sequence[Pod]) -> Optional[Iterable[Event]]:
+        """Too many Pods to ask for their events one by one: the one event list they need can be read
+        beside the claims (their claims live in the same namespaces, so it is the same list)."""
+        if len(pods) <= self.limit:
+            return None
+        scopes = _list_scopes(self.namespace, {p.namespace for p in pods}, self.limit)
+        return begin(self.api.list(EVENTS, scopes[0])) if len(scopes) == 1 else None
 
     def _classes_and_drivers(self, unbound: list[Any]) -> tuple[Any, Optional[frozenset[str]]]:
         wanted = {c.storage_class for c in unbound if c.storage_class}
@@ -170,14 +182,17 @@ def _read_named(api: Reader, kind: Kind[T], wanted: set[tuple[str, str]], namesp
     return found
 
 
-def _read_events(api: Reader, uids: dict[str, str], namespace: Optional[str], limit: int) -> dict[str, list[Event]]:
+def _read_events(api: Reader, uids: dict[str, str], namespace: Optional[str], limit: int,
+                 ahead: Optional[Iterable[Event]] = None) -> dict[str, list[Event]]:
     by_uid: dict[str, list[Event]] = {}
     if len(uids) <= limit:
         for uid, ns in uids.items():
             by_uid[uid] = list(api.list(EVENTS, ns, field_selector=f"involvedObject.uid={uid}"))
         return by_uid
-    for scope in _list_scopes(namespace, set(uids.values()), limit):
-        for event in api.list(EVENTS, scope):
+    lists = [ahead] if ahead is not None else (api.list(EVENTS, scope)
+                                               for scope in _list_scopes(namespace, set(uids.values()), limit))
+    for listing in lists:
+        for event in listing:
             if event.involved.uid in uids:
                 by_uid.setdefault(event.involved.uid or "", []).append(event)
     return by_uid
@@ -201,6 +216,8 @@ def run(api: Reader, options: Options) -> Result:
 # -- --watch: the same kinds as streams, the same rules over what they show ------------------------------
 
 def follow(options: Options) -> Follow[Triage]:
+    from kubectl_pvleft.watch import Follow, Stream
+
     ns = options.namespace
     streams = [
         Stream("pods", PODS, ns, field_selector=pod_selector(options.field_selector),

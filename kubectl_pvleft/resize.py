@@ -11,7 +11,7 @@ nothing resizes. Quantities are compared as quantities (resource.Quantity's rule
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from msgspec import Struct
 from datetime import datetime
 from typing import Any, Mapping, Optional
 
@@ -22,8 +22,7 @@ RESIZE_CONDITIONS = ("Resizing", "FileSystemResizePending", "ControllerResizeErr
 NOT_EXPANDABLE = ("hostPath", "local", "nfs", "iscsi", "fc", "glusterfs", "cephfs", "flocker", "quobyte")
 
 
-@dataclass(frozen=True)
-class StalledResize:
+class StalledResize(Struct, frozen=True):
     requested: str
     capacity: str
     since: Optional[datetime]  # the last write of spec.resources.requests the server recorded
@@ -49,8 +48,8 @@ def quantity(text: Optional[str]) -> Optional[Any]:
 
 def stalled_resize(claim: PersistentVolumeClaim, classes: Optional[Mapping[str, StorageClass]] = None,
                    volumes: Optional[Mapping[str, PersistentVolume]] = None) -> Optional[StalledResize]:
-    if claim.phase != "Bound" or not claim.requested or not claim.capacity:
-        return None
+    if claim.phase != "Bound" or not claim.requested or not claim.capacity or claim.requested == claim.capacity:
+        return None  # the same text is the same quantity: most claims end here, unparsed
     if claim.allocated_resources.get("storage") or claim.allocated_resource_statuses:
         return None
     if any(c.type in RESIZE_CONDITIONS for c in claim.conditions):

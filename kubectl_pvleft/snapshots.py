@@ -13,16 +13,18 @@ each. A 403 on the optional two makes their answers unknown (null), never "gone"
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from msgspec import Struct, field
 from datetime import datetime
-from typing import Any, Callable, Iterable, Optional, TypeVar, Union
+from typing import Any, Callable, Iterable, Optional, TYPE_CHECKING, TypeVar, Union
 
 from kubectl_pvleft.api import VOLUME_SNAPSHOT_CLASSES, VOLUME_SNAPSHOT_CONTENTS, VOLUME_SNAPSHOTS, Reader, optional
 from kubectl_pvleft.commands import Options, Result
 from kubectl_pvleft.errors import ApiError, Forbidden
 from kubectl_pvleft.printing import Column, Report, age, utcnow
 from kubectl_pvleft.records import Absent, VolumeSnapshot, VolumeSnapshotClass, VolumeSnapshotContent, iso
-from kubectl_pvleft.watch import Follow, Stores, Stream
+
+if TYPE_CHECKING:  # --watch alone needs the watch runtime: imported in follow()
+    from kubectl_pvleft.watch import Follow, Stores
 
 T = TypeVar("T")
 
@@ -45,8 +47,7 @@ CLASSES_UNREADABLE = "cannot list volumesnapshotclasses ({reason}); whether snap
 CLASSES_NOT_SERVED = "volumesnapshotclasses are not served by this cluster; whether snapshot classes exist is unknown."
 
 
-@dataclass(frozen=True)
-class Finding:
+class Finding(Struct, frozen=True):
     kind: str
     message: str
 
@@ -54,8 +55,7 @@ class Finding:
         return {"kind": self.kind, "message": self.message}
 
 
-@dataclass(frozen=True)
-class SnapshotIndex:
+class SnapshotIndex(Struct, frozen=True):
     """Live VolumeSnapshots by namespace/name; ``None`` in place of an index means they could not be read."""
 
     by_key: dict[tuple[str, str], VolumeSnapshot]
@@ -65,8 +65,7 @@ class SnapshotIndex:
         return cls({(s.namespace, s.name): s for s in snapshots})
 
 
-@dataclass(frozen=True)
-class ContentRow:
+class ContentRow(Struct, frozen=True):
     content: VolumeSnapshotContent
     snapshot_state: Optional[str]  # None when the content names no snapshot
     snapshot: Optional[VolumeSnapshot]  # the live object at the ref's namespace/name, whoever it is
@@ -94,8 +93,7 @@ class ContentRow:
         return self.snapshot_class is Absent.MISSING
 
 
-@dataclass
-class SnapshotCensus:
+class SnapshotCensus(Struct):
     rows: list[ContentRow]
     finding_count: int = 0
     warnings: list[str] = field(default_factory=list)
@@ -237,6 +235,8 @@ def not_served(options: Options) -> Result:
 
 
 def follow(options: Options) -> Follow[ContentRow]:
+    from kubectl_pvleft.watch import Follow, Stream
+
     namespace = snapshot_namespace(options)
     scope = f'in namespace "{namespace}"' if namespace else "cluster-wide"
     streams = [

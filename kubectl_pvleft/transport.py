@@ -225,7 +225,8 @@ class Transport:
             response = self._pool_for(issued).get(target, headers, timeouts or self._timeouts())
         except HTTPFailure as exc:
             raise self.connection_failed(exc) from None
-        self.requests += 1
+        with self._lock:  # lists of several kinds are read at once, from their own threads
+            self.requests += 1
         if verbosity() >= 6:
             log.info('"Response" verb="GET" url="%s" status="%d %s" milliseconds=%d', display_url(url),
                      response.status, response.reason or "", (time.monotonic() - started) * 1000)

@@ -14,7 +14,8 @@ of its own, never "all is well".
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
+from msgspec import Struct, field
+from msgspec.structs import replace
 from datetime import datetime
 from typing import Iterable, Mapping, Optional, Sequence, Union
 
@@ -62,8 +63,7 @@ _EXTERNAL_PROVISIONER = re.compile(r"external provisioner '([^']+)'")
 
 # -- records of the analysis -------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class Evidence:
+class Evidence(Struct, frozen=True):
     """Everything the pure triage reads besides the Pods. ``None`` means "could not read it" (403),
     never "there is none". Mappings are complete for what the Pods reference: an absent key is an
     object that does not exist."""
@@ -85,8 +85,7 @@ class Evidence:
         return newest_first(self.events.get(uid, ()))
 
 
-@dataclass(frozen=True)
-class ClaimView:
+class ClaimView(Struct, frozen=True):
     """One claim a Pod mounts, as far as we could see it."""
 
     name: str
@@ -109,8 +108,7 @@ class ClaimView:
         return self.pvc is not None and (self.pvc.phase or "Pending") == "Pending"
 
 
-@dataclass(frozen=True)
-class Verdict:
+class Verdict(Struct, frozen=True):
     owner: str
     reason: str
     message: str
@@ -124,8 +122,7 @@ class Verdict:
         return (self.owner, self.reason, self.message)
 
 
-@dataclass(frozen=True)
-class Triage:
+class Triage(Struct, frozen=True):
     pod: Pod
     verdict: Verdict
     claims: tuple[ClaimView, ...]
@@ -140,8 +137,7 @@ class Triage:
         return self.pod.name
 
 
-@dataclass
-class TriageResult:
+class TriageResult(Struct):
     rows: list[Triage]
     warnings: list[str] = field(default_factory=list)
 

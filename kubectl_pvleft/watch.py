@@ -18,7 +18,7 @@ import queue
 import random
 import threading
 import time
-from dataclasses import dataclass, field
+from msgspec import Struct, field
 from typing import Any, Callable, Generic, Hashable, Iterable, Iterator, Mapping, Optional, Sequence, TypeVar, Union
 
 from kubectl_pvleft.api import Kind, KubeAPI, StreamClosed
@@ -27,8 +27,7 @@ from kubectl_pvleft.errors import ApiError, ConnectionFailed, Expired, Forbidden
 Row = TypeVar("Row")
 
 
-@dataclass(frozen=True)
-class WatchSettings:
+class WatchSettings(Struct, frozen=True):
     """Timing knobs; tests shorten them through the environment (PVLEFT_WATCH_*)."""
 
     timeout_seconds: int = 300  # server-side end of each watch request; then it is re-opened
@@ -60,8 +59,7 @@ class WatchSettings:
         )
 
 
-@dataclass(frozen=True)
-class Stream:
+class Stream(Struct, frozen=True):
     """One kind to list and watch, in a namespace or all (None)."""
 
     name: str  # the store it fills: pods, claims, events, classes, csidrivers, volumes...
@@ -73,8 +71,7 @@ class Stream:
     unreadable: str = ""  # the warning for a 403 on an optional stream ({reason}: the server's words)
 
 
-@dataclass(frozen=True)
-class Synced:
+class Synced(Struct, frozen=True):
     """A (re)list: the complete current state of one stream, to replace what was known."""
 
     stream: str
@@ -82,15 +79,13 @@ class Synced:
     resource_version: str
 
 
-@dataclass(frozen=True)
-class Changed:
+class Changed(Struct, frozen=True):
     stream: str
     type: str  # ADDED | MODIFIED | DELETED
     object: Any
 
 
-@dataclass(frozen=True)
-class Notice:
+class Notice(Struct, frozen=True):
     """Something the user should read on stderr: unreadable evidence, a stream down, back up."""
 
     stream: str
@@ -260,8 +255,7 @@ class Stores:
             self.departed[uid] = self._departure(obj)
 
 
-@dataclass(frozen=True)
-class RowChange(Generic[Row]):
+class RowChange(Struct, Generic[Row], frozen=True):
     change: str  # appeared | changed | resolved
     row: Row
     resolution: Optional[str] = None  # for resolved: how the row stopped being reported
@@ -291,8 +285,7 @@ class RowBoard(Generic[Row]):
         return changes
 
 
-@dataclass
-class Follow(Generic[Row]):
+class Follow(Struct, Generic[Row]):
     """How a subcommand is watched: its streams, its pure analysis over the stores, and row identity."""
 
     streams: Sequence[Stream]

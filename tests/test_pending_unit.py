@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import copy
-from dataclasses import replace
+from msgspec.structs import replace
 import io
 import json
 import threading

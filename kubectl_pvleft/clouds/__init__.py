@@ -23,7 +23,7 @@ Contract for a cloud module (``gce.py``, ``aws.py``):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from msgspec import Struct, field
 from datetime import datetime
 from typing import Iterable, Iterator, Mapping, Optional, Protocol
 
@@ -35,8 +35,7 @@ class CloudError(Exception):
     """The cloud census could not be taken: one line for stderr. The Kubernetes findings still print."""
 
 
-@dataclass(frozen=True)
-class VolumeRef:
+class VolumeRef(Struct, frozen=True):
     """What a PV says about the cloud disk behind it, read off the PV alone."""
 
     pv_name: str
@@ -47,8 +46,7 @@ class VolumeRef:
     phase: Optional[str] = None
 
 
-@dataclass(frozen=True)
-class CloudDisk:
+class CloudDisk(Struct, frozen=True):
     source: str  # "gce" | "aws": the client that saw it
     handle: str  # canonical: "projects/P/zones/Z/disks/D", "projects/P/regions/R/disks/D", "vol-0abc..."
     name: str
@@ -84,8 +82,7 @@ class Census(Protocol):
     def disks(self) -> Iterator[CloudDisk]: ...
 
 
-@dataclass(frozen=True)
-class CloudFinding:
+class CloudFinding(Struct, frozen=True):
     kind: str  # ORPHAN_DISK | MISSING_DISK
     source: str  # the client that saw it
     disk: Optional[CloudDisk]  # None for a missing disk
@@ -94,8 +91,7 @@ class CloudFinding:
     message: str
 
 
-@dataclass
-class CloudReport:
+class CloudReport(Struct):
     findings: list[CloudFinding]
     disks_by_pv: dict[str, CloudDisk]  # facts for the PV rows: every PV whose disk was found
     other_clusters: list[CloudDisk] = field(default_factory=list)  # no PV here names them; tagged for others

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from msgspec import Struct
 from datetime import datetime, timezone
 from typing import Any, Iterable, Iterator, Optional
 
@@ -44,8 +44,7 @@ ADC_HINT = ("run `gcloud auth application-default login`, or on GKE give the Pod
             "Workload Identity")
 
 
-@dataclass(frozen=True)
-class DiskKey:
+class DiskKey(Struct, frozen=True):
     """Where a disk lives: ``scope`` is ``zones`` or ``regions``."""
 
     project: str

@@ -80,8 +80,11 @@ class PersistentVolumeSpec(Record):
     node_affinity: Optional[VolumeNodeAffinity] = None
 
 
+# From the class's own annotations, not msgspec.structs.fields(), which resolves every type hint at start-up.
 _IN_TREE_SOURCES = tuple(
-    (f.name, f.encode_name) for f in msgspec.structs.fields(PersistentVolumeSpec) if f.type == Optional[InTreeSource]
+    (name, wire_name)
+    for name, wire_name in zip(PersistentVolumeSpec.__struct_fields__, PersistentVolumeSpec.__struct_encode_fields__)
+    if PersistentVolumeSpec.__annotations__.get(name) == "Optional[InTreeSource]"
 )
 
 
@@ -272,12 +275,18 @@ class ManagedFields(Record):
     fields_v1: msgspec.Raw = msgspec.field(default=msgspec.Raw(b"{}"), name="fieldsV1")  # kept as bytes: searched, not parsed
 
 
+_MANAGED_FIELDS = msgspec.json.Decoder(tuple[ManagedFields, ...])
+
+
 class ClaimMeta(ObjectMeta):
-    managed_fields: tuple[ManagedFields, ...] = ()
+    # Kept as bytes until asked: only a claim whose resize never started needs it, and building it for
+    # every claim was most of the cost of decoding a claim list.
+    managed_fields: msgspec.Raw = msgspec.Raw(b"[]")
 
     def last_write_of(self, *field_keys: bytes) -> Optional[datetime]:
         """When the newest writer of the object itself (not its status) last set all of these fields."""
-        times = [m.time for m in self.managed_fields if m.time is not None and m.subresource != "status"
+        entries = _MANAGED_FIELDS.decode(self.managed_fields) if self.managed_fields else ()
+        times = [m.time for m in entries if m.time is not None and m.subresource != "status"
                  and all(key in bytes(m.fields_v1) for key in field_keys)]
         return max(times) if times else None
 

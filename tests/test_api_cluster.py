@@ -1,0 +1,104 @@
+"""Lists read a page ahead, and several kinds at once, on the real API server: what the audit log saw.
+
+Pages of one object make every list long, so the order of requests shows: the next page is asked for while
+the caller still holds the previous one; ``leftovers`` begins its claim list only once the PV list's first
+page (its snapshot) is in, and then reads both at the same time; a list dropped half-read stops asking.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import time
+from datetime import datetime
+
+from kubectl_pvleft.api import PERSISTENT_VOLUMES, KubeAPI
+from kubectl_pvleft.kubeconfig import Selection, load_connection
+from kubectl_pvleft.leftovers import find_leftovers
+from scenarios import apply, host_path_pv, wait_for
+
+PVS = [f"api-page-{i}" for i in range(12)]
+
+
+def reader_api(cluster, page_size: int = 1) -> KubeAPI:
+    return KubeAPI(load_connection(Selection(kubeconfig=str(cluster.kubeconfig("reader")))), page_size=page_size)
+
+
+def seed(cluster) -> None:
+    apply(cluster, *(host_path_pv(name) for name in PVS))
+
+
+def our_lists_since(cluster, started: datetime) -> list[dict]:
+    """Our list requests the audit log has seen complete since ``started``, in the order they were received."""
+    events = []
+    with cluster.audit_log.open() as log:
+        for line in log:
+            if "kubectl-pvleft/" not in line or '"ResponseComplete"' not in line:
+                continue
+            event = json.loads(line)
+            if event["verb"] == "list" and _when(event["requestReceivedTimestamp"]) >= started:
+                events.append(event)
+    return sorted(events, key=lambda e: e["requestReceivedTimestamp"])
+
+
+def _when(stamp: str) -> datetime:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+
+
+def _resource(event: dict) -> str:
+    return (event.get("objectRef") or {}).get("resource", "")
+
+
+def test_the_next_page_is_asked_for_while_the_caller_holds_the_first(cluster) -> None:
+    seed(cluster)
+    api = reader_api(cluster)
+    listing = api.list(PERSISTENT_VOLUMES)
+    items = iter(listing)
+    first = next(items)
+    # The caller has not asked for a second item; the second page is read anyway.
+    wait_for("the second page to be requested", lambda: api.transport.requests >= 2, timeout=20)
+    names = {first.name, *(pv.name for pv in items)}
+    assert set(PVS) <= names
+    assert api.transport.requests == len(names)  # one object per page, no page read twice
+
+
+def test_a_listing_dropped_half_read_stops_asking(cluster) -> None:
+    seed(cluster)
+    api = reader_api(cluster)
+    items = iter(api.list(PERSISTENT_VOLUMES))
+    next(items)
+    del items
+    gc.collect()
+    time.sleep(1.0)
+    asked = api.transport.requests
+    time.sleep(1.5)
+    assert api.transport.requests == asked
+    assert asked <= 3  # the page given, one read ahead, at most one in flight when it was dropped
+
+
+def test_leftovers_lists_claims_after_the_pv_snapshot_and_beside_the_pvs(cluster) -> None:
+    seed(cluster)
+    started = datetime.now().astimezone()
+    time.sleep(0.01)
+    result = find_leftovers(reader_api(cluster))
+    assert {pv.name for pv in result.all_pvs} >= set(PVS)
+    lists = wait_for("the audit log to hold every page",
+                     lambda: (lambda found: found if len(found) >= len(result.all_pvs) + 2 else None)(
+                         our_lists_since(cluster, started)), timeout=20)
+    pv_pages = [e for e in lists if _resource(e) == "persistentvolumes"]
+    claim_pages = [e for e in lists if _resource(e) == "persistentvolumeclaims"]
+    assert pv_pages and claim_pages and any(_resource(e) == "storageclasses" for e in lists)
+    # The claim list's snapshot is later than the PV list's: it was asked for after the first PV page was served.
+    assert _when(claim_pages[0]["requestReceivedTimestamp"]) >= _when(pv_pages[0]["stageTimestamp"])
+    # ... and it was read beside the PVs, not after them: it began before the last PV page was asked for.
+    assert claim_pages[0]["requestReceivedTimestamp"] < pv_pages[-1]["requestReceivedTimestamp"]
+
+
+def test_short_lists_share_one_connection(cluster) -> None:
+    """Lists of one page are read one after the other on one kept connection (each new one is a TLS
+    handshake): leftovers' three lists on a small cluster open one connection."""
+    api = reader_api(cluster, page_size=500)
+    find_leftovers(api)
+    pool = api.transport._pool
+    assert pool is not None and api.transport.requests == 3
+    assert len(pool._idle) == 1
