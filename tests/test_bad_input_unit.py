@@ -17,6 +17,7 @@ import base64
 import json
 import os
 import re
+import shlex
 import socket
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -110,7 +111,12 @@ class Inputs:
         return str(path)
 
     def script(self, name: str, body: str) -> str:
-        return self.file(name, "#!/bin/sh\n" + body + "\n", 0o755)
+        # The script first leaves a mark (a shell builtin, no extra process): the test sees whether it ran.
+        return self.file(name, f"#!/bin/sh\n: > {shlex.quote(str(self.ran_mark))}\n{body}\n", 0o755)
+
+    @property
+    def ran_mark(self) -> Path:
+        return self.folder / f"{self.name}.ran"
 
     def kubeconfig(self, doc: Union[dict, str, bytes]) -> str:
         if isinstance(doc, dict):
@@ -144,6 +150,7 @@ class Case:
     fault: str = ""  # the server answer under test: run at every -v level, and the request must arrive
     verbosities: tuple[int, ...] = (0,)
     extra_secrets: tuple[str, ...] = field(default=())
+    runs_plugin: bool = False  # the exec plugin really runs: a child process, so an integration test
 
 
 def kc(doc: Callable[[Inputs], Union[dict, str, bytes]], *args: str,
@@ -472,6 +479,15 @@ def in_cluster(token: Union[str, bytes], port: str = "443", ca: Optional[str] = 
     return build
 
 
+# The cases whose exec plugin really starts (a child process, even when exec fails): integration tests. The
+# test checks the other way round: a case not named here ran no script.
+PLUGIN_RUNS = {"exec-not-executable", "exec-exits-3", "exec-exits-1-silent", "exec-bad-json", "exec-empty-output",
+               "exec-json-list", "exec-output-api-version", "exec-output-no-token", "exec-output-no-status",
+               "exec-output-token-crlf", "exec-output-cert-no-key", "exec-output-bad-expiry",
+               "exec-output-garbage-pair", "exec-command-is-a-folder"}
+EXEC_PLUGINS = [replace(case, runs_plugin=case.id in PLUGIN_RUNS) for case in EXEC_PLUGINS]
+
+
 IN_CLUSTER = [
     Case("in-cluster-empty-token", in_cluster(""), "empty"),
     Case("in-cluster-token-two-lines", in_cluster(f"{SECRET}\n{SECRET}\n"), "not allowed in an HTTP header"),
@@ -565,10 +581,11 @@ SERVER_ANSWERS = [
     server_case("bad-gzip", ""),
     server_case("close", ""),
     server_case("garbage", ""),
-    # Only --request-timeout ends a silent server's wait: 1s on one subcommand, shorter on the others.
-    server_case("silent", "did not answer in time (--request-timeout)", "--request-timeout", "1s",
+    # Only --request-timeout ends a silent server's wait: 0.3s (seconds, with a fraction) on one subcommand,
+    # 100ms on the others. The wait is the whole cost of these runs: the timeouts are kept short.
+    server_case("silent", "did not answer in time (--request-timeout)", "--request-timeout", "0.3s",
                 subcommands=("leftovers",), verbosities=(0,)),
-    Case("server-silent-short", kc(lambda i: config(i.url("silent")), "--request-timeout", "200ms"),
+    Case("server-silent-short", kc(lambda i: config(i.url("silent")), "--request-timeout", "100ms"),
          "did not answer in time (--request-timeout)", fault="silent", subcommands=("pending", "classes", "claims")),
     # The first list of a watch fails like any command: one line, exit 1, no retry.
     *[Case(f"watch-{fault}", kc(lambda i, f=fault: config(i.url(f)), "--watch"), "", fault=fault)
@@ -599,11 +616,13 @@ def runs() -> Iterator[Any]:
             levels = [v for v in case.verbosities
                       if v == 0 or case.subcommands[(number + (6, 8, 9).index(v)) % len(case.subcommands)] == subcommand]
             for level in levels:
-                yield pytest.param(case, subcommand, level, id=f"{case.id}-{subcommand}-v{level}")
+                yield pytest.param(case, subcommand, level, id=f"{case.id}-{subcommand}-v{level}",
+                                   marks=[pytest.mark.integration] if case.runs_plugin else [])
 
 
 def test_the_corpus_is_big_enough() -> None:
     assert len({c.id for c in CASES}) == len(CASES) >= 150
+    assert PLUGIN_RUNS <= {c.id for c in EXEC_PLUGINS}
 
 
 @pytest.fixture(scope="module")
@@ -611,21 +630,23 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("bad-input")
 
 
-def run_case(case: Case, subcommand: str, level: int, server: ScriptedServer, folder: Path) -> Result:
+def run_case(case: Case, subcommand: str, level: int, server: ScriptedServer, folder: Path) -> tuple[Result, bool]:
+    """The run's result, and whether an exec plugin's script ran."""
     inputs = Inputs(server, folder, f"{case.id}-{subcommand}-{level}")
     args, env = case.build(inputs)
     env = {"KUBECONFIG": None, "PVLEFT_WATCH_BACKOFF_INITIAL_SECONDS": "0.05", "PVLEFT_WATCH_SETTLE_SECONDS": "0.01",
            **env}
     verbosity = ["-v", str(level)] if level else []
-    return invoke(subcommand, *args, *verbosity, env=env)
+    return invoke(subcommand, *args, *verbosity, env=env), inputs.ran_mark.exists()
 
 
 @pytest.mark.parametrize("case, subcommand, level", list(runs()))
 def test_bad_input_is_one_error_line(case: Case, subcommand: str, level: int, server: ScriptedServer,
                                      folder: Path) -> None:
     before = len(server.seen(NOWHERE)), len(server.seen(case.fault)) if case.fault else 0
-    result = run_case(case, subcommand, level, server, folder)
+    result, plugin_ran = run_case(case, subcommand, level, server, folder)
     shown = f"exit {result.code}\nstdout: {result.stdout!r}\nstderr: {result.stderr!r}"
+    assert case.runs_plugin or not plugin_ran, f"{case.id} ran its exec plugin: add it to PLUGIN_RUNS"
     assert result.code == case.code, shown
     assert result.stdout == "", shown
     lines = result.stderr.splitlines()
