@@ -12,10 +12,10 @@ Reads: PersistentVolumeClaims (one paginated list, one namespace or all). Writes
 from __future__ import annotations
 
 from dataclasses import replace  # printing's Report
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Mapping, Optional
 
 from msgspec import Struct, field
-from datetime import datetime
-from typing import Any, Mapping, Optional, TYPE_CHECKING
 
 from kubectl_pvleft.api import PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, STORAGE_CLASSES, Reader, optional
 from kubectl_pvleft.commands import Options, Result

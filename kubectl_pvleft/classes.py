@@ -12,9 +12,10 @@ paginated list each. Writes: nothing.
 from __future__ import annotations
 
 from collections import Counter
-from msgspec import Struct, field
 from datetime import datetime
-from typing import Any, Callable, Iterable, Optional, TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, TypeVar
+
+from msgspec import Struct, field
 
 from kubectl_pvleft.api import CSI_DRIVERS, PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, STORAGE_CLASSES, Reader, begin, optional
 from kubectl_pvleft.commands import Options, Result

@@ -12,9 +12,11 @@ clearing; a human decides reuse or abandon.
 
 from __future__ import annotations
 
-from msgspec import Struct, field
+import sys
 from datetime import datetime
-from typing import Any, Iterable, Mapping, Optional, TYPE_CHECKING, Union
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional, Union
+
+from msgspec import Struct, field
 
 from kubectl_pvleft.api import CLAIM_IDENTITIES, PERSISTENT_VOLUMES, STORAGE_CLASSES, Reader, begin, optional
 from kubectl_pvleft.commands import Options, Result
@@ -113,8 +115,15 @@ def assess(pvs: Iterable[PersistentVolume], claims: Optional[ClaimIndex],
 
 
 def find_leftovers(api: Reader, *, include_all: bool = False, claim_namespace: Optional[str] = None,
-                   label_selector: Optional[str] = None, field_selector: Optional[str] = None) -> LeftoverResult:
-    """List PVs, then claims (so a claim bound after our PV list cannot look missing), then classes."""
+                   label_selector: Optional[str] = None, field_selector: Optional[str] = None,
+                   keep_every_pv: bool = False) -> LeftoverResult:
+    """List PVs, then claims (so a claim bound after our PV list cannot look missing), then classes.
+
+    Memory stays small as the cluster grows: a PV is kept whole only when it can be a row (Released or
+    Failed, or every PV with ``include_all``; ``keep_every_pv`` keeps them all for a cloud census). A Bound
+    PV is kept as its name and claim pointer; the few whose claim turns out to be gone are read again by
+    name. Claims are indexed only where a PV points.
+    """
     warnings: list[str] = []
     # Many PVs: the three lists are read at the same time, but the claims' only begins once the PVs'
     # snapshot is fixed (its first page is in), so a claim bound after the PV list still cannot look missing.
@@ -122,12 +131,40 @@ def find_leftovers(api: Reader, *, include_all: bool = False, claim_namespace: O
                     snapshot=True)
     claim_list = begin(api.list(CLAIM_IDENTITIES, claim_namespace), alongside=pv_list)
     class_list = begin(api.list(STORAGE_CLASSES), alongside=pv_list)
-    pvs = list(pv_list)
+    kept: list[PersistentVolume] = []
+    pointers: list[tuple[str, str, str, str]] = []  # (PV name, claim namespace, claim name, claim uid)
+    for pv in pv_list:
+        ref = pv.claim_ref
+        if include_all or keep_every_pv or pv.phase in LEFTOVER_PHASES:
+            kept.append(pv)
+        elif ref is not None and ref.name and ref.uid and (not claim_namespace or ref.namespace == claim_namespace):
+            pointers.append((pv.name, sys.intern(ref.namespace or ""), ref.name, ref.uid))
+    wanted = {(p[1], p[2]) for p in pointers} | {_key(pv.claim_ref) for pv in kept if pv.claim_ref is not None}
     scope = f'in namespace "{claim_namespace}"' if claim_namespace else "cluster-wide"
-    identities = optional(lambda: ClaimIndex.of(claim_list), warnings, CLAIMS_UNREADABLE.replace("{scope}", scope))
+    identities = optional(lambda: ClaimIndex.of(c for c in claim_list if (c.namespace, c.name) in wanted), warnings,
+                          CLAIMS_UNREADABLE.replace("{scope}", scope))
     classes = optional(lambda: {sc.name: sc for sc in class_list}, warnings, CLASSES_UNREADABLE)
-    rows = assess(pvs, identities, classes, include_all=include_all, claim_namespace=claim_namespace)
-    return LeftoverResult(rows, warnings, pvs)
+    if identities is not None:
+        kept += _read_again(api, [name for name, ns, claim, uid in pointers
+                                  if identities.uids.get((ns, claim)) != uid], {pv.name for pv in kept})
+    rows = assess(kept, identities, classes, include_all=include_all, claim_namespace=claim_namespace)
+    return LeftoverResult(rows, warnings, kept if keep_every_pv else [])
+
+
+def _key(ref: Any) -> tuple[str, str]:
+    return (ref.namespace or "", ref.name or "")
+
+
+def _read_again(api: Reader, names: list[str], known: set[str], limit: int = 20) -> list[PersistentVolume]:
+    """Bound PVs whose claim is gone (the binder has not marked them Released yet): rare, so read again one
+    GET each (one more list when many). A PV deleted meanwhile is no leftover any more."""
+    if not names:
+        return []
+    if len(names) <= limit:
+        found = (api.get(PERSISTENT_VOLUMES, name) for name in names if name not in known)
+        return [pv for pv in found if pv is not None]
+    wanted = set(names) - known
+    return [pv for pv in api.list(PERSISTENT_VOLUMES) if pv.name in wanted]
 
 
 def claim_namespace(options: Options) -> Optional[str]:
@@ -136,11 +173,13 @@ def claim_namespace(options: Options) -> Optional[str]:
 
 
 def run(api: Reader, options: Options) -> Result:
+    census_asked = bool(options.flag("project") or options.flag("aws_region"))
     result = find_leftovers(api, include_all=options.flag("all", False), claim_namespace=claim_namespace(options),
+                            keep_every_pv=census_asked,
                             label_selector=options.label_selector, field_selector=options.field_selector)
     findings = sum(1 for row in result.rows if is_leftover(row))
     outcome = Result(report(result), findings, result.warnings)
-    if options.flag("project") or options.flag("aws_region"):
+    if census_asked:
         from kubectl_pvleft import census  # the second census: only under its flags
 
         return census.add_cloud_census(outcome, result, options)

@@ -7,8 +7,9 @@ a volume is attached to and the Pods there that use it. Each is structured (JSON
 
 from __future__ import annotations
 
-from msgspec import Struct
 from typing import Any, Mapping, Optional, Sequence
+
+from msgspec import Struct
 
 from kubectl_pvleft.records import PersistentVolume, PersistentVolumeClaim, Pod, VolumeAttachment
 

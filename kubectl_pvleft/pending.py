@@ -10,9 +10,10 @@ Reads: Pods (``status.phase=Pending``), Events, PVCs, StorageClasses, CSIDrivers
 
 from __future__ import annotations
 
-from msgspec.structs import replace
 from datetime import datetime
-from typing import Any, Iterable, Optional, Sequence, TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence, TypeVar
+
+from msgspec.structs import replace
 
 from kubectl_pvleft.api import (
     CSI_DRIVERS,

@@ -11,9 +11,10 @@ nothing resizes. Quantities are compared as quantities (resource.Quantity's rule
 
 from __future__ import annotations
 
-from msgspec import Struct
 from datetime import datetime
 from typing import Any, Mapping, Optional
+
+from msgspec import Struct
 
 from kubectl_pvleft.records import PersistentVolume, PersistentVolumeClaim, StorageClass, iso
 

@@ -13,9 +13,10 @@ each. A 403 on the optional two makes their answers unknown (null), never "gone"
 
 from __future__ import annotations
 
-from msgspec import Struct, field
 from datetime import datetime
-from typing import Any, Callable, Iterable, Optional, TYPE_CHECKING, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, TypeVar, Union
+
+from msgspec import Struct, field
 
 from kubectl_pvleft.api import VOLUME_SNAPSHOT_CLASSES, VOLUME_SNAPSHOT_CONTENTS, VOLUME_SNAPSHOTS, Reader, optional
 from kubectl_pvleft.commands import Options, Result

@@ -14,10 +14,11 @@ of its own, never "all is well".
 from __future__ import annotations
 
 import re
-from msgspec import Struct, field
-from msgspec.structs import replace
 from datetime import datetime
 from typing import Iterable, Mapping, Optional, Sequence, Union
+
+from msgspec import Struct, field
+from msgspec.structs import replace
 
 from kubectl_pvleft.parties import RWOP, OtherParty, attachment_holder, bound_claim, rwop_holders
 from kubectl_pvleft.records import Absent, Condition, VolumeAttachment, Event, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass

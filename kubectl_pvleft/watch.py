@@ -18,8 +18,9 @@ import queue
 import random
 import threading
 import time
-from msgspec import Struct, field
 from typing import Any, Callable, Generic, Hashable, Iterable, Iterator, Mapping, Optional, Sequence, TypeVar, Union
+
+from msgspec import Struct, field
 
 from kubectl_pvleft.api import Kind, KubeAPI, StreamClosed
 from kubectl_pvleft.errors import ApiError, ConnectionFailed, Expired, Forbidden

@@ -23,9 +23,10 @@ Contract for a cloud module (``gce.py``, ``aws.py``):
 
 from __future__ import annotations
 
-from msgspec import Struct, field
 from datetime import datetime
 from typing import Iterable, Iterator, Mapping, Optional, Protocol
+
+from msgspec import Struct, field
 
 ORPHAN_DISK = "orphan-disk"  # a disk no PV in this cluster names
 MISSING_DISK = "missing-disk"  # a PV whose disk does not exist: its data is already gone

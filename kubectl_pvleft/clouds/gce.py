@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import json
 import re
-from msgspec import Struct
 from datetime import datetime, timezone
 from typing import Any, Iterable, Iterator, Optional
+
+from msgspec import Struct
 
 from . import CloudDisk, CloudError, VolumeRef
 

@@ -1,0 +1,74 @@
+"""What find_leftovers reads and keeps, over wire JSON recorded from the real control plane.
+
+It keeps whole only the PVs that can be rows; a Bound PV is kept as a pointer at its claim, and the few
+whose claim turns out to be gone are read again by name (one GET each).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator, Optional
+
+from kubectl_pvleft.api import Kind
+from kubectl_pvleft.leftovers import find_leftovers
+from kubectl_pvleft.records import ClaimIdentity, PersistentVolume, StorageClass
+from wire import items
+
+POOLS = {"persistentvolumes": ("leftovers_pvs", PersistentVolume),
+         "persistentvolumeclaims": ("leftovers_pvc_metadata", ClaimIdentity),
+         "storageclasses": ("leftovers_storageclasses", StorageClass)}
+
+
+class RecordedReader:
+    """The Reader protocol over recorded lists; ``drop`` removes claims (namespace/name) from its answers."""
+
+    def __init__(self, drop: tuple[str, ...] = ()) -> None:
+        self.drop = drop
+        self.asked: list[tuple[str, ...]] = []
+
+    def _objects(self, plural: str) -> list[Any]:
+        pool, record = POOLS[plural]
+        found = [record.from_wire(o) for o in items(pool)]
+        return [o for o in found if f"{o.metadata.namespace}/{o.metadata.name}" not in self.drop]
+
+    def list(self, kind: Kind[Any], namespace: Optional[str] = None, *, field_selector: Optional[str] = None,
+             label_selector: Optional[str] = None) -> Iterator[Any]:
+        self.asked.append(("list", kind.plural))
+        return iter(self._objects(kind.plural))
+
+    def get(self, kind: Kind[Any], name: str, namespace: Optional[str] = None) -> Any:
+        self.asked.append(("get", kind.plural, name))
+        return next((o for o in self._objects(kind.plural) if o.metadata.name == name), None)
+
+
+def test_a_bound_pv_whose_claim_is_gone_is_read_again_and_reported() -> None:
+    reader = RecordedReader(drop=("shop/web",))
+    result = find_leftovers(reader)
+    rows = {r.pv.name: r for r in result.rows}
+    assert sorted(rows) == ["mariadb-pv", "scratch-pv", "shop-pv", "web-pv"]
+    assert (rows["web-pv"].pv.phase, rows["web-pv"].claim_state) == ("Bound", "missing")
+    assert ("get", "persistentvolumes", "web-pv") in reader.asked
+    assert [a for a in reader.asked if a[0] == "get"] == [("get", "persistentvolumes", "web-pv")]
+
+
+def test_bound_pvs_with_their_claims_cost_no_more_reads() -> None:
+    reader = RecordedReader()
+    result = find_leftovers(reader)
+    assert sorted(r.pv.name for r in result.rows) == ["mariadb-pv", "scratch-pv", "shop-pv"]
+    assert reader.asked == [("list", "persistentvolumes"), ("list", "persistentvolumeclaims"),
+                            ("list", "storageclasses")]
+    assert result.all_pvs == []  # every PV is kept only for a cloud census
+
+
+def test_all_and_a_cloud_census_keep_every_pv() -> None:
+    every = {pv["metadata"]["name"] for pv in items("leftovers_pvs")}
+    assert {r.pv.name for r in find_leftovers(RecordedReader(), include_all=True).rows} == every
+    kept = find_leftovers(RecordedReader(), keep_every_pv=True)
+    assert {pv.name for pv in kept.all_pvs} == every
+    assert sorted(r.pv.name for r in kept.rows) == ["mariadb-pv", "scratch-pv", "shop-pv"]
+
+
+def test_claims_of_another_namespace_are_not_read_again() -> None:
+    reader = RecordedReader(drop=("shop/web",))
+    result = find_leftovers(reader, claim_namespace="mariadb")
+    assert [r.pv.name for r in result.rows] == ["mariadb-pv"]
+    assert not [a for a in reader.asked if a[0] == "get"]
