@@ -303,7 +303,7 @@ def _install_text(results: dict[str, Any]) -> str:
                 + (", uncommitted changes of the checkout left out" if installed["uncommitted_changes_left_out"]
                    else ""))
     if results["versions"]["source"] != "not a git checkout":
-        return "the development checkout's install, editable: its finder and the venv's extras load at start-up"
+        return "run from the git checkout, an editable install (not what users install: see --install)"
     return "an installed copy"
 
 

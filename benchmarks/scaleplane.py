@@ -198,6 +198,8 @@ class Kept:
             print(f"{self.workdir}: resumed: {info['thaw']}", file=sys.stderr, flush=True)
         if self.cp is None:
             self.cp, info["started"] = start_or_attach(self.workdir)
+            if info["started"]:  # a new plane starts empty: what the record says was loaded is gone
+                (self.workdir / RECORD).unlink(missing_ok=True)
         info["loading"] = ensure_loaded(self.cp, scale, base_pvs, base_pvcs)
         return self.cp, info
 
@@ -222,6 +224,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 0
     thaw_if_frozen(args.dir.resolve())
     cp, started = start_or_attach(args.dir)
+    if started:
+        (cp.workdir / RECORD).unlink(missing_ok=True)
     print(f"control plane {'started' if started else 'attached'} at {cp.server} in {cp.workdir}", file=sys.stderr)
     record = ensure_loaded(cp, args.scale, args.pvs, args.pvcs)
     print(json.dumps(record, indent=1))
