@@ -92,7 +92,8 @@ def test_silent_server_hits_request_timeout(tmp_path: Path) -> None:
         listener.bind(("127.0.0.1", 0))
         listener.listen(1)
         server = f"https://127.0.0.1:{listener.getsockname()[1]}"
-        result = invoke("leftovers", "--request-timeout", "1s", "--kubeconfig", str(kubeconfig_for(tmp_path, server)))
+        config = kubeconfig_for(tmp_path, server)
+        result = invoke("leftovers", "--request-timeout", "0.3s", "--kubeconfig", str(config))
     assert result.returncode == 1
     assert result.stderr.startswith("error: ")
     assert "did not answer in time" in result.stderr or "TLS handshake" in result.stderr

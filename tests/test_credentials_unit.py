@@ -1,4 +1,5 @@
-"""Credentials as kubectl sends them, checked at a scripted server (what arrived, and as whom), in-process.
+"""Credentials as kubectl sends them, checked at a scripted server (what arrived, and as whom), in-process
+(the tests whose exec plugin runs are integration tests: a child process).
 
 The same behaviours against the real control plane, and the in-cluster token file (an https server), are in
 test_credentials_cluster.py.
@@ -34,10 +35,10 @@ def server() -> Iterator[ScriptedServer]:
         yield scripted
 
 
-def kubeconfig(path: Path, server: str, user: dict) -> str:
+def kubeconfig(path: Path, server: str, user: dict, **cluster: object) -> str:
     path.write_text(yaml.safe_dump({
         "apiVersion": "v1", "kind": "Config", "current-context": "x",
-        "clusters": [{"name": "c", "cluster": {"server": server}}],
+        "clusters": [{"name": "c", "cluster": {"server": server, **cluster}}],
         "users": [{"name": "u", "user": user}],
         "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
     }))
@@ -68,6 +69,7 @@ def test_a_token_ending_in_a_newline_is_trimmed_like_client_go(user: dict, serve
     assert authorizations(server, before) == {f"Bearer {TOKEN}"}
 
 
+@pytest.mark.integration  # the exec plugin is a child process
 def test_a_relative_exec_command_resolves_against_the_kubeconfig_folder(server: ScriptedServer,
                                                                         tmp_path: Path) -> None:
     folder = tmp_path / "configs"
@@ -84,6 +86,7 @@ def test_a_relative_exec_command_resolves_against_the_kubeconfig_folder(server: 
     assert authorizations(server, before) == {f"Bearer {TOKEN}"}
 
 
+@pytest.mark.integration  # the exec plugin is a child process
 def test_a_failing_exec_plugin_stops_before_any_request_and_logs_nothing_else(server: ScriptedServer,
                                                                                tmp_path: Path) -> None:
     script = tmp_path / "corp-login.sh"
@@ -125,11 +128,11 @@ def test_a_timeout_names_the_flag_only_when_it_was_given(server: ScriptedServer,
     connection = load_connection(Selection(kubeconfig=kubeconfig(tmp_path / "kc", server.url_for("silent"),
                                                                  {"token": TOKEN})))
     # A timeout the user did not ask for (the plugin's own): the message must not send them to a flag.
-    api = KubeAPI(connection, request_timeout=0.3)
+    api = KubeAPI(connection, request_timeout=0.1)
     with pytest.raises(ConnectionFailed) as caught:
         list(api.list(PERSISTENT_VOLUMES))
     assert "did not answer in time" in str(caught.value) and "--request-timeout" not in str(caught.value)
-    flagged = invoke("leftovers", "--kubeconfig", str(tmp_path / "kc"), "--request-timeout", "300ms")
+    flagged = invoke("leftovers", "--kubeconfig", str(tmp_path / "kc"), "--request-timeout", "100ms")
     assert flagged.code == 1 and flagged.stderr.endswith("did not answer in time (--request-timeout)\n")
 
 
@@ -139,9 +142,13 @@ def test_watch_against_a_server_that_is_silent_at_start_fails_like_any_command(s
     """It takes the connection and never answers; no --request-timeout was given (so none is named)."""
     config = kubeconfig(tmp_path / "kc", server.url_for("silent"), {"token": TOKEN})
     result = in_a_thread(lambda: invoke(subcommand, "-A", "--watch", "--kubeconfig", config,
-                                        env={"PVLEFT_READ_TIMEOUT_SECONDS": "0.5"}))
+                                        env={"PVLEFT_READ_TIMEOUT_SECONDS": "0.2", **QUICK_WATCH}))
     assert (result.code, result.stdout) == (1, "")
     assert result.stderr == f"error: the server {server.url}/silent did not answer in time\n"
+
+
+# The watch's batching pause (0.3 s by default) shortened, as tests may (PVLEFT_WATCH_*): it is no part of these tests.
+QUICK_WATCH = {"PVLEFT_WATCH_SETTLE_SECONDS": "0.01"}
 
 
 def in_a_thread(run) -> Result:
@@ -162,13 +169,16 @@ def closed_port() -> int:
 @pytest.mark.parametrize("subcommand", ["pending", "claims", "leftovers", "classes"])
 def test_watch_against_a_server_that_is_down_at_start_fails_like_any_command(subcommand: str,
                                                                              tmp_path: Path) -> None:
-    config = kubeconfig(tmp_path / "kc", f"https://127.0.0.1:{closed_port()}", {"token": TOKEN})
-    result = in_a_thread(lambda: invoke(subcommand, "-A", "--watch", "--kubeconfig", config))
+    # No CA named would load the system's trust store (~0.1 s) before the refused connect: skip verification.
+    config = kubeconfig(tmp_path / "kc", f"https://127.0.0.1:{closed_port()}", {"token": TOKEN},
+                        **{"insecure-skip-tls-verify": True})
+    result = in_a_thread(lambda: invoke(subcommand, "-A", "--watch", "--kubeconfig", config, env=QUICK_WATCH))
     assert (result.code, result.stdout) == (1, "")
     assert len(result.stderr.splitlines()) == 1
     assert result.stderr.startswith("error: the connection to the server https://127.0.0.1:")
 
 
+@pytest.mark.integration  # the exec plugin is a child process
 def test_an_interactive_exec_plugin_prompts_on_the_terminal(server: ScriptedServer, tmp_path: Path) -> None:
     """With a terminal on stdin, a login plugin's prompt reaches the user (kubectl passes its stderr through)
     and its answer is read from that terminal. A real process: stdin must be a tty."""
