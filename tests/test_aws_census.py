@@ -1,4 +1,5 @@
-"""The EBS census against moto in server mode: what DescribeVolumes lists, how it is paged, and the join."""
+"""The EBS census against moto in server mode: what DescribeVolumes lists, how it is paged, and the join (the tests
+against moto, a process, and the one that loads botocore are integration tests; the pure ones are unit tests)."""
 
 from __future__ import annotations
 
@@ -43,6 +44,7 @@ def by_handle(disks) -> dict[str, CloudDisk]:
     return {d.handle: d for d in listed}
 
 
+@pytest.mark.integration
 def test_every_volume_with_its_facts(moto: MotoServer, ec2) -> None:
     node = start_instance(ec2, "us-east-1a")
     bound = create_volume(ec2, "us-east-1a", 20, "gp3", csi_tags("pvc-0f1e", "shop", "orders"))
@@ -73,6 +75,7 @@ def test_every_volume_with_its_facts(moto: MotoServer, ec2) -> None:
     assert [d.users for h, d in disks.items() if h not in {bound, orphan, bare}] == [(node,)]
 
 
+@pytest.mark.integration
 def test_cluster_name_marks_volumes_of_other_clusters(moto: MotoServer, ec2) -> None:
     ours = create_volume(ec2, "us-east-1a", tags=csi_tags("pvc-a", "shop", "a", cluster_id="eks-prod"))
     theirs = create_volume(ec2, "us-east-1a", tags=csi_tags("pvc-b", "web", "b", cluster_id="eks-staging"))
@@ -92,6 +95,7 @@ def test_cluster_name_marks_volumes_of_other_clusters(moto: MotoServer, ec2) -> 
     assert {unnamed[h].other_cluster for h in (ours, theirs, csi_only)} == {None}
 
 
+@pytest.mark.integration
 def test_every_region_named_and_no_other(moto: MotoServer, ec2) -> None:
     east = create_volume(ec2, "us-east-1a")
     west = create_volume(moto.client("ec2", "eu-west-1"), "eu-west-1b")
@@ -102,6 +106,7 @@ def test_every_region_named_and_no_other(moto: MotoServer, ec2) -> None:
     assert set(by_handle(open_census(["eu-west-1"], endpoint_url=moto.endpoint).disks())) == {west}
 
 
+@pytest.mark.integration
 def test_pages_to_the_last_page(moto: MotoServer, ec2) -> None:
     made = {create_volume(ec2, f"us-east-1{'abc'[i % 3]}", size=i + 1) for i in range(13)}
     with PagingProxy(moto) as proxy:
@@ -156,6 +161,7 @@ def test_zone_in_region() -> None:
     assert not zone_in_region("us-east-10a", "us-east-1")
 
 
+@pytest.mark.integration
 def test_handles_and_coverage(moto: MotoServer, ec2) -> None:
     one = open_census(["us-east-1"], endpoint_url=moto.endpoint)
     assert one.handle_of(VolumeRef("csi", "ebs.csi.aws.com", "vol-0aaa1")) == "vol-0aaa1"
@@ -184,6 +190,7 @@ def shape(finding) -> str:
     return "missing"
 
 
+@pytest.mark.integration
 def test_join_names_orphans_and_missing_volumes(moto: MotoServer, ec2) -> None:
     node = start_instance(ec2, "us-east-1a")
     csi = create_volume(ec2, "us-east-1a", 20, tags=csi_tags("pvc-live", "shop", "orders", cluster_id="eks-prod"))
@@ -231,6 +238,7 @@ def test_join_names_orphans_and_missing_volumes(moto: MotoServer, ec2) -> None:
     assert report.disks_by_pv["old-mysql"].state == "available" and report.disks_by_pv["old-mysql"].size_gb == 50
 
 
+@pytest.mark.integration
 def test_findings_carry_the_ebs_names(moto: MotoServer, ec2) -> None:
     orphan = create_volume(ec2, "us-east-1a")
     census = open_census(["us-east-1"], endpoint_url=moto.endpoint)
@@ -240,6 +248,7 @@ def test_findings_carry_the_ebs_names(moto: MotoServer, ec2) -> None:
         ("orphan-volume", orphan), ("missing-volume", "vol-0deadbeef0000001")}
 
 
+@pytest.mark.integration  # loads botocore's EC2 model (~1 s)
 def test_fields_read_are_botocores() -> None:
     # Every key disk_from_volume reads is a member of EC2's Volume shape as botocore parses it.
     import botocore.session

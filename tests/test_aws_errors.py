@@ -14,6 +14,9 @@ import pytest
 from aws_moto import FAKE_SECRET, Ec2ErrorServer, MotoServer, aws_test_env, free_port
 from kubectl_pvleft.clouds import CloudError
 
+# Every test runs the census in a child Python (a clean environment and sys.modules), most against moto.
+pytestmark = pytest.mark.integration
+
 # Runs the census in a fresh interpreter and prints what a user would read: the CloudError line, or the volumes.
 CENSUS = """
 import json, sys

@@ -27,6 +27,9 @@ ROOT = Path(__file__).resolve().parent.parent
 PROJECT = "shop-prod"
 REPL = "pvc-4f1c2a9e-8d3b-4c5e-9a71-2b6d0e8f13c4"  # the seed's sc-fast-repl volume: a regional PD
 
+# The Compute SDK against the local Compute (a server), the discovery document, or a child Python.
+pytestmark = pytest.mark.integration
+
 
 @pytest.fixture
 def fake() -> Iterator[FakeCompute]:

@@ -16,7 +16,8 @@ import kubectl_pvleft
 ROOT = Path(__file__).resolve().parent.parent
 PIPX = shutil.which("pipx", path=str(Path(sys.executable).parent))
 
-pytestmark = [pytest.mark.install, pytest.mark.skipif(sys.platform == "win32", reason="POSIX paths")]
+pytestmark = [pytest.mark.install, pytest.mark.integration,
+              pytest.mark.skipif(sys.platform == "win32", reason="POSIX paths")]
 
 
 def sources(where: Path) -> Path:

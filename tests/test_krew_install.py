@@ -24,7 +24,8 @@ ROOT = Path(__file__).resolve().parent.parent
 KREW_VERSION = "v0.4.3"  # the newest release the Go module proxy serves
 PIP_BIN = Path(sys.executable).parent
 
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the krew archive CI proves is linux")
+pytestmark = [pytest.mark.integration,
+              pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the krew archive CI proves is linux")]
 
 
 def run(command: list, **kwargs) -> subprocess.CompletedProcess:
