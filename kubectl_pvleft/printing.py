@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 from typing import Any, Callable, Generic, Optional, Sequence, TextIO, TypeVar
+
+import msgspec
 
 from kubectl_pvleft.records import Absent
 
@@ -40,10 +42,9 @@ def safe_text(text: str) -> str:
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
-@dataclass(frozen=True)
-class Column(Generic[T]):
+class Column(msgspec.Struct, frozen=True):  # a Struct: msgspec builds it in C, a frozen dataclass costs ~1 ms
     header: str
-    cell: Callable[[T], Any]
+    cell: Callable[[Any], Any]
     wide_only: bool = False
     empty: str = NONE  # what an empty cell says: <none> for absent values, <unset> for unset settings, "" as kubectl
 
@@ -68,8 +69,7 @@ class Report(Generic[T]):
         return replace(self, empty_message=message)
 
 
-@dataclass(frozen=True)
-class PrintOptions:
+class PrintOptions(msgspec.Struct, frozen=True):
     output: str = "table"  # a format name, or "jsonpath=TEMPLATE", "custom-columns=SPEC" ...
     all_namespaces: bool = False
     no_headers: bool = False
@@ -190,7 +190,7 @@ class TableFormatter(Formatter[T]):
         if self._with_namespace:
             cells.insert(0, safe_text(self.report.namespace(row) or ""))  # type: ignore[misc]
         if self.report.context is not None:
-            cells.insert(0, self.report.context(row))
+            cells.insert(0, safe_text(self.report.context(row)))
         if self.options.show_labels and self.report.labels is not None:
             cells.append(labels_text(self.report.labels(row)))
         return cells
@@ -199,17 +199,13 @@ class TableFormatter(Formatter[T]):
         if not rows:
             print(self.report.empty_message, file=self.options.err or sys.stderr)
             return
-        from tabulate import DataRow, TableFormat, tabulate  # whole tables only
-
-        kubectl_table = TableFormat(lineabove=None, linebelowheader=None, linebetweenrows=None, linebelow=None,
-                                    headerrow=DataRow("", "   ", ""), datarow=DataRow("", "   ", ""), padding=0,
-                                    with_header_hide=None)
-        lines = [self.cells(r) for r in rows]
-        # The header goes in as a plain first row: tabulate pads real headers by two more spaces than kubectl.
-        text = tabulate(lines if self.header_done else [self.headers, *lines], tablefmt=kubectl_table,
-                        disable_numparse=True, stralign="left", numalign="left")
-        for line in text.splitlines():
-            print(line.rstrip(), file=self.out)
+        # kubectl's tabwriter: every column as wide as its widest cell (the header's, when printed), three
+        # spaces apart; cells trimmed (as the tabulate this replaced did). Widths count characters, as Go's
+        # tabwriter counts runes: cells are escaped, one-line text.
+        lines = [[cell.strip() for cell in self.cells(r)] for r in rows]
+        start = [0] * len(self.headers) if self.header_done else [len(h) for h in self.headers]
+        self.widths = [max([width, *(len(cells[i]) for cells in lines)]) for i, width in enumerate(start)]
+        self._print(lines)
         self.out.flush()
 
     def batch(self, rows: Sequence[T]) -> None:
@@ -337,19 +333,16 @@ def table_lines(report: Report[T], *, wide: bool, all_namespaces: bool, no_heade
     return out.getvalue().splitlines()
 
 
-@dataclass
-class LinePrinter(Generic[T]):
+class LinePrinter:
     """Output for --watch: each batch printed the moment it comes, in the chosen format, flushed at once."""
 
-    report: Report[T]
-    fmt: str
-    all_namespaces: bool = False
-    no_headers: bool = False
-    out: Optional[TextIO] = None
-    show_labels: bool = False
-    _formatter: Optional[Formatter[T]] = field(default=None, init=False)
+    def __init__(self, report: Report[Any], fmt: str, all_namespaces: bool = False, no_headers: bool = False,
+                 out: Optional[TextIO] = None, show_labels: bool = False) -> None:
+        self.report, self.fmt, self.out = report, fmt, out
+        self.all_namespaces, self.no_headers, self.show_labels = all_namespaces, no_headers, show_labels
+        self._formatter: Optional[Formatter[Any]] = None
 
-    def emit(self, rows: Sequence[T]) -> None:
+    def emit(self, rows: Sequence[Any]) -> None:
         if self._formatter is None:
             self._formatter = formatter(self.report, PrintOptions(
                 output=self.fmt, all_namespaces=self.all_namespaces, no_headers=self.no_headers,
