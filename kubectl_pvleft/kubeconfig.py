@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
+import msgspec
+
 from kubectl_pvleft.errors import ConfigError
 
 # Where a Pod finds its ServiceAccount token, CA and namespace; PVLEFT_SERVICEACCOUNT_DIR points elsewhere
@@ -55,33 +57,41 @@ class Selection:
     password: Optional[str] = field(default=None, repr=False)
 
 
-@dataclass(frozen=True)
-class TLS:
+_SECRET_FIELDS = frozenset(("token", "password", "cert_data", "key_data"))
+
+
+class _Frozen(msgspec.Struct, frozen=True):
+    """A frozen record; msgspec builds the class in C (a frozen dataclass costs ~1 ms of start-up each)."""
+
+    def __repr__(self) -> str:  # never a secret in a repr
+        shown = (f"{name}={getattr(self, name)!r}" for name in self.__struct_fields__ if name not in _SECRET_FIELDS)
+        return f"{type(self).__name__}({', '.join(shown)})"
+
+
+class TLS(_Frozen, frozen=True):
     """What the TLS handshake needs. Key material stays in memory (see transport.py)."""
 
     ca_data: Optional[bytes] = None  # PEM: the cluster's own CA, else the system's trust store
     insecure: bool = False
     server_name: Optional[str] = None
-    cert_data: Optional[bytes] = field(default=None, repr=False)
-    key_data: Optional[bytes] = field(default=None, repr=False)
+    cert_data: Optional[bytes] = None
+    key_data: Optional[bytes] = None
 
 
-@dataclass(frozen=True)
-class Auth:
+class Auth(_Frozen, frozen=True):
     """How to authenticate, as the kubeconfig says; credentials.py turns it into headers."""
 
-    token: Optional[str] = field(default=None, repr=False)
+    token: Optional[str] = None
     token_file: Optional[str] = None
     username: Optional[str] = None
-    password: Optional[str] = field(default=None, repr=False)
+    password: Optional[str] = None
     exec: Optional[dict[str, Any]] = None
     exec_dir: Optional[str] = None  # the folder of the kubeconfig that defined the exec plugin
     auth_provider: Optional[dict[str, Any]] = None
     user_name: str = ""  # the kubeconfig user entry, to name in messages
 
 
-@dataclass(frozen=True)
-class Connection:
+class Connection(_Frozen, frozen=True):
     server: str
     namespace: str
     context: Optional[str]
@@ -125,8 +135,6 @@ def kubeconfig_files(explicit: Optional[str], env: Optional[str] = None) -> list
 
 
 def _read(path: Path) -> dict[str, Any]:
-    import yaml  # only when there is a kubeconfig to read
-
     try:
         text = path.read_bytes().decode("utf-8")
     except UnicodeDecodeError:
@@ -135,8 +143,21 @@ def _read(path: Path) -> dict[str, Any]:
         raise ConfigError(f"kubeconfig {path} cannot be read: {exc.strerror or type(exc).__name__}") from None
     if "\x00" in text:
         raise ConfigError(f"kubeconfig {path} is not a text file (it contains NUL bytes)")
+    from kubectl_pvleft.plainyaml import read as read_plain
+
+    doc = read_plain(text)  # JSON and plain block YAML, read as SafeLoader reads them, without importing PyYAML
+    if doc is None:
+        doc = _read_yaml(text, path)
+    if not isinstance(doc, dict):
+        raise ConfigError(f"kubeconfig {path} is not a kubeconfig document (expected a mapping at the top)")
+    return doc
+
+
+def _read_yaml(text: str, path: Path) -> Any:
+    import yaml  # only for the YAML plainyaml does not read (anchors, flow style, block scalars, ...)
+
     try:
-        doc = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or {}  # libyaml when present
+        return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or {}  # libyaml when present
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
@@ -144,9 +165,6 @@ def _read(path: Path) -> dict[str, Any]:
         raise ConfigError(f"kubeconfig {path} cannot be read: {problem}{where}") from None
     except (ValueError, RecursionError) as exc:
         raise ConfigError(f"kubeconfig {path} cannot be read: {type(exc).__name__}") from None
-    if not isinstance(doc, dict):
-        raise ConfigError(f"kubeconfig {path} is not a kubeconfig document (expected a mapping at the top)")
-    return doc
 
 
 def _entries(doc: dict[str, Any], section: str, path: Path) -> list[dict[str, Any]]:
