@@ -11,50 +11,93 @@ when that subcommand runs, so ``--help`` and usage errors cost nothing.
 from __future__ import annotations
 
 import argparse
-import importlib
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 if TYPE_CHECKING:  # --help must not pay for the output layer
     from kubectl_pvleft.printing import Report
 
+# Plain classes, not dataclasses: `dataclasses` imports `inspect` and writes each class's methods with exec,
+# ~10 ms that --help and every run would pay before doing anything.
 
-@dataclass(frozen=True)
-class Options:
+
+class _Plain:
+    __slots__: tuple[str, ...] = ()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(f'{n}={getattr(self, n)!r}' for n in self.__slots__)})"
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return all(getattr(self, n) == getattr(other, n) for n in self.__slots__)
+
+    __hash__ = None  # type: ignore[assignment]  # as a dataclass with eq: unhashable unless frozen
+
+
+class _Frozen(_Plain):
+    __slots__ = ()
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}")
+
+    __delattr__ = __setattr__  # type: ignore[assignment]
+
+    def __hash__(self) -> int:
+        return hash(tuple(getattr(self, n) for n in self.__slots__))
+
+
+class Options(_Frozen):
     """What a subcommand is asked: where to look, and its own flags (``args``)."""
 
-    namespace: Optional[str]  # None: every namespace
-    all_namespaces: bool
-    args: argparse.Namespace
-    label_selector: Optional[str] = None
-    field_selector: Optional[str] = None
-    wide: bool = False
+    __slots__ = ("namespace", "all_namespaces", "args", "label_selector", "field_selector", "wide")
+
+    def __init__(self, namespace: Optional[str], all_namespaces: bool, args: argparse.Namespace,
+                 label_selector: Optional[str] = None, field_selector: Optional[str] = None, wide: bool = False) -> None:
+        put = object.__setattr__
+        put(self, "namespace", namespace)  # None: every namespace
+        put(self, "all_namespaces", all_namespaces)
+        put(self, "args", args)
+        put(self, "label_selector", label_selector)
+        put(self, "field_selector", field_selector)
+        put(self, "wide", wide)
 
     def flag(self, name: str, default: Any = None) -> Any:
         return getattr(self.args, name, default)
 
 
-@dataclass
-class Result:
-    report: Report[Any]
-    findings: int
-    warnings: list[str] = field(default_factory=list)
-    partial: bool = False  # a second census (a cloud) failed: the report is incomplete
-    sections: list[Report[Any]] = field(default_factory=list)  # printed after the report (a second census)
-    errors: list[str] = field(default_factory=list)  # what made the report partial, one line each
+class Result(_Plain):
+    """What a subcommand's run produced."""
+
+    __slots__ = ("report", "findings", "warnings", "partial", "sections", "errors")
+
+    def __init__(self, report: Report[Any], findings: int, warnings: Optional[list[str]] = None, partial: bool = False,
+                 sections: Optional[list[Report[Any]]] = None, errors: Optional[list[str]] = None) -> None:
+        self.report = report
+        self.findings = findings
+        self.warnings = [] if warnings is None else warnings
+        self.partial = partial  # a second census (a cloud) failed: the report is incomplete
+        self.sections = [] if sections is None else sections  # printed after the report (a second census)
+        self.errors = [] if errors is None else errors  # what made the report partial, one line each
 
 
-@dataclass(frozen=True)
-class Command:
-    name: str
-    summary: str
-    module: str
-    arguments: Callable[[argparse.ArgumentParser], None] = lambda parser: None
-    cluster_scoped: bool = False  # PVs and classes: -n narrows, it is not the scope
-    selector_help: str = ""  # what -l selects in this subcommand
+class Command(_Frozen):
+    __slots__ = ("name", "summary", "module", "arguments", "cluster_scoped", "selector_help")
+
+    def __init__(self, name: str, summary: str, module: str,
+                 arguments: Callable[[argparse.ArgumentParser], None] = lambda parser: None,
+                 cluster_scoped: bool = False, selector_help: str = "") -> None:
+        put = object.__setattr__
+        put(self, "name", name)
+        put(self, "summary", summary)
+        put(self, "module", module)
+        put(self, "arguments", arguments)
+        put(self, "cluster_scoped", cluster_scoped)  # PVs and classes: -n narrows, it is not the scope
+        put(self, "selector_help", selector_help)  # what -l selects in this subcommand
 
     def load(self) -> Any:
-        return importlib.import_module(self.module)
+        from importlib import import_module
+
+        return import_module(self.module)
 
 
 def _leftovers(p: argparse.ArgumentParser) -> None:

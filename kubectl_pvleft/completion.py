@@ -36,6 +36,8 @@ def _subcommands(parser: argparse.ArgumentParser) -> dict[str, tuple[argparse.Ar
         if isinstance(action, argparse._SubParsersAction):
             helps = {a.dest: a.help or "" for a in action._choices_actions}
             for name, sub in action.choices.items():
+                if hasattr(sub, "materialize"):  # flags.py adds a subcommand's flags when it is first used
+                    sub.materialize()
                 found[name] = (sub, helps.get(name, ""))
     return found
 

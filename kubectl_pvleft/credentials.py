@@ -10,19 +10,19 @@ Tokens are trimmed of surrounding whitespace, as client-go trims a token file (`
 from __future__ import annotations
 
 import base64
-import json
 import os
-import shutil
-import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
+
+import msgspec
 
 from kubectl_pvleft.errors import ConfigError, CredentialError
 from kubectl_pvleft.kubeconfig import Auth, Connection, shown_path
+
+if TYPE_CHECKING:
+    import subprocess
 
 EXEC_API_VERSIONS = ("client.authentication.k8s.io/v1", "client.authentication.k8s.io/v1beta1")
 TOKEN_FILE_REFRESH_SECONDS = 60.0  # client-go re-reads a token file (a rotating projected token) each minute
@@ -38,14 +38,16 @@ REMOVED_PROVIDERS = {
 }
 
 
-@dataclass
-class Issued:
+class Issued(msgspec.Struct):
     """What a credential source gives for one request: a header value and/or a client certificate."""
 
-    authorization: Optional[str] = field(default=None, repr=False)
-    cert_data: Optional[bytes] = field(default=None, repr=False)
-    key_data: Optional[bytes] = field(default=None, repr=False)
+    authorization: Optional[str] = None
+    cert_data: Optional[bytes] = None
+    key_data: Optional[bytes] = None
     expires: Optional[float] = None  # time.time() after which it must be fetched again
+
+    def __repr__(self) -> str:  # the credential itself is never shown
+        return f"Issued(expires={self.expires!r})"
 
 
 def clean_token(token: str, where: str) -> str:
@@ -150,6 +152,8 @@ def _exec_command(config: dict[str, Any], base_dir: Optional[str]) -> str:
 
 
 def _exec_info(api_version: str, connection: Connection, interactive: bool, provide_cluster: bool) -> str:
+    import json  # exec plugins only, as below: json, shutil, subprocess and datetime are not on the common path
+
     spec: dict[str, Any] = {"interactive": interactive}
     if provide_cluster:
         cluster: dict[str, Any] = {"server": connection.server}
@@ -225,6 +229,8 @@ def _exec_env(config: dict[str, Any], label: str) -> dict[str, str]:
 
 
 def _find_executable(command: str, hint: Any) -> str:
+    import shutil
+
     found = None
     if "\x00" not in command:
         found = shutil.which(command) if os.sep not in command else (command if os.path.exists(command) else None)
@@ -235,6 +241,8 @@ def _find_executable(command: str, hint: Any) -> str:
 
 
 def _run_plugin(argv: list[str], env: dict[str, str], use_stdin: bool, label: str) -> subprocess.CompletedProcess:
+    import subprocess
+
     try:
         # Interactive (a terminal, and the plugin may use it): like kubectl, its stderr goes to the terminal so a
         # login prompt or device code is seen, and a person, not a timer, decides how long a login takes.
@@ -249,6 +257,8 @@ def _run_plugin(argv: list[str], env: dict[str, str], use_stdin: bool, label: st
 
 
 def _parse_exec_output(stdout: bytes, api_version: str, label: str) -> Issued:
+    import json
+
     try:
         doc = json.loads(stdout)
     except ValueError:
@@ -275,6 +285,8 @@ def _parse_exec_output(stdout: bytes, api_version: str, label: str) -> Issued:
 
 
 def _expiry(stamp: Any, label: str) -> Optional[float]:
+    from datetime import datetime, timezone
+
     if not isinstance(stamp, str) or not stamp:
         return None
     try:

@@ -8,7 +8,7 @@ import re
 from functools import lru_cache
 from typing import Any, Optional
 
-from kubectl_pvleft.jsonpath import INT64_MAX
+INT64_MAX = (1 << 63) - 1  # Go's int64, as in jsonpath.py (not imported from there: resize needs no JSONPath)
 
 __all__ = ["parse_quantity"]
 
