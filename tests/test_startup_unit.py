@@ -1,0 +1,228 @@
+"""Start-up: what a run imports (issue #10), and the PyYAML-free kubeconfig reader that makes it cheaper.
+
+Speed itself is measured in BENCHMARKS.md; these tests pin what is imported, which a change can break silently:
+each runs the CLI in a fresh interpreter and lists sys.modules afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import socket
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from kubectl_pvleft.plainyaml import read
+
+LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the loader kubeconfig.py falls back to
+
+# Never needed by a one-shot run printing a table or JSON: each is imported only by the path that needs it.
+NOT_ON_COMMON_PATH = (
+    "yaml", "yaml.emitter", "yaml.dumper", "tabulate",  # a plain kubeconfig is read without PyYAML; tables are ours
+    "kubectl_pvleft.jsonpath", "kubectl_pvleft.columns", "kubectl_pvleft.templates",  # -o jsonpath/custom-columns
+    "kubectl_pvleft.watchprint", "kubectl_pvleft.fleet", "kubectl_pvleft.completion",  # --watch, --contexts, __complete
+    "kubectl_pvleft.census", "kubectl_pvleft.clouds", "kubectl_pvleft.quantity",  # cloud flags; resize sizes
+    "subprocess",  # exec credential plugins only
+)
+NOT_FOR_HELP = ("msgspec", "dataclasses", "inspect", "kubectl_pvleft.kubeconfig", "kubectl_pvleft.printing", "kubectl_pvleft.api",
+                "kubectl_pvleft.transport", "json", "yaml", "tabulate")
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def kubeconfig_text(server: str) -> str:
+    """The shape `kubectl config view --raw` writes."""
+    return textwrap.dedent(f"""\
+        apiVersion: v1
+        clusters:
+        - cluster:
+            server: {server}
+          name: test
+        contexts:
+        - context:
+            cluster: test
+            namespace: default
+            user: reader
+          name: test
+        current-context: test
+        kind: Config
+        preferences: {{}}
+        users:
+        - name: reader
+          user:
+            token: not-a-real-token
+        """)
+
+
+def modules_after(argv: list[str], tmp_path: Path, setup: str = "") -> tuple[set[str], str]:
+    """The modules a fresh interpreter holds after cli.main(argv), and what it printed on stderr."""
+    code = textwrap.dedent(f"""\
+        import sys
+        {setup}
+        from kubectl_pvleft.cli import main
+        try:
+            code = main({argv!r})
+        except SystemExit as exc:  # --help
+            code = exc.code
+        modules = sorted(sys.modules)  # before this harness imports json
+        import json
+        print("MODULES " + json.dumps([code, modules]), file=sys.__stdout__)
+        """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=60,
+                          env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+    _, modules = json.loads(done.stdout.rpartition("MODULES ")[2])
+    return set(modules), done.stderr
+
+
+def loaded(modules: set[str], names: tuple[str, ...]) -> list[str]:
+    return sorted(m for m in modules if any(m == n or m.startswith(n + ".") for n in names))
+
+
+@pytest.mark.parametrize("command", ["claims", "leftovers", "classes", "pending"])
+def test_a_one_shot_run_imports_only_what_it_runs(tmp_path: Path, command: str) -> None:
+    # A closed port: the run fails at its first request, after everything a run needs is imported.
+    config = tmp_path / "config"
+    config.write_text(kubeconfig_text(f"https://127.0.0.1:{closed_port()}"))
+    modules, stderr = modules_after([command, "-n", "nothing-here", "--kubeconfig", str(config), "-o", "json"],
+                                    tmp_path)
+    assert stderr.startswith("error: ") and "Traceback" not in stderr, stderr
+    assert "kubectl_pvleft.kubeconfig" in modules and "kubectl_pvleft.plainyaml" in modules
+    assert loaded(modules, NOT_ON_COMMON_PATH) == []
+
+
+def test_a_table_is_printed_without_tabulate_or_yaml(tmp_path: Path) -> None:
+    setup = textwrap.dedent("""\
+        from kubectl_pvleft.printing import Column, Report, render
+        render(Report(rows=[("pv-1", "Released")], columns=[Column("NAME", lambda r: r[0]), Column("STATUS", lambda r: r[1])],
+                      to_json=dict, name=lambda r: r[0]))
+        """).replace("\n", "\n        ")
+    modules, _ = modules_after(["--help"], tmp_path, setup=setup)
+    assert "kubectl_pvleft.printing" in modules
+    assert loaded(modules, ("tabulate", "yaml", "kubectl_pvleft.templates", "kubectl_pvleft.jsonpath")) == []
+
+
+def test_help_and_usage_errors_import_no_run_machinery(tmp_path: Path) -> None:
+    modules, _ = modules_after(["--help"], tmp_path)
+    assert loaded(modules, NOT_FOR_HELP) == []
+    modules, stderr = modules_after(["claims", "--no-such-flag"], tmp_path)
+    assert stderr.startswith("error: unknown flag: --no-such-flag")
+    assert loaded(modules, NOT_FOR_HELP) == []
+
+
+def test_a_kubeconfig_outside_the_plain_shapes_is_still_read_with_pyyaml(tmp_path: Path) -> None:
+    config = tmp_path / "config"
+    config.write_text(kubeconfig_text(f"https://127.0.0.1:{closed_port()}").replace("preferences: {}",
+                                                                                    "preferences: &p {}\nx: *p"))
+    modules, stderr = modules_after(["claims", "--kubeconfig", str(config)], tmp_path)
+    assert stderr.startswith("error: ") and "yaml" in modules
+
+
+# -- the plain reader gives what SafeLoader gives, or leaves the text to it ---------------------------------
+
+SCALARS = ["", " ", "a", "default", "https://127.0.0.1:6443", "https://[::1]:6443", "yes", "No", "ON", "off", "y",
+           "true", "False", "null", "~", "Null", "nul", "0", "-0", "+1", "12", "012", "09", "0x1f", "0o7", "1_000",
+           "1.5", "1e5", "-1e-5", ".5", ".inf", "-.inf", ".nan", "1:30", "2024-01-02", "2024-01-02T03:04:05Z", "<<",
+           "=", "-", "--region", "-x", "?x", ":x", "a: b", "a:b", "a #b", "a#b", "#a", "'", "''", '"', "a'b",
+           'a"b', "a  b", " lead", "trail ", "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0t", "{}", "[]", "[a]", "{a: b}",
+           "&a", "*a", "!tag", "|", ">", "%", "@", "`", ",", "a,b", "a[0]", "é", "tab\there", "line\nbreak",
+           "back\\slash", "-1", "1.", "6443", "eks", "get-token", "x" * 1100]
+KEYS = ["name", "cluster", "server", "user", "a b", "on", "1", "-k", "k-", "x" * 1100, "<<", "a:b", "", "é"]
+
+
+def random_value(rng: random.Random, depth: int = 0) -> Any:
+    kind = rng.random()
+    if depth < 3 and kind < 0.25:
+        return {rng.choice(KEYS + SCALARS[:30]): random_value(rng, depth + 1) for _ in range(rng.randint(0, 4))}
+    if depth < 3 and kind < 0.4:
+        return [random_value(rng, depth + 1) for _ in range(rng.randint(0, 3))]
+    if kind < 0.5:
+        return rng.choice([None, True, False, 0, 7, -3, 1.5, 10 ** 20])
+    return rng.choice(SCALARS)
+
+
+def texts_of(doc: Any, rng: random.Random) -> list[str]:
+    """The same document written the ways tools write kubeconfigs, and by hand: plain-style YAML from
+    PyYAML's dumper, scalars written unquoted as people do, and JSON."""
+    dumped = yaml.safe_dump(doc, default_flow_style=False, sort_keys=rng.random() < 0.5, width=10 ** 6)
+    indented = yaml.safe_dump(doc, default_flow_style=False, indent=4, width=10 ** 6)
+    unquoted = dumped.replace("'", "") if rng.random() < 0.5 else dumped.replace("'", '"')
+    return [dumped, indented, unquoted, json.dumps(doc), json.dumps(doc, indent=rng.choice([1, 2, 4]))]
+
+
+def same_as_safe_loader(text: str) -> bool:
+    try:
+        expected = yaml.load(text, Loader=LOADER)
+    except (yaml.YAMLError, ValueError, RecursionError):
+        return read(text) is None
+    got = read(text)
+    return got is None or (got == expected and json.dumps(got) == json.dumps(expected))  # order and types too
+
+
+def test_generated_documents_read_as_safe_loader_reads_them() -> None:
+    rng = random.Random(20261203)
+    read_here = 0
+    for _ in range(3000):
+        doc = {rng.choice(KEYS): random_value(rng) for _ in range(rng.randint(1, 5))}
+        for text in texts_of(doc, rng):
+            assert same_as_safe_loader(text), text
+            read_here += read(text) is not None
+    assert read_here > 3000  # the plain reader takes a good share of them, not only the trivial ones
+
+
+@pytest.mark.parametrize("text", [
+    "a: 1\na: 2\n",  # duplicate keys: the last wins, in the first one's place
+    "b: 1\na: 2\nb: 3\n",
+    "a:\n- x\n- y\nb: z\n",  # a list at its key's indent (what kubectl writes)
+    "a:\n  - x\n  -   y: 1\n      z: 2\n",
+    "a:\n  b: 1\n c: 2\n",  # bad indentation: PyYAML's error
+    "a: x\n  continued\n",  # a folded plain scalar
+    "a: x\n- y\n",
+    "- a\n- b\n",  # not a mapping at the top
+    "a: 'it''s'\nb: \"q\"\nc: ''\n",
+    "a: 'x' y\n", "a: 'x\n", "a: \"x\" y\n",
+    "a: &anchor {b: 1}\nc: *anchor\n",
+    "a: !!str 1\n", "a: |\n  text\n", "a: >\n  text\n",
+    "# comment\na: 1 # trailing\n", "# only a comment\n", "", "\n\n",
+    "---\na: 1\n", "a: 1\n...\n", "%YAML 1.1\n---\na: 1\n",
+    "a:\tb\n", "a: b\r\nc: d\r\n", "\ufeffa: 1\n",
+    "a:b\n", "a : b\n", "a  :  b  \n", "a:\n", "a:\n\n  b: 1\n", "? a\n: b\n",
+    "a:\n  -\n    b: 1\n", "a:\n- - x\n", "a: - x\n", "a: [1, 2]\nb: {c: d}\n",
+    '{"a": 1, "a": 2}', '{"a": 1e5}', '{"a": 1.5}', '{"a"\n: 1}', '{"a": "\\u00e9"}', '{"a": NaN}',
+    '{"a": [1, 2,]}', '  {"a": {"b": [true, null, "x"]}}\n', '{"' + "k" * 1100 + '": 1}', "{a: 1}",
+    '{"a": 1}\n---\n', '{"a": 1} trailing',
+])
+def test_hand_made_documents_read_as_safe_loader_reads_them(text: str) -> None:
+    assert same_as_safe_loader(text)
+
+
+def test_the_shapes_tools_write_are_read_without_pyyaml() -> None:
+    plain = kubeconfig_text("https://127.0.0.1:6443")
+    assert read(plain) == yaml.load(plain, Loader=LOADER) and read(plain) is not None
+    exec_user = plain.replace("    token: not-a-real-token\n", textwrap.indent(textwrap.dedent("""\
+        exec:
+          apiVersion: client.authentication.k8s.io/v1beta1
+          args:
+          - --region
+          - eu-west-1
+          - eks
+          - get-token
+          command: aws
+          env:
+          - name: AWS_PROFILE
+            value: prod
+          interactiveMode: IfAvailable
+          provideClusterInfo: false
+        """), "    "))
+    assert read(exec_user) == yaml.load(exec_user, Loader=LOADER) and read(exec_user) is not None
+    as_json = json.dumps(yaml.safe_load(exec_user), indent=2)
+    assert read(as_json) == json.loads(as_json)
