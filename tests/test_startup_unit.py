@@ -29,6 +29,7 @@ NOT_ON_COMMON_PATH = (
     "kubectl_pvleft.watchprint", "kubectl_pvleft.fleet", "kubectl_pvleft.completion",  # --watch, --contexts, __complete
     "kubectl_pvleft.census", "kubectl_pvleft.clouds", "kubectl_pvleft.quantity",  # cloud flags; resize sizes
     "subprocess",  # exec credential plugins only
+    "urllib3", "http.client", "email",  # our own HTTP/1.1 client (httpclient.py) replaced them
 )
 NOT_FOR_HELP = ("msgspec", "dataclasses", "inspect", "kubectl_pvleft.kubeconfig", "kubectl_pvleft.printing", "kubectl_pvleft.api",
                 "kubectl_pvleft.transport", "json", "yaml", "tabulate")
