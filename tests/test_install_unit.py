@@ -56,26 +56,35 @@ def test_floors_file_pins_exactly_the_declared_floors() -> None:
 
 
 @functools.lru_cache(maxsize=None)
-def package_trees() -> tuple[tuple[Path, ast.Module], ...]:
-    """Every module of the package, parsed once for the tests that read its imports."""
-    return tuple((path, ast.parse(path.read_text(), str(path))) for path in sorted(PACKAGE.rglob("*.py")))
+def package_imports() -> tuple[tuple[Path, tuple[str, ...], tuple[str, ...]], ...]:
+    """Each module of the package with the absolute imports it makes anywhere, and those at module level
+    (parsed once for the tests below; the trees themselves are not kept)."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        tree = ast.parse(path.read_text(), str(path))
+        at_top = [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
+        found.append((path, tuple(name for node in ast.walk(tree) for name in imported_names(node)),
+                      tuple(name for node in at_top for name in (
+                          [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]))))
+    return tuple(found)
+
+
+def imported_names(node: ast.AST) -> list[str]:
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+        return [node.module]
+    return []
 
 
 def imported_top_level_modules() -> dict[str, set[Path]]:
     found: dict[str, set[Path]] = {}
-    for path, tree in package_trees():
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                names = [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                names = [node.module]
-            else:
-                continue
-            for name in names:
-                top = name.split(".")[0]
-                if top not in sys.stdlib_module_names and top not in ("kubectl_pvleft", "__future__"):
-                    key = ".".join(name.split(".")[:2]) if top == "google" else top
-                    found.setdefault(key, set()).add(path.relative_to(ROOT))
+    for path, names, _ in package_imports():
+        for name in names:
+            top = name.split(".")[0]
+            if top not in sys.stdlib_module_names and top not in ("kubectl_pvleft", "__future__"):
+                key = ".".join(name.split(".")[:2]) if top == "google" else top
+                found.setdefault(key, set()).add(path.relative_to(ROOT))
     return found
 
 
@@ -114,9 +123,6 @@ def test_every_imported_package_is_declared() -> None:
 def test_base_install_imports_no_cloud_sdk() -> None:
     # The krew bundle is built from the base install: a cloud SDK imported outside its flag would be missing there.
     declared = requirements()
-    for path, tree in package_trees():
-        for node in tree.body:  # module level only: lazy imports inside functions are the rule for SDKs
-            if isinstance(node, (ast.Import, ast.ImportFrom)):
-                names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
-                assert not any(n.split(".")[0] in ("boto3", "botocore", "google") for n in names), (path, names)
+    for path, _, names in package_imports():  # module level only: lazy imports inside functions are the rule
+        assert not any(n.split(".")[0] in ("boto3", "botocore", "google") for n in names), (path, names)
     assert "gcp" in declared and "aws" in declared
