@@ -18,14 +18,29 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "cluster"))
 from controlplane import ControlPlane, build  # noqa: E402
 
 
+HERE = Path(__file__).resolve().parent.parent / "kubectl_pvleft"
+
+
+def _refuse_another_tree(found: str, how: str) -> None:
+    if not found or Path(found).resolve().parent != HERE:
+        pytest.exit(f"the kubectl_pvleft {how} is {found or 'missing'}, not {HERE}: run `make install`", 2)
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
-    # The CLI tests run the installed console script: it must be this tree's code, not another checkout's.
+    # The in-process tests must test this tree's code, not another checkout's.
+    import kubectl_pvleft
+    _refuse_another_tree(kubectl_pvleft.__file__ or "", "this process imports")
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    # The cluster and integration tests run the installed console script or a child Python: that must be this
+    # tree's code too. Checked only when one of them runs (starting an interpreter costs the unit suite ~0.1 s).
+    if not any(item.get_closest_marker("cluster") or item.get_closest_marker("integration") for item in session.items):
+        return
     import subprocess
     found = subprocess.run([sys.executable, "-c", "import kubectl_pvleft; print(kubectl_pvleft.__file__)"],
                            capture_output=True, text=True, cwd="/").stdout.strip()
-    here = Path(__file__).resolve().parent.parent / "kubectl_pvleft"
-    if Path(found).resolve().parent != here:
-        pytest.exit(f"the installed kubectl_pvleft is {found or 'missing'}, not {here}: run `make install`", 2)
+    _refuse_another_tree(found, "installed")
 
 
 def pytest_configure(config: pytest.Config) -> None:
