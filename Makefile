@@ -30,8 +30,14 @@ test: install
 	$(PY) -m pytest -q
 	bash .ci/floors
 
-unit: install
-	$(PY) -m pytest -q -m "not cluster"
+# The unit suite: in-process tests only (no cluster, no child process, no cloud server or SDK, no install; see
+# setup.cfg's markers), a few seconds. It reinstalls only when setup.cfg changed: the install is editable.
+unit: $(VENV)/.installed
+	$(PY) -m pytest -q -m "not cluster and not integration"
+
+$(VENV)/.installed: setup.cfg pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[$(EXTRAS)]'
+	touch $@
 
 # The unit suite on the lowest versions setup.cfg allows (.ci/floors.txt), in a venv of its own.
 floors:
