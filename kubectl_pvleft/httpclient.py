@@ -68,12 +68,18 @@ class Server:
 
 
 class _Connection:
-    """One socket and what has been read from it but not yet used."""
+    """One socket, its TLS state, and what has been read from it but not yet used.
 
-    def __init__(self, sock: socket.socket) -> None:
-        self.sock = sock
+    TLS runs over memory buffers (``ssl.SSLObject``), not ``SSLSocket``: an SSLSocket read returns one TLS
+    record (the API server writes records of ~1 KiB), so reading a 20 MB list took ~20,000 reads and as
+    many rounds of Python; here one read from the socket takes everything that has arrived, and the records
+    in it are decrypted in a tight loop.
+    """
+
+    def __init__(self, sock: socket.socket, tls: Optional[ssl.SSLObject] = None,
+                 incoming: Optional[ssl.MemoryBIO] = None, outgoing: Optional[ssl.MemoryBIO] = None) -> None:
+        self.sock, self.tls, self.incoming, self.outgoing = sock, tls, incoming, outgoing
         self.buffer = b""
-        self.used = 0  # requests sent on it: a reused connection may have been closed by the server meanwhile
         self.deadline: Optional[float] = None
         self.read_timeout: Optional[float] = None
         self._timeout_set: Optional[float] = -1.0  # what the socket has: setting it again costs a syscall
@@ -84,8 +90,8 @@ class _Connection:
         except OSError:
             pass
 
-    def _fill(self) -> bytes:
-        """One read from the socket (b"" at the end), within the read timeout and the deadline."""
+    def _recv(self) -> bytes:
+        """One read from the socket (b"" at its end), within the read timeout and the deadline."""
         wait = self.read_timeout
         if self.deadline is not None:
             left = self.deadline - time.monotonic()
@@ -97,10 +103,64 @@ class _Connection:
             return self.sock.recv(BLOCK)
         except (socket.timeout, TimeoutError):
             raise TimedOut("no answer in time") from None
-        except ssl.SSLError as exc:
-            raise Cut(f"TLS: {exc.reason or exc}") from None
         except OSError as exc:
             raise Cut(type(exc).__name__) from None
+
+    def _fill(self) -> bytes:
+        """What the server sent next (b"" at the end), decrypted."""
+        if self.tls is None:
+            return self._recv()
+        tls, incoming = self.tls, self.incoming
+        assert incoming is not None
+        while True:
+            parts = []
+            try:
+                while True:
+                    data = tls.read(BLOCK)
+                    if not data:  # the server closed the TLS session (close_notify)
+                        return b"".join(parts)
+                    parts.append(data)
+            except ssl.SSLWantReadError:
+                pass
+            except (ssl.SSLZeroReturnError, ssl.SSLEOFError):  # closed, with or without close_notify
+                return b"".join(parts)
+            except ssl.SSLError as exc:
+                raise Cut(f"TLS: {exc.reason or exc}") from None
+            self._flush()  # a key update the server asked for while we read
+            if parts:
+                return b"".join(parts)
+            data = self._recv()
+            if not data:
+                incoming.write_eof()
+                if not incoming.pending:
+                    return b""
+            else:
+                incoming.write(data)
+
+    def _flush(self) -> None:
+        if self.outgoing is not None and self.outgoing.pending:
+            self.sock.sendall(self.outgoing.read())
+
+    def send(self, data: bytes) -> None:
+        if self.tls is None:
+            self.sock.sendall(data)
+            return
+        self.tls.write(data)
+        self._flush()
+
+    def handshake(self) -> None:
+        assert self.tls is not None and self.incoming is not None
+        while True:
+            try:
+                self.tls.do_handshake()
+                break
+            except ssl.SSLWantReadError:
+                self._flush()
+                data = self._recv()
+                if not data:
+                    raise Cut("the connection ended during the TLS handshake")
+                self.incoming.write(data)
+        self._flush()
 
     def set_timeout(self, wait: Optional[float]) -> None:
         if wait != self._timeout_set:
@@ -305,19 +365,24 @@ class Pool:
                 if attempt == 2 or not isinstance(exc, ConnectionRefusedError):
                     raise ConnectFailed(type(exc).__name__) from None
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        if self.context is not None:
-            try:
-                sock = self.context.wrap_socket(sock, server_hostname=self.server_hostname)
-            except ssl.SSLError as exc:
-                sock.close()
-                raise TLSFailed(_tls_reason(exc)) from None
-            except (socket.timeout, TimeoutError):
-                sock.close()
-                raise TimedOut("TLS handshake") from None
-            except OSError as exc:
-                sock.close()
-                raise Cut(type(exc).__name__) from None
-        return _Connection(sock)
+        if self.context is None:
+            return _Connection(sock)
+        incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+        connection = _Connection(sock, self.context.wrap_bio(incoming, outgoing, server_hostname=self.server_hostname),
+                                 incoming, outgoing)
+        connection.read_timeout = wait
+        try:
+            connection.handshake()
+        except ssl.SSLError as exc:
+            connection.close()
+            raise TLSFailed(_tls_reason(exc)) from None
+        except HTTPFailure:
+            connection.close()
+            raise
+        except OSError as exc:
+            connection.close()
+            raise Cut(type(exc).__name__) from None
+        return connection
 
     def get(self, target: str, headers: list[tuple[str, str]], timeouts: Timeouts) -> Response:
         """Send ``GET target`` (path and query, without the server's prefix) and read the status and headers."""
@@ -331,7 +396,7 @@ class Pool:
             connection.deadline, connection.read_timeout = deadline, timeouts.read
             try:
                 connection.set_timeout(timeouts.read)
-                connection.sock.sendall(request)
+                connection.send(request)
                 status, reason, response_headers = _read_head(connection)
             except (HTTPFailure, OSError) as exc:
                 connection.close()

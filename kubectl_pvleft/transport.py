@@ -8,16 +8,11 @@ curl equivalent), with every credential masked: a header value is never logged.
 
 from __future__ import annotations
 
-import json
-import logging
 import os
-import shutil
 import ssl
 import sys
-import tempfile
 import threading
 import time
-from datetime import datetime
 from typing import Any, Optional
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
@@ -30,38 +25,47 @@ from kubectl_pvleft.kubeconfig import TLS, Connection
 USER_AGENT = f"kubectl-pvleft/{__version__}"
 BODY_LOG_LIMIT = 10 * 1024  # kubectl cuts logged bodies too
 DEFAULT_READ_TIMEOUT_SECONDS = 60.0  # see silence_limit()
-log = logging.getLogger("kubectl_pvleft.http")
-log.propagate = False  # never through a root handler someone else installed
 
 
 class StreamClosed(Exception):
     """A watch connection ended without an answer: the caller reconnects, it is never "all is well"."""
 
 
+class _RequestLog:
+    """kubectl's -v request lines (klog's format) on stderr. Not the logging module: it costs start-up, and
+    nothing of ours may go through a root handler someone else installed."""
+
+    def __init__(self) -> None:
+        self.level = 0
+        self.stream: Any = None
+        self._lock = threading.Lock()  # lists of several kinds log from their own threads
+
+    def info(self, text: str, *args: Any) -> None:
+        if self.level < 6:
+            return
+        message = text % args if args else text
+        # One record, one line, nothing for the terminal to interpret: a body's line breaks and escape
+        # sequences (a proxy's page, a hostile server) are shown escaped.
+        if not message.isprintable():
+            message = "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
+        now = time.time()
+        stamp = time.strftime("%m%d %H:%M:%S", time.localtime(now)) + f".{int(now % 1 * 1_000_000):06d}"
+        with self._lock:
+            stream = self.stream or sys.stderr
+            stream.write(f"I{stamp} {os.getpid():>7} round_trippers.go] {message}\n")
+            stream.flush()
+
+
+log = _RequestLog()
+
+
 def set_verbosity(level: int, stream: Any = None) -> None:
     """kubectl's -v: 6 and up log each request on stderr."""
-    log.handlers.clear()
-    if level >= 6:
-        handler = logging.StreamHandler(stream or sys.stderr)
-        handler.setFormatter(_KlogFormatter())
-        log.addHandler(handler)
-        log.setLevel(logging.DEBUG)
-    log.verbosity = level  # type: ignore[attr-defined]
+    log.level, log.stream = level, stream
 
 
 def verbosity() -> int:
-    return getattr(log, "verbosity", 0)
-
-
-class _KlogFormatter(logging.Formatter):
-    def format(self, record: logging.LogRecord) -> str:
-        now = datetime.fromtimestamp(record.created)
-        # One record, one line, nothing for the terminal to interpret: a body's line breaks and escape
-        # sequences (a proxy's page, a hostile server) are shown escaped.
-        message = record.getMessage()
-        if not message.isprintable():
-            message = "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
-        return f"I{now:%m%d %H:%M:%S.%f} {os.getpid():>7} round_trippers.go] {message}"
+    return log.level
 
 
 def display_url(url: str) -> str:
@@ -116,6 +120,9 @@ def load_client_certificate(context: ssl.SSLContext, cert: bytes, key: bytes) ->
                 for fd in fds:
                     os.close(fd)
             return
+        import shutil  # no memfd (not Linux): rare, so imported only here
+        import tempfile
+
         folder = tempfile.mkdtemp(prefix="pvleft-")  # 0700; removed before any request is sent
         try:
             paths = [os.path.join(folder, n) for n in ("cert.pem", "key.pem")]
@@ -219,6 +226,8 @@ class Transport:
         url = self.server + target
         started = time.monotonic()
         if verbosity() >= 9:
+            import json  # -v 9 only
+
             log.info("curl -v -XGET %s '%s'", " ".join(f"-H {json.dumps(f'{k}: {_masked(k, v)}')}"
                                                       for k, v in headers), display_url(url))
         try:
@@ -292,6 +301,8 @@ def one_line(text: str, limit: int = 500) -> str:
 
 
 def api_error(status: int, body: bytes, verb: str, path: str) -> ApiError:
+    import json  # error answers only
+
     reason, message, details = "", "", {}
     try:
         doc = json.loads(body)

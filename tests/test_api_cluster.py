@@ -9,10 +9,17 @@ from __future__ import annotations
 
 import gc
 import json
+import socket
+import ssl
+import threading
 import time
 from datetime import datetime
+from typing import Callable
+
+import pytest
 
 from kubectl_pvleft.api import PERSISTENT_VOLUMES, KubeAPI
+from kubectl_pvleft.httpclient import Cut, Pool, Server, Timeouts
 from kubectl_pvleft.kubeconfig import Selection, load_connection
 from kubectl_pvleft.leftovers import find_leftovers
 from scenarios import apply, host_path_pv, wait_for
@@ -80,10 +87,11 @@ def test_leftovers_lists_claims_after_the_pv_snapshot_and_beside_the_pvs(cluster
     seed(cluster)
     started = datetime.now().astimezone()
     time.sleep(0.01)
-    result = find_leftovers(reader_api(cluster))
-    assert {pv.name for pv in result.all_pvs} >= set(PVS)
+    result = find_leftovers(reader_api(cluster), include_all=True)
+    pvs = {row.pv.name for row in result.rows}
+    assert pvs >= set(PVS)
     lists = wait_for("the audit log to hold every page",
-                     lambda: (lambda found: found if len(found) >= len(result.all_pvs) + 2 else None)(
+                     lambda: (lambda found: found if len(found) >= len(pvs) + 2 else None)(
                          our_lists_since(cluster, started)), timeout=20)
     pv_pages = [e for e in lists if _resource(e) == "persistentvolumes"]
     claim_pages = [e for e in lists if _resource(e) == "persistentvolumeclaims"]
@@ -98,7 +106,59 @@ def test_short_lists_share_one_connection(cluster) -> None:
     """Lists of one page are read one after the other on one kept connection (each new one is a TLS
     handshake): leftovers' three lists on a small cluster open one connection."""
     api = reader_api(cluster, page_size=500)
-    find_leftovers(api)
+    find_leftovers(api, include_all=True)  # every PV kept: none is read again
     pool = api.transport._pool
     assert pool is not None and api.transport.requests == 3
     assert len(pool._idle) == 1
+
+
+# -- TLS framing the API server rarely shows: tiny records, close_notify, a session cut mid-body -------------
+# A local TLS server with the control plane's own serving certificate (its SANs include 127.0.0.1).
+
+def _tls_server(cluster, answer: Callable[[ssl.SSLSocket], None]) -> int:
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(str(cluster.pki / "apiserver.crt"), str(cluster.pki / "apiserver.key"))
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        listener.close()
+        try:
+            with context.wrap_socket(conn, server_side=True) as tls:
+                request = b""
+                while b"\r\n\r\n" not in request:
+                    request += tls.recv(4096)
+                answer(tls)
+        except OSError:  # the client hung up after what it needed: its side is the test
+            pass
+
+    threading.Thread(target=serve, daemon=True).start()
+    return listener.getsockname()[1]
+
+
+def _pool(cluster, port: int) -> Pool:
+    context = ssl.create_default_context(cafile=str(cluster.pki / "ca.crt"))
+    return Pool(Server(f"https://127.0.0.1:{port}"), context, None)
+
+
+def test_tls_records_of_a_few_bytes_then_close_notify(cluster) -> None:
+    body = b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in [b"0123456789"] * 300) + b"0\r\n\r\n"
+
+    def answer(tls: ssl.SSLSocket) -> None:
+        wire = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n" + body
+        for i in range(0, len(wire), 7):  # one TLS record per 7 bytes
+            tls.sendall(wire[i:i + 7])
+        tls.unwrap()  # close_notify, then the socket closes
+
+    response = _pool(cluster, _tls_server(cluster, answer)).get("/x", [], Timeouts(read=10))
+    assert response.read() == b"0123456789" * 300
+
+
+def test_a_tls_session_closed_mid_body_is_cut(cluster) -> None:
+    def answer(tls: ssl.SSLSocket) -> None:
+        tls.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly part")
+        tls.unwrap()
+
+    response = _pool(cluster, _tls_server(cluster, answer)).get("/x", [], Timeouts(read=10))
+    with pytest.raises(Cut):
+        response.read()
