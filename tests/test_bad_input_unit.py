@@ -581,11 +581,11 @@ SERVER_ANSWERS = [
     server_case("bad-gzip", ""),
     server_case("close", ""),
     server_case("garbage", ""),
-    # Only --request-timeout ends a silent server's wait: 0.3s (seconds, with a fraction) on one subcommand,
-    # 100ms on the others. The wait is the whole cost of these runs: the timeouts are kept short.
-    server_case("silent", "did not answer in time (--request-timeout)", "--request-timeout", "0.3s",
+    # Only --request-timeout ends a silent server's wait: 0.1s (seconds, with a fraction) on one subcommand,
+    # 50ms on the others. The wait is the whole cost of these runs: the timeouts are kept short.
+    server_case("silent", "did not answer in time (--request-timeout)", "--request-timeout", "0.1s",
                 subcommands=("leftovers",), verbosities=(0,)),
-    Case("server-silent-short", kc(lambda i: config(i.url("silent")), "--request-timeout", "100ms"),
+    Case("server-silent-short", kc(lambda i: config(i.url("silent")), "--request-timeout", "50ms"),
          "did not answer in time (--request-timeout)", fault="silent", subcommands=("pending", "classes", "claims")),
     # The first list of a watch fails like any command: one line, exit 1, no retry.
     *[Case(f"watch-{fault}", kc(lambda i, f=fault: config(i.url(f)), "--watch"), "", fault=fault)

@@ -93,7 +93,7 @@ def test_silent_server_hits_request_timeout(tmp_path: Path) -> None:
         listener.listen(1)
         server = f"https://127.0.0.1:{listener.getsockname()[1]}"
         config = kubeconfig_for(tmp_path, server)
-        result = invoke("leftovers", "--request-timeout", "0.3s", "--kubeconfig", str(config))
+        result = invoke("leftovers", "--request-timeout", "100ms", "--kubeconfig", str(config))
     assert result.returncode == 1
     assert result.stderr.startswith("error: ")
     assert "did not answer in time" in result.stderr or "TLS handshake" in result.stderr

@@ -128,11 +128,11 @@ def test_a_timeout_names_the_flag_only_when_it_was_given(server: ScriptedServer,
     connection = load_connection(Selection(kubeconfig=kubeconfig(tmp_path / "kc", server.url_for("silent"),
                                                                  {"token": TOKEN})))
     # A timeout the user did not ask for (the plugin's own): the message must not send them to a flag.
-    api = KubeAPI(connection, request_timeout=0.1)
+    api = KubeAPI(connection, request_timeout=0.05)
     with pytest.raises(ConnectionFailed) as caught:
         list(api.list(PERSISTENT_VOLUMES))
     assert "did not answer in time" in str(caught.value) and "--request-timeout" not in str(caught.value)
-    flagged = invoke("leftovers", "--kubeconfig", str(tmp_path / "kc"), "--request-timeout", "100ms")
+    flagged = invoke("leftovers", "--kubeconfig", str(tmp_path / "kc"), "--request-timeout", "50ms")
     assert flagged.code == 1 and flagged.stderr.endswith("did not answer in time (--request-timeout)\n")
 
 
@@ -142,7 +142,7 @@ def test_watch_against_a_server_that_is_silent_at_start_fails_like_any_command(s
     """It takes the connection and never answers; no --request-timeout was given (so none is named)."""
     config = kubeconfig(tmp_path / "kc", server.url_for("silent"), {"token": TOKEN})
     result = in_a_thread(lambda: invoke(subcommand, "-A", "--watch", "--kubeconfig", config,
-                                        env={"PVLEFT_READ_TIMEOUT_SECONDS": "0.2", **QUICK_WATCH}))
+                                        env={"PVLEFT_READ_TIMEOUT_SECONDS": "0.1", **QUICK_WATCH}))
     assert (result.code, result.stdout) == (1, "")
     assert result.stderr == f"error: the server {server.url}/silent did not answer in time\n"
 
