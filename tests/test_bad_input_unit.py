@@ -9,6 +9,8 @@ certificate field holds SECRET (or PEM/base64 around it); none of those forms ma
 Runs in-process (cli_runner) against one scripted server per module, whose first path segment picks the
 fault: the kubeconfig's server is ``.../<fault>``. Cases that must fail before any request point at a fault
 nobody serves and check that nothing reached the server (no anonymous request after a failed credential).
+The cases whose exec plugin really runs (PLUGIN_RUNS: a child process) are marked integration, so the unit
+suite (`make unit`) starts no process; `make test` runs them all.
 """
 
 from __future__ import annotations
