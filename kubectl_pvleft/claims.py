@@ -11,7 +11,6 @@ Reads: PersistentVolumeClaims (one paginated list, one namespace or all). Writes
 
 from __future__ import annotations
 
-from dataclasses import replace  # printing's Report
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Mapping, Optional
 
@@ -213,7 +212,7 @@ def run(api: Reader, options: Options) -> Result:
                     label_selector=options.label_selector, field_selector=options.field_selector)
     report_ = report(result)
     if not options.flag("all", False):  # healthy claims may exist: say what was looked for
-        report_ = replace(report_, empty_message="No claims in trouble found")
+        report_ = report_.with_empty_message("No claims in trouble found")
     return Result(report_, result.trouble_count, result.warnings)
 
 

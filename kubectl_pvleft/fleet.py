@@ -12,10 +12,10 @@ import fnmatch
 import queue
 import threading
 import time
-from dataclasses import replace  # kubeconfig's Selection
 from typing import Any, Callable, Iterator, Optional, Sequence
 
 from msgspec import Struct
+from msgspec.structs import replace
 
 from kubectl_pvleft.commands import Command, Options, Result
 from kubectl_pvleft.errors import ApiError, ConfigError, PvleftError, UsageError

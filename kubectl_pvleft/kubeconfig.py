@@ -13,7 +13,6 @@ import binascii
 import copy
 import os
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
@@ -33,8 +32,18 @@ _PATH_FIELDS = {
 }
 
 
-@dataclass(frozen=True)
-class Selection:
+_SECRET_FIELDS = frozenset(("token", "password", "cert_data", "key_data"))
+
+
+class _Frozen(msgspec.Struct, frozen=True):
+    """A frozen record; msgspec builds the class in C (a frozen dataclass costs ~1 ms of start-up each)."""
+
+    def __repr__(self) -> str:  # never a secret in a repr
+        shown = (f"{name}={getattr(self, name)!r}" for name in self.__struct_fields__ if name not in _SECRET_FIELDS)
+        return f"{type(self).__name__}({', '.join(shown)})"
+
+
+class Selection(_Frozen, frozen=True):
     """The kubectl flags that pick a server and identity (flags win over the kubeconfig)."""
 
     kubeconfig: Optional[str] = None
@@ -47,25 +56,14 @@ class Selection:
     impersonate_groups: tuple[str, ...] = ()
     # Connection flags, kubectl's meaning: each overrides the kubeconfig's value.
     server: Optional[str] = None
-    token: Optional[str] = field(default=None, repr=False)
+    token: Optional[str] = None  # never in a repr (_Frozen)
     certificate_authority: Optional[str] = None
     client_certificate: Optional[str] = None
     client_key: Optional[str] = None
     insecure_skip_tls_verify: Optional[bool] = None
     tls_server_name: Optional[str] = None
     username: Optional[str] = None
-    password: Optional[str] = field(default=None, repr=False)
-
-
-_SECRET_FIELDS = frozenset(("token", "password", "cert_data", "key_data"))
-
-
-class _Frozen(msgspec.Struct, frozen=True):
-    """A frozen record; msgspec builds the class in C (a frozen dataclass costs ~1 ms of start-up each)."""
-
-    def __repr__(self) -> str:  # never a secret in a repr
-        shown = (f"{name}={getattr(self, name)!r}" for name in self.__struct_fields__ if name not in _SECRET_FIELDS)
-        return f"{type(self).__name__}({', '.join(shown)})"
+    password: Optional[str] = None
 
 
 class TLS(_Frozen, frozen=True):

@@ -8,9 +8,7 @@ print. Only here do ``None`` and ``Absent`` become the words kubectl users read:
 
 from __future__ import annotations
 
-import json
 import sys
-from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 from typing import Any, Callable, Generic, Optional, Sequence, TextIO, TypeVar
 
@@ -49,8 +47,7 @@ class Column(msgspec.Struct, frozen=True):  # a Struct: msgspec builds it in C, 
     empty: str = NONE  # what an empty cell says: <none> for absent values, <unset> for unset settings, "" as kubectl
 
 
-@dataclass(frozen=True)
-class Report(Generic[T]):
+class Report(msgspec.Struct, Generic[T], frozen=True):
     """What a subcommand produced: the rows and how each output format shows them."""
 
     rows: Sequence[T]
@@ -63,10 +60,10 @@ class Report(Generic[T]):
     context: Optional[Callable[[T], str]] = None  # a leading CONTEXT column when reading several clusters
 
     def with_rows(self, rows: Sequence[T]) -> "Report[T]":
-        return replace(self, rows=rows)
+        return msgspec.structs.replace(self, rows=rows)
 
     def with_empty_message(self, message: str) -> "Report[T]":
-        return replace(self, empty_message=message)
+        return msgspec.structs.replace(self, empty_message=message)
 
 
 class PrintOptions(msgspec.Struct, frozen=True):
@@ -234,10 +231,14 @@ def kubectl_list(items: list[dict[str, Any]]) -> dict[str, Any]:
 
 class JsonFormatter(Formatter[T]):
     def whole(self, rows: Sequence[T]) -> None:
+        import json  # not for tables
+
         print(json.dumps(kubectl_list(self.objects(rows)), indent=4, ensure_ascii=False), file=self.out)
         self.out.flush()
 
     def batch(self, rows: Sequence[T]) -> None:
+        import json
+
         for obj in self.objects(rows):
             print(json.dumps(obj, indent=4, ensure_ascii=False), file=self.out)
         self.out.flush()
@@ -267,6 +268,8 @@ class YamlFormatter(Formatter[T]):
 
 class JsonLinesFormatter(Formatter[T]):
     def batch(self, rows: Sequence[T]) -> None:
+        import json
+
         for obj in self.objects(rows):
             print(json.dumps(obj, ensure_ascii=False), file=self.out)
         self.out.flush()
