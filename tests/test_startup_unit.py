@@ -90,6 +90,7 @@ def loaded(modules: set[str], names: tuple[str, ...]) -> list[str]:
 
 
 @pytest.mark.parametrize("command", ["claims", "leftovers", "classes", "pending"])
+@pytest.mark.integration  # a fresh interpreter: a child process
 def test_a_one_shot_run_imports_only_what_it_runs(tmp_path: Path, command: str) -> None:
     # A closed port: the run fails at its first request, after everything a run needs is imported.
     config = tmp_path / "config"
@@ -101,6 +102,7 @@ def test_a_one_shot_run_imports_only_what_it_runs(tmp_path: Path, command: str) 
     assert loaded(modules, NOT_ON_COMMON_PATH) == []
 
 
+@pytest.mark.integration  # a fresh interpreter: a child process
 def test_a_table_is_printed_without_tabulate_or_yaml(tmp_path: Path) -> None:
     setup = textwrap.dedent("""\
         from kubectl_pvleft.printing import Column, Report, render
@@ -112,6 +114,7 @@ def test_a_table_is_printed_without_tabulate_or_yaml(tmp_path: Path) -> None:
     assert loaded(modules, ("tabulate", "yaml", "kubectl_pvleft.templates", "kubectl_pvleft.jsonpath")) == []
 
 
+@pytest.mark.integration  # a fresh interpreter: a child process
 def test_help_and_usage_errors_import_no_run_machinery(tmp_path: Path) -> None:
     modules, _ = modules_after(["--help"], tmp_path)
     assert loaded(modules, NOT_FOR_HELP) == []
@@ -120,6 +123,7 @@ def test_help_and_usage_errors_import_no_run_machinery(tmp_path: Path) -> None:
     assert loaded(modules, NOT_FOR_HELP) == []
 
 
+@pytest.mark.integration  # a fresh interpreter: a child process
 def test_a_kubeconfig_outside_the_plain_shapes_is_still_read_with_pyyaml(tmp_path: Path) -> None:
     config = tmp_path / "config"
     config.write_text(kubeconfig_text(f"https://127.0.0.1:{closed_port()}").replace("preferences: {}",
