@@ -8,7 +8,6 @@ deliberately no write path here: the plugin reports, a human decides.
 
 from __future__ import annotations
 
-import queue
 import threading
 import weakref
 from functools import cached_property
@@ -183,7 +182,7 @@ class _ListHead(msgspec.Struct, frozen=True):
 
 
 _LIST_HEAD = msgspec.json.Decoder(_ListHead)
-_END = object()
+_END, _EMPTY = object(), object()
 
 
 def list_head(body: bytes) -> ListMeta:
@@ -199,12 +198,16 @@ def list_head(body: bytes) -> ListMeta:
 
 
 class _PageReader:
-    """Reads a list's pages in a thread, one page ahead of its consumer; errors reach the consumer."""
+    """Reads a list's pages in a thread, at most one page ahead of its consumer; errors reach the consumer.
+
+    A one-slot hand-over under a Condition: the queue module would cost its import (and heapq's) at start-up.
+    """
 
     def __init__(self, api: "KubeAPI", kind: Kind[Any], namespace: Optional[str], params: dict[str, str],
                  state: _ListState) -> None:
-        self._pages: "queue.Queue[Any]" = queue.Queue(maxsize=1)
-        self._closed = threading.Event()
+        self._slot: Any = _EMPTY
+        self._ready = threading.Condition()
+        self._closed = False
         self.first_page = threading.Event()  # set when the first page is in, or the list has failed before it
         thread = threading.Thread(target=self._run, args=(api, kind, namespace, params, state), daemon=True,
                                   name=f"list {kind.plural}")
@@ -212,7 +215,11 @@ class _PageReader:
 
     def __iter__(self) -> Iterator[tuple[int, bytes]]:
         while True:
-            item = self._pages.get()
+            with self._ready:
+                while self._slot is _EMPTY:
+                    self._ready.wait()
+                item, self._slot = self._slot, _EMPTY
+                self._ready.notify_all()
             if item is _END:
                 return
             if isinstance(item, BaseException):
@@ -220,21 +227,19 @@ class _PageReader:
             yield item
 
     def close(self) -> None:
-        self._closed.set()
-        try:
-            while True:
-                self._pages.get_nowait()  # a reader blocked on a full queue sees the close
-        except queue.Empty:
-            pass
+        with self._ready:
+            self._closed, self._slot = True, _EMPTY  # a reader waiting for the slot sees the close
+            self._ready.notify_all()
 
     def _put(self, item: Any) -> bool:
-        while not self._closed.is_set():
-            try:
-                self._pages.put(item, timeout=0.2)
-                return True
-            except queue.Full:
-                continue
-        return False
+        with self._ready:
+            while self._slot is not _EMPTY and not self._closed:
+                self._ready.wait()
+            if self._closed:
+                return False
+            self._slot = item
+            self._ready.notify_all()
+            return True
 
     def _run(self, api: "KubeAPI", kind: Kind[Any], namespace: Optional[str], params: dict[str, str],
              state: _ListState) -> None:

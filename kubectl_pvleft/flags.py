@@ -256,20 +256,39 @@ def _flags(parser: argparse.ArgumentParser, top: bool) -> None:
                    help="impersonate this uid")
 
 
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """argparse's, except that the terminal's width is asked for only when help is printed: argparse makes a
+    formatter for every flag it adds, and its width comes from shutil, whose import costs every start-up."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: Optional[int] = None) -> None:
+        super().__init__(prog, indent_increment, max_help_position, width=width or 80)
+        self._asked = (indent_increment, max_help_position, width)
+
+    def format_help(self) -> str:
+        indent_increment, max_help_position, width = self._asked
+        if width is None:
+            import shutil
+
+            self._width = shutil.get_terminal_size().columns - 2  # what argparse itself computes
+            self._max_help_position = min(max_help_position, max(self._width - 20, indent_increment * 2))
+        return super().format_help()
+
+
 @functools.lru_cache(maxsize=4)  # a parser is reusable; building one costs more than a run's parsing
 def build_parser(prog: str) -> argparse.ArgumentParser:
     parser = _Parser(
         prog=prog, allow_abbrev=False,  # pflag takes no abbreviations: --all is not --all-namespaces
         description="Read-only storage diagnostics: leftover PVs, Pending Pods, StorageClasses, troubled claims. "
                     "Only get, list and watch are ever sent to the API server.",
-        epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=EXIT_CODES_HELP, formatter_class=_HelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"kubectl-pvleft {__version__}")
     _flags(parser, top=True)
     sub = parser.add_subparsers(dest="command", metavar="SUBCOMMAND", parser_class=_Parser)
     for command in COMMANDS:
         p = sub.add_parser(command.name, help=command.summary, description=command.summary, epilog=EXIT_CODES_HELP,
-                           formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
+                           formatter_class=_HelpFormatter, allow_abbrev=False)
         p.pending = functools.partial(_subcommand_flags, p, command)
     return parser
 
