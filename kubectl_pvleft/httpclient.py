@@ -16,7 +16,7 @@ import socket
 import ssl
 import threading
 import time
-from typing import Iterator, Optional
+from typing import Any, Iterator, Optional
 from urllib.parse import urlsplit
 
 BLOCK = 256 * 1024  # one read from the socket
@@ -331,7 +331,7 @@ class Pool:
 
     def __init__(self, server: Server, context: Optional[ssl.SSLContext], server_hostname: Optional[str]) -> None:
         self.server, self.context = server, context
-        self.server_hostname = server_hostname or server.host
+        self.server_hostname = _ascii(server_hostname or server.host)
         self._idle: list[_Connection] = []
         self._lock = threading.Lock()
 
@@ -357,7 +357,7 @@ class Pool:
         wait = timeouts.connect if deadline is None else max(0.001, min(timeouts.connect, deadline - time.monotonic()))
         for attempt in (1, 2):  # one quick retry of a refused connect, as kubectl's transport would redial
             try:
-                sock = socket.create_connection((self.server.host, self.server.port), timeout=wait)
+                sock = socket.create_connection((_ascii(self.server.host), self.server.port), timeout=wait)
                 break
             except (socket.timeout, TimeoutError):
                 raise TimedOut("connect") from None
@@ -407,6 +407,12 @@ class Pool:
                     raise
                 raise Cut(type(exc).__name__) from None
             return Response(self, connection, status, reason, response_headers)
+
+
+def _ascii(name: str) -> Any:
+    """socket and ssl encode a str host name with the idna codec, whose import costs start-up; an ASCII
+    name (an IP address, most host names) given as bytes is the same name without it."""
+    return name.encode("ascii") if name.isascii() else name
 
 
 def _request_bytes(server: Server, target: str, headers: list[tuple[str, str]]) -> bytes:
