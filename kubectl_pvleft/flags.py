@@ -285,7 +285,8 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"kubectl-pvleft {__version__}")
     _flags(parser, top=True)
-    sub = parser.add_subparsers(dest="command", metavar="SUBCOMMAND", parser_class=_Parser)
+    # prog given: argparse would format the parent's usage to find it (no positional precedes SUBCOMMAND).
+    sub = parser.add_subparsers(dest="command", metavar="SUBCOMMAND", parser_class=_Parser, prog=prog)
     for command in COMMANDS:
         p = sub.add_parser(command.name, help=command.summary, description=command.summary, epilog=EXIT_CODES_HELP,
                            formatter_class=_HelpFormatter, allow_abbrev=False)

@@ -30,6 +30,8 @@ NOT_ON_COMMON_PATH = (
     "kubectl_pvleft.census", "kubectl_pvleft.clouds", "kubectl_pvleft.quantity",  # cloud flags; resize sizes
     "subprocess",  # exec credential plugins only
     "urllib3", "http.client", "email",  # our own HTTP/1.1 client (httpclient.py) replaced them
+    "logging", "dataclasses", "queue", "shutil", "tempfile",  # -v's log is ours; Structs; a Condition; help only
+    "encodings.idna",  # ASCII host names go to socket and ssl as bytes
 )
 NOT_FOR_HELP = ("msgspec", "dataclasses", "inspect", "kubectl_pvleft.kubeconfig", "kubectl_pvleft.printing", "kubectl_pvleft.api",
                 "kubectl_pvleft.transport", "json", "yaml", "tabulate")
