@@ -12,7 +12,6 @@ clearing; a human decides reuse or abandon.
 
 from __future__ import annotations
 
-import sys
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional, Union
 
@@ -120,9 +119,10 @@ def find_leftovers(api: Reader, *, include_all: bool = False, claim_namespace: O
     """List PVs, then claims (so a claim bound after our PV list cannot look missing), then classes.
 
     Memory stays small as the cluster grows: a PV is kept whole only when it can be a row (Released or
-    Failed, or every PV with ``include_all``; ``keep_every_pv`` keeps them all for a cloud census). A Bound
-    PV is kept as its name and claim pointer; the few whose claim turns out to be gone are read again by
-    name. Claims are indexed only where a PV points.
+    Failed, or every PV with ``include_all``; ``keep_every_pv`` keeps them all for a cloud census). Any
+    other PV with a claim is kept as its name and its claim's uid, and the claim list only strikes out
+    the uids it holds (a uid names one object: the same uid is the same claim); the rare PV whose claim
+    uid is not there is read again by name, and so is its claim (gone, or replaced by a namesake).
     """
     warnings: list[str] = []
     # Many PVs: the three lists are read at the same time, but the claims' only begins once the PVs'
@@ -132,27 +132,56 @@ def find_leftovers(api: Reader, *, include_all: bool = False, claim_namespace: O
     claim_list = begin(api.list(CLAIM_IDENTITIES, claim_namespace), alongside=pv_list)
     class_list = begin(api.list(STORAGE_CLASSES), alongside=pv_list)
     kept: list[PersistentVolume] = []
-    pointers: list[tuple[str, str, str, str]] = []  # (PV name, claim namespace, claim name, claim uid)
+    pointers: list[tuple[str, str]] = []  # (PV name, its claim's uid)
     for pv in pv_list:
         ref = pv.claim_ref
         if include_all or keep_every_pv or pv.phase in LEFTOVER_PHASES:
             kept.append(pv)
         elif ref is not None and ref.name and ref.uid and (not claim_namespace or ref.namespace == claim_namespace):
-            pointers.append((pv.name, sys.intern(ref.namespace or ""), ref.name, ref.uid))
-    wanted = {(p[1], p[2]) for p in pointers} | {_key(pv.claim_ref) for pv in kept if pv.claim_ref is not None}
+            pointers.append((pv.name, ref.uid))
+    unseen = {uid for _, uid in pointers}
+    keys = {_key(pv.claim_ref) for pv in kept if pv.claim_ref is not None}
     scope = f'in namespace "{claim_namespace}"' if claim_namespace else "cluster-wide"
-    identities = optional(lambda: ClaimIndex.of(c for c in claim_list if (c.namespace, c.name) in wanted), warnings,
+    identities = optional(lambda: _claims(claim_list, keys, unseen), warnings,
                           CLAIMS_UNREADABLE.replace("{scope}", scope))
     classes = optional(lambda: {sc.name: sc for sc in class_list}, warnings, CLASSES_UNREADABLE)
-    if identities is not None:
-        kept += _read_again(api, [name for name, ns, claim, uid in pointers
-                                  if identities.uids.get((ns, claim)) != uid], {pv.name for pv in kept})
+    if identities is not None and unseen:
+        again = _read_again(api, [name for name, uid in pointers if uid in unseen], {pv.name for pv in kept})
+        identities = optional(lambda: _with_claims_of(api, again, identities), warnings,
+                              CLAIMS_UNREADABLE.replace("{scope}", scope))
+        kept += again
     rows = assess(kept, identities, classes, include_all=include_all, claim_namespace=claim_namespace)
     return LeftoverResult(rows, warnings, kept if keep_every_pv else [])
 
 
 def _key(ref: Any) -> tuple[str, str]:
     return (ref.namespace or "", ref.name or "")
+
+
+def _claims(claims: Iterable[ClaimIdentity], keys: set[tuple[str, str]], unseen: set[str]) -> ClaimIndex:
+    """The index of the claims kept PVs name; every uid seen is struck out of ``unseen``."""
+    found = {}
+    for claim in claims:
+        unseen.discard(claim.uid)
+        key = (claim.namespace, claim.name)
+        if key in keys:
+            found[key] = claim.uid
+    return ClaimIndex(found)
+
+
+def _with_claims_of(api: Reader, pvs: list[PersistentVolume], index: Optional[ClaimIndex]) -> Optional[ClaimIndex]:
+    """The index, with the claims the PVs read again name (one GET each: they are few): a namesake of a
+    gone claim makes it "replaced", nothing makes it "missing"."""
+    if index is None:
+        return None
+    found = dict(index.uids)
+    for pv in pvs:
+        ref = pv.claim_ref
+        if ref is not None and ref.name and _key(ref) not in found:
+            claim = api.get(CLAIM_IDENTITIES, ref.name, ref.namespace or None)
+            if claim is not None:
+                found[_key(ref)] = claim.uid
+    return ClaimIndex(found)
 
 
 def _read_again(api: Reader, names: list[str], known: set[str], limit: int = 20) -> list[PersistentVolume]:

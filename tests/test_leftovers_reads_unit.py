@@ -1,7 +1,7 @@
 """What find_leftovers reads and keeps, over wire JSON recorded from the real control plane.
 
-It keeps whole only the PVs that can be rows; a Bound PV is kept as a pointer at its claim, and the few
-whose claim turns out to be gone are read again by name (one GET each).
+It keeps whole only the PVs that can be rows; a Bound PV is kept as its name and its claim's uid, and the
+few whose claim uid the claim list does not hold are read again by name (one GET each), with their claim.
 """
 
 from __future__ import annotations
@@ -36,8 +36,9 @@ class RecordedReader:
         return iter(self._objects(kind.plural))
 
     def get(self, kind: Kind[Any], name: str, namespace: Optional[str] = None) -> Any:
-        self.asked.append(("get", kind.plural, name))
-        return next((o for o in self._objects(kind.plural) if o.metadata.name == name), None)
+        self.asked.append(("get", kind.plural, f"{namespace}/{name}" if namespace else name))
+        return next((o for o in self._objects(kind.plural)
+                     if o.metadata.name == name and o.metadata.namespace == namespace), None)
 
 
 def test_a_bound_pv_whose_claim_is_gone_is_read_again_and_reported() -> None:
@@ -46,8 +47,9 @@ def test_a_bound_pv_whose_claim_is_gone_is_read_again_and_reported() -> None:
     rows = {r.pv.name: r for r in result.rows}
     assert sorted(rows) == ["mariadb-pv", "scratch-pv", "shop-pv", "web-pv"]
     assert (rows["web-pv"].pv.phase, rows["web-pv"].claim_state) == ("Bound", "missing")
-    assert ("get", "persistentvolumes", "web-pv") in reader.asked
-    assert [a for a in reader.asked if a[0] == "get"] == [("get", "persistentvolumes", "web-pv")]
+    # The PV again, then its claim (gone: missing, not replaced).
+    assert [a for a in reader.asked if a[0] == "get"] == [("get", "persistentvolumes", "web-pv"),
+                                                          ("get", "persistentvolumeclaims", "shop/web")]
 
 
 def test_bound_pvs_with_their_claims_cost_no_more_reads() -> None:
@@ -72,3 +74,19 @@ def test_claims_of_another_namespace_are_not_read_again() -> None:
     result = find_leftovers(reader, claim_namespace="mariadb")
     assert [r.pv.name for r in result.rows] == ["mariadb-pv"]
     assert not [a for a in reader.asked if a[0] == "get"]
+
+
+def test_a_gone_claim_replaced_by_a_namesake_is_replaced() -> None:
+    """web-pv's claim uid is not in the list, but a claim of that name is: replaced, not missing."""
+
+    class Renamed(RecordedReader):
+        def _objects(self, plural: str) -> list[Any]:
+            found = super()._objects(plural)
+            if plural != "persistentvolumeclaims":
+                return found
+            return [ClaimIdentity.from_wire({"metadata": {"name": o.metadata.name, "namespace": o.metadata.namespace,
+                                                          "uid": "another-" + o.metadata.uid}})
+                    if o.metadata.name == "web" else o for o in found]
+
+    rows = {r.pv.name: r for r in find_leftovers(Renamed()).rows}
+    assert (rows["web-pv"].pv.phase, rows["web-pv"].claim_state) == ("Bound", "replaced")
