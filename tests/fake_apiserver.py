@@ -86,6 +86,7 @@ class ScriptedServer:
     def __init__(self, faults: dict[str, Callable[[socket.socket], None]]) -> None:
         self.faults = faults
         self.requests: list[tuple[str, dict[str, str]]] = []
+        self._by_fault: dict[str, list[tuple[str, dict[str, str]]]] = {}  # seen() without a scan of them all
         self._released = threading.Event()  # ends the handlers that hold a connection open
         self._listener = socket.create_server(("127.0.0.1", 0))
         self._listener.settimeout(0.02)  # how soon the accept loop sees the server stop
@@ -96,7 +97,7 @@ class ScriptedServer:
         return f"{self.url}/{fault}"
 
     def seen(self, fault: str) -> list[tuple[str, dict[str, str]]]:
-        return [(path, headers) for path, headers in self.requests if path.startswith(f"/{fault}/")]
+        return list(self._by_fault.get(fault, ()))
 
     def __enter__(self) -> "ScriptedServer":
         self._thread.start()
@@ -138,6 +139,8 @@ class ScriptedServer:
                 name, _, value = line.partition(":")
                 headers[name.strip().lower()] = value.strip()
             self.requests.append((path, headers))
+            if path.startswith("/") and "/" in path[1:]:  # the requests seen(fault) names: /<fault>/...
+                self._by_fault.setdefault(path[1:].split("/", 1)[0], []).append((path, headers))
             fault = self.faults.get(path.split("/")[1] if path.count("/") >= 1 else "")
             try:
                 if fault is None:
