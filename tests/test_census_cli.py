@@ -384,8 +384,9 @@ seen = []
 def hook(event, args):
     if event == "socket.connect" and isinstance(args[1], tuple):
         seen.append(["connect", str(args[1][0]), str(args[1][1])])
-    elif event == "socket.getaddrinfo":
-        seen.append(["lookup", str(args[0]), str(args[1])])
+    elif event == "socket.getaddrinfo":  # an ASCII host is looked up as bytes (no idna codec)
+        host = args[0].decode() if isinstance(args[0], bytes) else str(args[0])
+        seen.append(["lookup", host, str(args[1])])
 sys.addaudithook(hook)
 from kubectl_pvleft import cli
 code = cli.main(["leftovers", "--all", "-o", "jsonl", "--kubeconfig", sys.argv[1]])
