@@ -21,6 +21,7 @@ import yaml
 from kubectl_pvleft.plainyaml import read
 
 LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the loader kubeconfig.py falls back to
+DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml writes the test texts (the pure-Python one was 7 s)
 
 # Never needed by a one-shot run printing a table or JSON: each is imported only by the path that needs it.
 NOT_ON_COMMON_PATH = (
@@ -160,8 +161,8 @@ def random_value(rng: random.Random, depth: int = 0) -> Any:
 def texts_of(doc: Any, rng: random.Random) -> list[str]:
     """The same document written the ways tools write kubeconfigs, and by hand: plain-style YAML from
     PyYAML's dumper, scalars written unquoted as people do, and JSON."""
-    dumped = yaml.safe_dump(doc, default_flow_style=False, sort_keys=rng.random() < 0.5, width=10 ** 6)
-    indented = yaml.safe_dump(doc, default_flow_style=False, indent=4, width=10 ** 6)
+    dumped = yaml.dump(doc, Dumper=DUMPER, default_flow_style=False, sort_keys=rng.random() < 0.5, width=10 ** 6)
+    indented = yaml.dump(doc, Dumper=DUMPER, default_flow_style=False, indent=4, width=10 ** 6)
     unquoted = dumped.replace("'", "") if rng.random() < 0.5 else dumped.replace("'", '"')
     return [dumped, indented, unquoted, json.dumps(doc), json.dumps(doc, indent=rng.choice([1, 2, 4]))]
 
@@ -178,12 +179,12 @@ def same_as_safe_loader(text: str) -> bool:
 def test_generated_documents_read_as_safe_loader_reads_them() -> None:
     rng = random.Random(20261203)
     read_here = 0
-    for _ in range(3000):
+    for _ in range(1200):  # x5 texts each
         doc = {rng.choice(KEYS): random_value(rng) for _ in range(rng.randint(1, 5))}
         for text in texts_of(doc, rng):
             assert same_as_safe_loader(text), text
             read_here += read(text) is not None
-    assert read_here > 3000  # the plain reader takes a good share of them, not only the trivial ones
+    assert read_here > 1200  # the plain reader takes a good share of them, not only the trivial ones
 
 
 @pytest.mark.parametrize("text", [
