@@ -131,27 +131,34 @@ def find_leftovers(api: Reader, *, include_all: bool = False, claim_namespace: O
                     snapshot=True)
     claim_list = begin(api.list(CLAIM_IDENTITIES, claim_namespace), alongside=pv_list)
     class_list = begin(api.list(STORAGE_CLASSES), alongside=pv_list)
-    kept: list[PersistentVolume] = []
-    pointers: list[tuple[str, str]] = []  # (PV name, its claim's uid)
-    for pv in pv_list:
-        ref = pv.claim_ref
-        if include_all or keep_every_pv or pv.phase in LEFTOVER_PHASES:
-            kept.append(pv)
-        elif ref is not None and ref.name and ref.uid and (not claim_namespace or ref.namespace == claim_namespace):
-            pointers.append((pv.name, ref.uid))
+    kept, pointers = _sort_out(pv_list, include_all or keep_every_pv, claim_namespace)
     unseen = {uid for _, uid in pointers}
     keys = {_key(pv.claim_ref) for pv in kept if pv.claim_ref is not None}
-    scope = f'in namespace "{claim_namespace}"' if claim_namespace else "cluster-wide"
-    identities = optional(lambda: _claims(claim_list, keys, unseen), warnings,
-                          CLAIMS_UNREADABLE.replace("{scope}", scope))
+    unreadable = CLAIMS_UNREADABLE.replace("{scope}", f'in namespace "{claim_namespace}"' if claim_namespace
+                                           else "cluster-wide")
+    identities = optional(lambda: _claims(claim_list, keys, unseen), warnings, unreadable)
     classes = optional(lambda: {sc.name: sc for sc in class_list}, warnings, CLASSES_UNREADABLE)
     if identities is not None and unseen:
         again = _read_again(api, [name for name, uid in pointers if uid in unseen], {pv.name for pv in kept})
-        identities = optional(lambda: _with_claims_of(api, again, identities), warnings,
-                              CLAIMS_UNREADABLE.replace("{scope}", scope))
+        identities = optional(lambda: _with_claims_of(api, again, identities), warnings, unreadable)
         kept += again
     rows = assess(kept, identities, classes, include_all=include_all, claim_namespace=claim_namespace)
     return LeftoverResult(rows, warnings, kept if keep_every_pv else [])
+
+
+def _sort_out(pvs: Iterable[PersistentVolume], keep_every_pv: bool,
+              claim_namespace: Optional[str]) -> tuple[list[PersistentVolume], list[tuple[str, str]]]:
+    """The PVs kept whole (those that can be rows, or every one), and (name, claim uid) of the others
+    that point at a claim (in ``claim_namespace`` when one is asked for)."""
+    kept: list[PersistentVolume] = []
+    pointers: list[tuple[str, str]] = []
+    for pv in pvs:
+        ref = pv.claim_ref
+        if keep_every_pv or pv.phase in LEFTOVER_PHASES:
+            kept.append(pv)
+        elif ref is not None and ref.name and ref.uid and (not claim_namespace or ref.namespace == claim_namespace):
+            pointers.append((pv.name, ref.uid))
+    return kept, pointers
 
 
 def _key(ref: Any) -> tuple[str, str]:
