@@ -183,20 +183,31 @@ def assess(claims: list[PersistentVolumeClaim], *, include_all: bool = False,
 def census(api: Reader, *, namespace: Optional[str] = None, include_all: bool = False,
            label_selector: Optional[str] = None, field_selector: Optional[str] = None) -> ClaimCensus:
     """One list of claims, in one namespace or all (None). A 403 is the answer, not a warning: it propagates."""
-    claims = list(api.list(PERSISTENT_VOLUME_CLAIMS, namespace, label_selector=label_selector,
-                           field_selector=field_selector))
+    # Judged as the pages come (the next page is read meanwhile), and only the rows shown are kept.
+    rows, trouble = [], 0
+    for claim in api.list(PERSISTENT_VOLUME_CLAIMS, namespace, label_selector=label_selector,
+                          field_selector=field_selector):
+        stalled = stalled_resize(claim)
+        row = ClaimRow(claim, problems(claim, stalled), stalled)
+        trouble += row.in_trouble
+        if include_all or row.in_trouble:
+            rows.append(row)
     warnings: list[str] = []
-    classes, volumes = _resize_evidence(api, claims, warnings)
-    result = assess(claims, include_all=include_all, classes=classes, volumes=volumes)
-    result.warnings = warnings
-    return result
+    grown = [r.claim for r in rows if r.stalled_resize is not None]
+    if grown:  # a stalled resize is trouble, so its claim is among the rows: now say why it never started
+        classes, volumes = _resize_evidence(api, grown, warnings)
+        rows = [_with_reason(r, classes, volumes) if r.stalled_resize is not None else r for r in rows]
+    rows.sort(key=lambda r: (r.claim.namespace, r.claim.name))
+    return ClaimCensus(rows=rows, trouble_count=trouble, warnings=warnings)
 
 
-def _resize_evidence(api: Reader, claims: list[PersistentVolumeClaim], warnings: list[str]) -> tuple[Any, Any]:
+def _with_reason(row: ClaimRow, classes: Any, volumes: Any) -> ClaimRow:
+    stalled = stalled_resize(row.claim, classes, volumes)
+    return ClaimRow(row.claim, problems(row.claim, stalled), stalled)
+
+
+def _resize_evidence(api: Reader, grown: list[PersistentVolumeClaim], warnings: list[str]) -> tuple[Any, Any]:
     """Classes and volumes, read only when a claim's resize never started: they say why."""
-    grown = [c for c in claims if stalled_resize(c) is not None]
-    if not grown:
-        return None, None
     classes = optional(lambda: {sc.name: sc for sc in api.list(STORAGE_CLASSES)}, warnings,
                        "cannot list storageclasses ({reason}); why a resize never started is unknown.")
     names = sorted({c.volume_name for c in grown if c.volume_name})
