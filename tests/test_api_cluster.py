@@ -32,7 +32,14 @@ def reader_api(cluster, page_size: int = 1) -> KubeAPI:
 
 
 def seed(cluster) -> None:
-    apply(cluster, *(host_path_pv(name) for name in PVS))
+    # A class no claim asks for: these Available PVs must never bind another test's claim.
+    apply(cluster, *(host_path_pv(name, storage_class="pvleft-api-pages-only") for name in PVS))
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _remove_the_pages(cluster):
+    yield
+    cluster.kubectl("delete", "pv", *PVS, "--ignore-not-found", "--wait=false", check=False)
 
 
 def our_lists_since(cluster, started: datetime) -> list[dict]:

@@ -135,7 +135,8 @@ def hook(event, args):
     if event == "socket.connect" and isinstance(args[1], tuple):
         seen.append(["connect", str(args[1][0]), str(args[1][1])])
     elif event == "socket.getaddrinfo":
-        seen.append(["lookup", str(args[0]), str(args[1])])
+        host = args[0].decode() if isinstance(args[0], bytes) else str(args[0])  # ASCII hosts go as bytes
+        seen.append(["lookup", host, str(args[1])])
 sys.addaudithook(hook)
 from kubectl_pvleft import cli
 code = cli.main(["leftovers", "--all", "-o", "jsonl", "--kubeconfig", sys.argv[1]])

@@ -4,7 +4,12 @@ with the credentials the typed flags choose; a user who may not list namespaces 
 from __future__ import annotations
 
 from scenarios import apply, namespace
-from test_completion_unit import kubectl_complete, run_completer
+from test_completion_unit import candidates, kubectl_complete as _kubectl_complete, run_completer
+
+
+def kubectl_complete(*words: str, env=None) -> tuple[list[str], int]:
+    """kubectl's relayed answer, as (candidates, directive)."""
+    return candidates(_kubectl_complete(*words, env=env).stdout)
 
 
 def test_namespace_names_from_the_api(cluster) -> None:
