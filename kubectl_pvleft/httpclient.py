@@ -184,6 +184,15 @@ class _Connection:
             if not self.more():
                 raise Cut("the connection ended mid-answer")
 
+    def pieces(self, size: int) -> Iterator[bytes]:
+        """The next ``size`` bytes, as they arrive; Cut if the connection ends first."""
+        while size:
+            if not self.buffer and not self.more():
+                raise Cut("the connection ended mid-answer")
+            piece, self.buffer = self.buffer[:size], self.buffer[size:]
+            size -= len(piece)
+            yield piece
+
     def take(self, size: int) -> bytes:
         """Exactly ``size`` bytes."""
         parts = []
@@ -229,13 +238,7 @@ class Response:
         if self._chunked:
             yield from self._chunks(connection)
         elif self._length is not None:
-            left = self._length
-            while left:
-                if not connection.buffer and not connection.more():
-                    raise Cut("the connection ended mid-answer")
-                piece, connection.buffer = connection.buffer[:left], connection.buffer[left:]
-                left -= len(piece)
-                yield piece
+            yield from connection.pieces(self._length)
         else:  # the body ends with the connection
             while True:
                 if connection.buffer:
@@ -290,12 +293,7 @@ class Response:
             raise Cut("a malformed chunk") from None
         if left == 0:  # cannot be: _chunks saw it first
             raise Cut("a malformed chunk")
-        while left:
-            if not connection.buffer and not connection.more():
-                raise Cut("the connection ended mid-answer")
-            piece, connection.buffer = connection.buffer[:left], connection.buffer[left:]
-            left -= len(piece)
-            yield piece
+        yield from connection.pieces(left)
         if connection.take(2) != b"\r\n":
             raise Cut("a malformed chunk")
 
