@@ -100,6 +100,8 @@ class Connection(_Frozen, frozen=True):
     impersonate_groups: tuple[str, ...] = ()
     sources: tuple[str, ...] = ()
     in_cluster: bool = False
+    proxy_url: Optional[str] = None  # the cluster's proxy-url, as written (never shown: it may hold credentials)
+    disable_compression: bool = False  # the cluster's disable-compression
 
 
 def _is_file(path: Path) -> bool:
@@ -300,12 +302,12 @@ def checked_server(server: str, where: str) -> str:
     return server.rstrip("/")
 
 
-def _bool(value: Any, where: str) -> bool:
+def _bool(value: Any, where: str, key: str = "insecure-skip-tls-verify") -> bool:
     if value is None:
         return False
     if isinstance(value, bool):
         return value
-    raise ConfigError(f"kubeconfig {where}: insecure-skip-tls-verify must be true or false")
+    raise ConfigError(f"kubeconfig {where}: {key} must be true or false")
 
 
 def load_connection(selection: Selection) -> Connection:
@@ -371,6 +373,8 @@ def _from_flags(cluster: dict[str, Any], user: dict[str, Any], context_name: Opt
         impersonate_user=impersonate_user,
         impersonate_uid=selection.impersonate_uid, impersonate_groups=selection.impersonate_groups,
         sources=sources,
+        proxy_url=_string(cluster, "proxy-url", cluster_label),
+        disable_compression=_bool(cluster.get("disable-compression"), cluster_label, "disable-compression"),
     )
 
 
