@@ -34,6 +34,9 @@ from kubectl_pvleft.httpclient import HTTPFailure, Response, Timeouts
 from kubectl_pvleft.transport import StreamClosed, Transport, error_for
 
 DEFAULT_PAGE_SIZE = 500  # kubectl's own chunk size
+# One watch event is one object: etcd refuses objects over 1.5 MiB (--max-request-bytes); 16 MiB leaves room for
+# JSON escaping and is still a bound a hostile stream cannot push memory past.
+MAX_WATCH_EVENT_BYTES = 16 * 1024 * 1024
 JSON = "application/json"
 # Ask for metadata only where the server can (every supported server can); plain JSON is the fallback.
 METADATA_ONLY = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
@@ -359,8 +362,13 @@ class KubeAPI:
                         line, buffer = buffer.split(b"\n", 1)
                         if line.strip():
                             yield _watch_event(kind, line, path)
+                    if len(buffer) > MAX_WATCH_EVENT_BYTES:
+                        raise BadResponse(200, "BadResponse", f"a watch event of more than "
+                                          f"{MAX_WATCH_EVENT_BYTES // (1024 * 1024)} MiB: not an API server's",
+                                          "watch", path)
             except (HTTPFailure, OSError) as exc:
-                raise StreamClosed(type(exc).__name__) from None
+                # kubectl's words for what happened (never our class names): the stream is reopened.
+                raise StreamClosed(str(self.transport.connection_failed(exc))) from None
             if buffer.strip():
                 yield _watch_event(kind, buffer, path)
         finally:

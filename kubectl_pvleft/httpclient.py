@@ -20,7 +20,11 @@ from typing import Any, Iterator, Optional
 from urllib.parse import urlsplit
 
 BLOCK = 256 * 1024  # one read from the socket
-MAX_HEADER_BYTES = 256 * 1024  # a status line and headers longer than this are not an API server's
+MAX_HEADER_BYTES = 256 * 1024  # one status or header line longer than this is not an API server's
+MAX_HEAD_BYTES = 1024 * 1024  # the status line and all headers together (kubectl stops at 10 MB; 1 MiB is 50x
+                              # what an API server sends, audit and priority-and-fairness headers included)
+MAX_HEADER_LINES = 1000
+MAX_CHUNK_SIZE_DIGITS = 16  # a chunk size is at most 2^64-1: more hex digits are not a size
 IDLE_KEPT = 16  # keep-alive connections kept for reuse
 
 
@@ -44,6 +48,14 @@ class TimedOut(HTTPFailure):
 
 class Cut(HTTPFailure):
     """The connection ended mid-answer, or what came is not HTTP/1.1."""
+
+
+class Malformed(HTTPFailure):
+    """The answer breaks HTTP/1.1's framing (RFC 9112): its words say how, e.g. "a malformed chunk size"."""
+
+
+class TooLarge(HTTPFailure):
+    """The answer is larger than any API server's would be (headers, a page, a watch event)."""
 
 
 class Timeouts:
@@ -174,13 +186,15 @@ class _Connection:
         return bool(data)
 
     def line(self) -> bytes:
+        start = 0
         while True:
-            end = self.buffer.find(b"\r\n")
+            end = self.buffer.find(b"\r\n", start)
             if end >= 0:
                 line, self.buffer = self.buffer[:end], self.buffer[end + 2:]
                 return line
             if len(self.buffer) > MAX_HEADER_BYTES:
-                raise Cut("a header line without end")
+                raise TooLarge(f"a header line longer than {MAX_HEADER_BYTES // 1024} KiB")
+            start = max(0, len(self.buffer) - 1)  # a CR may end this read and its LF begin the next
             if not self.more():
                 raise Cut("the connection ended mid-answer")
 
@@ -215,18 +229,24 @@ class Response:
                  headers: dict[str, str]) -> None:
         self.status, self.reason, self.headers = status, reason, headers
         self._pool, self._connection = pool, connection
-        chunked = "chunked" in headers.get("transfer-encoding", "").lower()
-        length = headers.get("content-length")
-        self._chunked = chunked
-        self._length = int(length) if length is not None and length.strip().isdigit() and not chunked else None
-        self._reusable = headers.get("connection", "").lower() != "close" and (chunked or self._length is not None)
-        if status in (204, 304):
-            self._length, self._chunked, self._reusable = 0, False, headers.get("connection", "").lower() != "close"
+        self._chunked, self._length = framing(status, headers)
+        keep = headers.get("connection", "").lower() != "close"
+        self._reusable = keep and (self._chunked or self._length is not None)
 
-    def read(self) -> bytes:
-        """The whole body; the connection goes back to the pool when the server keeps it open."""
+    def read(self, limit: Optional[int] = None) -> bytes:
+        """The whole body; the connection goes back to the pool when the server keeps it open. A body longer
+        than ``limit`` raises TooLarge as soon as it is known to be, before it is all held in memory."""
+        if limit is not None and self._length is not None and self._length > limit:
+            self.close()
+            raise TooLarge(f"an answer of {self._length} bytes (more than {limit // (1024 * 1024)} MiB)")
+        parts, size = [], 0
         try:
-            return b"".join(self.stream())
+            for piece in self.stream():
+                size += len(piece)
+                if limit is not None and size > limit:
+                    raise TooLarge(f"an answer of more than {limit // (1024 * 1024)} MiB")
+                parts.append(piece)
+            return b"".join(parts)
         finally:
             self.close()
 
@@ -259,10 +279,7 @@ class Response:
                 end = buffer.find(b"\r\n", pos)
                 if end < 0:
                     break
-                try:
-                    size = int(buffer[pos:end].split(b";", 1)[0], 16)
-                except ValueError:
-                    raise Cut("a malformed chunk") from None
+                size = chunk_size(buffer[pos:end])
                 if size == 0:
                     connection.buffer = buffer[pos:]
                     if pending:
@@ -271,12 +288,16 @@ class Response:
                     return
                 if end + 2 + size + 2 > len(buffer):
                     break
+                if buffer[end + 2 + size:end + 2 + size + 2] != b"\r\n":
+                    raise Malformed("a chunk longer than its size")
                 pending.append(buffer[end + 2:end + 2 + size])
                 pos = end + 2 + size + 2
             connection.buffer = buffer[pos:]
             if pending:
                 yield b"".join(pending)
                 pending = []
+            if len(connection.buffer) > MAX_HEADER_BYTES and connection.buffer.find(b"\r\n") < 0:
+                raise Malformed("a malformed chunk size")  # no size line ends within what any size line can be
             if len(connection.buffer) > BLOCK and connection.buffer.find(b"\r\n") >= 0:
                 # One chunk larger than a block: hand over what has come of it so far.
                 yield from Response._big_chunk(connection)
@@ -286,22 +307,20 @@ class Response:
 
     @staticmethod
     def _big_chunk(connection: _Connection) -> Iterator[bytes]:
-        header = connection.line()
-        try:
-            left = int(header.split(b";", 1)[0], 16)
-        except ValueError:
-            raise Cut("a malformed chunk") from None
+        left = chunk_size(connection.line())
         if left == 0:  # cannot be: _chunks saw it first
-            raise Cut("a malformed chunk")
+            raise Malformed("a malformed chunk")
         yield from connection.pieces(left)
         if connection.take(2) != b"\r\n":
-            raise Cut("a malformed chunk")
+            raise Malformed("a chunk longer than its size")
 
     @staticmethod
     def _trailer(connection: _Connection) -> None:
         connection.line()  # "0"
-        while connection.line():
-            pass
+        for _ in range(MAX_HEADER_LINES):
+            if not connection.line():
+                return
+        raise TooLarge(f"more than {MAX_HEADER_LINES} trailer lines")
 
     def _release(self) -> None:
         connection, self._connection = self._connection, None
@@ -396,6 +415,7 @@ class Pool:
                 connection.set_timeout(timeouts.read)
                 connection.send(request)
                 status, reason, response_headers = _read_head(connection)
+                return Response(self, connection, status, reason, response_headers)
             except (HTTPFailure, OSError) as exc:
                 connection.close()
                 # A kept connection the server closed meanwhile: GET is safe to send again, on a new one.
@@ -404,7 +424,6 @@ class Pool:
                 if isinstance(exc, HTTPFailure):
                     raise
                 raise Cut(type(exc).__name__) from None
-            return Response(self, connection, status, reason, response_headers)
 
 
 def _ascii(name: str) -> Any:
@@ -419,23 +438,65 @@ def _request_bytes(server: Server, target: str, headers: list[tuple[str, str]]) 
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
 
+def chunk_size(line: bytes) -> int:
+    """A chunk-size line's size (RFC 9112 7.1: 1*HEXDIG, then optional extensions after ';'): a sign, a space
+    inside the digits, or more digits than a 64-bit size has is a broken answer, never a size."""
+    digits = line.split(b";", 1)[0].rstrip(b" \t")
+    if not digits or len(digits) > MAX_CHUNK_SIZE_DIGITS or digits.strip(b"0123456789abcdefABCDEF"):
+        raise Malformed("a malformed chunk size")
+    return int(digits, 16)
+
+
+def framing(status: int, headers: dict[str, str]) -> tuple[bool, Optional[int]]:
+    """(chunked, Content-Length) as RFC 9112 6.3 reads them; anything it calls unrecoverable is Malformed."""
+    if status in (204, 304) or 100 <= status < 200:
+        return False, 0
+    encoding = headers.get("transfer-encoding")
+    if encoding is not None:
+        codings = [c.strip().lower() for c in encoding.split(",") if c.strip()]
+        if codings != ["chunked"]:  # gzip is asked for as Content-Encoding, never as a transfer coding
+            raise Malformed(f"a Transfer-Encoding this client does not speak ({_shown(encoding)})")
+        return True, None  # chunked wins over any Content-Length (RFC 9112 6.3, rule 3)
+    length = headers.get("content-length")
+    if length is None:
+        return False, None
+    values = {v.strip() for v in length.split(",")}  # repeated headers were joined with ", "
+    value = values.pop() if len(values) == 1 else ""
+    if not value or len(value) > 19 or not value.isascii() or not value.isdigit():
+        raise Malformed(f"a malformed Content-Length ({_shown(length)})")
+    return False, int(value)
+
+
+def _shown(value: str, limit: int = 40) -> str:
+    text = "".join(c if c.isprintable() and c.isascii() else "?" for c in value)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
 def _read_head(connection: _Connection) -> tuple[int, str, dict[str, str]]:
+    lines, size = 0, 0
     while True:
         status_line = connection.line()
+        lines, size = lines + 1, size + len(status_line) + 2  # endless 1xx answers count too
         parts = status_line.split(b" ", 2)
-        if len(parts) < 2 or not parts[0].startswith(b"HTTP/1.") or not parts[1].isdigit():
-            raise Cut("not an HTTP/1.1 answer")
+        if (len(parts) < 2 or parts[0] not in (b"HTTP/1.1", b"HTTP/1.0") or len(parts[1]) != 3
+                or not parts[1].isdigit() or not parts[1].isascii()):
+            raise Malformed("not an HTTP/1.1 answer")
         status = int(parts[1])
         headers: dict[str, str] = {}
         while True:
             line = connection.line()
             if not line:
                 break
-            name, _, value = line.partition(b":")
+            lines, size = lines + 1, size + len(line) + 2
+            if lines > MAX_HEADER_LINES or size > MAX_HEAD_BYTES:
+                raise TooLarge(f"headers over {MAX_HEADER_LINES} lines or {MAX_HEAD_BYTES // 1024} KiB")
+            name, colon, value = line.partition(b":")
+            if not colon or not name or name != name.strip():  # RFC 9112 5.1: no space before the colon
+                raise Malformed("a malformed header line")
             key = name.strip().decode("latin-1").lower()
             value_text = value.strip().decode("latin-1")
             headers[key] = f"{headers[key]}, {value_text}" if key in headers else value_text
-        if status != 100:  # a 100 Continue is followed by the real answer
+        if not 100 <= status < 200:  # a 1xx (100 Continue) is followed by the real answer
             return status, parts[2].decode("latin-1") if len(parts) > 2 else "", headers
 
 

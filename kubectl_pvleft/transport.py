@@ -19,12 +19,18 @@ from urllib.parse import urlencode, urlsplit, urlunsplit
 from kubectl_pvleft import __version__
 from kubectl_pvleft.credentials import Credentials, Issued, header_safe
 from kubectl_pvleft.errors import ApiError, ConfigError, ConnectionFailed, Expired, Forbidden
-from kubectl_pvleft.httpclient import ConnectFailed, Cut, HTTPFailure, Pool, Response, Server, TimedOut, Timeouts, TLSFailed
+from kubectl_pvleft.httpclient import (ConnectFailed, Cut, HTTPFailure, Malformed, Pool, Response, Server, TimedOut,
+                                       Timeouts, TLSFailed, TooLarge)
 from kubectl_pvleft.kubeconfig import TLS, Connection
 
 USER_AGENT = f"kubectl-pvleft/{__version__}"
 BODY_LOG_LIMIT = 10 * 1024  # kubectl cuts logged bodies too
 DEFAULT_READ_TIMEOUT_SECONDS = 60.0  # see silence_limit()
+# The largest body one answer may have: a List page of 500 objects (kubectl's and our page size) at 512 KiB
+# each. A Pod with managedFields is ~5-20 KiB, so this is 25x the largest real pages; etcd refuses objects over
+# 1.5 MiB, and a page where every object is near that limit is not a cluster anyone runs. Memory stays bounded
+# whatever a server sends (a 2 GiB answer is refused at 256 MiB, never buffered whole).
+MAX_BODY_BYTES = 256 * 1024 * 1024
 
 
 class StreamClosed(Exception):
@@ -217,7 +223,7 @@ class Transport:
     @staticmethod
     def _drain(response: Response) -> bytes:
         try:
-            return response.read()
+            return response.read(1024 * 1024)  # an error's Status: only its message is shown
         except HTTPFailure:
             return b""
 
@@ -243,7 +249,7 @@ class Transport:
 
     def read(self, response: Response) -> bytes:
         try:
-            body = response.read()
+            body = response.read(MAX_BODY_BYTES)
         except HTTPFailure as exc:
             raise self.connection_failed(exc) from None
         if verbosity() >= 8:
@@ -268,6 +274,10 @@ class Transport:
             return ConnectionFailed(f"the server {self.shown_server} did not answer in time{hint}")
         if isinstance(exc, Cut):
             return ConnectionFailed(f"the server {self.shown_server} closed the connection mid-answer")
+        if isinstance(exc, Malformed):
+            return ConnectionFailed(f"the server {self.shown_server} sent a broken HTTP answer: {exc}")
+        if isinstance(exc, TooLarge):
+            return ConnectionFailed(f"the server {self.shown_server} sent {exc}, more than any API server sends")
         return ConnectionFailed(f"cannot talk to the server {self.shown_server}: {type(exc).__name__}")
 
 

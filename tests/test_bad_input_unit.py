@@ -82,6 +82,15 @@ FAULTS: dict[str, Callable[[socket.socket], None]] = {
     "bad-gzip": answer(200, b"\x1f\x8b\x08\x00 this is no gzip", extra="Content-Encoding: gzip\r\n"),
     "close": close_at_once,
     "garbage": lambda conn: conn.sendall(b"HELLO WORLD\r\n\r\n"),
+    # Framings RFC 9112 refuses: each was an endless loop, an internal error or a misleading "closed" before.
+    "negative-chunk": lambda conn: conn.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                                                b"-6\r\n{}\r\n\r\n0\r\n\r\n"),
+    "length-superscript": lambda conn: conn.sendall("HTTP/1.1 200 OK\r\nContent-Length: \u00b2\r\n\r\n{}"
+                                                    .encode("utf-8")),
+    "length-twice": lambda conn: conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 20\r\n"
+                                              b"\r\n{}"),
+    "endless-headers": lambda conn: [conn.sendall(b"HTTP/1.1 200 OK\r\n")] + [
+        conn.sendall(b"X-Filler: " + b"f" * 1000 + b"\r\n") for _ in range(3000)],
 }
 
 
@@ -580,9 +589,13 @@ SERVER_ANSWERS = [
     server_case("not-found-empty", "HTTP 404"),
     server_case("too-many", "Too many requests"),
     server_case("redirect", "HTTP 302"),
-    server_case("bad-gzip", ""),
-    server_case("close", ""),
-    server_case("garbage", ""),
+    server_case("bad-gzip", "not what list expects"),
+    server_case("close", "closed the connection mid-answer"),
+    server_case("garbage", "sent a broken HTTP answer: not an HTTP/1.1 answer"),
+    server_case("negative-chunk", "sent a broken HTTP answer: a malformed chunk size"),
+    server_case("length-superscript", "sent a broken HTTP answer: a malformed Content-Length"),
+    server_case("length-twice", "sent a broken HTTP answer: a malformed Content-Length"),
+    server_case("endless-headers", "more than any API server sends"),
     # Only --request-timeout ends a silent server's wait: 0.1s (seconds, with a fraction) on one subcommand,
     # 50ms on the others. The wait is the whole cost of these runs: the timeouts are kept short.
     server_case("silent", "did not answer in time (--request-timeout)", "--request-timeout", "0.1s",

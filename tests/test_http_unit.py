@@ -13,7 +13,7 @@ from typing import Callable
 
 import pytest
 
-from kubectl_pvleft.httpclient import BLOCK, Cut, Pool, Server, TimedOut, Timeouts
+from kubectl_pvleft.httpclient import BLOCK, Cut, HTTPFailure, Malformed, Pool, Server, TimedOut, Timeouts, TooLarge
 
 Handler = Callable[[socket.socket, bytes], None]
 
@@ -149,13 +149,83 @@ def test_a_kept_connection_the_server_closed_is_replaced_once(serve) -> None:
 @pytest.mark.parametrize("answer", [
     chunked(b"abc")[:-9],  # the connection ends before the last chunk
     b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort",
-    b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nnot hex\r\n",
-    b"SSH-2.0-OpenSSH_9.6\r\n\r\n",
 ])
-def test_a_cut_or_malformed_answer_is_cut_never_a_short_body(serve, answer: bytes) -> None:
+def test_a_cut_answer_is_cut_never_a_short_body(serve, answer: bytes) -> None:
     server = serve(send(answer, keep=False))
     with pytest.raises(Cut):
         server.pool().get("/x", [], Timeouts(read=5)).read()
+
+
+OK_CHUNKED = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+
+
+@pytest.mark.parametrize("answer, words", [
+    (OK_CHUNKED + b"zz\r\nnot hex\r\n", "a malformed chunk size"),
+    # A negative size moved the parser backwards without reading the socket: an endless loop eating memory.
+    (OK_CHUNKED + b"-6\r\nabcdef\r\n0\r\n\r\n", "a malformed chunk size"),
+    (OK_CHUNKED + b"+6\r\nabcdef\r\n0\r\n\r\n", "a malformed chunk size"),
+    (OK_CHUNKED + b"0x6\r\nabcdef\r\n0\r\n\r\n", "a malformed chunk size"),
+    (OK_CHUNKED + b"6 6\r\nabcdef\r\n0\r\n\r\n", "a malformed chunk size"),
+    (OK_CHUNKED + b"\r\nabcdef\r\n0\r\n\r\n", "a malformed chunk size"),
+    (OK_CHUNKED + b"1" * 17 + b"\r\n", "a malformed chunk size"),
+    (OK_CHUNKED + b"\xd9\xa6\r\nabcdef\r\n0\r\n\r\n", "a malformed chunk size"),  # a non-ASCII digit
+    (OK_CHUNKED + b"3\r\nabcdef\r\n0\r\n\r\n", "a chunk longer than its size"),
+    (b"HTTP/1.1 200 OK\r\nContent-Length: \xc2\xb2\r\n\r\nab", "a malformed Content-Length"),
+    (b"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\nab", "a malformed Content-Length"),
+    (b"HTTP/1.1 200 OK\r\nContent-Length: +2\r\n\r\nab", "a malformed Content-Length"),
+    (b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\nabc", "a malformed Content-Length"),
+    (b"HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999\r\n\r\nab", "a malformed Content-Length"),
+    (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", "Transfer-Encoding"),
+    (b"HTTP/1.1 200 OK\r\nbroken header\r\n\r\n", "a malformed header line"),
+    (b"HTTP/1.1 200 OK\r\nName : x\r\n\r\n", "a malformed header line"),
+    (b"HTTP/1.1 2000 OK\r\n\r\n", "not an HTTP/1.1 answer"),
+    (b"SSH-2.0-OpenSSH_9.6\r\n\r\n", "not an HTTP/1.1 answer"),
+])
+def test_a_malformed_answer_says_what_is_malformed(serve, answer: bytes, words: str) -> None:
+    server = serve(send(answer, keep=False))
+    started = time.monotonic()
+    with pytest.raises(Malformed, match=words):
+        server.pool().get("/x", [], Timeouts(read=5)).read()
+    assert time.monotonic() - started < 3  # refused at once, never waited out
+
+
+def test_identical_repeated_content_lengths_are_one_length(serve) -> None:
+    server = serve(send(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\nok"))
+    assert server.pool().get("/x", [], Timeouts(read=5)).read() == b"ok"
+
+
+def endless(unit: bytes, head: bytes = b"HTTP/1.1 200 OK\r\n") -> Handler:
+    def handler(conn: socket.socket, _request: bytes) -> bool:
+        conn.sendall(head)
+        try:
+            for _ in range(20000):  # bounded: 20,000 units, far past every limit
+                conn.sendall(unit)
+        except OSError:
+            pass
+        return False
+    return handler
+
+
+@pytest.mark.parametrize("unit", [b"X-Header: " + b"v" * 1000 + b"\r\n", b"x" * 65536],
+                         ids=["endless-headers", "endless-header-line"])
+def test_endless_headers_are_refused_at_their_bound(serve, unit: bytes) -> None:
+    server = serve(endless(unit))
+    with pytest.raises(TooLarge):
+        server.pool().get("/x", [], Timeouts(read=5))
+
+
+def test_a_body_over_the_limit_is_refused_while_it_streams(serve) -> None:
+    server = serve(endless(b"%x\r\n%s\r\n" % (65536, b"y" * 65536), head=OK_CHUNKED),
+                   send(b"HTTP/1.1 200 OK\r\nContent-Length: 999999999999\r\n\r\n", keep=False))
+    with pytest.raises(TooLarge):
+        server.pool().get("/x", [], Timeouts(read=5)).read(limit=4 * 1024 * 1024)
+    with pytest.raises(TooLarge):  # a declared length over the limit: refused before reading any of it
+        server.pool().get("/x", [], Timeouts(read=5)).read(limit=4 * 1024 * 1024)
+
+
+def test_every_failure_is_of_the_clients_own_family(serve) -> None:
+    for failure in (Cut, Malformed, TooLarge, TimedOut):
+        assert issubclass(failure, HTTPFailure)
 
 
 def test_a_silent_server_times_out_per_read_and_in_total(serve) -> None:
