@@ -103,10 +103,14 @@ class Credentials:
 
     def _fetch(self) -> Issued:
         auth = self._auth
+        if auth.token_file:
+            try:
+                return self._token_file(auth.token_file)
+            except ConfigError:
+                if not auth.token:
+                    raise
         if auth.token:
             return Issued(authorization="Bearer " + clean_token(auth.token, f"the token of {self._who()}"))
-        if auth.token_file:
-            return self._token_file(auth.token_file)
         if auth.exec is not None:
             return run_exec_plugin(auth, self._connection, self._interactive)
         if auth.auth_provider is not None:  # oidc: the id-token kubectl's own provider would send

@@ -102,6 +102,9 @@ class Connection(_Frozen, frozen=True):
     in_cluster: bool = False
     proxy_url: Optional[str] = None  # the cluster's proxy-url, as written (never shown: it may hold credentials)
     disable_compression: bool = False  # the cluster's disable-compression
+    # The kubeconfig user whose credentials are not sent because the server is not TLS (client-go merges a
+    # user's credentials only into a TLS config), for the one warning line that says so; None otherwise.
+    withheld_from: Optional[str] = None
 
 
 def _is_file(path: Path) -> bool:
@@ -283,8 +286,10 @@ def checked_server(server: str, where: str) -> str:
     (with any user:password in it left out)."""
     from urllib.parse import urlsplit
 
-    if "://" not in server:  # kubectl accepts a bare host:port and speaks HTTPS to it
-        server = "https://" + server
+    if "://" not in server:
+        # client-go decides the scheme of a bare host:port before it has read any TLS setting (a CA, a client
+        # certificate or insecure-skip-tls-verify come later, and only for a TLS server): it is plain HTTP.
+        server = "http://" + server
     shown = server
     try:
         parts = urlsplit(server)
@@ -366,10 +371,18 @@ def _from_flags(cluster: dict[str, Any], user: dict[str, Any], context_name: Opt
     if not impersonate_user and (selection.impersonate_uid or selection.impersonate_groups):
         raise ConfigError(f"requesting uid, groups or user-extra for {user_name or '<unnamed>'} without impersonating "
                           "a user")  # kubectl's words, before any request
+    tls, auth = _tls(cluster, user, selection, cluster_label, user_label), _auth(user, selection, user_label, user_name)
+    withheld = None
+    if not server.startswith("https://"):
+        # Never a credential over a link that is not TLS: client-go merges the user's token, password, client
+        # certificate, exec plugin and auth provider only into a TLS config, so kubectl sends none of them here.
+        if auth != Auth(user_name=user_name) or tls.cert_data is not None:
+            withheld = user_label if user_name else "the flags"
+        tls, auth = TLS(), Auth(user_name=user_name)
     return Connection(
         server=server, context=context_name,
         namespace=selection.namespace or _checked_namespace(namespace, f'context "{context_name}"') or "default",
-        tls=_tls(cluster, user, selection, cluster_label, user_label), auth=_auth(user, selection, user_label, user_name),
+        tls=tls, auth=auth, withheld_from=withheld,
         impersonate_user=impersonate_user,
         impersonate_uid=selection.impersonate_uid, impersonate_groups=selection.impersonate_groups,
         sources=sources,
@@ -418,7 +431,9 @@ def _auth(user: dict[str, Any], selection: Selection, user_label: str, user_name
     token = selection.token or _string(user, "token", user_label)
     return Auth(
         token=token,
-        token_file=None if token else _string(user, "tokenFile", user_label),
+        # Both in the kubeconfig: client-go reads the file at each request and falls back to the inline token
+        # only when the file cannot be read. A --token flag replaces both.
+        token_file=None if selection.token else _string(user, "tokenFile", user_label),
         username=selection.username or _string(user, "username", user_label),
         password=selection.password or _string(user, "password", user_label),
         exec=None if selection.token else exec_config,

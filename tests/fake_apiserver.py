@@ -55,7 +55,7 @@ class FakeAPIServer:
         path.write_text(yaml.safe_dump({
             "apiVersion": "v1", "kind": "Config", "current-context": "fake",
             "clusters": [{"name": "fake", "cluster": {"server": self.url}}],
-            "users": [{"name": "fake", "user": {"token": "fake-token"}}],
+            "users": [{"name": "fake", "user": {}}],  # plain HTTP: kubectl would send no credential to it
             "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "fake"}}],
         }))
         return path
@@ -83,14 +83,17 @@ class ScriptedServer:
     segment picks the fault (point a kubeconfig's server at ``url_for(name)``), so a whole module shares it.
     Every request is recorded with its headers, to check what reached the server (and as whom)."""
 
-    def __init__(self, faults: dict[str, Callable[[socket.socket], None]]) -> None:
+    def __init__(self, faults: dict[str, Callable[[socket.socket], None]], tls: bool = True) -> None:
+        # TLS by default: the plugin sends no credential to a server that is not TLS (as kubectl), and these
+        # tests must see what a credential does (tls_material.ca_data() is what a kubeconfig trusts).
+        self.tls = tls
         self.faults = faults
         self.requests: list[tuple[str, dict[str, str]]] = []
         self._by_fault: dict[str, list[tuple[str, dict[str, str]]]] = {}  # seen() without a scan of them all
         self._released = threading.Event()  # ends the handlers that hold a connection open
         self._listener = socket.create_server(("127.0.0.1", 0))
         self._listener.settimeout(0.02)  # how soon the accept loop sees the server stop
-        self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
+        self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self._listener.getsockname()[1]}"
         self._thread = threading.Thread(target=self._serve, daemon=True)
 
     def url_for(self, fault: str) -> str:
@@ -121,6 +124,14 @@ class ScriptedServer:
             threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
 
     def _handle(self, conn: socket.socket) -> None:
+        if self.tls:
+            from tls_material import server_context
+            try:
+                conn.settimeout(10)
+                conn = server_context().wrap_socket(conn, server_side=True)
+            except (OSError, ValueError):  # a client that gave up during the handshake
+                conn.close()
+                return
         with conn:
             conn.settimeout(10)
             data = b""

@@ -30,6 +30,7 @@ import yaml
 
 from cli_runner import Result, invoke
 from fake_apiserver import ScriptedServer, answer, close_at_once, http_answer
+from tls_material import ca_data
 
 SECRET = "pvleft-SeCrEt-7f3a9c"
 KEY_PEM = f"-----BEGIN PRIVATE KEY-----\n{SECRET}\n-----END PRIVATE KEY-----\n"
@@ -135,12 +136,17 @@ class Inputs:
         return self.file(f"{self.name}.kubeconfig", doc)
 
 
+def trust(server: str) -> dict:
+    """The scripted server speaks TLS (no credential is sent to one that does not): its kubeconfig trusts it."""
+    return {"certificate-authority-data": ca_data()} if server.startswith("https://127.0.0.1") else {}
+
+
 def config(server: str, *, cluster: Optional[dict] = None, user: Optional[dict] = None,
            context: Optional[dict] = None, **top: Any) -> dict:
     """A kubeconfig whose user holds SECRET; the keyword arguments replace parts of it."""
     doc = {
         "apiVersion": "v1", "kind": "Config", "current-context": "ctx",
-        "clusters": [{"name": "c", "cluster": {"server": server} if cluster is None else cluster}],
+        "clusters": [{"name": "c", "cluster": {"server": server, **trust(server)} if cluster is None else cluster}],
         "users": [{"name": "u", "user": {"token": SECRET} if user is None else user}],
         "contexts": [{"name": "ctx", "context": {"cluster": "c", "user": "u"} if context is None else context}],
     }
@@ -286,7 +292,7 @@ SERVERS_IN_KUBECONFIG = [
     cluster_case("server-port-too-big", lambda i: {"server": "http://127.0.0.1:99999"}, "host must be a URL"),
     cluster_case("server-ftp", lambda i: {"server": "ftp://127.0.0.1/"}, "ftp"),
     cluster_case("server-with-space", lambda i: {"server": "https://exa mple.com"}, "host must be a URL"),
-    cluster_case("server-password-in-url", lambda i: {"server": f"http://admin:{SECRET}@127.0.0.1:1"},
+    cluster_case("server-password-in-url", lambda i: {"server": f"https://admin:{SECRET}@127.0.0.1:1"},
                  "<redacted>@127.0.0.1:1"),
 ]
 

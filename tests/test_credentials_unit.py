@@ -19,6 +19,7 @@ import yaml
 
 from cli_runner import Result, invoke
 from fake_apiserver import ScriptedServer, answer
+from tls_material import ca_data
 from kubectl_pvleft.api import PERSISTENT_VOLUMES, KubeAPI
 from kubectl_pvleft.errors import ConnectionFailed
 from kubectl_pvleft.kubeconfig import Selection, load_connection
@@ -38,11 +39,17 @@ def server() -> Iterator[ScriptedServer]:
 def kubeconfig(path: Path, server: str, user: dict, **cluster: object) -> str:
     path.write_text(yaml.safe_dump({
         "apiVersion": "v1", "kind": "Config", "current-context": "x",
-        "clusters": [{"name": "c", "cluster": {"server": server, **cluster}}],
+        "clusters": [{"name": "c", "cluster": {"server": server, **trust(server, cluster), **cluster}}],
         "users": [{"name": "u", "user": user}],
         "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
     }))
     return str(path)
+
+
+def trust(server: str, cluster: dict) -> dict:
+    """The scripted server speaks TLS: its kubeconfig trusts it, unless the test sets TLS itself."""
+    wanted = server.startswith("https://") and "127.0.0.1" in server and "insecure-skip-tls-verify" not in cluster
+    return {"certificate-authority-data": ca_data()} if wanted else {}
 
 
 def authorizations(server: ScriptedServer, since: int) -> set[str]:
@@ -117,7 +124,7 @@ def test_basic_auth_and_impersonation_headers(server: ScriptedServer, tmp_path: 
 
 
 def test_a_password_in_the_server_url_is_never_logged(server: ScriptedServer, tmp_path: Path) -> None:
-    url = server.url_for("ok").replace("http://", f"http://admin:{TOKEN}@")
+    url = server.url_for("ok").replace("https://", f"https://admin:{TOKEN}@")
     config = kubeconfig(tmp_path / "kc", url, {"token": TOKEN})
     for level in ("6", "8", "9"):
         result = ok(invoke("classes", "--kubeconfig", config, "-v", level))
@@ -208,3 +215,77 @@ def test_an_interactive_exec_plugin_prompts_on_the_terminal(server: ScriptedServ
     assert process.returncode == 0, (out, err)
     assert "enter code WXYZ-1234" in err
     assert authorizations(server, before) == {f"Bearer {TOKEN}"}
+
+
+@pytest.fixture(scope="module")
+def plain_server() -> Iterator[ScriptedServer]:
+    with ScriptedServer({"ok": answer(200, EMPTY_LIST)}, tls=False) as scripted:
+        yield scripted
+
+
+def _plugin(folder: Path) -> dict:
+    """An exec plugin that leaves a mark when it runs (it must not run for a plain-HTTP server)."""
+    script = folder / "plugin.sh"
+    script.write_text(f"#!/bin/sh\ntouch {folder}/ran\necho '{{\"apiVersion\":\"client.authentication.k8s.io/v1\","
+                      f"\"kind\":\"ExecCredential\",\"status\":{{\"token\":\"{TOKEN}\"}}}}'\n")
+    script.chmod(0o755)
+    return {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": str(script)}}
+
+
+@pytest.mark.parametrize("kind", ["token", "tokenFile", "basic", "exec", "oidc", "flag-token"])
+def test_no_credential_is_ever_sent_to_a_plain_http_server(kind: str, plain_server: ScriptedServer,
+                                                           tmp_path: Path) -> None:
+    """client-go merges a user's credentials only into a TLS config: kubectl sends none over http://, nor do we,
+    and we say so once (kubectl is silent)."""
+    (tmp_path / "token").write_text(TOKEN)
+    user = {"token": {"token": TOKEN}, "tokenFile": {"tokenFile": str(tmp_path / "token")},
+            "basic": {"username": "admin", "password": TOKEN}, "exec": _plugin(tmp_path),
+            "oidc": {"auth-provider": {"name": "oidc", "config": {"id-token": TOKEN}}}, "flag-token": {}}[kind]
+    config = kubeconfig(tmp_path / "kc", plain_server.url_for("ok"), user)
+    flags = ["--token", TOKEN] if kind == "flag-token" else []
+    before = len(plain_server.requests)
+    result = ok(invoke("classes", "--kubeconfig", config, "-v", "9", *flags))
+    sent = plain_server.requests[before:]
+    assert sent and {h.get("authorization", "<none>") for _, h in sent} == {"<none>"}
+    assert not (tmp_path / "ran").exists()  # the exec plugin was not even run
+    assert TOKEN not in result.stdout + result.stderr
+    warning = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
+    assert warning == [f'warning: {plain_server.url_for("ok")} is not a TLS server: the credentials of user "u" are '
+                       "not sent to it (as kubectl does), so requests go out anonymous"]
+
+
+def test_impersonation_still_goes_to_a_plain_http_server(plain_server: ScriptedServer, tmp_path: Path) -> None:
+    # client-go sets impersonation before it asks whether the transport is TLS: kubectl sends it over http too.
+    config = kubeconfig(tmp_path / "kc", plain_server.url_for("ok"), {})
+    before = len(plain_server.requests)
+    ok(invoke("classes", "--kubeconfig", config, "--as", "jane"))
+    assert {h.get("impersonate-user") for _, h in plain_server.requests[before:]} == {"jane"}
+
+
+def test_a_server_without_a_scheme_is_plain_http_and_gets_no_credential(plain_server: ScriptedServer,
+                                                                        tmp_path: Path) -> None:
+    """client-go picks the scheme of a bare host:port before reading any TLS setting: http, even with a CA."""
+    bare = plain_server.url_for("ok").removeprefix("http://")
+    connection = load_connection(Selection(kubeconfig=kubeconfig(tmp_path / "kc", bare, {"token": TOKEN},
+                                                                 **{"certificate-authority-data": ca_data()})))
+    assert connection.server == "http://" + bare and connection.auth.token is None
+    before = len(plain_server.requests)
+    ok(invoke("classes", "--kubeconfig", str(tmp_path / "kc")))
+    assert {h.get("authorization", "<none>") for _, h in plain_server.requests[before:]} == {"<none>"}
+
+
+def test_token_file_wins_over_an_inline_token_and_the_inline_one_is_the_fallback(server: ScriptedServer,
+                                                                                 tmp_path: Path) -> None:
+    (tmp_path / "token").write_text("from-the-file")
+    both = {"token": "inline-token", "tokenFile": str(tmp_path / "token")}
+    config = kubeconfig(tmp_path / "kc", server.url_for("ok"), both)
+    before = len(server.requests)
+    ok(invoke("classes", "--kubeconfig", config))
+    assert authorizations(server, before) == {"Bearer from-the-file"}
+    (tmp_path / "token").unlink()  # client-go falls back to the inline token when the file cannot be read
+    before = len(server.requests)
+    ok(invoke("classes", "--kubeconfig", config))
+    assert authorizations(server, before) == {"Bearer inline-token"}
+    before = len(server.requests)  # --token replaces both
+    ok(invoke("classes", "--kubeconfig", config, "--token", "from-the-flag"))
+    assert authorizations(server, before) == {"Bearer from-the-flag"}
