@@ -275,6 +275,12 @@ def _parse_exec_output(stdout: bytes, api_version: str, label: str) -> Issued:
     status = doc.get("status")
     if not isinstance(status, dict):
         raise CredentialError(f"getting credentials: {label} returned no status")
+    for field in ("token", "clientCertificateData", "clientKeyData", "expirationTimestamp"):
+        # kubectl decodes into typed fields: a number where a string belongs is a broken plugin, never "no token"
+        # (which would send the request as system:anonymous).
+        if status.get(field) is not None and not isinstance(status[field], str):
+            raise CredentialError(f"getting credentials: decoding stdout of {label}: status.{field} must be a string, "
+                                  f"not {_json_type(status[field])}")
     token, cert, key = status.get("token"), status.get("clientCertificateData"), status.get("clientKeyData")
     if not token and not (cert and key):
         raise CredentialError(f"getting credentials: {label} returned neither a token nor a client certificate and key")
@@ -286,6 +292,11 @@ def _parse_exec_output(stdout: bytes, api_version: str, label: str) -> Issued:
     if cert and key:
         issued.cert_data, issued.key_data = str(cert).encode(), str(key).encode()
     return issued
+
+
+def _json_type(value: Any) -> str:
+    return {bool: "a boolean", int: "a number", float: "a number", list: "a list", dict: "an object"}.get(
+        type(value), type(value).__name__)
 
 
 def _expiry(stamp: Any, label: str) -> Optional[float]:

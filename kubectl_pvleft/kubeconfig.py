@@ -424,6 +424,14 @@ def _auth(user: dict[str, Any], selection: Selection, user_label: str, user_name
     provider = user.get("auth-provider")
     if provider is not None and not isinstance(provider, dict):
         raise ConfigError(f"kubeconfig {user_label}: auth-provider must be a mapping")
+    if provider is not None:
+        # kubectl decodes it into {name: string, config: map[string]string}: any other shape is a broken file.
+        if provider.get("name") is not None and not isinstance(provider["name"], str):
+            raise ConfigError(f"kubeconfig {user_label}: auth-provider name must be a string")
+        config = provider.get("config")
+        if config is not None and (not isinstance(config, dict)
+                                   or not all(isinstance(v, str) or v is None for v in config.values())):
+            raise ConfigError(f"kubeconfig {user_label}: auth-provider config must be a mapping of strings")
     exec_dir = None
     if exec_config is not None:
         exec_config = dict(exec_config)

@@ -407,9 +407,16 @@ AUTH_PROVIDERS = [
     user_case("oidc-empty-id-token", lambda i: {"auth-provider": {"name": "oidc", "config": {"id-token": ""}}},
               "has no id-token"),
     user_case("oidc-id-token-list", lambda i: {"auth-provider": {"name": "oidc", "config": {"id-token": [SECRET]}}},
-              "has no id-token"),
+              "auth-provider config must be a mapping of strings"),
     user_case("oidc-config-string", lambda i: {"auth-provider": {"name": "oidc", "config": SECRET}},
-              "has no id-token"),
+              "auth-provider config must be a mapping of strings"),
+    # Each was an internal error (TypeError) before: the shape is checked where the kubeconfig is read.
+    user_case("auth-provider-name-list", lambda i: {"auth-provider": {"name": ["x"], "config": {"id-token": SECRET}}},
+              "auth-provider name must be a string"),
+    user_case("auth-provider-name-map", lambda i: {"auth-provider": {"name": {"a": 1}}},
+              "auth-provider name must be a string"),
+    user_case("auth-provider-config-number", lambda i: {"auth-provider": {"name": "oidc", "config": {"id-token": 5}}},
+              "auth-provider config must be a mapping of strings"),
     user_case("oidc-id-token-crlf", lambda i: {"auth-provider": {"name": "oidc", "config": {
         "id-token": f"{SECRET}\r\nX: y"}}}, "not allowed in an HTTP header"),
 ]
@@ -453,6 +460,12 @@ EXEC_PLUGINS = [
         {"token": f"{SECRET}\r\nX: y"}))), "not allowed in an HTTP header"),
     user_case("exec-output-cert-no-key", lambda i: exec_user(i.script("certonly.sh", credential(
         {"clientCertificateData": CERT_PEM}))), "neither a token nor a client certificate and key"),
+    # A token of the wrong type sent the request as system:anonymous before: a broken plugin is an error.
+    user_case("exec-output-token-number", lambda i: exec_user(i.script("tokennum.sh", credential({"token": 12345}))),
+              "status.token must be a string, not a number"),
+    user_case("exec-output-cert-list", lambda i: exec_user(i.script("certlist.sh", credential(
+        {"clientCertificateData": [CERT_PEM], "clientKeyData": KEY_PEM}))),
+              "status.clientCertificateData must be a string, not a list"),
     user_case("exec-output-bad-expiry", lambda i: exec_user(i.script("expiry.sh", credential(
         {"token": SECRET, "expirationTimestamp": "tomorrow"}))), "unreadable expirationTimestamp"),
     tls_user("exec-output-garbage-pair", lambda i: exec_user(i.script("pair.sh", credential(
@@ -501,7 +514,8 @@ def in_cluster(token: Union[str, bytes], port: str = "443", ca: Optional[str] = 
 PLUGIN_RUNS = {"exec-not-executable", "exec-exits-3", "exec-exits-1-silent", "exec-bad-json", "exec-empty-output",
                "exec-json-list", "exec-output-api-version", "exec-output-no-token", "exec-output-no-status",
                "exec-output-token-crlf", "exec-output-cert-no-key", "exec-output-bad-expiry",
-               "exec-output-garbage-pair", "exec-command-is-a-folder"}
+               "exec-output-garbage-pair", "exec-command-is-a-folder", "exec-output-token-number",
+               "exec-output-cert-list"}
 EXEC_PLUGINS = [replace(case, runs_plugin=case.id in PLUGIN_RUNS) for case in EXEC_PLUGINS]
 
 
