@@ -33,6 +33,10 @@ def run(argv: Sequence[str], prog: str) -> int:
     from kubectl_pvleft.transport import set_verbosity
 
     set_verbosity(args.verbosity)
+    if "=" in (args.output or ""):
+        from kubectl_pvleft.templates import check_template
+
+        check_template(args.output)
     if args.watch and args.sort_by:  # kubectl's own words, and its choice: watch anyway
         print("warning: --watch requested, --sort-by will be ignored for watch events received", file=sys.stderr)
     if args.all_contexts or args.contexts:

@@ -270,12 +270,26 @@ def _column(header: str, expression: str) -> CustomColumn:
         raise TemplateError(exc.reason) from None  # kubectl prints the parser's bare text here
 
 
+# kubectl's tabwriter recurses once per column; so does ours. 256 columns is far past any table a person reads,
+# and a bound here keeps 1,000 columns an error line rather than a RecursionError.
+MAX_CUSTOM_COLUMNS = 256
+
+
+def _bounded(columns: list[CustomColumn]) -> list[CustomColumn]:
+    if len(columns) > MAX_CUSTOM_COLUMNS:
+        raise TemplateError(f"custom-columns: at most {MAX_CUSTOM_COLUMNS} columns ({len(columns)} given)")
+    return columns
+
+
 def parse_custom_columns(spec: str) -> list[CustomColumn]:
     """`-o custom-columns=NAME:.metadata.name,CLAIM:.spec.claimRef.name`."""
     if not spec:
         raise TemplateError("custom-columns format specified but no custom columns given")
+    parts = spec.split(",")
+    if len(parts) > MAX_CUSTOM_COLUMNS:  # counted before any is parsed: each parse costs
+        raise TemplateError(f"custom-columns: at most {MAX_CUSTOM_COLUMNS} columns ({len(parts)} given)")
     columns = []
-    for part in spec.split(","):
+    for part in parts:
         header, colon, expression = part.partition(":")
         if not colon:
             raise TemplateError(f"unexpected custom-columns spec: {part}, expected <header>:<json-path-expr>")
@@ -300,7 +314,7 @@ def parse_custom_columns_file(text: str) -> list[CustomColumn]:
     headers, specs = ([word for word in re.split(f"[{_GO_SPACE}]+", line) if word] for line in lines[:2])
     if len(headers) != len(specs):
         raise TemplateError(f"number of headers ({len(headers)}) and field specifications ({len(specs)}) don't match")
-    return [_column(header, spec) for header, spec in zip(headers, specs)]
+    return _bounded([_column(header, spec) for header, spec in zip(headers, specs)])
 
 
 def _cell(evaluator: Any, obj: Any) -> str:

@@ -75,6 +75,18 @@ class CustomColumnsFormatter(Formatter[T]):
         self.batch(rows)
 
 
+def check_template(output: str) -> None:
+    """Parse a -o template before any request, as kubectl builds its printer first: a broken or oversized
+    template is a usage error, not something found after the cluster was read."""
+    name, _, value = output.partition("=")
+    if name in ("jsonpath", "jsonpath-as-json", "jsonpath-file"):
+        JSONPathTemplate(_read(value, name) if name == "jsonpath-file" else value)
+    elif name == "custom-columns-file":
+        parse_custom_columns_file(_read(value, name))
+    elif name == "custom-columns":
+        parse_custom_columns(value)
+
+
 def template_formatter(report: Report[T], options: PrintOptions) -> Formatter[T]:
     if options.format.startswith("jsonpath"):
         return JSONPathFormatter(report, options)

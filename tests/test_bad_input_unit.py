@@ -557,6 +557,15 @@ FLAGS = [
     Case("output-xml", flags("-o", "xml"), "invalid choice: 'xml'", code=2),
     Case("output-jsonpath-empty", flags("-o", "jsonpath="), "format specified but no template given", code=2),
     Case("output-custom-columns-empty", flags("-o", "custom-columns="), "format specified but no", code=2),
+    # 1,000 columns were a RecursionError (the tabwriter recurses per column) once rows came.
+    Case("output-custom-columns-1000", flags("-o", "custom-columns=" + ",".join(f"C{n}:.metadata.name"
+                                                                              for n in range(1000))),
+         "at most 256 columns (1000 given)", code=1),  # kubectl exits 1 on a bad template
+    Case("output-custom-columns-file-1000", lambda i: (["--kubeconfig", i.kubeconfig(config(i.url())), "-o",
+                                                        "custom-columns-file=" + i.file("cols.txt", " ".join(
+                                                            f"C{n}" for n in range(1000)) + "\n" + " ".join(
+                                                            ".metadata.name" for n in range(1000)) + "\n")], {}),
+         "at most 256 columns (1000 given)", code=1),  # kubectl exits 1 on a bad template
     Case("output-go-template", flags("-o", "go-template=x"), "-o go-template is not supported", code=2),
     Case("output-template-file", flags("-o", "templatefile=x"), "not supported", code=2),
     Case("output-undecodable", flags("-o", "\udcff"), "invalid choice", code=2),
