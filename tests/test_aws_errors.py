@@ -151,6 +151,19 @@ def test_a_page_that_is_not_ec2s(tmp_path: Path, page: bytes, said: str) -> None
         assert one_error_line(census(env, regions=["us-east-1"], endpoint_url=server.endpoint)).startswith(said)
 
 
+@pytest.mark.parametrize("page", [
+    b"<html><head><title>Sign in to the guest network</title></head><body>Accept the terms</body></html>",
+    b"<?xml version='1.0'?><DescribeVolumesResponse><items/></DescribeVolumesResponse>",  # no requestId, no set
+    b"<?xml version='1.0'?><DescribeVolumesResponse><requestId>r-1</requestId></DescribeVolumesResponse>",
+])
+def test_a_200_that_is_not_a_describe_volumes_answer_is_a_failed_census(tmp_path: Path, page: bytes) -> None:
+    """A captive portal's 200 was read as "no volumes", so every EBS PV was reported missing (its data gone)."""
+    with Ec2ErrorServer("", "", status=200, body=page) as server:
+        env = aws_test_env(tmp_path, AWS_ACCESS_KEY_ID="AKIAOPS", AWS_SECRET_ACCESS_KEY=FAKE_SECRET)
+        line = one_error_line(census(env, regions=["us-east-1"], endpoint_url=server.endpoint))
+    assert line.startswith("ec2:DescribeVolumes in us-east-1: the answer was not EC2's")
+
+
 def test_irsa_web_identity(tmp_path: Path, moto: MotoServer) -> None:
     # What EKS injects into a Pod whose ServiceAccount has an IAM role: no keys, a token file and a role ARN.
     # boto3's chain trades them for keys at STS (moto's here), then lists with those.

@@ -177,13 +177,26 @@ class AwsCensus:
         try:
             for page in pages:
                 self.pages_read += 1
-                for volume in page.get("Volumes") or ():
+                check_describe_volumes(page, region)
+                for volume in page["Volumes"]:
                     if dies_with_instance(volume):
                         self.instance_volumes.add(volume["VolumeId"])
                         continue
                     yield disk_from_volume(volume, self.cluster_name)
         except failures as exc:
             raise cloud_error(exc, region, self.profile) from None
+
+
+def check_describe_volumes(page: Any, region: str) -> None:
+    """A page is EC2's answer only if it has EC2's shape: a request id and a volume list (empty when there are no
+    volumes: EC2 then sends an empty volumeSet). A 200 with an HTML page (a captive portal, a proxy's error page)
+    parses into neither, and read as "no volumes" it would call every EBS PV's data gone: a failed census."""
+    volumes = page.get("Volumes") if isinstance(page, dict) else None
+    request_id = (page.get("ResponseMetadata") or {}).get("RequestId") if isinstance(page, dict) else None
+    if not isinstance(volumes, list) or not request_id or not all(
+            isinstance(v, dict) and isinstance(v.get("VolumeId"), str) for v in volumes):
+        raise CloudError(f"ec2:DescribeVolumes in {region}: the answer was not EC2's (no request id or volume "
+                         "list): the census was not taken, and no volume is reported missing")
 
 
 def open_census(regions: list[str], profile: Optional[str] = None, cluster_name: Optional[str] = None,
