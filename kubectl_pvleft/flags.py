@@ -353,6 +353,26 @@ _NEEDS = (("--zone", "zone", "--project", "project"), ("--region", "region", "--
           ("--aws-cluster-name", "aws_cluster_name", "--aws-region", "aws_region"))
 
 
+# The clouds' own syntax, checked before any call: Compute Engine's parameter patterns from its discovery document
+# (a project ID or number, maybe domain-scoped; a zone or region name), and the host label botocore requires of
+# an AWS region (it becomes part of the endpoint's name).
+_CLOUD_NAMES = (
+    ("--project", "project", re.compile(r"(?:(?:[-a-z0-9]{1,63}\.)*(?:[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?):)?"
+                                        r"(?:[0-9]{1,19}|(?:[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?))"),
+     "a Compute Engine project ID or number"),
+    ("--zone", "zone", re.compile(r"[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?"), "a Compute Engine zone name"),
+    ("--region", "region", re.compile(r"[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?"), "a Compute Engine region name"),
+    ("--aws-region", "aws_region", re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?"), "an AWS region name"),
+)
+
+
+def check_cloud_names(args: argparse.Namespace) -> None:
+    for flag, dest, pattern, what in _CLOUD_NAMES:
+        for value in getattr(args, dest, None) or ():
+            if not pattern.fullmatch(value):
+                raise UsageError(f"{flag} {shown(value)!r} is not {what}")
+
+
 def check_combinations(args: argparse.Namespace) -> None:
     """Usage errors no single flag shows: kubectl's pairs, and flags that need a partner."""
     if args.all_namespaces and args.namespace:
@@ -362,5 +382,6 @@ def check_combinations(args: argparse.Namespace) -> None:
     for flag, dest, partner, partner_dest in _NEEDS:
         if getattr(args, dest, None) and not getattr(args, partner_dest, None):
             raise UsageError(f"{flag} needs {partner}")
+    check_cloud_names(args)
     if args.watch and (getattr(args, "project", None) or getattr(args, "aws_region", None)):
         raise UsageError("a cloud census (--project, --aws-region) cannot be used with --watch")

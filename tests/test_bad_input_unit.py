@@ -567,6 +567,15 @@ FLAGS = [
                                                             ".metadata.name" for n in range(1000)) + "\n")], {}),
          "at most 256 columns (1000 given)", code=1),  # kubectl exits 1 on a bad template
     Case("output-go-template", flags("-o", "go-template=x"), "-o go-template is not supported", code=2),
+    # The clouds' own name syntax, checked before any call (an internal ValueError from the SDK before).
+    Case("gce-project-path", flags("--project", "a b/../c"), "--project 'a b/../c' is not a Compute Engine project",
+         code=2, subcommands=("leftovers",)),
+    Case("gce-zone-bad", flags("--project", "shop-prod", "--zone", "us-central1-a/../x"),
+         "is not a Compute Engine zone name", code=2, subcommands=("leftovers",)),
+    Case("gce-region-upper", flags("--project", "shop-prod", "--region", "US-CENTRAL1"),
+         "is not a Compute Engine region name", code=2, subcommands=("leftovers",)),
+    Case("aws-region-space", flags("--aws-region", "us east 1"), "--aws-region 'us east 1' is not an AWS region name",
+         code=2, subcommands=("leftovers",)),
     Case("output-template-file", flags("-o", "templatefile=x"), "not supported", code=2),
     Case("output-undecodable", flags("-o", "\udcff"), "invalid choice", code=2),
     Case("all-namespaces-maybe", flags("-A=maybe"), 'invalid argument "maybe" for "-A', code=2),

@@ -89,6 +89,9 @@ def label_location(zone_label: Optional[str], region_label: Optional[str]) -> Op
     return None
 
 
+LIST_KINDS = ("compute#diskAggregatedList", "compute#diskList")  # what every page of Compute's disk lists says it is
+
+
 def open_census(projects: Iterable[str], zones: Iterable[str] = (), regions: Iterable[str] = (),
                 api_endpoint: Optional[str] = None, credentials: Any = None) -> "GceCensus":
     """Build the Compute clients. ``credentials`` None means Application Default Credentials; tests pass
@@ -214,9 +217,21 @@ class GceCensus:
 
         try:
             for page in call().pages:
+                if page.kind not in LIST_KINDS:
+                    # A 200 that is not Compute's list (a captive portal's JSON, a proxy's page) would read as
+                    # "no disks" and call every PV's data gone: the census was not taken.
+                    raise CloudError(f"Compute Engine's answer for disks in {where} of project {project} was not a "
+                                     "disk list: the census was not taken, and no disk is reported missing")
                 yield from items_of(page)
         except (GoogleAPIError, GoogleAuthError, RequestException, OSError) as exc:
             raise cloud_error(exc, project, where) from None
+        except Exception as exc:
+            # An HTML page or JSON that is not Compute's: the SDK's JSON decoder raises ValueError or protobuf's
+            # json_format.ParseError (matched by module: protobuf is the SDK's dependency, not ours to import).
+            if not isinstance(exc, ValueError) and type(exc).__module__ != "google.protobuf.json_format":
+                raise
+            raise CloudError(f"Compute Engine's answer for disks in {where} of project {project} was not "
+                             f"Compute's ({type(exc).__name__}): the census was not taken") from None
 
     def _add(self, found: dict[str, CloudDisk], project: str, disk: Any) -> None:
         record = disk_record(disk, project)
