@@ -19,6 +19,40 @@ from kubectl_pvleft.printing import Column, Report, age, utcnow
 from kubectl_pvleft.records import Absent
 
 
+# Without --request-timeout, a census that has not finished in five minutes is given up on (a failed census, exit 4):
+# the SDKs' own retries (botocore's, google-api-core's) could otherwise hold a run for many minutes.
+DEFAULT_CENSUS_SECONDS = 300.0
+
+
+def census_seconds(options: Options) -> float:
+    return options.flag("request_timeout") or DEFAULT_CENSUS_SECONDS
+
+
+def listed_in_time(census: Any, seconds: float, from_flag: bool) -> list[CloudDisk]:
+    """Every disk of a census, or CloudError once ``seconds`` have passed, whatever the SDK is waiting on: its
+    timeouts and retries are per call, so the whole is bounded here. A census still waiting is left to end on its
+    own (a daemon thread with nothing more to report), never waited for."""
+    import threading
+
+    outcome: list[Any] = []
+
+    def work() -> None:
+        try:
+            outcome.append(list(census.disks()))
+        except BaseException as exc:  # handed to the caller, raised there
+            outcome.append(exc)
+
+    worker = threading.Thread(target=work, name="census", daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if not outcome:
+        raise CloudError(f"did not finish within {seconds:g}s" + (" (--request-timeout)" if from_flag else
+                                                                   " (the default bound; --request-timeout sets it)"))
+    if isinstance(outcome[0], BaseException):
+        raise outcome[0]
+    return outcome[0]
+
+
 def open_censuses(options: Options) -> list[Union[Any, CloudError]]:
     """The censuses the flags ask for, Compute Engine first; a cloud that cannot even be opened is its
     CloudError (one line, prefixed with the census's name), not a census."""
@@ -37,7 +71,7 @@ def open_censuses(options: Options) -> list[Union[Any, CloudError]]:
                     pass  # open_census says what to install
             censuses.append(gce.open_census(options.flag("project"), zones=options.flag("zone") or (),
                                             regions=options.flag("region") or (), api_endpoint=endpoint,
-                                            credentials=credentials))
+                                            credentials=credentials, timeout=census_seconds(options)))
         except CloudError as exc:
             censuses.append(CloudError(f"Compute Engine census: {exc}"))
     if options.flag("aws_region"):
@@ -45,7 +79,8 @@ def open_censuses(options: Options) -> list[Union[Any, CloudError]]:
             from kubectl_pvleft.clouds import aws
 
             censuses.append(aws.open_census(options.flag("aws_region"), profile=options.flag("aws_profile"),
-                                            cluster_name=options.flag("aws_cluster_name")))
+                                            cluster_name=options.flag("aws_cluster_name"),
+                                            timeout=census_seconds(options)))
         except CloudError as exc:
             censuses.append(CloudError(f"EBS census: {exc}"))
     return censuses
@@ -84,7 +119,8 @@ def add_cloud_census(outcome: Result, leftovers: Any, options: Options) -> Resul
             errors.append(str(census))
             continue
         try:
-            joined = join(census, refs, census.disks())
+            joined = join(census, refs, listed_in_time(census, census_seconds(options),
+                                                       options.flag("request_timeout") is not None))
         except CloudError as exc:
             errors.append(f"{census_name(census)} census: {exc}")
             continue

@@ -200,7 +200,8 @@ def check_describe_volumes(page: Any, region: str) -> None:
 
 
 def open_census(regions: list[str], profile: Optional[str] = None, cluster_name: Optional[str] = None,
-                endpoint_url: Optional[str] = None, page_size: int = DEFAULT_PAGE_SIZE) -> AwsCensus:
+                endpoint_url: Optional[str] = None, page_size: int = DEFAULT_PAGE_SIZE,
+                timeout: Optional[float] = None) -> AwsCensus:
     """One EC2 client per region, from boto3's credential chain. Raises CloudError, never a traceback."""
     if not 5 <= page_size <= 1000:
         raise ValueError(f"page_size {page_size}: DescribeVolumes takes MaxResults from 5 to 1000")
@@ -219,8 +220,9 @@ def open_census(regions: list[str], profile: Optional[str] = None, cluster_name:
         # Resolve the chain now, so "no credentials" is said before any listing starts.
         if session.get_credentials() is None:
             raise CloudError(_NO_CREDENTIALS)
-        config = botocore.config.Config(user_agent_extra="kubectl-pvleft", connect_timeout=10, read_timeout=60,
-                                        retries={"mode": "standard", "max_attempts": 3})
+        bound = timeout if timeout is not None else 60.0  # no single call may outlast the whole census
+        config = botocore.config.Config(user_agent_extra="kubectl-pvleft", connect_timeout=min(10.0, bound),
+                                        read_timeout=min(60.0, bound), retries={"mode": "standard", "max_attempts": 3})
         clients = {}
         for region in regions:
             clients[region] = session.client("ec2", region_name=region, endpoint_url=endpoint_url, config=config)

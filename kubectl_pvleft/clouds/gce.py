@@ -93,7 +93,8 @@ LIST_KINDS = ("compute#diskAggregatedList", "compute#diskList")  # what every pa
 
 
 def open_census(projects: Iterable[str], zones: Iterable[str] = (), regions: Iterable[str] = (),
-                api_endpoint: Optional[str] = None, credentials: Any = None) -> "GceCensus":
+                api_endpoint: Optional[str] = None, credentials: Any = None,
+                timeout: Optional[float] = None) -> "GceCensus":
     """Build the Compute clients. ``credentials`` None means Application Default Credentials; tests pass
     anonymous ones with ``api_endpoint`` (``http://127.0.0.1:PORT``) to a local server."""
     projects = [p for p in dict.fromkeys(projects) if p]
@@ -108,11 +109,14 @@ def open_census(projects: Iterable[str], zones: Iterable[str] = (), regions: Ite
         credentials = default_credentials()
     options = ClientOptions(api_endpoint=api_endpoint) if api_endpoint else None
     # REST, not gRPC: Compute's API is HTTP/JSON, and a test server speaks exactly what Google does.
-    return GceCensus(
+    census = GceCensus(
         projects, zones, regions,
         compute_v1.DisksClient(credentials=credentials, transport="rest", client_options=options),
         compute_v1.RegionDisksClient(credentials=credentials, transport="rest", client_options=options),
     )
+    if timeout is not None:  # no single call, nor its retries, may outlast the whole census
+        census.call_timeout, census.retry_deadline = min(CALL_TIMEOUT, timeout), min(RETRY_DEADLINE, timeout)
+    return census
 
 
 def default_credentials() -> Any:
@@ -150,6 +154,7 @@ class GceCensus:
         self._disks_client = disks_client
         self._region_disks_client = region_disks_client
         self._listed: Optional[list[CloudDisk]] = None
+        self.call_timeout, self.retry_deadline = CALL_TIMEOUT, RETRY_DEADLINE
         self._keys: dict[str, list[DiskKey]] = {}  # disk name -> where disks of that name live
         self._aliases: dict[str, str] = {}  # project as spelled in selfLinks -> as the user gave it
         self._unreachable: set[tuple[str, str]] = set()  # (project, "zones/Z"): Google could not list there
@@ -190,9 +195,9 @@ class GceCensus:
     def _call_options(self) -> dict[str, Any]:
         from google.api_core import exceptions, retry
 
-        return {"timeout": CALL_TIMEOUT, "retry": retry.Retry(
+        return {"timeout": self.call_timeout, "retry": retry.Retry(
             predicate=retry.if_exception_type(exceptions.ServiceUnavailable, exceptions.DeadlineExceeded),
-            deadline=RETRY_DEADLINE)}
+            deadline=self.retry_deadline)}
 
     def _scoped_disks(self, project: str, page: Any) -> Iterator[Any]:
         for scope in page.unreachables:
