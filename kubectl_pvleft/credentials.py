@@ -74,8 +74,10 @@ def header_safe(value: str, what: str) -> str:
 class Credentials:
     """The credential source of one Connection; thread-safe (watch streams run in threads)."""
 
-    def __init__(self, connection: Connection, interactive: Optional[bool] = None) -> None:
+    def __init__(self, connection: Connection, interactive: Optional[bool] = None,
+                 request_timeout: Optional[float] = None) -> None:
         self._auth = connection.auth
+        self._request_timeout = request_timeout  # an exec plugin's run is part of the request it is for
         self._connection = connection
         self._lock = threading.Lock()
         self._cached: Optional[Issued] = None
@@ -112,7 +114,7 @@ class Credentials:
         if auth.token:
             return Issued(authorization="Bearer " + clean_token(auth.token, f"the token of {self._who()}"))
         if auth.exec is not None:
-            return run_exec_plugin(auth, self._connection, self._interactive)
+            return run_exec_plugin(auth, self._connection, self._interactive, self._request_timeout)
         if auth.auth_provider is not None:  # oidc: the id-token kubectl's own provider would send
             config = auth.auth_provider.get("config") or {}
             token = config.get("id-token") if isinstance(config, dict) else None
@@ -167,6 +169,8 @@ def _exec_info(api_version: str, connection: Connection, interactive: bool, prov
             cluster["insecure-skip-tls-verify"] = True
         if connection.tls.ca_data:
             cluster["certificate-authority-data"] = base64.b64encode(connection.tls.ca_data).decode("ascii")
+        if connection.proxy_url:  # client-go hands the plugin the cluster's proxy-url too
+            cluster["proxy-url"] = connection.proxy_url
         spec["cluster"] = cluster
     return json.dumps({"apiVersion": api_version, "kind": "ExecCredential", "spec": spec})
 
@@ -176,7 +180,8 @@ def _last_line(text: bytes) -> str:
     return lines[-1][:300] if lines else ""
 
 
-def run_exec_plugin(auth: Auth, connection: Connection, interactive: bool) -> Issued:
+def run_exec_plugin(auth: Auth, connection: Connection, interactive: bool,
+                    request_timeout: Optional[float] = None) -> Issued:
     config = auth.exec or {}
     api_version = config.get("apiVersion")
     command = _exec_command(config, auth.exec_dir)
@@ -189,7 +194,7 @@ def run_exec_plugin(auth: Auth, connection: Connection, interactive: bool) -> Is
     env = _exec_env(config, label)
     env["KUBERNETES_EXEC_INFO"] = _exec_info(api_version, connection, use_stdin, bool(config.get("provideClusterInfo")))
     found = _find_executable(command, config.get("installHint"))
-    done = _run_plugin([found, *args], env, use_stdin, label)
+    done = _run_plugin([found, *args], env, use_stdin, label, request_timeout)
     if done.returncode != 0:
         said = _last_line(done.stderr or b"")  # already on the terminal when interactive
         raise CredentialError(f"getting credentials: exec: executable {command} failed with exit code {done.returncode}"
@@ -244,20 +249,39 @@ def _find_executable(command: str, hint: Any) -> str:
     return found
 
 
-def _run_plugin(argv: list[str], env: dict[str, str], use_stdin: bool, label: str) -> subprocess.CompletedProcess:
+def _run_plugin(argv: list[str], env: dict[str, str], use_stdin: bool, label: str,
+                request_timeout: Optional[float] = None) -> subprocess.CompletedProcess:
     import subprocess
 
+    limit = EXEC_TIMEOUT_SECONDS if request_timeout is None else min(EXEC_TIMEOUT_SECONDS, request_timeout)
     try:
         # Interactive (a terminal, and the plugin may use it): like kubectl, its stderr goes to the terminal so a
         # login prompt or device code is seen, and a person, not a timer, decides how long a login takes.
-        return subprocess.run(argv, env=env, stdout=subprocess.PIPE, stderr=None if use_stdin else subprocess.PIPE,
-                              timeout=None if use_stdin else EXEC_TIMEOUT_SECONDS,
-                              stdin=None if use_stdin else subprocess.DEVNULL)
-    except subprocess.TimeoutExpired:
-        raise CredentialError(f"getting credentials: {label} did not answer within {EXEC_TIMEOUT_SECONDS:.0f}s") from None
+        # Its own process group: when time is up the plugin and whatever it started (a `sleep`, a browser
+        # helper holding its stdout open) are all ended, so nothing keeps the run waiting on the pipe.
+        process = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE,
+                                   stderr=None if use_stdin else subprocess.PIPE,
+                                   stdin=None if use_stdin else subprocess.DEVNULL, start_new_session=not use_stdin)
+        try:
+            stdout, stderr = process.communicate(timeout=None if use_stdin else limit)
+        except subprocess.TimeoutExpired:
+            _end_group(process)
+            flag = " (--request-timeout)" if request_timeout is not None and request_timeout < EXEC_TIMEOUT_SECONDS else ""
+            raise CredentialError(f"getting credentials: {label} did not answer within {limit:g}s{flag}") from None
+        return subprocess.CompletedProcess(argv, process.returncode, stdout, stderr)
     except (OSError, ValueError) as exc:
         reason = getattr(exc, "strerror", None) or type(exc).__name__
         raise CredentialError(f"getting credentials: {label} could not be run: {reason}") from None
+
+
+def _end_group(process: Any) -> None:
+    import signal
+
+    try:
+        os.killpg(process.pid, signal.SIGKILL)  # the plugin's group (start_new_session)
+    except (OSError, AttributeError):  # no process groups (Windows): the plugin itself
+        process.kill()
+    process.wait()
 
 
 def _parse_exec_output(stdout: bytes, api_version: str, label: str) -> Issued:

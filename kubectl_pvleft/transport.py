@@ -22,6 +22,7 @@ from kubectl_pvleft.errors import ApiError, ConfigError, ConnectionFailed, Expir
 from kubectl_pvleft.httpclient import (ConnectFailed, Cut, HTTPFailure, Malformed, Pool, Response, Server, TimedOut,
                                        Timeouts, TLSFailed, TooLarge)
 from kubectl_pvleft.kubeconfig import TLS, Connection
+from kubectl_pvleft.proxy import choose as choose_proxy
 
 USER_AGENT = f"kubectl-pvleft/{__version__}"
 BODY_LOG_LIMIT = 10 * 1024  # kubectl cuts logged bodies too
@@ -162,7 +163,7 @@ class Transport:
         self.request_timeout = request_timeout
         self.timeout_from_flag = timeout_from_flag
         self.requests = 0  # sent so far (fleet summaries, benchmarks)
-        self._credentials = Credentials(connection, interactive)
+        self._credentials = Credentials(connection, interactive, request_timeout)
         self._lock = threading.Lock()
         self._pool: Optional[Pool] = None
         self._pool_cert: Optional[bytes] = None
@@ -190,7 +191,16 @@ class Transport:
                     self._pool.clear()
                 server = Server(self.server)
                 context = tls_context(self.connection.tls, issued.cert_data, issued.key_data) if server.tls else None
-                self._pool = Pool(server, context, self.connection.tls.server_name)
+                proxy = choose_proxy(self.server, self.connection.proxy_url, os.environ)
+                if proxy is not None:
+                    if not server.tls and proxy.forwards_plain_http() and proxy.username is not None:
+                        raise ConfigError(f"the plain-HTTP server {self.shown_server} would be reached through the "
+                                          f"proxy {proxy.display} ({proxy.origin}) with its credentials, "
+                                          "which this plugin does not send to a forwarding proxy")
+                    if verbosity() >= 6:
+                        log.info('"Proxy" url="%s" from="%s" server="%s"', proxy.display, proxy.origin,
+                                 self.shown_server)
+                self._pool = Pool(server, context, self.connection.tls.server_name, proxy)
                 self._pool_cert = issued.cert_data
             return self._pool
 

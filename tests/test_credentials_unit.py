@@ -289,3 +289,24 @@ def test_token_file_wins_over_an_inline_token_and_the_inline_one_is_the_fallback
     before = len(server.requests)  # --token replaces both
     ok(invoke("classes", "--kubeconfig", config, "--token", "from-the-flag"))
     assert authorizations(server, before) == {"Bearer from-the-flag"}
+
+
+def test_a_hanging_exec_plugin_is_bounded_by_the_request_timeout(server: ScriptedServer, tmp_path: Path) -> None:
+    """The plugin's run is part of the request (kubectl bounds it): it held a run for 60 s under
+    --request-timeout 2s, and a child it started (here `sleep`) kept the pipe open past any kill of the shell."""
+    import time
+
+    script = tmp_path / "hang.sh"
+    script.write_text("#!/bin/sh\nsleep 30\necho never\n")
+    script.chmod(0o755)
+    config = kubeconfig(tmp_path / "kc", server.url_for("ok"), {"exec": {
+        "apiVersion": "client.authentication.k8s.io/v1", "command": str(script), "interactiveMode": "Never"}})
+    before = len(server.requests)
+    started = time.monotonic()
+    result = invoke("claims", "-A", "--kubeconfig", config, "--request-timeout", "1s")
+    took = time.monotonic() - started
+    assert (result.code, result.stdout) == (1, "")
+    assert result.stderr == (f'error: getting credentials: exec plugin "{script}" did not answer within 1s '
+                             "(--request-timeout)\n")
+    assert took < 10, took  # a guard against the old 30-60 s wait, not a speed target
+    assert server.requests[before:] == []  # never sent as system:anonymous instead
