@@ -9,6 +9,7 @@ exit code says the report is partial. Rows gain a leading CONTEXT column (``cont
 from __future__ import annotations
 
 import fnmatch
+import os
 import queue
 import threading
 import time
@@ -113,6 +114,10 @@ def run_context(context: str, args: Any, command: Command, options_of: Callable[
         outcome.error = describe_api_error(exc)
     except PvleftError as exc:
         outcome.error = str(exc)
+    except Exception as exc:  # a bug of ours in one context is that context's error, never the whole run's
+        if os.environ.get("PVLEFT_DEBUG"):
+            raise
+        outcome.error = f"internal error ({type(exc).__name__}); rerun with PVLEFT_DEBUG=1 for the traceback"
     finally:
         if api is not None:
             outcome.requests = api.transport.requests
