@@ -12,12 +12,16 @@ them into kubectl's words.
 
 from __future__ import annotations
 
+import copy
 import socket
 import ssl
 import threading
 import time
 from typing import Any, Iterator, Optional
 from urllib.parse import urlsplit
+
+from kubectl_pvleft.deadline import Deadline
+from kubectl_pvleft.proxy import Proxy
 
 BLOCK = 256 * 1024  # one read from the socket
 MAX_HEADER_BYTES = 256 * 1024  # one status or header line longer than this is not an API server's
@@ -346,9 +350,15 @@ class Response:
 class Pool:
     """Keep-alive connections to one server; safe to share between threads (one request per connection)."""
 
-    def __init__(self, server: Server, context: Optional[ssl.SSLContext], server_hostname: Optional[str]) -> None:
-        self.server, self.context = server, context
+    def __init__(self, server: Server, context: Optional[ssl.SSLContext], server_hostname: Optional[str],
+                 proxy: Optional[Proxy] = None) -> None:
+        self.server, self.context, self.proxy = server, context, proxy
         self.server_hostname = _ascii(server_hostname or server.host)
+        self._tls_name = server_hostname  # tls-server-name: Go verifies an https proxy by it too, when set
+        if proxy is not None and not server.tls and proxy.forwards_plain_http():
+            # Go sends a plain-HTTP request to an http(s) proxy itself, with the absolute URI as its target.
+            self.server = copy.copy(server)
+            self.server.prefix = f"http://{server.host_header}{server.prefix}"
         self._idle: list[_Connection] = []
         self._lock = threading.Lock()
 
@@ -372,16 +382,25 @@ class Pool:
 
     def _connect(self, timeouts: Timeouts, deadline: Optional[float]) -> _Connection:
         wait = timeouts.connect if deadline is None else max(0.001, min(timeouts.connect, deadline - time.monotonic()))
-        for attempt in (1, 2):  # one quick retry of a refused connect, as kubectl's transport would redial
-            try:
-                sock = socket.create_connection((_ascii(self.server.host), self.server.port), timeout=wait)
-                break
-            except (socket.timeout, TimeoutError):
-                raise TimedOut("connect") from None
-            except OSError as exc:
-                if attempt == 2 or not isinstance(exc, ConnectionRefusedError):
-                    raise ConnectFailed(type(exc).__name__) from None
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if self.proxy is not None:  # the proxy's dial and handshake take their time from the request's deadline
+            until = Deadline()
+            until.end = deadline
+            if self.context is None and self.proxy.forwards_plain_http():
+                sock = self.proxy.dial_forward(until, timeouts.connect, None, self._tls_name)
+            else:
+                sock = self.proxy.dial(self.server.host, self.server.port, until, timeouts.connect, self.context,
+                                       self._tls_name)
+        else:
+            for attempt in (1, 2):  # one quick retry of a refused connect, as kubectl's transport would redial
+                try:
+                    sock = socket.create_connection((_ascii(self.server.host), self.server.port), timeout=wait)
+                    break
+                except (socket.timeout, TimeoutError):
+                    raise TimedOut("connect") from None
+                except OSError as exc:
+                    if attempt == 2 or not isinstance(exc, ConnectionRefusedError):
+                        raise ConnectFailed(type(exc).__name__) from None
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         if self.context is None:
             return _Connection(sock)
         incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()

@@ -19,6 +19,7 @@ from typing import Any, Optional
 import msgspec
 
 from kubectl_pvleft.errors import ConfigError
+from kubectl_pvleft.proxy import checked_proxy_url
 
 # Where a Pod finds its ServiceAccount token, CA and namespace; PVLEFT_SERVICEACCOUNT_DIR points elsewhere
 # (a sidecar that mounts the projected volume at another path, and the in-cluster tests).
@@ -386,7 +387,7 @@ def _from_flags(cluster: dict[str, Any], user: dict[str, Any], context_name: Opt
         impersonate_user=impersonate_user,
         impersonate_uid=selection.impersonate_uid, impersonate_groups=selection.impersonate_groups,
         sources=sources,
-        proxy_url=_string(cluster, "proxy-url", cluster_label),
+        proxy_url=checked_proxy_url(_string(cluster, "proxy-url", cluster_label), cluster_label),
         disable_compression=_bool(cluster.get("disable-compression"), cluster_label, "disable-compression"),
     )
 
