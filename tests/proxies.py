@@ -14,6 +14,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 from typing import Optional
@@ -62,13 +63,15 @@ class _Daemon:
                 self.proc.kill()
                 self.proc.wait()
         self.proc = None
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 class Squid(_Daemon):
     """squid on 127.0.0.1:port; ``auth=True`` asks every client for Basic proxy credentials."""
 
-    def __init__(self, workdir: Path, auth: bool = False) -> None:
-        self.dir, self.auth = Path(workdir), auth
+    def __init__(self, auth: bool = False) -> None:
+        # Not under pytest's tmp_path: that is private to root, and squid's proxy user must reach its files.
+        self.dir, self.auth = Path(tempfile.mkdtemp(prefix="pvleft-squid-")), auth
         self.port = free_port()
         self.log = self.dir / "cache.log"
         self.access_log = self.dir / "access.log"
@@ -81,7 +84,6 @@ class Squid(_Daemon):
         return f"http://{user}:{password}@127.0.0.1:{self.port}"
 
     def start(self) -> "Squid":
-        self.dir.mkdir(parents=True, exist_ok=True)
         (self.dir / "hosts").write_text(f"127.0.0.1 {PROXY_ONLY_NAME} {REFUSED_NAME}\n")
         auth = ""
         if self.auth:
@@ -129,8 +131,8 @@ class Squid(_Daemon):
 class Danted(_Daemon):
     """danted (SOCKS5, no authentication) on 127.0.0.1:port, logging every connection it passes."""
 
-    def __init__(self, workdir: Path) -> None:
-        self.dir = Path(workdir)
+    def __init__(self) -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix="pvleft-danted-"))
         self.port = free_port()
         self.log = self.dir / "danted.log"
 
@@ -139,7 +141,6 @@ class Danted(_Daemon):
         return f"socks5://127.0.0.1:{self.port}"
 
     def start(self) -> "Danted":
-        self.dir.mkdir(parents=True, exist_ok=True)
         self.log.touch()
         (self.dir / "danted.conf").write_text(
             f"logoutput: {self.log}\n"
