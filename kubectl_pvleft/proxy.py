@@ -254,7 +254,11 @@ def _redacted(parts: SplitResult) -> str:
     netloc = parts.netloc
     if "@" in netloc:
         netloc = "<redacted>@" + netloc.rsplit("@", 1)[1]
-    return parts._replace(netloc=netloc).geturl()
+        return parts._replace(netloc=netloc).geturl()
+    text = parts.geturl()
+    if "@" in text:  # "user:password@host" without "//" parses as a scheme and a path: still never shown
+        return f"{parts.scheme}:<redacted>@" + text.rsplit("@", 1)[1]
+    return text
 
 
 # ---- which proxy ------------------------------------------------------------------------------------------
