@@ -69,19 +69,20 @@ class _Daemon:
 class Squid(_Daemon):
     """squid on 127.0.0.1:port; ``auth=True`` asks every client for Basic proxy credentials."""
 
-    def __init__(self, auth: bool = False) -> None:
+    def __init__(self, auth: bool = False, tls: Optional[tuple[Path, Path]] = None) -> None:
         # Not under pytest's tmp_path: that is private to root, and squid's proxy user must reach its files.
         self.dir, self.auth = Path(tempfile.mkdtemp(prefix="pvleft-squid-")), auth
+        self.tls = tls  # (certificate, key): clients reach this squid over TLS (an https:// proxy)
         self.port = free_port()
         self.log = self.dir / "cache.log"
         self.access_log = self.dir / "access.log"
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}"
 
     def url_with_credentials(self, user: str = PROXY_USER, password: str = PROXY_PASSWORD) -> str:
-        return f"http://{user}:{password}@127.0.0.1:{self.port}"
+        return f"{'https' if self.tls else 'http'}://{user}:{password}@127.0.0.1:{self.port}"
 
     def start(self) -> "Squid":
         (self.dir / "hosts").write_text(f"127.0.0.1 {PROXY_ONLY_NAME} {REFUSED_NAME}\n")
@@ -94,8 +95,15 @@ class Squid(_Daemon):
                     "auth_param basic realm pvleft-test\n"
                     "acl authed proxy_auth REQUIRED\n"
                     "http_access deny !authed\n")
+        listen = f"http_port 127.0.0.1:{self.port}\n"
+        if self.tls:
+            for source, name in zip(self.tls, ("proxy.crt", "proxy.key")):
+                shutil.copyfile(source, self.dir / name)
+                shutil.chown(self.dir / name, "proxy", "proxy")
+            listen = (f"https_port 127.0.0.1:{self.port} tls-cert={self.dir / 'proxy.crt'} "
+                      f"tls-key={self.dir / 'proxy.key'}\n")
         (self.dir / "squid.conf").write_text(
-            f"http_port 127.0.0.1:{self.port}\n"
+            listen +
             f"pid_filename {self.dir / 'squid.pid'}\n"
             f"cache_log {self.log}\n"
             f"access_log stdio:{self.access_log}\n"

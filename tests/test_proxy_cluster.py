@@ -251,3 +251,45 @@ def test_only_reads_went_through_the_proxy(cluster, squid, tmp_path):
                 if event.get("userAgent", "").startswith("kubectl-pvleft/"):
                     verbs.add(event["verb"])
     assert verbs and verbs <= {"get", "list", "watch"}, verbs
+
+
+def _proxy_certificate(folder: Path, ca: Optional[tuple[Path, Path]]) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 and "kubernetes", signed by ``ca`` (certificate, key) or by itself."""
+    key, cert = folder / "proxy.key", folder / "proxy.crt"
+    extensions = folder / "ext"
+    extensions.write_text("subjectAltName=IP:127.0.0.1,DNS:kubernetes\n")
+    subprocess.run(["openssl", "req", "-new", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-subj", "/CN=proxy",
+                    "-out", str(folder / "proxy.csr")], check=True, capture_output=True)
+    signer = ["-CA", str(ca[0]), "-CAkey", str(ca[1]), "-CAcreateserial"] if ca else ["-signkey", str(key)]
+    subprocess.run(["openssl", "x509", "-req", "-in", str(folder / "proxy.csr"), *signer, "-days", "1",
+                    "-extfile", str(extensions), "-out", str(cert)], check=True, capture_output=True)
+    return cert, key
+
+
+@pytest.mark.parametrize("host,fields", [(proxies.PROXY_ONLY_NAME, {"tls-server-name": "kubernetes"}),
+                                         ("127.0.0.1", {})])
+def test_an_https_proxy_is_reached_with_the_clusters_tls_settings(cluster, tmp_path, host, fields):
+    """Go's transport speaks TLS to an https proxy with the cluster's TLS config: its CA, and its tls-server-name
+    (when set) as the name the proxy's certificate must carry."""
+    squid = proxies.Squid(tls=_proxy_certificate(tmp_path, (cluster.pki / "ca.crt", cluster.pki / "ca.key"))).start()
+    try:
+        path = kubeconfig(cluster, tmp_path / "k", host, **{"proxy-url": squid.url, **fields})
+        theirs, ours = both(path)
+        assert (theirs.returncode, ours.returncode) == (0, 0), (theirs.stderr, ours.stderr)
+        assert squid.tunnels().count(f"{host}:{port(cluster)}") >= 2
+    finally:
+        squid.stop()
+
+
+def test_an_https_proxy_the_cluster_ca_does_not_vouch_for_is_refused(cluster, tmp_path):
+    squid = proxies.Squid(tls=_proxy_certificate(tmp_path, None)).start()
+    try:
+        path = kubeconfig(cluster, tmp_path / "k", "127.0.0.1", **{"proxy-url": squid.url})
+        theirs, ours = both(path)
+        assert theirs.returncode != 0 and "certificate" in theirs.stderr
+        assert ours.returncode != 0
+        [line] = ours.stderr.strip().splitlines()
+        assert line.startswith(f"error: TLS handshake with the proxy {squid.url} failed: ") and "certificate" in line
+        assert squid.tunnels() == []
+    finally:
+        squid.stop()
