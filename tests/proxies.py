@@ -139,8 +139,11 @@ class Squid(_Daemon):
 class Danted(_Daemon):
     """danted (SOCKS5, no authentication) on 127.0.0.1:port, logging every connection it passes."""
 
-    def __init__(self) -> None:
+    def __init__(self, username_auth: bool = False) -> None:
         self.dir = Path(tempfile.mkdtemp(prefix="pvleft-danted-"))
+        # socksmethod username checks the system's password database: no test user is made there, so this
+        # danted refuses every user name and password (it shows the RFC 1929 exchange and its refusal).
+        self.username_auth = username_auth
         self.port = free_port()
         self.log = self.dir / "danted.log"
 
@@ -155,7 +158,7 @@ class Danted(_Daemon):
             f"internal: 127.0.0.1 port = {self.port}\n"
             "external: 127.0.0.1\n"
             "clientmethod: none\n"
-            "socksmethod: none\n"
+            f"socksmethod: {'username' if self.username_auth else 'none'}\n"
             "user.privileged: root\n"
             "user.unprivileged: nobody\n"
             "client pass {\n  from: 127.0.0.0/8 to: 0.0.0.0/0\n  log: error\n}\n"

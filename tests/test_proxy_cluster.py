@@ -339,3 +339,24 @@ def test_a_plain_http_server_is_reached_through_http_proxy_as_kubectl_does(squid
         assert ours.returncode != 0 and len(ours.stderr.strip().splitlines()) == 1 and "hunter2" not in ours.stderr
     finally:
         server.shutdown()
+
+
+def test_a_socks5_proxy_that_refuses_the_user_name_and_password(cluster, tmp_path):
+    danted = proxies.Danted(username_auth=True).start()
+    try:
+        url = f"socks5://nosuchuser:hunter2@127.0.0.1:{danted.port}"
+        path = kubeconfig(cluster, tmp_path / "k", "localhost", **{"proxy-url": url})
+        theirs, ours = both(path)
+        assert theirs.returncode != 0 and "username/password authentication failed" in theirs.stderr
+        assert ours.stderr.strip().splitlines() == [
+            f"error: the proxy socks5://<redacted>@127.0.0.1:{danted.port} refused the user name and password"]
+
+        # Without credentials: no method both sides speak.
+        path = kubeconfig(cluster, tmp_path / "n", "localhost", **{"proxy-url": danted.url})
+        theirs, ours = both(path)
+        assert theirs.returncode != 0 and "no acceptable authentication methods" in theirs.stderr
+        assert ours.stderr.strip().splitlines() == [
+            f"error: the proxy {danted.url} accepts none of our SOCKS5 authentication methods "
+            "(it may want a user name and password)"]
+    finally:
+        danted.stop()
