@@ -42,7 +42,7 @@ class Proxy:
     """A parsed proxy URL. ``display`` is the only form of it that may be shown."""
 
     def __init__(self, url: str, origin: str) -> None:
-        parts = urlsplit(url)
+        parts = _split(url, origin)
         self.scheme = parts.scheme.lower()
         self.origin = origin  # where it came from: "proxy-url", "HTTPS_PROXY", ...
         try:
@@ -250,6 +250,14 @@ def _os_words(exc: OSError) -> str:
     return (exc.strerror or type(exc).__name__).lower()
 
 
+def _split(url: str, origin: str) -> SplitResult:
+    try:
+        return urlsplit(url)
+    except ValueError:  # "http://[::1": an unclosed IPv6 literal
+        shown = "<redacted>@" + url.rsplit("@", 1)[1] if "@" in url else url
+        raise ConfigError(f"invalid proxy address {shown!r} ({origin})") from None
+
+
 def _redacted(parts: SplitResult) -> str:
     netloc = parts.netloc
     if "@" in netloc:
@@ -267,7 +275,7 @@ def _redacted(parts: SplitResult) -> str:
 def from_kubeconfig(url: str, where: str) -> Proxy:
     """The cluster's proxy-url (``where``: 'cluster "name"'), refused in kubectl's words, with its URL shown
     without credentials."""
-    parts = urlsplit(url)
+    parts = _split(url, f"proxy-url of {where}")
     shown = _redacted(parts)
     if parts.scheme.lower() not in KUBECONFIG_SCHEMES:
         raise ConfigError(f"invalid 'proxy-url' \"{shown}\" for {where}: unsupported scheme "
@@ -292,10 +300,10 @@ def _env(environ: Mapping[str, str], *names: str) -> tuple[str, str]:
 
 def _parse_env_proxy(value: str, name: str) -> Proxy:
     """Go's httpproxy.parseProxy: a value without a scheme or host is taken as http://value."""
-    parts = urlsplit(value)
+    parts = _split(value, name)
     if not parts.scheme or not parts.netloc:
         value = "http://" + value
-        parts = urlsplit(value)
+        parts = _split(value, name)
     scheme = parts.scheme.lower()
     if scheme not in DEFAULT_PORTS:
         # kubectl would CONNECT through it as if it said http://; say so rather than guess along.

@@ -178,7 +178,7 @@ def test_a_proxy_that_never_answers_ends_at_the_request_timeout(tmp_path, scheme
             f"clusters: [{{name: c, cluster: {{server: 'https://127.0.0.1:1', insecure-skip-tls-verify: true, "
             f"proxy-url: '{scheme}://127.0.0.1:{port}'}}}}]\n"
             "users: [{name: u, user: {}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n")
-        result = invoke("leftovers", "--kubeconfig", str(path), "--request-timeout", "1s")
+        result = invoke("leftovers", "--kubeconfig", str(path), "--request-timeout", "300ms")
     finally:
         listener.close()
     assert result.code == 1
@@ -190,3 +190,12 @@ def test_a_proxy_url_without_a_host_is_refused_without_its_credentials():
     with pytest.raises(ConfigError) as caught:
         from_kubeconfig("http:u:hunter2@h:1", 'cluster "c"')
     assert str(caught.value) == "invalid proxy address http:<redacted>@h:1 (proxy-url): no host"
+
+
+@pytest.mark.parametrize("value", ["http://u:hunter2@[::1", "http://[::1"])
+def test_an_unparsable_proxy_value_is_one_line_without_its_credentials(value):
+    for call in (lambda: from_environment("https://example.com", {"HTTPS_PROXY": value}),
+                 lambda: from_kubeconfig(value, 'cluster "c"')):
+        with pytest.raises(ConfigError, match=r"^invalid proxy address '") as caught:
+            call()
+        assert "hunter2" not in str(caught.value)
