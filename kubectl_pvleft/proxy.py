@@ -94,9 +94,6 @@ class Proxy:
                 raise
         return sock
 
-    def forward_headers(self) -> list[tuple[str, str]]:
-        return [("Proxy-Authorization", self._basic())] if self.username is not None else []
-
     # ---- the steps ------------------------------------------------------------------------------------
 
     def _wait(self, deadline: Deadline, cap: Optional[float]) -> Optional[float]:
