@@ -360,3 +360,26 @@ def test_a_socks5_proxy_that_refuses_the_user_name_and_password(cluster, tmp_pat
             "(it may want a user name and password)"]
     finally:
         danted.stop()
+
+
+def test_a_fleet_run_takes_each_clusters_proxy(cluster, squid, danted, tmp_path):
+    """--all-contexts: each context's cluster is reached through its own proxy-url, in the same run."""
+    config = yaml.safe_load(cluster.kubeconfig("admin").read_text())
+    first = config["clusters"][0]
+    via_squid = {"name": "via-squid", "cluster": {**first["cluster"], "proxy-url": squid.url,
+                                                   "tls-server-name": "kubernetes",
+                                                   "server": f"https://{proxies.PROXY_ONLY_NAME}:{port(cluster)}"}}
+    via_danted = {"name": "via-danted", "cluster": {**first["cluster"], "proxy-url": danted.url,
+                                                     "server": f"https://localhost:{port(cluster)}"}}
+    user = config["contexts"][0]["context"]["user"]
+    config["clusters"] = [via_squid, via_danted]
+    config["contexts"] = [{"name": c["name"], "context": {"cluster": c["name"], "user": user}}
+                          for c in (via_squid, via_danted)]
+    config["current-context"] = "via-squid"
+    path = tmp_path / "fleet"
+    path.write_text(yaml.safe_dump(config))
+    tunnels, passed = len(squid.tunnels()), len(danted.passed())
+    ours = run_plugin(path, "leftovers", "--all-contexts", "--request-timeout", "10s", env=NO_PROXY_ENV, timeout=60)
+    assert ours.returncode == 0, ours.stderr
+    assert f"{proxies.PROXY_ONLY_NAME}:{port(cluster)}" in squid.tunnels()[tunnels:]
+    assert any(f"127.0.0.1.{port(cluster)}" in line for line in danted.passed()[passed:])
