@@ -99,6 +99,7 @@ class Connection(_Frozen, frozen=True):
     impersonate_user: Optional[str] = None
     impersonate_uid: Optional[str] = None
     impersonate_groups: tuple[str, ...] = ()
+    impersonate_extra: tuple[tuple[str, tuple[str, ...]], ...] = ()  # as-user-extra: (key, values), in file order
     sources: tuple[str, ...] = ()
     in_cluster: bool = False
     proxy_url: Optional[str] = None  # the cluster's proxy-url, as written (never shown: it may hold credentials)
@@ -235,6 +236,25 @@ def _string(body: dict[str, Any], key: str, where: str) -> Optional[str]:
     return value
 
 
+def _strings(body: dict[str, Any], key: str, where: str) -> tuple[str, ...]:
+    value = body.get(key)
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"kubeconfig {where}: {key} must be a list of strings")
+    return tuple(value)
+
+
+def _extra(user: dict[str, Any], where: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    value = user.get("as-user-extra")
+    if value is None:
+        return ()
+    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, list)
+                                              and all(isinstance(x, str) for x in v) for k, v in value.items()):
+        raise ConfigError(f"kubeconfig {where}: as-user-extra must map names to lists of strings")
+    return tuple((k, tuple(v)) for k, v in value.items() if v)
+
+
 def _pem(body: dict[str, Any], data_key: str, file_key: str, where: str) -> Optional[bytes]:
     """Inline base64 data wins over a file, as in client-go."""
     data = _string(body, data_key, where)
@@ -368,8 +388,13 @@ def _from_flags(cluster: dict[str, Any], user: dict[str, Any], context_name: Opt
         raise ConfigError(f"{cluster_label} has no server" if cluster_label != "flags" else
                           "no server: pass --server or a kubeconfig")
     server = checked_server(server, "--server" if selection.server else cluster_label)
+    # client-go merges kubectl's --as, --as-uid and --as-group over the user's as, as-uid and as-groups (a flag
+    # given wins, the kubeconfig fills the rest); as-user-extra comes from the kubeconfig alone.
     impersonate_user = selection.impersonate_user or _string(user, "as", user_label)
-    if not impersonate_user and (selection.impersonate_uid or selection.impersonate_groups):
+    impersonate_uid = selection.impersonate_uid or _string(user, "as-uid", user_label)
+    impersonate_groups = selection.impersonate_groups or _strings(user, "as-groups", user_label)
+    impersonate_extra = _extra(user, user_label)
+    if not impersonate_user and (impersonate_uid or impersonate_groups or impersonate_extra):
         raise ConfigError(f"requesting uid, groups or user-extra for {user_name or '<unnamed>'} without impersonating "
                           "a user")  # kubectl's words, before any request
     tls, auth = _tls(cluster, user, selection, cluster_label, user_label), _auth(user, selection, user_label, user_name)
@@ -384,9 +409,8 @@ def _from_flags(cluster: dict[str, Any], user: dict[str, Any], context_name: Opt
         server=server, context=context_name,
         namespace=selection.namespace or _checked_namespace(namespace, f'context "{context_name}"') or "default",
         tls=tls, auth=auth, withheld_from=withheld,
-        impersonate_user=impersonate_user,
-        impersonate_uid=selection.impersonate_uid, impersonate_groups=selection.impersonate_groups,
-        sources=sources,
+        impersonate_user=impersonate_user, impersonate_uid=impersonate_uid, impersonate_groups=impersonate_groups,
+        impersonate_extra=impersonate_extra, sources=sources,
         proxy_url=checked_proxy_url(_string(cluster, "proxy-url", cluster_label), cluster_label),
         disable_compression=_bool(cluster.get("disable-compression"), cluster_label, "disable-compression"),
     )

@@ -182,6 +182,8 @@ class Transport:
         groups = [header_safe(g, "--as-group") for g in c.impersonate_groups]
         if groups:
             headers["Impersonate-Group"] = groups
+        for key, values in c.impersonate_extra:  # one header line per value, as client-go sends them
+            headers["Impersonate-Extra-" + extra_key(key)] = [header_safe(v, "as-user-extra") for v in values]
         return headers
 
     def _pool_for(self, issued: Issued) -> Pool:
@@ -292,6 +294,15 @@ class Transport:
         if isinstance(exc, TooLarge):
             return ConnectionFailed(f"the server {self.shown_server} sent {exc}, more than any API server sends")
         return ConnectionFailed(f"cannot talk to the server {self.shown_server}: {type(exc).__name__}")
+
+
+# RFC 7230 token characters but '%': what client-go leaves as it is in an Impersonate-Extra- header name.
+_LEGAL_HEADER_KEY = frozenset(b"!#$&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+
+
+def extra_key(key: str) -> str:
+    """client-go's headerKeyEscape: every byte of the UTF-8 key that may not stand in a header name is %XX."""
+    return "".join(chr(b) if b in _LEGAL_HEADER_KEY else f"%{b:02X}" for b in key.encode("utf-8"))
 
 
 def silence_limit() -> float:

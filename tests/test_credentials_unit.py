@@ -310,3 +310,31 @@ def test_a_hanging_exec_plugin_is_bounded_by_the_request_timeout(server: Scripte
                              "(--request-timeout)\n")
     assert took < 10, took  # a guard against the old 30-60 s wait, not a speed target
     assert server.requests[before:] == []  # never sent as system:anonymous instead
+
+
+def test_impersonation_from_the_kubeconfig_merged_with_the_flags(server: ScriptedServer, tmp_path: Path) -> None:
+    """as, as-uid, as-groups and as-user-extra were read by kubectl and dropped here: the plugin asked as another
+    identity than kubectl would. A flag given wins over its key; the rest comes from the kubeconfig."""
+    user = {"token": TOKEN, "as": "jane", "as-uid": "42", "as-groups": ["devs", "ops"],
+            "as-user-extra": {"scopes.example.com/team": ["storage"], "reason%": ["on call"]}}
+    config = kubeconfig(tmp_path / "kc", server.url_for("ok"), user)
+    before = len(server.requests)
+    ok(invoke("classes", "--kubeconfig", config))
+    sent = [headers for _, headers in server.requests[before:]]
+    assert {(h["impersonate-user"], h["impersonate-uid"]) for h in sent} == {("jane", "42")}
+    assert {h["impersonate-group"] for h in sent} == {"ops"}  # one header line per group; the last one recorded
+    # client-go's headerKeyEscape: '/' and '%' are not header-name characters.
+    assert {h["impersonate-extra-scopes.example.com%2fteam"] for h in sent} == {"storage"}
+    assert {h["impersonate-extra-reason%25"] for h in sent} == {"on call"}
+    before = len(server.requests)
+    ok(invoke("classes", "--kubeconfig", config, "--as", "joe", "--as-group", "admins"))
+    sent = [headers for _, headers in server.requests[before:]]
+    assert {(h["impersonate-user"], h["impersonate-uid"], h["impersonate-group"]) for h in sent} == {
+        ("joe", "42", "admins")}
+
+
+def test_impersonation_keys_without_a_user_are_refused_as_kubectl_refuses(tmp_path: Path) -> None:
+    config = kubeconfig(tmp_path / "kc", "https://127.0.0.1:1", {"as-groups": ["devs"]})
+    result = invoke("classes", "--kubeconfig", config)
+    assert (result.code, result.stderr) == (1, "error: requesting uid, groups or user-extra for u without "
+                                               "impersonating a user\n")
