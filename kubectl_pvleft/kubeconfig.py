@@ -107,6 +107,7 @@ class Connection(_Frozen, frozen=True):
     # The kubeconfig user whose credentials are not sent because the server is not TLS (client-go merges a
     # user's credentials only into a TLS config), for the one warning line that says so; None otherwise.
     withheld_from: Optional[str] = None
+    notes: tuple[str, ...] = ()  # warnings about how the request goes out, said once on stderr
 
 
 def _is_file(path: Path) -> bool:
@@ -120,7 +121,7 @@ def _is_file(path: Path) -> bool:
 def kubeconfig_files(explicit: Optional[str], env: Optional[str] = None) -> list[Path]:
     """The files kubectl would read: --kubeconfig alone, else every existing KUBECONFIG entry, else ~/.kube/config."""
     if explicit:
-        path = Path(explicit).expanduser()
+        path = Path(explicit)  # no "~" expansion: kubectl does none (the shell does, for an unquoted ~)
         if not _is_file(path):
             raise ConfigError(f"kubeconfig {shown_path(explicit)}: no such file")
         return [path]
@@ -129,8 +130,8 @@ def kubeconfig_files(explicit: Optional[str], env: Optional[str] = None) -> list
         # kubectl skips list entries that do not exist, and reads each file once.
         seen: list[Path] = []
         for entry in env.split(os.pathsep):
-            if entry and _is_file(Path(entry).expanduser()) and Path(entry).expanduser() not in seen:
-                seen.append(Path(entry).expanduser())
+            if entry and _is_file(Path(entry)) and Path(entry) not in seen:
+                seen.append(Path(entry))
         return seen
     try:
         default = Path.home() / ".kube" / "config"
@@ -180,11 +181,15 @@ def _entries(doc: dict[str, Any], section: str, path: Path) -> list[dict[str, An
     if not isinstance(entries, list):
         raise ConfigError(f"kubeconfig {path}: {section} must be a list of named entries")
     body_key = section[:-1]
+    names: set[str] = set()
     for index, entry in enumerate(entries):
         if not isinstance(entry, dict):
             raise ConfigError(f"kubeconfig {path}: {section}[{index}] must be a mapping with name and {body_key}")
         if not isinstance(entry.get("name"), str):
             raise ConfigError(f"kubeconfig {path}: {section}[{index}].name must be a string")
+        if entry["name"] in names:  # kubectl refuses the file (and prints the entries: never here, they hold secrets)
+            raise ConfigError(f'error loading config file "{path}": duplicate name "{entry["name"]}" in {section}')
+        names.add(entry["name"])
         body = entry.get(body_key)
         if body is not None and not isinstance(body, dict):
             raise ConfigError(f'kubeconfig {path}: {body_key} "{entry["name"]}" must be a mapping')
@@ -195,7 +200,7 @@ def _absolutize(section: str, entry: dict[str, Any], base: Path) -> None:
     body = entry.get(section[:-1]) or {}
     for key in _PATH_FIELDS.get(section, ()):
         value = body.get(key)
-        if isinstance(value, str) and value and not os.path.isabs(os.path.expanduser(value)):
+        if isinstance(value, str) and value and not os.path.isabs(value):  # "~/ca.crt" is relative, as in client-go
             body[key] = str(base / value)
     if section == "users" and isinstance(body.get("exec"), dict):
         body["exec"]["__dir__"] = str(base)  # a relative exec command resolves against this folder
@@ -274,7 +279,7 @@ def shown_path(name: str) -> str:
 
 def _file(name: str, what: str) -> bytes:
     try:
-        return Path(name).expanduser().read_bytes()
+        return Path(name).read_bytes()
     except (OSError, ValueError) as exc:  # ValueError: a path with NUL in it
         raise ConfigError(f"{what} {shown_path(name)}: {getattr(exc, 'strerror', None) or 'cannot be read'}") from None
 
@@ -372,16 +377,22 @@ def _chosen(doc: dict[str, Any], context_name: str,
     if cluster_entry is None and not selection.server:
         raise ConfigError(f'cluster "{cluster_name}" of context "{context_name}" does not exist in the kubeconfig')
     user_entry = _named(doc, "users", user_name) if user_name else None
-    if user_name and user_entry is None:
-        raise ConfigError(f'user "{user_name}" of context "{context_name}" does not exist in the kubeconfig')
+    if user_entry is None and selection.user:  # named by --user: kubectl requires it
+        raise ConfigError(f'auth info "{user_name}" does not exist')
+    # A context's user the kubeconfig does not define: kubectl carries on without credentials (asking for a user
+    # name and password on a terminal); here the requests go out anonymous, and a warning says so.
     cluster = dict((cluster_entry or {}).get("cluster") or {})
     user = dict((user_entry or {}).get("user") or {}, __name__=user_name)
+    if user_name and user_entry is None:
+        user["__missing__"] = f'user "{user_name}" of context "{context_name}" is not in the kubeconfig'
+
     return context, cluster_name, cluster, user
 
 
 def _from_flags(cluster: dict[str, Any], user: dict[str, Any], context_name: Optional[str], selection: Selection,
                 sources: tuple[str, ...], *, cluster_label: str = "flags", namespace: Optional[str] = None) -> Connection:
     user_name = user.pop("__name__", "")
+    missing = user.pop("__missing__", None)
     user_label = f'user "{user_name}"' if user_name else "user"
     server = selection.server or _string(cluster, "server", cluster_label)
     if not server:
@@ -397,6 +408,7 @@ def _from_flags(cluster: dict[str, Any], user: dict[str, Any], context_name: Opt
     if not impersonate_user and (impersonate_uid or impersonate_groups or impersonate_extra):
         raise ConfigError(f"requesting uid, groups or user-extra for {user_name or '<unnamed>'} without impersonating "
                           "a user")  # kubectl's words, before any request
+    _validate(cluster, user, selection, cluster_label, user_name)
     tls, auth = _tls(cluster, user, selection, cluster_label, user_label), _auth(user, selection, user_label, user_name)
     withheld = None
     if not server.startswith("https://"):
@@ -409,11 +421,44 @@ def _from_flags(cluster: dict[str, Any], user: dict[str, Any], context_name: Opt
         server=server, context=context_name,
         namespace=selection.namespace or _checked_namespace(namespace, f'context "{context_name}"') or "default",
         tls=tls, auth=auth, withheld_from=withheld,
+        notes=(f"{missing}: requests go out anonymous (kubectl would ask for a user name and password)",)
+        if missing else (),
         impersonate_user=impersonate_user, impersonate_uid=impersonate_uid, impersonate_groups=impersonate_groups,
         impersonate_extra=impersonate_extra, sources=sources,
         proxy_url=checked_proxy_url(_string(cluster, "proxy-url", cluster_label), cluster_label),
         disable_compression=_bool(cluster.get("disable-compression"), cluster_label, "disable-compression"),
     )
+
+
+def _validate(cluster: dict[str, Any], user: dict[str, Any], selection: Selection, cluster_label: str,
+              user_name: str) -> None:
+    """What client-go's validation refuses in the merged config (the flags over the kubeconfig), in its words,
+    before any request: two ways to authenticate, or the same material given twice."""
+    def given(flag: Optional[str], key: str) -> bool:
+        return bool(flag) or bool(user.get(key))
+
+    problems = []
+    methods = [name for name, present in (
+        ("token", given(selection.token, "token")),
+        ("basicAuth", given(selection.username, "username") or given(selection.password, "password"))) if present]
+    cluster_name = cluster_label.split('"')[1] if '"' in cluster_label else cluster_label
+    if not (selection.certificate_authority or selection.insecure_skip_tls_verify) \
+            and cluster.get("certificate-authority") and cluster.get("certificate-authority-data"):
+        problems.append(f"certificate-authority-data and certificate-authority are both specified for {cluster_name}. "
+                        "certificate-authority-data will override.")
+    if not selection.client_certificate and user.get("client-certificate") and user.get("client-certificate-data"):
+        problems.append(f"client-cert-data and client-cert are both specified for {user_name}. client-cert-data will "
+                        "override.")
+    if not selection.client_key and user.get("client-key") and user.get("client-key-data"):
+        problems.append(f"client-key-data and client-key are both specified for {user_name}; client-key-data will "
+                        "override")
+    if isinstance(user.get("exec"), dict) and user.get("auth-provider") is not None:
+        problems.append(f"authProvider cannot be provided in combination with an exec plugin for {user_name}")
+    if len(methods) > 1:
+        problems.append(f"more than one authentication method found for {user_name}; found [{' '.join(methods)}], "
+                        "only one is allowed")
+    if problems:
+        raise ConfigError("invalid configuration: " + " ".join(problems))
 
 
 def _tls(cluster: dict[str, Any], user: dict[str, Any], selection: Selection, cluster_label: str,

@@ -168,6 +168,8 @@ class Transport:
         self._pool: Optional[Pool] = None
         self._pool_cert: Optional[bytes] = None
         self._static_headers = self._impersonation()
+        for note in connection.notes:
+            print(f"warning: {note}", file=sys.stderr)
         if connection.withheld_from:  # kubectl is silent here; a request that goes out as nobody must not be
             print(f"warning: {self.shown_server} is not a TLS server: the credentials of {connection.withheld_from} "
                   "are not sent to it (as kubectl does), so requests go out anonymous", file=sys.stderr)

@@ -263,8 +263,6 @@ STRUCTURE = [
          'context "prod" does not exist'),
     Case("context-cluster-unknown", kc(lambda i: config(i.url(), context={"cluster": "nope", "user": "u"})),
          'cluster "nope"'),
-    Case("context-user-unknown", kc(lambda i: config(i.url(), context={"cluster": "c", "user": "nope"})),
-         'user "nope"'),
     Case("context-cluster-list", kc(lambda i: config(i.url(), context={"cluster": ["c"], "user": "u"})),
          "cluster must be a string"),
     Case("context-namespace-list", kc(lambda i: config(i.url(), context={"cluster": "c", "user": "u",
@@ -279,7 +277,7 @@ STRUCTURE = [
                                                                           "namespace": "a/b"})), "invalid namespace"),
     Case("flag-context-unknown", kc(lambda i: config(i.url()), "--context", "prod"), 'context "prod" does not exist'),
     Case("flag-cluster-unknown", kc(lambda i: config(i.url()), "--cluster", "prod"), 'cluster "prod"'),
-    Case("flag-user-unknown", kc(lambda i: config(i.url()), "--user", "prod"), 'user "prod"'),
+    Case("flag-user-unknown", kc(lambda i: config(i.url()), "--user", "prod"), 'auth info "prod" does not exist'),
 ]
 
 SERVERS_IN_KUBECONFIG = [

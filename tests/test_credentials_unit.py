@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import socket
+import subprocess
 import threading
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Optional
 
 import pytest
 import yaml
@@ -25,6 +27,8 @@ from kubectl_pvleft.errors import ConnectionFailed
 from kubectl_pvleft.kubeconfig import Selection, load_connection
 
 TOKEN = "tok-9f8e7d6c5b4a"
+# The oracle: a real kubectl (gcloud's dispatcher on PATH picks one by the server's version; there is no server here).
+KUBECTL = next((p for p in ("/usr/lib/google-cloud-sdk/bin/kubectl.1.33",) if os.path.exists(p)), "kubectl")
 EMPTY_LIST = b'{"kind":"List","apiVersion":"v1","metadata":{"resourceVersion":"7"},"items":[]}'
 
 
@@ -338,3 +342,65 @@ def test_impersonation_keys_without_a_user_are_refused_as_kubectl_refuses(tmp_pa
     result = invoke("classes", "--kubeconfig", config)
     assert (result.code, result.stderr) == (1, "error: requesting uid, groups or user-extra for u without "
                                                "impersonating a user\n")
+
+
+def _doc(server: str, users: list, clusters: Optional[list] = None, context_user: str = "u") -> dict:
+    return {"apiVersion": "v1", "kind": "Config", "current-context": "x",
+            "clusters": clusters or [{"name": "c", "cluster": {"server": server, **trust(server, {})}}],
+            "users": users, "contexts": [{"name": "x", "context": {"cluster": "c", "user": context_user}}]}
+
+
+@pytest.mark.parametrize("section", ["clusters", "users", "contexts"])
+def test_two_entries_of_one_name_in_a_file_are_refused_as_kubectl_refuses(section: str, tmp_path: Path) -> None:
+    doc = _doc("https://127.0.0.1:1", [{"name": "u", "user": {"token": TOKEN}}])
+    doc[section].append(dict(doc[section][0]))
+    (tmp_path / "kc").write_text(yaml.safe_dump(doc))
+    result = invoke("classes", "--kubeconfig", str(tmp_path / "kc"))
+    name = doc[section][0]["name"]
+    assert (result.code, result.stderr) == (1, f'error: error loading config file "{tmp_path / "kc"}": duplicate '
+                                               f'name "{name}" in {section}\n')
+    assert TOKEN not in result.stderr  # kubectl prints the entries, secrets and all; never here
+
+
+@pytest.mark.integration  # kubectl runs as the oracle
+@pytest.mark.parametrize("user, cluster, said", [
+    ({"token": TOKEN, "username": "a", "password": TOKEN}, {},
+     "more than one authentication method found for u; found [token basicAuth], only one is allowed"),
+    ({"token": TOKEN}, {"certificate-authority": "/etc/hostname", "certificate-authority-data": "aGVsbG8="},
+     "certificate-authority-data and certificate-authority are both specified for c. certificate-authority-data "
+     "will override."),
+    ({"client-certificate": "/etc/hostname", "client-certificate-data": "aGVsbG8=", "client-key-data": "aGVsbG8="},
+     {}, "client-cert-data and client-cert are both specified for u. client-cert-data will override."),
+    ({"client-certificate-data": "aGVsbG8=", "client-key": "/etc/hostname", "client-key-data": "aGVsbG8="}, {},
+     "client-key-data and client-key are both specified for u; client-key-data will override"),
+])
+def test_what_kubectl_validation_refuses_is_refused(user: dict, cluster: dict, said: str, tmp_path: Path) -> None:
+    doc = _doc("https://127.0.0.1:1", [{"name": "u", "user": user}],
+               [{"name": "c", "cluster": {"server": "https://127.0.0.1:1", **cluster}}])
+    (tmp_path / "kc").write_text(yaml.safe_dump(doc))
+    result = invoke("classes", "--kubeconfig", str(tmp_path / "kc"))
+    assert (result.code, result.stderr) == (1, f"error: invalid configuration: {said}\n")
+    kubectl = subprocess.run([KUBECTL, "--kubeconfig", str(tmp_path / "kc"), "get", "pv", "--request-timeout", "1s"],
+                             capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    assert said in kubectl.stderr, kubectl.stderr  # kubectl refuses the same file in the same words
+
+
+def test_a_tilde_is_not_expanded_as_kubectl_does_not(tmp_path: Path) -> None:
+    (tmp_path / "kc").write_text(yaml.safe_dump(_doc("https://127.0.0.1:1", [{"name": "u", "user": {}}])))
+    result = invoke("classes", "--kubeconfig", "~/kc", env={"HOME": str(tmp_path)})
+    assert (result.code, result.stderr) == (1, "error: kubeconfig ~/kc: no such file\n")
+    doc = _doc("https://127.0.0.1:1", [{"name": "u", "user": {}}],
+               [{"name": "c", "cluster": {"server": "https://127.0.0.1:1", "certificate-authority": "~/ca.crt"}}])
+    (tmp_path / "kc").write_text(yaml.safe_dump(doc))
+    connection_error = invoke("classes", "--kubeconfig", str(tmp_path / "kc"), env={"HOME": str(tmp_path)})
+    assert f"{tmp_path}/~/ca.crt" in connection_error.stderr  # relative to the kubeconfig's folder, as client-go
+
+
+def test_a_context_whose_user_is_not_defined_goes_out_anonymous_and_says_so(server: ScriptedServer,
+                                                                          tmp_path: Path) -> None:
+    (tmp_path / "kc").write_text(yaml.safe_dump(_doc(server.url_for("ok"), [], context_user="ghost")))
+    before = len(server.requests)
+    result = ok(invoke("classes", "--kubeconfig", str(tmp_path / "kc")))
+    assert {h.get("authorization", "<none>") for _, h in server.requests[before:]} == {"<none>"}
+    assert result.stderr.splitlines()[0] == ('warning: user "ghost" of context "x" is not in the kubeconfig: requests '
+                                             "go out anonymous (kubectl would ask for a user name and password)")

@@ -90,7 +90,7 @@ def test_namespace_defaults_to_default(two_files: tuple[Path, Path]) -> None:
 @pytest.mark.parametrize("selection, message", [
     (Selection(context="nope"), 'context "nope" does not exist'),
     (Selection(cluster="nope"), 'cluster "nope"'),
-    (Selection(user="nope"), 'user "nope"'),
+    (Selection(user="nope"), 'auth info "nope" does not exist'),
 ])
 def test_unknown_names_are_clear_errors(two_files: tuple[Path, Path], selection: Selection, message: str) -> None:
     selection = Selection(kubeconfig=str(two_files[0]), context=selection.context, cluster=selection.cluster,
