@@ -27,6 +27,8 @@ from kubectl_pvleft.proxy import choose as choose_proxy
 USER_AGENT = f"kubectl-pvleft/{__version__}"
 BODY_LOG_LIMIT = 10 * 1024  # kubectl cuts logged bodies too
 DEFAULT_READ_TIMEOUT_SECONDS = 60.0  # see silence_limit()
+MAX_RETRIES = 10  # client-go's default for a request answered 429 or 5xx with Retry-After
+RETRY_WAIT_CAP = 30.0  # a Retry-After longer than this is waited this long
 # The largest body one answer may have: a List page of 500 objects (kubectl's and our page size) at 512 KiB
 # each. A Pod with managedFields is ~5-20 KiB, so this is 25x the largest real pages; etcd refuses objects over
 # 1.5 MiB, and a page where every object is near that limit is not a cluster anyone runs. Memory stays bounded
@@ -232,10 +234,32 @@ class Transport:
             # An exec credential or rotated token that the server no longer takes: fetch a fresh one, once.
             self._drain(response)
             response = self._send(target, accept, self._credentials.issue(force=True), timeouts)
+        retries = 0
+        while retries < MAX_RETRIES and (wait := self._retry_after(response)) is not None:
+            # client-go retries a GET that is answered 429, or 5xx with Retry-After, up to 10 times, waiting what the
+            # server asks (here at most RETRY_WAIT_CAP, and never past --request-timeout).
+            self._drain(response)
+            retries += 1
+            if verbosity() >= 6:
+                log.info('"Retrying" status="%d" after="%gs" attempt=%d', response.status, wait, retries)
+            time.sleep(wait)
+            response = self._send(target, accept, self._credentials.issue(), timeouts)
         if response.status >= 400:
             body = self._drain(response)
             raise api_error(response.status, body, verb, path)
         return response
+
+    def _retry_after(self, response: Response) -> Optional[float]:
+        """How long to wait before sending again, or None when the answer is not one to retry."""
+        if response.status != 429 and response.status < 500:
+            return None
+        text = (response.headers.get("retry-after") or "").strip()
+        if not text.isascii() or not text.isdigit():  # client-go reads whole seconds only
+            return None
+        wait = min(float(text), RETRY_WAIT_CAP)
+        if self.request_timeout is not None and wait >= self.request_timeout:
+            return None  # the wait alone would outlast the request: the server's answer is the error
+        return wait
 
     @staticmethod
     def _drain(response: Response) -> bytes:

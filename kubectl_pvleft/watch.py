@@ -161,8 +161,11 @@ class _Reflector:
     def _watch(self) -> Iterator[StreamItem]:
         s = self.stream
         opened, seen = time.monotonic(), 0
+        # client-go's reflector draws each watch's length from [min, 2 x min): many watchers do not all reconnect
+        # in the same second.
+        timeout = int(self.settings.timeout_seconds * (1.0 + random.random()))
         for event in self.api.watch(s.kind, s.namespace, self.resource_version or "", field_selector=s.field_selector,
-                                    label_selector=s.label_selector, timeout_seconds=self.settings.timeout_seconds):
+                                    label_selector=s.label_selector, timeout_seconds=timeout):
             self.resource_version = event.resource_version or self.resource_version
             self.expired_in_a_row, seen = 0, seen + 1
             yield from self._up()

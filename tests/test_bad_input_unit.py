@@ -78,7 +78,7 @@ FAULTS: dict[str, Callable[[socket.socket], None]] = {
     "not-found": answer(404, status_body(404, "NotFound", "the server could not find the requested resource")),
     "not-found-empty": answer(404, b"", "text/plain"),
     "too-many": answer(429, status_body(429, "TooManyRequests", "Too many requests, please try again later."),
-                       extra="Retry-After: 1\r\n"),
+                       extra="Retry-After: 0\r\n"),  # retried 10 times at once, then the error
     "redirect": answer(302, b"", "text/plain", extra="Location: http://127.0.0.1:1/elsewhere\r\n"),
     "bad-gzip": answer(200, b"\x1f\x8b\x08\x00 this is no gzip", extra="Content-Encoding: gzip\r\n"),
     "close": close_at_once,

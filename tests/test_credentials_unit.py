@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from cli_runner import Result, invoke
-from fake_apiserver import ScriptedServer, answer
+from fake_apiserver import ScriptedServer, answer, http_answer
 from tls_material import ca_data
 from kubectl_pvleft.api import PERSISTENT_VOLUMES, KubeAPI
 from kubectl_pvleft.errors import ConnectionFailed
@@ -404,3 +404,25 @@ def test_a_context_whose_user_is_not_defined_goes_out_anonymous_and_says_so(serv
     assert {h.get("authorization", "<none>") for _, h in server.requests[before:]} == {"<none>"}
     assert result.stderr.splitlines()[0] == ('warning: user "ghost" of context "x" is not in the kubeconfig: requests '
                                              "go out anonymous (kubectl would ask for a user name and password)")
+
+
+def test_a_429_or_503_with_retry_after_is_retried_as_client_go_does(tmp_path: Path) -> None:
+    """client-go retries a GET answered 429 (or 5xx) with Retry-After, up to 10 times; the plugin gave up at once."""
+    answers = iter([(429, "Retry-After: 0\r\n"), (503, "Retry-After: 0\r\n"), (200, "")])
+
+    def flaky(conn: socket.socket) -> None:
+        status, extra = next(answers, (200, ""))
+        conn.sendall(http_answer(status, EMPTY_LIST if status == 200 else b"{}", extra=extra))
+
+    always = {"busy": answer(429, b'{"kind":"Status","code":429,"reason":"TooManyRequests","message":"slow down"}',
+                             extra="Retry-After: 0\r\n"),
+              "no-retry-after": answer(503, b"", "text/plain")}
+    with ScriptedServer({"flaky": flaky, **always}) as scripted:
+        reads = ok(invoke("classes", "--kubeconfig", kubeconfig(tmp_path / "a", scripted.url_for("flaky"), {}), "-v", "6"))
+        assert reads.stderr.count('"Retrying"') == 2  # a 429 and a 503, each retried once, then the lists went on
+        assert len(scripted.seen("flaky")) == reads.stderr.count('"Response"')
+        busy = invoke("classes", "--kubeconfig", kubeconfig(tmp_path / "b", scripted.url_for("busy"), {}))
+        assert busy.code == 1 and "slow down" in busy.stderr
+        assert len(scripted.seen("busy")) == 11  # the first try and 10 retries, then the server's answer
+        invoke("classes", "--kubeconfig", kubeconfig(tmp_path / "c", scripted.url_for("no-retry-after"), {}))
+        assert len(scripted.seen("no-retry-after")) == 1  # no Retry-After: not retried
