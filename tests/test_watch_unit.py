@@ -185,13 +185,28 @@ def test_a_403_after_the_stream_was_allowed_is_an_outage_to_wait_out() -> None:
 def test_transient_server_errors_after_the_first_list_are_an_outage_and_others_propagate() -> None:
     api = ScriptedAPI([Listing([], "1"), Listing([], "2")],
                       [[error_for(503, "ServiceUnavailable", "shutting down", "watch", "p")]])
-    stop = threading.Event()
-    stream = reflect(api, PENDING_PODS, FAST, stop)
-    assert isinstance(next(stream), Synced)
-    stop.set()
+    # The 503 really is reached (the stream ends only when the script is over, after it): an outage to wait out,
+    # never the end of the watch. (Before, the stream was stopped right after its first list.)
+    items = list(reflect(api, PENDING_PODS, FAST, api.exhausted))
+    assert isinstance(items[0], Synced) and len(api.watch_calls) >= 2
+    assert all(isinstance(i, (Synced, Notice)) for i in items)
     with pytest.raises(Exception, match="bad request"):
         list(reflect(ScriptedAPI([Listing([], "1")], [[error_for(400, "BadRequest", "bad request", "watch", "p")]]),
                      PENDING_PODS, FAST))
+
+
+def test_each_watch_lasts_a_time_drawn_from_min_to_twice_min_as_client_gos_reflector() -> None:
+    class Recording(ScriptedAPI):
+        def watch(self, kind: Kind, namespace: Optional[str], resource_version: str, **kw: Any) -> Iterator[WatchEvent]:
+            self.timeouts.append(kw["timeout_seconds"])
+            return super().watch(kind, namespace, resource_version, **kw)
+
+    api = Recording([Listing([], "1")], [[] for _ in range(40)])
+    api.timeouts = []  # type: ignore[attr-defined]
+    settings = WatchSettings(timeout_seconds=300, backoff_initial=0.001, backoff_max=0.002, warn_after=3600, settle=0)
+    list(reflect(api, PENDING_PODS, settings, api.exhausted))
+    timeouts = api.timeouts  # type: ignore[attr-defined]
+    assert len(timeouts) == 41 and all(300 <= t < 600 for t in timeouts) and len(set(timeouts)) > 5
 
 
 def test_watch_settings_come_from_the_environment_with_floors() -> None:
