@@ -27,8 +27,8 @@ demo-stop: $(PY)
 
 test: install
 	bash tests/cluster/build.sh
-	$(PY) -m pytest -q
-	bash .ci/floors
+	timeout 3600 $(PY) -m pytest -q
+	timeout 1500 bash .ci/floors
 
 # The unit suite: in-process tests only (no cluster, no child process, no cloud server or SDK, no install; see
 # setup.cfg's markers), a few seconds. It reinstalls only when setup.cfg changed: the install is editable.

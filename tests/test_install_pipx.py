@@ -29,6 +29,7 @@ def sources(where: Path) -> Path:
     return src
 
 
+@pytest.mark.timeout(1200)  # a fresh venv and every dependency: minutes on a cold pip cache
 def test_pipx_install(tmp_path: Path) -> None:
     assert PIPX, "pipx is in the test extra: run `make install`"
     home, bin_dir = tmp_path / "pipx-home", tmp_path / "pipx-bin"

@@ -24,7 +24,8 @@ ROOT = Path(__file__).resolve().parent.parent
 KREW_VERSION = "v0.4.3"  # the newest release the Go module proxy serves
 PIP_BIN = Path(sys.executable).parent
 
-pytestmark = [pytest.mark.integration,
+# Building the bundle (PyInstaller) and krew from source take minutes on a cold cache: past the default bound.
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(3600),
               pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the krew archive CI proves is linux")]
 
 
