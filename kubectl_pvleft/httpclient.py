@@ -255,7 +255,14 @@ class Response:
             self.close()
 
     def stream(self) -> Iterator[bytes]:
-        """The body's bytes as they arrive (a chunked body de-chunked); raises Cut if it ends early."""
+        """The body's bytes as they arrive (de-chunked, and inflated when gzipped); raises Cut if it ends early."""
+        if self.headers.get("content-encoding", "").strip().lower() == "gzip":
+            from kubectl_pvleft.contentcoding import inflate
+
+            return inflate(self._framed(), Malformed)
+        return self._framed()
+
+    def _framed(self) -> Iterator[bytes]:
         connection = self._connection
         if connection is None:
             return

@@ -217,6 +217,8 @@ class Transport:
 
     def _headers(self, accept: str, issued: Issued) -> list[tuple[str, str]]:
         headers = [("Accept", accept), ("User-Agent", USER_AGENT)]
+        if not self.connection.disable_compression:  # as kubectl: gzip unless the cluster says disable-compression
+            headers.append(("Accept-Encoding", "gzip"))
         if issued.authorization:
             headers.append(("Authorization", issued.authorization))
         for name, value in self._static_headers.items():

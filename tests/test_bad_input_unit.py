@@ -625,7 +625,7 @@ SERVER_ANSWERS = [
     server_case("not-found-empty", "HTTP 404"),
     server_case("too-many", "Too many requests"),
     server_case("redirect", "HTTP 302"),
-    server_case("bad-gzip", "not what list expects"),
+    server_case("bad-gzip", "sent a broken HTTP answer: a broken gzip body"),
     server_case("close", "closed the connection mid-answer"),
     server_case("garbage", "sent a broken HTTP answer: not an HTTP/1.1 answer"),
     server_case("negative-chunk", "sent a broken HTTP answer: a malformed chunk size"),

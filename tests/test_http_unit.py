@@ -275,3 +275,35 @@ def test_ipv6_literal_host_header() -> None:
     assert Server("https://[::1]:6443").host_header == "[::1]:6443"
     assert Server("https://[::1]").host_header == "[::1]"
     assert Server("https://example.com:443/prefix/").prefix == "/prefix"
+
+
+def gzipped(body: bytes, cut: int = 0) -> bytes:
+    import gzip
+
+    data = gzip.compress(body)
+    data = data[:-cut] if cut else data
+    return b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: %d\r\n\r\n%s" % (len(data), data)
+
+
+def test_a_gzip_body_is_inflated_as_it_streams(serve) -> None:
+    body = b"".join(b'{"metadata":{"name":"pv-%06d"}},' % i for i in range(100_000))
+    server = serve(send(gzipped(body), step=65536))
+    response = server.pool().get("/x", [], Timeouts(read=5))
+    pieces = list(response.stream())
+    assert b"".join(pieces) == body and len(pieces) > 1 and max(map(len, pieces)) <= 1024 * 1024
+
+
+def test_a_gzip_bomb_meets_the_size_bound_after_one_piece(serve) -> None:
+    server = serve(send(gzipped(b"\0" * (512 * 1024 * 1024))))  # 512 MiB of zeros in ~0.5 MB on the wire
+    with pytest.raises(TooLarge):
+        server.pool().get("/x", [], Timeouts(read=5)).read(limit=8 * 1024 * 1024)
+
+
+@pytest.mark.parametrize("answer, words", [
+    (gzipped(b'{"items":[]}' * 100, cut=6), "a gzip body cut short"),
+    (b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 9\r\n\r\nnot gzip!", "a broken gzip body"),
+])
+def test_a_broken_gzip_body_says_so(serve, answer: bytes, words: str) -> None:
+    server = serve(send(answer))
+    with pytest.raises(Malformed, match=words):
+        server.pool().get("/x", [], Timeouts(read=5)).read()
