@@ -35,7 +35,6 @@ OUTPUT_CHOICES = ("table", "wide", "json", "yaml", "jsonl", "name")
 TEMPLATED = ("jsonpath", "jsonpath-as-json", "jsonpath-file", "custom-columns", "custom-columns-file")
 # Flag names whose values are secrets: never echoed, not even in a usage error.
 _SECRET_FLAG = re.compile(r"tok|tkn|pass|pwd|secret|cred|key|auth|bearer|cert", re.IGNORECASE)
-_MAX_DURATION_SECONDS = (2 ** 63 - 1) / 1e9  # Go's time.Duration limit, which kubectl parses with
 _TRUE, _FALSE = ("1", "t", "T", "TRUE", "true", "True"), ("0", "f", "F", "FALSE", "false", "False")
 
 
@@ -55,26 +54,86 @@ def shown(text: str) -> str:
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in raw)
 
 
-# Go's time.ParseDuration: "1.5s", ".5s" and "5.s" are all durations; both micro signs name microseconds.
-_DURATION = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|\u00b5s|\u03bcs|ms|s|m|h)")
-_UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "\u00b5s": 1e-6, "\u03bcs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+_UNIT_NANOSECONDS = {"ns": 1, "us": 10**3, "\u00b5s": 10**3, "\u03bcs": 10**3, "ms": 10**6, "s": 10**9, "m": 60 * 10**9,
+                     "h": 3600 * 10**9}
+_INT64 = 1 << 63
+_TIMEOUT_WORDS = ("Invalid timeout value. Timeout must be a single integer in seconds, or an integer followed by a "
+                  "corresponding time unit (e.g. 1s | 2m | 3h)")  # kubectl's own message
+
+
+def go_duration(text: str) -> int:
+    """Go's time.ParseDuration, to the nanosecond and with its overflow rules; ValueError where Go errs."""
+    rest, negative = text, False
+    if rest[:1] in ("-", "+"):
+        negative, rest = rest[0] == "-", rest[1:]
+    if rest == "0":
+        return 0
+    if not rest:
+        raise ValueError(text)
+    total = 0
+    while rest:
+        digits = len(rest) - len(rest.lstrip("0123456789"))
+        if rest[:1] != "." and not digits:
+            raise ValueError(text)
+        whole = int(rest[:digits]) if digits else 0
+        if whole > _INT64:
+            raise ValueError(text)  # leadingInt's overflow
+        rest = rest[digits:]
+        fraction, scale, after = 0, 1.0, False
+        if rest[:1] == ".":
+            rest = rest[1:]
+            count = len(rest) - len(rest.lstrip("0123456789"))
+            after, overflow = count > 0, False
+            for c in rest[:count]:  # leadingFraction: digits past what 63 bits hold are dropped
+                if overflow or fraction > (_INT64 - 1) // 10 or fraction * 10 + int(c) > _INT64:
+                    overflow = True
+                    continue
+                fraction, scale = fraction * 10 + int(c), scale * 10
+            rest = rest[count:]
+        if not digits and not after:
+            raise ValueError(text)
+        unit_length = 0
+        while unit_length < len(rest) and rest[unit_length] != "." and not "0" <= rest[unit_length] <= "9":
+            unit_length += 1
+        unit = _UNIT_NANOSECONDS.get(rest[:unit_length])
+        if unit is None:  # a missing or unknown unit
+            raise ValueError(text)
+        rest = rest[unit_length:]
+        if whole > _INT64 // unit:
+            raise ValueError(text)
+        whole *= unit
+        if fraction:
+            whole += int(float(fraction) * (float(unit) / scale))  # Go's float64 step, to match it to the ns
+            if whole > _INT64:
+                raise ValueError(text)
+        total += whole
+        if total > _INT64:
+            raise ValueError(text)
+    if negative:
+        return -total
+    if total > _INT64 - 1:
+        raise ValueError(text)
+    return total
 
 
 def parse_request_timeout(text: str) -> Optional[float]:
-    """kubectl's --request-timeout: a Go duration (1s, 2m, 1m30s) or a bare number of seconds; 0 means none."""
-    text = text.strip()
-    if re.fullmatch(r"\d+", text):
-        seconds = float(text)
-    else:
-        parts = _DURATION.findall(text)
-        if not parts or "".join(n + u for n, u in parts) != text:
-            raise argparse.ArgumentTypeError(
-                f"invalid duration {shown(text)!r}: use a number with a unit such as 30s, 2m or 1h (0 means no timeout)")
-        seconds = sum(float(n) * _UNIT_SECONDS[u] for n, u in parts)
-    if seconds > _MAX_DURATION_SECONDS:
-        raise argparse.ArgumentTypeError(f"invalid duration {shown(text)!r}: longer than the longest duration kubectl "
-                                         "accepts (about 292 years)")
-    return seconds or None
+    """kubectl's --request-timeout (clientcmd.ParseTimeout): a whole number of seconds (Go's ParseInt: a sign
+    allowed, ASCII digits only), else a Go duration (1s, 2m, 1m30s, 1.5h, -5s). Zero, a negative duration, or
+    anything under a nanosecond means no timeout, as kubectl treats them; nothing else is accepted."""
+    if text == "":  # kubectl: an empty value is no timeout given
+        return None
+    body = text[1:] if text[:1] in ("+", "-") else text
+    if body and body.isascii() and body.isdigit() and -_INT64 <= int(text) < _INT64:
+        seconds = int(text)
+        if seconds >= 0:
+            # Go multiplies by time.Second in int64: a count of seconds past 292 years wraps, as it does in kubectl.
+            nanoseconds = (seconds * 10**9 + _INT64) % (2 * _INT64) - _INT64
+            return nanoseconds / 1e9 if nanoseconds > 0 else None
+    try:
+        nanoseconds = go_duration(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{_TIMEOUT_WORDS}: {shown(text)!r}") from None
+    return nanoseconds / 1e9 if nanoseconds > 0 else None
 
 
 def header_value(what: str):
