@@ -102,3 +102,22 @@ def test_forbidden_claims_are_unknown_with_one_warning(tmp_path: Path) -> None:
     assert result.returncode == 0
     assert {row["claim_missing"] for row in jsonl(result.stdout)} == {None}
     assert len(result.stderr.splitlines()) == 1 and "pvleft-pvonly-user" in result.stderr
+
+
+def test_a_403_on_get_is_forbidden_never_absent(tmp_path: Path) -> None:
+    """Never infer 404 from 403: get() returns None only when the server says 404 (a bug turning a 403 into None
+    would make leftovers call a re-read claim missing, and nothing else caught it)."""
+    from fake_apiserver import status as status_body
+    from kubectl_pvleft.errors import Forbidden
+
+    def handler(path: str, query: dict) -> tuple[int, dict]:
+        if path.endswith("/forbidden"):
+            return 403, status_body(403, "Forbidden", 'persistentvolumes "forbidden" is forbidden: User "u" cannot '
+                                                      'get resource "persistentvolumes"')
+        return 404, status_body(404, "NotFound", 'persistentvolumes "gone" not found')
+
+    with FakeAPIServer(handler) as server:
+        api = api_for(server, tmp_path)
+        assert api.get(PERSISTENT_VOLUMES, "gone") is None
+        with pytest.raises(Forbidden):
+            api.get(PERSISTENT_VOLUMES, "forbidden")

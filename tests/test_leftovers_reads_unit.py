@@ -90,3 +90,25 @@ def test_a_gone_claim_replaced_by_a_namesake_is_replaced() -> None:
 
     rows = {r.pv.name: r for r in find_leftovers(Renamed()).rows}
     assert (rows["web-pv"].pv.phase, rows["web-pv"].claim_state) == ("Bound", "replaced")
+
+
+def test_a_claim_that_may_be_listed_but_not_got_is_unknown_never_missing() -> None:
+    """A user whose role grants list but not get: the re-read of a gone claim's namesake is a 403. The claim's
+    state is unknown (said once), never "missing" (which would tell an operator the claim is gone)."""
+    from kubectl_pvleft.errors import Forbidden
+
+    class ListOnly(RecordedReader):
+        def get(self, kind: Kind[Any], name: str, namespace: Optional[str] = None) -> Any:
+            if kind.plural == "persistentvolumeclaims":
+                self.asked.append(("get", kind.plural, f"{namespace}/{name}"))
+                raise Forbidden(403, "Forbidden", f'persistentvolumeclaims "{name}" is forbidden', "get",
+                                f"/api/v1/namespaces/{namespace}/persistentvolumeclaims/{name}")
+            return super().get(kind, name, namespace)
+
+    reader = ListOnly(drop=("shop/web",))
+    result = find_leftovers(reader)
+    rows = {r.pv.name: r for r in result.rows}
+    assert ("get", "persistentvolumeclaims", "shop/web") in reader.asked  # the 403 was really met
+    assert "web-pv" not in rows or rows["web-pv"].claim_state != "missing"  # a Bound PV of unknown claim: no row
+    assert all(r.claim_state != "missing" for r in result.rows)
+    assert len(result.warnings) == 1 and "claim" in result.warnings[0]
