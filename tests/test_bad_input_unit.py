@@ -639,9 +639,14 @@ SERVER_ANSWERS = [
     Case("server-silent-short", kc(lambda i: config(i.url("silent")), "--request-timeout", "50ms"),
          "did not answer in time (--request-timeout)", fault="silent", subcommands=("pending", "classes", "claims")),
     # The first list of a watch fails like any command: one line, exit 1, no retry.
-    *[Case(f"watch-{fault}", kc(lambda i, f=fault: config(i.url(f)), "--watch"), "", fault=fault)
-      for fault in ("list-array", "items-null-entry", "status-500-multiline", "unauthorized", "not-found",
-                    "close", "too-many")],
+    *[Case(f"watch-{fault}", kc(lambda i, f=fault: config(i.url(f)), "--watch"), said, fault=fault)
+      for fault, said in (("list-array", "the server's answer is not what list expects"),
+                          ("items-null-entry", "not what list expects"),
+                          ("status-500-multiline", "line one line two line three"),
+                          ("unauthorized", "You must be logged in to the server (Unauthorized)"),
+                          ("not-found", "the server could not find the requested resource"),
+                          ("close", "closed the connection mid-answer"),
+                          ("too-many", "Too many requests"))],
 ]
 
 
@@ -673,6 +678,7 @@ def runs() -> Iterator[Any]:
 
 def test_the_corpus_is_big_enough() -> None:
     assert len({c.id for c in CASES}) == len(CASES) >= 150
+    assert [c.id for c in CASES if not c.fragment] == []  # what each error says is checked, every time
     assert PLUGIN_RUNS <= {c.id for c in EXEC_PLUGINS}
 
 
