@@ -15,6 +15,12 @@ class UsageError(PvleftError):
     exit_code = 2
 
 
+class TemplateRefused(UsageError):
+    """A -o template kubectl refuses (empty, unparsable, too large): kubectl exits 1 for these, not 2."""
+
+    exit_code = 1
+
+
 class ConfigError(PvleftError):
     """The kubeconfig (or in-cluster config) could not give us a server to talk to."""
 

@@ -13,7 +13,7 @@ from typing import Any, Callable, NoReturn, Optional, Sequence
 
 from kubectl_pvleft import __version__
 from kubectl_pvleft.commands import COMMANDS, Command, Options
-from kubectl_pvleft.errors import UsageError
+from kubectl_pvleft.errors import TemplateRefused, UsageError
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_FINDINGS, EXIT_PARTIAL = 0, 1, 2, 3, 4
 EXIT_INTERRUPTED, EXIT_PIPE_CLOSED = 130, 141
@@ -153,7 +153,7 @@ def output_format(text: str) -> str:
     if text in OUTPUT_CHOICES or (name in TEMPLATED and value):
         return text
     if name in TEMPLATED:  # kubectl's words (no argparse "argument -o/--output:" prefix)
-        raise UsageError("custom-columns format specified but no custom columns given" if name.startswith("custom")
+        raise TemplateRefused("custom-columns format specified but no custom columns given" if name.startswith("custom")
                          else "template format specified but no template given")
     if name in ("go-template", "go-template-file", "template", "templatefile"):
         raise argparse.ArgumentTypeError(f"-o {name} is not supported: use jsonpath=... or custom-columns=...")

@@ -14,12 +14,12 @@ from __future__ import annotations
 import re
 from typing import Any, Optional
 
-from kubectl_pvleft.errors import UsageError
+from kubectl_pvleft.errors import TemplateRefused, UsageError
 
 __all__ = ["TemplateError", "ExecutionError", "JSONPathTemplate", "GoByte", "NO_VALUE"]
 
 
-class TemplateError(UsageError):
+class TemplateError(TemplateRefused):
     """A template kubectl refuses; the message is kubectl's text, to print after `error: `."""
 
     exit_code = 1  # kubectl exits 1 on a bad template, not with a usage code

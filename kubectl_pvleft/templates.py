@@ -11,7 +11,7 @@ from typing import Any, Sequence, TypeVar
 
 from kubectl_pvleft.columns import (parse_custom_columns, parse_custom_columns_file, render_custom_columns,
                                     sort_rows as sort_objects)
-from kubectl_pvleft.errors import UsageError
+from kubectl_pvleft.errors import TemplateRefused
 from kubectl_pvleft.jsonpath import JSONPathTemplate
 from kubectl_pvleft.printing import Formatter, PrintOptions, Report, kubectl_list
 
@@ -25,12 +25,12 @@ def _read(path: str, flag: str) -> str:
         with open(path, encoding="utf-8") as handle:
             return handle.read()
     except IsADirectoryError:
-        raise UsageError(f"error reading {what} {path}, read {path}: is a directory") from None
+        raise TemplateRefused(f"error reading {what} {path}, read {path}: is a directory") from None
     except OSError as exc:
         reason = exc.strerror or str(exc)
-        raise UsageError(f"error reading {what} {path}, open {path}: {reason[:1].lower()}{reason[1:]}") from None
+        raise TemplateRefused(f"error reading {what} {path}, open {path}: {reason[:1].lower()}{reason[1:]}") from None
     except UnicodeDecodeError as exc:
-        raise UsageError(f"error reading {what} {path}: not UTF-8 text ({exc.reason})") from None
+        raise TemplateRefused(f"error reading {what} {path}: not UTF-8 text ({exc.reason})") from None
 
 
 class JSONPathFormatter(Formatter[T]):

@@ -553,8 +553,8 @@ FLAGS = [
     Case("timeout-exponent", flags("--request-timeout", "1e3s"), "Invalid timeout value", code=2),
     Case("timeout-two-dots", flags("--request-timeout", "1.5.5s"), "Invalid timeout value", code=2),
     Case("output-xml", flags("-o", "xml"), "invalid choice: 'xml'", code=2),
-    Case("output-jsonpath-empty", flags("-o", "jsonpath="), "format specified but no template given", code=2),
-    Case("output-custom-columns-empty", flags("-o", "custom-columns="), "format specified but no", code=2),
+    Case("output-jsonpath-empty", flags("-o", "jsonpath="), "format specified but no template given", code=1),
+    Case("output-custom-columns-empty", flags("-o", "custom-columns="), "format specified but no", code=1),
     # 1,000 columns were a RecursionError (the tabwriter recurses per column) once rows came.
     Case("output-custom-columns-1000", flags("-o", "custom-columns=" + ",".join(f"C{n}:.metadata.name"
                                                                               for n in range(1000))),
