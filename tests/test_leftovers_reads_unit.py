@@ -112,3 +112,16 @@ def test_a_claim_that_may_be_listed_but_not_got_is_unknown_never_missing() -> No
     assert "web-pv" not in rows or rows["web-pv"].claim_state != "missing"  # a Bound PV of unknown claim: no row
     assert all(r.claim_state != "missing" for r in result.rows)
     assert len(result.warnings) == 1 and "claim" in result.warnings[0]
+
+
+def test_rows_are_in_kubectls_order_by_name_whatever_order_the_server_lists_in() -> None:
+    """The recorded lists are already sorted (as the API server lists them): reversed here, so only our sort
+    can put the rows in name order."""
+
+    class Reversed(RecordedReader):
+        def _objects(self, plural: str) -> list[Any]:
+            return list(reversed(super()._objects(plural)))
+
+    names = [r.pv.name for r in find_leftovers(Reversed(), include_all=True).rows]
+    assert names == sorted(names) and len(names) > 3
+    assert [pv.metadata.name for pv in Reversed()._objects("persistentvolumes")] != sorted(names)

@@ -453,3 +453,16 @@ def test_a_multi_attach_error_names_the_node_and_the_pods_there() -> None:
     other = pending.to_json(row)["other_party"]
     assert (other["kind"], other["node"], other["pods"]) == ("Node", "node-b", [f"{doc['namespace']}/holder"])
     assert 'attached to node "node-b"' in row.verdict.message
+
+
+def test_a_rows_events_are_newest_first_whatever_order_the_server_lists_them_in() -> None:
+    """Evidence is a rumour with a timestamp: the newest is the one to read first. The recorded events come in
+    the server's order; here each gets another time and the list is reversed, so only our order can sort them."""
+    doc = copy.deepcopy(load("external_provisioning"))
+    for n, event in enumerate(doc["events"]):
+        event["lastTimestamp"] = f"2030-01-01T00:{n % 60:02d}:00Z"
+        event["series"] = None
+        event["eventTime"] = None
+    doc["events"].reverse()
+    times = [e["time"] for e in pending.to_json(triage_of(doc))["events"]]
+    assert len(times) >= 2 and times == sorted(times, reverse=True)
