@@ -456,13 +456,18 @@ def test_a_multi_attach_error_names_the_node_and_the_pods_there() -> None:
 
 
 def test_a_rows_events_are_newest_first_whatever_order_the_server_lists_them_in() -> None:
-    """Evidence is a rumour with a timestamp: the newest is the one to read first. The recorded events come in
-    the server's order; here each gets another time and the list is reversed, so only our order can sort them."""
+    """Evidence is a rumour with a timestamp: the newest is the one to read first. The claim's recorded event is
+    copied three times at other times, listed oldest first, so only our order can put the newest first."""
     doc = copy.deepcopy(load("external_provisioning"))
-    for n, event in enumerate(doc["events"]):
-        event["lastTimestamp"] = f"2030-01-01T00:{n % 60:02d}:00Z"
-        event["series"] = None
-        event["eventTime"] = None
-    doc["events"].reverse()
-    times = [e["time"] for e in pending.to_json(triage_of(doc))["events"]]
-    assert len(times) >= 2 and times == sorted(times, reverse=True)
+    claim_event = next(e for e in doc["events"] if e["reason"] == "ExternalProvisioning")
+    copies = []
+    for n in range(3):
+        event = copy.deepcopy(claim_event)
+        event["metadata"]["uid"] = f"claim-event-{n}"
+        event["metadata"]["name"] = f"{event['metadata']['name']}.{n}"
+        event["lastTimestamp"] = f"2030-01-01T00:0{n}:00Z"
+        copies.append(event)
+    doc["events"] = [e for e in doc["events"] if e is not claim_event] + copies  # oldest first
+    events = [e for e in pending.to_json(triage_of(doc))["events"] if e["reason"] == "ExternalProvisioning"]
+    times = [e["time"] for e in events]
+    assert len(times) == 3 and times == sorted(times, reverse=True)
