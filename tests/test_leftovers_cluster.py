@@ -256,3 +256,26 @@ def test_kubeconfig_list_first_file_wins_and_context_picks_the_user(cluster, mar
     overridden = run_plugin(None, "leftovers", "-o", "jsonl", "--context", "pvleft-admin",
                             "--user", "pvleft-pvonly-user", env={"KUBECONFIG": f"{pvonly}:{admin}"})
     assert row_for(jsonl(overridden.stdout), "mariadb-pv")["claim_missing"] is None
+
+
+def test_json_items_agree_with_kubectls_own_view_of_the_same_pvs(cluster, mariadb) -> None:
+    """Every key of `-o json` that restates a field of the PV is compared with what kubectl reads from the server
+    (a bug dropping or mistyping a key passed both cluster files before)."""
+    ours = items(run_plugin(cluster.kubeconfig("reader"), "leftovers", "--all", "-o", "json", check=True).stdout)
+    theirs = {pv["metadata"]["name"]: pv for pv in json.loads(cluster.kubectl("get", "pv", "-o", "json").stdout)["items"]}
+    assert ours and {row["name"] for row in ours} <= set(theirs)
+    for row in ours:
+        pv = theirs[row["name"]]
+        spec, status = pv["spec"], pv.get("status", {})
+        ref = spec.get("claimRef") or {}
+        csi = spec.get("csi") or {}
+        assert row["phase"] == status.get("phase"), row["name"]
+        assert row["reclaim"] == spec.get("persistentVolumeReclaimPolicy"), row["name"]
+        assert row["claim"] == (f"{ref['namespace']}/{ref['name']}" if ref.get("name") else None), row["name"]
+        assert row["claim_uid"] == ref.get("uid"), row["name"]
+        assert row["storage_class"] == (spec.get("storageClassName") or None), row["name"]
+        assert row["capacity"] == spec.get("capacity", {}).get("storage"), row["name"]
+        if csi:
+            assert (row["driver"], row["volume_handle"]) == (csi.get("driver"), csi.get("volumeHandle")), row["name"]
+        assert row["reason"] == status.get("reason") and row["message"] == status.get("message"), row["name"]
+        assert row["last_phase_transition_time"] == status.get("lastPhaseTransitionTime"), row["name"]
