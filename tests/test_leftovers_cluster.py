@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -279,3 +280,35 @@ def test_json_items_agree_with_kubectls_own_view_of_the_same_pvs(cluster, mariad
             assert (row["driver"], row["volume_handle"]) == (csi.get("driver"), csi.get("volumeHandle")), row["name"]
         assert row["reason"] == status.get("reason") and row["message"] == status.get("message"), row["name"]
         assert row["last_phase_transition_time"] == status.get("lastPhaseTransitionTime"), row["name"]
+
+
+def test_first_file_wins_for_each_named_cluster_user_and_context(cluster, mariadb, tmp_path: Path) -> None:
+    """Two files both define a cluster, a user and a context of the same names: the first file's entries win,
+    each on its own (kubectl's merge), with kubectl's `config view --minify` as the oracle."""
+    import yaml
+
+    admin = yaml.safe_load(cluster.kubeconfig("admin").read_text())
+    good_cluster, good_user = admin["clusters"][0]["cluster"], admin["users"][0]["user"]
+    dead = {"server": "https://127.0.0.1:1", "insecure-skip-tls-verify": True}
+
+    def config(cluster_body: dict, user_body: dict, namespace: str) -> dict:
+        return {"apiVersion": "v1", "kind": "Config",
+                "clusters": [{"name": "shared", "cluster": cluster_body}],
+                "users": [{"name": "shared-user", "user": user_body}],
+                "contexts": [{"name": "shared-ctx", "context": {"cluster": "shared", "user": "shared-user",
+                                                                "namespace": namespace}}]}
+
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.write_text(yaml.safe_dump(config(good_cluster, good_user, "mariadb")))
+    second.write_text(yaml.safe_dump(config(dead, {"token": "not-a-token"}, "elsewhere")))
+    for order, works in ((f"{first}:{second}", True), (f"{second}:{first}", False)):
+        env = {"KUBECONFIG": order}
+        view = json.loads(subprocess.run(["kubectl", "config", "view", "--minify", "--raw", "-o", "json",
+                                          "--context", "shared-ctx"], capture_output=True, text=True,
+                                         env={**os.environ, **env}, check=True).stdout)
+        assert view["clusters"][0]["cluster"]["server"] == (good_cluster if works else dead)["server"]
+        result = run_plugin(None, "leftovers", "-o", "jsonl", "--context", "shared-ctx", env=env)
+        if works:
+            assert result.returncode == 0 and row_for(jsonl(result.stdout), "mariadb-pv")["claim_missing"] is True
+        else:
+            assert result.returncode == 1 and "127.0.0.1:1" in result.stderr
