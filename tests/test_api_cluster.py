@@ -169,3 +169,23 @@ def test_a_tls_session_closed_mid_body_is_cut(cluster) -> None:
     response = _pool(cluster, _tls_server(cluster, answer)).get("/x", [], Timeouts(read=10))
     with pytest.raises(Cut):
         response.read()
+
+
+def test_a_user_who_may_list_but_not_get_gets_forbidden_never_absent(cluster) -> None:
+    """Real RBAC: every role of the tests granted get, list and watch together, so no 403 on get was ever seen.
+    A 403 on get is Forbidden (the caller says "unknown"), never None ("absent"): the seed's first rule."""
+    from kubectl_pvleft.errors import Forbidden
+
+    cluster.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "listonly-pv"},
+        "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "storageClassName": "listonly-none",
+                 "hostPath": {"path": "/tmp/listonly-pv"}}}))
+    api = KubeAPI(load_connection(Selection(kubeconfig=str(cluster.kubeconfig("listonly")))))
+    try:
+        assert "listonly-pv" in {pv.metadata.name for pv in api.list(PERSISTENT_VOLUMES)}  # listing is allowed
+        for name in ("listonly-pv", "no-such-pv"):  # whether the PV exists or not, the answer is the 403
+            with pytest.raises(Forbidden):
+                api.get(PERSISTENT_VOLUMES, name)
+    finally:
+        api.close()
+        cluster.kubectl("delete", "pv", "listonly-pv", "--wait=false", check=False)

@@ -72,6 +72,7 @@ USERS: dict[str, tuple[str, str | None]] = {
     "reader": ("pvleft-reader-user", None),
     "pvonly": ("pvleft-pvonly-user", None),
     "namespaced": ("pvleft-namespaced-user", None),
+    "listonly": ("pvleft-listonly-user", None),  # may list and watch, never get: a 403 that must not mean "absent"
 }
 COMPONENTS: dict[str, tuple[str, str | None]] = {
     "kube-controller-manager": ("system:kube-controller-manager", None),
@@ -577,7 +578,7 @@ class ControlPlane:
     # ---- cluster objects --------------------------------------------------------------------------
 
     def _apply_rbac(self) -> None:
-        reader, pvonly, namespaced = (USERS[n][0] for n in ("reader", "pvonly", "namespaced"))
+        reader, pvonly, namespaced, listonly = (USERS[n][0] for n in ("reader", "pvonly", "namespaced", "listonly"))
         read = ["get", "list", "watch"]
         docs: list[dict[str, Any]] = [
             _binding("ClusterRoleBinding", "pvleft-reader", "ClusterRole", "pvleft-reader", reader),
@@ -597,6 +598,11 @@ class ControlPlane:
                  {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": read},
              ]},
             _binding("RoleBinding", "pvleft-namespaced", "Role", "pvleft-namespaced", namespaced, NAMESPACED_NS),
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+             "metadata": {"name": "pvleft-list-only"},
+             "rules": [{"apiGroups": [""], "resources": ["persistentvolumes", "persistentvolumeclaims"],
+                        "verbs": ["list", "watch"]}]},
+            _binding("ClusterRoleBinding", "pvleft-list-only", "ClusterRole", "pvleft-list-only", listonly),
         ]
         # The plugin's documented role goes in untouched, from its own file.
         self.kubectl("apply", "-f", str(CLUSTERROLE_YAML), "-f", "-", input=yaml.safe_dump_all(docs))
