@@ -31,7 +31,7 @@ from kubectl_pvleft.records import (
     VolumeAttachment,
 )
 from kubectl_pvleft.httpclient import HTTPFailure, Response, Timeouts
-from kubectl_pvleft.transport import StreamClosed, Transport, error_for
+from kubectl_pvleft.transport import StreamClosed, Transport, error_for, log, verbosity
 
 DEFAULT_PAGE_SIZE = 500  # kubectl's own chunk size
 # One watch event is one object: etcd refuses objects over 1.5 MiB (--max-request-bytes); 16 MiB leaves room for
@@ -387,6 +387,9 @@ def _watch_event(kind: Kind[R], line: bytes, path: str) -> WatchEvent[R]:
         raw = _RAW_EVENT.decode(line)
         if raw.type == "ERROR":
             status = _STATUS.decode(raw.object)
+            if verbosity() >= 6:  # a 410 comes inside a watch answered 200: only this line shows it happened
+                log.info('"Watch error" path="%s" status="%d %s" message="%s"', path, status.code or 500,
+                         status.reason or "", status.message or "")
             raise error_for(status.code or 500, status.reason, status.message, "watch", path, status.details or {})
         obj = kind.decoder.decode(raw.object)
         version = obj.metadata.resource_version

@@ -426,3 +426,19 @@ def test_a_429_or_503_with_retry_after_is_retried_as_client_go_does(tmp_path: Pa
         assert len(scripted.seen("busy")) == 11  # the first try and 10 retries, then the server's answer
         invoke("classes", "--kubeconfig", kubeconfig(tmp_path / "c", scripted.url_for("no-retry-after"), {}))
         assert len(scripted.seen("no-retry-after")) == 1  # no Retry-After: not retried
+
+
+def test_a_dropped_watch_is_said_in_kubectls_words_never_a_class_name(tmp_path: Path) -> None:
+    """Issue 21, item 11: a watch warning showed `(Cut)`, our internal class name."""
+    from kubectl_pvleft.api import StreamClosed
+
+    def cut(conn: socket.socket) -> None:
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+                     b"10\r\n{\"type\":\"ADDED\",")  # half an event, then the connection ends
+
+    with ScriptedServer({"cut": cut}) as scripted:
+        api = KubeAPI(load_connection(Selection(kubeconfig=kubeconfig(tmp_path / "kc", scripted.url_for("cut"), {}))))
+        with pytest.raises(StreamClosed) as caught:
+            list(api.watch(PERSISTENT_VOLUMES, None, "1"))
+        api.close()
+    assert str(caught.value) == f"the server {scripted.url_for('cut')} closed the connection mid-answer"

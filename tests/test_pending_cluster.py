@@ -216,9 +216,9 @@ def event_reads(cluster: Any, since: int, ns: str) -> list[str]:
 class Watcher:
     """`kubectl-pvleft pending --watch -o jsonl` in the background, its lines collected as they come."""
 
-    def __init__(self, kubeconfig: Path, ns: str, env: Optional[dict] = None) -> None:
+    def __init__(self, kubeconfig: Path, ns: str, env: Optional[dict] = None, extra: tuple[str, ...] = ()) -> None:
         command = [PLUGIN or "kubectl-pvleft", "pending", "-n", ns, "--watch", "-o", "jsonl",
-                   "--kubeconfig", str(kubeconfig)]
+                   "--kubeconfig", str(kubeconfig), *extra]
         self.proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                      env=dict(os.environ, **FAST_WATCH, **(env or {})))
         self.lines: list[dict] = []
@@ -421,7 +421,7 @@ def test_watch_relists_and_resyncs_after_a_real_410(cluster: Any, ns: str, proxy
     """While the plugin is cut off, a Pod goes and another comes, and the restarted apiserver's watch cache
     forgets the plugin's resourceVersion: its re-watch gets a real 410, and only a relist can show the change."""
     marker = audit_size(cluster)
-    w = Watcher(proxy.kubeconfig(cluster, tmp_path), ns)
+    w = Watcher(proxy.kubeconfig(cluster, tmp_path), ns, extra=("-v", "6"))
     watchers.append(w)
     apply(cluster, pod(ns, "gone", "nowhere"))
     w.expect("gone", "appeared", "ClaimNotFound")
@@ -439,6 +439,9 @@ def test_watch_relists_and_resyncs_after_a_real_410(cluster: Any, ns: str, proxy
     expired = [e for e in audit_entries(cluster, marker) if e["verb"] == "watch"
                and e.get("objectRef", {}).get("resource") == "pods" and e.get("userAgent", "").startswith("kubectl-pvleft/")]
     assert expired, "the plugin never re-watched"
+    # The 410 really happened: the audit log shows only 200s (the apiserver answers a too-old watch 200, then an
+    # ERROR event with the 410), so the plugin's -v 6 line for that event is the witness.
+    assert any('"Watch error"' in line and 'status="410 Expired"' in line for line in w.stderr), w.stderr[-5:]
     assert len(pod_lists_by_plugin(cluster, marker, ns)) >= 2
     assert w.interrupt() == 130
 
