@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import msgspec
 
+from kubectl_pvleft.deadline import Deadline
 from kubectl_pvleft.errors import ConfigError, CredentialError
 from kubectl_pvleft.kubeconfig import Auth, Connection, shown_path
 
@@ -74,10 +75,8 @@ def header_safe(value: str, what: str) -> str:
 class Credentials:
     """The credential source of one Connection; thread-safe (watch streams run in threads)."""
 
-    def __init__(self, connection: Connection, interactive: Optional[bool] = None,
-                 request_timeout: Optional[float] = None) -> None:
+    def __init__(self, connection: Connection, interactive: Optional[bool] = None) -> None:
         self._auth = connection.auth
-        self._request_timeout = request_timeout  # an exec plugin's run is part of the request it is for
         self._connection = connection
         self._lock = threading.Lock()
         self._cached: Optional[Issued] = None
@@ -94,16 +93,16 @@ class Credentials:
     def uses_client_certificate_from_plugin(self) -> bool:
         return self._auth.exec is not None
 
-    def issue(self, force: bool = False) -> Issued:
+    def issue(self, force: bool = False, deadline: Optional[Deadline] = None) -> Issued:
         """The credential for the next request; cached until it expires (or ``force`` after a 401)."""
         with self._lock:
             now = time.time()
             if self._cached is not None and not force and (self._cached.expires is None or now < self._cached.expires):
                 return self._cached
-            self._cached = self._fetch()
+            self._cached = self._fetch(deadline or Deadline())
             return self._cached
 
-    def _fetch(self) -> Issued:
+    def _fetch(self, deadline: Deadline) -> Issued:
         auth = self._auth
         if auth.token_file:
             try:
@@ -114,7 +113,7 @@ class Credentials:
         if auth.token:
             return Issued(authorization="Bearer " + clean_token(auth.token, f"the token of {self._who()}"))
         if auth.exec is not None:
-            return run_exec_plugin(auth, self._connection, self._interactive, self._request_timeout)
+            return run_exec_plugin(auth, self._connection, self._interactive, deadline)
         if auth.auth_provider is not None:  # oidc: the id-token kubectl's own provider would send
             config = auth.auth_provider.get("config") or {}
             token = config.get("id-token") if isinstance(config, dict) else None
@@ -181,7 +180,8 @@ def _last_line(text: bytes) -> str:
 
 
 def run_exec_plugin(auth: Auth, connection: Connection, interactive: bool,
-                    request_timeout: Optional[float] = None) -> Issued:
+                    deadline: Optional[Deadline] = None) -> Issued:
+    """Run the kubeconfig's credential plugin, within what the request's deadline leaves (it is part of it)."""
     config = auth.exec or {}
     api_version = config.get("apiVersion")
     command = _exec_command(config, auth.exec_dir)
@@ -194,7 +194,7 @@ def run_exec_plugin(auth: Auth, connection: Connection, interactive: bool,
     env = _exec_env(config, label)
     env["KUBERNETES_EXEC_INFO"] = _exec_info(api_version, connection, use_stdin, bool(config.get("provideClusterInfo")))
     found = _find_executable(command, config.get("installHint"))
-    done = _run_plugin([found, *args], env, use_stdin, label, request_timeout)
+    done = _run_plugin([found, *args], env, use_stdin, label, deadline or Deadline())
     if done.returncode != 0:
         said = _last_line(done.stderr or b"")  # already on the terminal when interactive
         raise CredentialError(f"getting credentials: exec: executable {command} failed with exit code {done.returncode}"
@@ -250,10 +250,10 @@ def _find_executable(command: str, hint: Any) -> str:
 
 
 def _run_plugin(argv: list[str], env: dict[str, str], use_stdin: bool, label: str,
-                request_timeout: Optional[float] = None) -> subprocess.CompletedProcess:
+                deadline: Deadline) -> subprocess.CompletedProcess:
     import subprocess
 
-    limit = EXEC_TIMEOUT_SECONDS if request_timeout is None else min(EXEC_TIMEOUT_SECONDS, request_timeout)
+    limit = deadline.wait(EXEC_TIMEOUT_SECONDS) or EXEC_TIMEOUT_SECONDS  # OutOfTime when nothing is left
     try:
         # Interactive (a terminal, and the plugin may use it): like kubectl, its stderr goes to the terminal so a
         # login prompt or device code is seen, and a person, not a timer, decides how long a login takes.
@@ -266,8 +266,8 @@ def _run_plugin(argv: list[str], env: dict[str, str], use_stdin: bool, label: st
             stdout, stderr = process.communicate(timeout=None if use_stdin else limit)
         except subprocess.TimeoutExpired:
             _end_group(process)
-            flag = " (--request-timeout)" if request_timeout is not None and request_timeout < EXEC_TIMEOUT_SECONDS else ""
-            raise CredentialError(f"getting credentials: {label} did not answer within {limit:g}s{flag}") from None
+            within = "in time (--request-timeout)" if limit < EXEC_TIMEOUT_SECONDS else f"within {limit:g}s"
+            raise CredentialError(f"getting credentials: {label} did not answer {within}") from None
         return subprocess.CompletedProcess(argv, process.returncode, stdout, stderr)
     except (OSError, ValueError) as exc:
         reason = getattr(exc, "strerror", None) or type(exc).__name__

@@ -18,6 +18,7 @@ from urllib.parse import urlencode, urlsplit, urlunsplit
 
 from kubectl_pvleft import __version__
 from kubectl_pvleft.credentials import Credentials, Issued, header_safe
+from kubectl_pvleft.deadline import Deadline, OutOfTime
 from kubectl_pvleft.errors import ApiError, ConfigError, ConnectionFailed, Expired, Forbidden
 from kubectl_pvleft.httpclient import (ConnectFailed, Cut, HTTPFailure, Malformed, Pool, Response, Server, TimedOut,
                                        Timeouts, TLSFailed, TooLarge)
@@ -165,7 +166,7 @@ class Transport:
         self.request_timeout = request_timeout
         self.timeout_from_flag = timeout_from_flag
         self.requests = 0  # sent so far (fleet summaries, benchmarks)
-        self._credentials = Credentials(connection, interactive, request_timeout)
+        self._credentials = Credentials(connection, interactive)
         self._lock = threading.Lock()
         self._pool: Optional[Pool] = None
         self._pool_cert: Optional[bytes] = None
@@ -233,14 +234,26 @@ class Transport:
              timeouts: Optional[Timeouts] = None) -> Response:
         """Send one GET; a response with status >= 400 is raised as an ApiError (its body read and closed)."""
         target = path + ("?" + urlencode(params) if params else "")
-        issued = self._credentials.issue()
+        # One deadline for the whole request (--request-timeout): the exec plugin's run, connecting, TLS, every
+        # read and the waits between retries all take their time from it, so together they cannot outlast it.
+        deadline = Deadline(self.request_timeout)
+        try:
+            return self._open(target, path, accept, verb, timeouts, deadline)
+        except OutOfTime:
+            raise self.connection_failed(TimedOut("the request took longer than allowed")) from None
+
+    def _open(self, target: str, path: str, accept: str, verb: str, timeouts: Optional[Timeouts],
+              deadline: Deadline) -> Response:
+        issued = self._credentials.issue(deadline=deadline)
+        timeouts = timeouts or self._timeouts(deadline)
         response = self._send(target, accept, issued, timeouts, verb == "watch")
         if response.status == 401 and (issued.expires is not None or self.connection.auth.exec is not None):
             # An exec credential or rotated token that the server no longer takes: fetch a fresh one, once.
             self._drain(response)
-            response = self._send(target, accept, self._credentials.issue(force=True), timeouts, verb == "watch")
+            response = self._send(target, accept, self._credentials.issue(force=True, deadline=deadline),
+                                  self._timeouts(deadline) if deadline.bounded else timeouts, verb == "watch")
         retries = 0
-        while retries < MAX_RETRIES and (wait := self._retry_after(response)) is not None:
+        while retries < MAX_RETRIES and (wait := self._retry_after(response, deadline)) is not None:
             # client-go retries a GET that is answered 429, or 5xx with Retry-After, up to 10 times, waiting what the
             # server asks (here at most RETRY_WAIT_CAP, and never past --request-timeout).
             self._drain(response)
@@ -248,13 +261,14 @@ class Transport:
             if verbosity() >= 6:
                 log.info('"Retrying" status="%d" after="%gs" attempt=%d', response.status, wait, retries)
             time.sleep(wait)
-            response = self._send(target, accept, self._credentials.issue(), timeouts, verb == "watch")
+            response = self._send(target, accept, self._credentials.issue(deadline=deadline),
+                                  self._timeouts(deadline) if deadline.bounded else timeouts, verb == "watch")
         if response.status >= 400:
             body = self._drain(response)
             raise api_error(response.status, body, verb, path)
         return response
 
-    def _retry_after(self, response: Response) -> Optional[float]:
+    def _retry_after(self, response: Response, deadline: Deadline) -> Optional[float]:
         """How long to wait before sending again, or None when the answer is not one to retry."""
         if response.status != 429 and response.status < 500:
             return None
@@ -262,8 +276,9 @@ class Transport:
         if not text.isascii() or not text.isdigit():  # client-go reads whole seconds only
             return None
         wait = min(float(text), RETRY_WAIT_CAP)
-        if self.request_timeout is not None and wait >= self.request_timeout:
-            return None  # the wait alone would outlast the request: the server's answer is the error
+        left = deadline.left()
+        if left is not None and wait >= left:
+            return None  # the wait would outlast the request: the server's answer is the error
         return wait
 
     @staticmethod
@@ -304,9 +319,10 @@ class Transport:
             log.info('"Response Body" body=%s%s', shown, " [truncated]" if len(body) > BODY_LOG_LIMIT else "")
         return body
 
-    def _timeouts(self) -> Timeouts:
-        if self.request_timeout:
-            return Timeouts(connect=self.request_timeout, total=self.request_timeout)
+    def _timeouts(self, deadline: Deadline) -> Timeouts:
+        if deadline.bounded:
+            left = deadline.wait()  # what the exec plugin and earlier tries left of --request-timeout
+            return Timeouts(connect=left, total=left)
         return Timeouts(connect=30.0, read=silence_limit())
 
     def connection_failed(self, exc: BaseException) -> ConnectionFailed:
