@@ -262,11 +262,21 @@ def test_kubeconfig_list_first_file_wins_and_context_picks_the_user(cluster, mar
 def test_json_items_agree_with_kubectls_own_view_of_the_same_pvs(cluster, mariadb) -> None:
     """Every key of `-o json` that restates a field of the PV is compared with what kubectl reads from the server
     (a bug dropping or mistyping a key passed both cluster files before)."""
+    def kubectls() -> dict[str, dict]:
+        return {pv["metadata"]["name"]: pv for pv in json.loads(cluster.kubectl("get", "pv", "-o", "json").stdout)["items"]}
+
+    # Other tests' PVs may be changing meanwhile (the binder at work): only a PV that kubectl saw unchanged before
+    # and after our read is compared (same resourceVersion), so the comparison is never a race.
+    before = kubectls()
     ours = items(run_plugin(cluster.kubeconfig("reader"), "leftovers", "--all", "-o", "json", check=True).stdout)
-    theirs = {pv["metadata"]["name"]: pv for pv in json.loads(cluster.kubectl("get", "pv", "-o", "json").stdout)["items"]}
-    assert ours and {row["name"] for row in ours} <= set(theirs)
-    for row in ours:
-        pv = theirs[row["name"]]
+    after = kubectls()
+    steady = {name for name, pv in after.items()
+              if before.get(name, {}).get("metadata", {}).get("resourceVersion") == pv["metadata"]["resourceVersion"]}
+    assert ours and {row["name"] for row in ours} <= set(before) | set(after)
+    compared = [row for row in ours if row["name"] in steady]
+    assert any(row["name"] == "mariadb-pv" for row in compared)
+    for row in compared:
+        pv = after[row["name"]]
         spec, status = pv["spec"], pv.get("status", {})
         ref = spec.get("claimRef") or {}
         csi = spec.get("csi") or {}
