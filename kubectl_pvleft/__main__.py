@@ -1,5 +1,5 @@
 """`python -m kubectl_pvleft` runs the same command line as the `kubectl-pvleft` console script."""
 
-from kubectl_pvleft.cli import entry
+from kubectl_pvleft.cli.main import entry
 
 entry()

@@ -16,7 +16,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping, Optional
 
-from kubectl_pvleft.cli import main
+from kubectl_pvleft.cli.main import main
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,7 @@ def invoke(*args: str, env: Optional[Mapping[str, Optional[str]]] = None, stdin:
 
 def _reset_logging() -> None:
     # -v attaches a handler to the captured stderr; the next run must not write into a closed buffer.
-    from kubectl_pvleft.transport import set_verbosity
+    from kubectl_pvleft.kube.transport import set_verbosity
 
     set_verbosity(0)
 

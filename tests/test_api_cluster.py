@@ -18,10 +18,10 @@ from typing import Callable
 
 import pytest
 
-from kubectl_pvleft.api import PERSISTENT_VOLUMES, KubeAPI
-from kubectl_pvleft.httpclient import Cut, Pool, Server, Timeouts
-from kubectl_pvleft.kubeconfig import Selection, load_connection
-from kubectl_pvleft.leftovers import find_leftovers
+from kubectl_pvleft.kube.api import PERSISTENT_VOLUMES, KubeAPI
+from kubectl_pvleft.kube.httpclient import Cut, Pool, Server, Timeouts
+from kubectl_pvleft.kube.kubeconfig import Selection, load_connection
+from kubectl_pvleft.analyses.leftovers import find_leftovers
 from scenarios import apply, host_path_pv, wait_for
 
 PVS = [f"api-page-{i}" for i in range(12)]

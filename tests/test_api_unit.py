@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from kubectl_pvleft.api import PERSISTENT_VOLUMES, KubeAPI
+from kubectl_pvleft.kube.api import PERSISTENT_VOLUMES, KubeAPI
 from kubectl_pvleft.errors import Expired
-from kubectl_pvleft.kubeconfig import Selection, load_connection
+from kubectl_pvleft.kube.kubeconfig import Selection, load_connection
 from fake_apiserver import CONTINUE_EXPIRED, FakeAPIServer
 from cli_runner import invoke, jsonl
 from wire import load

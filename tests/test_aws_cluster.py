@@ -11,11 +11,11 @@ from typing import Any, Iterator
 import pytest
 
 from aws_moto import MotoServer, aws_test_env, create_volume, csi_tags, use_fake_credentials
-from kubectl_pvleft.api import PERSISTENT_VOLUMES, KubeAPI
+from kubectl_pvleft.kube.api import PERSISTENT_VOLUMES, KubeAPI
 from kubectl_pvleft.clouds import join
 from kubectl_pvleft.clouds.aws import open_census
 from kubectl_pvleft.clouds.refs import volume_ref
-from kubectl_pvleft.kubeconfig import Selection, load_connection
+from kubectl_pvleft.kube.kubeconfig import Selection, load_connection
 from scenarios import apply, claim, delete_claim, namespace, wait_pv_phase
 
 NS = "aws-shop"
@@ -138,7 +138,7 @@ def hook(event, args):
         host = args[0].decode() if isinstance(args[0], bytes) else str(args[0])  # ASCII hosts go as bytes
         seen.append(["lookup", host, str(args[1])])
 sys.addaudithook(hook)
-from kubectl_pvleft import cli
+from kubectl_pvleft.cli import main as cli
 code = cli.main(["leftovers", "--all", "-o", "jsonl", "--kubeconfig", sys.argv[1]])
 print("EXIT", code)
 print("BOTO", sorted({m.split(".")[0] for m in sys.modules} & {"boto3", "botocore"}))

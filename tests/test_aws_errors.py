@@ -217,7 +217,7 @@ def test_region_name_checked(tmp_path: Path) -> None:
 
 LOADED = """
 import sys
-from kubectl_pvleft import cli
+from kubectl_pvleft.cli import main as cli
 for argv in (["--help"], ["leftovers", "--help"]):
     try:
         cli.main(argv)

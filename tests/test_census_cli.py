@@ -436,7 +436,7 @@ def hook(event, args):
         host = args[0].decode() if isinstance(args[0], bytes) else str(args[0])
         seen.append(["lookup", host, str(args[1])])
 sys.addaudithook(hook)
-from kubectl_pvleft import cli
+from kubectl_pvleft.cli import main as cli
 code = cli.main(["leftovers", "--all", "-o", "jsonl", "--kubeconfig", sys.argv[1]])
 print("EXIT", code)
 print("SDKS", sorted({m.split(".")[0] for m in sys.modules} & {"google", "googleapiclient", "boto3", "botocore"}))

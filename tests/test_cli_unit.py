@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kubectl_pvleft.cli import parse_request_timeout, program_name
+from kubectl_pvleft.cli.main import parse_request_timeout, program_name
 from cli_runner import invoke
 
 

@@ -20,8 +20,8 @@ import pytest
 import yaml
 
 from cli_runner import Result, environment
-from kubectl_pvleft import completion
-from kubectl_pvleft.cli import build_parser
+from kubectl_pvleft.cli import completion
+from kubectl_pvleft.cli.main import build_parser
 
 BIN = Path(sys.executable).parent
 COMPLETER = shutil.which("kubectl_complete-pvleft", path=str(BIN)) or shutil.which("kubectl_complete-pvleft")

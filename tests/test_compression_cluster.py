@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kubectl_pvleft.api import JSON, PERSISTENT_VOLUMES, KubeAPI
-from kubectl_pvleft.kubeconfig import Selection, load_connection
+from kubectl_pvleft.kube.api import JSON, PERSISTENT_VOLUMES, KubeAPI
+from kubectl_pvleft.kube.kubeconfig import Selection, load_connection
 
 CLASS = "pvleft-gzip-test"  # asked for by no claim: these PVs stay Available and bind nothing
 

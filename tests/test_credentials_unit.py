@@ -22,9 +22,9 @@ import yaml
 from cli_runner import Result, invoke
 from fake_apiserver import ScriptedServer, answer, http_answer
 from tls_material import ca_data
-from kubectl_pvleft.api import PERSISTENT_VOLUMES, KubeAPI
+from kubectl_pvleft.kube.api import PERSISTENT_VOLUMES, KubeAPI
 from kubectl_pvleft.errors import ConnectionFailed
-from kubectl_pvleft.kubeconfig import Selection, load_connection
+from kubectl_pvleft.kube.kubeconfig import Selection, load_connection
 
 TOKEN = "tok-9f8e7d6c5b4a"
 # The oracle: a real kubectl (gcloud's dispatcher on PATH picks one by the server's version; there is no server here).
@@ -430,7 +430,7 @@ def test_a_429_or_503_with_retry_after_is_retried_as_client_go_does(tmp_path: Pa
 
 def test_a_dropped_watch_is_said_in_kubectls_words_never_a_class_name(tmp_path: Path) -> None:
     """Issue 21, item 11: a watch warning showed `(Cut)`, our internal class name."""
-    from kubectl_pvleft.api import StreamClosed
+    from kubectl_pvleft.kube.api import StreamClosed
 
     def cut(conn: socket.socket) -> None:
         conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"

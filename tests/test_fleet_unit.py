@@ -8,15 +8,15 @@ from pathlib import Path
 import yaml
 
 from fake_apiserver import FakeAPIServer
-from kubectl_pvleft import fleet
-from kubectl_pvleft.commands import Command
-from kubectl_pvleft.flags import options_of, parse, selection_of
+from kubectl_pvleft.cli import fleet
+from kubectl_pvleft.invocation import Command
+from kubectl_pvleft.cli.parser import options_of, parse, selection_of
 
 # A subcommand module whose run fails as a bug would, only against the server named "hostile": the fleet must
 # keep the other context's result (it raised on the main thread and lost the whole run before).
 BUGGY = '''
-from kubectl_pvleft.commands import Result
-from kubectl_pvleft.printing import Report
+from kubectl_pvleft.invocation import Result
+from kubectl_pvleft.output.printing import Report
 
 
 def run(api, options):

@@ -325,9 +325,9 @@ def test_without_the_flag_no_google_module_is_imported() -> None:
                " if m.split('.')[0] in ('google', 'googleapiclient', 'grpc', 'proto'))))")
     done = _python(f"""
 import sys
-import kubectl_pvleft.cli, kubectl_pvleft.clouds.gce, kubectl_pvleft.clouds.refs
+import kubectl_pvleft.cli.main, kubectl_pvleft.clouds.gce, kubectl_pvleft.clouds.refs
 try:
-    kubectl_pvleft.cli.main(["--help"])
+    kubectl_pvleft.cli.main.main(["--help"])
 except SystemExit:
     pass
 {listing}

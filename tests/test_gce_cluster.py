@@ -16,11 +16,11 @@ from gce_fake import FakeCompute, csi_description, gce_disk  # noqa: E402
 from google.auth.credentials import AnonymousCredentials  # noqa: E402
 from scenarios import apply, claim, delete_claim, namespace, storage_class, wait_pv_phase  # noqa: E402
 
-from kubectl_pvleft.api import PERSISTENT_VOLUMES, KubeAPI  # noqa: E402
+from kubectl_pvleft.kube.api import PERSISTENT_VOLUMES, KubeAPI  # noqa: E402
 from kubectl_pvleft.clouds import MISSING_DISK, ORPHAN_DISK, join  # noqa: E402
 from kubectl_pvleft.clouds.gce import CSI_DRIVER, open_census  # noqa: E402
 from kubectl_pvleft.clouds.refs import volume_ref  # noqa: E402
-from kubectl_pvleft.kubeconfig import Selection, load_connection  # noqa: E402
+from kubectl_pvleft.kube.kubeconfig import Selection, load_connection  # noqa: E402
 
 PROJECT = "pvleft-gce-test"  # no other test's PV names this project, so every finding here is this test's
 REGION, ZONE_A, ZONE_B = "europe-west1", "europe-west1-b", "europe-west1-c"

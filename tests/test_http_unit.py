@@ -1,4 +1,4 @@
-"""The HTTP/1.1 client (kubectl_pvleft/httpclient.py) on the framings and faults a real API server shows
+"""The HTTP/1.1 client (kubectl_pvleft/kube/httpclient.py) on the framings and faults a real API server shows
 only sometimes or never: chunks split across reads, one chunk larger than a read, a kept connection the
 server closed meanwhile, a cut answer, a silent server, an abort from another thread. The happy path against
 the real API server is every cluster test.
@@ -13,7 +13,7 @@ from typing import Callable
 
 import pytest
 
-from kubectl_pvleft.httpclient import BLOCK, Cut, HTTPFailure, Malformed, Pool, Server, TimedOut, Timeouts, TooLarge
+from kubectl_pvleft.kube.httpclient import BLOCK, Cut, HTTPFailure, Malformed, Pool, Server, TimedOut, Timeouts, TooLarge
 
 Handler = Callable[[socket.socket, bytes], None]
 
@@ -263,7 +263,7 @@ def test_abort_from_another_thread_ends_a_blocked_stream(serve) -> None:
 
 
 def test_a_refused_port_is_connect_failed(serve) -> None:
-    from kubectl_pvleft.httpclient import ConnectFailed
+    from kubectl_pvleft.kube.httpclient import ConnectFailed
     listener = socket.create_server(("127.0.0.1", 0))
     port = listener.getsockname()[1]
     listener.close()

@@ -12,9 +12,9 @@ from typing import Any, Callable
 
 import pytest
 
-from kubectl_pvleft.columns import (parse_custom_columns, parse_custom_columns_file, render_custom_columns,
+from kubectl_pvleft.output.columns import (parse_custom_columns, parse_custom_columns_file, render_custom_columns,
                                     sort_rows)
-from kubectl_pvleft.jsonpath import JSONPathTemplate, TemplateError
+from kubectl_pvleft.output.jsonpath import JSONPathTemplate, TemplateError
 from scenarios import apply, host_path_pv, wait_for
 
 SELECTOR = "jp-test=jsonpath"

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from kubectl_pvleft.errors import ConfigError
-from kubectl_pvleft.kubeconfig import Selection, kubeconfig_files, load_connection, merge_kubeconfigs
+from kubectl_pvleft.kube.kubeconfig import Selection, kubeconfig_files, load_connection, merge_kubeconfigs
 
 
 def write(path: Path, *, current: str, clusters: dict, users: dict, contexts: dict) -> Path:

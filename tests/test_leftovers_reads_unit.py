@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any, Iterator, Optional
 
-from kubectl_pvleft.api import Kind
-from kubectl_pvleft.leftovers import find_leftovers
+from kubectl_pvleft.kube.api import Kind
+from kubectl_pvleft.analyses.leftovers import find_leftovers
 from kubectl_pvleft.records import ClaimIdentity, PersistentVolume, StorageClass
 from wire import items
 

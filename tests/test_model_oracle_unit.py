@@ -143,7 +143,7 @@ def test_every_declared_field_equals_the_generated_model(kind, item):
 
 
 def test_the_plugin_never_imports_its_oracles():
-    code = ("import sys, kubectl_pvleft.cli, kubectl_pvleft.leftovers, kubectl_pvleft.pending; "
+    code = ("import sys, kubectl_pvleft.cli.main, kubectl_pvleft.analyses.leftovers, kubectl_pvleft.analyses.pending; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('kubernetes', 'tabulate')))")
     import subprocess
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

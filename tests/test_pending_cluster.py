@@ -17,11 +17,11 @@ from typing import Any, Iterator, Optional
 import pytest
 import yaml
 
-from kubectl_pvleft import pending
-from kubectl_pvleft.api import KubeAPI
-from kubectl_pvleft.commands import Options
-from kubectl_pvleft.watch import WatchSettings, follow
-from kubectl_pvleft.kubeconfig import Selection, load_connection
+from kubectl_pvleft.analyses import pending
+from kubectl_pvleft.kube.api import KubeAPI
+from kubectl_pvleft.invocation import Options
+from kubectl_pvleft.kube.watch import WatchSettings, follow
+from kubectl_pvleft.kube.kubeconfig import Selection, load_connection
 from plugin_runner import PLUGIN, items, run_plugin
 from recording.pending import claim, pod, volume
 from scenarios import apply, wait_for

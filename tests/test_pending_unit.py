@@ -13,12 +13,12 @@ from typing import Any, Iterator, Optional
 
 import pytest
 
-from kubectl_pvleft import pending
-from kubectl_pvleft import triage as rules
-from kubectl_pvleft.api import Kind, error_for
+from kubectl_pvleft.analyses import pending
+from kubectl_pvleft.analyses.pending import rules
+from kubectl_pvleft.kube.api import Kind, error_for
 from kubectl_pvleft.errors import Forbidden
-from kubectl_pvleft.printing import render
-from kubectl_pvleft.triage import Evidence, Triage, TriageResult
+from kubectl_pvleft.output.printing import render
+from kubectl_pvleft.analyses.pending.rules import Evidence, Triage, TriageResult
 from kubectl_pvleft.records import Event, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass, VolumeAttachment
 
 WIRE = Path(__file__).parent / "fixtures" / "wire"

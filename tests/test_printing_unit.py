@@ -9,7 +9,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 import yaml
 
-from kubectl_pvleft.printing import Column, Report, age, human_duration, render, truncate, word
+from kubectl_pvleft.output.printing import Column, Report, age, human_duration, render, truncate, word
 
 
 @pytest.mark.parametrize("seconds, text", [

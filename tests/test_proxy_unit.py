@@ -12,7 +12,7 @@ import pytest
 
 from cli_runner import invoke
 from kubectl_pvleft.errors import ConfigError
-from kubectl_pvleft.proxy import Proxy, choose, from_environment, from_kubeconfig, use_proxy
+from kubectl_pvleft.kube.proxy import Proxy, choose, from_environment, from_kubeconfig, use_proxy
 
 # (HTTP_PROXY, HTTPS_PROXY, NO_PROXY, CGI, request URL, the proxy Go picks)
 PROXY_FOR_URL = [

@@ -9,7 +9,7 @@ import argparse
 
 import pytest
 
-from kubectl_pvleft.flags import go_duration, parse_request_timeout
+from kubectl_pvleft.cli.parser import go_duration, parse_request_timeout
 
 NS, US, MS, S, M, H = 1, 10**3, 10**6, 10**9, 60 * 10**9, 3600 * 10**9
 

@@ -16,14 +16,14 @@ from typing import Any, Iterator, Optional
 
 import pytest
 
-from kubectl_pvleft import snapshots
-from kubectl_pvleft.api import VOLUME_SNAPSHOT_CLASSES, VOLUME_SNAPSHOT_CONTENTS, VOLUME_SNAPSHOTS, Kind
-from kubectl_pvleft.commands import Options
-from kubectl_pvleft.printing import PrintOptions, formatter, table_lines
+from kubectl_pvleft.analyses import snapshots
+from kubectl_pvleft.kube.api import VOLUME_SNAPSHOT_CLASSES, VOLUME_SNAPSHOT_CONTENTS, VOLUME_SNAPSHOTS, Kind
+from kubectl_pvleft.invocation import Options
+from kubectl_pvleft.output.printing import PrintOptions, formatter, table_lines
 from kubectl_pvleft.records import Absent, VolumeSnapshot, VolumeSnapshotClass, VolumeSnapshotContent
-from kubectl_pvleft.snapshots import SnapshotIndex, assess
-from kubectl_pvleft.transport import error_for
-from kubectl_pvleft.watch import Stores, Synced, Changed
+from kubectl_pvleft.analyses.snapshots import SnapshotIndex, assess
+from kubectl_pvleft.kube.transport import error_for
+from kubectl_pvleft.kube.watch import Stores, Synced, Changed
 from wire import items, load
 
 P = "snap-rec-"

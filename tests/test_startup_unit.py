@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
-from kubectl_pvleft.plainyaml import read
+from kubectl_pvleft.kube.plainyaml import read
 
 LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the loader kubeconfig.py falls back to
 DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml writes the test texts (the pure-Python one was 7 s)
@@ -27,16 +27,16 @@ DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml writes the tes
 # Never needed by a one-shot run printing a table or JSON: each is imported only by the path that needs it.
 NOT_ON_COMMON_PATH = (
     "yaml", "yaml.emitter", "yaml.dumper", "tabulate",  # a plain kubeconfig is read without PyYAML; tables are ours
-    "kubectl_pvleft.jsonpath", "kubectl_pvleft.columns", "kubectl_pvleft.templates",  # -o jsonpath/custom-columns
-    "kubectl_pvleft.watchprint", "kubectl_pvleft.fleet", "kubectl_pvleft.completion",  # --watch, --contexts, __complete
-    "kubectl_pvleft.census", "kubectl_pvleft.clouds", "kubectl_pvleft.quantity",  # cloud flags; resize sizes
+    "kubectl_pvleft.output.jsonpath", "kubectl_pvleft.output.columns", "kubectl_pvleft.output.templates",  # -o jsonpath/custom-columns
+    "kubectl_pvleft.output.watchprint", "kubectl_pvleft.cli.fleet", "kubectl_pvleft.cli.completion",  # --watch, --contexts, __complete
+    "kubectl_pvleft.clouds.census", "kubectl_pvleft.clouds", "kubectl_pvleft.records.quantity",  # cloud flags; resize sizes
     "subprocess",  # exec credential plugins only
     "urllib3", "http.client", "email",  # our own HTTP/1.1 client (httpclient.py) replaced them
     "logging", "dataclasses", "queue", "shutil", "tempfile",  # -v's log is ours; Structs; a Condition; help only
     "encodings.idna",  # ASCII host names go to socket and ssl as bytes
 )
-NOT_FOR_HELP = ("msgspec", "dataclasses", "inspect", "kubectl_pvleft.kubeconfig", "kubectl_pvleft.printing", "kubectl_pvleft.api",
-                "kubectl_pvleft.transport", "json", "yaml", "tabulate")
+NOT_FOR_HELP = ("msgspec", "dataclasses", "inspect", "kubectl_pvleft.kube.kubeconfig", "kubectl_pvleft.output.printing", "kubectl_pvleft.kube.api",
+                "kubectl_pvleft.kube.transport", "json", "yaml", "tabulate")
 
 
 def closed_port() -> int:
@@ -74,7 +74,7 @@ def modules_after(argv: list[str], tmp_path: Path, setup: str = "") -> tuple[set
     code = textwrap.dedent(f"""\
         import sys
         {setup}
-        from kubectl_pvleft.cli import main
+        from kubectl_pvleft.cli.main import main
         try:
             code = main({argv!r})
         except SystemExit as exc:  # --help
@@ -112,20 +112,20 @@ def test_a_one_shot_run_imports_only_what_it_runs(tmp_path: Path, command: str) 
     modules, stderr = modules_after([command, "-n", "nothing-here", "--kubeconfig", str(config), "-o", "json"],
                                     tmp_path)
     assert stderr.startswith("error: ") and "Traceback" not in stderr, stderr
-    assert "kubectl_pvleft.kubeconfig" in modules and "kubectl_pvleft.plainyaml" in modules
+    assert "kubectl_pvleft.kube.kubeconfig" in modules and "kubectl_pvleft.kube.plainyaml" in modules
     assert loaded(modules, NOT_ON_COMMON_PATH) == []
 
 
 @pytest.mark.integration  # a fresh interpreter: a child process
 def test_a_table_is_printed_without_tabulate_or_yaml(tmp_path: Path) -> None:
     setup = textwrap.dedent("""\
-        from kubectl_pvleft.printing import Column, Report, render
+        from kubectl_pvleft.output.printing import Column, Report, render
         render(Report(rows=[("pv-1", "Released")], columns=[Column("NAME", lambda r: r[0]), Column("STATUS", lambda r: r[1])],
                       to_json=dict, name=lambda r: r[0]))
         """).replace("\n", "\n        ")
     modules, _ = modules_after(["--help"], tmp_path, setup=setup)
-    assert "kubectl_pvleft.printing" in modules
-    assert loaded(modules, ("tabulate", "yaml", "kubectl_pvleft.templates", "kubectl_pvleft.jsonpath")) == []
+    assert "kubectl_pvleft.output.printing" in modules
+    assert loaded(modules, ("tabulate", "yaml", "kubectl_pvleft.output.templates", "kubectl_pvleft.output.jsonpath")) == []
 
 
 @pytest.mark.integration  # a fresh interpreter: a child process

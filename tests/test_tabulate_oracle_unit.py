@@ -11,7 +11,7 @@ tabulate_module = pytest.importorskip("tabulate")
 from hypothesis import assume, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from kubectl_pvleft.printing import Column, Report, table_lines  # noqa: E402
+from kubectl_pvleft.output.printing import Column, Report, table_lines  # noqa: E402
 
 # kubectl's tabwriter, as a tabulate format: no lines, three spaces between columns.
 KUBECTL = tabulate_module.TableFormat(

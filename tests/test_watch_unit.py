@@ -13,14 +13,14 @@ from typing import Any, Iterator, Optional
 
 import pytest
 
-from kubectl_pvleft import pending
-from kubectl_pvleft.api import PODS, EVENTS, Kind, StreamClosed, WatchEvent, error_for
-from kubectl_pvleft.commands import Options
+from kubectl_pvleft.analyses import pending
+from kubectl_pvleft.kube.api import PODS, EVENTS, Kind, StreamClosed, WatchEvent, error_for
+from kubectl_pvleft.invocation import Options
 from kubectl_pvleft.errors import ConnectionFailed, Forbidden
-from kubectl_pvleft.printing import LinePrinter
+from kubectl_pvleft.output.printing import LinePrinter
 from kubectl_pvleft.records import Pod
-from kubectl_pvleft.watch import Changed, Notice, RowBoard, RowChange, Stores, Stream, Synced, WatchSettings, reflect
-from kubectl_pvleft.watchprint import change_report
+from kubectl_pvleft.kube.watch import Changed, Notice, RowBoard, RowChange, Stores, Stream, Synced, WatchSettings, reflect
+from kubectl_pvleft.output.watchprint import change_report
 
 WIRE = Path(__file__).parent / "fixtures" / "wire"
 

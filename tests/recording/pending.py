@@ -20,9 +20,9 @@ from typing import Callable, Any, Optional
 
 import yaml
 
-from kubectl_pvleft.api import PODS, KubeAPI
+from kubectl_pvleft.kube.api import PODS, KubeAPI
 from kubectl_pvleft.errors import Expired
-from kubectl_pvleft.kubeconfig import Selection, load_connection
+from kubectl_pvleft.kube.kubeconfig import Selection, load_connection
 from scenarios import wait_for
 
 KIND_PATHS = {

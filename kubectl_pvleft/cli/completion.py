@@ -132,8 +132,7 @@ def _value_choices(action: argparse.Action) -> list[str]:
     if action.choices:
         return [str(choice) for choice in action.choices]
     if action.dest == "output":
-        from kubectl_pvleft import flags
-
+        from kubectl_pvleft.cli import parser as flags
         return list(flags.OUTPUT_CHOICES) + [f"{name}=" for name in flags.TEMPLATED]
     return []
 
@@ -155,24 +154,23 @@ def _values(action: argparse.Action, current: str, typed: _Typed,
 
 def kubeconfig_names(section: str, explicit: Optional[str]) -> list[str]:
     """The names in one section (contexts, clusters, users) of the kubeconfig kubectl would read."""
-    from kubectl_pvleft.kubeconfig import kubeconfig_files, merge_kubeconfigs
+    from kubectl_pvleft.kube.kubeconfig import kubeconfig_files, merge_kubeconfigs
 
     doc = merge_kubeconfigs(kubeconfig_files(explicit))
     return [entry["name"] for entry in doc.get(section) or () if isinstance(entry.get("name"), str)]
 
 
-def _selection(parser: argparse.ArgumentParser, words: list[str]):  # -> kubectl_pvleft.kubeconfig.Selection
+def _selection(parser: argparse.ArgumentParser, words: list[str]):  # -> kubectl_pvleft.kube.kubeconfig.Selection
     """The server and identity the typed flags choose, read by the command line's own parser."""
-    from kubectl_pvleft import cli
-
+    from kubectl_pvleft.cli import main as cli
     args, _ = parser.parse_known_args(words)
     return cli.selection_of(args)
 
 
-def namespace_names(selection) -> list[str]:  # selection: kubectl_pvleft.kubeconfig.Selection
+def namespace_names(selection) -> list[str]:  # selection: kubectl_pvleft.kube.kubeconfig.Selection
     """Namespace names from the API server, read as metadata only with the user's own credentials."""
-    from kubectl_pvleft.api import NAMESPACES, KubeAPI
-    from kubectl_pvleft.kubeconfig import load_connection
+    from kubectl_pvleft.kube.api import NAMESPACES, KubeAPI
+    from kubectl_pvleft.kube.kubeconfig import load_connection
 
     api = KubeAPI(load_connection(selection), request_timeout=NAMESPACE_TIMEOUT)
     try:
@@ -189,7 +187,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     with redirect_stderr(io.StringIO()), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            from kubectl_pvleft.cli import build_parser
+            from kubectl_pvleft.cli.main import build_parser
 
             candidates, directive = complete(words, build_parser(PROG))
         except (Exception, SystemExit):  # argparse exits on words it cannot parse

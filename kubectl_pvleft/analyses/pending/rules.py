@@ -20,7 +20,7 @@ from typing import Iterable, Mapping, Optional, Sequence, Union
 from msgspec import Struct, field
 from msgspec.structs import replace
 
-from kubectl_pvleft.parties import RWOP, OtherParty, attachment_holder, bound_claim, rwop_holders
+from kubectl_pvleft.analyses.pending.parties import RWOP, OtherParty, attachment_holder, bound_claim, rwop_holders
 from kubectl_pvleft.records import Absent, Condition, VolumeAttachment, Event, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass
 
 # -- owners ------------------------------------------------------------------------------------------

@@ -13,9 +13,9 @@ import signal
 import sys
 from typing import Any, NoReturn, Optional, Sequence
 
-from kubectl_pvleft.commands import Command, Options, Result
+from kubectl_pvleft.invocation import Command, Options, Result
 from kubectl_pvleft.errors import ApiError, Forbidden, PvleftError
-from kubectl_pvleft.flags import (
+from kubectl_pvleft.cli.parser import (
     EXIT_CODES_HELP, EXIT_ERROR, EXIT_FINDINGS, EXIT_INTERRUPTED, EXIT_OK, EXIT_PARTIAL, EXIT_PIPE_CLOSED, EXIT_USAGE,
     build_parser, options_of, parse, parse_request_timeout, print_options, program_name, selection_of, shown,
 )
@@ -30,11 +30,11 @@ def run(argv: Sequence[str], prog: str) -> int:
         build_parser(prog).print_help()
         return EXIT_OK
     command: Command = args.command_spec
-    from kubectl_pvleft.transport import set_verbosity
+    from kubectl_pvleft.kube.transport import set_verbosity
 
     set_verbosity(args.verbosity)
     if "=" in (args.output or ""):
-        from kubectl_pvleft.templates import check_template
+        from kubectl_pvleft.output.templates import check_template
 
         check_template(args.output)
     if args.watch and args.sort_by:  # kubectl's own words, and its choice: watch anyway
@@ -46,8 +46,8 @@ def run(argv: Sequence[str], prog: str) -> int:
 
 
 def run_one(args: argparse.Namespace, command: Command) -> tuple[Optional[Result], Options]:
-    from kubectl_pvleft.api import KubeAPI
-    from kubectl_pvleft.kubeconfig import load_connection
+    from kubectl_pvleft.kube.api import KubeAPI
+    from kubectl_pvleft.kube.kubeconfig import load_connection
 
     connection = load_connection(selection_of(args))
     options = options_of(args, command, connection.namespace)
@@ -66,7 +66,7 @@ def run_one(args: argparse.Namespace, command: Command) -> tuple[Optional[Result
 
 
 def print_and_exit(result: Result, options: Options, args: argparse.Namespace, command: Command) -> int:
-    from kubectl_pvleft.printing import print_result, warn
+    from kubectl_pvleft.output.printing import print_result, warn
 
     for message in dict.fromkeys(result.warnings):  # each warning once
         warn(message)
@@ -74,7 +74,7 @@ def print_and_exit(result: Result, options: Options, args: argparse.Namespace, c
     if not command.cluster_scoped and options.namespace is not None:  # kubectl names where it looked
         report = report.with_empty_message(f"{report.empty_message} in {options.namespace} namespace.")
     if args.sort_by:
-        from kubectl_pvleft.templates import sort_rows
+        from kubectl_pvleft.output.templates import sort_rows
 
         report = report.with_rows(sort_rows(report, args.sort_by))
     print_result(report, result.sections, print_options(args, command))
@@ -87,8 +87,8 @@ def print_and_exit(result: Result, options: Options, args: argparse.Namespace, c
 
 def run_fleet(args: argparse.Namespace, command: Command) -> int:
     """The subcommand in every chosen context at once; one report, a CONTEXT column, failures apart."""
-    from kubectl_pvleft import fleet
-    from kubectl_pvleft.printing import print_result, warn
+    from kubectl_pvleft.cli import fleet
+    from kubectl_pvleft.output.printing import print_result, warn
 
     fleet.check_flags(args)
     patterns = [p.strip() for value in args.contexts for p in value.split(",") if p.strip()]
@@ -107,7 +107,7 @@ def run_fleet(args: argparse.Namespace, command: Command) -> int:
     for message in dict.fromkeys(result.warnings):
         warn(message)
     if args.sort_by:
-        from kubectl_pvleft.templates import sort_rows
+        from kubectl_pvleft.output.templates import sort_rows
 
         report = report.with_rows(sort_rows(report, args.sort_by))
     print_result(report, [], print_options(args, command))
@@ -119,10 +119,10 @@ def run_fleet(args: argparse.Namespace, command: Command) -> int:
 
 
 def watch_fleet(args: argparse.Namespace, command: Command, contexts: list[str]) -> int:
-    from kubectl_pvleft import fleet
-    from kubectl_pvleft.printing import formatter, warn
-    from kubectl_pvleft.watch import Notice, WatchSettings
-    from kubectl_pvleft.watchprint import change_report
+    from kubectl_pvleft.cli import fleet
+    from kubectl_pvleft.output.printing import formatter, warn
+    from kubectl_pvleft.kube.watch import Notice, WatchSettings
+    from kubectl_pvleft.output.watchprint import change_report
 
     options = options_of(args, command, "default")
     base = change_report(command.load().watch_report(options), wide=options.wide)
@@ -141,9 +141,9 @@ def watch_fleet(args: argparse.Namespace, command: Command, contexts: list[str])
 def watch_and_print(api: Any, module: Any, options: Options, printing: Any) -> NoReturn:
     """Print each row change until interrupted. It never returns: a stream that ends is reopened, and an
     error the streams cannot survive is raised."""
-    from kubectl_pvleft.printing import formatter, warn
-    from kubectl_pvleft.watch import Notice, WatchSettings, follow
-    from kubectl_pvleft.watchprint import change_report
+    from kubectl_pvleft.output.printing import formatter, warn
+    from kubectl_pvleft.kube.watch import Notice, WatchSettings, follow
+    from kubectl_pvleft.output.watchprint import change_report
 
     out = formatter(change_report(module.watch_report(options), wide=options.wide), printing)
     changes = follow(api, module.follow(options), WatchSettings.from_env())
@@ -191,7 +191,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     prog = program_name(sys.argv[0])
     argv = sys.argv[1:] if argv is None else argv
     if list(argv[:1]) == ["__complete"]:  # kubectl_complete-pvleft's wrapper may find this program first on PATH
-        from kubectl_pvleft.completion import main as complete
+        from kubectl_pvleft.cli.completion import main as complete
 
         return complete(list(argv[1:]))
     try:

@@ -42,7 +42,7 @@ class StalledResize(Struct, frozen=True):
 def quantity(text: Optional[str]) -> Optional[Any]:
     if not text:
         return None
-    from kubectl_pvleft.quantity import parse_quantity  # only when a claim has both sizes
+    from kubectl_pvleft.records.quantity import parse_quantity  # only when a claim has both sizes
 
     return parse_quantity(text)
 

@@ -18,9 +18,9 @@ from typing import Any, Callable, Iterator, Optional, Sequence
 from msgspec import Struct
 from msgspec.structs import replace
 
-from kubectl_pvleft.commands import Command, Options, Result
+from kubectl_pvleft.invocation import Command, Options, Result
 from kubectl_pvleft.errors import ApiError, ConfigError, PvleftError, UsageError
-from kubectl_pvleft.printing import Column, Report
+from kubectl_pvleft.output.printing import Column, Report
 
 DEFAULT_CONCURRENCY = 8  # a laptop's worth of TLS handshakes and JSON decoding at once
 
@@ -54,7 +54,7 @@ def check_flags(args: Any) -> None:
 
 def context_names(kubeconfig: Optional[str], patterns: Sequence[str], everything: bool) -> list[str]:
     """The contexts of the merged kubeconfig that the flags name (globs allowed), each once."""
-    from kubectl_pvleft.kubeconfig import kubeconfig_files, merge_kubeconfigs
+    from kubectl_pvleft.kube.kubeconfig import kubeconfig_files, merge_kubeconfigs
 
     paths = kubeconfig_files(kubeconfig)
     if not paths:
@@ -94,8 +94,8 @@ def lift(report: Report[Any]) -> Report[InContext]:
 
 def run_context(context: str, args: Any, command: Command, options_of: Callable[..., Options],
                 selection_of: Callable[[Any], Any]) -> ContextOutcome:
-    from kubectl_pvleft.api import KubeAPI
-    from kubectl_pvleft.kubeconfig import load_connection
+    from kubectl_pvleft.kube.api import KubeAPI
+    from kubectl_pvleft.kube.kubeconfig import load_connection
 
     started = time.monotonic()
     outcome = ContextOutcome(context)
@@ -109,7 +109,7 @@ def run_context(context: str, args: Any, command: Command, options_of: Callable[
                       timeout_from_flag=args.request_timeout is not None, interactive=False)
         outcome.result = command.load().run(api, options)
     except ApiError as exc:
-        from kubectl_pvleft.cli import describe_api_error
+        from kubectl_pvleft.cli.main import describe_api_error
 
         outcome.error = describe_api_error(exc)
     except PvleftError as exc:
@@ -195,9 +195,9 @@ def follow_fleet(contexts: list[str], args: Any, command: Command, options_of: C
     """(context, batch-or-notice-or-error) as each context's watch reports it. A context whose watch
     cannot start or ends on an error is reported once and the others go on; when every context has
     failed, it ends."""
-    from kubectl_pvleft.api import KubeAPI
-    from kubectl_pvleft.kubeconfig import load_connection
-    from kubectl_pvleft.watch import follow
+    from kubectl_pvleft.kube.api import KubeAPI
+    from kubectl_pvleft.kube.kubeconfig import load_connection
+    from kubectl_pvleft.kube.watch import follow
 
     inbox: "queue.Queue[tuple[str, Any]]" = queue.Queue()
     # One stop per context: follow() sets its own when it ends, and one context's failure must not

@@ -21,7 +21,7 @@ from typing import Any, Iterator, Optional
 from urllib.parse import urlsplit
 
 from kubectl_pvleft.deadline import Deadline
-from kubectl_pvleft.proxy import Proxy
+from kubectl_pvleft.kube.proxy import Proxy
 
 BLOCK = 256 * 1024  # one read from the socket
 MAX_HEADER_BYTES = 256 * 1024  # one status or header line longer than this is not an API server's
@@ -257,7 +257,7 @@ class Response:
     def stream(self) -> Iterator[bytes]:
         """The body's bytes as they arrive (de-chunked, and inflated when gzipped); raises Cut if it ends early."""
         if self.headers.get("content-encoding", "").strip().lower() == "gzip":
-            from kubectl_pvleft.contentcoding import inflate
+            from kubectl_pvleft.kube.contentcoding import inflate
 
             return inflate(self._framed(), Malformed)
         return self._framed()

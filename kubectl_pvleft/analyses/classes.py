@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, TypeVar
 
 from msgspec import Struct, field
 
-from kubectl_pvleft.api import CSI_DRIVERS, PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, STORAGE_CLASSES, Reader, begin, optional
-from kubectl_pvleft.commands import Options, Result
-from kubectl_pvleft.printing import Column, Report, age, utcnow
+from kubectl_pvleft.kube.api import CSI_DRIVERS, PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, STORAGE_CLASSES, Reader, begin, optional
+from kubectl_pvleft.invocation import Options, Result
+from kubectl_pvleft.output.printing import Column, Report, age, utcnow
 from kubectl_pvleft.records import PV_PHASES, Absent, PersistentVolume, PersistentVolumeClaim, StorageClass, iso
 
 if TYPE_CHECKING:  # --watch alone needs the watch runtime: imported in follow()
-    from kubectl_pvleft.watch import Follow, Stores
+    from kubectl_pvleft.kube.watch import Follow, Stores
 
 T = TypeVar("T")
 
@@ -242,7 +242,7 @@ def run(api: Reader, options: Options) -> Result:
 
 
 def follow(options: Options) -> Follow[Any]:
-    from kubectl_pvleft.watch import Follow, Stream
+    from kubectl_pvleft.kube.watch import Follow, Stream
 
     streams = [
         Stream("classes", STORAGE_CLASSES, label_selector=options.label_selector,

@@ -291,7 +291,7 @@ FORMATTERS: dict[str, type[Formatter[Any]]] = {
 def formatter(report: Report[T], options: PrintOptions) -> Formatter[T]:
     fmt = options.format
     if fmt in TEMPLATE_FORMATS:
-        from kubectl_pvleft.templates import template_formatter  # the JSONPath dialect, only when asked for
+        from kubectl_pvleft.output.templates import template_formatter  # the JSONPath dialect, only when asked for
 
         return template_formatter(report, options)
     if fmt not in FORMATTERS:

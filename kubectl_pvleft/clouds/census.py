@@ -14,8 +14,8 @@ from typing import Any, Optional, Sequence, Union
 
 from kubectl_pvleft.clouds import CloudDisk, CloudError, CloudFinding, join
 from kubectl_pvleft.clouds.refs import volume_ref
-from kubectl_pvleft.commands import Options, Result
-from kubectl_pvleft.printing import Column, Report, age, utcnow
+from kubectl_pvleft.invocation import Options, Result
+from kubectl_pvleft.output.printing import Column, Report, age, utcnow
 from kubectl_pvleft.records import Absent
 
 
@@ -107,8 +107,7 @@ def census_name(census: Any) -> str:
 
 def add_cloud_census(outcome: Result, leftovers: Any, options: Options) -> Result:
     """Join every PV (not only the leftovers: a Bound PV's disk is not an orphan) with each cloud's disks."""
-    from kubectl_pvleft import leftovers as module
-
+    from kubectl_pvleft.analyses import leftovers as module
     refs = [volume_ref(pv) for pv in leftovers.all_pvs]
     findings: list[CloudFinding] = []
     disks: dict[str, Union[CloudDisk, Absent]] = {}

@@ -11,8 +11,8 @@ import re
 from functools import cmp_to_key
 from typing import Any, Callable, Iterable, NamedTuple, Optional
 
-from kubectl_pvleft.jsonpath import NO_VALUE, ExecutionError, GoByte, JSONPathTemplate, TemplateError, is_int64
-from kubectl_pvleft.quantity import parse_quantity
+from kubectl_pvleft.output.jsonpath import NO_VALUE, ExecutionError, GoByte, JSONPathTemplate, TemplateError, is_int64
+from kubectl_pvleft.records.quantity import parse_quantity
 
 # ---- Go's printing of decoded JSON values ---------------------------------------------------------------------
 

@@ -14,7 +14,7 @@ import argparse
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 if TYPE_CHECKING:  # --help must not pay for the output layer
-    from kubectl_pvleft.printing import Report
+    from kubectl_pvleft.output.printing import Report
 
 # Plain classes, not dataclasses: `dataclasses` imports `inspect` and writes each class's methods with exec,
 # ~10 ms that --help and every run would pay before doing anything.
@@ -137,14 +137,14 @@ def _snapshots(p: argparse.ArgumentParser) -> None:
 COMMANDS = (
     Command("leftovers", "PersistentVolumes that survived their claim: Released, Failed, or pointing at a claim that "
                          "is gone or replaced, with the PV's and its class's reclaim policy",
-            "kubectl_pvleft.leftovers", _leftovers, cluster_scoped=True, selector_help="PersistentVolumes"),
+            "kubectl_pvleft.analyses.leftovers", _leftovers, cluster_scoped=True, selector_help="PersistentVolumes"),
     Command("pending", "Pending Pods triaged by the controller that owns the blocker, from Pod and PVC evidence",
-            "kubectl_pvleft.pending", _pending, selector_help="Pods"),
+            "kubectl_pvleft.analyses.pending", _pending, selector_help="Pods"),
     Command("classes", "StorageClasses with their PV/PVC counts, defaults and drift",
-            "kubectl_pvleft.classes", _classes, cluster_scoped=True, selector_help="StorageClasses"),
+            "kubectl_pvleft.analyses.classes", _classes, cluster_scoped=True, selector_help="StorageClasses"),
     Command("claims", "PersistentVolumeClaims in trouble: not bound, resizing, modify failed, unhealthy, lost",
-            "kubectl_pvleft.claims", _claims, selector_help="PersistentVolumeClaims"),
+            "kubectl_pvleft.analyses.claims", _claims, selector_help="PersistentVolumeClaims"),
     Command("snapshots", "VolumeSnapshotContents that survived their snapshot: Retain contents whose VolumeSnapshot "
                          "is gone or replaced, contents whose class is gone, contents not ready with an error",
-            "kubectl_pvleft.snapshots", _snapshots, cluster_scoped=True, selector_help="VolumeSnapshotContents"),
+            "kubectl_pvleft.analyses.snapshots", _snapshots, cluster_scoped=True, selector_help="VolumeSnapshotContents"),
 )

@@ -16,15 +16,15 @@ from typing import TYPE_CHECKING, Any, Mapping, Optional
 
 from msgspec import Struct, field
 
-from kubectl_pvleft.api import PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, STORAGE_CLASSES, Reader, optional
-from kubectl_pvleft.commands import Options, Result
-from kubectl_pvleft.printing import UNSET, Column, Report, age, utcnow
-from kubectl_pvleft.resize import StalledResize, stalled_resize
+from kubectl_pvleft.kube.api import PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, STORAGE_CLASSES, Reader, optional
+from kubectl_pvleft.invocation import Options, Result
+from kubectl_pvleft.output.printing import UNSET, Column, Report, age, utcnow
+from kubectl_pvleft.analyses.resize import StalledResize, stalled_resize
 from kubectl_pvleft.records import (CLAIM_PHASES, Condition, HealthCondition, PersistentVolume, PersistentVolumeClaim,
                                    StorageClass, iso)
 
 if TYPE_CHECKING:  # --watch alone needs the watch runtime: imported in follow()
-    from kubectl_pvleft.watch import Follow, Stores
+    from kubectl_pvleft.kube.watch import Follow, Stores
 
 # Problem kinds, as the PROBLEM column and JSON name them.
 PENDING, LOST = "pending", "lost"
@@ -228,7 +228,7 @@ def run(api: Reader, options: Options) -> Result:
 
 
 def follow(options: Options) -> Follow[ClaimRow]:
-    from kubectl_pvleft.watch import Follow, Stream
+    from kubectl_pvleft.kube.watch import Follow, Stream
 
     streams = [Stream("claims", PERSISTENT_VOLUME_CLAIMS, options.namespace, field_selector=options.field_selector,
                       label_selector=options.label_selector, required=True)]

@@ -12,7 +12,7 @@ import re
 from typing import Any, Callable, NoReturn, Optional, Sequence
 
 from kubectl_pvleft import __version__
-from kubectl_pvleft.commands import COMMANDS, Command, Options
+from kubectl_pvleft.invocation import COMMANDS, Command, Options
 from kubectl_pvleft.errors import TemplateRefused, UsageError
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_FINDINGS, EXIT_PARTIAL = 0, 1, 2, 3, 4
@@ -164,7 +164,7 @@ def output_format(text: str) -> str:
 def validate_namespace(namespace: str) -> str:
     """kubectl refuses a namespace that cannot be a path segment or an RFC 1123 label, before any request.
     An empty -n is kubectl's "not given": the context's namespace is used."""
-    from kubectl_pvleft.kubeconfig import namespace_problem
+    from kubectl_pvleft.kube.kubeconfig import namespace_problem
 
     problem = namespace_problem(namespace) if namespace else None
     if problem:
@@ -363,7 +363,7 @@ def _subcommand_flags(parser: argparse.ArgumentParser, command: Command) -> None
 # -- running a subcommand ------------------------------------------------------------------------------
 
 def selection_of(args: argparse.Namespace) -> Any:
-    from kubectl_pvleft.kubeconfig import Selection
+    from kubectl_pvleft.kube.kubeconfig import Selection
 
     return Selection(
         kubeconfig=args.kubeconfig, context=args.context, cluster=args.cluster, user=args.user,
@@ -385,7 +385,7 @@ def options_of(args: argparse.Namespace, command: Command, context_namespace: st
 
 
 def print_options(args: argparse.Namespace, command: Command) -> Any:
-    from kubectl_pvleft.printing import PrintOptions
+    from kubectl_pvleft.output.printing import PrintOptions
 
     return PrintOptions(output=args.output, all_namespaces=args.all_namespaces and not command.cluster_scoped,
                         no_headers=args.no_headers, show_labels=args.show_labels)

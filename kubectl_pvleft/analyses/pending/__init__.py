@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence, TypeVar
 
 from msgspec.structs import replace
 
-from kubectl_pvleft.api import (
+from kubectl_pvleft.kube.api import (
     CSI_DRIVERS,
     EVENTS,
     PERSISTENT_VOLUME_CLAIMS,
@@ -28,13 +28,13 @@ from kubectl_pvleft.api import (
     begin,
     optional,
 )
-from kubectl_pvleft.commands import Options, Result
-from kubectl_pvleft.printing import Column, Report, age, truncate, utcnow, word
+from kubectl_pvleft.invocation import Options, Result
+from kubectl_pvleft.output.printing import Column, Report, age, truncate, utcnow, word
 from kubectl_pvleft.records import Event, Pod, StorageClass, iso
-from kubectl_pvleft.triage import ClaimView, Evidence, Triage, TriageResult, assess, is_external
+from kubectl_pvleft.analyses.pending.rules import ClaimView, Evidence, Triage, TriageResult, assess, is_external
 
 if TYPE_CHECKING:  # --watch alone needs the watch runtime: imported in follow()
-    from kubectl_pvleft.watch import Follow, Stores
+    from kubectl_pvleft.kube.watch import Follow, Stores
 
 T = TypeVar("T")
 
@@ -217,7 +217,7 @@ def run(api: Reader, options: Options) -> Result:
 # -- --watch: the same kinds as streams, the same rules over what they show ------------------------------
 
 def follow(options: Options) -> Follow[Triage]:
-    from kubectl_pvleft.watch import Follow, Stream
+    from kubectl_pvleft.kube.watch import Follow, Stream
 
     ns = options.namespace
     streams = [

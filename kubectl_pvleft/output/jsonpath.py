@@ -61,7 +61,7 @@ _TERMINATORS = frozenset(" \t\r\n.,[]$@{}")
 
 def _go():
     # Go's value printing sits in columns, which imports this module at its top: import it when first needed.
-    from kubectl_pvleft import columns
+    from kubectl_pvleft.output import columns
     return columns
 
 

@@ -20,7 +20,7 @@ import msgspec
 
 from kubectl_pvleft.deadline import Deadline
 from kubectl_pvleft.errors import ConfigError, CredentialError
-from kubectl_pvleft.kubeconfig import Auth, Connection, shown_path
+from kubectl_pvleft.kube.kubeconfig import Auth, Connection, shown_path
 
 if TYPE_CHECKING:
     import subprocess

@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional, Union
 
 from msgspec import Struct, field
 
-from kubectl_pvleft.api import CLAIM_IDENTITIES, PERSISTENT_VOLUMES, STORAGE_CLASSES, Reader, begin, optional
-from kubectl_pvleft.commands import Options, Result
-from kubectl_pvleft.printing import Column, Report, UNSET, age, utcnow
+from kubectl_pvleft.kube.api import CLAIM_IDENTITIES, PERSISTENT_VOLUMES, STORAGE_CLASSES, Reader, begin, optional
+from kubectl_pvleft.invocation import Options, Result
+from kubectl_pvleft.output.printing import Column, Report, UNSET, age, utcnow
 from kubectl_pvleft.records import Absent, ClaimIdentity, PersistentVolume, StorageClass, iso
 
 if TYPE_CHECKING:  # --watch alone needs the watch runtime: imported in follow()
-    from kubectl_pvleft.watch import Follow, Stores
+    from kubectl_pvleft.kube.watch import Follow, Stores
 
 # CLAIM STATE: the seed's words, shown as they are.
 MISSING, REPLACED, PRESENT, UNKNOWN = "missing", "replaced", "present", "unknown"
@@ -216,14 +216,14 @@ def run(api: Reader, options: Options) -> Result:
     findings = sum(1 for row in result.rows if is_leftover(row))
     outcome = Result(report(result), findings, result.warnings)
     if census_asked:
-        from kubectl_pvleft import census  # the second census: only under its flags
+        from kubectl_pvleft.clouds import census
 
         return census.add_cloud_census(outcome, result, options)
     return outcome
 
 
 def follow(options: Options) -> Follow[Leftover]:
-    from kubectl_pvleft.watch import Follow, Stream
+    from kubectl_pvleft.kube.watch import Follow, Stream
 
     namespace = claim_namespace(options)
     streams = [
@@ -296,7 +296,7 @@ def report(result: LeftoverResult, now: Optional[datetime] = None,
         Column("REASON", lambda r: r.pv.reason, wide_only=True, empty=""),
     ]
     if disks is not None:
-        from kubectl_pvleft.census import disk_summary
+        from kubectl_pvleft.clouds.census import disk_summary
 
         columns.insert(9, Column("DISK", lambda r: disk_summary(disks.get(r.pv.name))))
     return Report(rows=result.rows, columns=columns, to_json=lambda r: to_json(r, disks),

@@ -18,14 +18,14 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, TypeVar, Un
 
 from msgspec import Struct, field
 
-from kubectl_pvleft.api import VOLUME_SNAPSHOT_CLASSES, VOLUME_SNAPSHOT_CONTENTS, VOLUME_SNAPSHOTS, Reader, optional
-from kubectl_pvleft.commands import Options, Result
+from kubectl_pvleft.kube.api import VOLUME_SNAPSHOT_CLASSES, VOLUME_SNAPSHOT_CONTENTS, VOLUME_SNAPSHOTS, Reader, optional
+from kubectl_pvleft.invocation import Options, Result
 from kubectl_pvleft.errors import ApiError, Forbidden
-from kubectl_pvleft.printing import Column, Report, age, utcnow
+from kubectl_pvleft.output.printing import Column, Report, age, utcnow
 from kubectl_pvleft.records import Absent, VolumeSnapshot, VolumeSnapshotClass, VolumeSnapshotContent, iso
 
 if TYPE_CHECKING:  # --watch alone needs the watch runtime: imported in follow()
-    from kubectl_pvleft.watch import Follow, Stores
+    from kubectl_pvleft.kube.watch import Follow, Stores
 
 T = TypeVar("T")
 
@@ -236,7 +236,7 @@ def not_served(options: Options) -> Result:
 
 
 def follow(options: Options) -> Follow[ContentRow]:
-    from kubectl_pvleft.watch import Follow, Stream
+    from kubectl_pvleft.kube.watch import Follow, Stream
 
     namespace = snapshot_namespace(options)
     scope = f'in namespace "{namespace}"' if namespace else "cluster-wide"

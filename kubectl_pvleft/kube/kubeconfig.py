@@ -19,7 +19,7 @@ from typing import Any, Optional
 import msgspec
 
 from kubectl_pvleft.errors import ConfigError
-from kubectl_pvleft.proxy import checked_proxy_url
+from kubectl_pvleft.kube.proxy import checked_proxy_url
 
 # Where a Pod finds its ServiceAccount token, CA and namespace; PVLEFT_SERVICEACCOUNT_DIR points elsewhere
 # (a sidecar that mounts the projected volume at another path, and the in-cluster tests).
@@ -149,7 +149,7 @@ def _read(path: Path) -> dict[str, Any]:
         raise ConfigError(f"kubeconfig {path} cannot be read: {exc.strerror or type(exc).__name__}") from None
     if "\x00" in text:
         raise ConfigError(f"kubeconfig {path} is not a text file (it contains NUL bytes)")
-    from kubectl_pvleft.plainyaml import read as read_plain
+    from kubectl_pvleft.kube.plainyaml import read as read_plain
 
     doc = read_plain(text)  # JSON and plain block YAML, read as SafeLoader reads them, without importing PyYAML
     if doc is None:
