@@ -58,3 +58,22 @@ class CredentialError(ConfigError):
 
 class BadResponse(ApiError):
     """The server answered 2xx with something that is not the object we asked for."""
+
+
+class TemplateError(TemplateRefused):
+    """A template kubectl refuses; the message is kubectl's text, to print after `error: `."""
+
+    exit_code = 1  # kubectl exits 1 on a bad template, not with a usage code
+
+    def __init__(self, message: str, reason: Optional[str] = None) -> None:
+        super().__init__(message)
+        self.reason = reason or message  # the parser's or evaluator's bare text, without kubectl's wrapping
+
+
+class ExecutionError(TemplateError):
+    """A template that parsed but failed on this object. `reason` is client-go's bare error (what custom-columns
+    and --sort-by print); `partial` is the value Go hands back with the error, which an existence filter keeps."""
+
+    def __init__(self, reason: str, partial: Optional[list] = None, message: Optional[str] = None) -> None:
+        super().__init__(message or reason, reason)
+        self.partial = partial or []

@@ -14,7 +14,7 @@ import argparse
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 if TYPE_CHECKING:  # --help must not pay for the output layer
-    from kubectl_pvleft.output.printing import Report
+    from kubectl_pvleft.output.report import Report
 
 # Plain classes, not dataclasses: `dataclasses` imports `inspect` and writes each class's methods with exec,
 # ~10 ms that --help and every run would pay before doing anything.

@@ -22,7 +22,7 @@ from cli_runner import invoke, items as list_items
 from fake_apiserver import FakeAPIServer, status
 from kubectl_pvleft.analyses import claims
 from kubectl_pvleft.analyses.claims import ClaimRow, assess, problem_text, problems, to_json
-from kubectl_pvleft.output.printing import table_lines
+from reports import table_lines
 from kubectl_pvleft.records import PersistentVolumeClaim, StorageClass
 from wire import items, load
 

@@ -20,7 +20,7 @@ from cli_runner import Result, invoke, items as list_items
 from fake_apiserver import FakeAPIServer, status
 from kubectl_pvleft.analyses import classes
 from kubectl_pvleft.analyses.classes import ClassCensus, ClassRow, assess
-from kubectl_pvleft.output.printing import table_lines
+from reports import table_lines
 from kubectl_pvleft.records import PersistentVolume, PersistentVolumeClaim, StorageClass
 from wire import items, load
 

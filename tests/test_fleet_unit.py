@@ -16,7 +16,7 @@ from kubectl_pvleft.cli.parser import options_of, parse, selection_of
 # keep the other context's result (it raised on the main thread and lost the whole run before).
 BUGGY = '''
 from kubectl_pvleft.invocation import Result
-from kubectl_pvleft.output.printing import Report
+from kubectl_pvleft.output.report import Report
 
 
 def run(api, options):

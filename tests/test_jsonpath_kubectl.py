@@ -11,11 +11,11 @@ import urllib.parse
 from typing import Any, Callable
 
 import pytest
-
-from kubectl_pvleft.output.columns import (parse_custom_columns, parse_custom_columns_file, render_custom_columns,
-                                    sort_rows)
-from kubectl_pvleft.output.jsonpath import JSONPathTemplate, TemplateError
 from scenarios import apply, host_path_pv, wait_for
+
+from kubectl_pvleft.output.custom_columns import parse_custom_columns, parse_custom_columns_file, render_custom_columns
+from kubectl_pvleft.output.jsonpath import JSONPathTemplate, TemplateError
+from kubectl_pvleft.output.sorting import sort_rows
 
 SELECTOR = "jp-test=jsonpath"
 LABELS = {"jp-test": "jsonpath"}

@@ -12,11 +12,18 @@ from pathlib import Path
 
 import pytest
 
-from kubectl_pvleft.output.columns import (go_syntax, parse_custom_columns, parse_custom_columns_file, parse_quantity,
-                                    relaxed_jsonpath_expression, render_custom_columns, sort_key, sort_rows,
-                                    tabwrite)
 from kubectl_pvleft.errors import UsageError
+from kubectl_pvleft.output.custom_columns import (
+    parse_custom_columns,
+    parse_custom_columns_file,
+    relaxed_jsonpath_expression,
+    render_custom_columns,
+)
+from kubectl_pvleft.output.govalue import go_syntax
 from kubectl_pvleft.output.jsonpath import ExecutionError, JSONPathTemplate, TemplateError
+from kubectl_pvleft.output.sorting import sort_key, sort_rows
+from kubectl_pvleft.output.tabwriter import tabwrite
+from kubectl_pvleft.records.quantity import parse_quantity
 
 WIRE = Path(__file__).parent / "fixtures" / "wire"
 PVS = json.loads((WIRE / "leftovers_pvs.json").read_text())

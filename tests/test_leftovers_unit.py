@@ -7,7 +7,7 @@ from datetime import timedelta
 
 from kubectl_pvleft.analyses import leftovers
 from kubectl_pvleft.analyses.leftovers import ClaimIndex, Leftover, LeftoverResult, assess, to_json
-from kubectl_pvleft.output.printing import table_lines
+from reports import table_lines
 from kubectl_pvleft.records import Absent, ClaimIdentity, PersistentVolume, StorageClass
 from wire import items
 

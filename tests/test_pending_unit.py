@@ -17,7 +17,7 @@ from kubectl_pvleft.analyses import pending
 from kubectl_pvleft.analyses.pending import rules
 from kubectl_pvleft.kube.api import Kind, error_for
 from kubectl_pvleft.errors import Forbidden
-from kubectl_pvleft.output.printing import render
+from reports import render
 from kubectl_pvleft.analyses.pending.rules import Evidence, Triage, TriageResult
 from kubectl_pvleft.records import Event, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass, VolumeAttachment
 

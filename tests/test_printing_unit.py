@@ -9,7 +9,9 @@ from datetime import datetime, timedelta, timezone
 import pytest
 import yaml
 
-from kubectl_pvleft.output.printing import Column, Report, age, human_duration, render, truncate, word
+from kubectl_pvleft.output.report import Column, Report, age, human_duration, truncate, word
+
+from reports import render
 
 
 @pytest.mark.parametrize("seconds, text", [

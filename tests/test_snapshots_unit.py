@@ -19,7 +19,9 @@ import pytest
 from kubectl_pvleft.analyses import snapshots
 from kubectl_pvleft.kube.api import VOLUME_SNAPSHOT_CLASSES, VOLUME_SNAPSHOT_CONTENTS, VOLUME_SNAPSHOTS, Kind
 from kubectl_pvleft.invocation import Options
-from kubectl_pvleft.output.printing import PrintOptions, formatter, table_lines
+from kubectl_pvleft.output.report import PrintOptions
+from kubectl_pvleft.output.printer import formatter
+from reports import table_lines
 from kubectl_pvleft.records import Absent, VolumeSnapshot, VolumeSnapshotClass, VolumeSnapshotContent
 from kubectl_pvleft.analyses.snapshots import SnapshotIndex, assess
 from kubectl_pvleft.kube.transport import error_for

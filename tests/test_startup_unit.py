@@ -27,7 +27,8 @@ DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml writes the tes
 # Never needed by a one-shot run printing a table or JSON: each is imported only by the path that needs it.
 NOT_ON_COMMON_PATH = (
     "yaml", "yaml.emitter", "yaml.dumper", "tabulate",  # a plain kubeconfig is read without PyYAML; tables are ours
-    "kubectl_pvleft.output.jsonpath", "kubectl_pvleft.output.columns", "kubectl_pvleft.output.templates",  # -o jsonpath/custom-columns
+    "kubectl_pvleft.output.jsonpath", "kubectl_pvleft.output.custom_columns", "kubectl_pvleft.output.sorting",
+    "kubectl_pvleft.output.govalue", "kubectl_pvleft.output.templates",  # -o jsonpath/custom-columns
     "kubectl_pvleft.output.watchprint", "kubectl_pvleft.cli.fleet", "kubectl_pvleft.cli.completion",  # --watch, --contexts, __complete
     "kubectl_pvleft.clouds.census", "kubectl_pvleft.clouds", "kubectl_pvleft.records.quantity",  # cloud flags; resize sizes
     "subprocess",  # exec credential plugins only
@@ -35,7 +36,7 @@ NOT_ON_COMMON_PATH = (
     "logging", "dataclasses", "queue", "shutil", "tempfile",  # -v's log is ours; Structs; a Condition; help only
     "encodings.idna",  # ASCII host names go to socket and ssl as bytes
 )
-NOT_FOR_HELP = ("msgspec", "dataclasses", "inspect", "kubectl_pvleft.kube.kubeconfig", "kubectl_pvleft.output.printing", "kubectl_pvleft.kube.api",
+NOT_FOR_HELP = ("msgspec", "dataclasses", "inspect", "kubectl_pvleft.kube.kubeconfig", "kubectl_pvleft.output.printer", "kubectl_pvleft.kube.api",
                 "kubectl_pvleft.kube.transport", "json", "yaml", "tabulate")
 
 
@@ -119,12 +120,13 @@ def test_a_one_shot_run_imports_only_what_it_runs(tmp_path: Path, command: str) 
 @pytest.mark.integration  # a fresh interpreter: a child process
 def test_a_table_is_printed_without_tabulate_or_yaml(tmp_path: Path) -> None:
     setup = textwrap.dedent("""\
-        from kubectl_pvleft.output.printing import Column, Report, render
+        from kubectl_pvleft.output.report import Column, Report
+        from reports import render
         render(Report(rows=[("pv-1", "Released")], columns=[Column("NAME", lambda r: r[0]), Column("STATUS", lambda r: r[1])],
                       to_json=dict, name=lambda r: r[0]))
         """).replace("\n", "\n        ")
     modules, _ = modules_after(["--help"], tmp_path, setup=setup)
-    assert "kubectl_pvleft.output.printing" in modules
+    assert "kubectl_pvleft.output.printer" in modules
     assert loaded(modules, ("tabulate", "yaml", "kubectl_pvleft.output.templates", "kubectl_pvleft.output.jsonpath")) == []
 
 

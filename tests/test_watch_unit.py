@@ -17,7 +17,7 @@ from kubectl_pvleft.analyses import pending
 from kubectl_pvleft.kube.api import PODS, EVENTS, Kind, StreamClosed, WatchEvent, error_for
 from kubectl_pvleft.invocation import Options
 from kubectl_pvleft.errors import ConnectionFailed, Forbidden
-from kubectl_pvleft.output.printing import LinePrinter
+from reports import LinePrinter
 from kubectl_pvleft.records import Pod
 from kubectl_pvleft.kube.watch import Changed, Notice, RowBoard, RowChange, Stores, Stream, Synced, WatchSettings, reflect
 from kubectl_pvleft.output.watchprint import change_report

@@ -16,12 +16,19 @@ from typing import TYPE_CHECKING, Any, Mapping, Optional
 
 from msgspec import Struct, field
 
-from kubectl_pvleft.kube.api import PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, STORAGE_CLASSES, Reader, optional
-from kubectl_pvleft.invocation import Options, Result
-from kubectl_pvleft.output.printing import UNSET, Column, Report, age, utcnow
 from kubectl_pvleft.analyses.resize import StalledResize, stalled_resize
-from kubectl_pvleft.records import (CLAIM_PHASES, Condition, HealthCondition, PersistentVolume, PersistentVolumeClaim,
-                                   StorageClass, iso)
+from kubectl_pvleft.invocation import Options, Result
+from kubectl_pvleft.kube.api import PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, STORAGE_CLASSES, Reader, optional
+from kubectl_pvleft.output.report import UNSET, Column, Report, age, utcnow
+from kubectl_pvleft.records import (
+    CLAIM_PHASES,
+    Condition,
+    HealthCondition,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    StorageClass,
+    iso,
+)
 
 if TYPE_CHECKING:  # --watch alone needs the watch runtime: imported in follow()
     from kubectl_pvleft.kube.watch import Follow, Stores

@@ -17,9 +17,17 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, TypeVar
 
 from msgspec import Struct, field
 
-from kubectl_pvleft.kube.api import CSI_DRIVERS, PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, STORAGE_CLASSES, Reader, begin, optional
 from kubectl_pvleft.invocation import Options, Result
-from kubectl_pvleft.output.printing import Column, Report, age, utcnow
+from kubectl_pvleft.kube.api import (
+    CSI_DRIVERS,
+    PERSISTENT_VOLUME_CLAIMS,
+    PERSISTENT_VOLUMES,
+    STORAGE_CLASSES,
+    Reader,
+    begin,
+    optional,
+)
+from kubectl_pvleft.output.report import Column, Report, age, utcnow
 from kubectl_pvleft.records import PV_PHASES, Absent, PersistentVolume, PersistentVolumeClaim, StorageClass, iso
 
 if TYPE_CHECKING:  # --watch alone needs the watch runtime: imported in follow()

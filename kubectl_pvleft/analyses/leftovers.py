@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional, Union
 
 from msgspec import Struct, field
 
-from kubectl_pvleft.kube.api import CLAIM_IDENTITIES, PERSISTENT_VOLUMES, STORAGE_CLASSES, Reader, begin, optional
 from kubectl_pvleft.invocation import Options, Result
-from kubectl_pvleft.output.printing import Column, Report, UNSET, age, utcnow
+from kubectl_pvleft.kube.api import CLAIM_IDENTITIES, PERSISTENT_VOLUMES, STORAGE_CLASSES, Reader, begin, optional
+from kubectl_pvleft.output.report import UNSET, Column, Report, age, utcnow
 from kubectl_pvleft.records import Absent, ClaimIdentity, PersistentVolume, StorageClass, iso
 
 if TYPE_CHECKING:  # --watch alone needs the watch runtime: imported in follow()

@@ -18,10 +18,16 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, TypeVar, Un
 
 from msgspec import Struct, field
 
-from kubectl_pvleft.kube.api import VOLUME_SNAPSHOT_CLASSES, VOLUME_SNAPSHOT_CONTENTS, VOLUME_SNAPSHOTS, Reader, optional
-from kubectl_pvleft.invocation import Options, Result
 from kubectl_pvleft.errors import ApiError, Forbidden
-from kubectl_pvleft.output.printing import Column, Report, age, utcnow
+from kubectl_pvleft.invocation import Options, Result
+from kubectl_pvleft.kube.api import (
+    VOLUME_SNAPSHOT_CLASSES,
+    VOLUME_SNAPSHOT_CONTENTS,
+    VOLUME_SNAPSHOTS,
+    Reader,
+    optional,
+)
+from kubectl_pvleft.output.report import Column, Report, age, utcnow
 from kubectl_pvleft.records import Absent, VolumeSnapshot, VolumeSnapshotClass, VolumeSnapshotContent, iso
 
 if TYPE_CHECKING:  # --watch alone needs the watch runtime: imported in follow()

@@ -132,8 +132,9 @@ def _value_choices(action: argparse.Action) -> list[str]:
     if action.choices:
         return [str(choice) for choice in action.choices]
     if action.dest == "output":
-        from kubectl_pvleft.cli import parser as flags
-        return list(flags.OUTPUT_CHOICES) + [f"{name}=" for name in flags.TEMPLATED]
+        from kubectl_pvleft.output.names import PLAIN_FORMATS, TEMPLATE_FORMATS
+
+        return list(PLAIN_FORMATS) + [f"{name}=" for name in TEMPLATE_FORMATS]
     return []
 
 

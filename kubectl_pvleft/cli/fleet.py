@@ -18,9 +18,9 @@ from typing import Any, Callable, Iterator, Optional, Sequence
 from msgspec import Struct
 from msgspec.structs import replace
 
-from kubectl_pvleft.invocation import Command, Options, Result
 from kubectl_pvleft.errors import ApiError, ConfigError, PvleftError, UsageError
-from kubectl_pvleft.output.printing import Column, Report
+from kubectl_pvleft.invocation import Command, Options, Result
+from kubectl_pvleft.output.report import Column, Report
 
 DEFAULT_CONCURRENCY = 8  # a laptop's worth of TLS handshakes and JSON decoding at once
 

@@ -13,12 +13,26 @@ import signal
 import sys
 from typing import Any, NoReturn, Optional, Sequence
 
-from kubectl_pvleft.invocation import Command, Options, Result
-from kubectl_pvleft.errors import ApiError, Forbidden, PvleftError
 from kubectl_pvleft.cli.parser import (
-    EXIT_CODES_HELP, EXIT_ERROR, EXIT_FINDINGS, EXIT_INTERRUPTED, EXIT_OK, EXIT_PARTIAL, EXIT_PIPE_CLOSED, EXIT_USAGE,
-    build_parser, options_of, parse, parse_request_timeout, print_options, program_name, selection_of, shown,
+    EXIT_CODES_HELP,
+    EXIT_ERROR,
+    EXIT_FINDINGS,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_PARTIAL,
+    EXIT_PIPE_CLOSED,
+    EXIT_USAGE,
+    build_parser,
+    options_of,
+    parse,
+    parse_request_timeout,
+    print_options,
+    program_name,
+    selection_of,
+    shown,
 )
+from kubectl_pvleft.errors import ApiError, Forbidden, PvleftError
+from kubectl_pvleft.invocation import Command, Options, Result
 
 # The CLI's public face: what tests, completion and the bundle's entry call.
 __all__ = ["EXIT_CODES_HELP", "EXIT_USAGE", "build_parser", "describe_api_error", "entry", "main",
@@ -66,7 +80,7 @@ def run_one(args: argparse.Namespace, command: Command) -> tuple[Optional[Result
 
 
 def print_and_exit(result: Result, options: Options, args: argparse.Namespace, command: Command) -> int:
-    from kubectl_pvleft.output.printing import print_result, warn
+    from kubectl_pvleft.output.printer import print_result, warn
 
     for message in dict.fromkeys(result.warnings):  # each warning once
         warn(message)
@@ -88,7 +102,7 @@ def print_and_exit(result: Result, options: Options, args: argparse.Namespace, c
 def run_fleet(args: argparse.Namespace, command: Command) -> int:
     """The subcommand in every chosen context at once; one report, a CONTEXT column, failures apart."""
     from kubectl_pvleft.cli import fleet
-    from kubectl_pvleft.output.printing import print_result, warn
+    from kubectl_pvleft.output.printer import print_result, warn
 
     fleet.check_flags(args)
     patterns = [p.strip() for value in args.contexts for p in value.split(",") if p.strip()]
@@ -120,8 +134,8 @@ def run_fleet(args: argparse.Namespace, command: Command) -> int:
 
 def watch_fleet(args: argparse.Namespace, command: Command, contexts: list[str]) -> int:
     from kubectl_pvleft.cli import fleet
-    from kubectl_pvleft.output.printing import formatter, warn
     from kubectl_pvleft.kube.watch import Notice, WatchSettings
+    from kubectl_pvleft.output.printer import formatter, warn
     from kubectl_pvleft.output.watchprint import change_report
 
     options = options_of(args, command, "default")
@@ -141,8 +155,8 @@ def watch_fleet(args: argparse.Namespace, command: Command, contexts: list[str])
 def watch_and_print(api: Any, module: Any, options: Options, printing: Any) -> NoReturn:
     """Print each row change until interrupted. It never returns: a stream that ends is reopened, and an
     error the streams cannot survive is raised."""
-    from kubectl_pvleft.output.printing import formatter, warn
     from kubectl_pvleft.kube.watch import Notice, WatchSettings, follow
+    from kubectl_pvleft.output.printer import formatter, warn
     from kubectl_pvleft.output.watchprint import change_report
 
     out = formatter(change_report(module.watch_report(options), wide=options.wide), printing)

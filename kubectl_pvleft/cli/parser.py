@@ -12,8 +12,9 @@ import re
 from typing import Any, Callable, NoReturn, Optional, Sequence
 
 from kubectl_pvleft import __version__
-from kubectl_pvleft.invocation import COMMANDS, Command, Options
 from kubectl_pvleft.errors import TemplateRefused, UsageError
+from kubectl_pvleft.invocation import COMMANDS, Command, Options
+from kubectl_pvleft.output.names import PLAIN_FORMATS, REFUSED_FORMATS, TEMPLATE_FORMATS
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_FINDINGS, EXIT_PARTIAL = 0, 1, 2, 3, 4
 EXIT_INTERRUPTED, EXIT_PIPE_CLOSED = 130, 141
@@ -31,8 +32,6 @@ output formats (-o): table, wide, json, yaml, jsonl, name, jsonpath=TEMPLATE, js
   jsonpath-file=FILE, custom-columns=SPEC, custom-columns-file=FILE (kubectl's JSONPath dialect, over the
   objects -o json prints; go-template is not supported)"""
 
-OUTPUT_CHOICES = ("table", "wide", "json", "yaml", "jsonl", "name")
-TEMPLATED = ("jsonpath", "jsonpath-as-json", "jsonpath-file", "custom-columns", "custom-columns-file")
 # Flag names whose values are secrets: never echoed, not even in a usage error.
 _SECRET_FLAG = re.compile(r"tok|tkn|pass|pwd|secret|cred|key|auth|bearer|cert", re.IGNORECASE)
 _TRUE, _FALSE = ("1", "t", "T", "TRUE", "true", "True"), ("0", "f", "F", "FALSE", "false", "False")
@@ -150,15 +149,15 @@ def header_value(what: str):
 
 def output_format(text: str) -> str:
     name, _, value = text.partition("=")
-    if text in OUTPUT_CHOICES or (name in TEMPLATED and value):
+    if text in PLAIN_FORMATS or (name in TEMPLATE_FORMATS and value):
         return text
-    if name in TEMPLATED:  # kubectl's words (no argparse "argument -o/--output:" prefix)
+    if name in TEMPLATE_FORMATS:  # kubectl's words (no argparse "argument -o/--output:" prefix)
         raise TemplateRefused("custom-columns format specified but no custom columns given" if name.startswith("custom")
                          else "template format specified but no template given")
-    if name in ("go-template", "go-template-file", "template", "templatefile"):
+    if name in REFUSED_FORMATS:
         raise argparse.ArgumentTypeError(f"-o {name} is not supported: use jsonpath=... or custom-columns=...")
     raise argparse.ArgumentTypeError(f"invalid choice: {shown(text)!r} (choose from "
-                                     + ", ".join(OUTPUT_CHOICES + tuple(f'{t}=...' for t in TEMPLATED)) + ")")
+                                     + ", ".join(PLAIN_FORMATS + tuple(f'{t}=...' for t in TEMPLATE_FORMATS)) + ")")
 
 
 def validate_namespace(namespace: str) -> str:
@@ -385,7 +384,7 @@ def options_of(args: argparse.Namespace, command: Command, context_namespace: st
 
 
 def print_options(args: argparse.Namespace, command: Command) -> Any:
-    from kubectl_pvleft.output.printing import PrintOptions
+    from kubectl_pvleft.output.report import PrintOptions
 
     return PrintOptions(output=args.output, all_namespaces=args.all_namespaces and not command.cluster_scoped,
                         no_headers=args.no_headers, show_labels=args.show_labels)

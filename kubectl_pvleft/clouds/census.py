@@ -15,9 +15,8 @@ from typing import Any, Optional, Sequence, Union
 from kubectl_pvleft.clouds import CloudDisk, CloudError, CloudFinding, join
 from kubectl_pvleft.clouds.refs import volume_ref
 from kubectl_pvleft.invocation import Options, Result
-from kubectl_pvleft.output.printing import Column, Report, age, utcnow
+from kubectl_pvleft.output.report import Column, Report, age, utcnow
 from kubectl_pvleft.records import Absent
-
 
 # Without --request-timeout, a census that has not finished in five minutes is given up on (a failed census, exit 4):
 # the SDKs' own retries (botocore's, google-api-core's) could otherwise hold a run for many minutes.

@@ -17,7 +17,9 @@ from urllib.parse import quote
 import msgspec
 
 from kubectl_pvleft.errors import ApiError, BadResponse, Expired, Forbidden
+from kubectl_pvleft.kube.httpclient import HTTPFailure, Response, Timeouts
 from kubectl_pvleft.kube.kubeconfig import Connection
+from kubectl_pvleft.kube.transport import StreamClosed, Transport, error_for, log, verbosity
 from kubectl_pvleft.records import (
     ClaimIdentity,
     Event,
@@ -30,8 +32,6 @@ from kubectl_pvleft.records import (
     StorageClass,
     VolumeAttachment,
 )
-from kubectl_pvleft.kube.httpclient import HTTPFailure, Response, Timeouts
-from kubectl_pvleft.kube.transport import StreamClosed, Transport, error_for, log, verbosity
 
 DEFAULT_PAGE_SIZE = 500  # kubectl's own chunk size
 # One watch event is one object: etcd refuses objects over 1.5 MiB (--max-request-bytes); 16 MiB leaves room for

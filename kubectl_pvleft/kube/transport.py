@@ -17,11 +17,22 @@ from typing import Any, Optional
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
 from kubectl_pvleft import __version__
-from kubectl_pvleft.kube.credentials import Credentials, Issued, header_safe
 from kubectl_pvleft.deadline import Deadline, OutOfTime
 from kubectl_pvleft.errors import ApiError, ConfigError, ConnectionFailed, Expired, Forbidden
-from kubectl_pvleft.kube.httpclient import (ConnectFailed, Cut, HTTPFailure, Malformed, Pool, Response, Server, TimedOut,
-                                       Timeouts, TLSFailed, TooLarge)
+from kubectl_pvleft.kube.credentials import Credentials, Issued, header_safe
+from kubectl_pvleft.kube.httpclient import (
+    ConnectFailed,
+    Cut,
+    HTTPFailure,
+    Malformed,
+    Pool,
+    Response,
+    Server,
+    TimedOut,
+    Timeouts,
+    TLSFailed,
+    TooLarge,
+)
 from kubectl_pvleft.kube.kubeconfig import TLS, Connection
 from kubectl_pvleft.kube.proxy import choose as choose_proxy
 

@@ -22,8 +22,8 @@ from typing import Any, Callable, Generic, Hashable, Iterable, Iterator, Mapping
 
 from msgspec import Struct, field
 
-from kubectl_pvleft.kube.api import Kind, KubeAPI, StreamClosed
 from kubectl_pvleft.errors import ApiError, ConnectionFailed, Expired, Forbidden
+from kubectl_pvleft.kube.api import Kind, KubeAPI, StreamClosed
 
 Row = TypeVar("Row")
 

@@ -6,7 +6,7 @@ A port of k8s.io/client-go/util/jsonpath (parser.go, jsonpath.go): a template pr
 template without braces is literal text. Standard JSONPath libraries (jsonpath-ng) speak another language.
 
 Values are what `json.loads` gives. Where Go visits a map in random order (`.*`, `..`) keys go sorted,
-the order Go's encoding/json prints them in. Go's printing of values lives in `columns`.
+the order Go's encoding/json prints them in. Go's printing of values lives in `govalue`.
 """
 
 from __future__ import annotations
@@ -14,43 +14,12 @@ from __future__ import annotations
 import re
 from typing import Any, Optional
 
-from kubectl_pvleft.errors import TemplateRefused, UsageError
+from kubectl_pvleft.errors import ExecutionError, TemplateError
+from kubectl_pvleft.output import govalue
+from kubectl_pvleft.output.govalue import INT64_MAX, INT64_MIN, NO_VALUE, GoByte, is_int64
 
 __all__ = ["TemplateError", "ExecutionError", "JSONPathTemplate", "GoByte", "NO_VALUE"]
 
-
-class TemplateError(TemplateRefused):
-    """A template kubectl refuses; the message is kubectl's text, to print after `error: `."""
-
-    exit_code = 1  # kubectl exits 1 on a bad template, not with a usage code
-
-    def __init__(self, message: str, reason: Optional[str] = None) -> None:
-        super().__init__(message)
-        self.reason = reason or message  # the parser's or evaluator's bare text, without kubectl's wrapping
-
-
-class ExecutionError(TemplateError):
-    """A template that parsed but failed on this object. `reason` is client-go's bare error (what custom-columns
-    and --sort-by print); `partial` is the value Go hands back with the error, which an existence filter keeps."""
-
-    def __init__(self, reason: str, partial: Optional[list] = None, message: Optional[str] = None) -> None:
-        super().__init__(message or reason, reason)
-        self.partial = partial or []
-
-
-class GoByte(int):
-    """A uint8: what `.*` and `..` yield for each byte of a string, since Go indexes strings by byte."""
-
-
-class _NoValue:
-    """Go's invalid reflect.Value: what a template runs on inside an empty range or on a null range element."""
-
-    def __repr__(self) -> str:
-        return "<invalid reflect.Value>"
-
-
-NO_VALUE: Any = _NoValue()
-INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 _DICT_KEY = re.compile(r"'([^']*)'\Z")
 _SLICE = re.compile(r"(-?[0-9]*)(:-?[0-9]*)?(:-?[0-9]*)?\Z")
@@ -58,16 +27,6 @@ _FILTER = re.compile(r"([^!<>=]+)([!<>=]+)(.+?)\Z")
 _FLOAT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)\Z")
 _TERMINATORS = frozenset(" \t\r\n.,[]$@{}")
 
-
-def _go():
-    # Go's value printing sits in columns, which imports this module at its top: import it when first needed.
-    from kubectl_pvleft.output import columns
-    return columns
-
-
-def is_int64(value: Any) -> bool:
-    """A JSON integer Go decodes as int64 (a larger one it decodes as float64)."""
-    return isinstance(value, int) and not isinstance(value, bool) and INT64_MIN <= value <= INT64_MAX
 
 
 def _atoi(text: str) -> Optional[int]:
@@ -238,7 +197,7 @@ class _Parser:
             if ch == end and self.text[self.pos - 2] != "\\":
                 break
         value = self._consume()
-        text = _go().go_unquote(value)
+        text = govalue.go_unquote(value)
         if text is None:
             raise _ParseError(f"unquote string {value} error invalid syntax")
         cur.append(("text", text))
@@ -391,7 +350,7 @@ class Evaluator:
             if value is None:
                 continue
             if not isinstance(value, list):
-                raise ExecutionError(f"{_go().go_type_name(value)} is not array or slice", values)
+                raise ExecutionError(f"{govalue.go_type_name(value)} is not array or slice", values)
             length = len(value)
             first = start if known0 else 0
             first += length if first < 0 else 0
@@ -432,7 +391,7 @@ class Evaluator:
         results: list = []
         for value in values:
             if not isinstance(value, list):
-                raise ExecutionError(f"{_go().go_sprint(value)} is not array or slice and cannot be filtered", values)
+                raise ExecutionError(f"{govalue.go_sprint(value)} is not array or slice and cannot be filtered", values)
             for element in value:
                 try:
                     lefts = self._walk([element], ("list", left_nodes))
@@ -478,22 +437,19 @@ class JSONPathTemplate:
 
     def render(self, obj: Any) -> str:
         """Exactly what `kubectl get -o jsonpath=TEXT` prints for `obj` (no newline added)."""
-        go = _go()
-        return "".join(" ".join(go.go_json(value) if isinstance(value, (dict, list)) else go.go_text(value)
+        return "".join(" ".join(govalue.go_json(value) if isinstance(value, (dict, list)) else govalue.go_text(value)
                                 for value in results) for results in self._run(obj))
 
     def render_json(self, obj: Any) -> str:
         """What `kubectl get -o jsonpath-as-json=TEXT` prints: each node's values as an indented JSON array."""
-        go = _go()
-        return "".join(go.go_json(results, "    ") + "\n" for results in self._run(obj))
+        return "".join(govalue.go_json(results, "    ") + "\n" for results in self._run(obj))
 
     def _run(self, obj: Any) -> list:
         try:
             return self.find_results(obj)
         except ExecutionError as exc:
-            go = _go()
-            raise ExecutionError(exc.reason, exc.partial, (
-                f"error executing jsonpath {go.go_quote(self.text)}: Error executing template: {exc.reason}. "
+                raise ExecutionError(exc.reason, exc.partial, (
+                f"error executing jsonpath {govalue.go_quote(self.text)}: Error executing template: {exc.reason}. "
                 "Printing more information for debugging the template:\n"
                 f"\ttemplate was:\n\t\t{self.text}\n"
-                f"\tobject given to jsonpath engine was:\n\t\t{go.go_syntax(obj)}\n\n\n")) from None
+                f"\tobject given to jsonpath engine was:\n\t\t{govalue.go_syntax(obj)}\n\n\n")) from None

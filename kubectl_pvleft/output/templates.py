@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from typing import Any, Sequence, TypeVar
 
-from kubectl_pvleft.output.columns import (parse_custom_columns, parse_custom_columns_file, render_custom_columns,
-                                    sort_rows as sort_objects)
 from kubectl_pvleft.errors import TemplateRefused
+from kubectl_pvleft.output.custom_columns import parse_custom_columns, parse_custom_columns_file, render_custom_columns
+from kubectl_pvleft.output.formats import Formatter, kubectl_list
 from kubectl_pvleft.output.jsonpath import JSONPathTemplate
-from kubectl_pvleft.output.printing import Formatter, PrintOptions, Report, kubectl_list
+from kubectl_pvleft.output.report import PrintOptions, Report
+from kubectl_pvleft.output.sorting import sort_rows as sort_objects
 
 T = TypeVar("T")
 

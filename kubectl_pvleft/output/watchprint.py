@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from kubectl_pvleft.output.printing import Column, Report, truncate
 from kubectl_pvleft.kube.watch import RowChange
+from kubectl_pvleft.output.report import Column, Report, truncate
 
 MESSAGE_WIDTH = 80
 

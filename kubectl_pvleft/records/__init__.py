@@ -3,17 +3,41 @@ the fields the analyses read, under their wire names). base: the Record base and
 volumes: PVs, claims, classes; pods: Pods and Events; snapshots: VolumeSnapshots, contents, classes."""
 
 from kubectl_pvleft.records.base import (
-    BETA_CLASS_ANNOTATION, CLAIM_PHASES, DEFAULT_CLASS_ANNOTATIONS, PV_PHASES, Absent, Condition, ListMeta, ObjectMeta,
-    ObjectRef, Record, Status, iso,
+    BETA_CLASS_ANNOTATION,
+    CLAIM_PHASES,
+    DEFAULT_CLASS_ANNOTATIONS,
+    PV_PHASES,
+    Absent,
+    Condition,
+    ListMeta,
+    ObjectMeta,
+    ObjectRef,
+    Record,
+    Status,
+    iso,
 )
 from kubectl_pvleft.records.pods import (
-    ClaimVolumeSource, ContainerStatus, ContainerWait, Event, Pod, PodSpec, PodStatus, PodVolume,
-)
-from kubectl_pvleft.records.volumes import (
-    ZONE_KEYS, ClaimIdentity, HealthCondition, ModifyVolumeStatus, Named, PersistentVolume, PersistentVolumeClaim,
-    StorageClass, VolumeAttachment,
+    ClaimVolumeSource,
+    ContainerStatus,
+    ContainerWait,
+    Event,
+    Pod,
+    PodSpec,
+    PodStatus,
+    PodVolume,
 )
 from kubectl_pvleft.records.snapshots import SnapshotError, VolumeSnapshot, VolumeSnapshotClass, VolumeSnapshotContent
+from kubectl_pvleft.records.volumes import (
+    ZONE_KEYS,
+    ClaimIdentity,
+    HealthCondition,
+    ModifyVolumeStatus,
+    Named,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    StorageClass,
+    VolumeAttachment,
+)
 
 __all__ = [
     "BETA_CLASS_ANNOTATION", "CLAIM_PHASES", "DEFAULT_CLASS_ANNOTATIONS", "PV_PHASES", "ZONE_KEYS", "Absent",

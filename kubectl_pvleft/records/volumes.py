@@ -7,7 +7,7 @@ from typing import Any, Mapping, Optional
 
 import msgspec
 
-from kubectl_pvleft.records.base import DEFAULT_CLASS_ANNOTATIONS, ObjectMeta, ObjectRef, Condition, Record, _class_name
+from kubectl_pvleft.records.base import DEFAULT_CLASS_ANNOTATIONS, Condition, ObjectMeta, ObjectRef, Record, _class_name
 
 # -- PersistentVolume ---------------------------------------------------------------------------------
 

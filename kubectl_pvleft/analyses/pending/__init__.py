@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence, TypeVar
 
 from msgspec.structs import replace
 
+from kubectl_pvleft.analyses.pending.rules import ClaimView, Evidence, Triage, TriageResult, assess, is_external
+from kubectl_pvleft.invocation import Options, Result
 from kubectl_pvleft.kube.api import (
     CSI_DRIVERS,
     EVENTS,
@@ -28,10 +30,8 @@ from kubectl_pvleft.kube.api import (
     begin,
     optional,
 )
-from kubectl_pvleft.invocation import Options, Result
-from kubectl_pvleft.output.printing import Column, Report, age, truncate, utcnow, word
+from kubectl_pvleft.output.report import Column, Report, age, truncate, utcnow, word
 from kubectl_pvleft.records import Event, Pod, StorageClass, iso
-from kubectl_pvleft.analyses.pending.rules import ClaimView, Evidence, Triage, TriageResult, assess, is_external
 
 if TYPE_CHECKING:  # --watch alone needs the watch runtime: imported in follow()
     from kubectl_pvleft.kube.watch import Follow, Stores

@@ -21,7 +21,16 @@ from msgspec import Struct, field
 from msgspec.structs import replace
 
 from kubectl_pvleft.analyses.pending.parties import RWOP, OtherParty, attachment_holder, bound_claim, rwop_holders
-from kubectl_pvleft.records import Absent, Condition, VolumeAttachment, Event, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass
+from kubectl_pvleft.records import (
+    Absent,
+    Condition,
+    Event,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    Pod,
+    StorageClass,
+    VolumeAttachment,
+)
 
 # -- owners ------------------------------------------------------------------------------------------
 

@@ -1,0 +1,149 @@
+"""One formatter per plain output format (table, wide, json, yaml, jsonl, name), each printing a whole report
+or a stream of row batches (``--watch``). Tables are aligned by kubectl's tabwriter (``tabwriter.align``)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Generic, Sequence, TextIO, TypeVar
+
+from kubectl_pvleft.output.report import PrintOptions, Report, labels_text, safe_text, word
+from kubectl_pvleft.output.tabwriter import align, padded_line
+
+T = TypeVar("T")
+
+
+class Formatter(Generic[T]):
+    def __init__(self, report: Report[T], options: PrintOptions) -> None:
+        self.report, self.options = report, options
+
+    @property
+    def out(self) -> TextIO:
+        return self.options.out or sys.stdout
+
+    def whole(self, rows: Sequence[T]) -> None:
+        self.batch(rows)
+        self.out.flush()
+
+    def batch(self, rows: Sequence[T]) -> None:
+        """Print rows that arrived together, flushed at once (``--watch``)."""
+        raise NotImplementedError
+
+    def objects(self, rows: Sequence[T]) -> list[dict[str, Any]]:
+        return [self.report.to_json(r) for r in rows]
+
+
+class TableFormatter(Formatter[T]):
+    """kubectl's tabwriter: left-aligned columns, three spaces apart. A whole report is aligned as one;
+    a stream pads each cell to the widest seen so far (like ``kubectl get -w``) and prints the header once."""
+
+    def __init__(self, report: Report[T], options: PrintOptions) -> None:
+        super().__init__(report, options)
+        self.columns = [c for c in report.columns if options.wide or not c.wide_only]
+        self.headers = [c.header for c in self.columns]
+        if report.context is not None:
+            self.headers.insert(0, "CONTEXT")
+        if self._with_namespace:
+            self.headers.insert(int(report.context is not None), "NAMESPACE")
+        if options.show_labels and report.labels is not None:
+            self.headers.append("LABELS")
+        self.widths: list[int] = []
+        self.header_done = options.no_headers
+
+    @property
+    def _with_namespace(self) -> bool:
+        return self.options.all_namespaces and self.report.namespace is not None
+
+    def cells(self, row: T) -> list[str]:
+        cells = [word(c.cell(row), c.empty) for c in self.columns]
+        if self._with_namespace:
+            cells.insert(0, safe_text(self.report.namespace(row) or ""))  # type: ignore[misc]
+        if self.report.context is not None:
+            cells.insert(0, safe_text(self.report.context(row)))
+        if self.options.show_labels and self.report.labels is not None:
+            cells.append(labels_text(self.report.labels(row)))
+        return cells
+
+    def whole(self, rows: Sequence[T]) -> None:
+        if not rows:
+            print(self.report.empty_message, file=self.options.err or sys.stderr)
+            return
+        # Every column as wide as its widest cell (the header's, when printed) plus three spaces, at least six:
+        # kubectl's tabwriter. Widths count characters, as Go's counts runes: cells are escaped, one-line text.
+        lines = [[cell.strip() for cell in self.cells(r)] for r in rows]
+        self.widths = align(lines if self.header_done else [self.headers, *lines])
+        self._print(lines)
+        self.out.flush()
+
+    def batch(self, rows: Sequence[T]) -> None:
+        lines = [self.cells(r) for r in rows]
+        self.widths = align(lines if self.header_done else [self.headers, *lines], self.widths)
+        self._print(lines)
+        self.out.flush()
+
+    def _print(self, lines: list[list[str]]) -> None:
+        if lines and not self.header_done:
+            print(self._line(self.headers), file=self.out)
+            self.header_done = True
+        for cells in lines:
+            print(self._line(cells), file=self.out)
+
+    def _line(self, cells: Sequence[str]) -> str:
+        return padded_line(cells, self.widths)
+
+
+def kubectl_list(items: list[dict[str, Any]]) -> dict[str, Any]:
+    """The List kubectl prints, keys in kubectl's order."""
+    return {"apiVersion": "v1", "items": items, "kind": "List", "metadata": {"resourceVersion": ""}}
+
+
+class JsonFormatter(Formatter[T]):
+    def whole(self, rows: Sequence[T]) -> None:
+        import json  # not for tables
+
+        print(json.dumps(kubectl_list(self.objects(rows)), indent=4, ensure_ascii=False), file=self.out)
+        self.out.flush()
+
+    def batch(self, rows: Sequence[T]) -> None:
+        import json
+
+        for obj in self.objects(rows):
+            print(json.dumps(obj, indent=4, ensure_ascii=False), file=self.out)
+        self.out.flush()
+
+
+class YamlFormatter(Formatter[T]):
+    def _dump(self, doc: Any) -> str:
+        import yaml  # only for -o yaml
+
+        class KubectlDumper(yaml.SafeDumper):
+            # kubectl's YAML (go-yaml) quotes with double quotes where PyYAML uses single: resourceVersion: ""
+            def choose_scalar_style(self) -> str:
+                style = super().choose_scalar_style()
+                return '"' if style == "'" else style
+
+        return yaml.dump(doc, Dumper=KubectlDumper, sort_keys=False, default_flow_style=False, allow_unicode=True)
+
+    def whole(self, rows: Sequence[T]) -> None:
+        self.out.write(self._dump(kubectl_list(self.objects(rows))))
+        self.out.flush()
+
+    def batch(self, rows: Sequence[T]) -> None:
+        for obj in self.objects(rows):
+            self.out.write("---\n" + self._dump(obj))
+        self.out.flush()
+
+
+class JsonLinesFormatter(Formatter[T]):
+    def batch(self, rows: Sequence[T]) -> None:
+        import json
+
+        for obj in self.objects(rows):
+            print(json.dumps(obj, ensure_ascii=False), file=self.out)
+        self.out.flush()
+
+
+class NameFormatter(Formatter[T]):
+    def batch(self, rows: Sequence[T]) -> None:
+        for row in rows:
+            print(safe_text(self.report.name(row)), file=self.out)
+        self.out.flush()

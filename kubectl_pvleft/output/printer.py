@@ -1,0 +1,59 @@
+"""The output layer's front door: the formatter for a ``-o`` value (the registry in ``names``), a report and
+its sections printed, warnings on stderr. Subcommands never print; the command line calls this."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Optional, Sequence, TextIO, TypeVar
+
+from kubectl_pvleft.output.formats import (
+    Formatter,
+    JsonFormatter,
+    JsonLinesFormatter,
+    NameFormatter,
+    TableFormatter,
+    YamlFormatter,
+)
+from kubectl_pvleft.output.names import TEMPLATE_FORMATS
+from kubectl_pvleft.output.report import PrintOptions, Report
+
+T = TypeVar("T")
+
+
+FORMATTERS: dict[str, type[Formatter[Any]]] = {
+    "table": TableFormatter, "wide": TableFormatter, "json": JsonFormatter, "yaml": YamlFormatter,
+    "jsonl": JsonLinesFormatter, "name": NameFormatter,
+}
+
+
+def formatter(report: Report[T], options: PrintOptions) -> Formatter[T]:
+    fmt = options.format
+    if fmt in TEMPLATE_FORMATS:
+        from kubectl_pvleft.output.templates import template_formatter  # the JSONPath dialect, only when asked for
+
+        return template_formatter(report, options)
+    if fmt not in FORMATTERS:
+        raise ValueError(f"unknown output format {fmt}")
+    return FORMATTERS[fmt](report, options)
+
+
+def print_result(report: Report[Any], sections: Sequence[Report[Any]], options: PrintOptions) -> None:
+    """A report and the sections under it (a second census): tables one after another, a blank line
+    apart; JSON and YAML one List with every object; the line formats one after another."""
+    if not sections:
+        formatter(report, options).whole(report.rows)
+        return
+    if options.format in ("json", "yaml") or options.format in TEMPLATE_FORMATS:  # one list of every object
+        objects = [report.to_json(r) for r in report.rows] + [s.to_json(r) for s in sections for r in s.rows]
+        merged: Report[dict[str, Any]] = Report(rows=objects, columns=(), to_json=lambda o: o, name=lambda o: "")
+        formatter(merged, options).whole(objects)
+        return
+    formatter(report, options).whole(report.rows)
+    for section in sections:
+        if options.format in ("table", "wide") and section.rows and report.rows:
+            print(file=options.out or sys.stdout)
+        formatter(section, options).whole(section.rows)
+
+
+def warn(message: str, err: Optional[TextIO] = None) -> None:
+    print(f"warning: {message}", file=err or sys.stderr)
