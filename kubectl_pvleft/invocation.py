@@ -1,27 +1,39 @@
-"""How every subcommand is declared, the same way: its name, its arguments, and a module with
+"""What the user asked, typed and frozen, and what a run hands back. Nothing here knows argparse: the command line
+turns argv into one ``Invocation``; below it, code reads typed fields.
 
-- ``run(api, options) -> Result``: the one-shot reads and the pure analysis (rows, findings, warnings);
-- ``follow(options) -> watch.Follow``: the streams ``--watch`` keeps open and the same analysis over them;
-- ``watch_report(options) -> Report``: how a watch line looks.
+- ``Flag``: one flag of a subcommand or a cloud, declared as data where it lives (the parser builds argparse from
+  it; a boolean is known from its declaration, so ``--flag=false`` works for every boolean).
+- ``Command``: a subcommand, declared once: its name, summary, module, flags, the kind it lists (its scope comes
+  from the Kind table) and whether a cloud census may join it.
+- ``Invocation``: everything argv said, once parsed; ``Options``: what one context's run is asked (the
+  namespace resolved against that context's kubeconfig), the only thing an analysis sees.
+- ``Result``: what an analysis's ``run(api, options)`` produced.
 
-The CLI owns dispatch, printing, exit codes and the watch loop; it imports a subcommand's module only
-when that subcommand runs, so ``--help`` and usage errors cost nothing.
+A subcommand module provides ``run(api, options) -> Result``, ``follow(options) -> watch.Follow`` and
+``watch_report(options) -> Report``, and may provide ``served(api) -> Optional[str]`` (a line when the kinds it
+reads are not served by this cluster: nothing to check, not an error).
 """
 
 from __future__ import annotations
 
-import argparse
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Mapping, Optional
 
-if TYPE_CHECKING:  # --help must not pay for the output layer
-    from kubectl_pvleft.output.report import Report
+if TYPE_CHECKING:  # --help must not pay for these
+    from kubectl_pvleft.kube.kubeconfig import Selection
+    from kubectl_pvleft.output.report import PrintOptions, Report
 
 # Plain classes, not dataclasses: `dataclasses` imports `inspect` and writes each class's methods with exec,
 # ~10 ms that --help and every run would pay before doing anything.
 
 
-class _Plain:
+class _Frozen:
     __slots__: tuple[str, ...] = ()
+
+    def __init__(self, **values: Any) -> None:
+        for name in self.__slots__:
+            object.__setattr__(self, name, values.pop(name, getattr(type(self), f"_default_{name}", None)))
+        if values:
+            raise TypeError(f"{type(self).__name__} has no field(s) {', '.join(sorted(values))}")
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({', '.join(f'{n}={getattr(self, n)!r}' for n in self.__slots__)})"
@@ -31,120 +43,172 @@ class _Plain:
             return NotImplemented
         return all(getattr(self, n) == getattr(other, n) for n in self.__slots__)
 
-    __hash__ = None  # type: ignore[assignment]  # as a dataclass with eq: unhashable unless frozen
-
-
-class _Frozen(_Plain):
-    __slots__ = ()
+    def __hash__(self) -> int:
+        return hash(tuple(repr(getattr(self, n)) for n in self.__slots__))
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"cannot assign to field {name!r}")
 
-    __delattr__ = __setattr__  # type: ignore[assignment]
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r}")
 
-    def __hash__(self) -> int:
-        return hash(tuple(getattr(self, n) for n in self.__slots__))
-
-
-class Options(_Frozen):
-    """What a subcommand is asked: where to look, and its own flags (``args``)."""
-
-    __slots__ = ("namespace", "all_namespaces", "args", "label_selector", "field_selector", "wide")
-
-    def __init__(self, namespace: Optional[str], all_namespaces: bool, args: argparse.Namespace,
-                 label_selector: Optional[str] = None, field_selector: Optional[str] = None, wide: bool = False) -> None:
-        put = object.__setattr__
-        put(self, "namespace", namespace)  # None: every namespace
-        put(self, "all_namespaces", all_namespaces)
-        put(self, "args", args)
-        put(self, "label_selector", label_selector)
-        put(self, "field_selector", field_selector)
-        put(self, "wide", wide)
-
-    def flag(self, name: str, default: Any = None) -> Any:
-        return getattr(self.args, name, default)
+    def replace(self, **changes: Any) -> Any:
+        return type(self)(**{**{n: getattr(self, n) for n in self.__slots__}, **changes})
 
 
-class Result(_Plain):
-    """What a subcommand's run produced."""
+BOOLEAN, VALUE, REPEATED = "boolean", "value", "repeated"
 
-    __slots__ = ("report", "findings", "warnings", "partial", "sections", "errors")
 
-    def __init__(self, report: Report[Any], findings: int, warnings: Optional[list[str]] = None, partial: bool = False,
-                 sections: Optional[list[Report[Any]]] = None, errors: Optional[list[str]] = None) -> None:
-        self.report = report
-        self.findings = findings
-        self.warnings = [] if warnings is None else warnings
-        self.partial = partial  # a second census (a cloud) failed: the report is incomplete
-        self.sections = [] if sections is None else sections  # printed after the report (a second census)
-        self.errors = [] if errors is None else errors  # what made the report partial, one line each
+class Flag(_Frozen):
+    """One flag, as data. ``kind``: BOOLEAN (``--x``, ``--x=false``), VALUE (one string) or REPEATED (a list).
+    ``needs``: another flag without which this one means nothing (a usage error). ``pattern``/``what``: the syntax
+    its values must have (checked before any call), and what to call a value that does not."""
+
+    __slots__ = ("name", "dest", "kind", "help", "metavar", "group", "needs", "pattern", "what")
+    _default_kind = VALUE
 
 
 class Command(_Frozen):
-    __slots__ = ("name", "summary", "module", "arguments", "cluster_scoped", "selector_help")
-
-    def __init__(self, name: str, summary: str, module: str,
-                 arguments: Callable[[argparse.ArgumentParser], None] = lambda parser: None,
-                 cluster_scoped: bool = False, selector_help: str = "") -> None:
-        put = object.__setattr__
-        put(self, "name", name)
-        put(self, "summary", summary)
-        put(self, "module", module)
-        put(self, "arguments", arguments)
-        put(self, "cluster_scoped", cluster_scoped)  # PVs and classes: -n narrows, it is not the scope
-        put(self, "selector_help", selector_help)  # what -l selects in this subcommand
+    __slots__ = ("name", "summary", "module", "flags", "kind", "selector_help", "census")
+    _default_flags = ()
+    _default_census = False  # a cloud census may join it (the clouds' flags are its flags)
 
     def load(self) -> Any:
         from importlib import import_module
 
         return import_module(self.module)
 
+    @property
+    def cluster_scoped(self) -> bool:
+        """What it lists is cluster-scoped (PVs, classes, snapshot contents): -n narrows, it is not the scope."""
+        from kubectl_pvleft.kube.api import KINDS
 
-def _leftovers(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--all", action="store_true", help="list every PV with the same columns")
-    cloud = p.add_argument_group("second census: cloud disks beside the PVs (only with these flags)")
-    cloud.add_argument("--project", action="append", default=[], metavar="PROJECT",
-                       help="Compute Engine project(s) whose disks to list beside the PVs (repeatable; needs "
-                            "kubectl-pvleft[gcp] and Application Default Credentials)")
-    cloud.add_argument("--zone", action="append", default=[], metavar="ZONE", help="only these zones (with --project)")
-    cloud.add_argument("--region", action="append", default=[], metavar="REGION",
-                       help="only these regions (with --project)")
-    cloud.add_argument("--aws-region", action="append", default=[], metavar="REGION",
-                       help="AWS region(s) whose EBS volumes to list beside the PVs (repeatable; needs "
-                            "kubectl-pvleft[aws] and AWS credentials)")
-    cloud.add_argument("--aws-profile", metavar="PROFILE", help="the AWS profile (default: AWS_PROFILE, then the chain)")
-    cloud.add_argument("--aws-cluster-name", metavar="NAME",
-                       help="this cluster's name in EBS tags: volumes tagged for other clusters are told apart")
+        return not KINDS[self.kind].namespaced
 
 
-def _pending(p: argparse.ArgumentParser) -> None:
-    pass
-
-
-def _classes(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--drift", action="store_true",
-                   help="list the PVs whose reclaim policy differs from their class's instead of the classes")
-
-
-def _claims(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--all", action="store_true", help="list every claim, not only those in trouble")
-
-
-def _snapshots(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--all", action="store_true", help="list every VolumeSnapshotContent, not only those with findings")
-
+SHOW_ALL = "all"
+ALL = Flag(name="--all", dest=SHOW_ALL, kind=BOOLEAN)
 
 COMMANDS = (
-    Command("leftovers", "PersistentVolumes that survived their claim: Released, Failed, or pointing at a claim that "
-                         "is gone or replaced, with the PV's and its class's reclaim policy",
-            "kubectl_pvleft.analyses.leftovers", _leftovers, cluster_scoped=True, selector_help="PersistentVolumes"),
-    Command("pending", "Pending Pods triaged by the controller that owns the blocker, from Pod and PVC evidence",
-            "kubectl_pvleft.analyses.pending", _pending, selector_help="Pods"),
-    Command("classes", "StorageClasses with their PV/PVC counts, defaults and drift",
-            "kubectl_pvleft.analyses.classes", _classes, cluster_scoped=True, selector_help="StorageClasses"),
-    Command("claims", "PersistentVolumeClaims in trouble: not bound, resizing, modify failed, unhealthy, lost",
-            "kubectl_pvleft.analyses.claims", _claims, selector_help="PersistentVolumeClaims"),
-    Command("snapshots", "VolumeSnapshotContents that survived their snapshot: Retain contents whose VolumeSnapshot "
-                         "is gone or replaced, contents whose class is gone, contents not ready with an error",
-            "kubectl_pvleft.analyses.snapshots", _snapshots, cluster_scoped=True, selector_help="VolumeSnapshotContents"),
+    Command(name="leftovers", summary="PersistentVolumes that survived their claim: Released, Failed, or pointing at a "
+                                      "claim that is gone or replaced, with the PV's and its class's reclaim policy",
+            module="kubectl_pvleft.analyses.leftovers", kind="persistentvolumes", selector_help="PersistentVolumes",
+            flags=(ALL.replace(help="list every PV with the same columns"),), census=True),
+    Command(name="pending", summary="Pending Pods triaged by the controller that owns the blocker, from Pod and PVC "
+                                    "evidence",
+            module="kubectl_pvleft.analyses.pending", kind="pods", selector_help="Pods"),
+    Command(name="classes", summary="StorageClasses with their PV/PVC counts, defaults and drift",
+            module="kubectl_pvleft.analyses.classes", kind="storageclasses", selector_help="StorageClasses",
+            flags=(Flag(name="--drift", dest="drift", kind=BOOLEAN,
+                        help="list the PVs whose reclaim policy differs from their class's instead of the classes"),)),
+    Command(name="claims", summary="PersistentVolumeClaims in trouble: not bound, resizing, modify failed, unhealthy, "
+                                   "lost",
+            module="kubectl_pvleft.analyses.claims", kind="persistentvolumeclaims",
+            selector_help="PersistentVolumeClaims",
+            flags=(ALL.replace(help="list every claim, not only those in trouble"),)),
+    Command(name="snapshots", summary="VolumeSnapshotContents that survived their snapshot: Retain contents whose "
+                                      "VolumeSnapshot is gone or replaced, contents whose class is gone, contents not "
+                                      "ready with an error",
+            module="kubectl_pvleft.analyses.snapshots", kind="volumesnapshotcontents",
+            selector_help="VolumeSnapshotContents",
+            flags=(ALL.replace(help="list every VolumeSnapshotContent, not only those with findings"),)),
 )
+COMMANDS_BY_NAME = {command.name: command for command in COMMANDS}
+
+
+class Invocation(_Frozen):
+    """Everything argv said, parsed once. ``flags``: the subcommand's and the clouds' own flags by dest, typed by
+    their declaration (bool, Optional[str], tuple[str, ...])."""
+
+    __slots__ = ("command", "selection", "namespace", "all_namespaces", "label_selector", "field_selector", "output",
+                 "no_headers", "show_labels", "sort_by", "watch", "exit_code", "request_timeout", "verbosity",
+                 "flags", "all_contexts", "contexts", "max_concurrency")
+    _default_all_namespaces = False
+    _default_output = "table"
+    _default_no_headers = _default_show_labels = _default_watch = _default_exit_code = _default_all_contexts = False
+    _default_verbosity = 0
+    _default_flags: Mapping[str, Any] = {}
+    _default_contexts = ()
+
+    command: Command
+    selection: Selection
+    namespace: Optional[str]
+    all_namespaces: bool
+    label_selector: Optional[str]
+    field_selector: Optional[str]
+    output: str
+    no_headers: bool
+    show_labels: bool
+    sort_by: Optional[str]
+    watch: bool
+    exit_code: bool
+    request_timeout: Optional[float]
+    verbosity: int
+    flags: Mapping[str, Any]
+    all_contexts: bool
+    contexts: tuple[str, ...]
+    max_concurrency: Optional[int]
+
+    @property
+    def fleet(self) -> bool:
+        return bool(self.all_contexts or self.contexts)
+
+    def options(self, context_namespace: str) -> Options:
+        """What one context's run is asked: kubectl's -n / -A / context-namespace rule for namespaced kinds; for
+        cluster-scoped ones -n only narrows (to the claims or snapshots of one namespace)."""
+        if self.all_namespaces:
+            namespace = None
+        elif self.command.cluster_scoped:
+            namespace = self.namespace or None
+        else:
+            namespace = self.namespace or context_namespace
+        return Options(namespace=namespace, all_namespaces=self.all_namespaces, label_selector=self.label_selector,
+                       field_selector=self.field_selector, wide=self.output == "wide",
+                       show_all=bool(self.flags.get(SHOW_ALL)), drift=bool(self.flags.get("drift")),
+                       flags=self.flags, request_timeout=self.request_timeout)
+
+    def print_options(self) -> PrintOptions:
+        from kubectl_pvleft.output.report import PrintOptions
+
+        return PrintOptions(output=self.output, all_namespaces=self.all_namespaces and not self.command.cluster_scoped,
+                            no_headers=self.no_headers, show_labels=self.show_labels)
+
+
+class Options(_Frozen):
+    """What one context's run is asked: where to look (``namespace`` None: every namespace, or for cluster-scoped
+    kinds: not narrowed), the subcommand's own flags, typed."""
+
+    __slots__ = ("namespace", "all_namespaces", "label_selector", "field_selector", "wide", "show_all", "drift",
+                 "flags", "request_timeout")
+    _default_all_namespaces = _default_wide = _default_show_all = _default_drift = False
+    _default_flags: Mapping[str, Any] = {}
+
+    namespace: Optional[str]
+    all_namespaces: bool
+    label_selector: Optional[str]
+    field_selector: Optional[str]
+    wide: bool
+    show_all: bool
+    drift: bool
+    flags: Mapping[str, Any]  # the clouds' flags by dest, for the census
+    request_timeout: Optional[float]
+
+
+class Result:
+    """What a subcommand's run produced."""
+
+    __slots__ = ("errors", "findings", "not_served", "partial", "report", "sections", "warnings")
+
+    def __init__(self, report: Report[Any], findings: int, warnings: Optional[list[str]] = None, partial: bool = False,
+                 sections: Optional[list[Report[Any]]] = None, errors: Optional[list[str]] = None,
+                 not_served: Optional[str] = None) -> None:
+        self.report = report
+        self.findings = findings
+        self.warnings = [] if warnings is None else warnings
+        self.partial = partial  # a second census (a cloud) failed: the report is incomplete
+        self.sections = [] if sections is None else sections  # printed after the report (a second census)
+        self.errors = [] if errors is None else errors  # what made the report partial, one line each
+        self.not_served = not_served  # the kinds it reads are not served here: the one line that says so
+
+    def __repr__(self) -> str:
+        return f"Result({', '.join(f'{n}={getattr(self, n)!r}' for n in self.__slots__)})"

@@ -6,11 +6,11 @@ import sys
 from pathlib import Path
 
 import yaml
-
 from fake_apiserver import FakeAPIServer
+
 from kubectl_pvleft.cli import fleet
+from kubectl_pvleft.cli.parser import parse
 from kubectl_pvleft.invocation import Command
-from kubectl_pvleft.cli.parser import options_of, parse, selection_of
 
 # A subcommand module whose run fails as a bug would, only against the server named "hostile": the fleet must
 # keep the other context's result (it raised on the main thread and lost the whole run before).
@@ -38,9 +38,10 @@ def test_one_context_failing_in_our_code_is_that_contexts_error(tmp_path: Path, 
             "users": [{"name": "u", "user": {}}],
             "contexts": [{"name": n, "context": {"cluster": "c", "user": "u"}} for n in ("calm", "hostile")],
         }))
-        args = parse(["leftovers", "--contexts", "calm,hostile", "--kubeconfig", str(kubeconfig)], "kubectl-pvleft")
-        command = Command("leftovers", "", "pvleft_buggy_command")
-        outcomes = fleet.run_fleet(["calm", "hostile"], args, command, options_of, selection_of)
+        invocation = parse(["leftovers", "--contexts", "calm,hostile", "--kubeconfig", str(kubeconfig)],
+                           "kubectl-pvleft")
+        command = Command(name="leftovers", summary="", module="pvleft_buggy_command", kind="persistentvolumes")
+        outcomes = fleet.run_contexts(["calm", "hostile"], invocation.replace(command=command))
     calm, hostile = outcomes
     assert calm.error is None and calm.result is not None
     assert hostile.result is None

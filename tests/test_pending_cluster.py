@@ -468,7 +468,7 @@ def test_watch_closes_every_connection_it_opens(cluster: Any, ns: str, proxy: Fa
     apply(cluster, pod(ns, "app", "nowhere"))
     api = KubeAPI(load_connection(Selection(kubeconfig=str(proxy.kubeconfig(cluster, tmp_path)))))
     settings = WatchSettings(timeout_seconds=3, backoff_initial=0.1, backoff_max=0.5, warn_after=60, settle=0.1)
-    spec = pending.follow(Options(namespace=ns, all_namespaces=False, args=None))  # type: ignore[arg-type]
+    spec = pending.follow(Options(namespace=ns))
     stream = follow(api, spec, settings)
     try:
         first = next(item for item in stream if isinstance(item, list))

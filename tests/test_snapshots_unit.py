@@ -8,25 +8,24 @@ ways), preprovisioned (Retain, a ref without uid: waiting for its VolumeSnapshot
 
 from __future__ import annotations
 
-import argparse
 import copy
-import io
+import json
 from datetime import datetime, timezone
 from typing import Any, Iterator, Optional
 
 import pytest
+from reports import table_lines
+from wire import items, load
 
 from kubectl_pvleft.analyses import snapshots
-from kubectl_pvleft.kube.api import VOLUME_SNAPSHOT_CLASSES, VOLUME_SNAPSHOT_CONTENTS, VOLUME_SNAPSHOTS, Kind
-from kubectl_pvleft.invocation import Options
-from kubectl_pvleft.output.report import PrintOptions
-from kubectl_pvleft.output.printer import formatter
-from reports import table_lines
-from kubectl_pvleft.records import Absent, VolumeSnapshot, VolumeSnapshotClass, VolumeSnapshotContent
 from kubectl_pvleft.analyses.snapshots import SnapshotIndex, assess
+from kubectl_pvleft.cli.main import print_and_exit
+from kubectl_pvleft.cli.parser import parse
+from kubectl_pvleft.invocation import Options
+from kubectl_pvleft.kube.api import VOLUME_SNAPSHOT_CLASSES, VOLUME_SNAPSHOT_CONTENTS, VOLUME_SNAPSHOTS, Kind
 from kubectl_pvleft.kube.transport import error_for
-from kubectl_pvleft.kube.watch import Stores, Synced, Changed
-from wire import items, load
+from kubectl_pvleft.kube.watch import Changed, Stores, Synced
+from kubectl_pvleft.records import Absent, VolumeSnapshot, VolumeSnapshotClass, VolumeSnapshotContent
 
 P = "snap-rec-"
 NS = f"{P}apps"
@@ -251,28 +250,24 @@ def test_census_forbidden_contents_is_the_answer() -> None:
     assert getattr(raised.value, "status", None) == 403
 
 
-def options(output: str = "table") -> Options:
-    args = argparse.Namespace(output=output, all=False, namespace=None, all_contexts=False, contexts=[])
-    return Options(namespace=None, all_namespaces=False, args=args)
+def options() -> Options:
+    return Options(namespace=None)
 
 
-def printed(result: Any, output: str) -> tuple[str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    formatter(result.report, PrintOptions(output=output, out=out, err=err)).whole(result.report.rows)
-    return out.getvalue(), err.getvalue()
-
-
-def test_not_served_is_one_line_in_a_table_and_a_warning_elsewhere() -> None:
+def test_not_served_is_one_line_in_a_table_and_a_warning_elsewhere(capsys: pytest.CaptureFixture[str]) -> None:
     reader = RecordedReader(absent=("volumesnapshotcontents",))
-    table = snapshots.run(reader, options())
-    assert (table.findings, table.warnings) == (0, [])
-    assert printed(table, "table") == ("", snapshots.NOT_SERVED + "\n")
-    as_json = snapshots.run(reader, options("json"))
-    assert (as_json.findings, as_json.warnings) == (0, [snapshots.NOT_SERVED])
-    # Several contexts in one table: which one has no CRDs is a warning (the fleet prefixes its context).
-    in_fleet = Options(namespace=None, all_namespaces=False, args=argparse.Namespace(
-        output="table", all=False, namespace=None, all_contexts=True, contexts=[]))
-    assert snapshots.run(reader, in_fleet).warnings == [snapshots.NOT_SERVED]
+    result = snapshots.run(reader, options())
+    assert (result.findings, result.warnings, result.not_served) == (0, [], snapshots.NOT_SERVED)
+    table = parse(["snapshots"], "kubectl pvleft")
+    assert print_and_exit(snapshots.run(reader, options()), table, options()) == 0
+    assert capsys.readouterr() == ("", snapshots.NOT_SERVED + "\n")
+    as_json = parse(["snapshots", "-o", "json"], "kubectl pvleft")
+    assert print_and_exit(snapshots.run(reader, options()), as_json, options()) == 0
+    out, err = capsys.readouterr()
+    assert (json.loads(out)["items"], err) == ([], f"warning: {snapshots.NOT_SERVED}\n")
+    # Several contexts in one table (options None: a fleet's report): which one has no CRDs is a warning.
+    assert print_and_exit(snapshots.run(reader, options()), table, None) == 0
+    assert capsys.readouterr().err.startswith(f"warning: {snapshots.NOT_SERVED}\n")
 
 
 # -- --watch: the same analysis over the streams' stores --------------------------------------------------

@@ -224,7 +224,7 @@ KINDS = {"pods": "pods", "claims": "claims", "events": "events", "classes": "cla
 
 
 def watched(namespace: str = "x"):
-    spec = pending.follow(Options(namespace=namespace, all_namespaces=False, args=None))  # type: ignore[arg-type]
+    spec = pending.follow(Options(namespace=namespace))
     kinds = {s.name: s.kind for s in spec.streams}
     stores = Stores(kinds, spec.primary, spec.keep, spec.departure)
     board: RowBoard[Any] = RowBoard(spec.key, spec.signature)
@@ -311,7 +311,7 @@ def test_watch_lines_print_a_header_once_and_json_one_object_per_change() -> Non
     stores.apply(synced("pods", doc["pods"]))
     row = judge()[0].row
     lines = [RowChange("appeared", row), RowChange("resolved", row, "the Pod was deleted")]
-    report = change_report(pending.watch_report(Options(None, True, None)))  # type: ignore[arg-type]
+    report = change_report(pending.watch_report(Options(namespace=None, all_namespaces=True)))
     out = io.StringIO()
     printer = LinePrinter(report, "table", all_namespaces=True, out=out)
     printer.emit(lines[:1])

@@ -226,10 +226,10 @@ def _resize_evidence(api: Reader, grown: list[PersistentVolumeClaim], warnings: 
 
 
 def run(api: Reader, options: Options) -> Result:
-    result = census(api, namespace=options.namespace, include_all=options.flag("all", False),
+    result = census(api, namespace=options.namespace, include_all=options.show_all,
                     label_selector=options.label_selector, field_selector=options.field_selector)
     report_ = report(result)
-    if not options.flag("all", False):  # healthy claims may exist: say what was looked for
+    if not options.show_all:  # healthy claims may exist: say what was looked for
         report_ = report_.with_empty_message("No claims in trouble found")
     return Result(report_, result.trouble_count, result.warnings)
 
@@ -241,7 +241,7 @@ def follow(options: Options) -> Follow[ClaimRow]:
                       label_selector=options.label_selector, required=True)]
 
     def judge(stores: Stores) -> list[ClaimRow]:
-        return assess(stores["claims"] or [], include_all=options.flag("all", False)).rows
+        return assess(stores["claims"] or [], include_all=options.show_all).rows
 
     return Follow(streams, "claims", judge, key=lambda r: r.claim.meta.uid,
                   signature=lambda r: (r.status, r.claim.capacity, r.claim.requested, r.problems),

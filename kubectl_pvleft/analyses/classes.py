@@ -244,7 +244,7 @@ def census(api: Reader, *, label_selector: Optional[str] = None, field_selector:
 
 def run(api: Reader, options: Options) -> Result:
     result = census(api, label_selector=options.label_selector, field_selector=options.field_selector)
-    if options.flag("drift"):
+    if options.drift:
         return Result(drift_report(result), len(result.drift), result.warnings)
     return Result(report(result), result.finding_count, result.warnings)
 
@@ -264,12 +264,12 @@ def follow(options: Options) -> Follow[Any]:
         drivers = stores["csidrivers"]
         result = assess(stores["classes"] or (), stores["volumes"], stores["claims"],
                         None if drivers is None else {d.name for d in drivers})
-        if options.flag("drift"):
+        if options.drift:
             return list(result.drift)
         selected = options.label_selector or options.field_selector
         return [r for r in result.rows if r.exists] if selected else result.rows
 
-    if options.flag("drift"):
+    if options.drift:
         return Follow(streams, "volumes", judge, key=lambda d: d.pv.meta.uid,
                       signature=lambda d: (d.pv.reclaim_policy, d.class_reclaim_policy, d.pv.phase),
                       gone="no longer drifted")
@@ -285,7 +285,7 @@ def _signature(row: ClassRow) -> tuple[Any, ...]:
 
 def watch_report(options: Options) -> Report[Any]:
     empty = ClassCensus(rows=[], drift=[])
-    return drift_report(empty) if options.flag("drift") else report(empty)
+    return drift_report(empty) if options.drift else report(empty)
 
 
 # -- how the rows are shown -----------------------------------------------------------------

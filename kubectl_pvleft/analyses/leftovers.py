@@ -205,21 +205,24 @@ def _read_again(api: Reader, names: list[str], known: set[str], limit: int = 20)
 
 def claim_namespace(options: Options) -> Optional[str]:
     # PVs are cluster-scoped: leftovers look at every PV unless -n narrows to claims of one namespace.
-    return None if options.all_namespaces else options.flag("namespace")
+    return options.namespace
 
 
 def run(api: Reader, options: Options) -> Result:
-    census_asked = bool(options.flag("project") or options.flag("aws_region"))
-    result = find_leftovers(api, include_all=options.flag("all", False), claim_namespace=claim_namespace(options),
+    from kubectl_pvleft.clouds.census import asked
+
+    census_asked = bool(asked(options))
+    result = find_leftovers(api, include_all=options.show_all, claim_namespace=claim_namespace(options),
                             keep_every_pv=census_asked,
                             label_selector=options.label_selector, field_selector=options.field_selector)
     findings = sum(1 for row in result.rows if is_leftover(row))
-    outcome = Result(report(result), findings, result.warnings)
-    if census_asked:
-        from kubectl_pvleft.clouds import census
+    if not census_asked:
+        return Result(report(result), findings, result.warnings)
+    from kubectl_pvleft.clouds import census  # the second census: only under its flags
 
-        return census.add_cloud_census(outcome, result, options)
-    return outcome
+    taken = census.take(options, result.all_pvs)
+    return Result(report(result, disks=taken.disks), findings + len(taken.findings), result.warnings + taken.warnings,
+                  partial=bool(taken.errors), sections=census.sections(taken), errors=taken.errors)
 
 
 def follow(options: Options) -> Follow[Leftover]:
@@ -239,7 +242,7 @@ def follow(options: Options) -> Follow[Leftover]:
         claims, classes = stores["claims"], stores["classes"]
         return assess(stores["volumes"] or (), None if claims is None else ClaimIndex.of(claims),
                       None if classes is None else {sc.name: sc for sc in classes},
-                      include_all=options.flag("all", False), claim_namespace=namespace)
+                      include_all=options.show_all, claim_namespace=namespace)
 
     return Follow(streams, "volumes", judge, key=lambda r: r.pv.meta.uid,
                   signature=lambda r: (r.pv.phase, r.claim_state, r.class_reclaim, r.pv.reclaim_policy),

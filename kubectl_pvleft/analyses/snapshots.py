@@ -217,28 +217,24 @@ def served(api: Reader) -> Optional[str]:
 
 def snapshot_namespace(options: Options) -> Optional[str]:
     # Contents are cluster-scoped: every content is looked at unless -n narrows to snapshots of one namespace.
-    return None if options.all_namespaces else options.flag("namespace")
+    return options.namespace
 
 
 def run(api: Reader, options: Options) -> Result:
-    result = census(api, include_all=options.flag("all", False), snapshot_namespace=snapshot_namespace(options),
+    result = census(api, include_all=options.show_all, snapshot_namespace=snapshot_namespace(options),
                     label_selector=options.label_selector, field_selector=options.field_selector)
     if result is None:
-        return not_served(options)
+        return not_served()
     report_ = report(result)
-    if not options.flag("all", False):  # healthy contents may exist: say what was looked for
+    if not options.show_all:  # healthy contents may exist: say what was looked for
         report_ = report_.with_empty_message("No VolumeSnapshotContents with findings")
     return Result(report_, result.finding_count, result.warnings)
 
 
-def not_served(options: Options) -> Result:
-    """No CRDs: one line. A table's "no resources" line is that line; other formats (and a fleet, whose
-    contexts differ) get it as a warning, since they print no such line."""
-    empty = report(SnapshotCensus([]))
-    output = str(options.flag("output", "table") or "table").split("=", 1)[0]
-    if output in ("table", "wide") and not (options.flag("all_contexts") or options.flag("contexts")):
-        return Result(empty.with_empty_message(NOT_SERVED), 0)
-    return Result(empty, 0, [NOT_SERVED])
+def not_served() -> Result:
+    """No CRDs: nothing to check, one line. How it is said (a table's "no resources" line, or a warning) is the
+    printer's choice."""
+    return Result(report(SnapshotCensus([])), 0, not_served=NOT_SERVED)
 
 
 def follow(options: Options) -> Follow[ContentRow]:
@@ -257,7 +253,7 @@ def follow(options: Options) -> Follow[ContentRow]:
         snapshots, classes = stores["snapshots"], stores["classes"]
         return assess(stores["contents"] or (), None if snapshots is None else SnapshotIndex.of(snapshots),
                       None if classes is None else {c.name: c for c in classes},
-                      include_all=options.flag("all", False), snapshot_namespace=namespace).rows
+                      include_all=options.show_all, snapshot_namespace=namespace).rows
 
     return Follow(streams, "contents", judge, key=lambda r: r.content.meta.uid, signature=_signature,
                   gone="no longer has findings", departure=lambda c: "the VolumeSnapshotContent was deleted")

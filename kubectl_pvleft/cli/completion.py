@@ -163,17 +163,18 @@ def kubeconfig_names(section: str, explicit: Optional[str]) -> list[str]:
 
 def _selection(parser: argparse.ArgumentParser, words: list[str]):  # -> kubectl_pvleft.kube.kubeconfig.Selection
     """The server and identity the typed flags choose, read by the command line's own parser."""
-    from kubectl_pvleft.cli import main as cli
+    from kubectl_pvleft.cli.parser import selection_of
+
     args, _ = parser.parse_known_args(words)
-    return cli.selection_of(args)
+    return selection_of(args)
 
 
 def namespace_names(selection) -> list[str]:  # selection: kubectl_pvleft.kube.kubeconfig.Selection
     """Namespace names from the API server, read as metadata only with the user's own credentials."""
-    from kubectl_pvleft.kube.api import NAMESPACES, KubeAPI
-    from kubectl_pvleft.kube.kubeconfig import load_connection
+    from kubectl_pvleft.cli.session import connect
+    from kubectl_pvleft.kube.api import NAMESPACES
 
-    api = KubeAPI(load_connection(selection), request_timeout=NAMESPACE_TIMEOUT)
+    api, _ = connect(selection, NAMESPACE_TIMEOUT, timeout_from_flag=False)
     try:
         return [namespace.name for namespace in api.list(NAMESPACES)]
     finally:
@@ -188,7 +189,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     with redirect_stderr(io.StringIO()), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            from kubectl_pvleft.cli.main import build_parser
+            from kubectl_pvleft.cli.parser import build_parser
 
             candidates, directive = complete(words, build_parser(PROG))
         except (Exception, SystemExit):  # argparse exits on words it cannot parse

@@ -13,13 +13,13 @@ import os
 import queue
 import threading
 import time
-from typing import Any, Callable, Iterator, Optional, Sequence
+from typing import Any, Iterator, Optional, Sequence
 
 from msgspec import Struct
-from msgspec.structs import replace
 
+from kubectl_pvleft.cli.session import Session, describe_api_error
 from kubectl_pvleft.errors import ApiError, ConfigError, PvleftError, UsageError
-from kubectl_pvleft.invocation import Command, Options, Result
+from kubectl_pvleft.invocation import Invocation, Result
 from kubectl_pvleft.output.report import Column, Report
 
 DEFAULT_CONCURRENCY = 8  # a laptop's worth of TLS handshakes and JSON decoding at once
@@ -32,6 +32,12 @@ class InContext(Struct, frozen=True):
     row: Any
 
 
+class NotServed(Struct, frozen=True):
+    """A context where the kinds the command reads are not served (no CRDs): nothing to watch there."""
+
+    message: str
+
+
 class ContextOutcome(Struct):
     context: str
     result: Optional[Result] = None
@@ -40,15 +46,18 @@ class ContextOutcome(Struct):
     requests: int = 0
 
 
-def check_flags(args: Any) -> None:
-    if args.context:
+def check_flags(invocation: Invocation) -> None:
+    if invocation.selection.context:
         raise UsageError("--context cannot be used with --all-contexts or --contexts")
-    if args.max_concurrency is not None and args.max_concurrency < 1:
+    if invocation.max_concurrency is not None and invocation.max_concurrency < 1:
         raise UsageError("--max-concurrency must be at least 1")
     # A cloud census joins one cluster's PVs with a whole account's disks: across a fleet, another cluster's
     # disk would be called an orphan, so refuse rather than report that.
-    if getattr(args, "project", None) or getattr(args, "aws_region", None):
-        raise UsageError("--project and --aws-region cannot be used with --all-contexts or --contexts: a disk that "
+    from kubectl_pvleft.cli.parser import census_flags_given
+
+    census = census_flags_given(invocation)
+    if census:
+        raise UsageError(f"{' and '.join(census)} cannot be used with --all-contexts or --contexts: a disk that "
                          "one cluster's PVs do not name may belong to another cluster; run the census per context")
 
 
@@ -92,25 +101,15 @@ def lift(report: Report[Any]) -> Report[InContext]:
     )
 
 
-def run_context(context: str, args: Any, command: Command, options_of: Callable[..., Options],
-                selection_of: Callable[[Any], Any]) -> ContextOutcome:
-    from kubectl_pvleft.kube.api import KubeAPI
-    from kubectl_pvleft.kube.kubeconfig import load_connection
-
+def run_context(context: str, invocation: Invocation) -> ContextOutcome:
     started = time.monotonic()
     outcome = ContextOutcome(context)
-    api = None
+    session = None
     try:
-        selection = replace(selection_of(args), context=context)
-        connection = load_connection(selection)
-        options = options_of(args, command, connection.namespace)
         # Never wait for a human: a credential plugin that wants a terminal fails this context at once.
-        api = KubeAPI(connection, request_timeout=args.request_timeout,
-                      timeout_from_flag=args.request_timeout is not None, interactive=False)
-        outcome.result = command.load().run(api, options)
+        session = Session(invocation, context, interactive=False)
+        outcome.result = session.run()
     except ApiError as exc:
-        from kubectl_pvleft.cli.main import describe_api_error
-
         outcome.error = describe_api_error(exc)
     except PvleftError as exc:
         outcome.error = str(exc)
@@ -119,20 +118,19 @@ def run_context(context: str, args: Any, command: Command, options_of: Callable[
             raise
         outcome.error = f"internal error ({type(exc).__name__}); rerun with PVLEFT_DEBUG=1 for the traceback"
     finally:
-        if api is not None:
-            outcome.requests = api.transport.requests
-            api.close()
+        if session is not None:
+            outcome.requests = session.requests
+            session.close()
         outcome.seconds = time.monotonic() - started
     return outcome
 
 
-def run_fleet(contexts: list[str], args: Any, command: Command, options_of: Callable[..., Options],
-              selection_of: Callable[[Any], Any]) -> list[ContextOutcome]:
+def run_contexts(contexts: list[str], invocation: Invocation) -> list[ContextOutcome]:
     """Every context's outcome, in the order given, at most ``--max-concurrency`` at once.
 
     Daemon threads rather than a ThreadPoolExecutor, whose exit joins its workers: Ctrl-C must end the
     run at once, not when the slowest (or a hung) context gives up."""
-    workers = max(1, min(args.max_concurrency or DEFAULT_CONCURRENCY, len(contexts)))
+    workers = max(1, min(invocation.max_concurrency or DEFAULT_CONCURRENCY, len(contexts)))
     todo: "queue.SimpleQueue[tuple[int, str]]" = queue.SimpleQueue()
     for index, context in enumerate(contexts):
         todo.put((index, context))
@@ -146,7 +144,7 @@ def run_fleet(contexts: list[str], args: Any, command: Command, options_of: Call
             except queue.Empty:
                 return
             try:
-                outcomes[index] = run_context(context, args, command, options_of, selection_of)
+                outcomes[index] = run_context(context, invocation)
             except BaseException as exc:  # a bug of ours: raised on the main thread
                 finished.put(exc)
                 return
@@ -175,7 +173,8 @@ def combine(outcomes: list[ContextOutcome]) -> tuple[Optional[Report[InContext]]
     report = _rows_by_context(results)
     failed = [f"context {o.context}: {o.error}" for o in outcomes if o.error is not None]
     result = Result(report=report, findings=sum(r.findings for _, r in results),  # type: ignore[arg-type]
-                    warnings=[f"context {c}: {w}" for c, r in results for w in r.warnings],
+                    warnings=[f"context {c}: {w}" for c, r in results
+                              for w in r.warnings + ([r.not_served] if r.not_served else [])],
                     partial=bool(failed) or any(r.partial for _, r in results),
                     errors=failed + [f"context {c}: {e}" for c, r in results for e in r.errors])
     return report, result
@@ -190,15 +189,10 @@ def summary(outcome: ContextOutcome) -> str:
 
 # -- --watch across contexts ----------------------------------------------------------------------------
 
-def follow_fleet(contexts: list[str], args: Any, command: Command, options_of: Callable[..., Options],
-                 selection_of: Callable[[Any], Any], settings: Any) -> Iterator[tuple[str, Any]]:
+def follow_contexts(contexts: list[str], invocation: Invocation, settings: Any) -> Iterator[tuple[str, Any]]:
     """(context, batch-or-notice-or-error) as each context's watch reports it. A context whose watch
-    cannot start or ends on an error is reported once and the others go on; when every context has
-    failed, it ends."""
-    from kubectl_pvleft.kube.api import KubeAPI
-    from kubectl_pvleft.kube.kubeconfig import load_connection
-    from kubectl_pvleft.kube.watch import follow
-
+    cannot start or ends on an error is reported once and the others go on; a context where the kinds are not
+    served says so once (a NotServed) and has nothing to watch. When every context has ended, it ends."""
     inbox: "queue.Queue[tuple[str, Any]]" = queue.Queue()
     # One stop per context: follow() sets its own when it ends, and one context's failure must not
     # stop the others' streams.
@@ -207,31 +201,31 @@ def follow_fleet(contexts: list[str], args: Any, command: Command, options_of: C
     def pump(context: str) -> None:
         stop = stops[context]
         try:
-            connection = load_connection(replace(selection_of(args), context=context))
-            options = options_of(args, command, connection.namespace)
-            api = KubeAPI(connection, request_timeout=args.request_timeout,
-                          timeout_from_flag=args.request_timeout is not None, interactive=False)
-            changes = follow(api, command.load().follow(options), settings, stop)
-            try:
-                for item in changes:
-                    inbox.put((context, item))
-            finally:
-                changes.close()
-                api.close()
+            with Session(invocation, context, interactive=False) as session:
+                absent = session.not_served()
+                if absent:
+                    inbox.put((context, NotServed(absent)))
+                    return
+                changes = session.follow(settings, stop)
+                try:
+                    for item in changes:
+                        inbox.put((context, item))
+                finally:
+                    changes.close()
         except BaseException as exc:  # reported on the main thread, with the context's name
             inbox.put((context, exc))
 
     threads = [threading.Thread(target=pump, args=(c,), daemon=True, name=f"pvleft-fleet-{c}") for c in contexts]
     for thread in threads:
         thread.start()
-    failed: set[str] = set()
+    ended: set[str] = set()
     try:
-        while len(failed) < len(contexts):
+        while len(ended) < len(contexts):
             context, item = inbox.get()
             if isinstance(item, BaseException) and not isinstance(item, PvleftError):
                 raise item  # a bug of ours: main() says so without its text
-            if isinstance(item, BaseException):
-                failed.add(context)
+            if isinstance(item, (BaseException, NotServed)):
+                ended.add(context)
             yield context, item
     finally:
         for stop in stops.values():

@@ -1,13 +1,12 @@
-"""The command line: dispatch, the run and its printing, the watch loops, exit codes, one error line.
+"""The command line: dispatch, the run and its printing, the watch loop, exit codes, one error line.
 
-Thin on purpose: every subcommand is a plain ``run(api, options)`` in its own module (commands.py), the
-flags are flags.py's, and this module only connects, runs, prints and turns errors into one ``error:``
-line. Nothing heavy is imported before a subcommand runs, so ``--help`` and usage errors cost nothing.
+Thin on purpose: parser.py turns argv into one Invocation, session.py runs it in a context (fleet.py in many),
+and this module only prints and turns errors into one ``error:`` line. Nothing heavy is imported before a
+subcommand runs, so ``--help`` and usage errors cost nothing.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import signal
 import sys
@@ -23,144 +22,133 @@ from kubectl_pvleft.cli.parser import (
     EXIT_PIPE_CLOSED,
     EXIT_USAGE,
     build_parser,
-    options_of,
     parse,
     parse_request_timeout,
-    print_options,
     program_name,
-    selection_of,
     shown,
 )
-from kubectl_pvleft.errors import ApiError, Forbidden, PvleftError
-from kubectl_pvleft.invocation import Command, Options, Result
+from kubectl_pvleft.cli.session import Session, describe_api_error
+from kubectl_pvleft.errors import ApiError, PvleftError
+from kubectl_pvleft.invocation import Invocation, Options, Result
 
 # The CLI's public face: what tests, completion and the bundle's entry call.
 __all__ = ["EXIT_CODES_HELP", "EXIT_USAGE", "build_parser", "describe_api_error", "entry", "main",
-           "parse_request_timeout", "program_name", "run", "selection_of"]
+           "parse_request_timeout", "program_name", "run"]
+
 
 def run(argv: Sequence[str], prog: str) -> int:
-    args = parse(argv, prog)
-    if not args.command:
+    invocation = parse(argv, prog)
+    if invocation is None:
         build_parser(prog).print_help()
         return EXIT_OK
-    command: Command = args.command_spec
     from kubectl_pvleft.kube.transport import set_verbosity
 
-    set_verbosity(args.verbosity)
-    if "=" in (args.output or ""):
+    set_verbosity(invocation.verbosity)
+    if "=" in invocation.output:
         from kubectl_pvleft.output.templates import check_template
 
-        check_template(args.output)
-    if args.watch and args.sort_by:  # kubectl's own words, and its choice: watch anyway
+        check_template(invocation.output)
+    if invocation.watch and invocation.sort_by:  # kubectl's own words, and its choice: watch anyway
         print("warning: --watch requested, --sort-by will be ignored for watch events received", file=sys.stderr)
-    if args.all_contexts or args.contexts:
-        return run_fleet(args, command)
-    result, options = run_one(args, command)
-    return EXIT_OK if result is None else print_and_exit(result, options, args, command)
-
-
-def run_one(args: argparse.Namespace, command: Command) -> tuple[Optional[Result], Options]:
-    from kubectl_pvleft.kube.api import KubeAPI
-    from kubectl_pvleft.kube.kubeconfig import load_connection
-
-    connection = load_connection(selection_of(args))
-    options = options_of(args, command, connection.namespace)
-    module = command.load()
-    api = KubeAPI(connection, request_timeout=args.request_timeout, timeout_from_flag=args.request_timeout is not None)
-    try:
-        if args.watch:
-            absent = module.served(api) if hasattr(module, "served") else None
+    if invocation.fleet:
+        return run_fleet(invocation)
+    with Session(invocation) as session:
+        if invocation.watch:
+            absent = session.not_served()
             if absent:  # the kinds it watches are not served here (no CRDs): nothing to watch, not an error
                 print(absent, file=sys.stderr)
-                return None, options
-            watch_and_print(api, module, options, print_options(args, command))
-        return module.run(api, options), options
-    finally:
-        api.close()
+                return EXIT_OK
+            watch_and_print(session)
+        result = session.run()
+    return print_and_exit(result, invocation, session.options)
 
 
-def print_and_exit(result: Result, options: Options, args: argparse.Namespace, command: Command) -> int:
+def print_and_exit(result: Result, invocation: Invocation, options: Optional[Options] = None) -> int:
+    """Print a report the way every run prints it (warnings once, then the report and its sections, then the
+    errors that made it partial) and the exit code it earns. ``options`` None: a fleet's report."""
     from kubectl_pvleft.output.printer import print_result, warn
 
+    report = result.report
+    printing = invocation.print_options()
+    if result.not_served is not None:
+        # A table's "no resources" line is that line; other formats (and a fleet, whose contexts differ) get it
+        # as a warning, since they print no such line.
+        if printing.format in ("table", "wide") and options is not None:
+            report = report.with_empty_message(result.not_served)
+        else:
+            result.warnings.append(result.not_served)
     for message in dict.fromkeys(result.warnings):  # each warning once
         warn(message)
-    report = result.report
-    if not command.cluster_scoped and options.namespace is not None:  # kubectl names where it looked
-        report = report.with_empty_message(f"{report.empty_message} in {options.namespace} namespace.")
-    if args.sort_by:
+    if options is not None and not invocation.command.cluster_scoped and options.namespace is not None:
+        report = report.with_empty_message(f"{report.empty_message} in {options.namespace} namespace.")  # as kubectl
+    if invocation.sort_by:
         from kubectl_pvleft.output.templates import sort_rows
 
-        report = report.with_rows(sort_rows(report, args.sort_by))
-    print_result(report, result.sections, print_options(args, command))
+        report = report.with_rows(sort_rows(report, invocation.sort_by))
+    print_result(report, result.sections, printing)
     for message in result.errors:  # a second census that failed: its own line, after what did print
-        _error(message)
+        error(message)
     if result.partial:
         return EXIT_PARTIAL  # wins over 3: a partial report cannot say "no findings"
-    return EXIT_FINDINGS if args.exit_code and result.findings else EXIT_OK
+    return EXIT_FINDINGS if invocation.exit_code and result.findings else EXIT_OK
 
 
-def run_fleet(args: argparse.Namespace, command: Command) -> int:
+def run_fleet(invocation: Invocation) -> int:
     """The subcommand in every chosen context at once; one report, a CONTEXT column, failures apart."""
     from kubectl_pvleft.cli import fleet
-    from kubectl_pvleft.output.printer import print_result, warn
 
-    fleet.check_flags(args)
-    patterns = [p.strip() for value in args.contexts for p in value.split(",") if p.strip()]
-    contexts = fleet.context_names(args.kubeconfig, patterns, args.all_contexts)
-    if args.watch:
-        return watch_fleet(args, command, contexts)
-    outcomes = fleet.run_fleet(contexts, args, command, options_of, selection_of)
-    if args.verbosity:
+    fleet.check_flags(invocation)
+    contexts = fleet.context_names(invocation.selection.kubeconfig, invocation.contexts, invocation.all_contexts)
+    if invocation.watch:
+        return watch_fleet(invocation, contexts)
+    outcomes = fleet.run_contexts(contexts, invocation)
+    if invocation.verbosity:
         for outcome in outcomes:
             print(fleet.summary(outcome), file=sys.stderr)
     report, result = fleet.combine(outcomes)
     if report is None:  # no context answered: their errors are the report
         for message in result.errors:
-            _error(message)
+            error(message)
         return EXIT_ERROR
-    for message in dict.fromkeys(result.warnings):
-        warn(message)
-    if args.sort_by:
-        from kubectl_pvleft.output.templates import sort_rows
-
-        report = report.with_rows(sort_rows(report, args.sort_by))
-    print_result(report, [], print_options(args, command))
-    for message in result.errors:
-        _error(message)
-    if result.partial:
-        return EXIT_PARTIAL
-    return EXIT_FINDINGS if args.exit_code and result.findings else EXIT_OK
+    result.report = report
+    return print_and_exit(result, invocation)
 
 
-def watch_fleet(args: argparse.Namespace, command: Command, contexts: list[str]) -> int:
+def watch_fleet(invocation: Invocation, contexts: list[str]) -> int:
     from kubectl_pvleft.cli import fleet
     from kubectl_pvleft.kube.watch import Notice, WatchSettings
     from kubectl_pvleft.output.printer import formatter, warn
     from kubectl_pvleft.output.watchprint import change_report
 
-    options = options_of(args, command, "default")
-    base = change_report(command.load().watch_report(options), wide=options.wide)
-    out = formatter(fleet.lift(base), print_options(args, command))
-    for context, item in fleet.follow_fleet(contexts, args, command, options_of, selection_of,
-                                            WatchSettings.from_env()):
+    options = invocation.options("default")
+    base = change_report(invocation.command.load().watch_report(options), wide=options.wide)
+    out = formatter(fleet.lift(base), invocation.print_options())
+    failed = False
+    for context, item in fleet.follow_contexts(contexts, invocation, WatchSettings.from_env()):
         if isinstance(item, BaseException):
-            _error(f"context {context}: " + (describe_api_error(item) if isinstance(item, ApiError) else str(item)))
+            failed = True
+            error(f"context {context}: " + (describe_api_error(item) if isinstance(item, ApiError) else str(item)))
+        elif isinstance(item, fleet.NotServed):
+            print(f"context {context}: {item.message}", file=sys.stderr)
         elif isinstance(item, Notice):
             warn(f"context {context}: {item.message}")
         else:
             out.batch([fleet.InContext(context, change) for change in item])
-    return EXIT_ERROR
+    # Every context has ended: on errors, or because none serves the kinds (nothing to watch, as one context).
+    return EXIT_ERROR if failed else EXIT_OK
 
 
-def watch_and_print(api: Any, module: Any, options: Options, printing: Any) -> NoReturn:
+def watch_and_print(session: Session) -> NoReturn:
     """Print each row change until interrupted. It never returns: a stream that ends is reopened, and an
     error the streams cannot survive is raised."""
-    from kubectl_pvleft.kube.watch import Notice, WatchSettings, follow
+    from kubectl_pvleft.kube.watch import Notice, WatchSettings
     from kubectl_pvleft.output.printer import formatter, warn
     from kubectl_pvleft.output.watchprint import change_report
 
-    out = formatter(change_report(module.watch_report(options), wide=options.wide), printing)
-    changes = follow(api, module.follow(options), WatchSettings.from_env())
+    options = session.options
+    out = formatter(change_report(session.module.watch_report(options), wide=options.wide),
+                    session.invocation.print_options())
+    changes = session.follow(WatchSettings.from_env())
     try:
         for item in changes:
             if isinstance(item, Notice):
@@ -170,31 +158,6 @@ def watch_and_print(api: Any, module: Any, options: Options, printing: Any) -> N
     finally:
         changes.close()
     raise PvleftError("the watch ended unexpectedly")  # follow() only ends by raising: never exit 0 here
-
-
-# -- errors -------------------------------------------------------------------------------------------
-
-CLUSTER_SCOPED = ("persistentvolumes", "storageclasses", "csidrivers", "nodes", "volumeattachments", "namespaces",
-                  "volumesnapshotcontents", "volumesnapshotclasses")
-
-
-def describe_api_error(exc: ApiError) -> str:
-    if exc.status == 401:
-        return "You must be logged in to the server (Unauthorized)"
-    if isinstance(exc, Forbidden):
-        message = exc.api_message or "forbidden"
-        # Refused impersonation (--as, or the kubeconfig's `as`): "cannot impersonate resource users", or with
-        # constrained impersonation "cannot impersonate-on:user-info:list resource persistentvolumes". The
-        # missing right is your own user's to impersonate, never get/list/watch on the resource named.
-        if " cannot impersonate" in message:
-            return (f"{message}; impersonating (--as, --as-group, --as-uid) needs your own user to be allowed to "
-                    "impersonate them")
-        resource = (exc.details or {}).get("kind") or exc.path.rstrip("/").split("/")[-1]
-        hint = (f"kubectl pvleft needs get/list/watch on {resource}"
-                + (", which are cluster-scoped: a ClusterRole, not a Role (see the pvleft-reader ClusterRole in the README)"
-                   if resource in CLUSTER_SCOPED else " (see the pvleft-reader ClusterRole in the README)"))
-        return f"{message}; {hint}"
-    return f"{exc.api_message or exc.reason or 'the server refused the request'} ({exc.verb} {exc.path}: HTTP {exc.status})"
 
 
 def one_line(text: str) -> str:
@@ -215,19 +178,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except BrokenPipeError:
         return _quiet_exit(EXIT_PIPE_CLOSED)
     except ApiError as exc:
-        _error(describe_api_error(exc))
+        error(describe_api_error(exc))
         return EXIT_ERROR
     except PvleftError as exc:
-        _error(str(exc))
+        error(str(exc))
         return exc.exit_code
     except Exception as exc:  # a bug of ours: still one line (never its text: it may hold a value), traceback on request
         if os.environ.get("PVLEFT_DEBUG"):
             raise
-        _error(f"internal error ({type(exc).__name__}); rerun with PVLEFT_DEBUG=1 for the traceback")
+        error(f"internal error ({type(exc).__name__}); rerun with PVLEFT_DEBUG=1 for the traceback")
         return EXIT_ERROR
 
 
-def _error(message: str) -> None:
+def error(message: str) -> None:
     try:
         print(f"error: {one_line(message)}", file=sys.stderr, flush=True)
     except (BrokenPipeError, OSError):

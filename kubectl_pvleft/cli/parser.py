@@ -9,11 +9,12 @@ import argparse
 import functools
 import os
 import re
+from types import MappingProxyType
 from typing import Any, Callable, NoReturn, Optional, Sequence
 
 from kubectl_pvleft import __version__
 from kubectl_pvleft.errors import TemplateRefused, UsageError
-from kubectl_pvleft.invocation import COMMANDS, Command, Options
+from kubectl_pvleft.invocation import BOOLEAN, COMMANDS, COMMANDS_BY_NAME, REPEATED, Command, Flag, Invocation
 from kubectl_pvleft.output.names import PLAIN_FORMATS, REFUSED_FORMATS, TEMPLATE_FORMATS
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_FINDINGS, EXIT_PARTIAL = 0, 1, 2, 3, 4
@@ -213,24 +214,40 @@ class _Bool(argparse.Action):
 
 BOOL_FLAGS = {"-A": "all_namespaces", "--all-namespaces": "all_namespaces", "--no-headers": "no_headers",
               "--exit-code": "exit_code", "--insecure-skip-tls-verify": "insecure_skip_tls_verify",
-              "--show-labels": "show_labels", "-w": "watch", "--watch": "watch", "--all": "all", "--drift": "drift",
-              "--all-contexts": "all_contexts"}
+              "--show-labels": "show_labels", "-w": "watch", "--watch": "watch", "--all-contexts": "all_contexts"}
 
 _PFLAG_NAMES = {"all_namespaces": "-A, --all-namespaces", "watch": "-w, --watch"}  # pflag's errors name both
 
 
+def declared_flags(command: Command) -> tuple[Flag, ...]:
+    """A subcommand's own flags, and the clouds' when a census may join it."""
+    if not command.census:
+        return tuple(command.flags)
+    from kubectl_pvleft.clouds import cloud_modules
+
+    return tuple(command.flags) + tuple(flag for cloud in cloud_modules() for flag in cloud.FLAGS)
+
+
+def boolean_flags(argv: Sequence[str]) -> dict[str, str]:
+    """kubectl's booleans, and those the chosen subcommand declares."""
+    command = next((COMMANDS_BY_NAME[word] for word in argv if word in COMMANDS_BY_NAME), None)
+    declared = declared_flags(command) if command is not None else ()
+    return {**BOOL_FLAGS, **{flag.name: flag.dest for flag in declared if flag.kind == BOOLEAN}}
+
+
 def rewrite_bool_forms(argv: Sequence[str]) -> list[str]:
     """pflag's ``--flag=true|false`` and ``-A=false`` for boolean flags, as argparse understands them."""
+    booleans = boolean_flags(argv)
     out = []
     for arg in argv:
         if arg == "--":
             out.extend(argv[len(out):])
             break
         flag, eq, value = arg.partition("=")
-        if eq and flag in BOOL_FLAGS and (value in _TRUE or value in _FALSE):
-            out.append(flag if value in _TRUE else f"--pvleft-false-{BOOL_FLAGS[flag]}")
-        elif eq and flag in BOOL_FLAGS:
-            raise UsageError(f'invalid argument "{shown(value)}" for "{_PFLAG_NAMES.get(BOOL_FLAGS[flag], flag)}" '
+        if eq and flag in booleans and (value in _TRUE or value in _FALSE):
+            out.append(flag if value in _TRUE else f"--pvleft-false-{booleans[flag]}")
+        elif eq and flag in booleans:
+            raise UsageError(f'invalid argument "{shown(value)}" for "{_PFLAG_NAMES.get(booleans[flag], flag)}" '
                              f'flag: strconv.ParseBool: parsing "{shown(value)}": invalid syntax')
         else:
             out.append(arg)
@@ -355,11 +372,32 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
 
 def _subcommand_flags(parser: argparse.ArgumentParser, command: Command) -> None:
     _flags(parser, top=False)
-    command.arguments(parser)
-    parser.set_defaults(command_spec=command)
+    for flag in command.flags:
+        _add(parser, flag)
+    if command.census:
+        from kubectl_pvleft.clouds import cloud_modules
+
+        group = parser.add_argument_group("second census: cloud disks beside the PVs (only with these flags)")
+        for cloud in cloud_modules():
+            for flag in cloud.FLAGS:
+                _add(group, flag)
+    parser.set_defaults(command=command.name)
 
 
-# -- running a subcommand ------------------------------------------------------------------------------
+def _add(parser: Any, flag: Flag) -> None:
+    """A declared flag as argparse takes it; a boolean also gets its hidden ``--flag=false`` twin."""
+    if flag.kind == BOOLEAN:
+        parser.add_argument(flag.name, action=_Bool, dest=flag.dest, default=False, help=flag.help)
+        parser.add_argument(f"--pvleft-false-{flag.dest}", action=_Bool, dest=flag.dest, default=argparse.SUPPRESS,
+                            help=argparse.SUPPRESS)
+    elif flag.kind == REPEATED:
+        parser.add_argument(flag.name, dest=flag.dest, action="append", default=[], metavar=flag.metavar,
+                            help=flag.help)
+    else:
+        parser.add_argument(flag.name, dest=flag.dest, default=None, metavar=flag.metavar, help=flag.help)
+
+
+# -- the one invocation ---------------------------------------------------------------------------------
 
 def selection_of(args: argparse.Namespace) -> Any:
     from kubectl_pvleft.kube.kubeconfig import Selection
@@ -374,23 +412,26 @@ def selection_of(args: argparse.Namespace) -> Any:
     )
 
 
-def options_of(args: argparse.Namespace, command: Command, context_namespace: str) -> Options:
-    if command.cluster_scoped:
-        namespace = None if args.all_namespaces else args.namespace
-    else:  # kubectl's -n / -A / context-namespace rule
-        namespace = None if args.all_namespaces else (args.namespace or context_namespace)
-    return Options(namespace=namespace, all_namespaces=args.all_namespaces, args=args, label_selector=args.selector,
-                   field_selector=args.field_selector, wide=args.output == "wide")
+def invocation_of(args: argparse.Namespace) -> Invocation:
+    """The parsed command line as the one frozen, typed value everything below the CLI reads."""
+    command = COMMANDS_BY_NAME[args.command]
+    flags = {}
+    for flag in declared_flags(command):
+        value = getattr(args, flag.dest, None)
+        flags[flag.dest] = (tuple(value or ()) if flag.kind == REPEATED else bool(value) if flag.kind == BOOLEAN
+                            else value)
+    patterns = tuple(p.strip() for value in args.contexts or () for p in value.split(",") if p.strip())
+    return Invocation(
+        command=command, selection=selection_of(args), namespace=args.namespace, all_namespaces=args.all_namespaces,
+        label_selector=args.selector, field_selector=args.field_selector, output=args.output,
+        no_headers=args.no_headers, show_labels=args.show_labels, sort_by=args.sort_by, watch=args.watch,
+        exit_code=args.exit_code, request_timeout=args.request_timeout, verbosity=args.verbosity,
+        flags=MappingProxyType(flags), all_contexts=args.all_contexts, contexts=patterns,
+        max_concurrency=args.max_concurrency)
 
 
-def print_options(args: argparse.Namespace, command: Command) -> Any:
-    from kubectl_pvleft.output.report import PrintOptions
-
-    return PrintOptions(output=args.output, all_namespaces=args.all_namespaces and not command.cluster_scoped,
-                        no_headers=args.no_headers, show_labels=args.show_labels)
-
-
-def parse(argv: Sequence[str], prog: str) -> argparse.Namespace:
+def parse(argv: Sequence[str], prog: str) -> Optional[Invocation]:
+    """The invocation argv asks for; None when it names no subcommand (the caller prints the help)."""
     argv = rewrite_bool_forms(list(argv))
     parser = build_parser(prog)
     _Parser.secrets = secret_values(argv)
@@ -400,46 +441,39 @@ def parse(argv: Sequence[str], prog: str) -> argparse.Namespace:
         if flag is not None:
             raise UsageError(f"unknown flag: {shown(flag.split('=', 1)[0])} (see '{prog} --help')")
         parser.error(f"unexpected arguments: {' '.join(extras)}")
-    if args.command:
-        check_combinations(args)
-    return args
+    if not args.command:
+        return None
+    invocation = invocation_of(args)
+    check_combinations(invocation)
+    return invocation
 
 
-# Flags that only mean something beside another one: (flag, its dest, the flag it needs, that flag's dest).
-_NEEDS = (("--zone", "zone", "--project", "project"), ("--region", "region", "--project", "project"),
-          ("--aws-profile", "aws_profile", "--aws-region", "aws_region"),
-          ("--aws-cluster-name", "aws_cluster_name", "--aws-region", "aws_region"))
-
-
-# The clouds' own syntax, checked before any call: Compute Engine's parameter patterns from its discovery document
-# (a project ID or number, maybe domain-scoped; a zone or region name), and the host label botocore requires of
-# an AWS region (it becomes part of the endpoint's name).
-_CLOUD_NAMES = (
-    ("--project", "project", re.compile(r"(?:(?:[-a-z0-9]{1,63}\.)*(?:[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?):)?"
-                                        r"(?:[0-9]{1,19}|(?:[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?))"),
-     "a Compute Engine project ID or number"),
-    ("--zone", "zone", re.compile(r"[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?"), "a Compute Engine zone name"),
-    ("--region", "region", re.compile(r"[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?"), "a Compute Engine region name"),
-    ("--aws-region", "aws_region", re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?"), "an AWS region name"),
-)
-
-
-def check_cloud_names(args: argparse.Namespace) -> None:
-    for flag, dest, pattern, what in _CLOUD_NAMES:
-        for value in getattr(args, dest, None) or ():
-            if not pattern.fullmatch(value):
-                raise UsageError(f"{flag} {shown(value)!r} is not {what}")
-
-
-def check_combinations(args: argparse.Namespace) -> None:
-    """Usage errors no single flag shows: kubectl's pairs, and flags that need a partner."""
-    if args.all_namespaces and args.namespace:
+def check_combinations(invocation: Invocation) -> None:
+    """Usage errors no single flag shows: kubectl's pairs, flags that need a partner, the clouds' own syntax."""
+    if invocation.all_namespaces and invocation.namespace:
         raise UsageError("-n/--namespace and -A/--all-namespaces cannot be used together")
-    if args.namespace is not None:
-        validate_namespace(args.namespace)
-    for flag, dest, partner, partner_dest in _NEEDS:
-        if getattr(args, dest, None) and not getattr(args, partner_dest, None):
-            raise UsageError(f"{flag} needs {partner}")
-    check_cloud_names(args)
-    if args.watch and (getattr(args, "project", None) or getattr(args, "aws_region", None)):
-        raise UsageError("a cloud census (--project, --aws-region) cannot be used with --watch")
+    if invocation.namespace is not None:
+        validate_namespace(invocation.namespace)
+    declared = declared_flags(invocation.command)
+    given = {flag.name for flag in declared if invocation.flags.get(flag.dest)}
+    for flag in declared:
+        if flag.needs and flag.name in given and flag.needs not in given:
+            raise UsageError(f"{flag.name} needs {flag.needs}")
+    for flag in declared:
+        if flag.pattern:
+            values = invocation.flags.get(flag.dest) or ()
+            for value in (values,) if isinstance(values, str) else values:
+                if not re.fullmatch(flag.pattern, value):
+                    raise UsageError(f"{flag.name} {shown(value)!r} is not {flag.what}")
+    census_flags = census_flags_given(invocation)
+    if invocation.watch and census_flags:
+        raise UsageError(f"a cloud census ({', '.join(census_flags)}) cannot be used with --watch")
+
+
+def census_flags_given(invocation: Invocation) -> list[str]:
+    """The flags that ask for a cloud census (each cloud's first flag), among those given."""
+    if not invocation.command.census:
+        return []
+    from kubectl_pvleft.clouds import cloud_modules
+
+    return [cloud.FLAGS[0].name for cloud in cloud_modules() if cloud.asked(invocation.flags)]

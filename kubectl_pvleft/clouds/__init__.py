@@ -4,10 +4,18 @@ A census runs only when the user names its cloud (``--project`` for Compute Engi
 EBS); its SDK is imported only then (``importlib`` inside the module's ``open_census``), never at start-up.
 Two clients, two findings: every finding says which client saw it (``source``).
 
-Contract for a cloud module (``gce.py``, ``aws.py``):
+Contract for a cloud module (``gce.py``, ``aws.py``), everything about that cloud declared there:
 
-- ``open_census(options) -> Census``: builds the SDK client lazily; raises ``CloudError`` (one line, what is
-  missing and how to get it) when credentials or the SDK are absent.
+- ``NAME`` (how messages name the census), ``SOURCE`` (``"gce"``, ``"aws"``: JSON ``source``), ``FLAGS`` (its
+  ``invocation.Flag``s, the first one the flag that asks for it), ``DRIVERS`` (the CSI drivers and in-tree
+  sources whose PVs it answers for);
+- ``asked(flags) -> bool``: whether the parsed flags ask for this census;
+- ``open(flags, timeout) -> Census``: builds the SDK client lazily; raises ``CloudError`` (one line, what is
+  missing and how to get it) when credentials or the SDK are absent;
+- optionally ``other_clusters_note(disks, flags) -> str``: what it set aside as other clusters' disks.
+
+Adding a cloud: one module here, its name in ``CLOUD_MODULES``, its extra in setup.cfg, its test server.
+
 - ``Census.source``: ``"gce"`` or ``"aws"``.
 - ``Census.handle_of(pv: VolumeRef) -> Optional[str]``: the canonical handle a PV names on this cloud (the
   same string ``CloudDisk.handle`` carries for that disk), or None when the PV is not this cloud's.
@@ -24,9 +32,12 @@ Contract for a cloud module (``gce.py``, ``aws.py``):
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Iterable, Iterator, Mapping, Optional, Protocol
+from typing import Any, Iterable, Iterator, Mapping, Optional, Protocol
 
 from msgspec import Struct, field
+
+# The clouds, in the order their censuses run and their flags are listed.
+CLOUD_MODULES = ("kubectl_pvleft.clouds.gce", "kubectl_pvleft.clouds.aws")
 
 ORPHAN_DISK = "orphan-disk"  # a disk no PV in this cluster names
 MISSING_DISK = "missing-disk"  # a PV whose disk does not exist: its data is already gone
@@ -134,3 +145,9 @@ def join(census: Census, pvs: Iterable[VolumeRef], disks: Iterable[CloudDisk]) -
                 f"PersistentVolume {pv_name} names {handle}, which does not exist: its data is already gone"))
     findings.sort(key=lambda f: (f.kind, f.handle, f.pv_name or ""))
     return CloudReport(findings, by_pv, other_clusters)
+
+
+def cloud_modules() -> list[Any]:
+    from importlib import import_module
+
+    return [import_module(name) for name in CLOUD_MODULES]

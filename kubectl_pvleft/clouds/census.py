@@ -8,13 +8,12 @@ SDKs are imported only here, and this module only when one of the flags is given
 
 from __future__ import annotations
 
-import os
 from datetime import datetime
 from typing import Any, Optional, Sequence, Union
 
-from kubectl_pvleft.clouds import CloudDisk, CloudError, CloudFinding, join
+from kubectl_pvleft.clouds import CloudDisk, CloudError, CloudFinding, cloud_modules, join
 from kubectl_pvleft.clouds.refs import volume_ref
-from kubectl_pvleft.invocation import Options, Result
+from kubectl_pvleft.invocation import Options
 from kubectl_pvleft.output.report import Column, Report, age, utcnow
 from kubectl_pvleft.records import Absent
 
@@ -24,7 +23,7 @@ DEFAULT_CENSUS_SECONDS = 300.0
 
 
 def census_seconds(options: Options) -> float:
-    return options.flag("request_timeout") or DEFAULT_CENSUS_SECONDS
+    return options.request_timeout or DEFAULT_CENSUS_SECONDS
 
 
 def listed_in_time(census: Any, seconds: float, from_flag: bool) -> list[CloudDisk]:
@@ -52,119 +51,67 @@ def listed_in_time(census: Any, seconds: float, from_flag: bool) -> list[CloudDi
     return outcome[0]
 
 
-def open_censuses(options: Options) -> list[Union[Any, CloudError]]:
-    """The censuses the flags ask for, Compute Engine first; a cloud that cannot even be opened is its
-    CloudError (one line, prefixed with the census's name), not a census."""
-    censuses: list[Union[Any, CloudError]] = []
-    if options.flag("project"):
-        try:
-            from kubectl_pvleft.clouds import gce
+class CensusOutcome:
+    """What the censuses found, handed back to leftovers, which builds its own table from it."""
 
-            endpoint, credentials = os.environ.get("PVLEFT_COMPUTE_ENDPOINT"), None
-            if endpoint:  # a local Compute (tests, a proxy): it never gets the user's Google credentials
-                try:
-                    from google.auth.credentials import AnonymousCredentials
+    __slots__ = ("disks", "errors", "findings", "taken", "warnings")
 
-                    credentials = AnonymousCredentials()
-                except ImportError:
-                    pass  # open_census says what to install
-            censuses.append(gce.open_census(options.flag("project"), zones=options.flag("zone") or (),
-                                            regions=options.flag("region") or (), api_endpoint=endpoint,
-                                            credentials=credentials, timeout=census_seconds(options)))
-        except CloudError as exc:
-            censuses.append(CloudError(f"Compute Engine census: {exc}"))
-    if options.flag("aws_region"):
-        try:
-            from kubectl_pvleft.clouds import aws
-
-            censuses.append(aws.open_census(options.flag("aws_region"), profile=options.flag("aws_profile"),
-                                            cluster_name=options.flag("aws_cluster_name"),
-                                            timeout=census_seconds(options)))
-        except CloudError as exc:
-            censuses.append(CloudError(f"EBS census: {exc}"))
-    return censuses
+    def __init__(self) -> None:
+        self.disks: dict[str, Union[CloudDisk, Absent]] = {}  # the DISK of each PV: found, missing or unknown
+        self.findings: list[CloudFinding] = []
+        self.taken: list[str] = []  # the censuses that answered, by name
+        self.errors: list[str] = []  # one line per census that failed: the report is partial
+        self.warnings: list[str] = []
 
 
-# The PV drivers each cloud's census answers for: a PV of a cloud whose census ran but did not place its disk
-# has a DISK that is unknown, never "none".
-def _cloud_drivers(options: Options) -> frozenset[str]:
+def asked(options: Options) -> list[Any]:
+    """The cloud modules whose census the flags ask for, in registry order."""
+    return [cloud for cloud in cloud_modules() if cloud.asked(options.flags)]
+
+
+def take(options: Options, pvs: Sequence[Any]) -> CensusOutcome:
+    """Join every PV (not only the leftovers: a Bound PV's disk is not an orphan) with each asked cloud's disks."""
+    refs = [volume_ref(pv) for pv in pvs]
+    outcome = CensusOutcome()
     drivers: set[str] = set()
-    if options.flag("project"):
-        from kubectl_pvleft.clouds import gce
-
-        drivers |= {gce.CSI_DRIVER, gce.IN_TREE_DRIVER}
-    if options.flag("aws_region"):
-        from kubectl_pvleft.clouds import aws
-
-        drivers |= aws.CSI_DRIVERS | aws.IN_TREE_DRIVERS
-    return frozenset(drivers)
-
-
-def census_name(census: Any) -> str:
-    return "Compute Engine" if census.source == "gce" else "EBS"
-
-
-def add_cloud_census(outcome: Result, leftovers: Any, options: Options) -> Result:
-    """Join every PV (not only the leftovers: a Bound PV's disk is not an orphan) with each cloud's disks."""
-    from kubectl_pvleft.analyses import leftovers as module
-    refs = [volume_ref(pv) for pv in leftovers.all_pvs]
-    findings: list[CloudFinding] = []
-    disks: dict[str, Union[CloudDisk, Absent]] = {}
-    taken: list[str] = []
-    errors: list[str] = []
-    for census in open_censuses(options):
-        if isinstance(census, CloudError):
-            errors.append(str(census))
-            continue
+    for cloud in asked(options):
+        drivers |= cloud.DRIVERS
         try:
+            census = cloud.open(options.flags, census_seconds(options))
             joined = join(census, refs, listed_in_time(census, census_seconds(options),
-                                                       options.flag("request_timeout") is not None))
+                                                       options.request_timeout is not None))
         except CloudError as exc:
-            errors.append(f"{census_name(census)} census: {exc}")
+            outcome.errors.append(f"{cloud.NAME} census: {exc}")
             continue
-        taken.append(census_name(census))
+        outcome.taken.append(cloud.NAME)
         if options.label_selector:
-            _hold_back_orphans(joined, census, options, outcome.warnings)
-        findings += joined.findings
-        disks.update(joined.disks_by_pv)
-        disks.update({f.pv_name: Absent.MISSING for f in joined.findings if f.pv_name is not None})
-        if joined.other_clusters:
-            outcome.warnings.append(other_clusters_note(joined.other_clusters, options.flag("aws_cluster_name")))
+            _hold_back_orphans(joined, cloud.NAME, options, outcome.warnings)
+        outcome.findings += joined.findings
+        outcome.disks.update(joined.disks_by_pv)
+        outcome.disks.update({f.pv_name: Absent.MISSING for f in joined.findings if f.pv_name is not None})
+        if joined.other_clusters and hasattr(cloud, "other_clusters_note"):
+            outcome.warnings.append(cloud.other_clusters_note(joined.other_clusters, options.flags))
         outcome.warnings += census.notes
-    cloud_drivers = _cloud_drivers(options)
     for ref in refs:  # a cloud's PV whose disk no census placed: not looked at, or the census failed
-        if ref.pv_name not in disks and ref.driver in cloud_drivers:
-            disks[ref.pv_name] = Absent.UNKNOWN
-    outcome.report = module.report(leftovers, disks=disks)
-    # No section when no census could be taken: an empty one would read as "no orphans found".
-    outcome.sections = [findings_report(findings, taken=taken)] if taken else []
-    outcome.findings += len(findings)
-    outcome.errors = errors
-    outcome.partial = bool(errors)
+        if ref.pv_name not in outcome.disks and ref.driver in drivers:
+            outcome.disks[ref.pv_name] = Absent.UNKNOWN
     return outcome
 
 
-def _hold_back_orphans(joined: Any, census: Any, options: Options, warnings: list[str]) -> None:
+def sections(outcome: CensusOutcome) -> list[Report[CloudFinding]]:
+    """The findings table under the PVs; none when no census could be taken: an empty one would read as "no
+    orphans found"."""
+    return [findings_report(outcome.findings, taken=outcome.taken)] if outcome.taken else []
+
+
+def _hold_back_orphans(joined: Any, name: str, options: Options, warnings: list[str]) -> None:
     """Only the selected PVs were read: a disk named by a PV outside the selection would be a false orphan."""
     dropped = [f for f in joined.findings if f.pv_name is None]
     if dropped:
-        warnings.append(f"{census_name(census)} census: -l {options.label_selector} selected the PersistentVolumes "
+        warnings.append(f"{name} census: -l {options.label_selector} selected the PersistentVolumes "
                         f"joined, so {len(dropped)} disk(s) no selected PV names are not reported as orphans; "
                         "run without -l to see them")
     joined.findings[:] = [f for f in joined.findings if f.pv_name is not None]
-
-
-def other_clusters_note(disks: list[CloudDisk], cluster_name: Optional[str]) -> str:
-    """What --aws-cluster-name left out of the orphan findings, said once, by the clusters the tags name."""
-    from kubectl_pvleft.clouds.aws import cluster_names
-
-    counts: dict[str, int] = {}
-    for disk in disks:
-        for name in sorted(cluster_names(disk.provenance)):
-            counts[name] = counts.get(name, 0) + 1
-    by_cluster = ", ".join(f"{name}: {count}" for name, count in sorted(counts.items()))
-    return (f"{len(disks)} EBS volume(s) tagged for other clusters ({by_cluster}) are not reported as orphans: "
-            f"--aws-cluster-name {cluster_name} names this cluster")
 
 
 def disk_summary(disk: Union[CloudDisk, Absent, None]) -> Union[str, Absent, None]:

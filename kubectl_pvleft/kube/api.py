@@ -453,3 +453,9 @@ SNAPSHOT_API = "/apis/snapshot.storage.k8s.io/v1"
 VOLUME_SNAPSHOTS = Kind("volumesnapshots", SNAPSHOT_API, True, VolumeSnapshot)
 VOLUME_SNAPSHOT_CONTENTS = Kind("volumesnapshotcontents", SNAPSHOT_API, False, VolumeSnapshotContent)
 VOLUME_SNAPSHOT_CLASSES = Kind("volumesnapshotclasses", SNAPSHOT_API, False, VolumeSnapshotClass)
+
+
+# Every kind by its plural, as RBAC and error messages name it: where it lives and whether it is namespaced.
+KINDS: dict[str, Kind[Any]] = {kind.plural: kind for kind in (
+    PERSISTENT_VOLUMES, PERSISTENT_VOLUME_CLAIMS, PODS, EVENTS, STORAGE_CLASSES, CSI_DRIVERS, NAMESPACES,
+    VOLUME_ATTACHMENTS, VOLUME_SNAPSHOTS, VOLUME_SNAPSHOT_CONTENTS, VOLUME_SNAPSHOT_CLASSES)}

@@ -1,0 +1,98 @@
+"""One session: open the API for one context, run or follow one command there, describe what failed. The single
+run, every context of a fleet and completion's namespace lookup all go through here, so what a run checks before
+it reads (a kind that is not served, a credential plugin that wants a terminal) is checked the same everywhere.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Iterator, Optional
+
+from kubectl_pvleft.errors import ApiError, Forbidden
+from kubectl_pvleft.invocation import Invocation, Options, Result
+
+if TYPE_CHECKING:
+    from kubectl_pvleft.kube.api import KubeAPI
+    from kubectl_pvleft.kube.kubeconfig import Selection
+    from kubectl_pvleft.kube.watch import WatchSettings
+
+
+def connect(selection: Selection, request_timeout: Optional[float], timeout_from_flag: bool,
+            interactive: Optional[bool] = None) -> tuple[KubeAPI, str]:
+    """The API of the selected context, and that context's namespace."""
+    from kubectl_pvleft.kube.api import KubeAPI
+    from kubectl_pvleft.kube.kubeconfig import load_connection
+
+    connection = load_connection(selection)
+    api = KubeAPI(connection, request_timeout=request_timeout, timeout_from_flag=timeout_from_flag,
+                  interactive=interactive)
+    return api, connection.namespace
+
+
+class Session:
+    """One command in one context. ``context`` None: the kubeconfig's (or --context's) own. ``interactive`` False:
+    a credential plugin that wants a terminal fails this context at once (fleets never wait for a human); None:
+    whether stdin is a terminal decides, as kubectl."""
+
+    def __init__(self, invocation: Invocation, context: Optional[str] = None,
+                 interactive: Optional[bool] = None) -> None:
+        selection = invocation.selection
+        if context is not None:
+            from msgspec.structs import replace
+
+            selection = replace(selection, context=context)
+        self.invocation = invocation
+        self.api, namespace = connect(selection, invocation.request_timeout, invocation.request_timeout is not None,
+                                      interactive)
+        self.options: Options = invocation.options(namespace)
+        self.module: Any = invocation.command.load()
+
+    def not_served(self) -> Optional[str]:
+        """The line that says the kinds this command reads are not served here (no CRDs), or None."""
+        served = getattr(self.module, "served", None)
+        return served(self.api) if served is not None else None
+
+    def run(self) -> Result:
+        return self.module.run(self.api, self.options)
+
+    def follow(self, settings: WatchSettings, stop: Any = None) -> Iterator[Any]:
+        """Batches of row changes and notices until the streams fail; nothing when the kinds are not served
+        (the caller asked ``not_served`` first)."""
+        from kubectl_pvleft.kube.watch import follow
+
+        return follow(self.api, self.module.follow(self.options), settings, stop)
+
+    @property
+    def requests(self) -> int:
+        return self.api.transport.requests
+
+    def close(self) -> None:
+        self.api.close()
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def describe_api_error(exc: ApiError) -> str:
+    if exc.status == 401:
+        return "You must be logged in to the server (Unauthorized)"
+    if isinstance(exc, Forbidden):
+        message = exc.api_message or "forbidden"
+        # Refused impersonation (--as, or the kubeconfig's `as`): "cannot impersonate resource users", or with
+        # constrained impersonation "cannot impersonate-on:user-info:list resource persistentvolumes". The
+        # missing right is your own user's to impersonate, never get/list/watch on the resource named.
+        if " cannot impersonate" in message:
+            return (f"{message}; impersonating (--as, --as-group, --as-uid) needs your own user to be allowed to "
+                    "impersonate them")
+        from kubectl_pvleft.kube.api import KINDS
+
+        resource = (exc.details or {}).get("kind") or exc.path.rstrip("/").split("/")[-1]
+        kind = KINDS.get(resource)
+        hint = (f"kubectl pvleft needs get/list/watch on {resource}"
+                + (", which are cluster-scoped: a ClusterRole, not a Role (see the pvleft-reader ClusterRole in the "
+                   "README)" if kind is not None and not kind.namespaced
+                   else " (see the pvleft-reader ClusterRole in the README)"))
+        return f"{message}; {hint}"
+    return f"{exc.api_message or exc.reason or 'the server refused the request'} ({exc.verb} {exc.path}: HTTP {exc.status})"
