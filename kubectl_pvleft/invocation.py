@@ -16,7 +16,8 @@ reads are not served by this cluster: nothing to check, not an error).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping, Optional
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Optional
 
 if TYPE_CHECKING:  # --help must not pay for these
     from kubectl_pvleft.kube.kubeconfig import Selection
@@ -64,14 +65,31 @@ class Flag(_Frozen):
     ``needs``: another flag without which this one means nothing (a usage error). ``pattern``/``what``: the syntax
     its values must have (checked before any call), and what to call a value that does not."""
 
-    __slots__ = ("name", "dest", "kind", "help", "metavar", "group", "needs", "pattern", "what")
+    __slots__ = ("dest", "help", "kind", "metavar", "name", "needs", "pattern", "what")
     _default_kind = VALUE
+
+    name: str
+    dest: str
+    kind: str
+    help: Optional[str]
+    metavar: Optional[str]
+    needs: Optional[str]
+    pattern: Optional[str]
+    what: Optional[str]
 
 
 class Command(_Frozen):
-    __slots__ = ("name", "summary", "module", "flags", "kind", "selector_help", "census")
+    __slots__ = ("census", "flags", "kind", "module", "name", "selector_help", "summary")
     _default_flags = ()
     _default_census = False  # a cloud census may join it (the clouds' flags are its flags)
+
+    name: str
+    summary: str
+    module: str
+    flags: tuple[Flag, ...]
+    kind: str  # the plural of the kind it lists, a key of kube.api.KINDS
+    selector_help: str
+    census: bool
 
     def load(self) -> Any:
         from importlib import import_module
@@ -120,9 +138,26 @@ class Invocation(_Frozen):
     """Everything argv said, parsed once. ``flags``: the subcommand's and the clouds' own flags by dest, typed by
     their declaration (bool, Optional[str], tuple[str, ...])."""
 
-    __slots__ = ("command", "selection", "namespace", "all_namespaces", "label_selector", "field_selector", "output",
-                 "no_headers", "show_labels", "sort_by", "watch", "exit_code", "request_timeout", "verbosity",
-                 "flags", "all_contexts", "contexts", "max_concurrency")
+    __slots__ = (
+        "all_contexts",
+        "all_namespaces",
+        "command",
+        "contexts",
+        "exit_code",
+        "field_selector",
+        "flags",
+        "label_selector",
+        "max_concurrency",
+        "namespace",
+        "no_headers",
+        "output",
+        "request_timeout",
+        "selection",
+        "show_labels",
+        "sort_by",
+        "verbosity",
+        "watch",
+    )
     _default_all_namespaces = False
     _default_output = "table"
     _default_no_headers = _default_show_labels = _default_watch = _default_exit_code = _default_all_contexts = False
@@ -178,8 +213,17 @@ class Options(_Frozen):
     """What one context's run is asked: where to look (``namespace`` None: every namespace, or for cluster-scoped
     kinds: not narrowed), the subcommand's own flags, typed."""
 
-    __slots__ = ("namespace", "all_namespaces", "label_selector", "field_selector", "wide", "show_all", "drift",
-                 "flags", "request_timeout")
+    __slots__ = (
+        "all_namespaces",
+        "drift",
+        "field_selector",
+        "flags",
+        "label_selector",
+        "namespace",
+        "request_timeout",
+        "show_all",
+        "wide",
+    )
     _default_all_namespaces = _default_wide = _default_show_all = _default_drift = False
     _default_flags: Mapping[str, Any] = {}
 

@@ -11,8 +11,9 @@ Reads: PersistentVolumeClaims (one paginated list, one namespace or all). Writes
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from msgspec import Struct, field
 

@@ -12,8 +12,9 @@ paginated list each. Writes: nothing.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable, Iterable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, TypeVar
+from typing import TYPE_CHECKING, Any, Optional, TypeVar
 
 from msgspec import Struct, field
 

@@ -12,8 +12,9 @@ clearing; a human decides reuse or abandon.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional, Union
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 from msgspec import Struct, field
 
@@ -39,7 +40,7 @@ class ClaimIndex(Struct, frozen=True):
     uids: dict[tuple[str, str], str]
 
     @classmethod
-    def of(cls, claims: Iterable[ClaimIdentity]) -> "ClaimIndex":
+    def of(cls, claims: Iterable[ClaimIdentity]) -> ClaimIndex:
         return cls({(c.namespace, c.name): c.uid for c in claims})
 
 

@@ -11,8 +11,9 @@ nothing resizes. Quantities are compared as quantities (resource.Quantity's rule
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
-from typing import Any, Mapping, Optional
+from typing import Any, Optional
 
 from msgspec import Struct
 

@@ -13,20 +13,15 @@ each. A 403 on the optional two makes their answers unknown (null), never "gone"
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Optional, TypeVar, Union
 
 from msgspec import Struct, field
 
 from kubectl_pvleft.errors import ApiError, Forbidden
 from kubectl_pvleft.invocation import Options, Result
-from kubectl_pvleft.kube.api import (
-    VOLUME_SNAPSHOT_CLASSES,
-    VOLUME_SNAPSHOT_CONTENTS,
-    VOLUME_SNAPSHOTS,
-    Reader,
-    optional,
-)
+from kubectl_pvleft.kube.api import VOLUME_SNAPSHOT_CLASSES, VOLUME_SNAPSHOT_CONTENTS, VOLUME_SNAPSHOTS, Reader, optional
 from kubectl_pvleft.output.report import Column, Report, age, utcnow
 from kubectl_pvleft.records import Absent, VolumeSnapshot, VolumeSnapshotClass, VolumeSnapshotContent, iso
 
@@ -68,7 +63,7 @@ class SnapshotIndex(Struct, frozen=True):
     by_key: dict[tuple[str, str], VolumeSnapshot]
 
     @classmethod
-    def of(cls, snapshots: Iterable[VolumeSnapshot]) -> "SnapshotIndex":
+    def of(cls, snapshots: Iterable[VolumeSnapshot]) -> SnapshotIndex:
         return cls({(s.namespace, s.name): s for s in snapshots})
 
 

@@ -16,8 +16,9 @@ import argparse
 import io
 import sys
 import warnings
+from collections.abc import Iterable, Sequence
 from contextlib import redirect_stderr
-from typing import Iterable, Optional, Sequence
+from typing import Optional
 
 # cobra's ShellCompDirective values.
 DEFAULT = 0  # let the shell complete file names
@@ -119,7 +120,7 @@ def complete(words: Sequence[str], parser: argparse.ArgumentParser) -> tuple[lis
     return [], NO_FILE_COMPLETION
 
 
-def _flag_names(typed: "_Typed", current: str) -> list[str]:
+def _flag_names(typed: _Typed, current: str) -> list[str]:
     """Flags that start with what is typed, each with its help's first sentence; a flag given once is not
     offered again unless it may repeat."""
     return [f"{option}\t{_first_sentence(action.help or '')}" for option, action in _options(typed.parser).items()

@@ -13,7 +13,8 @@ import os
 import queue
 import threading
 import time
-from typing import Any, Iterator, Optional, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any, Optional
 
 from msgspec import Struct
 
@@ -54,9 +55,10 @@ def check_flags(invocation: Invocation) -> None:
     # A cloud census joins one cluster's PVs with a whole account's disks: across a fleet, another cluster's
     # disk would be called an orphan, so refuse rather than report that.
     from kubectl_pvleft.cli.parser import census_flags_given
+    from kubectl_pvleft.clouds import cloud_modules
 
-    census = census_flags_given(invocation)
-    if census:
+    if census_flags_given(invocation):
+        census = [cloud.FLAGS[0].name for cloud in cloud_modules()]
         raise UsageError(f"{' and '.join(census)} cannot be used with --all-contexts or --contexts: a disk that "
                          "one cluster's PVs do not name may belong to another cluster; run the census per context")
 
@@ -131,11 +133,11 @@ def run_contexts(contexts: list[str], invocation: Invocation) -> list[ContextOut
     Daemon threads rather than a ThreadPoolExecutor, whose exit joins its workers: Ctrl-C must end the
     run at once, not when the slowest (or a hung) context gives up."""
     workers = max(1, min(invocation.max_concurrency or DEFAULT_CONCURRENCY, len(contexts)))
-    todo: "queue.SimpleQueue[tuple[int, str]]" = queue.SimpleQueue()
+    todo: queue.SimpleQueue[tuple[int, str]] = queue.SimpleQueue()
     for index, context in enumerate(contexts):
         todo.put((index, context))
     outcomes: list[Optional[ContextOutcome]] = [None] * len(contexts)
-    finished: "queue.SimpleQueue[Optional[BaseException]]" = queue.SimpleQueue()
+    finished: queue.SimpleQueue[Optional[BaseException]] = queue.SimpleQueue()
 
     def work() -> None:
         while True:
@@ -193,7 +195,7 @@ def follow_contexts(contexts: list[str], invocation: Invocation, settings: Any) 
     """(context, batch-or-notice-or-error) as each context's watch reports it. A context whose watch
     cannot start or ends on an error is reported once and the others go on; a context where the kinds are not
     served says so once (a NotServed) and has nothing to watch. When every context has ended, it ends."""
-    inbox: "queue.Queue[tuple[str, Any]]" = queue.Queue()
+    inbox: queue.Queue[tuple[str, Any]] = queue.Queue()
     # One stop per context: follow() sets its own when it ends, and one context's failure must not
     # stop the others' streams.
     stops = {context: threading.Event() for context in contexts}

@@ -10,7 +10,8 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from typing import Any, NoReturn, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any, NoReturn, Optional
 
 from kubectl_pvleft.cli.parser import (
     EXIT_CODES_HELP,

@@ -9,8 +9,9 @@ import argparse
 import functools
 import os
 import re
+from collections.abc import Callable, Sequence
 from types import MappingProxyType
-from typing import Any, Callable, NoReturn, Optional, Sequence
+from typing import Any, NoReturn, Optional
 
 from kubectl_pvleft import __version__
 from kubectl_pvleft.errors import TemplateRefused, UsageError
@@ -176,7 +177,7 @@ class _Parser(argparse.ArgumentParser):
     secrets: tuple[str, ...] = ()
     pending: Optional[Callable[[], None]] = None  # a subcommand's flags, added when it is first used
 
-    def materialize(self) -> "_Parser":
+    def materialize(self) -> _Parser:
         """Add this subcommand's flags now: a run builds only its own (each set costs ~1 ms of start-up)."""
         pending, self.pending = self.pending, None
         if pending is not None:
@@ -421,6 +422,8 @@ def invocation_of(args: argparse.Namespace) -> Invocation:
         flags[flag.dest] = (tuple(value or ()) if flag.kind == REPEATED else bool(value) if flag.kind == BOOLEAN
                             else value)
     patterns = tuple(p.strip() for value in args.contexts or () for p in value.split(",") if p.strip())
+    if args.contexts and not patterns:
+        raise UsageError("--contexts needs context names or patterns, e.g. --contexts 'prod-*'")
     return Invocation(
         command=command, selection=selection_of(args), namespace=args.namespace, all_namespaces=args.all_namespaces,
         label_selector=args.selector, field_selector=args.field_selector, output=args.output,
@@ -465,9 +468,11 @@ def check_combinations(invocation: Invocation) -> None:
             for value in (values,) if isinstance(values, str) else values:
                 if not re.fullmatch(flag.pattern, value):
                     raise UsageError(f"{flag.name} {shown(value)!r} is not {flag.what}")
-    census_flags = census_flags_given(invocation)
-    if invocation.watch and census_flags:
-        raise UsageError(f"a cloud census ({', '.join(census_flags)}) cannot be used with --watch")
+    if invocation.watch and census_flags_given(invocation):
+        from kubectl_pvleft.clouds import cloud_modules
+
+        census = ", ".join(cloud.FLAGS[0].name for cloud in cloud_modules())
+        raise UsageError(f"a cloud census ({census}) cannot be used with --watch")
 
 
 def census_flags_given(invocation: Invocation) -> list[str]:

@@ -5,7 +5,8 @@ it reads (a kind that is not served, a credential plugin that wants a terminal) 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterator, Optional
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, Optional
 
 from kubectl_pvleft.errors import ApiError, Forbidden
 from kubectl_pvleft.invocation import Invocation, Options, Result

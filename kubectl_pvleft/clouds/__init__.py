@@ -31,8 +31,9 @@ Adding a cloud: one module here, its name in ``CLOUD_MODULES``, its extra in set
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime
-from typing import Any, Iterable, Iterator, Mapping, Optional, Protocol
+from typing import Any, Optional, Protocol
 
 from msgspec import Struct, field
 
@@ -139,10 +140,10 @@ def join(census: Census, pvs: Iterable[VolumeRef], disks: Iterable[CloudDisk]) -
     for handle, pv_names in sorted(named.items()):
         if handle in seen or not census.covers(handle):
             continue
-        for pv_name in pv_names:
-            findings.append(CloudFinding(
-                getattr(census, "missing_kind", MISSING_DISK), census.source, None, pv_name, handle,
-                f"PersistentVolume {pv_name} names {handle}, which does not exist: its data is already gone"))
+        findings.extend(CloudFinding(
+            getattr(census, "missing_kind", MISSING_DISK), census.source, None, pv_name, handle,
+            f"PersistentVolume {pv_name} names {handle}, which does not exist: its data is already gone")
+            for pv_name in pv_names)
     findings.sort(key=lambda f: (f.kind, f.handle, f.pv_name or ""))
     return CloudReport(findings, by_pv, other_clusters)
 

@@ -19,8 +19,9 @@ nothing says whose they are, and an orphan finding says so.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator, Mapping
 from datetime import timezone
-from typing import Any, Iterator, Mapping, Optional
+from typing import Any, Optional
 
 from kubectl_pvleft.invocation import REPEATED, VALUE, Flag
 

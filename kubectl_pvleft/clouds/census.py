@@ -8,8 +8,9 @@ SDKs are imported only here, and this module only when one of the flags is given
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Optional, Union
 
 from kubectl_pvleft.clouds import CloudDisk, CloudError, CloudFinding, cloud_modules, join
 from kubectl_pvleft.clouds.refs import volume_ref

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime, timezone
-from typing import Any, Iterable, Iterator, Mapping, Optional
+from typing import Any, Optional
 
 from msgspec import Struct
 
@@ -115,7 +116,7 @@ def asked(flags: Mapping[str, Any]) -> bool:
     return bool(flags.get("project"))
 
 
-def open(flags: Mapping[str, Any], timeout: float) -> "GceCensus":
+def open(flags: Mapping[str, Any], timeout: float) -> GceCensus:
     """The census the flags ask for. PVLEFT_COMPUTE_ENDPOINT names a local Compute (tests, a proxy): it never gets
     the user's Google credentials, anonymous ones instead."""
     import os
@@ -134,7 +135,7 @@ def open(flags: Mapping[str, Any], timeout: float) -> "GceCensus":
 
 def open_census(projects: Iterable[str], zones: Iterable[str] = (), regions: Iterable[str] = (),
                 api_endpoint: Optional[str] = None, credentials: Any = None,
-                timeout: Optional[float] = None) -> "GceCensus":
+                timeout: Optional[float] = None) -> GceCensus:
     """Build the Compute clients. ``credentials`` None means Application Default Credentials; tests pass
     anonymous ones with ``api_endpoint`` (``http://127.0.0.1:PORT``) to a local server."""
     projects = [p for p in dict.fromkeys(projects) if p]
@@ -213,10 +214,10 @@ class GceCensus:
         found: dict[str, CloudDisk] = {}
         for project in self.projects:
             if self.zones or self.regions:
-                calls = [(f"zone {zone}", lambda z=zone: self._disks_client.list(
+                calls = [(f"zone {zone}", lambda z=zone, project=project: self._disks_client.list(
                     request=compute_v1.ListDisksRequest(project=project, zone=z, max_results=PAGE_SIZE),
                     **self._call_options())) for zone in self.zones]
-                calls += [(f"region {region}", lambda r=region: self._region_disks_client.list(
+                calls += [(f"region {region}", lambda r=region, project=project: self._region_disks_client.list(
                     request=compute_v1.ListRegionDisksRequest(project=project, region=r, max_results=PAGE_SIZE),
                     **self._call_options())) for region in self.regions]
                 for where, call in calls:
@@ -431,7 +432,7 @@ def cloud_error(exc: Exception, project: str, where: str) -> CloudError:
             return CloudError(f"project {project} or its {where} does not exist, or these credentials cannot "
                               f"see it{detail}")
         return CloudError(f"project {project} does not exist, or these credentials cannot see it{detail}")
-    if isinstance(exc, api.Unauthorized) or isinstance(exc, auth.RefreshError):
+    if isinstance(exc, (api.Unauthorized, auth.RefreshError)):
         return CloudError(f"Google rejected the credentials{detail}: {ADC_HINT}")
     if isinstance(exc, api.GoogleAPICallError):
         code = f"HTTP {exc.code} " if exc.code else ""

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import threading
 import weakref
+from collections.abc import Callable, Iterable, Iterator
 from functools import cached_property
-from typing import Any, Callable, Generic, Iterable, Iterator, Optional, Protocol, TypeVar
+from typing import Any, Generic, Optional, Protocol, TypeVar
 from urllib.parse import quote
 
 import msgspec
@@ -111,7 +112,7 @@ class Reader(Protocol):
     """What analyses and the watch runtime need from the API; tests may implement it over fixtures."""
 
     def list(self, kind: Kind[R], namespace: Optional[str] = None, *, field_selector: Optional[str] = None,
-             label_selector: Optional[str] = None) -> "Listing[R]": ...
+             label_selector: Optional[str] = None) -> Listing[R]: ...
 
     def get(self, kind: Kind[R], name: str, namespace: Optional[str] = None) -> Optional[R]: ...
 
@@ -125,7 +126,7 @@ class Listing(Generic[R]):
     once from the beginning, skipping objects already yielded; a second 410 is an error.
     """
 
-    def __init__(self, api: "KubeAPI", kind: Kind[R], namespace: Optional[str], params: dict[str, str]) -> None:
+    def __init__(self, api: KubeAPI, kind: Kind[R], namespace: Optional[str], params: dict[str, str]) -> None:
         self._api, self._kind, self._namespace, self._params = api, kind, namespace, params
         self._state = _ListState()
         self._reader: Optional[_PageReader] = None
@@ -143,7 +144,7 @@ class Listing(Generic[R]):
         """The first page said more follow."""
         return self._state.paged
 
-    def start(self) -> "Listing[R]":
+    def start(self) -> Listing[R]:
         """Begin reading in the background now; an iteration later consumes what was read."""
         if self._reader is None:
             self._reader = _PageReader(self._api, self._kind, self._namespace, self._params, self._state)
@@ -206,7 +207,7 @@ class _PageReader:
     A one-slot hand-over under a Condition: the queue module would cost its import (and heapq's) at start-up.
     """
 
-    def __init__(self, api: "KubeAPI", kind: Kind[Any], namespace: Optional[str], params: dict[str, str],
+    def __init__(self, api: KubeAPI, kind: Kind[Any], namespace: Optional[str], params: dict[str, str],
                  state: _ListState) -> None:
         self._slot: Any = _EMPTY
         self._ready = threading.Condition()
@@ -244,7 +245,7 @@ class _PageReader:
             self._ready.notify_all()
             return True
 
-    def _run(self, api: "KubeAPI", kind: Kind[Any], namespace: Optional[str], params: dict[str, str],
+    def _run(self, api: KubeAPI, kind: Kind[Any], namespace: Optional[str], params: dict[str, str],
              state: _ListState) -> None:
         try:
             for page in _page_bodies(api, kind, namespace, params, state):
@@ -258,7 +259,7 @@ class _PageReader:
             self.first_page.set()
 
 
-def _page_bodies(api: "KubeAPI", kind: Kind[Any], namespace: Optional[str], params: dict[str, str],
+def _page_bodies(api: KubeAPI, kind: Kind[Any], namespace: Optional[str], params: dict[str, str],
                  state: _ListState) -> Iterator[tuple[int, bytes]]:
     """(status, body) of each page, in order; only the head of each is decoded here."""
     path = kind.path(namespace)

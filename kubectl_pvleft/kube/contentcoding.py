@@ -9,7 +9,7 @@ piece rather than after it has filled memory.
 from __future__ import annotations
 
 import zlib
-from typing import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 PIECE = 1024 * 1024
 

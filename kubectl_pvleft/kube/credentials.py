@@ -122,7 +122,7 @@ class Credentials:
                                       "first (kubectl refreshes and stores it; this plugin never writes the kubeconfig)")
             return Issued(authorization="Bearer " + clean_token(token, f"the oidc id-token of {self._who()}"))
         if auth.username is not None or auth.password is not None:
-            pair = f"{auth.username or ''}:{auth.password or ''}".encode("utf-8")
+            pair = f"{auth.username or ''}:{auth.password or ''}".encode()
             return Issued(authorization="Basic " + base64.b64encode(pair).decode("ascii"))
         return Issued()
 
@@ -175,7 +175,7 @@ def _exec_info(api_version: str, connection: Connection, interactive: bool, prov
 
 
 def _last_line(text: bytes) -> str:
-    lines = [l.strip() for l in text.decode("utf-8", "replace").splitlines() if l.strip()]
+    lines = [line.strip() for line in text.decode("utf-8", "replace").splitlines() if line.strip()]
     return lines[-1][:300] if lines else ""
 
 

@@ -17,7 +17,8 @@ import socket
 import ssl
 import threading
 import time
-from typing import Any, Iterator, Optional
+from collections.abc import Iterator
+from typing import Any, Optional
 from urllib.parse import urlsplit
 
 from kubectl_pvleft.deadline import Deadline
@@ -117,7 +118,7 @@ class _Connection:
         try:
             self.set_timeout(wait)
             return self.sock.recv(BLOCK)
-        except (socket.timeout, TimeoutError):
+        except TimeoutError:
             raise TimedOut("no answer in time") from None
         except OSError as exc:
             raise Cut(type(exc).__name__) from None
@@ -174,7 +175,7 @@ class _Connection:
                 self._flush()
                 data = self._recv()
                 if not data:
-                    raise Cut("the connection ended during the TLS handshake")
+                    raise Cut("the connection ended during the TLS handshake") from None
                 self.incoming.write(data)
         self._flush()
 
@@ -229,7 +230,7 @@ class _Connection:
 class Response:
     """A status and headers; the body is read whole (``read``) or as it comes (``stream``)."""
 
-    def __init__(self, pool: "Pool", connection: _Connection, status: int, reason: str,
+    def __init__(self, pool: Pool, connection: _Connection, status: int, reason: str,
                  headers: dict[str, str]) -> None:
         self.status, self.reason, self.headers = status, reason, headers
         self._pool, self._connection = pool, connection
@@ -402,7 +403,7 @@ class Pool:
                 try:
                     sock = socket.create_connection((_ascii(self.server.host), self.server.port), timeout=wait)
                     break
-                except (socket.timeout, TimeoutError):
+                except TimeoutError:
                     raise TimedOut("connect") from None
                 except OSError as exc:
                     if attempt == 2 or not isinstance(exc, ConnectionRefusedError):

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import socket
 import ssl
-from typing import Any, Mapping, Optional
+from collections.abc import Mapping
+from typing import Any, Optional
 from urllib.parse import SplitResult, unquote, urlsplit
 
 from kubectl_pvleft.deadline import Deadline, OutOfTime
@@ -106,7 +107,7 @@ class Proxy:
         host = self.host.encode("ascii") if self.host.isascii() else self.host
         try:
             sock = socket.create_connection((host, self.port), timeout=self._wait(deadline, cap))
-        except (socket.timeout, TimeoutError):
+        except TimeoutError:
             raise ProxyFailed(f"the proxy {self.display} did not answer in time") from None
         except socket.gaierror:
             raise ProxyFailed(f"the proxy {self.display} ({self.origin}) is not a known host") from None
@@ -130,7 +131,7 @@ class Proxy:
                               f"{exc.verify_message or exc.reason}") from None
         except ssl.SSLError as exc:
             raise ProxyFailed(f"TLS handshake with the proxy {self.display} failed: {exc.reason or exc}") from None
-        except (socket.timeout, TimeoutError):
+        except TimeoutError:
             raise ProxyFailed(f"the proxy {self.display} did not answer in time") from None
         except OSError as exc:
             raise ProxyFailed(f"the proxy {self.display} closed the connection: {_os_words(exc)}") from None
@@ -138,7 +139,7 @@ class Proxy:
     def _basic(self) -> str:
         import base64  # only with proxy credentials
 
-        pair = f"{self.username}:{self.password or ''}".encode("utf-8")
+        pair = f"{self.username}:{self.password or ''}".encode()
         return "Basic " + base64.b64encode(pair).decode("ascii")
 
     def _connect(self, sock: socket.socket, host: str, port: int, deadline: Deadline, cap: Optional[float]) -> None:
@@ -215,7 +216,7 @@ def _send(proxy: Proxy, sock: socket.socket, data: bytes, deadline: Deadline, ca
     try:
         sock.settimeout(proxy._wait(deadline, cap))
         sock.sendall(data)
-    except (socket.timeout, TimeoutError):
+    except TimeoutError:
         raise ProxyFailed(f"the proxy {proxy.display} did not answer in time") from None
     except OSError as exc:
         raise ProxyFailed(f"the proxy {proxy.display} closed the connection: {_os_words(exc)}") from None
@@ -225,7 +226,7 @@ def _recv(proxy: Proxy, sock: socket.socket, deadline: Deadline, cap: Optional[f
     try:
         sock.settimeout(proxy._wait(deadline, cap))
         return sock.recv(most)
-    except (socket.timeout, TimeoutError):
+    except TimeoutError:
         raise ProxyFailed(f"the proxy {proxy.display} did not answer in time") from None
     except OSError as exc:
         raise ProxyFailed(f"the proxy {proxy.display} closed the connection: {_os_words(exc)}") from None
@@ -411,7 +412,6 @@ def use_proxy(host: str, port: str, no_proxy: str) -> bool:
         if match_host:
             entry_host = "." + entry_host
         entry_host = _idna(entry_host)
-        if host.endswith(entry_host) or (match_host and host == entry_host[1:]):
-            if not entry_port or entry_port == port:
-                return False
+        if (host.endswith(entry_host) or (match_host and host == entry_host[1:])) and (not entry_port or entry_port == port):
+            return False
     return True

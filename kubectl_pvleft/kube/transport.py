@@ -134,7 +134,7 @@ def load_client_certificate(context: ssl.SSLContext, cert: bytes, key: bytes) ->
         if hasattr(os, "memfd_create"):
             fds = [os.memfd_create("pvleft-tls", getattr(os, "MFD_CLOEXEC", 0)) for _ in (cert, key)]
             try:
-                for fd, data in zip(fds, (cert, key)):
+                for fd, data in zip(fds, (cert, key), strict=True):
                     _write_all(fd, data)
                 context.load_cert_chain(f"/proc/self/fd/{fds[0]}", f"/proc/self/fd/{fds[1]}")
             finally:
@@ -147,7 +147,7 @@ def load_client_certificate(context: ssl.SSLContext, cert: bytes, key: bytes) ->
         folder = tempfile.mkdtemp(prefix="pvleft-")  # 0700; removed before any request is sent
         try:
             paths = [os.path.join(folder, n) for n in ("cert.pem", "key.pem")]
-            for path, data in zip(paths, (cert, key)):
+            for path, data in zip(paths, (cert, key), strict=True):
                 fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
                 try:
                     _write_all(fd, data)
@@ -237,8 +237,8 @@ class Transport:
         if issued.authorization:
             headers.append(("Authorization", issued.authorization))
         for name, value in self._static_headers.items():
-            for one in value if isinstance(value, list) else [value]:
-                headers.append((name, one))  # one header line per group, as the server expects
+            # one header line per group, as the server expects
+            headers.extend((name, one) for one in (value if isinstance(value, list) else [value]))
         return headers
 
     def open(self, path: str, params: dict[str, str], accept: str, verb: str,

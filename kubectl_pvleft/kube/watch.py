@@ -18,7 +18,8 @@ import queue
 import random
 import threading
 import time
-from typing import Any, Callable, Generic, Hashable, Iterable, Iterator, Mapping, Optional, Sequence, TypeVar, Union
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Generic, Optional, TypeVar, Union
 
 from msgspec import Struct, field
 
@@ -38,7 +39,7 @@ class WatchSettings(Struct, frozen=True):
     settle: float = 0.3  # changes this close together are judged once
 
     @classmethod
-    def from_env(cls, env: Optional[Mapping[str, str]] = None) -> "WatchSettings":
+    def from_env(cls, env: Optional[Mapping[str, str]] = None) -> WatchSettings:
         env = os.environ if env is None else env
         default = cls()
 
@@ -309,7 +310,7 @@ def follow(api: KubeAPI, spec: Follow[Row], settings: Optional[WatchSettings] = 
     Closing the generator (or setting ``stop``) ends every stream and closes every connection it opened."""
     settings = settings or WatchSettings()
     stop = stop or threading.Event()
-    inbox: "queue.Queue[Union[StreamItem, BaseException]]" = queue.Queue()
+    inbox: queue.Queue[Union[StreamItem, BaseException]] = queue.Queue()
     threads = [threading.Thread(target=_pump, args=(api, s, settings, stop, inbox), name=f"pvleft-watch-{s.name}",
                                 daemon=True) for s in spec.streams]
     judge = _Judge(spec)
@@ -327,7 +328,7 @@ def follow(api: KubeAPI, spec: Follow[Row], settings: Optional[WatchSettings] = 
                 thread.join(timeout=0.1)
 
 
-def _pump(api: KubeAPI, stream: Stream, settings: WatchSettings, stop: threading.Event, inbox: "queue.Queue[Any]") -> None:
+def _pump(api: KubeAPI, stream: Stream, settings: WatchSettings, stop: threading.Event, inbox: queue.Queue[Any]) -> None:
     try:
         for item in reflect(api, stream, settings, stop):
             inbox.put(item)
@@ -336,7 +337,7 @@ def _pump(api: KubeAPI, stream: Stream, settings: WatchSettings, stop: threading
             inbox.put(exc)
 
 
-def _burst(inbox: "queue.Queue[Any]", settings: WatchSettings) -> list[Any]:
+def _burst(inbox: queue.Queue[Any], settings: WatchSettings) -> list[Any]:
     """What arrives together is judged once; but never starve the output."""
     batch = [inbox.get()]
     deadline = time.monotonic() + max(settings.settle * 5, 1.0)

@@ -6,7 +6,8 @@ tabwriter.
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable, NamedTuple
+from collections.abc import Iterable
+from typing import Any, NamedTuple
 
 from kubectl_pvleft.output.govalue import go_sprint
 from kubectl_pvleft.output.jsonpath import ExecutionError, JSONPathTemplate, TemplateError
@@ -83,7 +84,7 @@ def parse_custom_columns_file(text: str) -> list[CustomColumn]:
     headers, specs = ([word for word in re.split(f"[{_GO_SPACE}]+", line) if word] for line in lines[:2])
     if len(headers) != len(specs):
         raise TemplateError(f"number of headers ({len(headers)}) and field specifications ({len(specs)}) don't match")
-    return _bounded([_column(header, spec) for header, spec in zip(headers, specs)])
+    return _bounded([_column(header, spec) for header, spec in zip(headers, specs, strict=True)])
 
 
 def _cell(evaluator: Any, obj: Any) -> str:

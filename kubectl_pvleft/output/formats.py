@@ -4,7 +4,8 @@ or a stream of row batches (``--watch``). Tables are aligned by kubectl's tabwri
 from __future__ import annotations
 
 import sys
-from typing import Any, Generic, Sequence, TextIO, TypeVar
+from collections.abc import Sequence
+from typing import Any, Generic, TextIO, TypeVar
 
 from kubectl_pvleft.output.report import PrintOptions, Report, labels_text, safe_text, word
 from kubectl_pvleft.output.tabwriter import align, padded_line

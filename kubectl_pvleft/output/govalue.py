@@ -234,7 +234,7 @@ def _unquote_hex(body: str, i: int, esc: str, out: bytearray) -> Optional[int]:
     """`\\xHH` (a raw byte), `\\uHHHH` or `\\UHHHHHHHH` (a code point, in UTF-8) whose digits start at body[i]."""
     size = _UNQUOTE_HEX_SIZES[esc]
     digits = body[i:i + size]
-    if not re.fullmatch(r"[0-9a-fA-F]{%d}" % size, digits):
+    if not re.fullmatch(f"[0-9a-fA-F]{{{size}}}", digits):
         return None
     code = int(digits, 16)
     if esc == "x":

@@ -18,7 +18,7 @@ from kubectl_pvleft.errors import ExecutionError, TemplateError
 from kubectl_pvleft.output import govalue
 from kubectl_pvleft.output.govalue import INT64_MAX, INT64_MIN, NO_VALUE, GoByte, is_int64
 
-__all__ = ["TemplateError", "ExecutionError", "JSONPathTemplate", "GoByte", "NO_VALUE"]
+__all__ = ["NO_VALUE", "ExecutionError", "GoByte", "JSONPathTemplate", "TemplateError"]
 
 
 _DICT_KEY = re.compile(r"'([^']*)'\Z")

@@ -4,16 +4,10 @@ its sections printed, warnings on stderr. Subcommands never print; the command l
 from __future__ import annotations
 
 import sys
-from typing import Any, Optional, Sequence, TextIO, TypeVar
+from collections.abc import Sequence
+from typing import Any, Optional, TextIO, TypeVar
 
-from kubectl_pvleft.output.formats import (
-    Formatter,
-    JsonFormatter,
-    JsonLinesFormatter,
-    NameFormatter,
-    TableFormatter,
-    YamlFormatter,
-)
+from kubectl_pvleft.output.formats import Formatter, JsonFormatter, JsonLinesFormatter, NameFormatter, TableFormatter, YamlFormatter
 from kubectl_pvleft.output.names import TEMPLATE_FORMATS
 from kubectl_pvleft.output.report import PrintOptions, Report
 

@@ -5,8 +5,9 @@ kubectl users read: ``<none>``, ``<unset>``, ``<unknown>``, ``<missing>``; and A
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta, timezone
-from typing import Any, Callable, Generic, Optional, Sequence, TextIO, TypeVar
+from typing import Any, Generic, Optional, TextIO, TypeVar
 
 import msgspec
 
@@ -53,10 +54,10 @@ class Report(msgspec.Struct, Generic[T], frozen=True):
     labels: Optional[Callable[[T], dict[str, str]]] = None  # --show-labels, where the object has labels
     context: Optional[Callable[[T], str]] = None  # a leading CONTEXT column when reading several clusters
 
-    def with_rows(self, rows: Sequence[T]) -> "Report[T]":
+    def with_rows(self, rows: Sequence[T]) -> Report[T]:
         return msgspec.structs.replace(self, rows=rows)
 
-    def with_empty_message(self, message: str) -> "Report[T]":
+    def with_empty_message(self, message: str) -> Report[T]:
         return msgspec.structs.replace(self, empty_message=message)
 
 

@@ -3,8 +3,9 @@ its refusals. The quantities it compares are parsed in `records.quantity`."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from functools import cmp_to_key
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from kubectl_pvleft.output.custom_columns import relaxed_jsonpath_expression
 from kubectl_pvleft.output.govalue import NO_VALUE, go_quote, go_type_name

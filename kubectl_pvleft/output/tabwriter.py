@@ -4,7 +4,7 @@ aligner of every table the plugin prints, so columns line up exactly as kubectl'
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 MINWIDTH, PADDING = 6, 3  # kubectl's printers: tabwriter.NewWriter(out, 6, 4, 3, ' ', 0)
 
@@ -24,7 +24,7 @@ def align(lines: Sequence[Sequence[str]], widths: Sequence[int] = ()) -> list[in
 
 def padded_line(cells: Sequence[str], widths: Sequence[int]) -> str:
     """One line: every cell but the last padded to its column's width, trailing blanks dropped."""
-    return "".join([cell.ljust(width) for cell, width in zip(cells[:-1], widths)] + list(cells[-1:])).rstrip()
+    return "".join([cell.ljust(width) for cell, width in zip(cells[:-1], widths, strict=False)] + list(cells[-1:])).rstrip()
 
 
 

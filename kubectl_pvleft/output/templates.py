@@ -7,7 +7,8 @@ imported only when one of these is asked for.
 
 from __future__ import annotations
 
-from typing import Any, Sequence, TypeVar
+from collections.abc import Sequence
+from typing import Any, TypeVar
 
 from kubectl_pvleft.errors import TemplateRefused
 from kubectl_pvleft.output.custom_columns import parse_custom_columns, parse_custom_columns_file, render_custom_columns

@@ -16,16 +16,7 @@ from kubectl_pvleft.records.base import (
     Status,
     iso,
 )
-from kubectl_pvleft.records.pods import (
-    ClaimVolumeSource,
-    ContainerStatus,
-    ContainerWait,
-    Event,
-    Pod,
-    PodSpec,
-    PodStatus,
-    PodVolume,
-)
+from kubectl_pvleft.records.pods import ClaimVolumeSource, ContainerStatus, ContainerWait, Event, Pod, PodSpec, PodStatus, PodVolume
 from kubectl_pvleft.records.snapshots import SnapshotError, VolumeSnapshot, VolumeSnapshotClass, VolumeSnapshotContent
 from kubectl_pvleft.records.volumes import (
     ZONE_KEYS,
@@ -40,9 +31,37 @@ from kubectl_pvleft.records.volumes import (
 )
 
 __all__ = [
-    "BETA_CLASS_ANNOTATION", "CLAIM_PHASES", "DEFAULT_CLASS_ANNOTATIONS", "PV_PHASES", "ZONE_KEYS", "Absent",
-    "ClaimIdentity", "ClaimVolumeSource", "Condition", "ContainerStatus", "ContainerWait", "Event", "HealthCondition",
-    "ListMeta", "ModifyVolumeStatus", "Named", "ObjectMeta", "ObjectRef", "PersistentVolume", "PersistentVolumeClaim",
-    "Pod", "PodSpec", "PodStatus", "PodVolume", "Record", "Status", "StorageClass", "VolumeAttachment", "iso",
-    "SnapshotError", "VolumeSnapshot", "VolumeSnapshotClass", "VolumeSnapshotContent",
+    "BETA_CLASS_ANNOTATION",
+    "CLAIM_PHASES",
+    "DEFAULT_CLASS_ANNOTATIONS",
+    "PV_PHASES",
+    "ZONE_KEYS",
+    "Absent",
+    "ClaimIdentity",
+    "ClaimVolumeSource",
+    "Condition",
+    "ContainerStatus",
+    "ContainerWait",
+    "Event",
+    "HealthCondition",
+    "ListMeta",
+    "ModifyVolumeStatus",
+    "Named",
+    "ObjectMeta",
+    "ObjectRef",
+    "PersistentVolume",
+    "PersistentVolumeClaim",
+    "Pod",
+    "PodSpec",
+    "PodStatus",
+    "PodVolume",
+    "Record",
+    "SnapshotError",
+    "Status",
+    "StorageClass",
+    "VolumeAttachment",
+    "VolumeSnapshot",
+    "VolumeSnapshotClass",
+    "VolumeSnapshotContent",
+    "iso",
 ]

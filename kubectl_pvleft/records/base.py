@@ -12,8 +12,9 @@ the string the server sent. ``from_wire`` converts an already-parsed dict, for t
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from datetime import datetime
-from typing import Any, Mapping, Optional, TypeVar
+from typing import Any, Optional, TypeVar
 
 import msgspec
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
-from typing import Any, Mapping, Optional
+from typing import Any, Optional
 
 import msgspec
 
@@ -83,7 +84,7 @@ class PersistentVolumeSpec(Record):
 # From the class's own annotations, not msgspec.structs.fields(), which resolves every type hint at start-up.
 _IN_TREE_SOURCES = tuple(
     (name, wire_name)
-    for name, wire_name in zip(PersistentVolumeSpec.__struct_fields__, PersistentVolumeSpec.__struct_encode_fields__)
+    for name, wire_name in zip(PersistentVolumeSpec.__struct_fields__, PersistentVolumeSpec.__struct_encode_fields__, strict=True)
     if PersistentVolumeSpec.__annotations__.get(name) == "Optional[InTreeSource]"
 )
 

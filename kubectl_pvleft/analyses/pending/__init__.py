@@ -10,8 +10,9 @@ Reads: Pods (``status.phase=Pending``), Events, PVCs, StorageClasses, CSIDrivers
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Optional, TypeVar
 
 from msgspec.structs import replace
 

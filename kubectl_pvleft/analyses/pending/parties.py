@@ -7,7 +7,8 @@ a volume is attached to and the Pods there that use it. Each is structured (JSON
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, Optional
 
 from msgspec import Struct
 

@@ -14,8 +14,9 @@ of its own, never "all is well".
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Iterable, Mapping, Optional, Sequence, Union
+from typing import Optional, Union
 
 from msgspec import Struct, field
 from msgspec.structs import replace
