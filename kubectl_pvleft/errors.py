@@ -47,6 +47,10 @@ class Forbidden(ApiError):
     """403: the user may not do this. Never a hint about whether the object exists."""
 
 
+class NotFound(ApiError):
+    """404: no such object, or the kind is not served here (no CRD). Never raised for a 403."""
+
+
 class Expired(ApiError):
     """410 Gone: a continue token or a watch resourceVersion is older than the server keeps."""
 

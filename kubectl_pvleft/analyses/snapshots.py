@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Optional, TypeVar, Union
 
 from msgspec import Struct, field
 
-from kubectl_pvleft.errors import ApiError, Forbidden
+from kubectl_pvleft.errors import ApiError, Forbidden, NotFound
 from kubectl_pvleft.invocation import Options, Result
 from kubectl_pvleft.kube.api import VOLUME_SNAPSHOT_CLASSES, VOLUME_SNAPSHOT_CONTENTS, VOLUME_SNAPSHOTS, Reader, optional
 from kubectl_pvleft.output.report import Column, Report, age, utcnow
@@ -184,10 +184,8 @@ def census(api: Reader, *, include_all: bool = False, snapshot_namespace: Option
     try:
         contents = list(api.list(VOLUME_SNAPSHOT_CONTENTS, label_selector=label_selector,
                                  field_selector=field_selector))
-    except ApiError as exc:
-        if exc.status == 404 and not isinstance(exc, Forbidden):
-            return None
-        raise
+    except NotFound:
+        return None
     warnings: list[str] = []
     scope = f'in namespace "{snapshot_namespace}"' if snapshot_namespace else "cluster-wide"
     snapshots = _optional(lambda: SnapshotIndex.of(api.list(VOLUME_SNAPSHOTS, snapshot_namespace)), warnings,
@@ -203,10 +201,8 @@ def served(api: Reader) -> Optional[str]:
     """Before a watch: None when the snapshot API is served, else the one line that says it is not."""
     try:
         next(iter(api.list(VOLUME_SNAPSHOT_CONTENTS)), None)  # the first page is enough to know
-    except ApiError as exc:
-        if exc.status == 404 and not isinstance(exc, Forbidden):
-            return NOT_SERVED
-        raise
+    except NotFound:
+        return NOT_SERVED
     return None
 
 

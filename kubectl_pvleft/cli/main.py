@@ -26,11 +26,11 @@ from kubectl_pvleft.cli.parser import (
     parse,
     parse_request_timeout,
     program_name,
-    shown,
 )
 from kubectl_pvleft.cli.session import Session, describe_api_error
 from kubectl_pvleft.errors import ApiError, PvleftError
 from kubectl_pvleft.invocation import Invocation, Options, Result
+from kubectl_pvleft.text import one_line, shown
 
 # The CLI's public face: what tests, completion and the bundle's entry call.
 __all__ = ["EXIT_CODES_HELP", "EXIT_USAGE", "build_parser", "describe_api_error", "entry", "main",
@@ -161,10 +161,6 @@ def watch_and_print(session: Session) -> NoReturn:
     raise PvleftError("the watch ended unexpectedly")  # follow() only ends by raising: never exit 0 here
 
 
-def one_line(text: str) -> str:
-    return " ".join(shown(text).split())
-
-
 def main(argv: Optional[Sequence[str]] = None) -> int:
     prog = program_name(sys.argv[0])
     argv = sys.argv[1:] if argv is None else argv
@@ -193,7 +189,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 def error(message: str) -> None:
     try:
-        print(f"error: {one_line(message)}", file=sys.stderr, flush=True)
+        print(f"error: {one_line(shown(message))}", file=sys.stderr, flush=True)
     except (BrokenPipeError, OSError):
         pass
 

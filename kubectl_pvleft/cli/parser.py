@@ -17,6 +17,7 @@ from kubectl_pvleft import __version__
 from kubectl_pvleft.errors import TemplateRefused, UsageError
 from kubectl_pvleft.invocation import BOOLEAN, COMMANDS, COMMANDS_BY_NAME, REPEATED, Command, Flag, Invocation
 from kubectl_pvleft.output.names import PLAIN_FORMATS, REFUSED_FORMATS, TEMPLATE_FORMATS
+from kubectl_pvleft.text import shown
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_FINDINGS, EXIT_PARTIAL = 0, 1, 2, 3, 4
 EXIT_INTERRUPTED, EXIT_PIPE_CLOSED = 130, 141
@@ -49,10 +50,7 @@ def program_name(argv0: str) -> str:
     return base or "kubectl pvleft"
 
 
-def shown(text: str) -> str:
-    """A user's string in a message: undecodable bytes and control characters escaped, never raw."""
-    raw = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in raw)
+
 
 
 _UNIT_NANOSECONDS = {"ns": 1, "us": 10**3, "\u00b5s": 10**3, "\u03bcs": 10**3, "ms": 10**6, "s": 10**9, "m": 60 * 10**9,

@@ -17,7 +17,7 @@ from urllib.parse import quote
 
 import msgspec
 
-from kubectl_pvleft.errors import ApiError, BadResponse, Expired, Forbidden
+from kubectl_pvleft.errors import BadResponse, Expired, Forbidden, NotFound
 from kubectl_pvleft.kube.httpclient import HTTPFailure, Response, Timeouts
 from kubectl_pvleft.kube.kubeconfig import Connection
 from kubectl_pvleft.kube.transport import StreamClosed, Transport, error_for, log, verbosity
@@ -336,10 +336,8 @@ class KubeAPI:
         """One object, or None when the server says 404. A 403 propagates: it never means "absent"."""
         try:
             return self.fetch(kind.path(namespace, name), {}, JSON, "get", kind.decoder)
-        except ApiError as exc:
-            if exc.status == 404 and not isinstance(exc, Forbidden):
-                return None
-            raise
+        except NotFound:
+            return None
 
     def watch(self, kind: Kind[R], namespace: Optional[str], resource_version: str, *,
               field_selector: Optional[str] = None, label_selector: Optional[str] = None,

@@ -18,8 +18,10 @@ from typing import Any, Optional
 
 import msgspec
 
+from kubectl_pvleft import text
 from kubectl_pvleft.errors import ConfigError
 from kubectl_pvleft.kube.proxy import checked_proxy_url
+from kubectl_pvleft.text import shown
 
 # Where a Pod finds its ServiceAccount token, CA and namespace; PVLEFT_SERVICEACCOUNT_DIR points elsewhere
 # (a sidecar that mounts the projected volume at another path, and the in-cluster tests).
@@ -274,7 +276,7 @@ def _pem(body: dict[str, Any], data_key: str, file_key: str, where: str) -> Opti
 
 def shown_path(name: str) -> str:
     """A path from a kubeconfig, for a message: control characters (a NUL, a line break) escaped."""
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in name)
+    return shown(name)
 
 
 def _file(name: str, what: str) -> bytes:
@@ -326,8 +328,7 @@ def checked_server(server: str, where: str) -> str:
     except ValueError:
         valid = False
     if not valid:
-        shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in shown)
-        raise ConfigError(f'{where}: host must be a URL or a host:port pair: "{shown}"')
+        raise ConfigError(f'{where}: host must be a URL or a host:port pair: "{text.shown(shown)}"')
     if parts.scheme not in ("http", "https"):
         raise ConfigError(f'{where}: unsupported protocol scheme "{parts.scheme}" in "{shown}"')
     return server.rstrip("/")

@@ -18,7 +18,7 @@ from urllib.parse import urlencode, urlsplit, urlunsplit
 
 from kubectl_pvleft import __version__
 from kubectl_pvleft.deadline import Deadline, OutOfTime
-from kubectl_pvleft.errors import ApiError, ConfigError, ConnectionFailed, Expired, Forbidden
+from kubectl_pvleft.errors import ApiError, ConfigError, ConnectionFailed, Expired, Forbidden, NotFound
 from kubectl_pvleft.kube.credentials import Credentials, Issued, header_safe
 from kubectl_pvleft.kube.httpclient import (
     ConnectFailed,
@@ -35,6 +35,8 @@ from kubectl_pvleft.kube.httpclient import (
 )
 from kubectl_pvleft.kube.kubeconfig import TLS, Connection
 from kubectl_pvleft.kube.proxy import choose as choose_proxy
+from kubectl_pvleft.text import one_line as text_one_line
+from kubectl_pvleft.text import shown
 
 USER_AGENT = f"kubectl-pvleft/{__version__}"
 BODY_LOG_LIMIT = 10 * 1024  # kubectl cuts logged bodies too
@@ -67,8 +69,7 @@ class _RequestLog:
         message = text % args if args else text
         # One record, one line, nothing for the terminal to interpret: a body's line breaks and escape
         # sequences (a proxy's page, a hostile server) are shown escaped.
-        if not message.isprintable():
-            message = "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
+        message = shown(message)
         now = time.time()
         stamp = time.strftime("%m%d %H:%M:%S", time.localtime(now)) + f".{int(now % 1 * 1_000_000):06d}"
         with self._lock:
@@ -389,7 +390,7 @@ def _short(text: str) -> str:
 
 def one_line(text: str, limit: int = 500) -> str:
     """A server's message as one line: a multi-line body must not become several stderr lines."""
-    flat = " ".join(text.split())
+    flat = text_one_line(text)
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
@@ -414,5 +415,5 @@ def api_error(status: int, body: bytes, verb: str, path: str) -> ApiError:
 
 def error_for(status: int, reason: str, message: str, verb: str, path: str,
               details: Optional[dict] = None) -> ApiError:
-    kind = {403: Forbidden, 410: Expired}.get(status, ApiError)
+    kind = {403: Forbidden, 404: NotFound, 410: Expired}.get(status, ApiError)
     return kind(status, reason, one_line(message), verb, path, details)

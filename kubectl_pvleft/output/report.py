@@ -12,6 +12,7 @@ from typing import Any, Generic, Optional, TextIO, TypeVar
 import msgspec
 
 from kubectl_pvleft.records import Absent
+from kubectl_pvleft.text import shown
 
 T = TypeVar("T")
 
@@ -29,10 +30,7 @@ def word(value: Any, empty: str = NONE) -> str:
     return safe_text(str(value))
 
 
-def safe_text(text: str) -> str:
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+safe_text = shown  # a cell's text: control characters escaped
 
 
 class Column(msgspec.Struct, frozen=True):  # a Struct: msgspec builds it in C, a frozen dataclass costs ~1 ms

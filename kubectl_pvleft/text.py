@@ -1,0 +1,18 @@
+"""A user's or a server's text inside our own messages, made safe once: what every layer uses to quote a value
+it did not write (a name, a path, a server's message, a flag value)."""
+
+from __future__ import annotations
+
+
+def shown(text: str) -> str:
+    """Undecodable bytes (surrogate escapes) and control characters escaped, never sent raw to a terminal: a
+    hostile object's escape sequences and line breaks are printed as ``\\x1b`` and ``\\n``."""
+    if text.isprintable():
+        return text
+    raw = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in raw)
+
+
+def one_line(text: str) -> str:
+    """Runs of blanks and line breaks as one space: a message that must stay one line."""
+    return " ".join(text.split())
