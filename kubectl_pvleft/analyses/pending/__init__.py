@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Optional, TypeVar
 
 from msgspec.structs import replace
 
+from kubectl_pvleft.analyses.pending.parties import names_attachment, names_rwop_holder
 from kubectl_pvleft.analyses.pending.rules import ClaimView, Evidence, Triage, TriageResult, assess, is_external
 from kubectl_pvleft.invocation import Options, Result
 from kubectl_pvleft.kube.api import (
@@ -138,8 +139,8 @@ class _Gatherer:
                                                                                      for c in claims},
                              None, CLAIMS_UNREADABLE)
         said = " ".join(_blocker_messages(pods, evidence))
-        rwop = "ReadWriteOncePod" in said and any("ReadWriteOncePod" in c.access_modes for c in claims)
-        multi_attach = "Multi-Attach" in said
+        rwop = any(names_rwop_holder(said, c.access_modes) for c in claims)
+        multi_attach = names_attachment(said)
         holders, attachments = None, None
         if rwop or multi_attach:
             namespaces = sorted({p.namespace for p in pods})

@@ -15,6 +15,17 @@ from msgspec import Struct
 from kubectl_pvleft.records import PersistentVolume, PersistentVolumeClaim, Pod, VolumeAttachment
 
 RWOP = "ReadWriteOncePod"
+MULTI_ATTACH = "Multi-Attach"  # the attach/detach controller's words for a volume attached to another node
+
+
+def names_rwop_holder(message: str, access_modes: Sequence[str]) -> bool:
+    """A blocker that another Pod holding this ReadWriteOncePod claim explains."""
+    return RWOP in message and RWOP in access_modes
+
+
+def names_attachment(message: str) -> bool:
+    """A blocker that a VolumeAttachment on another node explains."""
+    return MULTI_ATTACH in message
 
 
 class OtherParty(Struct, frozen=True):

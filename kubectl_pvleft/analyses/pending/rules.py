@@ -21,7 +21,14 @@ from typing import Optional, Union
 from msgspec import Struct, field
 from msgspec.structs import replace
 
-from kubectl_pvleft.analyses.pending.parties import RWOP, OtherParty, attachment_holder, bound_claim, rwop_holders
+from kubectl_pvleft.analyses.pending.parties import (
+    OtherParty,
+    attachment_holder,
+    bound_claim,
+    names_attachment,
+    names_rwop_holder,
+    rwop_holders,
+)
 from kubectl_pvleft.records import (
     Absent,
     Condition,
@@ -436,13 +443,13 @@ def _name_other_party(pod: Pod, verdict: Verdict, claims: Sequence[ClaimView], e
     if verdict.other is not None:
         return verdict
     bound = [c.pvc for c in claims if c.pvc is not None]
-    if RWOP in verdict.message and verdict.owner != KUBELET:
+    if verdict.owner != KUBELET:
         for pvc in bound:
-            if RWOP in pvc.access_modes:
+            if names_rwop_holder(verdict.message, pvc.access_modes):
                 other = rwop_holders(pod, pvc, evidence.pods)
                 return replace(verdict, claim=pvc.name, other=other,
                                message=f'{verdict.message} (claim "{pvc.name}" is {other.text()})')
-    if "Multi-Attach" in verdict.message:
+    if names_attachment(verdict.message):
         for pvc in bound:
             other = attachment_holder(pod, pvc, evidence.attachments, evidence.pods)
             if other is not None:
