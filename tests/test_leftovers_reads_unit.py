@@ -6,12 +6,15 @@ few whose claim uid the claim list does not hold are read again by name (one GET
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Optional
+from collections.abc import Iterator
+from typing import Any, Optional
 
-from kubectl_pvleft.kube.api import Kind
-from kubectl_pvleft.analyses.leftovers import find_leftovers
-from kubectl_pvleft.records import ClaimIdentity, PersistentVolume, StorageClass
+import pytest
 from wire import items
+
+from kubectl_pvleft.analyses.leftovers import find_leftovers
+from kubectl_pvleft.kube.api import Kind
+from kubectl_pvleft.records import ClaimIdentity, PersistentVolume, StorageClass
 
 POOLS = {"persistentvolumes": ("leftovers_pvs", PersistentVolume),
          "persistentvolumeclaims": ("leftovers_pvc_metadata", ClaimIdentity),
@@ -90,6 +93,41 @@ def test_a_gone_claim_replaced_by_a_namesake_is_replaced() -> None:
 
     rows = {r.pv.name: r for r in find_leftovers(Renamed()).rows}
     assert (rows["web-pv"].pv.phase, rows["web-pv"].claim_state) == ("Bound", "replaced")
+
+
+class Synthetic:
+    """A cluster of ``count`` Bound PVs whose claims were all deleted and recreated under the same names (new uids):
+    every claim is "replaced". Counts what it is asked."""
+
+    def __init__(self, count: int) -> None:
+        self.asked: list[tuple[str, ...]] = []
+        self.pvs = [PersistentVolume.from_wire({
+            "metadata": {"name": f"pv-{i}", "uid": f"pv-uid-{i}"},
+            "spec": {"claimRef": {"namespace": "shop", "name": f"data-{i}", "uid": f"old-{i}"},
+                     "persistentVolumeReclaimPolicy": "Retain", "capacity": {"storage": "1Gi"}},
+            "status": {"phase": "Bound"}}) for i in range(count)]
+        self.claims = [ClaimIdentity.from_wire({"metadata": {"name": f"data-{i}", "namespace": "shop",
+                                                             "uid": f"new-{i}"}}) for i in range(count)]
+
+    def list(self, kind: Kind[Any], namespace: Optional[str] = None, **selectors: Any) -> Iterator[Any]:
+        self.asked.append(("list", kind.plural))
+        return iter({"persistentvolumes": self.pvs, "persistentvolumeclaims": self.claims}.get(kind.plural, []))
+
+    def get(self, kind: Kind[Any], name: str, namespace: Optional[str] = None) -> Any:
+        self.asked.append(("get", kind.plural, name))
+        pool = self.pvs if kind.plural == "persistentvolumes" else self.claims
+        return next((o for o in pool if o.metadata.name == name), None)
+
+
+@pytest.mark.parametrize("count, gets", [(5, 10), (500, 0)])
+def test_requests_stay_bounded_when_every_claim_was_replaced(count: int, gets: int) -> None:
+    """A few replaced claims: one GET for the PV and one for its claim; hundreds: lists instead (it sent one GET
+    per claim: 10,004 requests at 10,000 PVs)."""
+    reader = Synthetic(count)
+    rows = find_leftovers(reader).rows
+    assert len(rows) == count and {r.claim_state for r in rows} == {"replaced"}
+    assert sum(1 for a in reader.asked if a[0] == "get") == gets
+    assert len(reader.asked) - gets <= 5  # the three lists, and at most the PVs and claims listed again
 
 
 def test_a_claim_that_may_be_listed_but_not_got_is_unknown_never_missing() -> None:

@@ -141,7 +141,7 @@ def find_leftovers(api: Reader, *, include_all: bool = False, claim_namespace: O
     classes = optional(lambda: {sc.name: sc for sc in class_list}, warnings, CLASSES_UNREADABLE)
     if identities is not None and unseen:
         again = _read_again(api, [name for name, uid in pointers if uid in unseen], {pv.name for pv in kept})
-        identities = optional(lambda: _with_claims_of(api, again, identities), warnings, unreadable)
+        identities = optional(lambda: _with_claims_of(api, again, identities, claim_namespace), warnings, unreadable)
         kept += again
     rows = assess(kept, identities, classes, include_all=include_all, claim_namespace=claim_namespace)
     return LeftoverResult(rows, warnings, kept if keep_every_pv else [])
@@ -177,18 +177,24 @@ def _claims(claims: Iterable[ClaimIdentity], keys: set[tuple[str, str]], unseen:
     return ClaimIndex(found)
 
 
-def _with_claims_of(api: Reader, pvs: list[PersistentVolume], index: Optional[ClaimIndex]) -> Optional[ClaimIndex]:
-    """The index, with the claims the PVs read again name (one GET each: they are few): a namesake of a
-    gone claim makes it "replaced", nothing makes it "missing"."""
+def _with_claims_of(api: Reader, pvs: list[PersistentVolume], index: Optional[ClaimIndex],
+                    claim_namespace: Optional[str] = None, limit: int = 20) -> Optional[ClaimIndex]:
+    """The index, with the claims the PVs read again name: a namesake of a gone claim makes it "replaced",
+    nothing makes it "missing". One GET each when they are few; when many (every claim deleted and recreated),
+    the claims are listed once more instead, so the requests stay bounded whatever the mix."""
     if index is None:
         return None
     found = dict(index.uids)
-    for pv in pvs:
-        ref = pv.claim_ref
-        if ref is not None and ref.name and _key(ref) not in found:
-            claim = api.get(CLAIM_IDENTITIES, ref.name, ref.namespace or None)
-            if claim is not None:
-                found[_key(ref)] = claim.uid
+    wanted = {_key(pv.claim_ref): pv.claim_ref for pv in pvs
+              if pv.claim_ref is not None and pv.claim_ref.name and _key(pv.claim_ref) not in found}
+    if len(wanted) > limit:
+        found.update({(c.namespace, c.name): c.uid for c in api.list(CLAIM_IDENTITIES, claim_namespace)
+                      if (c.namespace, c.name) in wanted})
+        return ClaimIndex(found)
+    for key, ref in wanted.items():
+        claim = api.get(CLAIM_IDENTITIES, ref.name, ref.namespace or None)
+        if claim is not None:
+            found[key] = claim.uid
     return ClaimIndex(found)
 
 
