@@ -141,6 +141,7 @@ class Invocation(_Frozen):
     __slots__ = (
         "all_contexts",
         "all_namespaces",
+        "clouds",
         "command",
         "contexts",
         "exit_code",
@@ -164,6 +165,7 @@ class Invocation(_Frozen):
     _default_verbosity = 0
     _default_flags: Mapping[str, Any] = {}
     _default_contexts = ()
+    _default_clouds = ()
 
     command: Command
     selection: Selection
@@ -180,6 +182,7 @@ class Invocation(_Frozen):
     request_timeout: Optional[float]
     verbosity: int
     flags: Mapping[str, Any]
+    clouds: tuple[str, ...]  # the cloud modules whose census the flags ask for
     all_contexts: bool
     contexts: tuple[str, ...]
     max_concurrency: Optional[int]
@@ -200,7 +203,7 @@ class Invocation(_Frozen):
         return Options(namespace=namespace, all_namespaces=self.all_namespaces, label_selector=self.label_selector,
                        field_selector=self.field_selector, wide=self.output == "wide",
                        show_all=bool(self.flags.get(SHOW_ALL)), drift=bool(self.flags.get("drift")),
-                       flags=self.flags, request_timeout=self.request_timeout)
+                       flags=self.flags, clouds=self.clouds, request_timeout=self.request_timeout)
 
     def print_options(self) -> PrintOptions:
         from kubectl_pvleft.output.report import PrintOptions
@@ -215,6 +218,7 @@ class Options(_Frozen):
 
     __slots__ = (
         "all_namespaces",
+        "clouds",
         "drift",
         "field_selector",
         "flags",
@@ -226,6 +230,7 @@ class Options(_Frozen):
     )
     _default_all_namespaces = _default_wide = _default_show_all = _default_drift = False
     _default_flags: Mapping[str, Any] = {}
+    _default_clouds = ()
 
     namespace: Optional[str]
     all_namespaces: bool
@@ -235,6 +240,7 @@ class Options(_Frozen):
     show_all: bool
     drift: bool
     flags: Mapping[str, Any]  # the clouds' flags by dest, for the census
+    clouds: tuple[str, ...]  # the cloud modules whose census the flags ask for
     request_timeout: Optional[float]
 
 

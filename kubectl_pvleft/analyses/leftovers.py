@@ -216,9 +216,7 @@ def claim_namespace(options: Options) -> Optional[str]:
 
 
 def run(api: Reader, options: Options) -> Result:
-    from kubectl_pvleft.clouds.census import asked
-
-    census_asked = bool(asked(options))
+    census_asked = bool(options.clouds)
     result = find_leftovers(api, include_all=options.show_all, claim_namespace=claim_namespace(options),
                             keep_every_pv=census_asked,
                             label_selector=options.label_selector, field_selector=options.field_selector)

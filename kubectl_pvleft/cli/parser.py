@@ -427,8 +427,17 @@ def invocation_of(args: argparse.Namespace) -> Invocation:
         label_selector=args.selector, field_selector=args.field_selector, output=args.output,
         no_headers=args.no_headers, show_labels=args.show_labels, sort_by=args.sort_by, watch=args.watch,
         exit_code=args.exit_code, request_timeout=args.request_timeout, verbosity=args.verbosity,
-        flags=MappingProxyType(flags), all_contexts=args.all_contexts, contexts=patterns,
+        flags=MappingProxyType(flags), clouds=_clouds_asked(command, flags), all_contexts=args.all_contexts,
+        contexts=patterns,
         max_concurrency=args.max_concurrency)
+
+
+def _clouds_asked(command: Command, flags: dict[str, Any]) -> tuple[str, ...]:
+    if not command.census:
+        return ()
+    from kubectl_pvleft.clouds import cloud_modules
+
+    return tuple(cloud.__name__ for cloud in cloud_modules() if cloud.asked(flags))
 
 
 def parse(argv: Sequence[str], prog: str) -> Optional[Invocation]:
@@ -475,8 +484,6 @@ def check_combinations(invocation: Invocation) -> None:
 
 def census_flags_given(invocation: Invocation) -> list[str]:
     """The flags that ask for a cloud census (each cloud's first flag), among those given."""
-    if not invocation.command.census:
-        return []
-    from kubectl_pvleft.clouds import cloud_modules
+    from importlib import import_module
 
-    return [cloud.FLAGS[0].name for cloud in cloud_modules() if cloud.asked(invocation.flags)]
+    return [import_module(name).FLAGS[0].name for name in invocation.clouds]

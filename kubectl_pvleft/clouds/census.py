@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Optional, Union
 
-from kubectl_pvleft.clouds import CloudDisk, CloudError, CloudFinding, cloud_modules, join
+from kubectl_pvleft.clouds import CloudDisk, CloudError, CloudFinding, join
 from kubectl_pvleft.clouds.refs import volume_ref
 from kubectl_pvleft.invocation import Options
 from kubectl_pvleft.output.report import Column, Report, age, utcnow
@@ -67,7 +67,9 @@ class CensusOutcome:
 
 def asked(options: Options) -> list[Any]:
     """The cloud modules whose census the flags ask for, in registry order."""
-    return [cloud for cloud in cloud_modules() if cloud.asked(options.flags)]
+    from importlib import import_module
+
+    return [import_module(name) for name in options.clouds]
 
 
 def take(options: Options, pvs: Sequence[Any]) -> CensusOutcome:
