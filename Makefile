@@ -8,7 +8,7 @@ EXTRAS := test,gcp,aws
 # The tests run the console scripts as users do, from PATH: this venv's, not another install's.
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: install demo demo-stop test unit floors record bench bench-startup bundle release
+.PHONY: install demo demo-stop test unit floors record bench bench-compression bench-startup bundle release
 
 # A venv that failed half-way (Debian without python3-venv has no ensurepip) is removed, not reused.
 $(PY):
@@ -49,6 +49,11 @@ record: install
 bench: install
 	bash tests/cluster/build.sh
 	$(PY) benchmarks/run.py --pvs 10000 --pvcs 10000 --pods 2000 --events 20000 --repeat 3 $(BENCH_ARGS)
+
+# gzip on and off (disable-compression), on loopback and over a 20 ms / 50 Mbit link, into BENCHMARKS.md's
+# Compression section; the loaded plane is kept in /tmp/pvleft-bench-compress and reused.
+bench-compression: install
+	$(PY) benchmarks/compression.py --keep $(BENCH_ARGS)
 
 # The krew bundle's start-up beside the pip install's, into BENCHMARKS.md's Start-up section.
 bench-startup: install bundle

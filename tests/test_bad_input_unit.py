@@ -626,7 +626,9 @@ SERVER_ANSWERS = [
     server_case("too-many", "Too many requests"),
     server_case("redirect", "HTTP 302"),
     server_case("bad-gzip", "sent a broken HTTP answer: a broken gzip body"),
-    server_case("close", "closed the connection mid-answer"),
+    # A server that closes every connection before answering: a GET is sent again 1 s later, 10 times (as client-go,
+    # tests/test_retry_unit.py); a --request-timeout under that 1 s leaves no time to, so the line comes at once.
+    server_case("close", "closed the connection mid-answer", "--request-timeout", "0.5s"),
     server_case("garbage", "sent a broken HTTP answer: not an HTTP/1.1 answer"),
     server_case("negative-chunk", "sent a broken HTTP answer: a malformed chunk size"),
     server_case("length-superscript", "sent a broken HTTP answer: a malformed Content-Length"),
@@ -639,7 +641,8 @@ SERVER_ANSWERS = [
     Case("server-silent-short", kc(lambda i: config(i.url("silent")), "--request-timeout", "50ms"),
          "did not answer in time (--request-timeout)", fault="silent", subcommands=("pending", "classes", "claims")),
     # The first list of a watch fails like any command: one line, exit 1, no retry.
-    *[Case(f"watch-{fault}", kc(lambda i, f=fault: config(i.url(f)), "--watch"), said, fault=fault)
+    *[Case(f"watch-{fault}", kc(lambda i, f=fault: config(i.url(f)), "--watch",
+                                *(("--request-timeout", "0.5s") if fault == "close" else ())), said, fault=fault)
       for fault, said in (("list-array", "the server's answer is not what list expects"),
                           ("items-null-entry", "not what list expects"),
                           ("status-500-multiline", "line one line two line three"),

@@ -31,6 +31,7 @@ MAX_HEAD_BYTES = 1024 * 1024  # the status line and all headers together (kubect
 MAX_HEADER_LINES = 1000
 MAX_CHUNK_SIZE_DIGITS = 16  # a chunk size is at most 2^64-1: more hex digits are not a size
 IDLE_KEPT = 16  # keep-alive connections kept for reuse
+RESETS = (ConnectionResetError, ConnectionAbortedError, BrokenPipeError)  # the peer ended it, abruptly
 
 
 class HTTPFailure(Exception):
@@ -53,6 +54,18 @@ class TimedOut(HTTPFailure):
 
 class Cut(HTTPFailure):
     """The connection ended mid-answer, or what came is not HTTP/1.1."""
+
+
+class Closed(Cut):
+    """The server closed or reset the connection (not a TLS alert, not a timeout)."""
+
+    def __init__(self, words: str, reset: bool = False) -> None:
+        super().__init__(words)
+        self.reset = reset
+
+
+class NoAnswer(Cut):
+    """The connection was closed or reset before any byte of the answer: the request may be sent again."""
 
 
 class Malformed(HTTPFailure):
@@ -97,6 +110,7 @@ class _Connection:
                  incoming: Optional[ssl.MemoryBIO] = None, outgoing: Optional[ssl.MemoryBIO] = None) -> None:
         self.sock, self.tls, self.incoming, self.outgoing = sock, tls, incoming, outgoing
         self.buffer = b""
+        self.received = 0  # bytes of the answer that came (decrypted), since the request was sent
         self.deadline: Optional[float] = None
         self.read_timeout: Optional[float] = None
         self._timeout_set: Optional[float] = -1.0  # what the socket has: setting it again costs a syscall
@@ -120,6 +134,8 @@ class _Connection:
             return self.sock.recv(BLOCK)
         except TimeoutError:
             raise TimedOut("no answer in time") from None
+        except RESETS as exc:
+            raise Closed(type(exc).__name__, reset=True) from None
         except OSError as exc:
             raise Cut(type(exc).__name__) from None
 
@@ -175,7 +191,7 @@ class _Connection:
                 self._flush()
                 data = self._recv()
                 if not data:
-                    raise Cut("the connection ended during the TLS handshake") from None
+                    raise Closed("the connection ended during the TLS handshake") from None
                 self.incoming.write(data)
         self._flush()
 
@@ -188,6 +204,7 @@ class _Connection:
         data = self._fill()
         if data:
             self.buffer += data
+            self.received += len(data)
         return bool(data)
 
     def line(self) -> bytes:
@@ -201,7 +218,7 @@ class _Connection:
                 raise TooLarge(f"a header line longer than {MAX_HEADER_BYTES // 1024} KiB")
             start = max(0, len(self.buffer) - 1)  # a CR may end this read and its LF begin the next
             if not self.more():
-                raise Cut("the connection ended mid-answer")
+                raise Closed("the connection ended mid-answer")
 
     def pieces(self, size: int) -> Iterator[bytes]:
         """The next ``size`` bytes, as they arrive; Cut if the connection ends first."""
@@ -425,6 +442,8 @@ class Pool:
             raise
         except OSError as exc:
             connection.close()
+            if isinstance(exc, RESETS):
+                raise Closed(type(exc).__name__, reset=True) from None
             raise Cut(type(exc).__name__) from None
         return connection
 
@@ -436,8 +455,12 @@ class Pool:
             connection = self._idle_connection()
             reused = connection is not None
             if connection is None:
-                connection = self._connect(timeouts, deadline)
+                try:
+                    connection = self._connect(timeouts, deadline)
+                except Closed as exc:  # reset or closed during the TLS handshake: nothing was answered
+                    raise no_answer(exc) from None
             connection.deadline, connection.read_timeout = deadline, timeouts.read
+            connection.received = 0
             try:
                 connection.set_timeout(timeouts.read)
                 connection.send(request)
@@ -448,9 +471,17 @@ class Pool:
                 # A kept connection the server closed meanwhile: GET is safe to send again, on a new one.
                 if reused and isinstance(exc, (Cut, OSError)):
                     continue
+                if connection.received == 0 and isinstance(exc, (Closed, *RESETS)):
+                    # The caller decides whether to send it again (client-go retries a GET here).
+                    raise no_answer(exc) from None
                 if isinstance(exc, HTTPFailure):
                     raise
                 raise Cut(type(exc).__name__) from None
+
+
+def no_answer(exc: BaseException) -> NoAnswer:
+    reset = isinstance(exc, RESETS) or (isinstance(exc, Closed) and exc.reset)
+    return NoAnswer(f"the server {'reset' if reset else 'closed'} the connection before answering")
 
 
 def _ascii(name: str) -> Any:

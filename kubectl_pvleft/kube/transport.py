@@ -25,6 +25,7 @@ from kubectl_pvleft.kube.httpclient import (
     Cut,
     HTTPFailure,
     Malformed,
+    NoAnswer,
     Pool,
     Response,
     Server,
@@ -43,6 +44,7 @@ BODY_LOG_LIMIT = 10 * 1024  # kubectl cuts logged bodies too
 DEFAULT_READ_TIMEOUT_SECONDS = 60.0  # see silence_limit()
 MAX_RETRIES = 10  # client-go's default for a request answered 429 or 5xx with Retry-After
 RETRY_WAIT_CAP = 30.0  # a Retry-After longer than this is waited this long
+NO_ANSWER_WAIT = 1.0  # client-go waits 1s before sending again a GET whose connection ended before any answer
 # The largest body one answer may have: a List page of 500 objects (kubectl's and our page size) at 512 KiB
 # each. A Pod with managedFields is ~5-20 KiB, so this is 25x the largest real pages; etcd refuses objects over
 # 1.5 MiB, and a page where every object is near that limit is not a cluster anyone runs. Memory stays bounded
@@ -52,6 +54,25 @@ MAX_BODY_BYTES = 256 * 1024 * 1024
 
 class StreamClosed(Exception):
     """A watch connection ended without an answer: the caller reconnects, it is never "all is well"."""
+
+
+class RetryBudget:
+    """The retries of one request, as client-go counts them: MAX_RETRIES in all, whatever their cause, and
+    none whose wait would outlast the request's deadline."""
+
+    def __init__(self, deadline: Deadline) -> None:
+        self.deadline = deadline
+        self.used = 0
+
+    def allows(self, wait: float) -> bool:
+        left = self.deadline.left()
+        return self.used < MAX_RETRIES and (left is None or wait < left)
+
+    def spend(self, wait: float, why: str) -> None:
+        self.used += 1
+        if verbosity() >= 6:
+            log.info('"Retrying" %s after="%gs" attempt=%d', why, wait, self.used)
+        time.sleep(wait)
 
 
 class _RequestLog:
@@ -258,23 +279,22 @@ class Transport:
               deadline: Deadline) -> Response:
         issued = self._credentials.issue(deadline=deadline)
         timeouts = timeouts or self._timeouts(deadline)
-        response = self._send(target, accept, issued, timeouts, verb == "watch")
+        budget = RetryBudget(deadline)
+        response = self._answered(target, accept, issued, timeouts, verb == "watch", budget)
         if response.status == 401 and (issued.expires is not None or self.connection.auth.exec is not None):
             # An exec credential or rotated token that the server no longer takes: fetch a fresh one, once.
             self._drain(response)
-            response = self._send(target, accept, self._credentials.issue(force=True, deadline=deadline),
-                                  self._timeouts(deadline) if deadline.bounded else timeouts, verb == "watch")
-        retries = 0
-        while retries < MAX_RETRIES and (wait := self._retry_after(response, deadline)) is not None:
+            response = self._answered(target, accept, self._credentials.issue(force=True, deadline=deadline),
+                                      self._timeouts(deadline) if deadline.bounded else timeouts, verb == "watch",
+                                      budget)
+        while (wait := self._retry_after(response, deadline)) is not None and budget.allows(wait):
             # client-go retries a GET that is answered 429, or 5xx with Retry-After, up to 10 times, waiting what the
             # server asks (here at most RETRY_WAIT_CAP, and never past --request-timeout).
             self._drain(response)
-            retries += 1
-            if verbosity() >= 6:
-                log.info('"Retrying" status="%d" after="%gs" attempt=%d', response.status, wait, retries)
-            time.sleep(wait)
-            response = self._send(target, accept, self._credentials.issue(deadline=deadline),
-                                  self._timeouts(deadline) if deadline.bounded else timeouts, verb == "watch")
+            budget.spend(wait, f'status="{response.status}"')
+            response = self._answered(target, accept, self._credentials.issue(deadline=deadline),
+                                      self._timeouts(deadline) if deadline.bounded else timeouts, verb == "watch",
+                                      budget)
         if response.status >= 400:
             body = self._drain(response)
             raise api_error(response.status, body, verb, path)
@@ -292,6 +312,21 @@ class Transport:
         if left is not None and wait >= left:
             return None  # the wait would outlast the request: the server's answer is the error
         return wait
+
+    def _answered(self, target: str, accept: str, issued: Issued, timeouts: Timeouts, streamed: bool,
+                  budget: RetryBudget) -> Response:
+        """_send, sent again while the connection is reset or closed before any byte of the answer, as client-go
+        sends a GET again (a watch too: it has delivered nothing yet). A connection that ends later, mid-answer, is
+        never retried here: the caller has part of an answer, and a retry could make it a wrong one."""
+        while True:
+            try:
+                return self._send(target, accept, issued, timeouts, streamed)
+            except NoAnswer as exc:
+                if not budget.allows(NO_ANSWER_WAIT):
+                    raise self.connection_failed(exc) from None
+                budget.spend(NO_ANSWER_WAIT, f'error="{exc}"')
+                issued = self._credentials.issue(deadline=budget.deadline)
+                timeouts = self._timeouts(budget.deadline) if budget.deadline.bounded else timeouts
 
     @staticmethod
     def _drain(response: Response) -> bytes:
@@ -312,6 +347,8 @@ class Transport:
                                                       for k, v in headers), display_url(url))
         try:
             response = self._pool_for(issued).get(target, headers, timeouts or self._timeouts())
+        except NoAnswer:
+            raise  # _answered may send it again
         except HTTPFailure as exc:
             raise self.connection_failed(exc) from None
         with self._lock:  # lists of several kinds are read at once, from their own threads
