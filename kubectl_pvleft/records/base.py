@@ -38,6 +38,8 @@ class Absent(enum.Enum):
     MISSING = "missing"  # known not to exist
 
 
+# Subclasses inherit all three options; each still says frozen=True because type checkers (dataclass_transform)
+# take a subclass without it for a mutable dataclass, which cannot inherit from a frozen one.
 class Record(msgspec.Struct, rename="camel", frozen=True, gc=False):
     """Base: wire names, immutable, and no GC tracking (records hold no cycles)."""
 
@@ -54,7 +56,7 @@ def iso(when: Optional[datetime]) -> Optional[str]:
     return when.isoformat().replace("+00:00", "Z")
 
 
-class ObjectMeta(Record):
+class ObjectMeta(Record, frozen=True):
     name: str = ""
     namespace: Optional[str] = None
     uid: str = ""
@@ -73,7 +75,7 @@ class ObjectMeta(Record):
         return self.deletion_timestamp
 
 
-class ObjectRef(Record):
+class ObjectRef(Record, frozen=True):
     """A pointer at another object. ``uid`` is the identity; namespace/name is only the human string."""
 
     kind: Optional[str] = None
@@ -86,7 +88,7 @@ class ObjectRef(Record):
         return f"{self.namespace}/{self.name}" if self.namespace else (self.name or "")
 
 
-class Condition(Record):
+class Condition(Record, frozen=True):
     type: str = ""
     status: str = ""
     reason: Optional[str] = None

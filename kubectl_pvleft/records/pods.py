@@ -11,37 +11,37 @@ from kubectl_pvleft.records.base import Condition, ObjectMeta, ObjectRef, Record
 
 # -- Pod ----------------------------------------------------------------------------------------------
 
-class ClaimVolumeSource(Record):
+class ClaimVolumeSource(Record, frozen=True):
     claim_name: str = ""
 
 
-class PodVolume(Record):
+class PodVolume(Record, frozen=True):
     name: str = ""
     persistent_volume_claim: Optional[ClaimVolumeSource] = None
     ephemeral: Optional[dict[str, Any]] = None
 
 
-class PodSpec(Record):
+class PodSpec(Record, frozen=True):
     node_name: Optional[str] = None
     scheduler_name: str = "default-scheduler"
     volumes: tuple[PodVolume, ...] = ()
 
 
-class ContainerStateWaiting(Record):
+class ContainerStateWaiting(Record, frozen=True):
     reason: Optional[str] = None
     message: Optional[str] = None
 
 
-class ContainerState(Record):
+class ContainerState(Record, frozen=True):
     waiting: Optional[ContainerStateWaiting] = None
 
 
-class ContainerStatus(Record):
+class ContainerStatus(Record, frozen=True):
     name: str = ""
     state: ContainerState = ContainerState()
 
 
-class PodStatus(Record):
+class PodStatus(Record, frozen=True):
     phase: str = ""
     conditions: tuple[Condition, ...] = ()
     init_container_statuses: tuple[ContainerStatus, ...] = ()
@@ -54,7 +54,7 @@ class ContainerWait(msgspec.Struct, frozen=True):
     message: Optional[str]
 
 
-class Pod(Record):
+class Pod(Record, frozen=True):
     metadata: ObjectMeta = ObjectMeta()
     spec: PodSpec = PodSpec()
     status: PodStatus = PodStatus()
@@ -128,16 +128,16 @@ class Pod(Record):
 
 # -- Event --------------------------------------------------------------------------------------------
 
-class EventSeries(Record):
+class EventSeries(Record, frozen=True):
     count: Optional[int] = None
     last_observed_time: Optional[datetime] = None
 
 
-class EventSource(Record):
+class EventSource(Record, frozen=True):
     component: Optional[str] = None
 
 
-class Event(Record):
+class Event(Record, frozen=True):
     """A core/v1 Event (events.k8s.io/v1 writers such as the scheduler fill other fields of the same object)."""
 
     metadata: ObjectMeta = ObjectMeta()

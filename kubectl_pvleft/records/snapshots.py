@@ -12,7 +12,7 @@ from typing import Optional
 from kubectl_pvleft.records.base import ObjectMeta, ObjectRef, Record
 
 
-class SnapshotError(Record):
+class SnapshotError(Record, frozen=True):
     """status.error of a snapshot or a content: the last error the snapshotter recorded."""
 
     message: Optional[str] = None
@@ -21,14 +21,14 @@ class SnapshotError(Record):
 
 # -- VolumeSnapshotContent ----------------------------------------------------------------------------
 
-class ContentSource(Record):
+class ContentSource(Record, frozen=True):
     """Exactly one is set: volumeHandle (a dynamic snapshot of that volume) or snapshotHandle (pre-provisioned)."""
 
     volume_handle: Optional[str] = None
     snapshot_handle: Optional[str] = None
 
 
-class VolumeSnapshotContentSpec(Record):
+class VolumeSnapshotContentSpec(Record, frozen=True):
     deletion_policy: str = ""
     driver: str = ""
     volume_snapshot_ref: ObjectRef = ObjectRef()
@@ -36,7 +36,7 @@ class VolumeSnapshotContentSpec(Record):
     source: ContentSource = ContentSource()
 
 
-class VolumeSnapshotContentStatus(Record):
+class VolumeSnapshotContentStatus(Record, frozen=True):
     snapshot_handle: Optional[str] = None
     ready_to_use: Optional[bool] = None
     restore_size: Optional[int] = None  # bytes
@@ -44,7 +44,7 @@ class VolumeSnapshotContentStatus(Record):
     creation_time: Optional[int] = None  # nanoseconds since the epoch, as the storage system reported it
 
 
-class VolumeSnapshotContent(Record):
+class VolumeSnapshotContent(Record, frozen=True):
     metadata: ObjectMeta = ObjectMeta()
     spec: VolumeSnapshotContentSpec = VolumeSnapshotContentSpec()
     status: VolumeSnapshotContentStatus = VolumeSnapshotContentStatus()
@@ -81,23 +81,23 @@ class VolumeSnapshotContent(Record):
 
 # -- VolumeSnapshot -----------------------------------------------------------------------------------
 
-class SnapshotSource(Record):
+class SnapshotSource(Record, frozen=True):
     persistent_volume_claim_name: Optional[str] = None
     volume_snapshot_content_name: Optional[str] = None
 
 
-class VolumeSnapshotSpec(Record):
+class VolumeSnapshotSpec(Record, frozen=True):
     source: SnapshotSource = SnapshotSource()
     volume_snapshot_class_name: Optional[str] = None
 
 
-class VolumeSnapshotStatus(Record):
+class VolumeSnapshotStatus(Record, frozen=True):
     bound_volume_snapshot_content_name: Optional[str] = None
     ready_to_use: Optional[bool] = None
     error: Optional[SnapshotError] = None
 
 
-class VolumeSnapshot(Record):
+class VolumeSnapshot(Record, frozen=True):
     metadata: ObjectMeta = ObjectMeta()
     spec: VolumeSnapshotSpec = VolumeSnapshotSpec()
     status: VolumeSnapshotStatus = VolumeSnapshotStatus()
@@ -115,7 +115,7 @@ class VolumeSnapshot(Record):
         return self.metadata.name
 
 
-class VolumeSnapshotClass(Record):
+class VolumeSnapshotClass(Record, frozen=True):
     """A class: its fields are at the top level, there is no spec."""
 
     metadata: ObjectMeta = ObjectMeta()

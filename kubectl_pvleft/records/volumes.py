@@ -12,12 +12,12 @@ from kubectl_pvleft.records.base import DEFAULT_CLASS_ANNOTATIONS, Condition, Ob
 
 # -- PersistentVolume ---------------------------------------------------------------------------------
 
-class CSISource(Record):
+class CSISource(Record, frozen=True):
     driver: str = ""
     volume_handle: Optional[str] = None
 
 
-class InTreeSource(Record):
+class InTreeSource(Record, frozen=True):
     """The fields of the in-tree volume sources that name the storage behind a PV."""
 
     path: Optional[str] = None  # hostPath, local, nfs, cephfs...
@@ -26,21 +26,21 @@ class InTreeSource(Record):
     volume_path: Optional[str] = None  # vsphereVolume
 
 
-class SelectorRequirement(Record):
+class SelectorRequirement(Record, frozen=True):
     key: str = ""
     operator: str = ""
     values: tuple[str, ...] = ()
 
 
-class NodeSelectorTerm(Record):
+class NodeSelectorTerm(Record, frozen=True):
     match_expressions: tuple[SelectorRequirement, ...] = ()
 
 
-class NodeSelector(Record):
+class NodeSelector(Record, frozen=True):
     node_selector_terms: tuple[NodeSelectorTerm, ...] = ()
 
 
-class VolumeNodeAffinity(Record):
+class VolumeNodeAffinity(Record, frozen=True):
     required: Optional[NodeSelector] = None
 
 
@@ -48,7 +48,7 @@ ZONE_KEYS = ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/z
              "topology.gke.io/zone")
 
 
-class PersistentVolumeSpec(Record):
+class PersistentVolumeSpec(Record, frozen=True):
     capacity: dict[str, str] = {}
     access_modes: tuple[str, ...] = ()
     persistent_volume_reclaim_policy: str = ""
@@ -89,14 +89,14 @@ _IN_TREE_SOURCES = tuple(
 )
 
 
-class PersistentVolumeStatus(Record):
+class PersistentVolumeStatus(Record, frozen=True):
     phase: str = ""
     reason: Optional[str] = None
     message: Optional[str] = None
     last_phase_transition_time: Optional[datetime] = None
 
 
-class PersistentVolume(Record):
+class PersistentVolume(Record, frozen=True):
     metadata: ObjectMeta = ObjectMeta()
     spec: PersistentVolumeSpec = PersistentVolumeSpec()
     status: PersistentVolumeStatus = PersistentVolumeStatus()
@@ -188,7 +188,7 @@ class PersistentVolume(Record):
         return zones.pop() if len(zones) == 1 else None
 
 
-class ClaimIdentity(Record):
+class ClaimIdentity(Record, frozen=True):
     """What a metadata-only PVC list gives: enough to say whether a claimRef still points at a live claim."""
 
     metadata: ObjectMeta = ObjectMeta()
@@ -206,7 +206,7 @@ class ClaimIdentity(Record):
         return self.metadata.uid
 
 
-class Named(Record):
+class Named(Record, frozen=True):
     """Any object read for its name alone (CSIDrivers, Namespaces: metadata-only lists)."""
 
     metadata: ObjectMeta = ObjectMeta()
@@ -218,7 +218,7 @@ class Named(Record):
 
 # -- PersistentVolumeClaim ----------------------------------------------------------------------------
 
-class HealthCondition(Record):
+class HealthCondition(Record, frozen=True):
     status: str = ""
     reason: Optional[str] = None
     message: Optional[str] = None
@@ -227,11 +227,11 @@ class HealthCondition(Record):
         return {"status": self.status, "reason": self.reason, "message": self.message}
 
 
-class HealthStatus(Record):
+class HealthStatus(Record, frozen=True):
     health_conditions: tuple[HealthCondition, ...] = ()
 
 
-class ModifyVolumeStatus(Record):
+class ModifyVolumeStatus(Record, frozen=True):
     status: str = ""
     target_volume_attributes_class_name: Optional[str] = None
 
@@ -243,11 +243,11 @@ class ModifyVolumeStatus(Record):
         return {"status": self.status, "target_volume_attributes_class_name": self.target_class}
 
 
-class ResourceRequirements(Record):
+class ResourceRequirements(Record, frozen=True):
     requests: dict[str, str] = {}
 
 
-class ClaimSpec(Record):
+class ClaimSpec(Record, frozen=True):
     access_modes: tuple[str, ...] = ()
     resources: ResourceRequirements = ResourceRequirements()
     storage_class_name: Optional[str] = None
@@ -255,7 +255,7 @@ class ClaimSpec(Record):
     volume_attributes_class_name: Optional[str] = None
 
 
-class ClaimStatus(Record):
+class ClaimStatus(Record, frozen=True):
     phase: str = ""
     capacity: dict[str, str] = {}
     allocated_resources: dict[str, str] = {}
@@ -266,7 +266,7 @@ class ClaimStatus(Record):
     health_status: Optional[HealthStatus] = None
 
 
-class ManagedFields(Record):
+class ManagedFields(Record, frozen=True):
     """Who wrote which fields when: how we can tell since when a claim has asked for more storage."""
 
     manager: str = ""
@@ -279,7 +279,7 @@ class ManagedFields(Record):
 _MANAGED_FIELDS = msgspec.json.Decoder(tuple[ManagedFields, ...])
 
 
-class ClaimMeta(ObjectMeta):
+class ClaimMeta(ObjectMeta, frozen=True):
     # Kept as bytes until asked: only a claim whose resize never started needs it, and building it for
     # every claim was most of the cost of decoding a claim list.
     managed_fields: msgspec.Raw = msgspec.Raw(b"[]")
@@ -292,7 +292,7 @@ class ClaimMeta(ObjectMeta):
         return max(times) if times else None
 
 
-class PersistentVolumeClaim(Record):
+class PersistentVolumeClaim(Record, frozen=True):
     metadata: ClaimMeta = ClaimMeta()
     spec: ClaimSpec = ClaimSpec()
     status: ClaimStatus = ClaimStatus()
@@ -378,7 +378,7 @@ class PersistentVolumeClaim(Record):
 
 # -- StorageClass -------------------------------------------------------------------------------------
 
-class StorageClass(Record):
+class StorageClass(Record, frozen=True):
     metadata: ObjectMeta = ObjectMeta()
     provisioner: str = ""
     # Both have API defaults; an object without them predates the defaulting.
@@ -401,21 +401,21 @@ class StorageClass(Record):
 
 # -- VolumeAttachment: which node a volume is attached to -----------------------------------------------
 
-class VolumeAttachmentSource(Record):
+class VolumeAttachmentSource(Record, frozen=True):
     persistent_volume_name: Optional[str] = None
 
 
-class VolumeAttachmentSpec(Record):
+class VolumeAttachmentSpec(Record, frozen=True):
     attacher: str = ""
     node_name: str = ""
     source: VolumeAttachmentSource = VolumeAttachmentSource()
 
 
-class VolumeAttachmentStatus(Record):
+class VolumeAttachmentStatus(Record, frozen=True):
     attached: bool = False
 
 
-class VolumeAttachment(Record):
+class VolumeAttachment(Record, frozen=True):
     metadata: ObjectMeta = ObjectMeta()
     spec: VolumeAttachmentSpec = VolumeAttachmentSpec()
     status: VolumeAttachmentStatus = VolumeAttachmentStatus()
