@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 
 class PvleftError(Exception):
@@ -33,7 +33,7 @@ class ApiError(PvleftError):
     """The API server answered with an error Status."""
 
     def __init__(self, status: int, reason: str, message: str, verb: str, path: str,
-                 details: Optional[dict] = None) -> None:
+                 details: Optional[dict[str, Any]] = None) -> None:
         self.status = status
         self.reason = reason
         self.api_message = message
@@ -78,6 +78,6 @@ class ExecutionError(TemplateError):
     """A template that parsed but failed on this object. `reason` is client-go's bare error (what custom-columns
     and --sort-by print); `partial` is the value Go hands back with the error, which an existence filter keeps."""
 
-    def __init__(self, reason: str, partial: Optional[list] = None, message: Optional[str] = None) -> None:
+    def __init__(self, reason: str, partial: Optional[list[Any]] = None, message: Optional[str] = None) -> None:
         super().__init__(message or reason, reason)
         self.partial = partial or []

@@ -146,7 +146,7 @@ class _Connection:
         tls, incoming = self.tls, self.incoming
         assert incoming is not None
         while True:
-            parts = []
+            parts: list[bytes] = []
             try:
                 while True:
                     data = tls.read(BLOCK)
@@ -250,7 +250,8 @@ class Response:
     def __init__(self, pool: Pool, connection: _Connection, status: int, reason: str,
                  headers: dict[str, str]) -> None:
         self.status, self.reason, self.headers = status, reason, headers
-        self._pool, self._connection = pool, connection
+        self._pool = pool
+        self._connection: Optional[_Connection] = connection
         self._chunked, self._length = framing(status, headers)
         keep = headers.get("connection", "").lower() != "close"
         self._reusable = keep and (self._chunked or self._length is not None)

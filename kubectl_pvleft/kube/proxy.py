@@ -104,7 +104,8 @@ class Proxy:
             raise ProxyFailed(f"the proxy {self.display} did not answer in time") from None
 
     def _tcp(self, deadline: Deadline, cap: Optional[float]) -> socket.socket:
-        host = self.host.encode("ascii") if self.host.isascii() else self.host
+        # bytes skip the idna codec, as httpclient._ascii does; typeshed types create_connection's host as str only
+        host: Any = self.host.encode("ascii") if self.host.isascii() else self.host
         try:
             sock = socket.create_connection((host, self.port), timeout=self._wait(deadline, cap))
         except TimeoutError:

@@ -74,7 +74,7 @@ _JSON_SPECIAL = re.compile('["\\\\<>&\u2028\u2029\x00-\x1f\ud800-\udfff]')
 
 
 def _json_string(text: str) -> str:
-    def escape(match: re.Match) -> str:
+    def escape(match: re.Match[str]) -> str:
         ch = match.group(0)
         if ch in _JSON_ESCAPES:
             return _JSON_ESCAPES[ch]
@@ -89,7 +89,7 @@ def go_json(value: Any, indent: Optional[str] = None) -> str:
     return "".join(out)
 
 
-def _append_json(out: list, value: Any, indent: Optional[str], newline: str) -> None:
+def _append_json(out: list[str], value: Any, indent: Optional[str], newline: str) -> None:
     if isinstance(value, (dict, list, tuple)):
         _append_json_container(out, value, indent, newline)
     else:
@@ -108,7 +108,7 @@ def _json_scalar(value: Any) -> str:
     raise TypeError(f"not a decoded JSON value: {type(value).__name__}")
 
 
-def _append_json_container(out: list, value: Any, indent: Optional[str], newline: str) -> None:
+def _append_json_container(out: list[str], value: Any, indent: Optional[str], newline: str) -> None:
     """An object (keys sorted) or an array; with an indent, each member on its own line one level deeper."""
     is_map = isinstance(value, dict)
     opening, closing = ("{", "}") if is_map else ("[", "]")

@@ -12,6 +12,7 @@ the order Go's encoding/json prints them in. Go's printing of values lives in `g
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any, Optional
 
 from kubectl_pvleft.errors import ExecutionError, TemplateError
@@ -26,6 +27,9 @@ _SLICE = re.compile(r"(-?[0-9]*)(:-?[0-9]*)?(:-?[0-9]*)?\Z")
 _FILTER = re.compile(r"([^!<>=]+)([!<>=]+)(.+?)\Z")
 _FLOAT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)\Z")
 _TERMINATORS = frozenset(" \t\r\n.,[]$@{}")
+
+# A parsed node: its kind first (parser.go's node types), then what that kind carries.
+Node = tuple[Any, ...]
 
 
 
@@ -45,9 +49,10 @@ class _Parser:
     """parser.go, scanning by index where Go scans by rune; the same error strings."""
 
     def __init__(self, text: str) -> None:
-        self.text, self.pos, self.start, self.root = text, 0, 0, []
+        self.text, self.pos, self.start = text, 0, 0
+        self.root: list[Node] = []
 
-    def parse(self) -> list:
+    def parse(self) -> list[Node]:
         text = self.text
         while True:
             brace = text.find("{", self.pos)
@@ -58,7 +63,7 @@ class _Parser:
                 return self.root
             self.pos += 1
             self._consume()
-            action: list = []
+            action: list[Node] = []
             self.root.append(("list", action))
             self._inside_action(action)
 
@@ -74,7 +79,7 @@ class _Parser:
         value, self.start = self.text[self.start:self.pos], self.pos
         return value
 
-    def _inside_action(self, cur: list) -> None:
+    def _inside_action(self, cur: list[Node]) -> None:
         while True:
             if self.text.startswith("}", self.pos):
                 self.pos += 1
@@ -87,7 +92,7 @@ class _Parser:
             else:
                 self._character(cur)
 
-    def _character(self, cur: list) -> None:
+    def _character(self, cur: list[Node]) -> None:
         """One step of parseInsideAction that its next character decides."""
         ch = self._next()
         if ch is None or ch in "\r\n":
@@ -115,13 +120,13 @@ class _Parser:
             self.pos += 1 + (self.text[self.pos] == "\\")  # a backslash keeps the next character
         self.pos = min(self.pos, len(self.text))
 
-    def _identifier(self, cur: list) -> None:
+    def _identifier(self, cur: list[Node]) -> None:
         while self.pos < len(self.text) and self.text[self.pos] not in _TERMINATORS:
             self.pos += 1
         value = self._consume()
         cur.append(("bool", value == "true") if value in ("true", "false") else ("ident", value))
 
-    def _recursive(self, cur: list) -> None:
+    def _recursive(self, cur: list[Node]) -> None:
         if cur and cur[-1][0] == "recursive":
             raise _ParseError("invalid multiple recursive descent")
         self.pos += 2
@@ -131,7 +136,7 @@ class _Parser:
         if ch is not None and (ch == "_" or ch.isalpha() or ch.isdecimal()):
             self._field(cur)
 
-    def _number(self, cur: list) -> None:
+    def _number(self, cur: list[Node]) -> None:
         if self._peek() in ("+", "-"):
             self.pos += 1
         while self.pos < len(self.text) and (self.text[self.pos] == "." or self.text[self.pos].isdecimal()):
@@ -145,7 +150,7 @@ class _Parser:
         else:
             raise _ParseError(f"cannot parse number {value}")
 
-    def _array(self, cur: list) -> None:
+    def _array(self, cur: list[Node]) -> None:
         while True:
             ch = self._next()
             if ch is None or ch == "\n":
@@ -164,7 +169,7 @@ class _Parser:
             return
         cur.append(("array", _slice_params(text)))
 
-    def _filter(self, cur: list) -> None:
+    def _filter(self, cur: list[Node]) -> None:
         self.pos += 3
         self._consume()
         begin = end = False
@@ -189,7 +194,7 @@ class _Parser:
         else:
             cur.append(("filter", _parse_action(match.group(1)), _parse_action(match.group(3)), match.group(2)))
 
-    def _quote(self, cur: list, end: str) -> None:
+    def _quote(self, cur: list[Node], end: str) -> None:
         while True:
             ch = self._next()
             if ch is None or ch == "\n":
@@ -202,20 +207,20 @@ class _Parser:
             raise _ParseError(f"unquote string {value} error invalid syntax")
         cur.append(("text", text))
 
-    def _field(self, cur: list) -> None:
+    def _field(self, cur: list[Node]) -> None:
         self._consume()
         self._scan_to_terminator()
         value = self._consume()
         cur.append(("wildcard",) if value == "*" else ("field", value.replace("\\", "")))
 
 
-def _slice_params(text: str) -> tuple:
+def _slice_params(text: str) -> tuple[tuple[bool, int, bool], ...]:
     """`[start:stop:step]` as three (known, number, derived) bounds; a bound not written is not known."""
     match = _SLICE.match(text)
     if not match:
         raise _ParseError(f"invalid array index {text}")
     start, stop, step = match.groups(default="")
-    params: list = []
+    params: list[tuple[bool, int, bool]] = []
     for digits in (start, stop[1:], step[1:]):
         number = _atoi(digits) if digits else 0
         if number is None:
@@ -226,12 +231,13 @@ def _slice_params(text: str) -> tuple:
     return tuple(params)
 
 
-def _parse_action(text: str) -> list:
+def _parse_action(text: str) -> list[Node]:
     """parseAction: the nodes of `{text}`'s one action (union members, dict keys, filter sides)."""
-    return _Parser("{" + text + "}").parse()[0][1]
+    action: list[Node] = _Parser("{" + text + "}").parse()[0][1]
+    return action
 
 
-def _children(value: Any) -> Optional[list]:
+def _children(value: Any) -> Optional[list[Any]]:
     """What Go's `.*` and `..` visit: map values (by sorted key), list elements, a string's bytes."""
     if isinstance(value, dict):
         return [value[key] for key in sorted(value)]
@@ -254,7 +260,7 @@ def _basic_kind(value: Any) -> str:
     return "string" if isinstance(value, str) else "invalid"
 
 
-def _compare(op: str, left: Any, right: Any, partial: list) -> bool:
+def _compare(op: str, left: Any, right: Any, partial: list[Any]) -> bool:
     """The forked text/template comparisons: one basic kind on both sides (ints of either sign mix)."""
     if op not in ("<", ">", "==", "!=", "<=", ">="):
         raise ExecutionError(f"unrecognized filter operator {op}", partial)
@@ -264,11 +270,12 @@ def _compare(op: str, left: Any, right: Any, partial: list) -> bool:
     if len(kinds) > 1 and kinds != {"int", "uint"}:
         raise ExecutionError("incompatible types for comparison", partial)
     left, right = (float(left), float(right)) if kinds == {"float"} else (left, right)
-    return {"<": left < right, ">": left > right, "==": left == right, "!=": left != right,
-            "<=": left <= right, ">=": left >= right}[op]
+    outcomes: dict[str, bool] = {"<": left < right, ">": left > right, "==": left == right, "!=": left != right,
+                                 "<=": left <= right, ">=": left >= right}
+    return outcomes[op]
 
 
-def _check_slice(first: int, last: int, length: int, stride: int, values: list) -> None:
+def _check_slice(first: int, last: int, length: int, stride: int, values: list[Any]) -> None:
     """evalArray's refusals, with its texts; `values` is what Go hands back with the error."""
     if first >= length or first < 0:
         raise ExecutionError(f"array index out of bounds: index {first}, length {length}", values)
@@ -283,14 +290,15 @@ def _check_slice(first: int, last: int, length: int, stride: int, values: list) 
 class Evaluator:
     """jsonpath.go's JSONPath: the walk, and the range/end bookkeeping FindResults keeps across calls."""
 
-    def __init__(self, nodes: list, allow_missing_keys: bool = True) -> None:
+    def __init__(self, nodes: list[Node], allow_missing_keys: bool = True) -> None:
         self.nodes, self.allow_missing_keys = nodes, allow_missing_keys
         # Go narrows parser.Root.Nodes to a tail while it ranges and never restores it: `start` is that tail.
         self.start, self.begin_range, self.in_range, self.end_range = 0, 0, 0, 0
         self.last_end: Optional[int] = None
 
-    def find_results(self, data: Any) -> list:
-        nodes, cur, full = self.nodes, [data], []
+    def find_results(self, data: Any) -> list[list[Any]]:
+        nodes, cur = self.nodes, [data]
+        full: list[list[Any]] = []
         i = self.start
         while i < len(nodes):
             results = self._walk(cur, nodes[i])
@@ -313,7 +321,7 @@ class Evaluator:
             i += 1
         return full
 
-    def _walk(self, values: list, node: tuple) -> list:
+    def _walk(self, values: list[Any], node: Node) -> list[Any]:
         kind = node[0]
         if kind == "list":
             for child in node[1]:
@@ -323,9 +331,10 @@ class Evaluator:
             return [node[1]]
         if kind in ("int", "float", "bool"):
             return [node[1]] * len(values)
-        return getattr(self, "_" + kind)(values, node)
+        walk: Callable[[list[Any], Node], list[Any]] = getattr(self, "_" + kind)
+        return walk(values, node)
 
-    def _ident(self, values: list, node: tuple) -> list:
+    def _ident(self, values: list[Any], node: Node) -> list[Any]:
         if node[1] == "range":
             self.begin_range += 1
             return values
@@ -336,14 +345,14 @@ class Evaluator:
         self.end_range += 1
         return []
 
-    def _field(self, values: list, node: tuple) -> list:
+    def _field(self, values: list[Any], node: Node) -> list[Any]:
         results = [value[node[1]] for value in values if isinstance(value, dict) and node[1] in value]
         if values and not results and not self.allow_missing_keys:
             raise ExecutionError(f"{node[1]} is not found")
         return results
 
-    def _array(self, values: list, node: tuple) -> list:
-        result: list = []
+    def _array(self, values: list[Any], node: Node) -> list[Any]:
+        result: list[Any] = []
         (known0, start, _), (known1, stop, derived1), (known2, step, _) = node[1]
         stride = step if known2 else 1
         for value in values:
@@ -362,8 +371,8 @@ class Evaluator:
             result.extend(value[first:last:stride])
         return result
 
-    def _union(self, values: list, node: tuple) -> list:
-        result: list = []
+    def _union(self, values: list[Any], node: Node) -> list[Any]:
+        result: list[Any] = []
         for branch in node[1]:
             try:
                 result.extend(self._walk(values, ("list", branch)))
@@ -371,10 +380,10 @@ class Evaluator:
                 raise ExecutionError(exc.reason, values) from None
         return result
 
-    def _wildcard(self, values: list, node: tuple) -> list:
+    def _wildcard(self, values: list[Any], node: Node) -> list[Any]:
         return [child for value in values if value is not None for child in (_children(value) or [])]
 
-    def _recursive(self, values: list, node: tuple, result: Optional[list] = None) -> list:
+    def _recursive(self, values: list[Any], node: Node, result: Optional[list[Any]] = None) -> list[Any]:
         result = [] if result is None else result
         for value in values:
             if isinstance(value, str):  # its bytes have nothing below them, and only what has children is kept
@@ -386,9 +395,9 @@ class Evaluator:
                 self._recursive(children, node, result)
         return result
 
-    def _filter(self, values: list, node: tuple) -> list:
+    def _filter(self, values: list[Any], node: Node) -> list[Any]:
         _, left_nodes, right_nodes, op = node
-        results: list = []
+        results: list[Any] = []
         for value in values:
             if not isinstance(value, list):
                 raise ExecutionError(f"{govalue.go_sprint(value)} is not array or slice and cannot be filtered", values)
@@ -431,7 +440,7 @@ class JSONPathTemplate:
         """A fresh run state; reuse one across objects to keep Go's state between calls (custom-columns does)."""
         return Evaluator(self.nodes, self.allow_missing_keys)
 
-    def find_results(self, obj: Any) -> list:
+    def find_results(self, obj: Any) -> list[list[Any]]:
         """FindResults: one list of values per top-level node, text nodes included."""
         return self.evaluator().find_results(obj)
 
@@ -444,7 +453,7 @@ class JSONPathTemplate:
         """What `kubectl get -o jsonpath-as-json=TEXT` prints: each node's values as an indented JSON array."""
         return "".join(govalue.go_json(results, "    ") + "\n" for results in self._run(obj))
 
-    def _run(self, obj: Any) -> list:
+    def _run(self, obj: Any) -> list[list[Any]]:
         try:
             return self.find_results(obj)
         except ExecutionError as exc:

@@ -33,9 +33,9 @@ def word(value: Any, empty: str = NONE) -> str:
 safe_text = shown  # a cell's text: control characters escaped
 
 
-class Column(msgspec.Struct, frozen=True):  # a Struct: msgspec builds it in C, a frozen dataclass costs ~1 ms
+class Column(msgspec.Struct, Generic[T], frozen=True):  # a Struct: msgspec builds it in C, a frozen dataclass costs ~1 ms
     header: str
-    cell: Callable[[Any], Any]
+    cell: Callable[[T], Any]
     wide_only: bool = False
     empty: str = NONE  # what an empty cell says: <none> for absent values, <unset> for unset settings, "" as kubectl
 

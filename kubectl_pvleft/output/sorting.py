@@ -17,7 +17,7 @@ class _Unsortable(Exception):
     """A pair kubectl's isLess refuses (it then exits through klog)."""
 
 
-def _less(left: tuple, right: tuple) -> bool:
+def _less(left: tuple[Any, str, Any], right: tuple[Any, str, Any]) -> bool:
     """sorter.go's isLess on (value, Go type, quantity) of values out of decoded JSON, each an interface{} to Go."""
     (value, kind, quantity), (other, other_kind, other_quantity) = left, right
     if value is None or other is None:
@@ -29,8 +29,8 @@ def _less(left: tuple, right: tuple) -> bool:
     if other_kind != kind:
         raise _Unsortable("unsortable interface: interface")
     if quantity is not None and other_quantity is not None:
-        return quantity < other_quantity
-    return value < other
+        return bool(quantity < other_quantity)
+    return bool(value < other)
 
 
 def sort_key(template_text: str) -> Callable[[Any], Any]:
@@ -44,7 +44,7 @@ def sort_key(template_text: str) -> Callable[[Any], Any]:
     except TemplateError as exc:
         raise TemplateError(exc.reason) from None
 
-    def compare(left: tuple, right: tuple) -> int:
+    def compare(left: tuple[bool, Any, str, Any], right: tuple[bool, Any, str, Any]) -> int:
         if left[0] or right[0]:  # missing
             return right[0] - left[0]
         try:
@@ -65,16 +65,16 @@ def sort_key(template_text: str) -> Callable[[Any], Any]:
         value = found[0][0]
         return wrapped((False, value, go_type_name(value), parse_quantity(value) if isinstance(value, str) else None))
 
-    key.field = field  # type: ignore[attr-defined]
     return key
 
 
-def sort_rows(rows: Iterable[Any], template_text: str) -> list:
+def sort_rows(rows: Iterable[Any], template_text: str) -> list[Any]:
     """kubectl's --sort-by over these rows, with its refusal when no row has the field at all."""
     rows = list(rows)
     key = sort_key(template_text)
     keys = [key(row) for row in rows]
     if rows and all(k.obj[0] for k in keys):
-        raise TemplateError(f"couldn't find any field with path {go_quote(key.field)} in the list of objects")
+        field = relaxed_jsonpath_expression(template_text)
+        raise TemplateError(f"couldn't find any field with path {go_quote(field)} in the list of objects")
     order = sorted(range(len(rows)), key=keys.__getitem__)
     return [rows[index] for index in order]

@@ -39,9 +39,12 @@ def tabwrite(text: str, minwidth: int = MINWIDTH, padding: int = PADDING) -> str
 
 class _TabWriter:
     def __init__(self, minwidth: int, padding: int) -> None:
-        self.minwidth, self.padding, self.out, self.maxwidths = minwidth, padding, [], []
+        self.minwidth, self.padding = minwidth, padding
+        self.out: list[str] = []
+        self.maxwidths: list[int] = []
         self.lines: list[list[str]] = [[]]
-        self.cell, self.widths = "", []
+        self.cell = ""
+        self.widths: list[int] = []
 
     def feed(self, piece: str) -> None:
         if piece not in ("\t", "\v", "\n", "\f"):
