@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Optional, TypeVar
+from typing import TYPE_CHECKING, Any, Optional, TypeVar, Union
 
 from msgspec import Struct, field
 
@@ -163,7 +163,7 @@ class _Context(Struct, frozen=True):
     csi_drivers: Optional[set[str]]
     defaults: list[str]
     chosen: Optional[str]
-    drift_by_class: Counter
+    drift_by_class: Counter[Optional[str]]
 
 
 def _class_findings(name: str, sc: Optional[StorageClass], class_pvs: Optional[list[PersistentVolume]],
@@ -328,7 +328,7 @@ def report(result: ClassCensus, now: Optional[datetime] = None) -> Report[ClassR
     def created(r: ClassRow) -> Optional[str]:
         return age(r.storage_class.meta.created, now or utcnow()) if r.storage_class else None
 
-    def other(r: ClassRow) -> Optional[str]:
+    def other(r: ClassRow) -> Union[str, Absent, None]:
         phases = r.pv_phases_except(COLUMN_PV_PHASES)
         if phases is None:
             return Absent.UNKNOWN

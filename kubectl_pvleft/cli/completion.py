@@ -18,7 +18,10 @@ import sys
 import warnings
 from collections.abc import Iterable, Sequence
 from contextlib import redirect_stderr
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
+
+if TYPE_CHECKING:  # the kubeconfig reader is imported only when a completion needs the server
+    from kubectl_pvleft.kube.kubeconfig import Selection
 
 # cobra's ShellCompDirective values.
 DEFAULT = 0  # let the shell complete file names
@@ -162,7 +165,7 @@ def kubeconfig_names(section: str, explicit: Optional[str]) -> list[str]:
     return [entry["name"] for entry in doc.get(section) or () if isinstance(entry.get("name"), str)]
 
 
-def _selection(parser: argparse.ArgumentParser, words: list[str]):  # -> kubectl_pvleft.kube.kubeconfig.Selection
+def _selection(parser: argparse.ArgumentParser, words: list[str]) -> Selection:
     """The server and identity the typed flags choose, read by the command line's own parser."""
     from kubectl_pvleft.cli.parser import selection_of
 
@@ -170,7 +173,7 @@ def _selection(parser: argparse.ArgumentParser, words: list[str]):  # -> kubectl
     return selection_of(args)
 
 
-def namespace_names(selection) -> list[str]:  # selection: kubectl_pvleft.kube.kubeconfig.Selection
+def namespace_names(selection: Selection) -> list[str]:
     """Namespace names from the API server, read as metadata only with the user's own credentials."""
     from kubectl_pvleft.cli.session import connect
     from kubectl_pvleft.kube.api import NAMESPACES

@@ -11,13 +11,16 @@ import os
 import re
 from collections.abc import Callable, Sequence
 from types import MappingProxyType
-from typing import Any, NoReturn, Optional
+from typing import TYPE_CHECKING, Any, NoReturn, Optional
 
 from kubectl_pvleft import __version__
 from kubectl_pvleft.errors import TemplateRefused, UsageError
 from kubectl_pvleft.invocation import BOOLEAN, COMMANDS, COMMANDS_BY_NAME, REPEATED, Command, Flag, Invocation
 from kubectl_pvleft.output.names import PLAIN_FORMATS, REFUSED_FORMATS, TEMPLATE_FORMATS
 from kubectl_pvleft.text import shown
+
+if TYPE_CHECKING:  # the kubeconfig reader is imported when a selection is made, not to parse
+    from kubectl_pvleft.kube.kubeconfig import Selection
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_FINDINGS, EXIT_PARTIAL = 0, 1, 2, 3, 4
 EXIT_INTERRUPTED, EXIT_PIPE_CLOSED = 130, 141
@@ -135,7 +138,7 @@ def parse_request_timeout(text: str) -> Optional[float]:
     return nanoseconds / 1e9 if nanoseconds > 0 else None
 
 
-def header_value(what: str):
+def header_value(what: str) -> Callable[[str], str]:
     def check(text: str) -> str:
         if any(c in text for c in "\r\n\x00") or not text.isprintable():
             raise argparse.ArgumentTypeError(f"{what} may not contain line breaks or control characters")
@@ -237,7 +240,7 @@ def boolean_flags(argv: Sequence[str]) -> dict[str, str]:
 def rewrite_bool_forms(argv: Sequence[str]) -> list[str]:
     """pflag's ``--flag=true|false`` and ``-A=false`` for boolean flags, as argparse understands them."""
     booleans = boolean_flags(argv)
-    out = []
+    out: list[str] = []
     for arg in argv:
         if arg == "--":
             out.extend(argv[len(out):])
@@ -398,7 +401,7 @@ def _add(parser: Any, flag: Flag) -> None:
 
 # -- the one invocation ---------------------------------------------------------------------------------
 
-def selection_of(args: argparse.Namespace) -> Any:
+def selection_of(args: argparse.Namespace) -> Selection:
     from kubectl_pvleft.kube.kubeconfig import Selection
 
     return Selection(

@@ -5,7 +5,7 @@ it reads (a kind that is not served, a credential plugin that wants a terminal) 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator
 from typing import TYPE_CHECKING, Any, Optional
 
 from kubectl_pvleft.errors import ApiError, Forbidden
@@ -53,9 +53,10 @@ class Session:
         return served(self.api) if served is not None else None
 
     def run(self) -> Result:
-        return self.module.run(self.api, self.options)
+        result: Result = self.module.run(self.api, self.options)
+        return result
 
-    def follow(self, settings: WatchSettings, stop: Any = None) -> Iterator[Any]:
+    def follow(self, settings: WatchSettings, stop: Any = None) -> Generator[Any, None, None]:
         """Batches of row changes and notices until the streams fail; nothing when the kinds are not served
         (the caller asked ``not_served`` first)."""
         from kubectl_pvleft.kube.watch import follow

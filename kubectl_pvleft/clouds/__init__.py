@@ -72,7 +72,7 @@ class CloudDisk(Struct, frozen=True):
     provenance: Mapping[str, str] = field(default_factory=dict)  # created-for pvc/pv, cluster tags, CSI name
     other_cluster: Optional[bool] = None  # True: tagged for another cluster; None: cannot tell
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "source": self.source, "handle": self.handle, "name": self.name, "location": self.location,
             "size_gb": self.size_gb, "type": self.type,

@@ -33,7 +33,7 @@ def listed_in_time(census: Any, seconds: float, from_flag: bool) -> list[CloudDi
     own (a daemon thread with nothing more to report), never waited for."""
     import threading
 
-    outcome: list[Any] = []
+    outcome: list[Union[list[CloudDisk], BaseException]] = []
 
     def work() -> None:
         try:

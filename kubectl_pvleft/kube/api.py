@@ -26,6 +26,7 @@ from kubectl_pvleft.records import (
     Event,
     ListMeta,
     Named,
+    ObjectMeta,
     PersistentVolume,
     PersistentVolumeClaim,
     Pod,
@@ -42,10 +43,18 @@ JSON = "application/json"
 # Ask for metadata only where the server can (every supported server can); plain JSON is the fallback.
 METADATA_ONLY = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
 
-R = TypeVar("R")
+
+class Object(Protocol):
+    """What every kind's record has: the watch reads its resourceVersion, a list its uid."""
+
+    @property
+    def metadata(self) -> ObjectMeta: ...
+
+
+R = TypeVar("R", bound=Object)
 T = TypeVar("T")
 
-__all__ = ["Kind", "KubeAPI", "Listing", "Reader", "StreamClosed", "WatchEvent", "begin", "error_for", "optional"]
+__all__ = ["Kind", "KubeAPI", "Listing", "Object", "Reader", "StreamClosed", "WatchEvent", "begin", "error_for", "optional"]
 
 
 class Kind(Generic[R]):
@@ -71,14 +80,16 @@ class Kind(Generic[R]):
         return METADATA_ONLY if self.metadata_only else JSON
 
     @cached_property
-    def page_decoder(self) -> msgspec.json.Decoder:
+    def page_decoder(self) -> msgspec.json.Decoder[Any]:
+        # The item type is built at run time from this kind's record, which a type checker cannot follow.
         page = msgspec.defstruct(f"{self.record.__name__}Page", [
             # An empty metadata-only list says "items": null.
-            ("metadata", ListMeta, ListMeta()), ("items", Optional[list[self.record]], None)], frozen=True, gc=False)
+            ("metadata", ListMeta, ListMeta()),
+            ("items", Optional[list[self.record]], None)], frozen=True, gc=False)  # type: ignore[name-defined]
         return msgspec.json.Decoder(page)
 
     @cached_property
-    def decoder(self) -> msgspec.json.Decoder:
+    def decoder(self) -> msgspec.json.Decoder[R]:
         return msgspec.json.Decoder(self.record)
 
 
@@ -315,12 +326,12 @@ class KubeAPI:
     def close(self) -> None:
         self.transport.close()
 
-    def fetch(self, path: str, params: dict[str, str], accept: str, verb: str, decoder: msgspec.json.Decoder) -> Any:
+    def fetch(self, path: str, params: dict[str, str], accept: str, verb: str, decoder: msgspec.json.Decoder[T]) -> T:
         response = self.transport.open(path, params, accept, verb)
         return self.decode(self.transport.read(response), response.status, decoder, verb, path)
 
     @staticmethod
-    def decode(body: bytes, status: int, decoder: msgspec.json.Decoder, verb: str, path: str) -> Any:
+    def decode(body: bytes, status: int, decoder: msgspec.json.Decoder[T], verb: str, path: str) -> T:
         try:
             return decoder.decode(body)
         except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as exc:

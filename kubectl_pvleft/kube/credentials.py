@@ -250,7 +250,7 @@ def _find_executable(command: str, hint: Any) -> str:
 
 
 def _run_plugin(argv: list[str], env: dict[str, str], use_stdin: bool, label: str,
-                deadline: Deadline) -> subprocess.CompletedProcess:
+                deadline: Deadline) -> subprocess.CompletedProcess[bytes]:
     import subprocess
 
     limit = deadline.wait(EXEC_TIMEOUT_SECONDS) or EXEC_TIMEOUT_SECONDS  # OutOfTime when nothing is left

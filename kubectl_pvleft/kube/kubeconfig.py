@@ -301,8 +301,7 @@ def namespace_problem(namespace: str) -> Optional[str]:
 
 
 def _checked_namespace(namespace: Optional[str], where: str) -> Optional[str]:
-    problem = namespace_problem(namespace) if namespace else None
-    if problem:
+    if namespace and (problem := namespace_problem(namespace)):
         shown = namespace.encode("utf-8", "backslashreplace").decode("ascii", "backslashreplace")
         shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in shown)
         raise ConfigError(f'invalid namespace "{shown}": [{problem}] (the namespace of {where})')

@@ -335,7 +335,7 @@ class Transport:
         except HTTPFailure:
             return b""
 
-    def _send(self, target: str, accept: str, issued: Issued, timeouts: Optional[Timeouts],
+    def _send(self, target: str, accept: str, issued: Issued, timeouts: Timeouts,
               streamed: bool = False) -> Response:
         headers = self._headers(accept, issued, streamed)
         url = self.server + target
@@ -346,7 +346,7 @@ class Transport:
             log.info("curl -v -XGET %s '%s'", " ".join(f"-H {json.dumps(f'{k}: {_masked(k, v)}')}"
                                                       for k, v in headers), display_url(url))
         try:
-            response = self._pool_for(issued).get(target, headers, timeouts or self._timeouts())
+            response = self._pool_for(issued).get(target, headers, timeouts)
         except NoAnswer:
             raise  # _answered may send it again
         except HTTPFailure as exc:
@@ -371,6 +371,7 @@ class Transport:
     def _timeouts(self, deadline: Deadline) -> Timeouts:
         if deadline.bounded:
             left = deadline.wait()  # what the exec plugin and earlier tries left of --request-timeout
+            assert left is not None  # a bounded deadline's wait is never None
             return Timeouts(connect=left, total=left)
         return Timeouts(connect=30.0, read=silence_limit())
 
@@ -434,13 +435,14 @@ def one_line(text: str, limit: int = 500) -> str:
 def api_error(status: int, body: bytes, verb: str, path: str) -> ApiError:
     import json  # error answers only
 
-    reason, message, details = "", "", {}
+    reason, message = "", ""
+    details: dict[str, Any] = {}
     try:
         doc = json.loads(body)
         if isinstance(doc, dict):
-            reason = doc.get("reason") if isinstance(doc.get("reason"), str) else ""
-            message = doc.get("message") if isinstance(doc.get("message"), str) else ""
-            details = doc.get("details") if isinstance(doc.get("details"), dict) else {}
+            reason = doc["reason"] if isinstance(doc.get("reason"), str) else ""
+            message = doc["message"] if isinstance(doc.get("message"), str) else ""
+            details = doc["details"] if isinstance(doc.get("details"), dict) else {}
     except ValueError:
         message = body.decode("utf-8", "replace")
         if message.lstrip().startswith("<"):  # a proxy's HTML page: its markup says nothing
@@ -451,6 +453,6 @@ def api_error(status: int, body: bytes, verb: str, path: str) -> ApiError:
 
 
 def error_for(status: int, reason: str, message: str, verb: str, path: str,
-              details: Optional[dict] = None) -> ApiError:
+              details: Optional[dict[str, Any]] = None) -> ApiError:
     kind = {403: Forbidden, 404: NotFound, 410: Expired}.get(status, ApiError)
     return kind(status, reason, one_line(message), verb, path, details)

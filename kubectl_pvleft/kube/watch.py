@@ -18,13 +18,13 @@ import queue
 import random
 import threading
 import time
-from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Hashable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Generic, Optional, TypeVar, Union
 
 from msgspec import Struct, field
 
 from kubectl_pvleft.errors import ApiError, ConnectionFailed, Expired, Forbidden
-from kubectl_pvleft.kube.api import Kind, KubeAPI, StreamClosed
+from kubectl_pvleft.kube.api import Kind, KubeAPI, Object, StreamClosed
 
 Row = TypeVar("Row")
 
@@ -136,7 +136,7 @@ class _Reflector:
                 return
             yield from self._back_off(failure)
 
-    def _once(self) -> Iterator[StreamItem]:
+    def _once(self) -> Generator[StreamItem, None, Optional[str]]:
         """One list (when needed) and one watch; returns None to go again at once, or what went wrong."""
         s = self.stream
         try:
@@ -159,7 +159,7 @@ class _Reflector:
         except (ApiError, StreamClosed, ConnectionFailed) as exc:
             return self._failure(exc)
 
-    def _watch(self) -> Iterator[StreamItem]:
+    def _watch(self) -> Generator[StreamItem, None, Optional[str]]:
         s = self.stream
         opened, seen = time.monotonic(), 0
         # client-go's reflector draws each watch's length from [min, 2 x min): many watchers do not all reconnect
@@ -210,7 +210,7 @@ class _Reflector:
         self.delay = min(self.delay * 2, self.settings.backoff_max)
 
 
-def uid_of(obj: Any) -> str:
+def uid_of(obj: Object) -> str:
     return obj.metadata.uid
 
 
@@ -305,7 +305,7 @@ class Follow(Struct, Generic[Row]):
 
 
 def follow(api: KubeAPI, spec: Follow[Row], settings: Optional[WatchSettings] = None,
-           stop: Optional[threading.Event] = None) -> Iterator[Union[list[RowChange[Row]], Notice]]:
+           stop: Optional[threading.Event] = None) -> Generator[Union[list[RowChange[Row]], Notice], None, None]:
     """Row changes, a batch per judgment, and notices for stderr, as they happen, forever.
     Closing the generator (or setting ``stop``) ends every stream and closes every connection it opened."""
     settings = settings or WatchSettings()

@@ -4,7 +4,7 @@ object ``-o json`` prints, plus ``change`` (and ``resolution``)."""
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from kubectl_pvleft.kube.watch import RowChange
 from kubectl_pvleft.output.report import Column, Report, truncate
@@ -24,7 +24,7 @@ def change_report(report: Report[Any], wide: bool = False) -> Report[RowChange[A
         return Column(column.header, lambda line: column.cell(line.row), column.wide_only, column.empty)
 
     def resolved_or(column: Column[Any]) -> Column[RowChange[Any]]:
-        def cell(line: RowChange[Any]) -> Optional[str]:
+        def cell(line: RowChange[Any]) -> Any:
             if line.change != "resolved":
                 return column.cell(line.row)
             text = f"resolved: {line.resolution}"

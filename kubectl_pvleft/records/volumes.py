@@ -298,7 +298,7 @@ class PersistentVolumeClaim(Record, frozen=True):
     status: ClaimStatus = ClaimStatus()
 
     @property
-    def meta(self) -> ObjectMeta:
+    def meta(self) -> ClaimMeta:
         return self.metadata
 
     @property

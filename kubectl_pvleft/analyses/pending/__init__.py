@@ -28,6 +28,7 @@ from kubectl_pvleft.kube.api import (
     STORAGE_CLASSES,
     VOLUME_ATTACHMENTS,
     Kind,
+    Object,
     Reader,
     begin,
     optional,
@@ -38,7 +39,7 @@ from kubectl_pvleft.records import Event, Pod, StorageClass, iso
 if TYPE_CHECKING:  # --watch alone needs the watch runtime: imported in follow()
     from kubectl_pvleft.kube.watch import Follow, Stores
 
-T = TypeVar("T")
+T = TypeVar("T", bound=Object)
 
 PENDING_SELECTOR = "status.phase=Pending"
 # Up to this many objects, their events (and claims, and volumes) are fetched one selector or GET
@@ -201,7 +202,7 @@ def _read_events(api: Reader, uids: dict[str, str], namespace: Optional[str], li
     return by_uid
 
 
-def _list_scopes(namespace: Optional[str], namespaces: set[str], limit: int) -> list[Optional[str]]:
+def _list_scopes(namespace: Optional[str], namespaces: set[str], limit: int) -> Sequence[Optional[str]]:
     """One list for the namespace asked for, one per namespace when few, else one cluster-wide."""
     if namespace:
         return [namespace]

@@ -451,9 +451,9 @@ def _name_other_party(pod: Pod, verdict: Verdict, claims: Sequence[ClaimView], e
                                message=f'{verdict.message} (claim "{pvc.name}" is {other.text()})')
     if names_attachment(verdict.message):
         for pvc in bound:
-            other = attachment_holder(pod, pvc, evidence.attachments, evidence.pods)
-            if other is not None:
-                return replace(verdict, claim=pvc.name, other=other, message=f"{verdict.message} ({other.text()})")
+            holder = attachment_holder(pod, pvc, evidence.attachments, evidence.pods)
+            if holder is not None:
+                return replace(verdict, claim=pvc.name, other=holder, message=f"{verdict.message} ({holder.text()})")
     return verdict
 
 
