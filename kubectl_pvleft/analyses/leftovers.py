@@ -191,10 +191,10 @@ def _with_claims_of(api: Reader, pvs: list[PersistentVolume], index: Optional[Cl
         found.update({(c.namespace, c.name): c.uid for c in api.list(CLAIM_IDENTITIES, claim_namespace)
                       if (c.namespace, c.name) in wanted})
         return ClaimIndex(found)
-    for key, ref in wanted.items():
-        claim = api.get(CLAIM_IDENTITIES, ref.name, ref.namespace or None)
+    for namespace, name in wanted:  # _key's name is the claim_ref's, never empty here
+        claim = api.get(CLAIM_IDENTITIES, name, namespace or None)
         if claim is not None:
-            found[key] = claim.uid
+            found[(namespace, name)] = claim.uid
     return ClaimIndex(found)
 
 
