@@ -10,8 +10,8 @@ from typing import Iterator
 import pytest
 
 from aws_moto import MotoServer, PagingProxy, create_volume, csi_tags, use_fake_credentials
-from kubectl_pvleft.clouds import CloudDisk, VolumeRef, join
-from kubectl_pvleft.clouds.aws import AwsCensus, disk_from_volume, open_census, parse_volume_id, zone_in_region
+from kubectl_pvleft.clouds.base import CloudDisk, VolumeRef, join
+from kubectl_pvleft.clouds.aws.census import AwsCensus, disk_from_volume, open_census, parse_volume_id, zone_in_region
 
 
 @pytest.fixture(scope="module")
@@ -134,7 +134,7 @@ def test_boot_volumes_are_set_aside() -> None:
     census = AwsCensus({"us-east-1": None})
     boot = {"VolumeId": "vol-0b007", "Attachments": [{"InstanceId": "i-1", "DeleteOnTermination": True}]}
     csi = {"VolumeId": "vol-0c51", "Attachments": [{"InstanceId": "i-1", "DeleteOnTermination": False}]}
-    from kubectl_pvleft.clouds.aws import dies_with_instance
+    from kubectl_pvleft.clouds.aws.census import dies_with_instance
     assert (dies_with_instance(boot), dies_with_instance(csi)) == (True, False)
     census.instance_volumes.add("vol-0b007")
     assert not census.covers("vol-0b007")  # seen, only set aside: never called missing

@@ -12,8 +12,8 @@ import pytest
 
 from aws_moto import MotoServer, aws_test_env, create_volume, csi_tags, use_fake_credentials
 from kubectl_pvleft.kube.api import PERSISTENT_VOLUMES, KubeAPI
-from kubectl_pvleft.clouds import join
-from kubectl_pvleft.clouds.aws import open_census
+from kubectl_pvleft.clouds.base import join
+from kubectl_pvleft.clouds.aws.census import open_census
 from kubectl_pvleft.clouds.refs import volume_ref
 from kubectl_pvleft.kube.kubeconfig import Selection, load_connection
 from scenarios import apply, claim, delete_claim, namespace, wait_pv_phase

@@ -12,7 +12,7 @@ from typing import Iterator
 import pytest
 
 from aws_moto import FAKE_SECRET, Ec2ErrorServer, MotoServer, aws_test_env, free_port
-from kubectl_pvleft.clouds import CloudError
+from kubectl_pvleft.clouds.base import CloudError
 
 # Every test runs the census in a child Python (a clean environment and sys.modules), most against moto.
 pytestmark = pytest.mark.integration
@@ -20,8 +20,8 @@ pytestmark = pytest.mark.integration
 # Runs the census in a fresh interpreter and prints what a user would read: the CloudError line, or the volumes.
 CENSUS = """
 import json, sys
-from kubectl_pvleft.clouds import CloudError
-from kubectl_pvleft.clouds.aws import open_census
+from kubectl_pvleft.clouds.base import CloudError
+from kubectl_pvleft.clouds.aws.census import open_census
 args = json.loads(sys.argv[1])
 try:
     disks = list(open_census(**args).disks())
@@ -211,7 +211,7 @@ def test_region_name_checked(tmp_path: Path) -> None:
     env = aws_test_env(tmp_path, AWS_ACCESS_KEY_ID="AKIAOPS", AWS_SECRET_ACCESS_KEY=FAKE_SECRET)
     assert one_error_line(census(env, regions=["us east 1"])) == "--aws-region 'us east 1' is not an AWS region name"
     with pytest.raises(CloudError, match="--aws-region needs a region name"):
-        from kubectl_pvleft.clouds.aws import open_census
+        from kubectl_pvleft.clouds.aws.census import open_census
         open_census([" "])
 
 

@@ -23,7 +23,7 @@ from scenarios import apply, claim, delete_claim, namespace, storage_class, wait
 from test_aws_cluster import csi as ebs_csi, ebs_pv  # noqa: E402
 from test_gce_cluster import gke_pv  # noqa: E402
 
-from kubectl_pvleft.clouds.gce import CSI_DRIVER  # noqa: E402
+from kubectl_pvleft.clouds.gce.census import CSI_DRIVER  # noqa: E402
 
 PROJECT = "pvleft-cli-gke"  # only this module's PVs name it, so every GCE finding is this module's
 REGION, ZONE_B, ZONE_C = "europe-west1", "europe-west1-b", "europe-west1-c"

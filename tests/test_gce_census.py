@@ -20,8 +20,8 @@ import gce_discovery  # noqa: E402
 from gce_fake import FakeCompute, csi_description, gce_disk  # noqa: E402
 from google.auth.credentials import AnonymousCredentials  # noqa: E402
 
-from kubectl_pvleft.clouds import MISSING_DISK, ORPHAN_DISK, CloudError, VolumeRef, join  # noqa: E402
-from kubectl_pvleft.clouds.gce import CSI_DRIVER, INSTALL_HINT, MULTI_ZONE_LABEL, open_census  # noqa: E402
+from kubectl_pvleft.clouds.base import MISSING_DISK, ORPHAN_DISK, CloudError, VolumeRef, join  # noqa: E402
+from kubectl_pvleft.clouds.gce.census import CSI_DRIVER, INSTALL_HINT, MULTI_ZONE_LABEL, open_census  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT = "shop-prod"
@@ -284,8 +284,8 @@ def test_without_the_sdk_the_census_says_how_to_install_it() -> None:
     done = _python("""
         import sys
         sys.modules["google.cloud.compute_v1"] = None
-        from kubectl_pvleft.clouds import CloudError
-        from kubectl_pvleft.clouds.gce import open_census
+        from kubectl_pvleft.clouds.base import CloudError
+        from kubectl_pvleft.clouds.gce.census import open_census
         try:
             open_census(["p"])
         except CloudError as exc:
@@ -303,8 +303,8 @@ def test_without_credentials_one_line_says_how_to_get_them(tmp_path: Path, named
     if named_file:
         env["GOOGLE_APPLICATION_CREDENTIALS"] = str(tmp_path / "absent.json")
     done = _python("""
-        from kubectl_pvleft.clouds import CloudError
-        from kubectl_pvleft.clouds.gce import open_census
+        from kubectl_pvleft.clouds.base import CloudError
+        from kubectl_pvleft.clouds.gce.census import open_census
         try:
             open_census(["p"])
         except CloudError as exc:
@@ -325,7 +325,7 @@ def test_without_the_flag_no_google_module_is_imported() -> None:
                " if m.split('.')[0] in ('google', 'googleapiclient', 'grpc', 'proto'))))")
     done = _python(f"""
 import sys
-import kubectl_pvleft.cli.main, kubectl_pvleft.clouds.gce, kubectl_pvleft.clouds.refs
+import kubectl_pvleft.cli.main, kubectl_pvleft.clouds.gce.census, kubectl_pvleft.clouds.refs
 try:
     kubectl_pvleft.cli.main.main(["--help"])
 except SystemExit:

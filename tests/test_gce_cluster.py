@@ -17,8 +17,8 @@ from google.auth.credentials import AnonymousCredentials  # noqa: E402
 from scenarios import apply, claim, delete_claim, namespace, storage_class, wait_pv_phase  # noqa: E402
 
 from kubectl_pvleft.kube.api import PERSISTENT_VOLUMES, KubeAPI  # noqa: E402
-from kubectl_pvleft.clouds import MISSING_DISK, ORPHAN_DISK, join  # noqa: E402
-from kubectl_pvleft.clouds.gce import CSI_DRIVER, open_census  # noqa: E402
+from kubectl_pvleft.clouds.base import MISSING_DISK, ORPHAN_DISK, join  # noqa: E402
+from kubectl_pvleft.clouds.gce.census import CSI_DRIVER, open_census  # noqa: E402
 from kubectl_pvleft.clouds.refs import volume_ref  # noqa: E402
 from kubectl_pvleft.kube.kubeconfig import Selection, load_connection  # noqa: E402
 

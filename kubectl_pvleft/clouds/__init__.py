@@ -1,20 +1,22 @@
-"""The second census: cloud disks beside the PersistentVolumes, one module per cloud behind one interface.
+"""The second census: cloud disks beside the PersistentVolumes, one package per cloud behind one interface.
 
 A census runs only when the user names its cloud (``--project`` for Compute Engine, ``--aws-region`` for
 EBS); its SDK is imported only then (``importlib`` inside the module's ``open_census``), never at start-up.
 Two clients, two findings: every finding says which client saw it (``source``).
 
-Contract for a cloud module (``gce.py``, ``aws.py``), everything about that cloud declared there:
+Contract for a cloud (``gce/``, ``aws/``): its package's ``__init__`` declares, cheaply (the parser reads it on
+every ``leftovers`` run), and its ``census`` module implements (imported only when the census runs):
 
 - ``NAME`` (how messages name the census), ``SOURCE`` (``"gce"``, ``"aws"``: JSON ``source``), ``FLAGS`` (its
   ``invocation.Flag``s, the first one the flag that asks for it), ``DRIVERS`` (the CSI drivers and in-tree
   sources whose PVs it answers for);
 - ``asked(flags) -> bool``: whether the parsed flags ask for this census;
-- ``open(flags, timeout) -> Census``: builds the SDK client lazily; raises ``CloudError`` (one line, what is
-  missing and how to get it) when credentials or the SDK are absent;
-- optionally ``other_clusters_note(disks, flags) -> str``: what it set aside as other clusters' disks.
+- ``census.open(flags, timeout) -> Census``: builds the SDK client (imported there); raises
+  ``CloudError`` (one line, what is missing and how to get it) when credentials or the SDK are absent;
+- optionally ``census.other_clusters_note(disks, flags) -> str``: what it set aside as other clusters' disks.
 
-Adding a cloud: one module here, its name in ``CLOUD_MODULES``, its extra in setup.cfg, its test server.
+Adding a cloud: one package here, its name in ``CLOUD_MODULES``, its extra in setup.cfg, its test server. The
+shared types and the join are in ``base``; ``census`` runs the asked ones.
 
 - ``Census.source``: ``"gce"`` or ``"aws"``.
 - ``Census.handle_of(pv: VolumeRef) -> Optional[str]``: the canonical handle a PV names on this cloud (the
@@ -31,121 +33,10 @@ Adding a cloud: one module here, its name in ``CLOUD_MODULES``, its extra in set
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
-from datetime import datetime
-from typing import Any, Optional, Protocol
-
-from msgspec import Struct, field
+from typing import Any
 
 # The clouds, in the order their censuses run and their flags are listed.
 CLOUD_MODULES = ("kubectl_pvleft.clouds.gce", "kubectl_pvleft.clouds.aws")
-
-ORPHAN_DISK = "orphan-disk"  # a disk no PV in this cluster names
-MISSING_DISK = "missing-disk"  # a PV whose disk does not exist: its data is already gone
-
-
-class CloudError(Exception):
-    """The cloud census could not be taken: one line for stderr. The Kubernetes findings still print."""
-
-
-class VolumeRef(Struct, frozen=True):
-    """What a PV says about the cloud disk behind it, read off the PV alone."""
-
-    pv_name: str
-    driver: Optional[str]  # CSI driver name, or the in-tree source key ("gcePersistentDisk", "awsElasticBlockStore")
-    handle: Optional[str]  # CSI volumeHandle, or the in-tree pdName / volumeID
-    zone: Optional[str] = None  # topology.kubernetes.io/zone (or the beta label) when the PV carries it
-    region: Optional[str] = None  # topology.kubernetes.io/region (or the beta label)
-    phase: Optional[str] = None
-
-
-class CloudDisk(Struct, frozen=True):
-    source: str  # "gce" | "aws": the client that saw it
-    handle: str  # canonical: "projects/P/zones/Z/disks/D", "projects/P/regions/R/disks/D", "vol-0abc..."
-    name: str
-    location: str  # zone, region or availability zone
-    size_gb: Optional[int]
-    type: Optional[str]
-    created: Optional[datetime]
-    state: Optional[str]  # READY / available / in-use ... as the cloud says it
-    users: tuple[str, ...] = ()  # the VMs / instances using it
-    provenance: Mapping[str, str] = field(default_factory=dict)  # created-for pvc/pv, cluster tags, CSI name
-    other_cluster: Optional[bool] = None  # True: tagged for another cluster; None: cannot tell
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "source": self.source, "handle": self.handle, "name": self.name, "location": self.location,
-            "size_gb": self.size_gb, "type": self.type,
-            "created": self.created.isoformat().replace("+00:00", "Z") if self.created else None,
-            "state": self.state, "users": list(self.users), "provenance": dict(self.provenance),
-            "other_cluster": self.other_cluster,
-        }
-
-
-class Census(Protocol):
-    source: str
-    orphan_kind: str  # the finding names in this cloud's words: orphan-disk (GCE), orphan-volume (AWS)
-    missing_kind: str
-    notes: list[str]
-
-    def handle_of(self, pv: VolumeRef) -> Optional[str]: ...
-
-    def covers(self, handle: str) -> bool: ...
-
-    def disks(self) -> Iterator[CloudDisk]: ...
-
-
-class CloudFinding(Struct, frozen=True):
-    kind: str  # ORPHAN_DISK | MISSING_DISK
-    source: str  # the client that saw it
-    disk: Optional[CloudDisk]  # None for a missing disk
-    pv_name: Optional[str]  # None for an orphan
-    handle: str
-    message: str
-
-
-class CloudReport(Struct):
-    findings: list[CloudFinding]
-    disks_by_pv: dict[str, CloudDisk]  # facts for the PV rows: every PV whose disk was found
-    other_clusters: list[CloudDisk] = field(default_factory=list)  # no PV here names them; tagged for others
-
-
-def join(census: Census, pvs: Iterable[VolumeRef], disks: Iterable[CloudDisk]) -> CloudReport:
-    """Pure: match disks to PVs by canonical handle (never by name alone)."""
-    named: dict[str, list[str]] = {}
-    for pv in pvs:
-        handle = census.handle_of(pv)
-        if handle:
-            named.setdefault(handle, []).append(pv.pv_name)
-    seen: dict[str, CloudDisk] = {}
-    findings: list[CloudFinding] = []
-    by_pv: dict[str, CloudDisk] = {}
-    other_clusters: list[CloudDisk] = []
-    for disk in disks:
-        seen[disk.handle] = disk
-        owners = named.get(disk.handle)
-        if owners:
-            for pv_name in owners:
-                by_pv[pv_name] = disk
-            continue
-        if disk.other_cluster:  # the user named this cluster and the tags name others: not ours to report
-            other_clusters.append(disk)
-            continue
-        made_for = ", ".join(f"{k}={v}" for k, v in sorted(disk.provenance.items())) or "no provenance recorded"
-        whose = ("it may belong to another cluster in the same account or project" if disk.other_cluster is None
-                 else "it is tagged for this cluster")
-        findings.append(CloudFinding(
-            getattr(census, "orphan_kind", ORPHAN_DISK), census.source, disk, None, disk.handle,
-            f"no PersistentVolume in this cluster names {disk.handle} ({made_for}); {whose}"))
-    for handle, pv_names in sorted(named.items()):
-        if handle in seen or not census.covers(handle):
-            continue
-        findings.extend(CloudFinding(
-            getattr(census, "missing_kind", MISSING_DISK), census.source, None, pv_name, handle,
-            f"PersistentVolume {pv_name} names {handle}, which does not exist: its data is already gone")
-            for pv_name in pv_names)
-    findings.sort(key=lambda f: (f.kind, f.handle, f.pv_name or ""))
-    return CloudReport(findings, by_pv, other_clusters)
 
 
 def cloud_modules() -> list[Any]:

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from importlib import import_module
 from typing import Any, Optional, Union
 
-from kubectl_pvleft.clouds import CloudDisk, CloudError, CloudFinding, join
+from kubectl_pvleft.clouds.base import CloudDisk, CloudError, CloudFinding, join
 from kubectl_pvleft.clouds.refs import volume_ref
 from kubectl_pvleft.invocation import Options
 from kubectl_pvleft.output.report import Column, Report, age, utcnow
@@ -67,8 +68,6 @@ class CensusOutcome:
 
 def asked(options: Options) -> list[Any]:
     """The cloud modules whose census the flags ask for, in registry order."""
-    from importlib import import_module
-
     return [import_module(name) for name in options.clouds]
 
 
@@ -80,7 +79,8 @@ def take(options: Options, pvs: Sequence[Any]) -> CensusOutcome:
     for cloud in asked(options):
         drivers |= cloud.DRIVERS
         try:
-            census = cloud.open(options.flags, census_seconds(options))
+            implementation = import_module(cloud.__name__ + ".census")
+            census = implementation.open(options.flags, census_seconds(options))
             joined = join(census, refs, listed_in_time(census, census_seconds(options),
                                                        options.request_timeout is not None))
         except CloudError as exc:
@@ -92,8 +92,8 @@ def take(options: Options, pvs: Sequence[Any]) -> CensusOutcome:
         outcome.findings += joined.findings
         outcome.disks.update(joined.disks_by_pv)
         outcome.disks.update({f.pv_name: Absent.MISSING for f in joined.findings if f.pv_name is not None})
-        if joined.other_clusters and hasattr(cloud, "other_clusters_note"):
-            outcome.warnings.append(cloud.other_clusters_note(joined.other_clusters, options.flags))
+        if joined.other_clusters and hasattr(implementation, "other_clusters_note"):
+            outcome.warnings.append(implementation.other_clusters_note(joined.other_clusters, options.flags))
         outcome.warnings += census.notes
     for ref in refs:  # a cloud's PV whose disk no census placed: not looked at, or the census failed
         if ref.pv_name not in outcome.disks and ref.driver in drivers:

@@ -23,33 +23,13 @@ from collections.abc import Iterator, Mapping
 from datetime import timezone
 from typing import Any, Optional
 
-from kubectl_pvleft.invocation import REPEATED, VALUE, Flag
+from kubectl_pvleft.clouds.aws import CSI_DRIVERS, IN_TREE_DRIVERS, SOURCE
+from kubectl_pvleft.clouds.base import CloudDisk, CloudError, VolumeRef
 
-from . import CloudDisk, CloudError, VolumeRef
-
-SOURCE = "aws"
-NAME = "EBS"  # how messages name this census
-FLAGS = (
-    Flag(name="--aws-region", dest="aws_region", kind=REPEATED, metavar="REGION",
-         help="AWS region(s) whose EBS volumes to list beside the PVs (repeatable; needs kubectl-pvleft[aws] and AWS "
-              "credentials)",
-         # the host label botocore requires of a region: it becomes part of the endpoint's name
-         pattern=r"[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?", what="an AWS region name"),
-    Flag(name="--aws-profile", dest="aws_profile", kind=VALUE, metavar="PROFILE", needs="--aws-region",
-         help="the AWS profile (default: AWS_PROFILE, then the chain)"),
-    Flag(name="--aws-cluster-name", dest="aws_cluster_name", kind=VALUE, metavar="NAME", needs="--aws-region",
-         help="this cluster's name in EBS tags: volumes tagged for other clusters are told apart"),
-)
 PERMISSION = "ec2:DescribeVolumes"
 DEFAULT_PAGE_SIZE = 500
 INSTALL_HINT = "--aws-region needs boto3: pip install 'kubectl-pvleft[aws]'"
 
-# The EBS CSI driver, and EKS Auto Mode's managed copy of it; both put the bare volume id in volumeHandle.
-CSI_DRIVERS = frozenset({"ebs.csi.aws.com", "ebs.csi.eks.amazonaws.com"})
-# The in-tree source key (records.py names in-tree PVs by it) and the in-tree plugin's name. CSI-migrated PVs
-# keep this spec, so they arrive here too.
-IN_TREE_DRIVERS = frozenset({"awsElasticBlockStore", "kubernetes.io/aws-ebs"})
-DRIVERS = CSI_DRIVERS | IN_TREE_DRIVERS  # the PVs whose volumes this census answers for
 
 CLUSTER_TAG_PREFIX = "kubernetes.io/cluster/"
 CLUSTER_NAME_TAGS = ("KubernetesCluster", "ebs.csi.aws.com/cluster-name")
@@ -215,15 +195,6 @@ def check_describe_volumes(page: Any, region: str) -> None:
                          "list): the census was not taken, and no volume is reported missing")
 
 
-def asked(flags: Mapping[str, Any]) -> bool:
-    return bool(flags.get("aws_region"))
-
-
-def open(flags: Mapping[str, Any], timeout: float) -> AwsCensus:
-    return open_census(list(flags.get("aws_region") or ()), profile=flags.get("aws_profile"),
-                       cluster_name=flags.get("aws_cluster_name"), timeout=timeout)
-
-
 def other_clusters_note(disks: list[CloudDisk], flags: Mapping[str, Any]) -> str:
     """What --aws-cluster-name left out of the orphan findings, said once, by the clusters the tags name."""
     counts: dict[str, int] = {}
@@ -233,6 +204,11 @@ def other_clusters_note(disks: list[CloudDisk], flags: Mapping[str, Any]) -> str
     by_cluster = ", ".join(f"{name}: {count}" for name, count in sorted(counts.items()))
     return (f"{len(disks)} EBS volume(s) tagged for other clusters ({by_cluster}) are not reported as orphans: "
             f"--aws-cluster-name {flags.get('aws_cluster_name')} names this cluster")
+
+
+def open(flags: Mapping[str, Any], timeout: float) -> AwsCensus:
+    return open_census(list(flags.get("aws_region") or ()), profile=flags.get("aws_profile"),
+                       cluster_name=flags.get("aws_cluster_name"), timeout=timeout)
 
 
 def open_census(regions: list[str], profile: Optional[str] = None, cluster_name: Optional[str] = None,

@@ -18,30 +18,9 @@ from typing import Any, Optional
 
 from msgspec import Struct
 
-from kubectl_pvleft.invocation import REPEATED, Flag
+from kubectl_pvleft.clouds.base import CloudDisk, CloudError, VolumeRef
+from kubectl_pvleft.clouds.gce import CSI_DRIVER, IN_TREE_DRIVER, SOURCE
 
-from . import CloudDisk, CloudError, VolumeRef
-
-SOURCE = "gce"
-NAME = "Compute Engine"  # how messages name this census
-_NAME_PATTERN = r"[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?"
-# Compute Engine's parameter patterns, from its discovery document: a project ID or number (maybe domain-scoped),
-# a zone or region name. Checked before any call.
-FLAGS = (
-    Flag(name="--project", dest="project", kind=REPEATED, metavar="PROJECT",
-         help="Compute Engine project(s) whose disks to list beside the PVs (repeatable; needs kubectl-pvleft[gcp] "
-              "and Application Default Credentials)",
-         pattern=r"(?:(?:[-a-z0-9]{1,63}\.)*(?:[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?):)?"
-                 r"(?:[0-9]{1,19}|(?:[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?))",
-         what="a Compute Engine project ID or number"),
-    Flag(name="--zone", dest="zone", kind=REPEATED, metavar="ZONE", help="only these zones (with --project)",
-         needs="--project", pattern=_NAME_PATTERN, what="a Compute Engine zone name"),
-    Flag(name="--region", dest="region", kind=REPEATED, metavar="REGION", help="only these regions (with --project)",
-         needs="--project", pattern=_NAME_PATTERN, what="a Compute Engine region name"),
-)
-CSI_DRIVER = "pd.csi.storage.gke.io"
-IN_TREE_DRIVER = "gcePersistentDisk"
-DRIVERS = frozenset({CSI_DRIVER, IN_TREE_DRIVER})  # the PVs whose disks this census answers for
 # The PD CSI driver's placeholders (pkg/constants): a handle may leave project, zone or region for the driver
 # to fill in, and a "multi-zone" handle names same-named disks in several zones, each carrying MULTI_ZONE_LABEL.
 UNSPECIFIED = "UNSPECIFIED"
@@ -109,10 +88,6 @@ def label_location(zone_label: Optional[str], region_label: Optional[str]) -> Op
 
 
 LIST_KINDS = ("compute#diskAggregatedList", "compute#diskList")  # what every page of Compute's disk lists says it is
-
-
-def asked(flags: Mapping[str, Any]) -> bool:
-    return bool(flags.get("project"))
 
 
 def open(flags: Mapping[str, Any], timeout: float) -> GceCensus:

@@ -1,0 +1,33 @@
+"""EBS: the volumes of the regions named with ``--aws-region`` (the census is in ``census``; this module only
+declares the cloud, so the parser can read its flags for nothing)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from kubectl_pvleft.invocation import REPEATED, VALUE, Flag
+
+SOURCE = "aws"
+NAME = "EBS"  # how messages name this census
+FLAGS = (
+    Flag(name="--aws-region", dest="aws_region", kind=REPEATED, metavar="REGION",
+         help="AWS region(s) whose EBS volumes to list beside the PVs (repeatable; needs kubectl-pvleft[aws] and AWS "
+              "credentials)",
+         # the host label botocore requires of a region: it becomes part of the endpoint's name
+         pattern=r"[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?", what="an AWS region name"),
+    Flag(name="--aws-profile", dest="aws_profile", kind=VALUE, metavar="PROFILE", needs="--aws-region",
+         help="the AWS profile (default: AWS_PROFILE, then the chain)"),
+    Flag(name="--aws-cluster-name", dest="aws_cluster_name", kind=VALUE, metavar="NAME", needs="--aws-region",
+         help="this cluster's name in EBS tags: volumes tagged for other clusters are told apart"),
+)
+# The EBS CSI driver, and EKS Auto Mode's managed copy of it; both put the bare volume id in volumeHandle.
+CSI_DRIVERS = frozenset({"ebs.csi.aws.com", "ebs.csi.eks.amazonaws.com"})
+# The in-tree source key (records.py names in-tree PVs by it) and the in-tree plugin's name. CSI-migrated PVs
+# keep this spec, so they arrive here too.
+IN_TREE_DRIVERS = frozenset({"awsElasticBlockStore", "kubernetes.io/aws-ebs"})
+DRIVERS = CSI_DRIVERS | IN_TREE_DRIVERS  # the PVs whose volumes this census answers for
+
+
+def asked(flags: Mapping[str, Any]) -> bool:
+    return bool(flags.get("aws_region"))
