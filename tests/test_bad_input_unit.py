@@ -30,6 +30,7 @@ import yaml
 
 from cli_runner import Result, invoke
 from fake_apiserver import ScriptedServer, answer, close_at_once, http_answer
+from oidc_idp import unsigned_jwt
 from tls_material import ca_data
 
 SECRET = "pvleft-SeCrEt-7f3a9c"
@@ -400,10 +401,13 @@ AUTH_PROVIDERS = [
     user_case("auth-provider-no-name", lambda i: {"auth-provider": {"config": {"id-token": SECRET}}},
               "no Auth Provider found"),
     user_case("auth-provider-string", lambda i: {"auth-provider": "gcp"}, "auth-provider must be a mapping"),
+    user_case("oidc-without-issuer", lambda i: {"auth-provider": {"name": "oidc", "config": {
+        "client-secret": SECRET, "refresh-token": SECRET}}}, "Must provide idp-issuer-url"),
     user_case("oidc-without-id-token", lambda i: {"auth-provider": {"name": "oidc", "config": {
-        "client-secret": SECRET, "refresh-token": SECRET}}}, "has no id-token"),
-    user_case("oidc-empty-id-token", lambda i: {"auth-provider": {"name": "oidc", "config": {"id-token": ""}}},
-              "has no id-token"),
+        "idp-issuer-url": "https://127.0.0.1:1", "client-id": "c", "client-secret": SECRET, "refresh-token": SECRET}}},
+              "identity provider https://127.0.0.1:1/.well-known/openid-configuration was refused"),
+    user_case("oidc-empty-id-token", lambda i: {"auth-provider": {"name": "oidc", "config": {
+        "idp-issuer-url": "https://127.0.0.1:1", "client-id": "c", "id-token": ""}}}, "has no id-token"),
     user_case("oidc-id-token-list", lambda i: {"auth-provider": {"name": "oidc", "config": {"id-token": [SECRET]}}},
               "auth-provider config must be a mapping of strings"),
     user_case("oidc-config-string", lambda i: {"auth-provider": {"name": "oidc", "config": SECRET}},
@@ -416,7 +420,8 @@ AUTH_PROVIDERS = [
     user_case("auth-provider-config-number", lambda i: {"auth-provider": {"name": "oidc", "config": {"id-token": 5}}},
               "auth-provider config must be a mapping of strings"),
     user_case("oidc-id-token-crlf", lambda i: {"auth-provider": {"name": "oidc", "config": {
-        "id-token": f"{SECRET}\r\nX: y"}}}, "not allowed in an HTTP header"),
+        "idp-issuer-url": "https://127.0.0.1:1", "client-id": "c",
+        "id-token": unsigned_jwt({"exp": 4_102_444_800}) + f"{SECRET}\r\nX: y"}}}, "not allowed in an HTTP header"),
 ]
 
 EXEC_PLUGINS = [

@@ -21,12 +21,14 @@ import yaml
 
 from cli_runner import Result, invoke
 from fake_apiserver import ScriptedServer, answer, http_answer
+from oidc_idp import unsigned_jwt
 from tls_material import ca_data
 from kubectl_pvleft.kube.api import PERSISTENT_VOLUMES, KubeAPI
 from kubectl_pvleft.errors import ConnectionFailed
 from kubectl_pvleft.kube.kubeconfig import Selection, load_connection
 
 TOKEN = "tok-9f8e7d6c5b4a"
+OIDC_TOKEN = unsigned_jwt({"sub": "u", "exp": 4_102_444_800})  # a JWT valid until 2100: sent as it is
 # The oracle: a real kubectl (gcloud's dispatcher on PATH picks one by the server's version; there is no server here).
 KUBECTL = next((p for p in ("/usr/lib/google-cloud-sdk/bin/kubectl.1.33",) if os.path.exists(p)), "kubectl")
 EMPTY_LIST = b'{"kind":"List","apiVersion":"v1","metadata":{"resourceVersion":"7"},"items":[]}'
@@ -69,15 +71,17 @@ def ok(result: Result) -> Result:
     {"token": TOKEN + "\n"},
     {"token": f"  {TOKEN}\r\n"},
     {"tokenFile": "token-file"},  # written by `kubectl create token sa > f`: a trailing newline
-    {"auth-provider": {"name": "oidc", "config": {"id-token": TOKEN + "\n"}}},
+    {"auth-provider": {"name": "oidc", "config": {"id-token": OIDC_TOKEN + "\n", "idp-issuer-url": "https://127.0.0.1:1",
+                                                  "client-id": "c"}}},
 ], ids=["inline-newline", "inline-crlf-and-spaces", "token-file-newline", "oidc-id-token-newline"])
 def test_a_token_ending_in_a_newline_is_trimmed_like_client_go(user: dict, server: ScriptedServer,
                                                               tmp_path: Path) -> None:
     (tmp_path / "token-file").write_text(TOKEN + "\n")
     before = len(server.requests)
     result = ok(invoke("leftovers", "--kubeconfig", kubeconfig(tmp_path / "kc", server.url_for("ok"), user)))
-    assert TOKEN not in result.stdout + result.stderr
-    assert authorizations(server, before) == {f"Bearer {TOKEN}"}
+    token = OIDC_TOKEN if "auth-provider" in user else TOKEN
+    assert token not in result.stdout + result.stderr
+    assert authorizations(server, before) == {f"Bearer {token}"}
 
 
 @pytest.mark.integration  # the exec plugin is a child process

@@ -1,6 +1,6 @@
 """Authentication the way kubectl does it: bearer tokens (inline, from a file, in-cluster), basic auth,
-client certificates, and exec credential plugins. The removed gcp/azure auth providers get kubectl's
-own explanation.
+client certificates, exec credential plugins and the oidc auth provider (oidc.py: refreshed in memory). The
+removed gcp/azure auth providers get kubectl's own explanation.
 
 Every value read here is a secret: none of them is ever part of an exception message or a log line.
 Tokens are trimmed of surrounding whitespace, as client-go trims a token file (``echo`` and
@@ -14,7 +14,7 @@ import os
 import sys
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 import msgspec
 
@@ -24,6 +24,8 @@ from kubectl_pvleft.kube.kubeconfig import Auth, Connection, shown_path
 
 if TYPE_CHECKING:
     import subprocess
+
+    from kubectl_pvleft.kube.oidc import OIDCProvider
 
 EXEC_API_VERSIONS = ("client.authentication.k8s.io/v1", "client.authentication.k8s.io/v1beta1")
 TOKEN_FILE_REFRESH_SECONDS = 60.0  # client-go re-reads a token file (a rotating projected token) each minute
@@ -75,8 +77,10 @@ def header_safe(value: str, what: str) -> str:
 class Credentials:
     """The credential source of one Connection; thread-safe (watch streams run in threads)."""
 
-    def __init__(self, connection: Connection, interactive: Optional[bool] = None) -> None:
+    def __init__(self, connection: Connection, interactive: Optional[bool] = None,
+                 log: Optional[Callable[[str], None]] = None) -> None:
         self._auth = connection.auth
+        self._oidc: Optional[OIDCProvider] = None
         self._connection = connection
         self._lock = threading.Lock()
         self._cached: Optional[Issued] = None
@@ -88,6 +92,10 @@ class Credentials:
                 raise CredentialError(REMOVED_PROVIDERS[name])
             if name != "oidc":
                 raise CredentialError(f'no Auth Provider found for name "{name}"')
+            from kubectl_pvleft.kube.oidc import OIDCProvider  # oidc users only
+
+            # Made even when a token wins (client-go builds the provider, and refuses one without an issuer).
+            self._oidc = OIDCProvider(dict(provider.get("config") or {}), self._who(), log)
 
     @property
     def uses_client_certificate_from_plugin(self) -> bool:
@@ -114,13 +122,10 @@ class Credentials:
             return Issued(authorization="Bearer " + clean_token(auth.token, f"the token of {self._who()}"))
         if auth.exec is not None:
             return run_exec_plugin(auth, self._connection, self._interactive, deadline)
-        if auth.auth_provider is not None:  # oidc: the id-token kubectl's own provider would send
-            config = auth.auth_provider.get("config") or {}
-            token = config.get("id-token") if isinstance(config, dict) else None
-            if not isinstance(token, str) or not token.strip():
-                raise CredentialError(f"the oidc auth provider of {self._who()} has no id-token; log in with kubectl "
-                                      "first (kubectl refreshes and stores it; this plugin never writes the kubeconfig)")
-            return Issued(authorization="Bearer " + clean_token(token, f"the oidc id-token of {self._who()}"))
+        if self._oidc is not None:  # the id-token, refreshed in memory when it has expired (oidc.py)
+            token, expires = self._oidc.token(deadline)
+            return Issued(authorization="Bearer " + clean_token(token, f"the oidc id-token of {self._who()}"),
+                          expires=expires)
         if auth.username is not None or auth.password is not None:
             pair = f"{auth.username or ''}:{auth.password or ''}".encode()
             return Issued(authorization="Basic " + base64.b64encode(pair).decode("ascii"))

@@ -1,4 +1,5 @@
 """A small HTTP/1.1 client for GET requests to one server: keep-alive connections, chunked bodies, timeouts.
+(One POST exists, ``Pool.post``: an OIDC refresh grant to an identity provider, never to an API server.)
 
 Why not urllib3 or http.client: importing urllib3 cost more start-up than everything else the plugin does on
 a small cluster, and both decode a chunked body chunk by chunk in Python (the API server streams a list in
@@ -480,6 +481,27 @@ class Pool:
                 raise Cut(type(exc).__name__) from None
 
 
+    def post(self, target: str, headers: list[tuple[str, str]], body: bytes, timeouts: Timeouts) -> Response:
+        """Send ``POST target`` with a body (an OAuth2 token request: never to an API server) on a new connection,
+        and read the status and headers. Never sent twice: a token request may rotate a refresh token."""
+        deadline = time.monotonic() + timeouts.total if timeouts.total else None
+        try:
+            connection = self._connect(timeouts, deadline)
+        except Closed as exc:
+            raise no_answer(exc) from None
+        connection.deadline, connection.read_timeout = deadline, timeouts.read
+        try:
+            connection.set_timeout(timeouts.read)
+            connection.send(_request_bytes(self.server, target, headers, "POST", body))
+            status, reason, response_headers = _read_head(connection)
+            return Response(self, connection, status, reason, response_headers)
+        except (HTTPFailure, OSError) as exc:
+            connection.close()
+            if isinstance(exc, HTTPFailure):
+                raise
+            raise Cut(type(exc).__name__) from None
+
+
 def no_answer(exc: BaseException) -> NoAnswer:
     reset = isinstance(exc, RESETS) or (isinstance(exc, Closed) and exc.reset)
     return NoAnswer(f"the server {'reset' if reset else 'closed'} the connection before answering")
@@ -491,10 +513,13 @@ def _ascii(name: str) -> Any:
     return name.encode("ascii") if name.isascii() else name
 
 
-def _request_bytes(server: Server, target: str, headers: list[tuple[str, str]]) -> bytes:
-    lines = [f"GET {server.prefix}{target} HTTP/1.1", f"Host: {server.host_header}"]
+def _request_bytes(server: Server, target: str, headers: list[tuple[str, str]], method: str = "GET",
+                   body: Optional[bytes] = None) -> bytes:
+    lines = [f"{method} {server.prefix}{target} HTTP/1.1", f"Host: {server.host_header}"]
     lines += [f"{name}: {value}" for name, value in headers]
-    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+    if body is not None:
+        lines.append(f"Content-Length: {len(body)}")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (body or b"")
 
 
 def chunk_size(line: bytes) -> int:

@@ -199,7 +199,7 @@ class Transport:
         self.request_timeout = request_timeout
         self.timeout_from_flag = timeout_from_flag
         self.requests = 0  # sent so far (fleet summaries, benchmarks)
-        self._credentials = Credentials(connection, interactive)
+        self._credentials = Credentials(connection, interactive, log.info)  # log: an oidc refresh's requests
         self._lock = threading.Lock()
         self._pool: Optional[Pool] = None
         self._pool_cert: Optional[bytes] = None
