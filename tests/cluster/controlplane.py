@@ -173,8 +173,10 @@ def _b64(path: Path) -> str:
 
 
 class ControlPlane:
-    def __init__(self, workdir: Path) -> None:
+    def __init__(self, workdir: Path, extra_apiserver_args: Sequence[str] = ()) -> None:
         self.workdir = Path(workdir).resolve()
+        # Opt-in flags for a plane of a test's own (e.g. --oidc-issuer-url); the session's plane has none.
+        self.extra_apiserver_args = tuple(extra_apiserver_args)
         self.pki = self.workdir / "pki"
         self.logs = self.workdir / "logs"
         self.etcd_data = self.workdir / "etcd-data"
@@ -442,6 +444,7 @@ class ControlPlane:
             # Otherwise SIGTERM waits out the 60s request timeout on the controllers' open watches;
             # this way it drains short requests, then gives HTTP shutdown 2s.
             "--shutdown-send-retry-after=true",
+            *self.extra_apiserver_args,
         ]
 
     # No --authentication/--authorization-kubeconfig for KCM and scheduler: their own HTTPS port only
