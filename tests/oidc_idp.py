@@ -69,6 +69,7 @@ class IdP:
         self.received: list[Received] = []
         self.omit_id_token = False  # answer a refresh without id_token (as Okta does)
         self._refresh_tokens: dict[str, str] = {}  # live refresh token -> subject
+        self.issued: list[str] = []  # every id-token, refresh and access token handed out: none may be printed
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._server.daemon_threads = True
@@ -98,10 +99,13 @@ class IdP:
         signing_input = f"{b64url(json.dumps({'alg': 'RS256', 'kid': 'k1', 'typ': 'JWT'}).encode())}." \
                         f"{b64url(json.dumps(body).encode())}"
         signature = _key().sign(signing_input.encode("ascii"), padding.PKCS1v15(), hashes.SHA256())
-        return f"{signing_input}.{b64url(signature)}"
+        token = f"{signing_input}.{b64url(signature)}"
+        self.issued.append(token)
+        return token
 
     def refresh_token(self, subject: str = SUBJECT) -> str:
         token = "rt-" + secrets.token_urlsafe(24)
+        self.issued.append(token)
         with self._lock:
             self._refresh_tokens[token] = subject
         return token
@@ -149,7 +153,9 @@ class IdP:
             subject = self._refresh_tokens.pop(one.get("refresh_token", ""), None)  # used once: rotation
         if subject is None:
             return 400, {"error": "invalid_grant", "error_description": "the refresh token is invalid or was used"}
-        answer: dict[str, Any] = {"access_token": "at-" + secrets.token_urlsafe(16), "token_type": "Bearer",
+        access = "at-" + secrets.token_urlsafe(16)
+        self.issued.append(access)
+        answer: dict[str, Any] = {"access_token": access, "token_type": "Bearer",
                                   "expires_in": 3600, "refresh_token": self.refresh_token(subject)}
         if not self.omit_id_token:
             answer["id_token"] = self.id_token(subject=subject)

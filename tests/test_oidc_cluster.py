@@ -126,9 +126,10 @@ def grants_seen(plane: Plane, since: int) -> list[tuple[str, str, bool, list[str
             for r in plane.idp.received[since:]]
 
 
-def no_secret(result: Any, *secrets: str) -> None:
+def no_secret(result: Any, *secrets: str, plane: Optional[Plane] = None) -> None:
     text = result.stdout + result.stderr
-    for secret in (*secrets, CLIENT_SECRET, base64.b64encode(f"{CLIENT_ID}:".encode()).decode()[:8]):
+    issued = plane.idp.issued if plane else ()
+    for secret in (*secrets, *issued, CLIENT_SECRET, base64.b64encode(f"{CLIENT_ID}:".encode()).decode()[:8]):
         assert secret not in text, f"a secret is in the output: {result}"
 
 
@@ -163,7 +164,7 @@ def test_a_valid_id_token_is_used_as_it_is(fresh: Plane, tmp_path: Path) -> None
     for verbosity in ("0", "9"):
         result = invoke("leftovers", "--kubeconfig", str(ours), "-v", verbosity)
         assert result.code == 0 and error_lines(result) == [] and "warning:" not in result.stderr, result
-        no_secret(result, id_token, config["refresh-token"])
+        no_secret(result, id_token, config["refresh-token"], plane=fresh)
     assert fresh.idp.received == [] and ours.read_bytes() == written
     theirs = kubectl(write_kubeconfig(tmp_path / "theirs", fresh, config))
     assert theirs.returncode == 0 and fresh.idp.received == [], theirs
@@ -185,7 +186,7 @@ def test_an_expired_id_token_is_refreshed_accepted_and_never_written(fresh: Plan
     assert ours.read_bytes() == written
     ours_seen = grants_seen(fresh, 0)
     assert len(fresh.idp.token_requests()) == 1
-    no_secret(result, expired, config["refresh-token"])
+    no_secret(result, expired, config["refresh-token"], plane=fresh)
 
     # kubectl on its copy: the same exchanges with the IdP, and it writes the new tokens into the file.
     theirs_config = dict(config, **{"refresh-token": fresh.idp.refresh_token()})
@@ -211,7 +212,7 @@ def test_an_expired_id_token_without_refresh_token_is_one_line(fresh: Plane, tmp
         assert result.code == 1 and result.stdout == "" and error_lines(result) == [
             f'error: the oidc id-token of user "u" expired at {stamp} and there is no refresh-token to renew it: '
             "log in again"], result
-        no_secret(result, expired)
+        no_secret(result, expired, plane=fresh)
     theirs = kubectl(write_kubeconfig(tmp_path / "theirs", fresh, config))
     assert theirs.returncode != 0 and "cannot refresh without refresh-token" in theirs.stderr, theirs
     assert fresh.idp.received == []
@@ -226,7 +227,7 @@ def test_a_refused_refresh_token_is_one_line(fresh: Plane, tmp_path: Path) -> No
         assert error_lines(result) == [
             'error: refreshing the oidc id-token of user "u" failed: the token endpoint answered 400 invalid_grant: '
             'the refresh token is invalid or was used (the refresh-token was refused: log in again)'], result
-        no_secret(result, config["id-token"], config["refresh-token"])
+        no_secret(result, config["id-token"], config["refresh-token"], plane=fresh)
     ours_seen = grants_seen(fresh, len(fresh.idp.received) - 3)
     since = len(fresh.idp.received)
     theirs = kubectl(write_kubeconfig(tmp_path / "theirs", fresh, config))
@@ -245,7 +246,7 @@ def test_an_answer_without_id_token_is_one_line(fresh: Plane, tmp_path: Path) ->
     assert result.code == 1 and error_lines(result) == [
         'error: refreshing the oidc id-token of user "u" failed: the answer has no id_token: either the scope '
         '"openid" was not requested at login, or the provider does not return id_tokens when refreshing'], result
-    no_secret(result, config["id-token"], config["refresh-token"])
+    no_secret(result, config["id-token"], config["refresh-token"], plane=fresh)
     config["refresh-token"] = fresh.idp.refresh_token()
     theirs = kubectl(write_kubeconfig(tmp_path / "theirs", fresh, config))
     assert theirs.returncode != 0 and "did not contain an id_token" in theirs.stderr, theirs
@@ -261,7 +262,7 @@ def test_an_idp_that_is_down_is_one_line(fresh: Plane, tmp_path: Path) -> None:
             assert result.code == 1 and error_lines(result) == [
                 'error: refreshing the oidc id-token of user "u" failed: the connection to the identity provider '
                 f'https://127.0.0.1:{port}/.well-known/openid-configuration was refused or unreachable'], result
-            no_secret(result, config["id-token"], config["refresh-token"])
+            no_secret(result, config["id-token"], config["refresh-token"], plane=fresh)
         theirs = kubectl(write_kubeconfig(tmp_path / "theirs", fresh, config))
         # kubectl blames the API server ("The connection to the server <API server> was refused"): the plugin
         # names the IdP that refused.
@@ -281,7 +282,7 @@ def test_an_idp_the_kubeconfig_does_not_trust_is_one_tls_line(fresh: Plane, tmp_
         assert lines[0].startswith('error: refreshing the oidc id-token of user "u" failed: TLS handshake with the '
                                    f'identity provider {fresh.idp.issuer}/.well-known/openid-configuration failed: '
                                    'CERTIFICATE_VERIFY_FAILED'), lines
-        no_secret(result, config["id-token"], config["refresh-token"])
+        no_secret(result, config["id-token"], config["refresh-token"], plane=fresh)
     theirs = kubectl(write_kubeconfig(tmp_path / "theirs", fresh, config))
     assert theirs.returncode != 0 and "certificate signed by unknown authority" in theirs.stderr, theirs
     assert fresh.idp.received == []

@@ -84,9 +84,9 @@ def one_error_line(result: Result) -> str:
     return lines[0]
 
 
-def secrets_absent(result: Result, *secrets: str) -> None:
+def secrets_absent(result: Result, *secrets: str, idp: Optional[IdP] = None) -> None:
     text = result.stdout + result.stderr
-    for secret in secrets:
+    for secret in (*secrets, *(idp.issued if idp else ())):
         assert secret not in text, f"a secret is in the output: {result}"
     for form in (base64.b64encode(f"{CLIENT_ID}:{CLIENT_SECRET}".encode()).decode(), "s3cret"):
         assert form not in text, result
@@ -108,7 +108,7 @@ def test_a_valid_id_token_is_sent_as_it_is_and_the_idp_is_not_asked(server, idp,
     assert set(sent_tokens(server, before)) == {f"Bearer {id_token}"}
     assert idp.received == [] and "warning:" not in result.stderr
     assert path.read_bytes() == written
-    secrets_absent(result, id_token, refresh)
+    secrets_absent(result, id_token, refresh, idp=idp)
 
 
 def test_client_go_s_ten_second_skew_decides_what_is_expired(server, idp, tmp_path: Path) -> None:
@@ -158,7 +158,7 @@ def test_an_expired_id_token_is_refreshed_in_memory_and_the_kubeconfig_is_not_wr
     assert path.read_bytes() == written
     warnings = [line for line in result.stderr.splitlines() if line.startswith(("warning:", "error:"))]
     assert len(warnings) == 1 and REFRESHED.match(warnings[0]), result.stderr
-    secrets_absent(result, expired, refresh, fresh)
+    secrets_absent(result, expired, refresh, fresh, idp=idp)
     if verbosity == "9":  # the IdP's requests are logged as kubectl's debug round tripper logs them
         assert f'"Response" verb="POST" url="{idp.issuer}/token" status="200 OK"' in result.stderr
 
@@ -206,7 +206,7 @@ def test_an_expired_id_token_without_refresh_token_is_one_line_with_its_expiry(s
     assert one_error_line(result) == (f'error: the oidc id-token of user "u" expired at {stamp} and there is no '
                                       "refresh-token to renew it: log in again")
     assert idp.received == [] and server.requests[before:] == []
-    secrets_absent(result, expired)
+    secrets_absent(result, expired, idp=idp)
 
 
 @pytest.mark.parametrize("verbosity", VERBOSITIES)
@@ -224,7 +224,7 @@ def test_a_refused_refresh_token_is_one_line(server, idp, tmp_path: Path, verbos
         (True, ["grant_type", "refresh_token"]),
         (False, ["client_id", "client_secret", "grant_type", "refresh_token"])]
     assert grants[1].form["client_secret"] == [CLIENT_SECRET] and grants[1].form["client_id"] == [CLIENT_ID]
-    secrets_absent(result, expired, wrong)
+    secrets_absent(result, expired, wrong, idp=idp)
 
 
 def test_a_wrong_client_secret_is_one_line(server, idp, tmp_path: Path) -> None:
@@ -233,7 +233,7 @@ def test_a_wrong_client_secret_is_one_line(server, idp, tmp_path: Path) -> None:
     line = [x for x in result.stderr.splitlines() if x.startswith("error:")]
     assert result.code == 1 and line == ['error: refreshing the oidc id-token of user "u" failed: the token endpoint '
                                          'answered 401 invalid_client: client authentication failed'], result
-    secrets_absent(result, "wrong-1234")
+    secrets_absent(result, "wrong-1234", idp=idp)
 
 
 def test_an_answer_without_id_token_is_one_line(server, idp, tmp_path: Path) -> None:
@@ -245,7 +245,7 @@ def test_an_answer_without_id_token_is_one_line(server, idp, tmp_path: Path) -> 
     assert result.code == 1 and line == [
         'error: refreshing the oidc id-token of user "u" failed: the answer has no id_token: either the scope '
         '"openid" was not requested at login, or the provider does not return id_tokens when refreshing'], result
-    secrets_absent(result, refresh)
+    secrets_absent(result, refresh, idp=idp)
 
 
 @pytest.mark.parametrize("verbosity", VERBOSITIES)
@@ -259,7 +259,7 @@ def test_an_idp_that_is_down_is_one_line(server, tmp_path: Path, verbosity: str)
     assert one_error_line(result) == (
         f'error: refreshing the oidc id-token of user "u" failed: the connection to the identity provider '
         f"{issuer}/.well-known/openid-configuration was refused or unreachable")
-    secrets_absent(result, refresh)
+    secrets_absent(result, refresh, idp=idp)
 
 
 @pytest.mark.parametrize("verbosity", VERBOSITIES)
@@ -274,7 +274,7 @@ def test_an_idp_whose_certificate_the_kubeconfig_does_not_trust_is_one_tls_line(
                            f"provider {idp.issuer}/.well-known/openid-configuration failed: "), line
     assert "certificate verify failed" in line.lower() or "CERTIFICATE_VERIFY_FAILED" in line, line
     assert idp.received == []
-    secrets_absent(result, refresh)
+    secrets_absent(result, refresh, idp=idp)
 
 
 def test_an_idp_that_never_answers_is_bounded_by_the_request_timeout(server, tmp_path: Path) -> None:
