@@ -60,10 +60,11 @@ def provider_config(idp: IdP, id_token: Optional[str], refresh_token: Optional[s
     return config
 
 
-def kubeconfig(path: Path, server: ScriptedServer, config: dict) -> Path:
+def kubeconfig(path: Path, server: ScriptedServer, config: dict, **cluster: str) -> Path:
     path.write_text(yaml.safe_dump({
         "apiVersion": "v1", "kind": "Config", "current-context": "x",
-        "clusters": [{"name": "c", "cluster": {"server": server.url_for("ok"), "certificate-authority-data": ca_data()}}],
+        "clusters": [{"name": "c", "cluster": {"server": server.url_for("ok"), "certificate-authority-data": ca_data(),
+                                               **cluster}}],
         "users": [{"name": "u", "user": {"auth-provider": {"name": "oidc", "config": config}}}],
         "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
     }))
@@ -286,6 +287,34 @@ def test_an_idp_that_never_answers_is_bounded_by_the_request_timeout(server, tmp
     assert one_error_line(result) == (
         f'error: refreshing the oidc id-token of user "u" failed: the identity provider '
         f'{server.url_for("silent")}/.well-known/openid-configuration did not answer in time')
+
+
+# -- the way to the IdP: client-go's restclient.TransportFor, the environment's proxy, not the cluster's ---------
+
+def test_the_idp_is_reached_through_the_environment_s_proxy(server, idp, tmp_path: Path) -> None:
+    refresh, proxy_port = idp.refresh_token(), closed_port()
+    config = provider_config(idp, idp.id_token(lifetime=-60), refresh,
+                             **{"idp-issuer-url": "https://idp.pvleft.test:8443"})  # not loopback: Go proxies it
+    result = invoke("leftovers", "--kubeconfig", str(kubeconfig(tmp_path / "kc", server, config)),
+                    env={"HTTPS_PROXY": f"http://127.0.0.1:{proxy_port}", "NO_PROXY": None, "no_proxy": None,
+                         "https_proxy": None})
+    line = one_error_line(result)
+    assert line.startswith(f'error: refreshing the oidc id-token of user "u" failed: the proxy '
+                           f"http://127.0.0.1:{proxy_port} (HTTPS_PROXY) cannot be reached: "), line
+    assert line.endswith("(on the way to the identity provider "
+                         "https://idp.pvleft.test:8443/.well-known/openid-configuration)"), line
+
+
+def test_the_cluster_s_proxy_url_is_not_used_for_the_idp(server, idp, tmp_path: Path) -> None:
+    """client-go builds the IdP's client without the cluster's proxy-url: the refresh goes straight to the IdP,
+    and only the API server's request meets the (closed) proxy."""
+    proxy_port = closed_port()
+    config = provider_config(idp, idp.id_token(lifetime=-60), idp.refresh_token())
+    result = run(kubeconfig(tmp_path / "kc", server, config, **{"proxy-url": f"http://127.0.0.1:{proxy_port}"}))
+    assert len(idp.token_requests()) == 1, result
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert result.code == 1 and len(errors) == 1 and f"127.0.0.1:{proxy_port}" in errors[0], result
+    assert "identity provider" not in errors[0]
 
 
 @pytest.mark.parametrize("config, words", [

@@ -44,7 +44,7 @@ from kubectl_pvleft.kube.httpclient import (
     TLSFailed,
     TooLarge,
 )
-from kubectl_pvleft.kube.proxy import from_environment
+from kubectl_pvleft.kube.proxy import ProxyFailed, from_environment
 from kubectl_pvleft.text import one_line, shown
 
 EXPIRY_SKEW_SECONDS = 10  # client-go's expiryDelta: a token this close to its exp is already expired
@@ -214,6 +214,8 @@ class OIDCProvider:
             raise CredentialError(self._failed(self._unreachable(url, exc))) from None
         except OutOfTime:
             raise CredentialError(self._failed(self._unreachable(url, TimedOut("deadline")))) from None
+        except ProxyFailed as exc:  # its words name the proxy (never its credentials)
+            raise CredentialError(self._failed(f"{exc} (on the way to the identity provider {_display(url)})")) from None
         if self._log:
             self._log(f'"Response" verb="{method}" url="{_display(url)}" status="{response.status} '
                       f'{response.reason}" milliseconds={int((time.monotonic() - started) * 1000)}')
