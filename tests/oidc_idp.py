@@ -76,7 +76,9 @@ class IdP:
         context: ssl.SSLContext = server_context()
         self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
         self.issuer = f"https://127.0.0.1:{self._server.server_address[1]}"
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        # A short poll: stopping the server waits for it, once per test.
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
+                                        daemon=True)
 
     def __enter__(self) -> "IdP":
         self._thread.start()

@@ -355,3 +355,24 @@ def _another_ca() -> str:
             .not_valid_after(now + datetime.timedelta(days=1))
             .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True).sign(key, hashes.SHA256()))
     return base64.b64encode(cert.public_bytes(serialization.Encoding.PEM)).decode()
+
+
+def test_a_fleet_run_whose_contexts_share_an_oidc_user_refreshes_once(server, idp, tmp_path: Path) -> None:
+    """Two clusters, one OIDC login: the refresh token rotates at the first refresh, so a second refresh with the
+    old one would be refused (invalid_grant). One provider per user in the run: one refresh, both contexts served."""
+    expired, refresh = idp.id_token(lifetime=-60), idp.refresh_token()
+    path = tmp_path / "kc"
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "one",
+        "clusters": [{"name": n, "cluster": {"server": server.url_for("ok"), "certificate-authority-data": ca_data()}}
+                     for n in ("c1", "c2")],
+        "users": [{"name": "u", "user": {"auth-provider": {"name": "oidc",
+                                                           "config": provider_config(idp, expired, refresh)}}}],
+        "contexts": [{"name": n, "context": {"cluster": c, "user": "u"}} for n, c in (("one", "c1"), ("two", "c2"))],
+    }))
+    before = len(server.requests)
+    result = invoke("leftovers", "--kubeconfig", str(path), "--all-contexts")
+    assert result.code == 0 and "error:" not in result.stderr, result
+    assert len(idp.token_requests()) == 1
+    assert len({h for h in sent_tokens(server, before)}) == 1 and f"Bearer {expired}" not in sent_tokens(server, before)
+    assert len([line for line in result.stderr.splitlines() if REFRESHED.match(line)]) == 1, result.stderr

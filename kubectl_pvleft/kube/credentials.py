@@ -92,10 +92,10 @@ class Credentials:
                 raise CredentialError(REMOVED_PROVIDERS[name])
             if name != "oidc":
                 raise CredentialError(f'no Auth Provider found for name "{name}"')
-            from kubectl_pvleft.kube.oidc import OIDCProvider  # oidc users only
+            from kubectl_pvleft.kube.oidc import provider_for  # oidc users only
 
             # Made even when a token wins (client-go builds the provider, and refuses one without an issuer).
-            self._oidc = OIDCProvider(dict(provider.get("config") or {}), self._who(), log)
+            self._oidc = provider_for(dict(provider.get("config") or {}), self._who(), log)
 
     @property
     def uses_client_certificate_from_plugin(self) -> bool:

@@ -268,6 +268,22 @@ class OIDCProvider:
         return shown(words)
 
 
+_shared: dict[tuple, OIDCProvider] = {}
+_shared_lock = threading.Lock()
+
+
+def provider_for(config: dict[str, Optional[str]], who: str, log: Optional[Log] = None) -> OIDCProvider:
+    """One provider per user configuration in this process, as client-go keeps one per issuer and client: the
+    contexts of a fleet run that share an OIDC user refresh once, and the refresh token the IdP rotated to (the
+    old one is refused from then on) is the one every context uses next."""
+    key = (who, *sorted((k, v or "") for k, v in config.items()))
+    with _shared_lock:
+        provider = _shared.get(key)
+        if provider is None:
+            provider = _shared[key] = OIDCProvider(config, who, log)
+        return provider
+
+
 def _ca_data(config: dict[str, Optional[str]], who: str) -> Optional[bytes]:
     text = config.get("idp-certificate-authority-data") or ""
     if not text:
