@@ -330,7 +330,11 @@ def test_the_cluster_s_proxy_url_is_not_used_for_the_idp(server, idp, tmp_path: 
      "has no exp claim, so it counts as expired, and there is no refresh-token"),
     ({"idp-issuer-url": "https://127.0.0.1:1", "client-id": CLIENT_ID, "idp-certificate-authority-data": "%%%",
       "id-token": unsigned_jwt({"exp": 1})}, "idp-certificate-authority-data of user \"u\" is not base64"),
-], ids=["no-issuer", "no-client-id", "not-a-jwt", "padded-payload", "nothing", "no-exp", "bad-ca-data"])
+    *(({"idp-issuer-url": issuer, "client-id": CLIENT_ID, "refresh-token": "rt-x", "id-token": unsigned_jwt({"exp": 1})},
+       "is not an http(s) URL") for issuer in ("idp.example", "ftp://idp.example", "https://", "https://[::1",
+                                                "https://idp.example:99999", "https://idp.example/a\r\nb")),
+], ids=["no-issuer", "no-client-id", "not-a-jwt", "padded-payload", "nothing", "no-exp", "bad-ca-data",
+        "issuer-no-scheme", "issuer-ftp", "issuer-no-host", "issuer-bad-ipv6", "issuer-bad-port", "issuer-crlf"])
 def test_what_client_go_refuses_before_any_request_is_one_line(server, tmp_path: Path, config: dict,
                                                                words: str) -> None:
     before = len(server.requests)

@@ -125,6 +125,8 @@ class OIDCProvider:
 
     def _token_endpoint(self, context: ssl.SSLContext, within: Deadline) -> str:
         issuer = self._issuer[:-1] if self._issuer.endswith("/") else self._issuer  # Go's TrimSuffix: one "/"
+        if not _http_url(issuer):  # Go: unsupported protocol scheme, or no host
+            raise CredentialError(self._failed(f"the idp-issuer-url {_display(self._issuer)} is not an http(s) URL"))
         url = issuer + "/.well-known/openid-configuration"
         response, body = self._exchange("GET", url, [], None, context, within)
         if response.status != 200:
@@ -138,7 +140,7 @@ class OIDCProvider:
         endpoint = document.get("token_endpoint") if isinstance(document, dict) else None
         if not isinstance(endpoint, str) or not endpoint:
             raise CredentialError(self._failed(f"the discovery document {_display(url)} has no token_endpoint"))
-        if urlsplit(endpoint).scheme not in ("https", "http") or not urlsplit(endpoint).hostname:
+        if not _http_url(endpoint):
             raise CredentialError(self._failed(f"the token_endpoint of {_display(url)} is not an http(s) URL"))
         return endpoint
 
@@ -334,8 +336,24 @@ def utc(stamp: float) -> str:
         return f"{stamp:.0f} (seconds since 1970, UTC)"
 
 
+def _http_url(url: str) -> bool:
+    """An http(s) URL with a host and a usable port, without blanks or control characters (which urlsplit
+    would silently drop)."""
+    if not url.isprintable() or any(c.isspace() for c in url):
+        return False
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number or out of range
+    except ValueError:
+        return False
+    return parts.scheme in ("http", "https") and bool(parts.hostname)
+
+
 def _display(url: str) -> str:
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return shown(url[:100])
     if "@" in parts.netloc:  # user:password in an issuer URL is never shown
         parts = parts._replace(netloc="<redacted>@" + parts.netloc.rsplit("@", 1)[1])
     return shown(parts._replace(query="", fragment="").geturl())
