@@ -25,7 +25,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 from urllib.parse import parse_qs, unquote_plus
 
 from tls_material import server_context
@@ -68,6 +68,10 @@ class IdP:
         self.client_id, self.client_secret = client_id, client_secret
         self.received: list[Received] = []
         self.omit_id_token = False  # answer a refresh without id_token (as Okta does)
+        # A misbehaving IdP, for the tests of what the client shows: (status, content type, body) instead of the
+        # real answer; the token endpoint's is given the form that was sent.
+        self.scripted_discovery: Optional[tuple[int, str, bytes]] = None
+        self.scripted_grant: Optional[Callable[[dict[str, list[str]]], tuple[int, str, bytes]]] = None
         self._refresh_tokens: dict[str, str] = {}  # live refresh token -> subject
         self.issued: list[str] = []  # every id-token, refresh and access token handed out: none may be printed
         self._lock = threading.Lock()
@@ -182,13 +186,22 @@ def _handler(idp: IdP) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(body)
 
+        def _raw(self, status: int, content_type: str, body: bytes) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
         def _record(self, form: Optional[dict[str, list[str]]] = None) -> None:
             headers = {k.lower(): v for k, v in self.headers.items()}
             idp.received.append(Received(self.command, self.path, headers, form or {}))
 
         def do_GET(self) -> None:
             self._record()
-            if self.path == "/.well-known/openid-configuration":
+            if self.path == "/.well-known/openid-configuration" and idp.scripted_discovery:
+                self._raw(*idp.scripted_discovery)
+            elif self.path == "/.well-known/openid-configuration":
                 self._answer(200, idp.discovery())
             elif self.path == "/keys":
                 self._answer(200, idp.jwks())
@@ -205,6 +218,9 @@ def _handler(idp: IdP) -> type[BaseHTTPRequestHandler]:
                 return
             if self.headers.get("Content-Type", "").split(";")[0].strip() != "application/x-www-form-urlencoded":
                 self._answer(400, {"error": "invalid_request", "error_description": "not a form"})
+                return
+            if idp.scripted_grant is not None:
+                self._raw(*idp.scripted_grant(form))
                 return
             status, doc = idp.grant({k.lower(): v for k, v in self.headers.items()}, form)
             self._answer(status, doc, {"WWW-Authenticate": 'Basic realm="idp"'} if status == 401 else None)

@@ -13,7 +13,7 @@ import re
 import socket
 import time
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Callable, Iterator, Optional
 
 import pytest
 import yaml
@@ -380,3 +380,70 @@ def test_a_fleet_run_whose_contexts_share_an_oidc_user_refreshes_once(server, id
     assert len(idp.token_requests()) == 1
     assert len({h for h in sent_tokens(server, before)}) == 1 and f"Bearer {expired}" not in sent_tokens(server, before)
     assert len([line for line in result.stderr.splitlines() if REFRESHED.match(line)]) == 1, result.stderr
+
+
+# -- what an IdP sends back is shown safely -------------------------------------------------------------
+
+def _echo_error(form: dict) -> tuple[int, str, bytes]:
+    """An IdP that echoes the refresh token in its error, with a line break and a terminal escape."""
+    text = f"bad token {form['refresh_token'][0]}\n\x1b[31mred"
+    return 400, "application/json", json.dumps({"error": "invalid_grant", "error_description": text}).encode()
+
+
+def _html_500(form: dict) -> tuple[int, str, bytes]:
+    return 500, "text/html", b"<html>\n<body>upstream down</body>\n</html>"
+
+
+def _form_answer(idp: IdP) -> Callable[[dict], tuple[int, str, bytes]]:
+    def answer(form: dict) -> tuple[int, str, bytes]:  # RFC 6749 says JSON; Go's oauth2 reads a form too
+        from urllib.parse import urlencode
+
+        return 200, "application/x-www-form-urlencoded", urlencode({
+            "access_token": "at-form", "token_type": "Bearer", "id_token": idp.id_token()}).encode()
+    return answer
+
+
+def _error_with_200(form: dict) -> tuple[int, str, bytes]:
+    return 200, "application/json", b'{"error": "invalid_grant"}'
+
+
+def _no_access_token(form: dict) -> tuple[int, str, bytes]:
+    return 200, "application/json", b'{"id_token": "x.y.z", "token_type": "Bearer"}'
+
+
+@pytest.mark.parametrize("grant, words", [
+    (_echo_error, "the token endpoint answered 400 invalid_grant: bad token <redacted> \\x1b[31mred (the "
+                  "refresh-token was refused: log in again)"),
+    (_html_500, "the token endpoint answered 500 Internal Server Error: <html> <body>upstream down</body> </html>"),
+    (_error_with_200, "the token endpoint answered 200 invalid_grant (the refresh-token was refused: log in again)"),
+    (_no_access_token, "the token endpoint's answer has no access_token"),
+], ids=["echoes-the-token", "html-500", "error-with-200", "no-access-token"])
+def test_what_a_token_endpoint_says_is_one_safe_line(server, idp, tmp_path: Path, grant, words: str) -> None:
+    idp.scripted_grant = grant
+    refresh = idp.refresh_token()
+    result = run(kubeconfig(tmp_path / "kc", server, provider_config(idp, idp.id_token(lifetime=-60), refresh)),
+                 "-v", "9")
+    lines = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert result.code == 1 and lines == [f'error: refreshing the oidc id-token of user "u" failed: {words}'], result
+    assert "\x1b" not in result.stderr
+    secrets_absent(result, refresh, idp=idp)
+
+
+def test_a_form_encoded_token_answer_is_read_as_go_s_oauth2_reads_it(server, idp, tmp_path: Path) -> None:
+    idp.scripted_grant = _form_answer(idp)
+    before = len(server.requests)
+    result = run(kubeconfig(tmp_path / "kc", server, provider_config(idp, idp.id_token(lifetime=-60),
+                                                                     idp.refresh_token())))
+    assert result.code == 0, result
+    assert sent_tokens(server, before)[0] == f"Bearer {idp.issued[-1]}"
+
+
+def test_a_failing_discovery_document_is_one_line_with_the_start_of_its_body(server, idp, tmp_path: Path) -> None:
+    idp.scripted_discovery = (503, "text/plain", b"maintenance " + b"x" * 200)
+    refresh = idp.refresh_token()
+    result = run(kubeconfig(tmp_path / "kc", server, provider_config(idp, idp.id_token(lifetime=-60), refresh)))
+    assert one_error_line(result) == (
+        f'error: refreshing the oidc id-token of user "u" failed: the discovery document '
+        f'{idp.issuer}/.well-known/openid-configuration answered 503 Service Unavailable: maintenance '
+        + "x" * 68 + "...")
+    assert idp.token_requests() == []
