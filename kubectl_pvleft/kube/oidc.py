@@ -26,7 +26,8 @@ import ssl
 import sys
 import threading
 import time
-from typing import Callable, Optional
+from collections.abc import Callable
+from typing import Any, Optional
 from urllib.parse import parse_qs, quote_plus, urlencode, urlsplit
 
 from kubectl_pvleft.deadline import Deadline, OutOfTime
@@ -144,7 +145,7 @@ class OIDCProvider:
             raise CredentialError(self._failed(f"the token_endpoint of {_display(url)} is not an http(s) URL"))
         return endpoint
 
-    def _refresh_grant(self, endpoint: str, context: ssl.SSLContext, within: Deadline) -> dict:
+    def _refresh_grant(self, endpoint: str, context: ssl.SSLContext, within: Deadline) -> dict[str, Any]:
         """Go's oauth2 with an unknown auth style: client_id and client_secret in HTTP Basic (each form-escaped,
         RFC 6749 2.3.1), and on any failure once more with both in the form."""
         grant = {"grant_type": "refresh_token", "refresh_token": self._refresh_token}
@@ -158,24 +159,24 @@ class OIDCProvider:
             return self._token_answer(endpoint, in_form, [], context, within)
 
     def _token_answer(self, endpoint: str, form: dict[str, str], headers: list[tuple[str, str]],
-                      context: ssl.SSLContext, within: Deadline) -> dict:
+                      context: ssl.SSLContext, within: Deadline) -> dict[str, Any]:
         body = urlencode(form).encode("ascii")
         headers = [("Content-Type", "application/x-www-form-urlencoded"), *headers]
         response, answer = self._exchange("POST", endpoint, headers, body, context, within)
         failed = not 200 <= response.status <= 299
         kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
-        fields: dict
-        if kind in ("application/x-www-form-urlencoded", "text/plain"):
+        fields: dict[str, Any] = {}
+        if kind in ("application/x-www-form-urlencoded", "text/plain"):  # Go's oauth2 reads these as a form
             fields = {k: v[0] for k, v in parse_qs(answer.decode("utf-8", "replace"), keep_blank_values=True).items()}
         else:
             try:
-                fields = json.loads(answer)
+                decoded: Any = json.loads(answer)
             except ValueError:
-                fields = {}
+                decoded = None
                 if not failed:
                     raise CredentialError(self._failed("the token endpoint's answer is not JSON")) from None
-            if not isinstance(fields, dict):
-                fields = {}
+            if isinstance(decoded, dict):
+                fields = decoded
         code = fields.get("error")
         if failed or code:
             raise CredentialError(self._failed(self._grant_error(response, answer, fields)))
@@ -183,7 +184,7 @@ class OIDCProvider:
             raise CredentialError(self._failed("the token endpoint's answer has no access_token"))
         return fields
 
-    def _grant_error(self, response: Response, answer: bytes, fields: dict) -> str:
+    def _grant_error(self, response: Response, answer: bytes, fields: dict[str, Any]) -> str:
         code = fields.get("error")
         if isinstance(code, str) and code:
             text = f"the token endpoint answered {response.status} {code}"
@@ -270,7 +271,7 @@ class OIDCProvider:
         return shown(words)
 
 
-_shared: dict[tuple, OIDCProvider] = {}
+_shared: dict[tuple[str, ...], OIDCProvider] = {}
 _shared_lock = threading.Lock()
 
 
@@ -278,7 +279,7 @@ def provider_for(config: dict[str, Optional[str]], who: str, log: Optional[Log] 
     """One provider per user configuration in this process, as client-go keeps one per issuer and client: the
     contexts of a fleet run that share an OIDC user refresh once, and the refresh token the IdP rotated to (the
     old one is refused from then on) is the one every context uses next."""
-    key = (who, *sorted((k, v or "") for k, v in config.items()))
+    key = (who, *(part for name, value in sorted(config.items()) for part in (name, value or "")))
     with _shared_lock:
         provider = _shared.get(key)
         if provider is None:
