@@ -441,7 +441,8 @@ sys.addaudithook(hook)
 from kubectl_pvleft.cli import main as cli
 code = cli.main(["leftovers", "--all", "-o", "jsonl", "--kubeconfig", sys.argv[1]])
 print("EXIT", code)
-print("SDKS", sorted({m.split(".")[0] for m in sys.modules} & {"google", "googleapiclient", "boto3", "botocore"}))
+print("SDKS", sorted({m.split(".")[0] for m in sys.modules} & {"google", "googleapiclient", "boto3", "botocore",
+                                                               "azure", "msal"}))
 print("NET", json.dumps(sorted(set(map(tuple, seen)))))
 """
 
