@@ -1,6 +1,6 @@
-"""The Azure census against a local Resource Manager whose every answer is checked against Microsoft's published
-description of the Disks API (tests/azure_fake.py), reached through the SDK's documented settings only: paging,
-resource groups, errors, throttling, and the join with PVs."""
+"""The Azure census against a local Resource Manager (tests/azure_fake.py) whose every request and answer is checked
+against azure-mgmt-compute's generated Disks operations and models (tests/azure_models.py), reached through the SDK's
+documented settings only: paging, resource groups, errors, throttling, and the join with PVs."""
 
 from __future__ import annotations
 

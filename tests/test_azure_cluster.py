@@ -1,7 +1,7 @@
 """`leftovers --azure-subscription` end to end: the real CLI (a subprocess, as users run it) against the real control
 plane holding AKS-shaped PVs (CSI disk.csi.azure.com and in-tree azureDisk), made Released by the real PV controller,
-and the local Resource Manager checked against Microsoft's description of the Disks API (tests/azure_fake.py). The
-endpoints reach the CLI only through the environment: AZURE_* for the credential, PVLEFT_ARM_ENDPOINT for ARM."""
+and the local Resource Manager (tests/azure_fake.py) checked against azure-mgmt-compute's generated Disks operations
+and models (tests/azure_models.py). The endpoints reach the CLI only through the environment: AZURE_* for the credential, PVLEFT_ARM_ENDPOINT for ARM."""
 
 from __future__ import annotations
 
