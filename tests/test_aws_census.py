@@ -219,7 +219,7 @@ def test_join_names_orphans_and_missing_volumes(moto: MotoServer, ec2) -> None:
 
     found = {(shape(f), f.handle, f.pv_name) for f in report.findings}
     assert found == {
-        ("orphan", orphan, None), ("orphan", boot, None),
+        ("orphan", orphan, None),
         ("missing", "vol-0deadbeef0000001", "ghost"),
         # One region listed and nothing on the PV says where: taken to be in it (see AwsCensus.covers).
         ("missing", "vol-0deadbeef0000002", "unlabelled-ghost"),
@@ -228,7 +228,8 @@ def test_join_names_orphans_and_missing_volumes(moto: MotoServer, ec2) -> None:
     messages = {f.handle: f.message for f in report.findings}
     assert "kubernetes.io/created-for/pvc/name=cart" in messages[orphan]
     assert "tagged for this cluster" in messages[orphan]
-    assert "may belong to another cluster" in messages[boot]
+    # The instance's root volume (moto leaves DeleteOnTermination unset): the VM's own disk, not an orphan.
+    assert [(f.kind, f.handle, f.disk.users) for f in report.not_volumes] == [("not-a-volume", boot, (node,))]
     assert "its data is already gone" in messages["vol-0deadbeef0000001"]
     # --aws-cluster-name named this cluster: a volume tagged only for others is set aside, not an orphan.
     assert [d.handle for d in report.other_clusters] == [foreign]

@@ -241,6 +241,9 @@ def test_an_unauthorised_context_fails_alone(fleet: dict[str, Any], tmp_path: Pa
     assert {r["context"] for r in items(result.stdout)} == set(LIVE)
 
 
+CENSUS_REFUSED = "--project, --aws-region and --azure-subscription cannot be used"
+
+
 def test_fleet_usage_errors(fleet: dict[str, Any], tmp_path: Path) -> None:
     kubeconfig = fleet["kubeconfig"]
     for args, message in (
@@ -248,8 +251,9 @@ def test_fleet_usage_errors(fleet: dict[str, Any], tmp_path: Path) -> None:
             (("--all-contexts", "--context", LIVE[0]), "--context cannot be used with --all-contexts"),
             (("--all-contexts", "--max-concurrency", "0"), "--max-concurrency must be at least 1"),
             # A census over one account beside many clusters would call their disks orphans: refused.
-            (("--contexts", "live-*", "--aws-region", "us-east-1"), "--project and --aws-region cannot be used"),
-            (("--all-contexts", "--project", "p-1"), "--project and --aws-region cannot be used")):
+            (("--contexts", "live-*", "--aws-region", "us-east-1"), CENSUS_REFUSED),
+            (("--all-contexts", "--project", "p-1"), CENSUS_REFUSED),
+            (("--all-contexts", "--azure-subscription", "0b1d7c5e-2f4a-4c8e-9d3b-6a7f8e9d0c1b"), CENSUS_REFUSED)):
         result = run_plugin(kubeconfig, "leftovers", *args)
         assert (result.returncode, result.stdout) == (2, ""), (args, result.stderr)
         assert len(result.stderr.splitlines()) == 1 and result.stderr.startswith(f"error: {message}"), result.stderr

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Iterator
 
 ROOT = Path(__file__).resolve().parent.parent
+NAMESPACES = ("google", "azure")  # namespace packages: each sub-package (azure.identity) is its own distribution
 PACKAGE = ROOT / "kubectl_pvleft"
 
 
@@ -93,7 +94,7 @@ def imported_top_level_modules() -> dict[str, set[Path]]:
         for name in names:
             top = name.split(".")[0]
             if top not in sys.stdlib_module_names and top not in ("kubectl_pvleft", "__future__"):
-                key = ".".join(name.split(".")[:2]) if top == "google" else top
+                key = ".".join(name.split(".")[:2]) if top in NAMESPACES else top
                 found.setdefault(key, set()).add(path.relative_to(ROOT))
     return found
 
@@ -134,8 +135,8 @@ def test_every_imported_package_is_declared() -> None:
         top = module.split(".")[0]
         # Matched by the files each distribution installs (Python 3.10's packages_distributions reads only
         # top_level.txt, which hatchling-built wheels such as urllib3's lack); google is a namespace package.
-        prefix = module.replace(".", "/") if top == "google" else top
-        candidates = {canonical(d) for d in distributions.get(top, [])} if top != "google" else set()
+        prefix = module.replace(".", "/") if top in NAMESPACES else top
+        candidates = {canonical(d) for d in distributions.get(top, [])} if top not in NAMESPACES else set()
         candidates |= {canonical(dist.metadata["Name"]) for dist, folders, names in heads
                        if installs(prefix, folders, names)}
         if not candidates & runtime:
@@ -147,5 +148,5 @@ def test_base_install_imports_no_cloud_sdk() -> None:
     # The krew bundle is built from the base install: a cloud SDK imported outside its flag would be missing there.
     declared = requirements()
     for path, _, names in package_imports():  # module level only: lazy imports inside functions are the rule
-        assert not any(n.split(".")[0] in ("boto3", "botocore", "google") for n in names), (path, names)
-    assert "gcp" in declared and "aws" in declared
+        assert not any(n.split(".")[0] in ("boto3", "botocore", "google", "azure", "msal") for n in names), (path, names)
+    assert "gcp" in declared and "aws" in declared and "azure" in declared

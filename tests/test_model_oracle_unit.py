@@ -36,7 +36,8 @@ KINDS = {
 SHARED_SHAPES = {
     "InTreeSource": ("V1HostPathVolumeSource", "V1LocalVolumeSource", "V1NFSVolumeSource",
                      "V1GCEPersistentDiskVolumeSource", "V1AWSElasticBlockStoreVolumeSource",
-                     "V1CinderPersistentVolumeSource", "V1VsphereVirtualDiskVolumeSource", "V1CephFSPersistentVolumeSource"),
+                     "V1CinderPersistentVolumeSource", "V1VsphereVirtualDiskVolumeSource", "V1CephFSPersistentVolumeSource",
+                     "V1AzureDiskVolumeSource"),
     # One Event record reads both core/v1 and events.k8s.io/v1 events.
     "Event": ("CoreV1Event", "EventsV1Event"),
 }

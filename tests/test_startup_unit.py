@@ -33,7 +33,8 @@ NOT_ON_COMMON_PATH = (
     # a census and its SDK only under a cloud's flags (the clouds' declarations, read for their flags, are tiny);
     # resize sizes only when a claim resizes
     "kubectl_pvleft.clouds.census", "kubectl_pvleft.clouds.base", "kubectl_pvleft.clouds.gce.census",
-    "kubectl_pvleft.clouds.aws.census", "kubectl_pvleft.records.quantity",
+    "kubectl_pvleft.clouds.aws.census", "kubectl_pvleft.clouds.azure.census", "kubectl_pvleft.records.quantity",
+    "google", "boto3", "botocore", "azure", "msal",  # the clouds' SDKs
     "subprocess",  # exec credential plugins only
     "urllib3", "http.client", "email",  # our own HTTP/1.1 client (httpclient.py) replaced them
     "logging", "dataclasses", "queue", "shutil", "tempfile",  # -v's log is ours; Structs; a Condition; help only

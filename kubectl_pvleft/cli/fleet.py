@@ -58,8 +58,9 @@ def check_flags(invocation: Invocation) -> None:
     from kubectl_pvleft.clouds import cloud_modules
 
     if census_flags_given(invocation):
-        census = [cloud.FLAGS[0].name for cloud in cloud_modules()]
-        raise UsageError(f"{' and '.join(census)} cannot be used with --all-contexts or --contexts: a disk that "
+        *others, last = [cloud.FLAGS[0].name for cloud in cloud_modules()]
+        census = f"{', '.join(others)} and {last}" if others else last
+        raise UsageError(f"{census} cannot be used with --all-contexts or --contexts: a disk that "
                          "one cluster's PVs do not name may belong to another cluster; run the census per context")
 
 

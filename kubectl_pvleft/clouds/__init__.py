@@ -1,13 +1,14 @@
 """The second census: cloud disks beside the PersistentVolumes, one package per cloud behind one interface.
 
 A census runs only when the user names its cloud (``--project`` for Compute Engine, ``--aws-region`` for
-EBS); its SDK is imported only then (``importlib`` inside the module's ``open_census``), never at start-up.
+EBS, ``--azure-subscription`` for Azure managed disks); its SDK is imported only then (``importlib`` inside the
+module's ``open_census``), never at start-up.
 Two clients, two findings: every finding says which client saw it (``source``).
 
-Contract for a cloud (``gce/``, ``aws/``): its package's ``__init__`` declares, cheaply (the parser reads it on
-every ``leftovers`` run), and its ``census`` module implements (imported only when the census runs):
+Contract for a cloud (``gce/``, ``aws/``, ``azure/``): its package's ``__init__`` declares, cheaply (the parser
+reads it on every ``leftovers`` run), and its ``census`` module implements (imported only when the census runs):
 
-- ``NAME`` (how messages name the census), ``SOURCE`` (``"gce"``, ``"aws"``: JSON ``source``), ``FLAGS`` (its
+- ``NAME`` (how messages name the census), ``SOURCE`` (``"gce"``, ``"aws"``, ``"azure"``: JSON ``source``), ``FLAGS`` (its
   ``invocation.Flag``s, the first one the flag that asks for it), ``DRIVERS`` (the CSI drivers and in-tree
   sources whose PVs it answers for);
 - ``asked(flags) -> bool``: whether the parsed flags ask for this census;
@@ -18,7 +19,7 @@ every ``leftovers`` run), and its ``census`` module implements (imported only wh
 Adding a cloud: one package here, its name in ``CLOUD_MODULES``, its extra in setup.cfg, its test server. The
 shared types and the join are in ``base``; ``census`` runs the asked ones.
 
-- ``Census.source``: ``"gce"`` or ``"aws"``.
+- ``Census.source``: ``"gce"``, ``"aws"`` or ``"azure"``.
 - ``Census.handle_of(pv: VolumeRef) -> Optional[str]``: the canonical handle a PV names on this cloud (the
   same string ``CloudDisk.handle`` carries for that disk), or None when the PV is not this cloud's.
 - ``Census.covers(handle: str) -> bool``: whether that handle lies in what this census listed (a project,
@@ -29,6 +30,11 @@ shared types and the join are in ``base``; ``census`` runs the asked ones.
 - ``CloudDisk.other_cluster`` True (AWS with ``--aws-cluster-name``: the tags name other clusters, not this
   one): ``join`` sets the disk aside in ``other_clusters`` instead of calling it an orphan, unless a PV here
   names it (then it is that PV's disk, whoever tagged it).
+- A disk a VM uses (``CloudDisk.users``) that no PV names and no CSI driver made for a claim (``made_for`` is None:
+  a node's boot or OS disk) is ``not-a-volume``: ``join`` puts it in ``not_volumes``, shown with ``--all`` and
+  never a finding.
+- Optional: ``Census.match_key(handle) -> str`` (handles are compared through it: Azure's ARM IDs are
+  case-insensitive); ``CloudDisk.use`` (the DISK column's words in the cloud's own terms).
 """
 
 from __future__ import annotations
@@ -36,7 +42,7 @@ from __future__ import annotations
 from typing import Any
 
 # The clouds, in the order their censuses run and their flags are listed.
-CLOUD_MODULES = ("kubectl_pvleft.clouds.gce", "kubectl_pvleft.clouds.aws")
+CLOUD_MODULES = ("kubectl_pvleft.clouds.gce", "kubectl_pvleft.clouds.aws", "kubectl_pvleft.clouds.azure")
 
 
 def cloud_modules() -> list[Any]:

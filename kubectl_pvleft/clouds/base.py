@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
 from typing import Any, Optional, Protocol
 
@@ -11,6 +11,14 @@ from msgspec import Struct, field
 
 ORPHAN_DISK = "orphan-disk"  # a disk no PV in this cluster names
 MISSING_DISK = "missing-disk"  # a PV whose disk does not exist: its data is already gone
+NOT_A_VOLUME = "not-a-volume"  # used by a VM, named by no PV, made for no claim: shown with --all, never a finding
+# Where each cloud's CSI driver writes the claim a disk was made for (MADE FOR): GCE's description JSON and EBS tags
+# use the slash keys, Azure tags (which cannot hold "/") the dash keys.
+MADE_FOR_KEYS = (
+    ("kubernetes.io/created-for/pvc/namespace", "kubernetes.io-created-for-pvc-namespace"),
+    ("kubernetes.io/created-for/pvc/name", "kubernetes.io-created-for-pvc-name"),
+    ("kubernetes.io/created-for/pv/name", "kubernetes.io-created-for-pv-name", "CSIVolumeName"),
+)
 
 
 class CloudError(Exception):
@@ -40,6 +48,14 @@ class CloudDisk(Struct, frozen=True):
     users: tuple[str, ...] = ()  # the VMs / instances using it
     provenance: Mapping[str, str] = field(default_factory=dict)  # created-for pvc/pv, cluster tags, CSI name
     other_cluster: Optional[bool] = None  # True: tagged for another cluster; None: cannot tell
+    use: Optional[str] = None  # the DISK column's words in the cloud's own terms (Azure: Unattached); None: generic
+
+    @property
+    def made_for(self) -> Optional[str]:
+        """``namespace/claim`` the CSI driver recorded, else the PV name; None when nothing says."""
+        namespace, claim, pv = (next((self.provenance[k] for k in keys if self.provenance.get(k)), None)
+                                for keys in MADE_FOR_KEYS)
+        return "/".join(x for x in (namespace, claim) if x) or pv
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -77,22 +93,33 @@ class CloudReport(Struct):
     findings: list[CloudFinding]
     disks_by_pv: dict[str, CloudDisk]  # facts for the PV rows: every PV whose disk was found
     other_clusters: list[CloudDisk] = field(default_factory=list)  # no PV here names them; tagged for others
+    not_volumes: list[CloudFinding] = field(default_factory=list)  # NOT_A_VOLUME rows: shown with --all, not findings
+
+
+def _same(handle: str) -> str:
+    return handle
 
 
 def join(census: Census, pvs: Iterable[VolumeRef], disks: Iterable[CloudDisk]) -> CloudReport:
-    """Pure: match disks to PVs by canonical handle (never by name alone)."""
+    """Pure: match disks to PVs by canonical handle (never by name alone), compared through the census's
+    ``match_key`` when it has one (Azure's ARM IDs are case-insensitive). A disk a VM uses that no PV names and no
+    CSI driver made for a claim (a node's boot disk) is NOT_A_VOLUME, not an orphan."""
+    key: Callable[[str], str] = getattr(census, "match_key", None) or _same
     named: dict[str, list[str]] = {}
+    written: dict[str, str] = {}  # match key -> the handle as the PV wrote it
     for pv in pvs:
         handle = census.handle_of(pv)
         if handle:
-            named.setdefault(handle, []).append(pv.pv_name)
-    seen: dict[str, CloudDisk] = {}
+            named.setdefault(key(handle), []).append(pv.pv_name)
+            written.setdefault(key(handle), handle)
+    seen: set[str] = set()
     findings: list[CloudFinding] = []
     by_pv: dict[str, CloudDisk] = {}
     other_clusters: list[CloudDisk] = []
+    not_volumes: list[CloudFinding] = []
     for disk in disks:
-        seen[disk.handle] = disk
-        owners = named.get(disk.handle)
+        seen.add(key(disk.handle))
+        owners = named.get(key(disk.handle))
         if owners:
             for pv_name in owners:
                 by_pv[pv_name] = disk
@@ -100,19 +127,27 @@ def join(census: Census, pvs: Iterable[VolumeRef], disks: Iterable[CloudDisk]) -
         if disk.other_cluster:  # the user named this cluster and the tags name others: not ours to report
             other_clusters.append(disk)
             continue
+        if disk.users and disk.made_for is None:
+            # Used by a VM and made for no claim: a boot or OS disk, a VM's own data disk. A disk the CSI driver made
+            # for a claim stays an orphan however it is attached (its PV is gone, its attachment leaked).
+            not_volumes.append(CloudFinding(
+                NOT_A_VOLUME, census.source, disk, None, disk.handle,
+                f"no PersistentVolume names {disk.handle}, and {', '.join(disk.users)} uses it: a VM's own disk"))
+            continue
         made_for = ", ".join(f"{k}={v}" for k, v in sorted(disk.provenance.items())) or "no provenance recorded"
         whose = ("it may belong to another cluster in the same account or project" if disk.other_cluster is None
                  else "it is tagged for this cluster")
         findings.append(CloudFinding(
             getattr(census, "orphan_kind", ORPHAN_DISK), census.source, disk, None, disk.handle,
             f"no PersistentVolume in this cluster names {disk.handle} ({made_for}); {whose}"))
-    for handle, pv_names in sorted(named.items()):
-        if handle in seen or not census.covers(handle):
+    for matched, pv_names in sorted(named.items()):
+        handle = written[matched]
+        if matched in seen or not census.covers(handle):
             continue
         findings.extend(CloudFinding(
             getattr(census, "missing_kind", MISSING_DISK), census.source, None, pv_name, handle,
             f"PersistentVolume {pv_name} names {handle}, which does not exist: its data is already gone")
             for pv_name in pv_names)
     findings.sort(key=lambda f: (f.kind, f.handle, f.pv_name or ""))
-    return CloudReport(findings, by_pv, other_clusters)
-
+    not_volumes.sort(key=lambda f: f.handle)
+    return CloudReport(findings, by_pv, other_clusters, not_volumes)

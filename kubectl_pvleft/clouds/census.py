@@ -1,4 +1,4 @@
-"""`leftovers --project` / `--aws-region`: the second census, cloud disks beside the PersistentVolumes.
+"""`leftovers --project` / `--aws-region` / `--azure-subscription`: the second census, cloud disks beside the PersistentVolumes.
 
 Two clients, two findings: the Kubernetes rows come from the API server, the disk rows from the cloud,
 and each finding says which client saw it (``source``). A cloud census that fails is one line on
@@ -56,11 +56,12 @@ def listed_in_time(census: Any, seconds: float, from_flag: bool) -> list[CloudDi
 class CensusOutcome:
     """What the censuses found, handed back to leftovers, which builds its own table from it."""
 
-    __slots__ = ("disks", "errors", "findings", "taken", "warnings")
+    __slots__ = ("disks", "errors", "findings", "not_volumes", "taken", "warnings")
 
     def __init__(self) -> None:
         self.disks: dict[str, Union[CloudDisk, Absent]] = {}  # the DISK of each PV: found, missing or unknown
         self.findings: list[CloudFinding] = []
+        self.not_volumes: list[CloudFinding] = []  # a VM's own disks: shown with --all, never counted as findings
         self.taken: list[str] = []  # the censuses that answered, by name
         self.errors: list[str] = []  # one line per census that failed: the report is partial
         self.warnings: list[str] = []
@@ -90,6 +91,7 @@ def take(options: Options, pvs: Sequence[Any]) -> CensusOutcome:
         if options.label_selector:
             _hold_back_orphans(joined, cloud.NAME, options, outcome.warnings)
         outcome.findings += joined.findings
+        outcome.not_volumes += joined.not_volumes if options.show_all else []
         outcome.disks.update(joined.disks_by_pv)
         outcome.disks.update({f.pv_name: Absent.MISSING for f in joined.findings if f.pv_name is not None})
         if joined.other_clusters and hasattr(implementation, "other_clusters_note"):
@@ -104,7 +106,7 @@ def take(options: Options, pvs: Sequence[Any]) -> CensusOutcome:
 def sections(outcome: CensusOutcome) -> list[Report[CloudFinding]]:
     """The findings table under the PVs; none when no census could be taken: an empty one would read as "no
     orphans found"."""
-    return [findings_report(outcome.findings, taken=outcome.taken)] if outcome.taken else []
+    return [findings_report(outcome.findings + outcome.not_volumes, taken=outcome.taken)] if outcome.taken else []
 
 
 def _hold_back_orphans(joined: Any, name: str, options: Options, warnings: list[str]) -> None:
@@ -115,6 +117,7 @@ def _hold_back_orphans(joined: Any, name: str, options: Options, warnings: list[
                         f"joined, so {len(dropped)} disk(s) no selected PV names are not reported as orphans; "
                         "run without -l to see them")
     joined.findings[:] = [f for f in joined.findings if f.pv_name is not None]
+    joined.not_volumes.clear()  # a PV outside the selection may name those too
 
 
 def disk_summary(disk: Union[CloudDisk, Absent, None]) -> Union[str, Absent, None]:
@@ -123,7 +126,7 @@ def disk_summary(disk: Union[CloudDisk, Absent, None]) -> Union[str, Absent, Non
     if disk is None or isinstance(disk, Absent):
         return disk
     size = f"{disk.size_gb}GiB" if disk.size_gb is not None else "?GiB"
-    use = f"used by {','.join(disk.users)}" if disk.users else "not attached"
+    use = disk.use or (f"used by {','.join(disk.users)}" if disk.users else "not attached")
     return f"{disk.source} {size} {disk.type or ''}".rstrip() + f", {use}"
 
 
@@ -149,14 +152,6 @@ def findings_report(findings: list[CloudFinding], now: Optional[datetime] = None
     def disk(attr: str) -> Any:
         return lambda f: getattr(f.disk, attr) if f.disk is not None else None
 
-    def made_for(f: CloudFinding) -> Optional[str]:
-        if f.disk is None:
-            return None
-        p = f.disk.provenance
-        claim = "/".join(x for x in (p.get("kubernetes.io/created-for/pvc/namespace"),
-                                     p.get("kubernetes.io/created-for/pvc/name")) if x)
-        return claim or p.get("kubernetes.io/created-for/pv/name") or p.get("CSIVolumeName")
-
     columns: list[Column[CloudFinding]] = [
         Column("SOURCE", lambda f: f.source),
         Column("FINDING", lambda f: f.kind),
@@ -167,7 +162,7 @@ def findings_report(findings: list[CloudFinding], now: Optional[datetime] = None
         Column("SIZE", lambda f: f"{f.disk.size_gb}GiB" if f.disk and f.disk.size_gb is not None else None),
         Column("TYPE", disk("type")),
         Column("USERS", lambda f: ",".join(f.disk.users) if f.disk and f.disk.users else None),
-        Column("MADE FOR", made_for),
+        Column("MADE FOR", lambda f: f.disk.made_for if f.disk else None),
         Column("AGE", lambda f: age(f.disk.created, now or utcnow()) if f.disk else None),
         Column("HANDLE", lambda f: f.handle, wide_only=True),
         Column("MESSAGE", lambda f: f.message, wide_only=True),

@@ -24,6 +24,7 @@ class InTreeSource(Record, frozen=True):
     pd_name: Optional[str] = None  # gcePersistentDisk
     volume_id: Optional[str] = msgspec.field(default=None, name="volumeID")  # awsElasticBlockStore, cinder
     volume_path: Optional[str] = None  # vsphereVolume
+    disk_uri: Optional[str] = msgspec.field(default=None, name="diskURI")  # azureDisk: the managed disk's ARM ID
 
 
 class SelectorRequirement(Record, frozen=True):
@@ -156,7 +157,7 @@ class PersistentVolume(Record, frozen=True):
         _, source = self._in_tree()
         if source is None:
             return self.spec.csi.volume_handle if self.spec.csi else None
-        return source.path or source.pd_name or source.volume_id or source.volume_path
+        return source.path or source.pd_name or source.volume_id or source.volume_path or source.disk_uri
 
     @property
     def reason(self) -> Optional[str]:

@@ -1,0 +1,311 @@
+"""The Azure census: every managed disk in the subscriptions named by ``--azure-subscription``, beside the PVs.
+
+``azure-mgmt-compute`` and ``azure-identity`` (the ``kubectl-pvleft[azure]`` extra) are imported inside
+``open_census`` only, so a run without the flag never loads them. Credentials come from azure-identity's
+DefaultAzureCredential (environment, workload identity on AKS, managed identity, Azure CLI ...). The only calls are
+``Disks_List`` per subscription, or ``Disks_ListByResourceGroup`` per ``--azure-resource-group`` (AKS keeps its disks
+in the node resource group ``MC_*``), every page, at the pinned ``API_VERSION``.
+
+A PV names its disk by ARM resource ID (CSI ``volumeHandle``, in-tree ``azureDisk.diskURI``); ARM IDs are
+case-insensitive, so they are matched by ``match_key`` (lower case), never by the disk's name alone. A disk a VM holds
+(``managedBy``) that no PV names and no CSI driver made for a claim (a node's OS disk) is ``not-a-volume``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from datetime import datetime, timezone
+from typing import Any, Optional
+
+from kubectl_pvleft.clouds.azure import DRIVERS, SOURCE
+from kubectl_pvleft.clouds.base import CloudDisk, CloudError, VolumeRef
+
+# The Disks API version this census reads, pinned to the one azure-mgmt-compute's Disks operations send by default
+# (the SDK's models, which the tests judge the local Resource Manager by, are generated from that version's
+# description); ARM serves a version for years, and an SDK upgrade cannot change what is asked behind our back.
+API_VERSION = "2026-03-02"
+PERMISSION = "Microsoft.Compute/disks/read"
+INSTALL_HINT = "--azure-subscription needs azure-mgmt-compute and azure-identity: pip install 'kubectl-pvleft[azure]'"
+CREDENTIALS_HINT = ("set AZURE_CLIENT_ID, AZURE_TENANT_ID and AZURE_CLIENT_SECRET, give the Pod workload identity "
+                    "on AKS, or run `az login`")
+# A local or private Resource Manager (Azure Stack Hub, tests): its URL; the token is asked for its own audience,
+# from the authority AZURE_AUTHORITY_HOST names, taken as given (no instance discovery at the public cloud).
+ENDPOINT_ENV = "PVLEFT_ARM_ENDPOINT"
+
+# What the Azure Disk CSI driver writes on a disk it creates (Azure tags cannot hold "/", so "-" stands for it).
+PROVENANCE_TAGS = (
+    "kubernetes.io-created-for-pv-name", "kubernetes.io-created-for-pvc-name",
+    "kubernetes.io-created-for-pvc-namespace", "k8s-azure-created-by",
+)
+# Tags that name a cluster: cloud-provider-azure's cluster-name tags and AKS's managed-cluster tag (a StorageClass's
+# `tags` parameter can write any of them).
+CLUSTER_NAME_TAGS = ("k8s-azure-cluster-name", "kubernetes-cluster-name", "aks-managed-cluster-name")
+CALL_TIMEOUT = 60.0  # seconds per request
+RETRIES = 3  # azure-core's default is 10, each honouring Retry-After (a 429's)
+
+_DISK_ID = re.compile(r"^/subscriptions/([^/]+)/resourceGroups/([^/]+)/providers/Microsoft\.Compute/disks/([^/]+)$",
+                      re.IGNORECASE)
+_VM = re.compile(r"/virtualMachineScaleSets/([^/]+)/virtualMachines/([^/]+)$|/virtualMachines/([^/]+)$", re.IGNORECASE)
+_SECRETS = re.compile(r"(Bearer\s+\S+|eyJ[\w-]+\.[\w-]+\.[\w-]*|client_secret=\S+)", re.IGNORECASE)
+
+
+def open(flags: Mapping[str, Any], timeout: float) -> AzureCensus:
+    """The census the flags ask for; PVLEFT_ARM_ENDPOINT names a private Resource Manager (Azure Stack Hub, tests)."""
+    import os
+
+    return open_census(flags.get("azure_subscription") or (), flags.get("azure_resource_group") or (),
+                       cluster_name=flags.get("azure_cluster_name"), endpoint=os.environ.get(ENDPOINT_ENV),
+                       timeout=timeout)
+
+
+# -- handles --------------------------------------------------------------------------------------------
+
+def parse_disk_id(text: Optional[str]) -> Optional[tuple[str, str, str]]:
+    """``/subscriptions/S/resourceGroups/RG/providers/Microsoft.Compute/disks/D`` (any case) -> (S, RG, D); None for
+    anything else (an unmanaged disk's blob URL, a name alone)."""
+    match = _DISK_ID.match((text or "").strip())
+    return (match.group(1), match.group(2), match.group(3)) if match else None
+
+
+def match_key(handle: str) -> str:
+    """ARM resource IDs are case-insensitive: AKS writes ``MC_rg_aks_eastus`` where ARM answers ``mc_rg_aks_eastus``."""
+    return handle.lower()
+
+
+def vm_name(resource_id: str) -> str:
+    """A VM's name from its ARM ID; a scale-set instance as ``SCALESET/INSTANCE``."""
+    match = _VM.search(resource_id)
+    if not match:
+        return resource_id.rsplit("/", 1)[-1]
+    return f"{match.group(1)}/{match.group(2)}" if match.group(1) else match.group(3)
+
+
+def cluster_names(tags: Mapping[str, str]) -> set[str]:
+    return {tags[key] for key in CLUSTER_NAME_TAGS if tags.get(key)}
+
+
+def other_cluster(tags: Mapping[str, str], cluster_name: Optional[str]) -> Optional[bool]:
+    """True: the tags name clusters, not this one. False: they name this one. None: no name given, or no tag."""
+    named = cluster_names(tags)
+    if cluster_name is None or not named:
+        return None
+    return cluster_name not in named
+
+
+def parse_time(value: Any) -> Optional[datetime]:
+    """ARM's timeCreated (``2026-03-03T09:12:33.4215632+00:00``: seven fractional digits), as UTC."""
+    if not isinstance(value, str) or not value:
+        return None
+    text = re.sub(r"(\.\d{6})\d+", r"\1", value.replace("Z", "+00:00"))
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return parsed.astimezone(timezone.utc) if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+
+
+def disk_record(disk: Mapping[str, Any], cluster_name: Optional[str]) -> CloudDisk:
+    """One ARM ``Disk`` (its JSON) -> CloudDisk."""
+    properties = disk.get("properties") or {}
+    tags = {str(k): str(v) for k, v in (disk.get("tags") or {}).items()}
+    attached = [disk["managedBy"]] if disk.get("managedBy") else []
+    attached += [vm for vm in disk.get("managedByExtended") or () if vm not in attached]
+    users = tuple(vm_name(vm) for vm in attached)
+    zones = [z for z in disk.get("zones") or () if z]
+    location = str(disk.get("location") or "")
+    state = properties.get("diskState")
+    return CloudDisk(
+        source=SOURCE,
+        handle=disk["id"],
+        name=disk.get("name") or disk["id"].rsplit("/", 1)[-1],
+        # As Kubernetes labels it (topology.kubernetes.io/zone=eastus-1): the region, and the zone when it has one.
+        location=f"{location}-{zones[0]}" if len(zones) == 1 else location,
+        size_gb=properties.get("diskSizeGB"),
+        type=(disk.get("sku") or {}).get("name"),
+        created=parse_time(properties.get("timeCreated")),
+        state=state,
+        users=users,
+        provenance={k: v for k, v in tags.items() if k in PROVENANCE_TAGS or k in CLUSTER_NAME_TAGS},
+        other_cluster=other_cluster(tags, cluster_name),
+        use=use_words(state, users),
+    )
+
+
+def use_words(state: Optional[str], users: tuple[str, ...]) -> str:
+    """The DISK column in Azure's words: ``Unattached`` (or ActiveSAS ...), ``attached to vm`` (``(Reserved)``: the
+    VM is stopped and deallocated, the disk still bills)."""
+    if not users:
+        return state or "Unattached"
+    where = f"attached to {','.join(users)}"
+    return where if state in (None, "Attached") else f"{where} ({state})"
+
+
+# -- the census -----------------------------------------------------------------------------------------
+
+class AzureCensus:
+    """The ``Census`` of managed disks (see ``kubectl_pvleft.clouds``), one Compute client per subscription."""
+
+    source = SOURCE
+    orphan_kind = "orphan-disk"
+    missing_kind = "missing-disk"
+
+    def __init__(self, clients: Mapping[str, Any], resource_groups: Iterable[str] = (), *,
+                 cluster_name: Optional[str] = None) -> None:
+        self._clients = dict(clients)
+        self.subscriptions = tuple(self._clients)
+        self.resource_groups = tuple(dict.fromkeys(rg for rg in resource_groups if rg))
+        self.cluster_name = cluster_name
+        self.notes: list[str] = []
+        self.pages_read = 0
+        self.call_timeout = CALL_TIMEOUT
+
+    match_key = staticmethod(match_key)
+
+    def handle_of(self, pv: VolumeRef) -> Optional[str]:
+        if pv.driver not in DRIVERS or parse_disk_id(pv.handle) is None:
+            return None
+        return (pv.handle or "").strip()
+
+    def covers(self, handle: str) -> bool:
+        """A disk of a listed subscription (and resource group, when narrowed): only there can it be called gone."""
+        parsed = parse_disk_id(handle)
+        if parsed is None:
+            return False
+        subscription, group, _ = parsed
+        if subscription.lower() not in {s.lower() for s in self.subscriptions}:
+            return False
+        return not self.resource_groups or group.lower() in {g.lower() for g in self.resource_groups}
+
+    def disks(self) -> Iterator[CloudDisk]:
+        for subscription, client in self._clients.items():
+            scopes = self.resource_groups or (None,)
+            for group in scopes:
+                yield from self._scope_disks(subscription, group, client)
+
+    def _scope_disks(self, subscription: str, group: Optional[str], client: Any) -> Iterator[CloudDisk]:
+        from azure.core.exceptions import AzureError
+
+        where = f"resource group {group} of subscription {subscription}" if group else f"subscription {subscription}"
+        options = {"api_version": API_VERSION, "timeout": self.call_timeout}
+        try:
+            pager = (client.disks.list_by_resource_group(group, **options) if group
+                     else client.disks.list(**options))
+            for page in pager.by_page():
+                self.pages_read += 1
+                for disk in page:
+                    record = disk.as_dict() if hasattr(disk, "as_dict") else dict(disk)
+                    if not isinstance(record.get("id"), str) or parse_disk_id(record["id"]) is None:
+                        raise CloudError(f"Azure's answer for disks in {where} was not a disk list (a disk without "
+                                         "an ARM ID): the census was not taken, and no disk is reported missing")
+                    yield disk_record(record, self.cluster_name)
+        except AzureError as exc:
+            raise cloud_error(exc, where) from None
+        except (ValueError, TypeError, AttributeError, KeyError) as exc:
+            # A 200 that is not ARM's JSON (a proxy's page): read as "no disks" it would call every PV's data gone.
+            raise CloudError(f"Azure's answer for disks in {where} was not Azure Resource Manager's "
+                             f"({type(exc).__name__}): the census was not taken") from None
+
+
+def other_clusters_note(disks: list[CloudDisk], flags: Mapping[str, Any]) -> str:
+    """What --azure-cluster-name left out of the orphan findings, said once, by the clusters the tags name."""
+    counts: dict[str, int] = {}
+    for disk in disks:
+        for name in sorted(cluster_names(disk.provenance)):
+            counts[name] = counts.get(name, 0) + 1
+    by_cluster = ", ".join(f"{name}: {count}" for name, count in sorted(counts.items()))
+    return (f"{len(disks)} Azure disk(s) tagged for other clusters ({by_cluster}) are not reported as orphans: "
+            f"--azure-cluster-name {flags.get('azure_cluster_name')} names this cluster")
+
+
+def open_census(subscriptions: Iterable[str], resource_groups: Iterable[str] = (), *,
+                cluster_name: Optional[str] = None, endpoint: Optional[str] = None,
+                credential: Any = None, timeout: Optional[float] = None) -> AzureCensus:
+    """One Compute client per subscription, from DefaultAzureCredential. Raises CloudError, never a traceback.
+    ``endpoint``: a Resource Manager other than the public cloud's (https only: the SDK sends no token over http)."""
+    subscriptions = list(dict.fromkeys(s.strip() for s in subscriptions if s and s.strip()))
+    if not subscriptions:
+        raise CloudError("--azure-subscription needs a subscription ID")
+    try:
+        from azure.identity import DefaultAzureCredential
+        from azure.mgmt.compute import ComputeManagementClient
+    except ImportError:
+        raise CloudError(INSTALL_HINT) from None
+    _quiet_sdk_logs()
+    bound = min(CALL_TIMEOUT, timeout) if timeout is not None else CALL_TIMEOUT
+    transport = {"connection_timeout": min(10.0, bound), "read_timeout": bound, "retry_total": RETRIES}
+    if credential is None:
+        # Only a private Resource Manager's authority is taken as given; the public clouds' are checked as usual.
+        credential = DefaultAzureCredential(disable_instance_discovery=bool(endpoint), **transport)
+    client_options: dict[str, Any] = dict(transport)
+    if endpoint:
+        client_options.update(base_url=endpoint.rstrip("/"), credential_scopes=[endpoint.rstrip("/") + "/.default"])
+    clients = {subscription: ComputeManagementClient(credential, subscription, **client_options)
+               for subscription in subscriptions}
+    census = AzureCensus(clients, resource_groups, cluster_name=cluster_name)
+    census.call_timeout = bound
+    return census
+
+
+def _quiet_sdk_logs() -> None:
+    """azure-identity logs a failed credential chain as a WARNING of many lines through logging's last-resort handler
+    (stderr): what cloud_error says in one line. A NullHandler on the SDKs' loggers keeps stderr to that line."""
+    import logging
+
+    for name in ("azure", "msal"):
+        logger = logging.getLogger(name)
+        if not logger.handlers:
+            logger.addHandler(logging.NullHandler())
+
+
+# -- errors ---------------------------------------------------------------------------------------------
+
+def _said(exc: Exception) -> str:
+    """What Azure said, on one line, short, with anything shaped like a token removed."""
+    error = getattr(exc, "error", None)
+    code = getattr(error, "code", None)
+    message = getattr(error, "message", None) or getattr(exc, "message", None) or str(exc)
+    text = " ".join(str(message).split())
+    text = re.sub(r"^\(\w+\)\s*", "", text)  # azure-core prefixes "(Code) "
+    text = text.split(" Code: ")[0]  # ... and appends "Code: X Message: Y"
+    said = f"{code}: {text}" if code and not text.startswith(code) else text
+    return _SECRETS.sub("<redacted>", said)[:300]
+
+
+def cloud_error(exc: Exception, where: str) -> CloudError:
+    """One line for a failed list call that names what is missing, never a traceback."""
+    from azure.core import exceptions as errors
+
+    status = getattr(getattr(exc, "response", None), "status_code", None)
+    said = _said(exc)
+    code = getattr(getattr(exc, "error", None), "code", None) or ""
+    if isinstance(exc, errors.ClientAuthenticationError) and status is None:
+        # No answer from Resource Manager: no credential of the chain produced a token.
+        return CloudError(f"no Azure credentials could be used to list disks in {where}: {CREDENTIALS_HINT} "
+                          f"({_first_reason(exc)})")
+    if status == 401:
+        return CloudError(f"Azure rejected the credentials listing disks in {where} ({said}): {CREDENTIALS_HINT}")
+    if status == 403:
+        return CloudError(f"Azure denied listing disks in {where}: the identity needs {PERMISSION} there "
+                          f"(e.g. the Reader role) ({said})")
+    if status == 404:
+        if code == "ResourceGroupNotFound":
+            return CloudError(f"{where[0].upper()}{where[1:]} does not exist ({said})")
+        return CloudError(f"{where[0].upper()}{where[1:]} does not exist, or these credentials cannot see it ({said})")
+    if status == 429:
+        return CloudError(f"Azure kept throttling the disk list in {where} (HTTP 429 after {RETRIES} retries, each "
+                          f"after its Retry-After): try again later ({said})")
+    if status is not None:
+        return CloudError(f"Azure failed listing disks in {where}: HTTP {status} ({said})")
+    if isinstance(exc, (errors.ServiceRequestError, errors.ServiceResponseError)):
+        return CloudError(f"cannot reach Azure Resource Manager to list disks in {where} ({type(exc).__name__}: "
+                          f"{said[:200]})")
+    return CloudError(f"listing disks in {where} failed ({type(exc).__name__}: {said})")
+
+
+def _first_reason(exc: Exception) -> str:
+    """DefaultAzureCredential's message lists every credential it tried, one a line: keep the first's reason."""
+    lines = [line.strip() for line in str(getattr(exc, "message", None) or exc).splitlines() if line.strip()]
+    tried = [line for line in lines if ":" in line and not line.startswith(("DefaultAzureCredential", "Attempted",
+                                                                          "To mitigate"))]
+    return _SECRETS.sub("<redacted>", (tried[0] if tried else lines[0] if lines else type(exc).__name__))[:200]
