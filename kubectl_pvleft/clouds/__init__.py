@@ -24,6 +24,8 @@ Adding a cloud: one module here, its name in ``CLOUD_MODULES``, its extra in set
 - ``Census.disks() -> Iterator[CloudDisk]``: every disk, paginated to the last page, read-only calls only.
   Raises ``CloudError`` (a 403 names the missing permission).
 - ``Census.notes``: lines for stderr about what the census could not tell (printed as warnings).
+- ``CloudDisk.kept``: the reason of the cloud's keep label or tag (``pvleft-keep`` on GCE, whose label keys take
+  no dot or slash; ``pvleft.io/keep`` on AWS), None when the disk has none: a kept orphan is never a finding.
 - ``CloudDisk.other_cluster`` True (AWS with ``--aws-cluster-name``: the tags name other clusters, not this
   one): ``join`` sets the disk aside in ``other_clusters`` instead of calling it an orphan, unless a PV here
   names it (then it is that PV's disk, whoever tagged it).
@@ -71,6 +73,8 @@ class CloudDisk(Struct, frozen=True):
     users: tuple[str, ...] = ()  # the VMs / instances using it
     provenance: Mapping[str, str] = field(default_factory=dict)  # created-for pvc/pv, cluster tags, CSI name
     other_cluster: Optional[bool] = None  # True: tagged for another cluster; None: cannot tell
+    # Intentionally kept (a `pvleft-keep` label on GCE, a `pvleft.io/keep` tag on AWS): the reason, else None.
+    kept: Optional[str] = None
 
     def to_json(self) -> dict:
         return {
@@ -78,7 +82,7 @@ class CloudDisk(Struct, frozen=True):
             "size_gb": self.size_gb, "type": self.type,
             "created": self.created.isoformat().replace("+00:00", "Z") if self.created else None,
             "state": self.state, "users": list(self.users), "provenance": dict(self.provenance),
-            "other_cluster": self.other_cluster,
+            "other_cluster": self.other_cluster, "kept": self.kept,
         }
 
 
