@@ -183,6 +183,28 @@ def test_older_than_leaves_out_the_younger_leftovers_and_claims(cluster: Any, ns
     assert (result.returncode, result.stdout) == (0, ""), result.stderr
 
 
+def test_watch_shows_a_leftover_once_it_is_old_enough_with_no_event(cluster: Any, ns: str) -> None:
+    pv = released(cluster, ns, "aging")
+    since = get(cluster, f"/api/v1/persistentvolumes/{pv}")["status"]["lastPhaseTransitionTime"]
+    threshold = 12
+    proc = subprocess.Popen([PLUGIN, "leftovers", "-l", f"hk={ns}", "--watch", "-o", "jsonl", "--older-than",
+                             f"{threshold}s", "--kubeconfig", str(cluster.kubeconfig("reader"))],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PVLEFT_WATCH_SETTLE_SECONDS": "0.1"})
+    lines: "queue.Queue[str]" = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()  # type: ignore[union-attr]
+    try:
+        appeared = json.loads(lines.get(timeout=60))
+        # Nothing changed on the server: the row appeared because it became old enough (rechecked each second).
+        assert (appeared["change"], appeared["name"], appeared["finding"]) == ("appeared", pv, True)
+        assert seconds_since(since) >= threshold
+        assert get(cluster, f"/api/v1/persistentvolumes/{pv}")["status"]["lastPhaseTransitionTime"] == since
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    assert proc.stderr is not None and proc.stderr.read() == ""
+
+
 def test_older_than_is_kubectls_duration_syntax_with_days(cluster: Any) -> None:
     for good in ("7d", "36h", "1d12h", "90m", "1.5d"):
         result = run_plugin(cluster.kubeconfig("reader"), "claims", "-n", "default", "--older-than", good)
