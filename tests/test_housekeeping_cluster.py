@@ -14,13 +14,13 @@ import subprocess
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 import yaml
-
 from plugin_runner import PLUGIN, items, run_plugin
 from recording.pending import pod
 from scenarios import apply, claim, get, host_path_pv, storage_class, wait_for, wait_pv_phase
@@ -129,7 +129,7 @@ def test_watch_follows_pods_starting_and_ending(cluster: Any, ns: str) -> None:
                              "--kubeconfig", str(cluster.kubeconfig("reader"))],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "PVLEFT_WATCH_SETTLE_SECONDS": "0.1"})
-    lines: "queue.Queue[str]" = queue.Queue()
+    lines: queue.Queue[str] = queue.Queue()
     threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()  # type: ignore[union-attr]
     try:
         time.sleep(2)  # listed: the claim is used, so nothing is printed
@@ -191,7 +191,7 @@ def test_watch_shows_a_leftover_once_it_is_old_enough_with_no_event(cluster: Any
                              f"{threshold}s", "--kubeconfig", str(cluster.kubeconfig("reader"))],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "PVLEFT_WATCH_SETTLE_SECONDS": "0.1"})
-    lines: "queue.Queue[str]" = queue.Queue()
+    lines: queue.Queue[str] = queue.Queue()
     threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()  # type: ignore[union-attr]
     try:
         appeared = json.loads(lines.get(timeout=60))
@@ -234,7 +234,7 @@ def test_a_kept_pv_and_claim_are_shown_only_with_all_and_never_findings(cluster:
     assert (after.returncode, after.stdout) == (0, ""), after.stderr
     shown = run_plugin(cluster.kubeconfig("reader"), "leftovers", "-l", f"hk={ns}", "--all", "--exit-code")
     assert shown.returncode == 0, shown.stderr
-    header, row = shown.stdout.splitlines()[0], next(l for l in shown.stdout.splitlines() if l.startswith(pv))
+    header, row = shown.stdout.splitlines()[0], next(line for line in shown.stdout.splitlines() if line.startswith(pv))
     assert "KEPT" in header and row[header.index("KEPT"):].startswith("legal hold until 2027")
     doc = items(run_plugin(cluster.kubeconfig("reader"), "leftovers", "-l", f"hk={ns}", "--all", "-o", "json").stdout)
     assert [(r["kept"], r["finding"]) for r in doc if r["name"] == pv] == [("legal hold until 2027", False)]

@@ -177,7 +177,8 @@ def pv(name: str, *, phase: str = "Released", since: timedelta = timedelta(days=
 def test_leftovers_age_keep_and_excluded_claim_namespaces() -> None:
     found = [pv("old"), pv("young", since=timedelta(hours=2)), pv("kept", keep="legal hold"),
              pv("system", ns="kube-system")]
-    args: dict[str, Any] = dict(older_than=DAY, now=NOW, excluded=Options(exclude_namespaces=("kube-*",)).excluded)
+    args: dict[str, Any] = {"older_than": DAY, "now": NOW,
+                            "excluded": Options(exclude_namespaces=("kube-*",)).excluded}
     shown = leftovers.assess(found, None, {}, **args)
     assert [r.pv.name for r in shown] == ["old"]
     every = {r.pv.name: r for r in leftovers.assess(found, None, {}, include_all=True, **args)}
@@ -239,7 +240,7 @@ def test_the_keep_tag_on_ebs_and_the_keep_label_on_gce() -> None:
 # -- the watch's recheck -------------------------------------------------------------------------------------------
 
 def test_a_recheck_judges_again_with_nothing_new() -> None:
-    inbox: "queue.Queue[Any]" = queue.Queue()
+    inbox: queue.Queue[Any] = queue.Queue()
     assert _burst(inbox, WatchSettings(settle=0.01), recheck=0.05) == []
     inbox.put("x")
     assert _burst(inbox, WatchSettings(settle=0.01), recheck=0.05) == ["x"]

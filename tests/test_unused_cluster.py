@@ -7,10 +7,9 @@ since when it is unused is unknown, said as such. The server that writes it: tes
 from __future__ import annotations
 
 import uuid
-from typing import Any, Iterator
+from collections.abc import Iterator
 
 import pytest
-
 from controlplane import ControlPlane, build
 from plugin_runner import items, run_plugin
 from recording.pending import pod
@@ -77,7 +76,8 @@ def test_without_the_condition_unused_comes_from_the_pods_and_its_start_is_unkno
     table = run_plugin(plane.kubeconfig("reader"), "claims", "-n", ns, "--exit-code")
     assert table.returncode == 3
     found = {line.split()[0]: line for line in table.stdout.splitlines()[1:]}
-    assert sorted(found) == ["done", "idle"] and all("unused" in l and "unknown (pods)" in l for l in found.values())
+    assert sorted(found) == ["done", "idle"] and all("unused" in line and "unknown (pods)" in line
+                                                  for line in found.values())
 
     # How long is unknown: --older-than cannot count them, and says so once.
     aged = run_plugin(plane.kubeconfig("reader"), "claims", "-n", ns, "--older-than", "1s", "--exit-code")

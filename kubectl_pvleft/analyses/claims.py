@@ -354,8 +354,8 @@ def census(api: Reader, *, namespace: Optional[str] = None, include_all: bool = 
 
 def _with_reason(row: ClaimRow, classes: Any, volumes: Any) -> ClaimRow:
     stalled = stalled_resize(row.claim, classes, volumes)
-    kept = {(p.kind, p.field) for p in row.problems}  # what --older-than left stays left out
-    found = tuple(p for p in problems(row.claim, stalled, row.usage) if (p.kind, p.field) in kept
+    remaining = {(p.kind, p.field) for p in row.problems}  # what --older-than left out stays out
+    found = tuple(p for p in problems(row.claim, stalled, row.usage) if (p.kind, p.field) in remaining
                   or p.kind == RESIZE_NOT_STARTED)
     return ClaimRow(row.claim, found, stalled, row.usage, row.kept)
 
