@@ -26,8 +26,8 @@ NOW = datetime(2026, 12, 4, 12, 0, tzinfo=timezone.utc)
 DAY = 86400.0
 
 
-def stamp(ago: timedelta) -> str:
-    return (NOW - ago).strftime("%Y-%m-%dT%H:%M:%SZ")
+def stamp(ago: timedelta, now: datetime = NOW) -> str:
+    return (now - ago).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 # -- --older-than ------------------------------------------------------------------------------------------------
@@ -163,15 +163,16 @@ def test_the_watch_reads_pods_as_a_second_stream_and_rechecks_with_older_than() 
 # -- leftovers and snapshots --------------------------------------------------------------------------------------
 
 def pv(name: str, *, phase: str = "Released", since: timedelta = timedelta(days=10), ns: str = "shop",
-       keep: str = "") -> PersistentVolume:
-    meta: dict[str, Any] = {"name": name, "uid": f"uid-{name}", "creationTimestamp": stamp(since + timedelta(days=1))}
+       keep: str = "", now: datetime = NOW) -> PersistentVolume:
+    meta: dict[str, Any] = {"name": name, "uid": f"uid-{name}",
+                            "creationTimestamp": stamp(since + timedelta(days=1), now)}
     if keep:
         meta["annotations"] = {"pvleft.io/keep": keep}
     return PersistentVolume.from_wire({
         "metadata": meta,
         "spec": {"claimRef": {"namespace": ns, "name": f"{name}-claim", "uid": f"c-{name}"},
                  "persistentVolumeReclaimPolicy": "Retain"},
-        "status": {"phase": phase, "lastPhaseTransitionTime": stamp(since)}})
+        "status": {"phase": phase, "lastPhaseTransitionTime": stamp(since, now)}})
 
 
 def test_leftovers_age_keep_and_excluded_claim_namespaces() -> None:
@@ -245,3 +246,22 @@ def test_a_recheck_judges_again_with_nothing_new() -> None:
     inbox.put("x")
     assert _burst(inbox, WatchSettings(settle=0.01), recheck=0.05) == ["x"]
     assert (recheck_for(None), recheck_for(10.0), recheck_for(600.0), recheck_for(7 * DAY)) == (None, 1.0, 30.0, 60.0)
+
+
+def test_the_watches_judge_with_the_same_age_keep_and_exclusions() -> None:
+    from kubectl_pvleft.analyses import pending
+    from kubectl_pvleft.kube.watch import Stores, Synced
+
+    spec = leftovers.follow(Options(exclude_namespaces=("kube-*",), older_than=DAY))
+    stores = Stores([s.name for s in spec.streams], spec.primary)
+    now = datetime.now(timezone.utc)  # a watch judges against the wall clock
+    found = [pv("old", now=now), pv("young", since=timedelta(hours=2), now=now), pv("kept", keep="x", now=now),
+             pv("sys", ns="kube-system", now=now)]
+    for name, objects in (("volumes", found), ("claims", []), ("classes", [])):
+        stores.apply(Synced(name, tuple(objects), "1"))
+    assert [r.pv.name for r in spec.assess(stores)] == ["old"]
+    assert spec.recheck == 60.0
+
+    watched = pending.follow(Options(exclude_namespaces=("kube-*",)))
+    assert [watched.keep(pod("a", "Pending", ns=ns)) for ns in ("shop", "kube-system")] == [True, False]
+    assert snapshots.follow(Options(older_than=30.0)).recheck == 1.5
