@@ -100,3 +100,38 @@ def test_pods_unreadable_make_unused_unknown_not_a_finding(plane: ControlPlane, 
     rows = {r["name"]: r for r in items(result.stdout)}
     assert (rows["idle"]["unused"], rows["idle"]["in_trouble"]) == (None, False)
     assert result.stderr.count("\n") == 1 and f'cannot list pods in namespace "{ns}"' in result.stderr
+
+
+def test_watch_follows_the_pods_when_no_condition_says_it(plane: ControlPlane, ns: str) -> None:
+    import json
+    import os
+    import queue
+    import subprocess
+    import threading
+    import time
+
+    from plugin_runner import PLUGIN
+
+    bound(plane, ns, "w")
+    apply(plane, pod(ns, "app", "w", nodeName="node-a"))
+    proc = subprocess.Popen([PLUGIN, "claims", "-n", ns, "--watch", "-o", "jsonl",
+                             "--kubeconfig", str(plane.kubeconfig("reader"))],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PVLEFT_WATCH_SETTLE_SECONDS": "0.1"})
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()  # type: ignore[union-attr]
+    try:
+        time.sleep(2)  # listed: a Pod uses the claim, nothing is printed
+        assert lines.empty()
+        # Only the Pods stream can say this: nothing about the claim itself changes.
+        plane.kubectl("delete", "pod", "app", "-n", ns, "--grace-period=0", "--force")
+        appeared = json.loads(lines.get(timeout=60))
+        assert (appeared["change"], appeared["name"], appeared["unused"], appeared["unused_evidence"]) == (
+            "appeared", "w", True, "pods")
+        apply(plane, pod(ns, "again", "w"))  # Pending (no kubelet): it uses the claim all the same
+        resolved = json.loads(lines.get(timeout=60))
+        assert (resolved["change"], resolved["name"]) == ("resolved", "w")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    assert proc.stderr is not None and proc.stderr.read() == ""
