@@ -58,10 +58,12 @@ class _Frozen:
 
 
 BOOLEAN, VALUE, REPEATED = "boolean", "value", "repeated"
+DURATION = "duration"  # one value, parsed into seconds (a float) by the command line
 
 
 class Flag(_Frozen):
-    """One flag, as data. ``kind``: BOOLEAN (``--x``, ``--x=false``), VALUE (one string) or REPEATED (a list).
+    """One flag, as data. ``kind``: BOOLEAN (``--x``, ``--x=false``), VALUE (one string), REPEATED (a list) or
+    DURATION (``7d``, ``36h``: seconds, a float).
     ``needs``: another flag without which this one means nothing (a usage error). ``pattern``/``what``: the syntax
     its values must have (checked before any call), and what to call a value that does not."""
 
@@ -106,30 +108,48 @@ class Command(_Frozen):
 
 SHOW_ALL = "all"
 ALL = Flag(name="--all", dest=SHOW_ALL, kind=BOOLEAN)
+OLDER_THAN = Flag(name="--older-than", dest="older_than", kind=DURATION, metavar="DURATION")
+EXCLUDE_NAMESPACE = Flag(name="--exclude-namespace", dest="exclude_namespaces", kind=REPEATED, metavar="NS",
+                         help="leave out this namespace (repeatable; glob patterns such as 'kube-*')")
+
+# The annotation (a label or tag on a cloud disk) that marks an object as intentionally kept: never a finding,
+# shown with --all with its value as the reason.
+KEEP_ANNOTATION = "pvleft.io/keep"
 
 COMMANDS = (
     Command(name="leftovers", summary="PersistentVolumes that survived their claim: Released, Failed, or pointing at a "
                                       "claim that is gone or replaced, with the PV's and its class's reclaim policy",
             module="kubectl_pvleft.analyses.leftovers", kind="persistentvolumes", selector_help="PersistentVolumes",
-            flags=(ALL.replace(help="list every PV with the same columns"),), census=True),
+            flags=(ALL.replace(help="list every PV with the same columns, kept and younger ones too"),
+                   OLDER_THAN.replace(help="only PVs in their phase for longer than this (e.g. 7d, 36h); with a "
+                                           "cloud census, only disks older than this too"),
+                   EXCLUDE_NAMESPACE.replace(help="leave out PVs whose claim is in this namespace (repeatable; "
+                                                  "glob patterns such as 'kube-*')")), census=True),
     Command(name="pending", summary="Pending Pods triaged by the controller that owns the blocker, from Pod and PVC "
                                     "evidence",
-            module="kubectl_pvleft.analyses.pending", kind="pods", selector_help="Pods"),
+            module="kubectl_pvleft.analyses.pending", kind="pods", selector_help="Pods", flags=(EXCLUDE_NAMESPACE,)),
     Command(name="classes", summary="StorageClasses with their PV/PVC counts, defaults and drift",
             module="kubectl_pvleft.analyses.classes", kind="storageclasses", selector_help="StorageClasses",
             flags=(Flag(name="--drift", dest="drift", kind=BOOLEAN,
                         help="list the PVs whose reclaim policy differs from their class's instead of the classes"),)),
-    Command(name="claims", summary="PersistentVolumeClaims in trouble: not bound, resizing, modify failed, unhealthy, "
-                                   "lost",
+    Command(name="claims", summary="PersistentVolumeClaims in trouble: not bound, unused by any Pod, resizing, modify "
+                                   "failed, unhealthy, lost",
             module="kubectl_pvleft.analyses.claims", kind="persistentvolumeclaims",
             selector_help="PersistentVolumeClaims",
-            flags=(ALL.replace(help="list every claim, not only those in trouble"),)),
+            flags=(ALL.replace(help="list every claim, not only those in trouble (kept and younger ones too)"),
+                   OLDER_THAN.replace(help="unused or pending claims count only when unused (or pending) for longer "
+                                           "than this (e.g. 7d, 36h)"),
+                   EXCLUDE_NAMESPACE)),
     Command(name="snapshots", summary="VolumeSnapshotContents that survived their snapshot: Retain contents whose "
                                       "VolumeSnapshot is gone or replaced, contents whose class is gone, contents not "
                                       "ready with an error",
             module="kubectl_pvleft.analyses.snapshots", kind="volumesnapshotcontents",
             selector_help="VolumeSnapshotContents",
-            flags=(ALL.replace(help="list every VolumeSnapshotContent, not only those with findings"),)),
+            flags=(ALL.replace(help="list every VolumeSnapshotContent, not only those with findings (kept and "
+                                    "younger ones too)"),
+                   OLDER_THAN.replace(help="only contents created longer ago than this (e.g. 7d, 36h)"),
+                   EXCLUDE_NAMESPACE.replace(help="leave out contents whose VolumeSnapshot is in this namespace "
+                                                  "(repeatable; glob patterns such as 'kube-*')"))),
 )
 COMMANDS_BY_NAME = {command.name: command for command in COMMANDS}
 
@@ -203,7 +223,9 @@ class Invocation(_Frozen):
         return Options(namespace=namespace, all_namespaces=self.all_namespaces, label_selector=self.label_selector,
                        field_selector=self.field_selector, wide=self.output == "wide",
                        show_all=bool(self.flags.get(SHOW_ALL)), drift=bool(self.flags.get("drift")),
-                       flags=self.flags, clouds=self.clouds, request_timeout=self.request_timeout)
+                       flags=self.flags, clouds=self.clouds, request_timeout=self.request_timeout,
+                       older_than=self.flags.get(OLDER_THAN.dest),
+                       exclude_namespaces=tuple(self.flags.get(EXCLUDE_NAMESPACE.dest) or ()))
 
     def print_options(self) -> PrintOptions:
         from kubectl_pvleft.output.report import PrintOptions
@@ -220,10 +242,12 @@ class Options(_Frozen):
         "all_namespaces",
         "clouds",
         "drift",
+        "exclude_namespaces",
         "field_selector",
         "flags",
         "label_selector",
         "namespace",
+        "older_than",
         "request_timeout",
         "show_all",
         "wide",
@@ -231,6 +255,7 @@ class Options(_Frozen):
     _default_all_namespaces = _default_wide = _default_show_all = _default_drift = False
     _default_flags: Mapping[str, Any] = {}
     _default_clouds = ()
+    _default_exclude_namespaces = ()
 
     namespace: Optional[str]
     all_namespaces: bool
@@ -242,6 +267,23 @@ class Options(_Frozen):
     flags: Mapping[str, Any]  # the clouds' flags by dest, for the census
     clouds: tuple[str, ...]  # the cloud modules whose census the flags ask for
     request_timeout: Optional[float]
+    older_than: Optional[float]  # seconds: younger rows are not findings (None: no threshold)
+    exclude_namespaces: tuple[str, ...]  # glob patterns of namespaces left out
+
+    def excluded(self, namespace: Optional[str]) -> bool:
+        """The namespace matches an --exclude-namespace pattern (fnmatch, case-sensitive as names are)."""
+        if not namespace or not self.exclude_namespaces:
+            return False
+        from fnmatch import fnmatchcase
+
+        return any(fnmatchcase(namespace, pattern) for pattern in self.exclude_namespaces)
+
+
+def kept_reason(annotations: Mapping[str, str]) -> Optional[str]:
+    """Why the object is intentionally kept (the annotation's value, or a word when it is empty); None: not kept."""
+    if KEEP_ANNOTATION not in annotations:
+        return None
+    return annotations[KEEP_ANNOTATION].strip() or "(no reason given)"
 
 
 class Result:

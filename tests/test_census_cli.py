@@ -212,7 +212,7 @@ def test_project_as_json_and_jsonl(cluster, volumes, compute: FakeCompute, tmp_p
         "created": "2026-03-03T17:12:33.421000Z", "state": "READY", "users": [],
         "provenance": {"kubernetes.io/created-for/pv/name": REPL_PV, "kubernetes.io/created-for/pvc/name": "pvc2",
                        "kubernetes.io/created-for/pvc/namespace": "default", "storage.gke.io/created-by": CSI_DRIVER},
-        "other_cluster": None}
+        "other_cluster": None, "kept": None}
     assert (pvs[GONE_PV]["disk"], pvs[GONE_PV]["disk_missing"]) == (None, True)
     assert (pvs[EBS_RELEASED]["disk"], pvs[EBS_RELEASED]["disk_missing"]) == (None, None)
 
@@ -465,3 +465,51 @@ def test_without_the_flags_no_sdk_and_no_cloud_connection(cluster, volumes, comp
     assert ("connect", host, port) in destinations
     assert destinations <= {("connect", host, port), ("lookup", host, port)}, destinations
     assert len(compute.requests) == before
+
+
+# -- #23: kept disks (a label on GCE, a tag on AWS) and --older-than on disk age ------------------------------------
+
+KEEP_PROJECT = "pvleft-keep-gke"  # no PV names its disks: every one is an orphan
+
+
+def census_findings(result: subprocess.CompletedProcess) -> dict[str, dict[str, Any]]:
+    assert "Traceback" not in result.stderr, result.stderr
+    return {o["disk"]["name"]: o for o in items(result.stdout) if "source" in o and o["disk"]}
+
+
+def test_gce_keep_label_and_older_than_on_disk_age(cluster, volumes, compute: FakeCompute, tmp_path: Path) -> None:
+    from datetime import datetime, timedelta, timezone
+
+    young = (datetime.now(timezone.utc) - timedelta(hours=1)).isoformat(timespec="milliseconds")
+    compute.add_project(KEEP_PROJECT, zones=(ZONE_B,), regions=(REGION,))
+    compute.add_disk(gce_disk(KEEP_PROJECT, "old-scratch", zone=ZONE_B))  # created 2026-03-03
+    compute.add_disk(gce_disk(KEEP_PROJECT, "new-scratch", zone=ZONE_B, created=young))
+    # GCE label keys take no dot or slash: the keep marker is pvleft-keep, and its value a short word.
+    compute.add_disk(gce_disk(KEEP_PROJECT, "golden-image", zone=ZONE_B, labels={"pvleft-keep": "legal-hold"}))
+    env = env_for(tmp_path, compute)
+
+    default = run(cluster, env, "--project", KEEP_PROJECT, "-o", "json")
+    assert sorted(census_findings(default)) == ["new-scratch", "old-scratch"]
+    aged = run(cluster, env, "--project", KEEP_PROJECT, "-o", "json", "--older-than", "1d")
+    assert sorted(census_findings(aged)) == ["old-scratch"]
+    every = census_findings(run(cluster, env, "--project", KEEP_PROJECT, "-o", "json", "--all", "--older-than", "1d"))
+    assert {name: f["disk"]["kept"] for name, f in every.items()} == {
+        "golden-image": "legal-hold", "new-scratch": None, "old-scratch": None}
+    table = run(cluster, env, "--project", KEEP_PROJECT, "--all")
+    findings = rows_by(sections(table.stdout)[-1], "DISK")
+    assert findings["golden-image"]["KEPT"] == "legal-hold" and findings["old-scratch"]["KEPT"] == ""
+
+
+def test_aws_keep_tag_and_older_than(cluster, volumes, moto: MotoServer, tmp_path: Path) -> None:
+    ec2 = moto.client("ec2", "us-west-2")  # a region of its own: only these volumes are listed there
+    kept = create_volume(ec2, "us-west-2a", 10, tags={"pvleft.io/keep": "restore drill", "Name": "drill"})
+    loose = create_volume(ec2, "us-west-2a", 10, tags={"Name": "loose"})
+    env = env_for(tmp_path, moto=moto)
+    default = run(cluster, env, "--aws-region", "us-west-2", "-o", "json", "--exit-code")
+    assert {f["handle"] for f in census_findings(default).values()} == {loose}
+    every = run(cluster, env, "--aws-region", "us-west-2", "-o", "json", "--all")
+    assert {f["handle"]: f["disk"]["kept"] for f in census_findings(every).values()} == {
+        kept: "restore drill", loose: None}
+    # Made seconds ago: younger than a day, so no orphan is a finding.
+    aged = run(cluster, env, "--aws-region", "us-west-2", "-o", "json", "--older-than", "1d")
+    assert census_findings(aged) == {}

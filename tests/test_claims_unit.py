@@ -47,12 +47,21 @@ def all_claims() -> list[PersistentVolumeClaim]:
     return [parsed(o) for o in WIRE]
 
 
+def in_use(obj: dict[str, Any]) -> dict[str, Any]:
+    """The recorded claim as the PVC protection controller writes it once a Pod uses it."""
+    obj["status"]["conditions"] = [dict(c, status="False", reason="PodUsingPVC") if c["type"] == "Unused" else c
+                                   for c in obj["status"].get("conditions", [])]
+    return obj
+
+
 def test_by_default_only_claims_in_trouble() -> None:
+    # Recorded on a 1.37 server with no Pods: every Bound claim carries Unused=True, so "healthy" is unused.
     result = assess(all_claims())
     assert [r.claim.name for r in result.rows] == [f"cc-rec-{n}" for n in (
-        "future", "lost", "modify", "node-resize", "pending", "resize-failed", "resizing")]
-    assert result.trouble_count == 7
-    everything = assess(all_claims(), include_all=True)
+        "future", "healthy", "lost", "modify", "node-resize", "pending", "resize-failed", "resizing")]
+    assert result.trouble_count == 8
+    claims_ = [parsed(in_use(wire("healthy")) if o["metadata"]["name"] == "cc-rec-healthy" else o) for o in WIRE]
+    everything = assess(claims_, include_all=True)
     assert len(everything.rows) == 8 and everything.trouble_count == 7
     assert not next(r for r in everything.rows if r.claim.name == "cc-rec-healthy").in_trouble
 
@@ -191,7 +200,7 @@ def test_table_columns_and_namespace_with_all_namespaces() -> None:
     report = claims.report(assess(all_claims()), now=NOW)
     lines = table_lines(report, wide=False, all_namespaces=True, no_headers=False)
     assert lines[0].split() == ["NAMESPACE", "NAME", "STATUS", "VOLUME", "REQUESTED", "CAPACITY", "STORAGECLASS",
-                                "PROBLEM", "AGE"]
+                                "PROBLEM", "UNUSED", "SINCE", "AGE"]
     lost = next(l.split() for l in lines if " cc-rec-lost " in l)
     assert lost[:7] == ["cc-rec-claims", "cc-rec-lost", "Lost", "cc-rec-no-such-pv", "1Gi",  # CAPACITY blank
                         "cc-rec-claims-csi", "lost"]
@@ -201,10 +210,10 @@ def test_table_columns_and_namespace_with_all_namespaces() -> None:
 def test_wide_carries_every_status_field() -> None:
     lines = table_lines(claims.report(assess(all_claims()), now=NOW), wide=True, all_namespaces=False,
                         no_headers=False)
-    assert lines[0].split()[8:] == ["ALLOCATED", "RESIZESTATUS", "CONDITIONS", "VOLUMEATTRIBUTESCLASS", "CURRENTVAC",
+    assert lines[0].split()[10:] == ["ALLOCATED", "RESIZESTATUS", "CONDITIONS", "VOLUMEATTRIBUTESCLASS", "CURRENTVAC",
                                     "MODIFYSTATUS", "MODIFYTARGET", "HEALTH"]
     modify = next(l.split() for l in lines if l.startswith("cc-rec-modify "))
-    assert modify[8:16] == ["<none>", "<none>", "ModifyVolumeError=True,Unused=True", "cc-rec-gold-io",
+    assert modify[9:17] == ["<none>", "<none>", "ModifyVolumeError=True,Unused=True", "cc-rec-gold-io",
                             "cc-rec-silver-io", "Infeasible", "cc-rec-gold-io", "<none>"]
     future = next(l.split() for l in lines if l.startswith("cc-rec-future "))
     assert "VolumeQuiesced(unknown)=True,Unused=True" in future and "Quarantined(unknown)" in future
@@ -217,12 +226,13 @@ def test_json_keys_are_stable_and_complete() -> None:
                          "requested", "capacity", "allocated_resources", "allocated_resource_statuses", "conditions",
                          "volume_attributes_class", "current_volume_attributes_class", "modify_volume_status",
                          "health_conditions", "creation_timestamp", "deletion_timestamp", "in_trouble", "problems",
-                         "stalled_resize"]
+                         "stalled_resize", "unused", "unused_since", "unused_evidence", "kept"]
     assert doc["modify_volume_status"] == {"status": "Infeasible",
                                            "target_volume_attributes_class_name": "cc-rec-gold-io", "known": True}
     assert (doc["volume_attributes_class"], doc["current_volume_attributes_class"]) == ("cc-rec-gold-io",
                                                                                         "cc-rec-silver-io")
     assert [p["kind"] for p in doc["problems"]] == ["modify-error", "modify-infeasible"]
+    assert (doc["unused"], doc["unused_since"], doc["kept"]) == (None, None, None)  # not judged here
     assert doc["problems"][0]["message"] == "ModifyVolume failed: parameter iops is out of range"
     json.dumps(doc)
 
@@ -255,7 +265,7 @@ def test_cli_scope_is_one_list(tmp_path: Path, args: list[str], path: str) -> No
         assert (result.returncode, result.stdout, result.stderr) == (
             0, "", "No claims in trouble found in default namespace.\n")
     else:
-        assert result.returncode == 3 and len(result.stdout.splitlines()) == 8
+        assert result.returncode == 3 and len(result.stdout.splitlines()) == 9
         assert result.stdout.startswith("NAMESPACE " if args == ["-A"] else "NAME ")
 
 
@@ -264,7 +274,8 @@ def test_cli_all_json(tmp_path: Path) -> None:
         config = server.kubeconfig(tmp_path / "kc")
         result = invoke("claims", "-A", "--all", "-o", "json", "--kubeconfig", str(config))
     rows = list_items(result.stdout)
-    assert len(rows) == 8 and sum(r["in_trouble"] for r in rows) == 7
+    assert len(rows) == 8 and sum(r["in_trouble"] for r in rows) == 8
+    assert [r["unused_since"] for r in rows if r["name"] == "cc-rec-healthy"] == ["2026-12-02T16:13:43Z"]
 
 
 # -- #16: the resize that never started ------------------------------------------------------------------

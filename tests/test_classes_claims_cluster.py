@@ -172,18 +172,22 @@ def test_claims_statuses_written_through_the_status_subresource(cluster, claims_
     result = run_plugin(cluster.kubeconfig("reader"), "claims", "-n", ns, "-o", "json", "--exit-code")
     assert (result.returncode, result.stderr) == (3, "")
     rows = {r["name"].removeprefix(p): r for r in items(result.stdout)}
-    assert sorted(rows) == ["future", "lost", "modify", "node-resize", "pending", "resize-failed", "resizing"]
+    # No Pod uses any of them: every Bound claim is also unused (the 1.37 controller's Unused condition).
+    assert sorted(rows) == ["future", "healthy", "lost", "modify", "node-resize", "pending", "resize-failed",
+                            "resizing"]
     problem_kinds = {name: [x["kind"] for x in r["problems"]] for name, r in rows.items()}
     assert problem_kinds == {
-        "future": ["unknown", "unknown"],
+        "future": ["unused", "unknown", "unknown"],
+        "healthy": ["unused"],
         "lost": ["lost"],
-        "modify": ["modify-error", "modify-infeasible"],
-        "node-resize": ["resizing", "resizing"],
+        "modify": ["unused", "modify-error", "modify-infeasible"],
+        "node-resize": ["unused", "resizing", "resizing"],
         "pending": ["pending"],
-        "resize-failed": ["resize-failed", "resize-error"],
-        "resizing": ["resizing", "resizing"],
+        "resize-failed": ["unused", "resize-failed", "resize-error"],
+        "resizing": ["unused", "resizing", "resizing"],
     }
-    assert [(x["field"], x["value"], x["known"]) for x in rows["future"]["problems"]] == [
+    assert {r["unused_evidence"] for n, r in rows.items() if n not in ("lost", "pending")} == {"condition"}
+    assert [(x["field"], x["value"], x["known"]) for x in rows["future"]["problems"][1:]] == [
         ("status.conditions", "VolumeQuiesced", False), ("status.modifyVolumeStatus.status", "Quarantined", False)]
     assert (rows["resizing"]["requested"], rows["resizing"]["capacity"], rows["resizing"]["allocated_resources"]) == (
         "2Gi", "1Gi", {"storage": "2Gi"})
@@ -193,8 +197,8 @@ def test_claims_statuses_written_through_the_status_subresource(cluster, claims_
 
     every = run_plugin(cluster.kubeconfig("reader"), "claims", "-n", ns, "--all", "-o", "wide", via_kubectl=True,
                        check=True).stdout.splitlines()
-    assert every[0].split()[:8] == ["NAME", "STATUS", "VOLUME", "REQUESTED", "CAPACITY", "STORAGECLASS", "PROBLEM",
-                                    "AGE"]
+    assert every[0].split()[:11] == ["NAME", "STATUS", "VOLUME", "REQUESTED", "CAPACITY", "STORAGECLASS", "PROBLEM",
+                                     "UNUSED", "SINCE", "AGE", "KEPT"]
     healthy = next(line for line in every if line.startswith(f"{p}healthy "))
     assert healthy.split()[1] == "Bound" and "Unused=True" in healthy and len(every) == 9
 
@@ -229,7 +233,7 @@ def test_resize_status_survives_the_expander(cluster, prefix: str) -> None:
     wait_for("the expander to look at the claim", expander_looked)
     row = items(run_plugin(cluster.kubeconfig("reader"), "claims", "-n", ns, "-o", "json", check=True).stdout)[0]
     assert row["allocated_resource_statuses"] == {"storage": "ControllerResizeInProgress"}
-    assert [x["value"] for x in row["problems"]] == ["ControllerResizeInProgress", "Resizing"]
+    assert [x["value"] for x in row["problems"] if x["kind"] != "unused"] == ["ControllerResizeInProgress", "Resizing"]
 
 
 def test_namespaced_user_sees_its_namespace_only(cluster) -> None:

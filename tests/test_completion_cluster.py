@@ -19,6 +19,8 @@ def test_namespace_names_from_the_api(cluster) -> None:
     assert {"completion-alpha", "completion-beta", "default", "kube-system"} <= set(names) and directive == 4
     assert kubectl_complete("--kubeconfig", admin, "claims", "--namespace", "completion-") == (
         ["completion-alpha", "completion-beta"], 4)
+    assert kubectl_complete("--kubeconfig", admin, "claims", "-A", "--exclude-namespace", "completion-b") == (
+        ["completion-beta"], 4)
     # KUBECONFIG works as for the plugin itself.
     assert kubectl_complete("-n", "completion-a", env={"KUBECONFIG": admin}) == (["completion-alpha"], 4)
 

@@ -195,3 +195,45 @@ def test_watch_shows_a_content_turning_orphan(plane: ControlPlane) -> None:
         proc.terminate()
         proc.wait(timeout=10)
     assert proc.stderr is not None and proc.stderr.read() == ""
+
+
+# -- #23: pvleft.io/keep, --exclude-namespace (the VolumeSnapshot's namespace) and --older-than ---------------------
+
+def test_keep_exclude_namespace_and_older_than(plane: ControlPlane) -> None:
+    import time
+    from datetime import datetime, timezone
+
+    driver = f"{P}csi.example.com"
+    # Retain contents whose VolumeSnapshot (never created) is gone: retained orphans, made 6 s apart.
+    apply(plane, content(f"{P}hk-old", driver=driver, ns=f"{P}hk-a", snapshot="old", uid="0d0d0d0d-old",
+                         labels={"hk": "yes"}))
+    time.sleep(6)
+    apply(plane, content(f"{P}hk-new", driver=driver, ns=f"{P}hk-b", snapshot="new", uid="0d0d0d0d-new",
+                         labels={"hk": "yes"}))
+
+    def names(*args: str) -> list[str]:
+        result = plugin(plane, "-l", "hk=yes", "-o", "json", *args)
+        assert result.returncode == 0, result.stderr
+        return [r["name"] for r in items(result.stdout)]
+
+    assert names() == [f"{P}hk-new", f"{P}hk-old"]
+    assert names("--exclude-namespace", f"{P}hk-a") == [f"{P}hk-new"]
+    assert names("--exclude-namespace", f"{P}hk-*") == []
+
+    def age(name: str) -> float:
+        created = json.loads(plane.kubectl("get", "volumesnapshotcontent", name, "-o", "json").stdout)
+        when = datetime.strptime(created["metadata"]["creationTimestamp"], "%Y-%m-%dT%H:%M:%SZ")
+        return (datetime.now(timezone.utc) - when.replace(tzinfo=timezone.utc)).total_seconds()
+
+    halfway = f"{int((age(f'{P}hk-old') + age(f'{P}hk-new')) / 2)}s"
+    assert names("--older-than", halfway) == [f"{P}hk-old"]
+
+    plane.kubectl("annotate", "volumesnapshotcontent", f"{P}hk-old", "pvleft.io/keep=audit evidence")
+    assert names("--older-than", halfway) == []
+    assert plugin(plane, "-l", "hk=yes", "--older-than", halfway, "--exit-code").returncode == 0
+    every = {r["name"]: r for r in items(plugin(plane, "-l", "hk=yes", "-o", "json", "--all").stdout)}
+    assert (every[f"{P}hk-old"]["kept"], every[f"{P}hk-old"]["counted"]) == ("audit evidence", 0)
+    assert [f["kind"] for f in every[f"{P}hk-old"]["findings"]] == ["retained-orphan"]  # still said, not counted
+    table = plugin(plane, "-l", "hk=yes", "--all").stdout.splitlines()
+    row = next(line for line in table if line.startswith(f"{P}hk-old"))
+    assert row[table[0].index("KEPT"):].startswith("audit evidence")

@@ -1,25 +1,37 @@
 """`kubectl pvleft claims`: PersistentVolumeClaims in trouble, read from their status as the API defines it.
 
-A claim is in trouble when it is not Bound (Pending, Lost), when a resize is in progress or failed,
+A claim is in trouble when it is not Bound (Pending, Lost), when it is Bound and no Pod uses it (unused), when
+a resize is in progress or failed,
 when a VolumeAttributesClass modification is pending, in progress, failed or infeasible, when the
 volume reports adverse health, or when any of those fields holds a value this version does not know.
 Enumerations are open (the API says new values may come): an unknown value is shown as sent and
 marked unknown, never dropped. Fields the server does not send are simply absent.
 
-Reads: PersistentVolumeClaims (one paginated list, one namespace or all). Writes: nothing.
+Unused: a Bound claim that no non-terminal Pod references (a Pending or failing Pod still uses its claim; a
+Succeeded, Failed or deleted one does not). Since Kubernetes 1.37 the PVC protection controller says so itself
+(the condition ``Unused``, feature gate PersistentVolumeClaimUnusedSinceTime), and its lastTransitionTime is
+when the claim became unused: that is taken as it is. A claim without the condition (an older server, the gate
+off, a claim the controller has not looked at yet) is judged from the Pods alone, and how long it has been
+unused is then unknown, said as such.
+
+A claim annotated ``pvleft.io/keep`` is intentionally kept: shown with --all, with its reason, never in
+trouble. ``--older-than`` makes an unused (or pending) claim count only once it has been so for that long.
+
+Reads: PersistentVolumeClaims (one paginated list, one namespace or all); Pods, only when a Bound claim
+carries no Unused condition (one list, the same scope). Writes: nothing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Optional
 
 from msgspec import Struct, field
 
 from kubectl_pvleft.analyses.resize import StalledResize, stalled_resize
-from kubectl_pvleft.invocation import Options, Result
-from kubectl_pvleft.kube.api import PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, STORAGE_CLASSES, Reader, optional
+from kubectl_pvleft.invocation import Options, Result, kept_reason
+from kubectl_pvleft.kube.api import PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, PODS, STORAGE_CLASSES, Reader, optional
 from kubectl_pvleft.output.report import UNSET, Column, Report, age, utcnow
 from kubectl_pvleft.records import (
     CLAIM_PHASES,
@@ -27,6 +39,7 @@ from kubectl_pvleft.records import (
     HealthCondition,
     PersistentVolume,
     PersistentVolumeClaim,
+    Pod,
     StorageClass,
     iso,
 )
@@ -40,6 +53,7 @@ RESIZING, RESIZE_FAILED, RESIZE_ERROR = "resizing", "resize-failed", "resize-err
 RESIZE_NOT_STARTED = "resize-not-started"  # requested > capacity, and nothing says a resize is under way
 MODIFY_PENDING, MODIFYING, MODIFY_INFEASIBLE, MODIFY_ERROR = "modify-pending", "modifying", "modify-infeasible", "modify-error"
 UNHEALTHY = "unhealthy"
+UNUSED = "unused"  # Bound, and no non-terminal Pod references it
 UNKNOWN = "unknown"  # a value this version does not know, in any of the fields above
 
 PHASE_PROBLEMS = {"Pending": PENDING, "Lost": LOST}
@@ -65,8 +79,18 @@ CONDITIONS: dict[str, Optional[str]] = {
     "NodeResizeError": RESIZE_ERROR,
     "ModifyingVolume": MODIFYING,
     "ModifyVolumeError": MODIFY_ERROR,
-    "Unused": None,  # no non-terminal Pod uses the claim: information, not trouble
+    "Unused": None,  # judged apart (usage_of): trouble only for a Bound claim, as UNUSED
 }
+UNUSED_CONDITION = "Unused"
+TERMINAL_POD_PHASES = ("Succeeded", "Failed")  # such a Pod no longer uses its claims
+PODS_UNREADABLE = ("cannot list pods {scope} ({reason}); whether claims without an Unused condition are used "
+                   "is unknown (unused: null). Grant get/list on pods, or run a 1.37+ server that writes the "
+                   "condition.")
+SINCE_UNKNOWN = ("{count} unused claim(s) carry no Unused condition, so how long they have been unused is unknown: "
+                 "--older-than leaves them out (run with --all to see them)")
+
+# Where the verdict "unused" comes from.
+FROM_CONDITION, FROM_PODS = "condition", "pods"
 
 # status.modifyVolumeStatus.status
 MODIFY_STATUSES = {"Pending": MODIFY_PENDING, "InProgress": MODIFYING, "Infeasible": MODIFY_INFEASIBLE}
@@ -89,14 +113,29 @@ class Problem(Struct, frozen=True):
                 "reason": self.reason, "message": self.message, "detail": self.detail}
 
 
+class Usage(Struct, frozen=True):
+    """Whether a Bound claim is unused: ``unused`` None when not Bound or unknowable (Pods unreadable);
+    ``since`` only from the server's condition; ``evidence`` FROM_CONDITION or FROM_PODS."""
+
+    unused: Optional[bool] = None
+    since: Optional[datetime] = None
+    evidence: Optional[str] = None
+    reason: Optional[str] = None  # the condition's reason (NoPodsUsingPVC / PodUsingPVC)
+
+
+NOT_JUDGED = Usage()
+
+
 class ClaimRow(Struct, frozen=True):
     claim: PersistentVolumeClaim
     problems: tuple[Problem, ...]
     stalled_resize: Optional[StalledResize] = None  # asked to grow, and nothing has started the resize
+    usage: Usage = NOT_JUDGED
+    kept: Optional[str] = None  # pvleft.io/keep's reason: intentionally kept, never in trouble
 
     @property
     def in_trouble(self) -> bool:
-        return bool(self.problems)
+        return bool(self.problems) and self.kept is None
 
     @property
     def status(self) -> str:
@@ -118,9 +157,14 @@ def condition_known(condition: Condition) -> bool:
     return condition.type in CONDITIONS
 
 
-def problems(claim: PersistentVolumeClaim, stalled: Optional[StalledResize] = None) -> tuple[Problem, ...]:
+def problems(claim: PersistentVolumeClaim, stalled: Optional[StalledResize] = None,
+             usage: Usage = NOT_JUDGED) -> tuple[Problem, ...]:
     """Pure: every piece of status evidence that the claim is not simply Bound and well."""
     found: list[Problem] = []
+    if usage.unused:
+        found.append(Problem(UNUSED, f"status.conditions[{UNUSED_CONDITION}]" if usage.evidence == FROM_CONDITION
+                             else "pods", "True" if usage.evidence == FROM_CONDITION else "no Pod",
+                             reason=usage.reason, detail=usage.evidence))
     if stalled is not None:
         found.append(Problem(RESIZE_NOT_STARTED, "spec.resources.requests.storage", stalled.requested,
                              reason=stalled.reason, message=stalled.text(),
@@ -175,32 +219,131 @@ def _modify_problems(claim: PersistentVolumeClaim) -> list[Problem]:
     return [Problem(kind, path, modify.status, detail=change)]
 
 
+def used_claims(pods: Iterable[Pod]) -> set[tuple[str, str]]:
+    """Pure: (namespace, claim) of every claim a non-terminal Pod references (a Pending or failing Pod still
+    holds its claim; a Succeeded or Failed one, or one deleted, no longer does)."""
+    return {(pod.namespace, name) for pod in pods if pod.phase not in TERMINAL_POD_PHASES for name in pod.claims}
+
+
+def unused_condition(claim: PersistentVolumeClaim) -> Optional[Condition]:
+    return next((c for c in claim.conditions if c.type == UNUSED_CONDITION and c.status in ("True", "False")), None)
+
+
+def needs_pods(claim: PersistentVolumeClaim) -> bool:
+    """Only a Bound claim the server has not judged needs the Pods to be judged."""
+    return claim.phase == "Bound" and not claim.meta.deleted and unused_condition(claim) is None
+
+
+def usage_of(claim: PersistentVolumeClaim, used: Optional[set[tuple[str, str]]]) -> Usage:
+    """Pure: the server's Unused condition when it is there, else the Pods (``used``; None: unreadable)."""
+    if claim.phase != "Bound" or claim.meta.deleted:
+        return NOT_JUDGED  # a claim not bound (pending, lost) or going away is not "unused"
+    condition = unused_condition(claim)
+    if condition is not None:
+        unused = condition.status == "True"
+        return Usage(unused, condition.last_transition_time if unused else None, FROM_CONDITION, condition.reason)
+    if used is None:
+        return NOT_JUDGED
+    return Usage((claim.namespace, claim.name) not in used, None, FROM_PODS)
+
+
+class Criteria(Struct, frozen=True):
+    """What makes a row shown and a finding, beyond its evidence: --all, --older-than (seconds), and when."""
+
+    include_all: bool = False
+    older_than: Optional[float] = None
+    now: Optional[datetime] = None
+
+
+def _young(found: tuple[Problem, ...], claim: PersistentVolumeClaim, usage: Usage,
+           criteria: Criteria) -> tuple[tuple[Problem, ...], bool]:
+    """Pure: the problems --older-than keeps (unused or pending for longer than the threshold; the others are not
+    about time), and whether an unused claim was left out for want of a since."""
+    if criteria.older_than is None:
+        return found, False
+    now = criteria.now or utcnow()
+    kept, unknown_since = [], False
+    for problem in found:
+        if problem.kind == UNUSED:
+            if usage.since is None:
+                unknown_since = True
+                continue
+            if (now - usage.since).total_seconds() < criteria.older_than:
+                continue
+        elif problem.kind == PENDING:
+            created = claim.meta.created
+            if created is None or (now - created).total_seconds() < criteria.older_than:
+                continue
+        kept.append(problem)
+    return tuple(kept), unknown_since
+
+
+def judge(claim: PersistentVolumeClaim, used: Optional[set[tuple[str, str]]], criteria: Criteria,
+          stalled: Optional[StalledResize] = None) -> tuple[ClaimRow, bool]:
+    """Pure: one claim's row, and whether --older-than left it out for want of a since."""
+    usage = usage_of(claim, used)
+    found, unknown_since = _young(problems(claim, stalled, usage), claim, usage, criteria)
+    return ClaimRow(claim, found, stalled, usage, kept_reason(claim.meta.annotations)), unknown_since
+
+
 def assess(claims: list[PersistentVolumeClaim], *, include_all: bool = False,
            classes: Optional[Mapping[str, StorageClass]] = None,
-           volumes: Optional[Mapping[str, PersistentVolume]] = None) -> ClaimCensus:
-    """Pure: the claims in trouble (every claim with include_all), in kubectl's namespace/name order."""
-    rows = []
+           volumes: Optional[Mapping[str, PersistentVolume]] = None,
+           pods: Optional[Iterable[Pod]] = None, criteria: Optional[Criteria] = None,
+           excluded: Callable[[Optional[str]], bool] = lambda namespace: False) -> ClaimCensus:
+    """Pure: the claims in trouble (every claim with include_all), in kubectl's namespace/name order.
+    ``pods`` None: they could not be read (whether a claim is used is then unknown)."""
+    criteria = criteria or Criteria(include_all=include_all)
+    used = None if pods is None else used_claims(pods)
+    rows, unknown = [], 0
     for c in claims:
-        stalled = stalled_resize(c, classes, volumes)
-        rows.append(ClaimRow(c, problems(c, stalled), stalled))
+        if excluded(c.namespace):
+            continue
+        row, unknown_since = judge(c, used, criteria, stalled_resize(c, classes, volumes))
+        rows.append(row)
+        unknown += unknown_since
     rows.sort(key=lambda r: (r.claim.namespace, r.claim.name))
     trouble = sum(1 for r in rows if r.in_trouble)
-    return ClaimCensus(rows=[r for r in rows if include_all or r.in_trouble], trouble_count=trouble)
+    return ClaimCensus(rows=[r for r in rows if criteria.include_all or r.in_trouble], trouble_count=trouble,
+                       warnings=[SINCE_UNKNOWN.format(count=unknown)] if unknown else [])
 
 
 def census(api: Reader, *, namespace: Optional[str] = None, include_all: bool = False,
-           label_selector: Optional[str] = None, field_selector: Optional[str] = None) -> ClaimCensus:
-    """One list of claims, in one namespace or all (None). A 403 is the answer, not a warning: it propagates."""
+           label_selector: Optional[str] = None, field_selector: Optional[str] = None,
+           criteria: Optional[Criteria] = None,
+           excluded: Callable[[Optional[str]], bool] = lambda namespace: False) -> ClaimCensus:
+    """One list of claims, in one namespace or all (None). A 403 is the answer, not a warning: it propagates.
+    Pods are listed (same scope) only when a Bound claim carries no Unused condition; a 403 there is a warning."""
+    criteria = criteria or Criteria(include_all=include_all)
     # Judged as the pages come (the next page is read meanwhile), and only the rows shown are kept.
-    rows, trouble = [], 0
+    rows, trouble, unknown = [], 0, 0
+    waiting: list[PersistentVolumeClaim] = []  # Bound claims the server has not judged: the Pods will
+    warnings: list[str] = []
+
+    def take(claim: PersistentVolumeClaim, used: Optional[set[tuple[str, str]]]) -> None:
+        nonlocal trouble, unknown
+        row, unknown_since = judge(claim, used, criteria, stalled_resize(claim))
+        trouble += row.in_trouble
+        unknown += unknown_since
+        if criteria.include_all or row.in_trouble:
+            rows.append(row)
+
     for claim in api.list(PERSISTENT_VOLUME_CLAIMS, namespace, label_selector=label_selector,
                           field_selector=field_selector):
-        stalled = stalled_resize(claim)
-        row = ClaimRow(claim, problems(claim, stalled), stalled)
-        trouble += row.in_trouble
-        if include_all or row.in_trouble:
-            rows.append(row)
-    warnings: list[str] = []
+        if excluded(claim.namespace):
+            continue
+        if needs_pods(claim):
+            waiting.append(claim)
+        else:
+            take(claim, None)
+    if waiting:
+        scope = f'in namespace "{namespace}"' if namespace else "cluster-wide"
+        used = optional(lambda: used_claims(api.list(PODS, namespace)), warnings,
+                        PODS_UNREADABLE.replace("{scope}", scope))
+        for claim in waiting:
+            take(claim, used)
+    if unknown:
+        warnings.append(SINCE_UNKNOWN.format(count=unknown))
     grown = [r.claim for r in rows if r.stalled_resize is not None]
     if grown:  # a stalled resize is trouble, so its claim is among the rows: now say why it never started
         classes, volumes = _resize_evidence(api, grown, warnings)
@@ -211,7 +354,10 @@ def census(api: Reader, *, namespace: Optional[str] = None, include_all: bool = 
 
 def _with_reason(row: ClaimRow, classes: Any, volumes: Any) -> ClaimRow:
     stalled = stalled_resize(row.claim, classes, volumes)
-    return ClaimRow(row.claim, problems(row.claim, stalled), stalled)
+    remaining = {(p.kind, p.field) for p in row.problems}  # what --older-than left out stays out
+    found = tuple(p for p in problems(row.claim, stalled, row.usage) if (p.kind, p.field) in remaining
+                  or p.kind == RESIZE_NOT_STARTED)
+    return ClaimRow(row.claim, found, stalled, row.usage, row.kept)
 
 
 def _resize_evidence(api: Reader, grown: list[PersistentVolumeClaim], warnings: list[str]) -> tuple[Any, Any]:
@@ -226,31 +372,42 @@ def _resize_evidence(api: Reader, grown: list[PersistentVolumeClaim], warnings: 
     return classes, volumes
 
 
+def criteria_of(options: Options) -> Criteria:
+    return Criteria(include_all=options.show_all, older_than=options.older_than)
+
+
 def run(api: Reader, options: Options) -> Result:
-    result = census(api, namespace=options.namespace, include_all=options.show_all,
-                    label_selector=options.label_selector, field_selector=options.field_selector)
-    report_ = report(result)
+    result = census(api, namespace=options.namespace, label_selector=options.label_selector,
+                    field_selector=options.field_selector, criteria=criteria_of(options), excluded=options.excluded)
+    report_ = report(result, show_kept=options.show_all)
     if not options.show_all:  # healthy claims may exist: say what was looked for
         report_ = report_.with_empty_message("No claims in trouble found")
     return Result(report_, result.trouble_count, result.warnings)
 
 
 def follow(options: Options) -> Follow[ClaimRow]:
-    from kubectl_pvleft.kube.watch import Follow, Stream
+    from kubectl_pvleft.kube.watch import Follow, Stream, recheck_for
 
+    scope = f'in namespace "{options.namespace}"' if options.namespace else "cluster-wide"
     streams = [Stream("claims", PERSISTENT_VOLUME_CLAIMS, options.namespace, field_selector=options.field_selector,
-                      label_selector=options.label_selector, required=True)]
+                      label_selector=options.label_selector, required=True),
+               # Whether a claim without the Unused condition is used: a Pod starting or ending changes the answer.
+               Stream("pods", PODS, options.namespace, unreadable=PODS_UNREADABLE.replace("{scope}", scope))]
 
     def judge(stores: Stores) -> list[ClaimRow]:
-        return assess(stores["claims"] or [], include_all=options.show_all).rows
+        # "now" is each judgment's: a claim that has been unused long enough appears at the next recheck.
+        criteria = Criteria(include_all=options.show_all, older_than=options.older_than)
+        return assess(stores["claims"] or [], pods=stores["pods"], criteria=criteria, excluded=options.excluded).rows
 
     return Follow(streams, "claims", judge, key=lambda r: r.claim.meta.uid,
-                  signature=lambda r: (r.status, r.claim.capacity, r.claim.requested, r.problems),
-                  gone="no longer in trouble", departure=lambda c: "the claim was deleted")
+                  signature=lambda r: (r.status, r.claim.capacity, r.claim.requested, r.problems, r.usage, r.kept),
+                  gone="no longer in trouble", departure=lambda c: "the claim was deleted",
+                  recheck=recheck_for(options.older_than))
+
 
 
 def watch_report(options: Options) -> Report[ClaimRow]:
-    return report(ClaimCensus(rows=[], trouble_count=0))
+    return report(ClaimCensus(rows=[], trouble_count=0), show_kept=options.show_all)
 
 
 # -- how the rows are shown -----------------------------------------------------------------
@@ -263,7 +420,7 @@ def problem_text(found: tuple[Problem, ...]) -> Optional[str]:
     grouped: dict[str, list[str]] = {}
     for p in found:
         values = grouped.setdefault(p.kind, [])
-        if p.known and p.field == "status.phase":
+        if p.known and (p.field == "status.phase" or p.kind == UNUSED):  # UNUSED SINCE says the rest
             continue
         value = (p.detail or p.value) if p.known else f"{p.field.removeprefix('status.')}={p.value or '<none>'}"
         if value not in values:
@@ -323,10 +480,23 @@ def to_json(row: ClaimRow) -> dict[str, Any]:
         "in_trouble": row.in_trouble,
         "problems": [p.to_json() for p in row.problems],
         "stalled_resize": row.stalled_resize.to_json() if row.stalled_resize else None,
+        "unused": row.usage.unused,
+        "unused_since": iso(row.usage.since),
+        "unused_evidence": row.usage.evidence,
+        "kept": row.kept,
     }
 
 
-def report(result: ClaimCensus, now: Optional[datetime] = None) -> Report[ClaimRow]:
+def unused_since(row: ClaimRow, now: datetime) -> Any:
+    """The UNUSED SINCE cell: how long, from the server's condition; from the Pods alone the start is unknown."""
+    if not row.usage.unused:
+        return None
+    if row.usage.since is None:
+        return "unknown (pods)"
+    return age(row.usage.since, now)
+
+
+def report(result: ClaimCensus, now: Optional[datetime] = None, show_kept: bool = False) -> Report[ClaimRow]:
     columns: list[Column[ClaimRow]] = [
         Column("NAME", lambda r: r.claim.name),
         Column("STATUS", lambda r: r.status),
@@ -336,6 +506,7 @@ def report(result: ClaimCensus, now: Optional[datetime] = None) -> Report[ClaimR
         Column("CAPACITY", lambda r: r.claim.capacity, empty=""),
         Column("STORAGECLASS", lambda r: r.claim.storage_class, empty=""),
         Column("PROBLEM", lambda r: problem_text(r.problems)),
+        Column("UNUSED SINCE", lambda r: unused_since(r, now or utcnow()), empty=""),
         Column("AGE", lambda r: age(r.claim.meta.created, now or utcnow())),
         Column("ALLOCATED", lambda r: _mapping(r.claim.allocated_resources), wide_only=True),
         Column("RESIZESTATUS", lambda r: _mapping(r.claim.allocated_resource_statuses), wide_only=True),
@@ -347,6 +518,8 @@ def report(result: ClaimCensus, now: Optional[datetime] = None) -> Report[ClaimR
                else None, wide_only=True),
         Column("HEALTH", lambda r: _health(r.claim.health_conditions), wide_only=True),
     ]
+    if show_kept:  # kept claims are shown only with --all: then say why each is kept
+        columns.insert(9, Column("KEPT", lambda r: r.kept, empty=""))
     return Report(rows=result.rows, columns=columns, to_json=to_json,
                   name=lambda r: f"persistentvolumeclaim/{r.claim.name}", namespace=lambda r: r.claim.namespace,
                   labels=lambda r: r.claim.meta.labels)

@@ -8,17 +8,21 @@ PVC with the old name is another object, and it cannot bind until the old pointe
 Reads: PersistentVolumes, PersistentVolumeClaims (metadata only), StorageClasses; with ``--project`` or
 ``--aws-region``, the cloud's disks too (census.py). Writes: nothing, not even the "helpful" claimRef
 clearing; a human decides reuse or abandon.
+
+A PV annotated ``pvleft.io/keep`` is intentionally kept: shown with --all, with its reason, never a finding.
+``--older-than`` makes a leftover count only once it has been in its phase that long (status.lastPhaseTransitionTime,
+else its creation); ``--exclude-namespace`` leaves out PVs whose claimRef is in those namespaces.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Optional, Union
 
 from msgspec import Struct, field
 
-from kubectl_pvleft.invocation import Options, Result
+from kubectl_pvleft.invocation import Options, Result, kept_reason
 from kubectl_pvleft.kube.api import CLAIM_IDENTITIES, PERSISTENT_VOLUMES, STORAGE_CLASSES, Reader, begin, optional
 from kubectl_pvleft.output.report import UNSET, Column, Report, age, utcnow
 from kubectl_pvleft.records import Absent, ClaimIdentity, PersistentVolume, StorageClass, iso
@@ -50,6 +54,8 @@ class Leftover(Struct, frozen=True):
     # The class's policy: None when the PV names no class, Absent.MISSING when the class no longer exists,
     # Absent.UNKNOWN when classes could not be read.
     class_reclaim: Union[str, Absent, None]
+    kept: Optional[str] = None  # pvleft.io/keep's reason: intentionally kept, never a finding
+    young: bool = False  # in its phase for less than --older-than: not a finding yet
 
     @property
     def claim_missing(self) -> Optional[bool]:
@@ -91,13 +97,36 @@ def is_leftover(row: Leftover) -> bool:
     return row.claim_state in (MISSING, REPLACED) and bool(row.pv.claim_ref and row.pv.claim_ref.uid)
 
 
+def is_finding(row: Leftover) -> bool:
+    """A leftover that counts: not intentionally kept, and old enough for --older-than."""
+    return is_leftover(row) and row.kept is None and not row.young
+
+
+def phase_age(pv: PersistentVolume, now: datetime) -> Optional[float]:
+    """Seconds since the PV entered its phase (its creation when the server does not say): None when unknown."""
+    since = pv.last_phase_transition or pv.meta.created
+    return None if since is None else (now - since).total_seconds()
+
+
+def _young(pv: PersistentVolume, older_than: Optional[float], now: Optional[datetime]) -> bool:
+    if older_than is None:
+        return False
+    seconds = phase_age(pv, now or utcnow())
+    return seconds is None or seconds < older_than
+
+
 def assess(pvs: Iterable[PersistentVolume], claims: Optional[ClaimIndex],
            classes: Optional[dict[str, StorageClass]], *, include_all: bool = False,
-           claim_namespace: Optional[str] = None) -> list[Leftover]:
-    """Pure: every PV with its claim state and both reclaim policies; only leftovers unless include_all."""
+           claim_namespace: Optional[str] = None, older_than: Optional[float] = None,
+           excluded: Callable[[Optional[str]], bool] = lambda namespace: False,
+           now: Optional[datetime] = None) -> list[Leftover]:
+    """Pure: every PV with its claim state and both reclaim policies; only leftovers that count (not kept, old
+    enough) unless include_all. PVs whose claimRef is in an excluded namespace are left out altogether."""
     rows = []
     for pv in pvs:
         if claim_namespace and (pv.claim_ref is None or pv.claim_ref.namespace != claim_namespace):
+            continue
+        if pv.claim_ref is not None and excluded(pv.claim_ref.namespace):
             continue
         class_reclaim: Union[str, Absent, None]
         if classes is None:
@@ -107,8 +136,9 @@ def assess(pvs: Iterable[PersistentVolume], claims: Optional[ClaimIndex],
         else:
             sc = classes.get(pv.storage_class)
             class_reclaim = sc.reclaim_policy if sc else Absent.MISSING
-        row = Leftover(pv=pv, claim_state=claim_state(pv, claims), class_reclaim=class_reclaim)
-        if include_all or is_leftover(row):
+        row = Leftover(pv=pv, claim_state=claim_state(pv, claims), class_reclaim=class_reclaim,
+                       kept=kept_reason(pv.meta.annotations), young=_young(pv, older_than, now))
+        if include_all or is_finding(row):
             rows.append(row)
     rows.sort(key=lambda r: r.pv.name)  # kubectl's order
     return rows
@@ -116,7 +146,8 @@ def assess(pvs: Iterable[PersistentVolume], claims: Optional[ClaimIndex],
 
 def find_leftovers(api: Reader, *, include_all: bool = False, claim_namespace: Optional[str] = None,
                    label_selector: Optional[str] = None, field_selector: Optional[str] = None,
-                   keep_every_pv: bool = False) -> LeftoverResult:
+                   keep_every_pv: bool = False, older_than: Optional[float] = None,
+                   excluded: Callable[[Optional[str]], bool] = lambda namespace: False) -> LeftoverResult:
     """List PVs, then claims (so a claim bound after our PV list cannot look missing), then classes.
 
     Memory stays small as the cluster grows: a PV is kept whole only when it can be a row (Released or
@@ -143,7 +174,8 @@ def find_leftovers(api: Reader, *, include_all: bool = False, claim_namespace: O
         again = _read_again(api, [name for name, uid in pointers if uid in unseen], {pv.name for pv in kept})
         identities = optional(lambda: _with_claims_of(api, again, identities, claim_namespace), warnings, unreadable)
         kept += again
-    rows = assess(kept, identities, classes, include_all=include_all, claim_namespace=claim_namespace)
+    rows = assess(kept, identities, classes, include_all=include_all, claim_namespace=claim_namespace,
+                  older_than=older_than, excluded=excluded)
     return LeftoverResult(rows, warnings, kept if keep_every_pv else [])
 
 
@@ -218,20 +250,21 @@ def claim_namespace(options: Options) -> Optional[str]:
 def run(api: Reader, options: Options) -> Result:
     census_asked = bool(options.clouds)
     result = find_leftovers(api, include_all=options.show_all, claim_namespace=claim_namespace(options),
-                            keep_every_pv=census_asked,
+                            keep_every_pv=census_asked, older_than=options.older_than, excluded=options.excluded,
                             label_selector=options.label_selector, field_selector=options.field_selector)
-    findings = sum(1 for row in result.rows if is_leftover(row))
+    findings = sum(1 for row in result.rows if is_finding(row))
     if not census_asked:
-        return Result(report(result), findings, result.warnings)
+        return Result(report(result, show_kept=options.show_all), findings, result.warnings)
     from kubectl_pvleft.clouds import census  # the second census: only under its flags
 
     taken = census.take(options, result.all_pvs)
-    return Result(report(result, disks=taken.disks), findings + len(taken.findings), result.warnings + taken.warnings,
-                  partial=bool(taken.errors), sections=census.sections(taken), errors=taken.errors)
+    return Result(report(result, disks=taken.disks, show_kept=options.show_all), findings + len(taken.findings),
+                  result.warnings + taken.warnings, partial=bool(taken.errors),
+                  sections=census.sections(taken, show_all=options.show_all), errors=taken.errors)
 
 
 def follow(options: Options) -> Follow[Leftover]:
-    from kubectl_pvleft.kube.watch import Follow, Stream
+    from kubectl_pvleft.kube.watch import Follow, Stream, recheck_for
 
     namespace = claim_namespace(options)
     streams = [
@@ -247,11 +280,15 @@ def follow(options: Options) -> Follow[Leftover]:
         claims, classes = stores["claims"], stores["classes"]
         return assess(stores["volumes"] or (), None if claims is None else ClaimIndex.of(claims),
                       None if classes is None else {sc.name: sc for sc in classes},
-                      include_all=options.show_all, claim_namespace=namespace)
+                      include_all=options.show_all, claim_namespace=namespace, older_than=options.older_than,
+                      excluded=options.excluded)
 
     return Follow(streams, "volumes", judge, key=lambda r: r.pv.meta.uid,
-                  signature=lambda r: (r.pv.phase, r.claim_state, r.class_reclaim, r.pv.reclaim_policy),
-                  gone="no longer a leftover", departure=lambda pv: "the PersistentVolume was deleted")
+                  signature=lambda r: (r.pv.phase, r.claim_state, r.class_reclaim, r.pv.reclaim_policy, r.kept,
+                                       r.young),
+                  gone="no longer a leftover", departure=lambda pv: "the PersistentVolume was deleted",
+                  recheck=recheck_for(options.older_than))
+
 
 
 # -- how the rows are shown -----------------------------------------------------------------
@@ -277,6 +314,8 @@ def to_json(row: Leftover, disks: Optional[Mapping[str, Any]] = None) -> dict[st
         "reason": pv.reason,
         "message": pv.message,
         "last_phase_transition_time": iso(pv.last_phase_transition),
+        "kept": row.kept,
+        "finding": is_finding(row),
     }
     if disks is not None:  # a cloud census ran: the disk behind the PV, as that client saw it
         disk = disks.get(pv.name)  # a CloudDisk, Absent.MISSING / UNKNOWN, or None: not a cloud's volume
@@ -286,7 +325,7 @@ def to_json(row: Leftover, disks: Optional[Mapping[str, Any]] = None) -> dict[st
 
 
 def report(result: LeftoverResult, now: Optional[datetime] = None,
-           disks: Optional[Mapping[str, Any]] = None) -> Report[Leftover]:
+           disks: Optional[Mapping[str, Any]] = None, show_kept: bool = False) -> Report[Leftover]:
     columns: list[Column[Leftover]] = [
         Column("NAME", lambda r: r.pv.name),
         Column("STATUS", lambda r: r.pv.phase),
@@ -307,10 +346,12 @@ def report(result: LeftoverResult, now: Optional[datetime] = None,
         from kubectl_pvleft.clouds.census import disk_summary
 
         columns.insert(9, Column("DISK", lambda r: disk_summary(disks.get(r.pv.name))))
+    if show_kept:  # kept PVs are shown only with --all: then say why each is kept
+        columns.insert(9, Column("KEPT", lambda r: r.kept, empty=""))
     return Report(rows=result.rows, columns=columns, to_json=lambda r: to_json(r, disks),
                   name=lambda r: f"persistentvolume/{r.pv.name}",
                   labels=lambda r: r.pv.meta.labels)
 
 
 def watch_report(options: Options) -> Report[Leftover]:
-    return report(LeftoverResult([]))
+    return report(LeftoverResult([]), show_kept=options.show_all)

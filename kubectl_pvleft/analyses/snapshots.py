@@ -9,6 +9,11 @@ is gone and contents not ready with an error are reported too.
 Reads: VolumeSnapshotContents (required), VolumeSnapshots, VolumeSnapshotClasses, one paginated list
 each. A 403 on the optional two makes their answers unknown (null), never "gone". Without the CRDs
 (the API group is not served) there is nothing to check: one line says so, exit 0. Writes: nothing.
+
+A content annotated ``pvleft.io/keep`` is intentionally kept: shown with --all, with its reason, never a finding.
+``--older-than`` counts a content's findings only once it was created that long ago (when its VolumeSnapshot went
+away is not recorded anywhere); ``--exclude-namespace`` leaves out contents whose VolumeSnapshot is in those
+namespaces.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Optional, TypeVar, Union
 from msgspec import Struct, field
 
 from kubectl_pvleft.errors import ApiError, Forbidden, NotFound
-from kubectl_pvleft.invocation import Options, Result
+from kubectl_pvleft.invocation import Options, Result, kept_reason
 from kubectl_pvleft.kube.api import VOLUME_SNAPSHOT_CLASSES, VOLUME_SNAPSHOT_CONTENTS, VOLUME_SNAPSHOTS, Reader, optional
 from kubectl_pvleft.output.report import Column, Report, age, utcnow
 from kubectl_pvleft.records import Absent, VolumeSnapshot, VolumeSnapshotClass, VolumeSnapshotContent, iso
@@ -75,6 +80,13 @@ class ContentRow(Struct, frozen=True):
     # classes could not be read.
     snapshot_class: Union[VolumeSnapshotClass, Absent, None]
     findings: tuple[Finding, ...] = ()
+    kept: Optional[str] = None  # pvleft.io/keep's reason: intentionally kept, never a finding
+    young: bool = False  # created less than --older-than ago: its findings do not count yet
+
+    @property
+    def counted(self) -> int:
+        """The findings that count: none when kept or young."""
+        return 0 if self.kept is not None or self.young else len(self.findings)
 
     @property
     def snapshot_key(self) -> Optional[str]:
@@ -140,15 +152,26 @@ def findings(content: VolumeSnapshotContent, state: Optional[str], live: Optiona
     return tuple(found)
 
 
+def _young(content: VolumeSnapshotContent, older_than: Optional[float], now: Optional[datetime]) -> bool:
+    if older_than is None:
+        return False
+    created = content.meta.created
+    return created is None or ((now or utcnow()) - created).total_seconds() < older_than
+
+
 def assess(contents: Iterable[VolumeSnapshotContent], snapshots: Optional[SnapshotIndex],
            classes: Optional[dict[str, VolumeSnapshotClass]], *, include_all: bool = False,
-           snapshot_namespace: Optional[str] = None) -> SnapshotCensus:
-    """Pure: every content with its snapshot's state, its class and its findings; only findings unless include_all.
-    ``None`` inputs mean "could not be read" (unknown)."""
+           snapshot_namespace: Optional[str] = None, older_than: Optional[float] = None,
+           excluded: Callable[[Optional[str]], bool] = lambda namespace: False,
+           now: Optional[datetime] = None) -> SnapshotCensus:
+    """Pure: every content with its snapshot's state, its class and its findings; only those whose findings count
+    (not kept, old enough) unless include_all. ``None`` inputs mean "could not be read" (unknown)."""
     rows = []
     count = 0
     for content in contents:
         if snapshot_namespace and content.snapshot_ref.namespace != snapshot_namespace:
+            continue
+        if excluded(content.snapshot_ref.namespace):
             continue
         state, live = snapshot_state(content, snapshots)
         snapshot_class: Union[VolumeSnapshotClass, Absent, None]
@@ -158,9 +181,10 @@ def assess(contents: Iterable[VolumeSnapshotContent], snapshots: Optional[Snapsh
             snapshot_class = Absent.UNKNOWN
         else:
             snapshot_class = classes.get(content.class_name, Absent.MISSING)
-        row = ContentRow(content, state, live, snapshot_class, findings(content, state, live, snapshot_class))
-        count += len(row.findings)
-        if include_all or row.findings:
+        row = ContentRow(content, state, live, snapshot_class, findings(content, state, live, snapshot_class),
+                         kept_reason(content.meta.annotations), _young(content, older_than, now))
+        count += row.counted
+        if include_all or row.counted:
             rows.append(row)
     rows.sort(key=lambda r: r.content.name)  # kubectl's order
     return SnapshotCensus(rows, count)
@@ -178,7 +202,9 @@ def _optional(read: Callable[[], T], warnings: list[str], unreadable: str, not_s
 
 
 def census(api: Reader, *, include_all: bool = False, snapshot_namespace: Optional[str] = None,
-           label_selector: Optional[str] = None, field_selector: Optional[str] = None) -> Optional[SnapshotCensus]:
+           label_selector: Optional[str] = None, field_selector: Optional[str] = None,
+           older_than: Optional[float] = None,
+           excluded: Callable[[Optional[str]], bool] = lambda namespace: False) -> Optional[SnapshotCensus]:
     """List contents, then snapshots (so a snapshot bound after our content list cannot look missing), then
     classes. None when the API group is not served at all (no CRDs: nothing to check)."""
     try:
@@ -192,7 +218,8 @@ def census(api: Reader, *, include_all: bool = False, snapshot_namespace: Option
                           SNAPSHOTS_UNREADABLE.replace("{scope}", scope), SNAPSHOTS_NOT_SERVED)
     classes = _optional(lambda: {c.name: c for c in api.list(VOLUME_SNAPSHOT_CLASSES)}, warnings, CLASSES_UNREADABLE,
                         CLASSES_NOT_SERVED)
-    result = assess(contents, snapshots, classes, include_all=include_all, snapshot_namespace=snapshot_namespace)
+    result = assess(contents, snapshots, classes, include_all=include_all, snapshot_namespace=snapshot_namespace,
+                    older_than=older_than, excluded=excluded)
     result.warnings = warnings
     return result
 
@@ -213,10 +240,11 @@ def snapshot_namespace(options: Options) -> Optional[str]:
 
 def run(api: Reader, options: Options) -> Result:
     result = census(api, include_all=options.show_all, snapshot_namespace=snapshot_namespace(options),
-                    label_selector=options.label_selector, field_selector=options.field_selector)
+                    label_selector=options.label_selector, field_selector=options.field_selector,
+                    older_than=options.older_than, excluded=options.excluded)
     if result is None:
         return not_served()
-    report_ = report(result)
+    report_ = report(result, show_kept=options.show_all)
     if not options.show_all:  # healthy contents may exist: say what was looked for
         report_ = report_.with_empty_message("No VolumeSnapshotContents with findings")
     return Result(report_, result.finding_count, result.warnings)
@@ -229,7 +257,7 @@ def not_served() -> Result:
 
 
 def follow(options: Options) -> Follow[ContentRow]:
-    from kubectl_pvleft.kube.watch import Follow, Stream
+    from kubectl_pvleft.kube.watch import Follow, Stream, recheck_for
 
     namespace = snapshot_namespace(options)
     scope = f'in namespace "{namespace}"' if namespace else "cluster-wide"
@@ -244,20 +272,23 @@ def follow(options: Options) -> Follow[ContentRow]:
         snapshots, classes = stores["snapshots"], stores["classes"]
         return assess(stores["contents"] or (), None if snapshots is None else SnapshotIndex.of(snapshots),
                       None if classes is None else {c.name: c for c in classes},
-                      include_all=options.show_all, snapshot_namespace=namespace).rows
+                      include_all=options.show_all, snapshot_namespace=namespace, older_than=options.older_than,
+                      excluded=options.excluded).rows
 
     return Follow(streams, "contents", judge, key=lambda r: r.content.meta.uid, signature=_signature,
-                  gone="no longer has findings", departure=lambda c: "the VolumeSnapshotContent was deleted")
+                  gone="no longer has findings", departure=lambda c: "the VolumeSnapshotContent was deleted",
+                  recheck=recheck_for(options.older_than))
 
 
 def _signature(row: ContentRow) -> tuple[Any, ...]:
     c = row.content
     return (row.snapshot_state, row.snapshot.meta.uid if row.snapshot else None, row.class_missing,
-            c.spec.deletion_policy, c.status.ready_to_use, c.status.restore_size, c.snapshot_handle, row.findings)
+            c.spec.deletion_policy, c.status.ready_to_use, c.status.restore_size, c.snapshot_handle, row.findings,
+            row.kept, row.young)
 
 
 def watch_report(options: Options) -> Report[ContentRow]:
-    return report(SnapshotCensus([]))
+    return report(SnapshotCensus([]), show_kept=options.show_all)
 
 
 # -- how the rows are shown -----------------------------------------------------------------
@@ -299,10 +330,12 @@ def to_json(row: ContentRow) -> dict[str, Any]:
         "creation_timestamp": iso(c.meta.created),
         "deletion_timestamp": iso(c.meta.deleted),
         "findings": [f.to_json() for f in row.findings],
+        "kept": row.kept,
+        "counted": row.counted,
     }
 
 
-def report(result: SnapshotCensus, now: Optional[datetime] = None) -> Report[ContentRow]:
+def report(result: SnapshotCensus, now: Optional[datetime] = None, show_kept: bool = False) -> Report[ContentRow]:
     columns: list[Column[ContentRow]] = [
         Column("NAME", lambda r: r.content.name),
         # kubectl get volumesnapshotcontent leaves these blank until the driver reports them; so do we.
@@ -320,6 +353,8 @@ def report(result: SnapshotCensus, now: Optional[datetime] = None) -> Report[Con
         Column("SOURCE VOLUME", lambda r: r.content.spec.source.volume_handle, wide_only=True),
         Column("ERROR", lambda r: r.content.status.error.message if r.content.status.error else None, wide_only=True),
     ]
+    if show_kept:  # kept contents are shown only with --all: then say why each is kept
+        columns.insert(10, Column("KEPT", lambda r: r.kept, empty=""))
     return Report(rows=result.rows, columns=columns, to_json=to_json,
                   name=lambda r: f"volumesnapshotcontent.snapshot.storage.k8s.io/{r.content.name}",
                   labels=lambda r: r.content.meta.labels)

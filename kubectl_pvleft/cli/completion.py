@@ -148,7 +148,7 @@ def _values(action: argparse.Action, current: str, typed: _Typed,
         return [], DEFAULT
     if action.dest in KUBECONFIG_NAME_FLAGS:
         names: Iterable[str] = kubeconfig_names(KUBECONFIG_NAME_FLAGS[action.dest], typed.values.get("kubeconfig"))
-    elif action.dest == "namespace":
+    elif action.dest in ("namespace", "exclude_namespaces"):  # --exclude-namespace takes names (or globs)
         names = namespace_names(_selection(parser, typed.words))
     else:
         names = _value_choices(action)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, Optional
 
 from kubectl_pvleft import __version__
 from kubectl_pvleft.errors import TemplateRefused, UsageError
-from kubectl_pvleft.invocation import BOOLEAN, COMMANDS, COMMANDS_BY_NAME, REPEATED, Command, Flag, Invocation
+from kubectl_pvleft.invocation import BOOLEAN, COMMANDS, COMMANDS_BY_NAME, DURATION, REPEATED, Command, Flag, Invocation
 from kubectl_pvleft.output.names import PLAIN_FORMATS, REFUSED_FORMATS, TEMPLATE_FORMATS
 from kubectl_pvleft.text import shown
 
@@ -136,6 +136,36 @@ def parse_request_timeout(text: str) -> Optional[float]:
     except ValueError:
         raise argparse.ArgumentTypeError(f"{_TIMEOUT_WORDS}: {shown(text)!r}") from None
     return nanoseconds / 1e9 if nanoseconds > 0 else None
+
+
+_DAYS = re.compile(r"([0-9]*\.?[0-9]*)d")  # a number of days, as one term of a duration: 7d, 1.5d, 1d12h
+
+
+def parse_age(text: str) -> float:
+    """--older-than: kubectl's (Go's) duration syntax plus ``d`` for days (7d, 36h, 1d12h, 90m), in seconds.
+    Negative or malformed: one error line, before any request."""
+    what = (f"invalid duration {shown(text)!r}: a positive duration such as 7d, 36h, 90m or 1d12h "
+            "(units d, h, m, s, ms, us, ns)")
+    days = 0.0
+    rest = text
+
+    def strip_days(match: re.Match[str]) -> str:
+        nonlocal days
+        number = match.group(1)
+        if number in ("", "."):
+            raise argparse.ArgumentTypeError(what)
+        days += float(number)
+        return ""
+
+    if "d" in text:
+        rest = _DAYS.sub(strip_days, text)
+    try:
+        nanoseconds = go_duration(rest) if rest else 0
+    except ValueError:
+        raise argparse.ArgumentTypeError(what) from None
+    if nanoseconds < 0 or rest[:1] == "-" or text[:1] in ("-", "+") or not text:
+        raise argparse.ArgumentTypeError(what)
+    return days * 86400 + nanoseconds / 1e9
 
 
 def header_value(what: str) -> Callable[[str], str]:
@@ -394,6 +424,9 @@ def _add(parser: Any, flag: Flag) -> None:
                             help=argparse.SUPPRESS)
     elif flag.kind == REPEATED:
         parser.add_argument(flag.name, dest=flag.dest, action="append", default=[], metavar=flag.metavar,
+                            help=flag.help)
+    elif flag.kind == DURATION:
+        parser.add_argument(flag.name, dest=flag.dest, type=parse_age, default=None, metavar=flag.metavar,
                             help=flag.help)
     else:
         parser.add_argument(flag.name, dest=flag.dest, default=None, metavar=flag.metavar, help=flag.help)

@@ -27,6 +27,8 @@ shared types and the join are in ``base``; ``census`` runs the asked ones.
 - ``Census.disks() -> Iterator[CloudDisk]``: every disk, paginated to the last page, read-only calls only.
   Raises ``CloudError`` (a 403 names the missing permission).
 - ``Census.notes``: lines for stderr about what the census could not tell (printed as warnings).
+- ``CloudDisk.kept``: the reason of the cloud's keep label or tag (``pvleft-keep`` on GCE, whose label keys take
+  no dot or slash; ``pvleft.io/keep`` on AWS), None when the disk has none: a kept orphan is never a finding.
 - ``CloudDisk.other_cluster`` True (AWS with ``--aws-cluster-name``: the tags name other clusters, not this
   one): ``join`` sets the disk aside in ``other_clusters`` instead of calling it an orphan, unless a PV here
   names it (then it is that PV's disk, whoever tagged it).

@@ -56,12 +56,15 @@ def listed_in_time(census: Any, seconds: float, from_flag: bool) -> list[CloudDi
 class CensusOutcome:
     """What the censuses found, handed back to leftovers, which builds its own table from it."""
 
-    __slots__ = ("disks", "errors", "findings", "not_volumes", "taken", "warnings")
+    __slots__ = ("disks", "errors", "findings", "not_volumes", "set_aside", "taken", "warnings")
 
     def __init__(self) -> None:
         self.disks: dict[str, Union[CloudDisk, Absent]] = {}  # the DISK of each PV: found, missing or unknown
         self.findings: list[CloudFinding] = []
         self.not_volumes: list[CloudFinding] = []  # a VM's own disks: shown with --all, never counted as findings
+        # Orphans a human set aside: kept (the keep label or tag) or younger than --older-than. Not findings;
+        # shown with --all.
+        self.set_aside: list[CloudFinding] = []
         self.taken: list[str] = []  # the censuses that answered, by name
         self.errors: list[str] = []  # one line per census that failed: the report is partial
         self.warnings: list[str] = []
@@ -76,6 +79,7 @@ def take(options: Options, pvs: Sequence[Any]) -> CensusOutcome:
     """Join every PV (not only the leftovers: a Bound PV's disk is not an orphan) with each asked cloud's disks."""
     refs = [volume_ref(pv) for pv in pvs]
     outcome = CensusOutcome()
+    now = utcnow()
     drivers: set[str] = set()
     for cloud in asked(options):
         drivers |= cloud.DRIVERS
@@ -90,7 +94,8 @@ def take(options: Options, pvs: Sequence[Any]) -> CensusOutcome:
         outcome.taken.append(cloud.NAME)
         if options.label_selector:
             _hold_back_orphans(joined, cloud.NAME, options, outcome.warnings)
-        outcome.findings += joined.findings
+        for finding in joined.findings:
+            (outcome.set_aside if _set_aside(finding, options.older_than, now) else outcome.findings).append(finding)
         outcome.not_volumes += joined.not_volumes if options.show_all else []
         outcome.disks.update(joined.disks_by_pv)
         outcome.disks.update({f.pv_name: Absent.MISSING for f in joined.findings if f.pv_name is not None})
@@ -103,10 +108,30 @@ def take(options: Options, pvs: Sequence[Any]) -> CensusOutcome:
     return outcome
 
 
-def sections(outcome: CensusOutcome) -> list[Report[CloudFinding]]:
+def _set_aside(finding: CloudFinding, older_than: Optional[float], now: datetime) -> bool:
+    """An orphan that is kept, or younger than --older-than (by the disk's creation; unknown counts as young). A
+    missing disk has no age and no label: it is always a finding."""
+    disk = finding.disk
+    if disk is None:
+        return False
+    if disk.kept is not None:
+        return True
+    if older_than is None:
+        return False
+    return disk.created is None or (now - disk.created).total_seconds() < older_than
+
+
+def sections(outcome: CensusOutcome, show_all: bool = False) -> list[Report[CloudFinding]]:
     """The findings table under the PVs; none when no census could be taken: an empty one would read as "no
-    orphans found"."""
-    return [findings_report(outcome.findings + outcome.not_volumes, taken=outcome.taken)] if outcome.taken else []
+    orphans found". With --all, the orphans set aside (kept, younger) and a VM's own disks too, with a KEPT
+    column."""
+    if not outcome.taken:
+        return []
+    if not show_all:
+        return [findings_report(outcome.findings, taken=outcome.taken)]
+    rows = sorted(outcome.findings + outcome.set_aside + outcome.not_volumes,
+                  key=lambda f: (f.kind, f.handle, f.pv_name or ""))
+    return [findings_report(rows, taken=outcome.taken, show_kept=True)]
 
 
 def _hold_back_orphans(joined: Any, name: str, options: Options, warnings: list[str]) -> None:
@@ -148,7 +173,7 @@ def location_in(handle: str) -> Optional[str]:
 
 
 def findings_report(findings: list[CloudFinding], now: Optional[datetime] = None,
-                    taken: Sequence[str] = ("cloud",)) -> Report[CloudFinding]:
+                    taken: Sequence[str] = ("cloud",), show_kept: bool = False) -> Report[CloudFinding]:
     def disk(attr: str) -> Any:
         return lambda f: getattr(f.disk, attr) if f.disk is not None else None
 
@@ -167,6 +192,8 @@ def findings_report(findings: list[CloudFinding], now: Optional[datetime] = None
         Column("HANDLE", lambda f: f.handle, wide_only=True),
         Column("MESSAGE", lambda f: f.message, wide_only=True),
     ]
+    if show_kept:
+        columns.insert(10, Column("KEPT", lambda f: f.disk.kept if f.disk else None, empty=""))
     return Report(rows=findings, columns=columns, to_json=finding_json,
                   name=lambda f: f"{f.source}/{f.handle}",
                   empty_message=f"No orphaned or missing disks found by the {' and '.join(taken)} census")

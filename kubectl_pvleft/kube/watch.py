@@ -302,6 +302,17 @@ class Follow(Struct, Generic[Row]):
     keep: Callable[[Any], bool] = lambda obj: True
     departure: Callable[[Any], str] = lambda obj: "deleted"
     extra: dict[str, Any] = field(default_factory=dict)
+    # Judge again after this many seconds without a change: verdicts that depend on the clock (--older-than)
+    # change with no event to say so. None: only changes are judged.
+    recheck: Optional[float] = None
+
+
+def recheck_for(older_than: Optional[float]) -> Optional[float]:
+    """With --older-than, rows cross the threshold with no event to say so: judge again this often (a twentieth
+    of the threshold, between 1 s and a minute)."""
+    if older_than is None:
+        return None
+    return min(60.0, max(1.0, older_than / 20))
 
 
 def follow(api: KubeAPI, spec: Follow[Row], settings: Optional[WatchSettings] = None,
@@ -318,7 +329,7 @@ def follow(api: KubeAPI, spec: Follow[Row], settings: Optional[WatchSettings] = 
         thread.start()
     try:
         while True:
-            yield from judge.take(_burst(inbox, settings))
+            yield from judge.take(_burst(inbox, settings, spec.recheck))
     finally:
         stop.set()
         deadline = time.monotonic() + 5.0
@@ -337,9 +348,13 @@ def _pump(api: KubeAPI, stream: Stream, settings: WatchSettings, stop: threading
             inbox.put(exc)
 
 
-def _burst(inbox: queue.Queue[Any], settings: WatchSettings) -> list[Any]:
-    """What arrives together is judged once; but never starve the output."""
-    batch = [inbox.get()]
+def _burst(inbox: queue.Queue[Any], settings: WatchSettings, recheck: Optional[float] = None) -> list[Any]:
+    """What arrives together is judged once; but never starve the output. Nothing within ``recheck`` seconds: an
+    empty batch, judged again all the same."""
+    try:
+        batch = [inbox.get(timeout=recheck)]
+    except queue.Empty:
+        return []
     deadline = time.monotonic() + max(settings.settle * 5, 1.0)
     while time.monotonic() < deadline:
         try:

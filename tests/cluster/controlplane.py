@@ -63,6 +63,12 @@ CONTROLLERS: tuple[str, ...] = (
     "garbage-collector-controller",
 )
 
+# Feature gates given to kube-apiserver and kube-controller-manager alike. PersistentVolumeClaimUnusedSinceTime
+# (beta in 1.37, on by default) is named anyway so the tests do not depend on the default: with it the
+# persistentvolumeclaim-protection-controller writes the PVC condition `Unused`. A ControlPlane may override it
+# (feature_gates=...) to test a server that does not write it.
+FEATURE_GATES: dict[str, bool] = {"PersistentVolumeClaimUnusedSinceTime": True}
+
 NODES: tuple[tuple[str, str], ...] = (("node-a", "zone-a"), ("node-b", "zone-b"), ("node-c", "zone-c"))
 NODE_RESOURCES = {"cpu": "8", "memory": "32Gi", "pods": "110"}
 
@@ -173,10 +179,12 @@ def _b64(path: Path) -> str:
 
 
 class ControlPlane:
-    def __init__(self, workdir: Path, extra_apiserver_args: Sequence[str] = ()) -> None:
+    def __init__(self, workdir: Path, extra_apiserver_args: Sequence[str] = (),
+                 feature_gates: dict[str, bool] | None = None) -> None:
         self.workdir = Path(workdir).resolve()
         # Opt-in flags for a plane of a test's own (e.g. --oidc-issuer-url); the session's plane has none.
         self.extra_apiserver_args = tuple(extra_apiserver_args)
+        self.feature_gates = {**FEATURE_GATES, **(feature_gates or {})}
         self.pki = self.workdir / "pki"
         self.logs = self.workdir / "logs"
         self.etcd_data = self.workdir / "etcd-data"
@@ -445,7 +453,11 @@ class ControlPlane:
             # this way it drains short requests, then gives HTTP shutdown 2s.
             "--shutdown-send-retry-after=true",
             *self.extra_apiserver_args,
+            self._feature_gates_flag(),
         ]
+
+    def _feature_gates_flag(self) -> str:
+        return "--feature-gates=" + ",".join(f"{k}={str(v).lower()}" for k, v in sorted(self.feature_gates.items()))
 
     # No --authentication/--authorization-kubeconfig for KCM and scheduler: their own HTTPS port only
     # serves /healthz here (always allowed), and the delegated lookup would log errors forever
@@ -466,6 +478,7 @@ class ControlPlane:
             f"--root-ca-file={self.pki / 'ca.crt'}",
             # Its default, /usr/libexec/kubernetes/..., would be created on the host.
             f"--flex-volume-plugin-dir={self.workdir / 'flexvolume'}",
+            self._feature_gates_flag(),
             "--v=2",
         ]
 

@@ -10,7 +10,7 @@ Reads: Pods (``status.phase=Pending``), Events, PVCs, StorageClasses, CSIDrivers
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Optional, TypeVar
 
@@ -70,10 +70,13 @@ def pod_selector(field_selector: Optional[str]) -> str:
 
 
 def triage(api: Reader, *, namespace: Optional[str] = None, per_object_limit: int = PER_OBJECT_LIMIT,
-           label_selector: Optional[str] = None, field_selector: Optional[str] = None) -> TriageResult:
-    """List the Pending Pods, then read only the evidence they need, at a bounded number of requests."""
+           label_selector: Optional[str] = None, field_selector: Optional[str] = None,
+           excluded: Callable[[Optional[str]], bool] = lambda namespace: False) -> TriageResult:
+    """List the Pending Pods, then read only the evidence they need, at a bounded number of requests. Pods in an
+    excluded namespace (--exclude-namespace) are dropped before any evidence is read for them."""
     warnings: list[str] = []
-    pods = list(api.list(PODS, namespace, field_selector=pod_selector(field_selector), label_selector=label_selector))
+    pods = [pod for pod in api.list(PODS, namespace, field_selector=pod_selector(field_selector),
+                                    label_selector=label_selector) if not excluded(pod.namespace)]
     evidence = gather_evidence(api, pods, namespace, warnings, per_object_limit)
     return TriageResult(assess(pods, evidence), warnings)
 
@@ -213,7 +216,7 @@ def _list_scopes(namespace: Optional[str], namespaces: set[str], limit: int) -> 
 
 def run(api: Reader, options: Options) -> Result:
     result = triage(api, namespace=options.namespace, label_selector=options.label_selector,
-                    field_selector=options.field_selector)
+                    field_selector=options.field_selector, excluded=options.excluded)
     return Result(report(result, wide=options.wide), len(result.rows), result.warnings)
 
 
@@ -234,7 +237,8 @@ def follow(options: Options) -> Follow[Triage]:
     ]
     return Follow(streams, "pods", lambda stores: assess(stores["pods"] or (), evidence_of(stores, ns is None)),
                   key=lambda r: r.pod.meta.uid, signature=lambda r: (*r.verdict.key, claims_cell(r) or ""),
-                  gone="no longer Pending", keep=lambda pod: (pod.phase or "Pending") == "Pending",
+                  gone="no longer Pending",
+                  keep=lambda pod: (pod.phase or "Pending") == "Pending" and not options.excluded(pod.namespace),
                   departure=departure)
 
 

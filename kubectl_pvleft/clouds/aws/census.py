@@ -38,6 +38,7 @@ PROVENANCE_TAGS = (
     "kubernetes.io/created-for/pvc/namespace", "kubernetes.io/created-for/pvc/name",
     "kubernetes.io/created-for/pv/name",
 )
+KEEP_TAG = "pvleft.io/keep"  # the keep annotation's name, as an EBS tag: its value is the reason
 
 # The in-tree plugin's own rule (legacy cloud provider, MapToAWSVolumeID): "vol-" then no slash.
 _VOLUME_ID = re.compile(r"^vol-[^/\s]+$")
@@ -103,6 +104,7 @@ def disk_from_volume(volume: Mapping[str, Any], cluster_name: Optional[str]) -> 
         users=users,
         provenance=provenance,
         other_cluster=other_cluster(tags, cluster_name),
+        kept=(tags[KEEP_TAG].strip() or "(no reason given)") if KEEP_TAG in tags else None,
     )
 
 

@@ -34,6 +34,7 @@ CREDENTIALS_HINT = ("set AZURE_CLIENT_ID, AZURE_TENANT_ID and AZURE_CLIENT_SECRE
 ENDPOINT_ENV = "PVLEFT_ARM_ENDPOINT"
 
 # What the Azure Disk CSI driver writes on a disk it creates (Azure tags cannot hold "/", so "-" stands for it).
+KEEP_TAG = "pvleft.io/keep"  # the keep annotation's name, as an Azure tag (tag names may hold dots and slashes)
 PROVENANCE_TAGS = (
     "kubernetes.io-created-for-pv-name", "kubernetes.io-created-for-pvc-name",
     "kubernetes.io-created-for-pvc-namespace", "k8s-azure-created-by",
@@ -129,6 +130,7 @@ def disk_record(disk: Mapping[str, Any], cluster_name: Optional[str]) -> CloudDi
         provenance={k: v for k, v in tags.items() if k in PROVENANCE_TAGS or k in CLUSTER_NAME_TAGS},
         other_cluster=other_cluster(tags, cluster_name),
         use=use_words(state, users),
+        kept=(tags[KEEP_TAG].strip() or "(no reason given)") if KEEP_TAG in tags else None,
     )
 
 

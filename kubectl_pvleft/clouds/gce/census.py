@@ -26,6 +26,9 @@ from kubectl_pvleft.clouds.gce import CSI_DRIVER, IN_TREE_DRIVER, SOURCE
 UNSPECIFIED = "UNSPECIFIED"
 MULTI_ZONE = "multi-zone"
 MULTI_ZONE_LABEL = "goog-gke-multi-zone"
+# The keep marker as a GCE label: label keys take only lowercase letters, digits, _ and -, so not pvleft.io/keep;
+# label values the same, so the reason is a short word (e.g. pvleft-keep=legal-hold).
+KEEP_LABEL = "pvleft-keep"
 # What the CSI driver writes, as JSON, into a disk's description (pkg/parameters/constants.go).
 PROVENANCE_KEYS = (
     "kubernetes.io/created-for/pv/name",
@@ -351,6 +354,7 @@ def disk_record(disk: Any, project: str) -> CloudDisk:
         users=tuple(user.rsplit("/", 1)[-1] for user in disk.users),
         provenance=provenance(disk.description, labels),
         other_cluster=None,  # a disk in the project may belong to another cluster; nothing here proves whose
+        kept=(labels[KEEP_LABEL] or "(no reason given)") if KEEP_LABEL in labels else None,
     )
 
 

@@ -1,0 +1,137 @@
+"""Unused claims on a server that does not write the `Unused` condition: a control plane of this module's own with
+the feature gate PersistentVolumeClaimUnusedSinceTime off on kube-apiserver and kube-controller-manager (as a
+1.36 server, or one where the gate is turned off). Whether a claim is used is then read from the Pods alone, and
+since when it is unused is unknown, said as such. The server that writes it: test_housekeeping_cluster.py.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from controlplane import ControlPlane, build
+from plugin_runner import items, run_plugin
+from recording.pending import pod
+from scenarios import apply, claim, get, host_path_pv, storage_class, wait_for, wait_pv_phase
+
+pytestmark = pytest.mark.cluster
+
+GATE = "PersistentVolumeClaimUnusedSinceTime"
+
+
+@pytest.fixture(scope="module")
+def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
+    build(log=tmp_path_factory.getbasetemp() / "unused-build.log")
+    cp = ControlPlane(tmp_path_factory.mktemp("no-unused-plane"), feature_gates={GATE: False})
+    cp.start()
+    try:
+        yield cp
+    finally:
+        cp.stop(keep_logs=False)
+
+
+@pytest.fixture
+def ns(plane: ControlPlane) -> str:
+    name = f"nu-{uuid.uuid4().hex[:6]}"
+    plane.kubectl("create", "namespace", name)
+    apply(plane, storage_class("standard", reclaim="Retain"))
+    wait_for("the default ServiceAccount",
+             lambda: plane.api("GET", f"/api/v1/namespaces/{name}/serviceaccounts/default")[0] == 200)
+    return name
+
+
+def bound(plane: ControlPlane, ns: str, *names: str) -> None:
+    for name in names:
+        pv = f"{ns}-{name}"
+        apply(plane, host_path_pv(pv, claim=(ns, name), path=f"/var/pvleft/{pv}"), claim(ns, name, volume_name=pv))
+    for name in names:
+        wait_pv_phase(plane, f"{ns}-{name}", "Bound")
+
+
+def test_the_gate_is_really_off(plane: ControlPlane) -> None:
+    argv = {p.name: p.argv for p in plane._procs.values()}
+    for component in ("kube-apiserver", "kube-controller-manager"):
+        assert f"--feature-gates={GATE}=false" in argv[component]
+
+
+def test_without_the_condition_unused_comes_from_the_pods_and_its_start_is_unknown(plane: ControlPlane,
+                                                                                    ns: str) -> None:
+    bound(plane, ns, "idle", "used", "waiting", "done")
+    apply(plane, pod(ns, "user", "used", nodeName="node-a"), pod(ns, "waiter", "waiting"),
+          pod(ns, "finisher", "done", nodeName="node-b"))
+    plane.kubectl("patch", "pod", "finisher", "-n", ns, "--subresource=status", "--type=merge",
+                  "-p", '{"status":{"phase":"Succeeded"}}')
+    for name in ("idle", "used", "done"):  # the controller has written nothing
+        status = get(plane, f"/api/v1/namespaces/{ns}/persistentvolumeclaims/{name}")["status"]
+        assert not [c for c in status.get("conditions") or () if c["type"] == "Unused"]
+
+    result = run_plugin(plane.kubeconfig("reader"), "claims", "-n", ns, "--all", "-o", "json")
+    assert result.returncode == 0, result.stderr
+    rows = {r["name"]: r for r in items(result.stdout)}
+    assert {n: (r["unused"], r["unused_since"], r["unused_evidence"]) for n, r in rows.items()} == {
+        "idle": (True, None, "pods"), "used": (False, None, "pods"), "waiting": (False, None, "pods"),
+        "done": (True, None, "pods")}
+
+    table = run_plugin(plane.kubeconfig("reader"), "claims", "-n", ns, "--exit-code")
+    assert table.returncode == 3
+    found = {line.split()[0]: line for line in table.stdout.splitlines()[1:]}
+    assert sorted(found) == ["done", "idle"] and all("unused" in line and "unknown (pods)" in line
+                                                  for line in found.values())
+
+    # How long is unknown: --older-than cannot count them, and says so once.
+    aged = run_plugin(plane.kubeconfig("reader"), "claims", "-n", ns, "--older-than", "1s", "--exit-code")
+    assert (aged.returncode, aged.stdout) == (0, "")
+    assert "2 unused claim(s) carry no Unused condition" in aged.stderr
+
+
+def test_pods_unreadable_make_unused_unknown_not_a_finding(plane: ControlPlane, ns: str) -> None:
+    bound(plane, ns, "idle")
+    user = f"claims-only-{ns}"
+    apply(plane, {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": user},
+                  "rules": [{"apiGroups": [""], "resources": ["persistentvolumeclaims"],
+                             "verbs": ["get", "list", "watch"]}]},
+          {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": user},
+           "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": user},
+           "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}]})
+    result = run_plugin(plane.kubeconfig("admin"), "claims", "-n", ns, "--all", "-o", "json", "--as", user,
+                        "--exit-code")
+    assert result.returncode == 0, result.stderr
+    rows = {r["name"]: r for r in items(result.stdout)}
+    assert (rows["idle"]["unused"], rows["idle"]["in_trouble"]) == (None, False)
+    assert result.stderr.count("\n") == 1 and f'cannot list pods in namespace "{ns}"' in result.stderr
+
+
+def test_watch_follows_the_pods_when_no_condition_says_it(plane: ControlPlane, ns: str) -> None:
+    import json
+    import os
+    import queue
+    import subprocess
+    import threading
+    import time
+
+    from plugin_runner import PLUGIN
+
+    bound(plane, ns, "w")
+    apply(plane, pod(ns, "app", "w", nodeName="node-a"))
+    proc = subprocess.Popen([PLUGIN, "claims", "-n", ns, "--watch", "-o", "jsonl",
+                             "--kubeconfig", str(plane.kubeconfig("reader"))],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PVLEFT_WATCH_SETTLE_SECONDS": "0.1"})
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()  # type: ignore[union-attr]
+    try:
+        time.sleep(2)  # listed: a Pod uses the claim, nothing is printed
+        assert lines.empty()
+        # Only the Pods stream can say this: nothing about the claim itself changes.
+        plane.kubectl("delete", "pod", "app", "-n", ns, "--grace-period=0", "--force")
+        appeared = json.loads(lines.get(timeout=60))
+        assert (appeared["change"], appeared["name"], appeared["unused"], appeared["unused_evidence"]) == (
+            "appeared", "w", True, "pods")
+        apply(plane, pod(ns, "again", "w"))  # Pending (no kubelet): it uses the claim all the same
+        resolved = json.loads(lines.get(timeout=60))
+        assert (resolved["change"], resolved["name"]) == ("resolved", "w")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    assert proc.stderr is not None and proc.stderr.read() == ""
