@@ -147,3 +147,10 @@ def test_the_judge_refuses_what_azure_would_not_send() -> None:
         azure_models.route("GET", f"/subscriptions/{SUB}/providers/Microsoft.Compute/snapshots")
     with pytest.raises(azure_models.Drift, match="build no POST"):
         azure_models.route("POST", LIST)
+
+
+def test_the_keep_tag_marks_a_disk_kept_with_its_reason() -> None:
+    kept = disk_record(azure_disk("s", "rg", "legal", tags={"pvleft.io/keep": "legal hold until 2027"}), None)
+    blank = disk_record(azure_disk("s", "rg", "blank", tags={"pvleft.io/keep": " "}), None)
+    plain = disk_record(azure_disk("s", "rg", "plain"), None)
+    assert (kept.kept, blank.kept, plain.kept) == ("legal hold until 2027", "(no reason given)", None)
