@@ -58,6 +58,7 @@ class _Frozen:
 
 
 BOOLEAN, VALUE, REPEATED = "boolean", "value", "repeated"
+NEEDS_CENSUS = "a cloud census"  # a Flag's ``needs``: any flag that asks for a census, whichever cloud's
 
 
 class Flag(_Frozen):

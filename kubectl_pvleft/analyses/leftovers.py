@@ -12,7 +12,7 @@ clearing; a human decides reuse or abandon.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Optional, Union
 
@@ -217,17 +217,22 @@ def claim_namespace(options: Options) -> Optional[str]:
 
 def run(api: Reader, options: Options) -> Result:
     census_asked = bool(options.clouds)
+    prices = None
+    if census_asked:
+        from kubectl_pvleft.clouds import census
+
+        prices = census.price_file(options)  # a bad --price-file stops the run before any request
     result = find_leftovers(api, include_all=options.show_all, claim_namespace=claim_namespace(options),
                             keep_every_pv=census_asked,
                             label_selector=options.label_selector, field_selector=options.field_selector)
     findings = sum(1 for row in result.rows if is_leftover(row))
     if not census_asked:
         return Result(report(result), findings, result.warnings)
-    from kubectl_pvleft.clouds import census  # the second census: only under its flags
-
-    taken = census.take(options, result.all_pvs)
-    return Result(report(result, disks=taken.disks), findings + len(taken.findings), result.warnings + taken.warnings,
-                  partial=bool(taken.errors), sections=census.sections(taken), errors=taken.errors)
+    taken = census.take(options, result.all_pvs, prices)
+    leftovers = [row.pv.name for row in result.rows if is_leftover(row)]
+    return Result(report(result, disks=taken.disks, priced=taken.priced if taken.costing else None),
+                  findings + len(taken.findings), result.warnings + taken.warnings,
+                  partial=bool(taken.errors), sections=census.sections(taken, leftovers), errors=taken.errors)
 
 
 def follow(options: Options) -> Follow[Leftover]:
@@ -256,7 +261,8 @@ def follow(options: Options) -> Follow[Leftover]:
 
 # -- how the rows are shown -----------------------------------------------------------------
 
-def to_json(row: Leftover, disks: Optional[Mapping[str, Any]] = None) -> dict[str, Any]:
+def to_json(row: Leftover, disks: Optional[Mapping[str, Any]] = None,
+            priced: Optional[Callable[[Any], Any]] = None) -> dict[str, Any]:
     pv = row.pv
     doc = {
         # The seed's keys, in the seed's order and meaning.
@@ -282,11 +288,14 @@ def to_json(row: Leftover, disks: Optional[Mapping[str, Any]] = None) -> dict[st
         disk = disks.get(pv.name)  # a CloudDisk, Absent.MISSING / UNKNOWN, or None: not a cloud's volume
         doc["disk"] = None if disk is None or isinstance(disk, Absent) else disk.to_json()
         doc["disk_missing"] = None if disk is None or disk is Absent.UNKNOWN else disk is Absent.MISSING
+        if priced is not None:  # --cost: what that disk bills per month, or why that is unknown
+            cost = priced(disk)
+            doc["monthly_cost"] = cost.to_json() if cost is not None else None
     return doc
 
 
 def report(result: LeftoverResult, now: Optional[datetime] = None,
-           disks: Optional[Mapping[str, Any]] = None) -> Report[Leftover]:
+           disks: Optional[Mapping[str, Any]] = None, priced: Optional[Callable[[Any], Any]] = None) -> Report[Leftover]:
     columns: list[Column[Leftover]] = [
         Column("NAME", lambda r: r.pv.name),
         Column("STATUS", lambda r: r.pv.phase),
@@ -307,7 +316,11 @@ def report(result: LeftoverResult, now: Optional[datetime] = None,
         from kubectl_pvleft.clouds.census import disk_summary
 
         columns.insert(9, Column("DISK", lambda r: disk_summary(disks.get(r.pv.name))))
-    return Report(rows=result.rows, columns=columns, to_json=lambda r: to_json(r, disks),
+        if priced is not None:
+            from kubectl_pvleft.clouds.cost import cell
+
+            columns.insert(10, Column("MONTHLY", lambda r: cell(priced(disks.get(r.pv.name)))))
+    return Report(rows=result.rows, columns=columns, to_json=lambda r: to_json(r, disks, priced),
                   name=lambda r: f"persistentvolume/{r.pv.name}",
                   labels=lambda r: r.pv.meta.labels)
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, Optional
 
 from kubectl_pvleft import __version__
 from kubectl_pvleft.errors import TemplateRefused, UsageError
-from kubectl_pvleft.invocation import BOOLEAN, COMMANDS, COMMANDS_BY_NAME, REPEATED, Command, Flag, Invocation
+from kubectl_pvleft.invocation import BOOLEAN, COMMANDS, COMMANDS_BY_NAME, NEEDS_CENSUS, REPEATED, Command, Flag, Invocation
 from kubectl_pvleft.output.names import PLAIN_FORMATS, REFUSED_FORMATS, TEMPLATE_FORMATS
 from kubectl_pvleft.text import shown
 
@@ -225,9 +225,9 @@ def declared_flags(command: Command) -> tuple[Flag, ...]:
     """A subcommand's own flags, and the clouds' when a census may join it."""
     if not command.census:
         return tuple(command.flags)
-    from kubectl_pvleft.clouds import cloud_modules
+    from kubectl_pvleft.clouds import census_flags
 
-    return tuple(command.flags) + tuple(flag for cloud in cloud_modules() for flag in cloud.FLAGS)
+    return tuple(command.flags) + census_flags()
 
 
 def boolean_flags(argv: Sequence[str]) -> dict[str, str]:
@@ -377,12 +377,11 @@ def _subcommand_flags(parser: argparse.ArgumentParser, command: Command) -> None
     for flag in command.flags:
         _add(parser, flag)
     if command.census:
-        from kubectl_pvleft.clouds import cloud_modules
+        from kubectl_pvleft.clouds import census_flags
 
         group = parser.add_argument_group("second census: cloud disks beside the PVs (only with these flags)")
-        for cloud in cloud_modules():
-            for flag in cloud.FLAGS:
-                _add(group, flag)
+        for flag in census_flags():
+            _add(group, flag)
     parser.set_defaults(command=command.name)
 
 
@@ -470,7 +469,12 @@ def check_combinations(invocation: Invocation) -> None:
     declared = declared_flags(invocation.command)
     given = {flag.name for flag in declared if invocation.flags.get(flag.dest)}
     for flag in declared:
-        if flag.needs and flag.name in given and flag.needs not in given:
+        if flag.needs == NEEDS_CENSUS and flag.name in given and not invocation.clouds:
+            from kubectl_pvleft.clouds import cloud_modules
+
+            asking = ", ".join(cloud.FLAGS[0].name for cloud in cloud_modules())
+            raise UsageError(f"{flag.name} needs {NEEDS_CENSUS} ({asking})")
+        if flag.needs and flag.needs != NEEDS_CENSUS and flag.name in given and flag.needs not in given:
             raise UsageError(f"{flag.name} needs {flag.needs}")
     for flag in declared:
         if flag.pattern:

@@ -40,6 +40,8 @@ class CloudDisk(Struct, frozen=True):
     users: tuple[str, ...] = ()  # the VMs / instances using it
     provenance: Mapping[str, str] = field(default_factory=dict)  # created-for pvc/pv, cluster tags, CSI name
     other_cluster: Optional[bool] = None  # True: tagged for another cluster; None: cannot tell
+    iops: Optional[int] = None  # provisioned IOPS, where the disk type bills for them (--cost)
+    throughput: Optional[int] = None  # provisioned throughput in MiB/s, where the type bills for it (--cost)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -47,7 +49,7 @@ class CloudDisk(Struct, frozen=True):
             "size_gb": self.size_gb, "type": self.type,
             "created": self.created.isoformat().replace("+00:00", "Z") if self.created else None,
             "state": self.state, "users": list(self.users), "provenance": dict(self.provenance),
-            "other_cluster": self.other_cluster,
+            "other_cluster": self.other_cluster, "iops": self.iops, "throughput": self.throughput,
         }
 
 

@@ -103,6 +103,8 @@ def disk_from_volume(volume: Mapping[str, Any], cluster_name: Optional[str]) -> 
         users=users,
         provenance=provenance,
         other_cluster=other_cluster(tags, cluster_name),
+        iops=volume.get("Iops"),  # io1/io2/gp3 bill for provisioned IOPS (gp3 above its included 3000)
+        throughput=volume.get("Throughput"),  # gp3, MiB/s: billed above its included 125
     )
 
 

@@ -351,6 +351,8 @@ def disk_record(disk: Any, project: str) -> CloudDisk:
         users=tuple(user.rsplit("/", 1)[-1] for user in disk.users),
         provenance=provenance(disk.description, labels),
         other_cluster=None,  # a disk in the project may belong to another cluster; nothing here proves whose
+        iops=int(disk.provisioned_iops) if "provisioned_iops" in disk else None,  # pd-extreme, hyperdisk: they bill
+        throughput=int(disk.provisioned_throughput) if "provisioned_throughput" in disk else None,
     )
 
 
