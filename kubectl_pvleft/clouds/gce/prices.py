@@ -154,8 +154,7 @@ class CatalogPrices:
                 self.pages_read += 1
                 yield from page.skus
         except (GoogleAPIError, GoogleAuthError, OSError, ValueError) as exc:
-            raise CloudError(f"listing Compute Engine SKUs failed ({type(exc).__name__}: "
-                             f"{' '.join(str(getattr(exc, 'message', None) or exc).split())[:200]})") from None
+            raise CloudError(error_line(exc)) from None
 
 
 def rate_of(sku: Any, component: str) -> Union[Rate, str]:
@@ -183,3 +182,21 @@ def rate_of(sku: Any, component: str) -> Union[Rate, str]:
 
 def _money(money: Any) -> float:
     return int(money.units or 0) + int(money.nanos or 0) / 1e9
+
+
+_REQUEST_LINE = re.compile(r"^[A-Z]+ https?://\S+: ")  # the REST client's "GET https://...: " before the message
+
+
+def error_line(exc: Exception) -> str:
+    """One line for a failed SKU listing: what the server said (never a credential: the catalog is public and the
+    client's messages carry the URL and the server's words only), and what is missing when it is a permission."""
+    from google.api_core import exceptions as api
+
+    said = _REQUEST_LINE.sub("", " ".join(str(getattr(exc, "message", None) or exc).split()))[:200]
+    if isinstance(exc, (api.Forbidden, api.PermissionDenied)):
+        return (f"the Cloud Billing Catalog API refused to list Compute Engine SKUs ({said}): enable "
+                "cloudbilling.googleapis.com in the credentials' project, or use --price-file")
+    if isinstance(exc, api.Unauthorized):
+        return f"Google rejected the credentials for the Cloud Billing Catalog API ({said})"
+    code = f"HTTP {exc.code}: " if isinstance(exc, api.GoogleAPICallError) and exc.code else ""
+    return f"listing Compute Engine SKUs failed ({code}{said or type(exc).__name__})"
