@@ -268,6 +268,7 @@ def test_cost_prints_a_monthly_column_and_totals(clouds: dict[str, Any]) -> None
 
 def test_json_carries_monthly_cost_on_pvs_findings_and_totals(clouds: dict[str, Any]) -> None:
     done = leftovers(clouds, "--cost", "-o", "json")
+    print(done.stdout, done.stderr, sep="\n--- stderr ---\n")
     assert done.code == 0, done.stderr
     items = json.loads(done.stdout)["items"]
     by_pv = {i["name"]: i for i in items if "phase" in i}
