@@ -320,3 +320,16 @@ def test_without_cost_nothing_is_priced_nor_imported(clouds: dict[str, Any], tmp
     assert "kubectl_pvleft.clouds.gce.census" in loaded  # the census ran
     assert not [m for m in loaded if m in ("kubectl_pvleft.clouds.cost", "kubectl_pvleft.clouds.gce.prices",
                                            "kubectl_pvleft.clouds.aws.prices") or m.startswith("google.cloud.billing")]
+
+
+def test_a_price_list_that_fails_is_one_error_line_exit_4_and_unknown_rows(clouds: dict[str, Any]) -> None:
+    with FakeCatalog() as dead:
+        endpoint = dead.endpoint  # stopped: nothing listens there any more
+    done = leftovers({**clouds, "env": {**clouds["env"], "PVLEFT_BILLING_ENDPOINT": endpoint}}, "--cost")
+    assert done.code == 4, done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and errors[0].startswith("error: Compute Engine prices: listing Compute Engine SKUs "
+                                                     "failed"), done.stderr
+    assert "Traceback" not in done.stderr
+    pv_rows = {line.split()[0]: line for line in done.stdout.split("\n\n")[0].splitlines()[1:]}
+    assert pv_rows["pvc-ssd"].endswith("<unknown>") and pv_rows["ebs-data"].endswith("28.00 USD")

@@ -30,7 +30,8 @@ EXIT_CODES_HELP = """exit codes:
   1    error: the API server, the connection or the kubeconfig failed (one "error:" line on stderr)
   2    usage error: bad flags or arguments
   3    findings were reported (only with --exit-code, for cron and CI)
-  4    partial report: a cloud census or a context failed; what could be read was printed (4 wins over 3)
+  4    partial report: a cloud census, its price list (--cost) or a context failed; what could be read was
+       printed (4 wins over 3)
   130  interrupted (Ctrl-C)
   141  the reader closed the pipe (e.g. | head)
 

@@ -338,12 +338,17 @@ def _fetch(flags: Mapping[str, Any], modules: Mapping[str, Any], needs: Mapping[
             found[cloud] = prices.open(flags, timeout).rates(needs[cloud])
         except CloudError as exc:
             failed[cloud] = str(exc)
+        except Exception as exc:  # an SDK's surprise: still one line, never a thread's traceback (nor its text)
+            failed[cloud] = f"internal error ({type(exc).__name__})"
+
+    import time
 
     workers = [threading.Thread(target=read, args=(cloud,), name=f"prices-{cloud}", daemon=True) for cloud in modules]
     for worker in workers:
         worker.start()
+    deadline = time.monotonic() + timeout  # one bound for them all: they run at the same time
     for worker in workers:
-        worker.join(timeout)
+        worker.join(max(0.0, deadline - time.monotonic()))
     for cloud, module in modules.items():
         if cloud not in found and cloud not in failed:
             failed[cloud] = f"did not finish within {timeout:g}s"
