@@ -87,12 +87,12 @@ def test_each_pd_type_zonal_and_regional_in_each_region(catalog: FakeCatalog) ->
              zonal("bal", "us-central1-b", 100, "pd-balanced"), regional("bal-r", "us-central1", 100, "pd-balanced"),
              zonal("ssd", "europe-west1-b", 100, "pd-ssd"), regional("ssd-r", "europe-west1", 100, "pd-ssd"),
              zonal("ext", "us-central1-a", 100, "pd-extreme", iops=10000),
-             zonal("hdb", "europe-west1-c", 100, "hyperdisk-balanced", iops=3000, throughput=140)]
+             zonal("hdb", "europe-west1-c", 100, "hyperdisk-balanced", iops=5000, throughput=290)]
     assert amounts(disks) == {
         "std": 4.0, "std-r": 8.0, "bal": 10.0, "bal-r": 20.0,
         "ssd": pytest.approx(18.7), "ssd-r": pytest.approx(37.4),  # europe-west1's SKUs: " in Belgium", 10% more
         "ext": pytest.approx(12.5 + 650.0),  # capacity and 10,000 provisioned IOPS
-        "hdb": pytest.approx(1.1 * (8.0 + 15.0 + 5.6)),
+        "hdb": pytest.approx(1.1 * (8.0 + 2000 * 0.005 + 150 * 0.04)),  # above the included 3,000 IOPS, 140 MiB/s
     }
     tokens = [query.get("pageToken") for _, _, query in catalog.requests]
     assert tokens == [None, "3", "6", "9", "12", "15", "18", "21", "24"]  # 26 SKUs, 3 a page: every page, once

@@ -53,9 +53,10 @@ def test_a_zonal_pd_is_priced_in_its_zones_region_a_regional_pd_as_regional():
 def test_pd_extreme_and_hyperdisk_bill_their_provisioned_iops_and_throughput():
     assert pd.needs(gce("x", "us-central1-a", 50, "pd-extreme", iops=10000)) == [
         Need(CAPACITY, 50.0, "us-central1", "pd-extreme"), Need(IOPS, 10000.0, "us-central1", "pd-extreme")]
-    assert pd.needs(gce("h", "us-central1-a", 50, "hyperdisk-balanced", iops=3000, throughput=140)) == [
-        Need(CAPACITY, 50.0, "us-central1", "hyperdisk-balanced"), Need(IOPS, 3000.0, "us-central1", "hyperdisk-balanced"),
-        Need(THROUGHPUT, 140.0, "us-central1", "hyperdisk-balanced")]
+    # Hyperdisk Balanced includes 3,000 IOPS and 140 MiB/s: only what is above them bills
+    assert pd.needs(gce("h", "us-central1-a", 50, "hyperdisk-balanced", iops=5000, throughput=290)) == [
+        Need(CAPACITY, 50.0, "us-central1", "hyperdisk-balanced"), Need(IOPS, 2000.0, "us-central1", "hyperdisk-balanced"),
+        Need(THROUGHPUT, 150.0, "us-central1", "hyperdisk-balanced")]
     assert "did not say" in pd.needs(gce("x", "us-central1-a", 50, "pd-extreme"))
 
 

@@ -52,6 +52,12 @@ DESCRIPTIONS: dict[tuple[str, bool, str], str] = {
     ("hyperdisk-ml", False, CAPACITY): "Hyperdisk ML Capacity",
     ("hyperdisk-ml", False, THROUGHPUT): "Hyperdisk ML Throughput Capacity",
 }
+# What a type includes at no charge, per disk (Google's Hyperdisk pricing: a Hyperdisk Balanced disk, HA or not,
+# comes with 3,000 IOPS and 140 MiB/s; only what is provisioned above them bills).
+INCLUDED: dict[tuple[str, str], int] = {
+    ("hyperdisk-balanced", IOPS): 3000, ("hyperdisk-balanced", THROUGHPUT): 140,
+    ("hyperdisk-balanced-high-availability", IOPS): 3000, ("hyperdisk-balanced-high-availability", THROUGHPUT): 140,
+}
 # Google's usage units -> ours (cost.UNITS); "mo" counts the component's own unit (an IOPS, a MiB/s) per month.
 USAGE_UNITS = {"GiBy.mo": "GiB-month", "GBy.mo": "GB-month", "TiBy.mo": "TiB-month"}
 _PLACE = re.compile(r"\s+in\s+.+$")
@@ -74,7 +80,8 @@ def needs(disk: CloudDisk) -> Union[list[Need], str]:
         if (disk.type, regional, component) in DESCRIPTIONS:
             if value is None:
                 return f"a {disk.type} disk bills for provisioned {component}, and Compute Engine did not say it"
-            found.append(Need(component, float(value), region, disk.type, regional))
+            billed = max(0, value - INCLUDED.get((disk.type, component), 0))
+            found.append(Need(component, float(billed), region, disk.type, regional))
     return found
 
 
