@@ -195,3 +195,11 @@ def test_a_bad_price_file_stops_the_run_before_any_request(tmp_path: Path):
     done = invoke("leftovers", "--kubeconfig", str(config), "--project", "p", "--cost", "--price-file",
                   str(tmp_path / "p.yaml"))
     assert done.code == 2 and done.stderr.startswith("error: --price-file") and done.stderr.count("\n") == 1, done.stderr
+
+
+def test_why_a_price_is_unknown_is_one_warning_per_reason_with_names_escaped():
+    hostile = CloudDisk("aws", "vol-9", "db\x1b[2J\nname", "us-east-1a", 10, "io9", None, None)
+    other = aws("vol-8", "us-east-1b", 10, "io9")
+    costing = price({}, [hostile, other], 5.0)
+    assert costing.warnings == ["monthly cost unknown for db\\x1b[2J\\nname, vol-8: no EBS price is known for io9 "
+                                "volumes"]

@@ -365,11 +365,13 @@ def _source_name(rate: Rate, price_file: Optional[PriceFile]) -> str:
 
 def _say_why_unknown(costing: Costing, disks: Iterable[CloudDisk]) -> None:
     """One warning per reason, naming the disks: the table shows only <unknown>."""
+    from kubectl_pvleft.text import shown as escaped
+
     names: dict[str, list[str]] = {}
     for disk in disks:
         priced = costing.by_handle.get(disk.handle)
-        if isinstance(priced, Unpriced):
-            names.setdefault(priced.reason, []).append(disk.name)
+        if isinstance(priced, Unpriced):  # a Name tag is anyone's text: never a raw terminal escape on stderr
+            names.setdefault(priced.reason, []).append(escaped(disk.name))
     for reason, which in names.items():
         shown = ", ".join(which[:5]) + (f" and {len(which) - 5} more" if len(which) > 5 else "")
         costing.warnings.append(f"monthly cost unknown for {shown}: {reason}")
