@@ -203,3 +203,13 @@ def test_why_a_price_is_unknown_is_one_warning_per_reason_with_names_escaped():
     costing = price({}, [hostile, other], 5.0)
     assert costing.warnings == ["monthly cost unknown for db\\x1b[2J\\nname, vol-8: no EBS price is known for io9 "
                                 "volumes"]
+
+
+def test_a_cloud_without_a_prices_module_is_unknown_not_an_error():
+    import kubectl_pvleft.clouds.gce as gce_package
+    from kubectl_pvleft.clouds.cost import prices_of
+
+    assert prices_of(gce_package) is not None
+    import kubectl_pvleft.clouds as without_prices  # a package with no `prices` module, as a new cloud's may be
+
+    assert prices_of(without_prices) is None

@@ -265,7 +265,11 @@ def price(flags: Mapping[str, Any], disks: Sequence[CloudDisk], timeout: float,
         module = modules.get(disk.source)
         if module is None:
             continue
-        needs = import_module(module.__name__ + ".prices").needs(disk)
+        pricing = prices_of(module)
+        if pricing is None:  # a cloud whose package has no prices module yet: said, never 0
+            costing.by_handle[disk.handle] = Unpriced(f"kubectl-pvleft does not read {module.NAME}'s prices yet")
+            continue
+        needs = pricing.needs(disk)
         if isinstance(needs, str):
             costing.by_handle[disk.handle] = Unpriced(needs)
             continue
@@ -292,6 +296,14 @@ def price(flags: Mapping[str, Any], disks: Sequence[CloudDisk], timeout: float,
                 costing.sources.setdefault(_source_name(line.rate, price_file), set()).add(line.rate.date or "")
     _say_why_unknown(costing, disks)
     return costing
+
+
+def prices_of(cloud: Any) -> Any:
+    """A cloud package's ``prices`` module, or None when it has none."""
+    from importlib.util import find_spec
+
+    name = cloud.__name__ + ".prices"
+    return import_module(name) if find_spec(name) is not None else None
 
 
 def _capacity_priced_by_file(cloud: str, needs: Sequence[Need], price_file: Optional[PriceFile]) -> bool:
