@@ -59,6 +59,7 @@ class _Frozen:
 
 BOOLEAN, VALUE, REPEATED = "boolean", "value", "repeated"
 DURATION = "duration"  # one value, parsed into seconds (a float) by the command line
+NEEDS_CENSUS = "a cloud census"  # a Flag's ``needs``: any flag that asks for a census, whichever cloud's
 
 
 class Flag(_Frozen):

@@ -35,6 +35,9 @@ NOT_ON_COMMON_PATH = (
     "kubectl_pvleft.clouds.census", "kubectl_pvleft.clouds.base", "kubectl_pvleft.clouds.gce.census",
     "kubectl_pvleft.clouds.aws.census", "kubectl_pvleft.clouds.azure.census", "kubectl_pvleft.records.quantity",
     "google", "boto3", "botocore", "azure", "msal",  # the clouds' SDKs
+    # --cost's pricing and the price APIs' SDKs: only under --cost
+    "kubectl_pvleft.clouds.cost", "kubectl_pvleft.clouds.gce.prices", "kubectl_pvleft.clouds.aws.prices",
+    "google.cloud.billing_v1",
     "subprocess",  # exec credential plugins only
     "urllib3", "http.client", "email",  # our own HTTP/1.1 client (httpclient.py) replaced them
     "logging", "dataclasses", "queue", "shutil", "tempfile",  # -v's log is ours; Structs; a Condition; help only

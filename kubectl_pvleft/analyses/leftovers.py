@@ -249,18 +249,23 @@ def claim_namespace(options: Options) -> Optional[str]:
 
 def run(api: Reader, options: Options) -> Result:
     census_asked = bool(options.clouds)
+    prices = None
+    if census_asked:
+        from kubectl_pvleft.clouds import census
+
+        prices = census.price_file(options)  # a bad --price-file stops the run before any request
     result = find_leftovers(api, include_all=options.show_all, claim_namespace=claim_namespace(options),
                             keep_every_pv=census_asked, older_than=options.older_than, excluded=options.excluded,
                             label_selector=options.label_selector, field_selector=options.field_selector)
     findings = sum(1 for row in result.rows if is_finding(row))
     if not census_asked:
         return Result(report(result, show_kept=options.show_all), findings, result.warnings)
-    from kubectl_pvleft.clouds import census  # the second census: only under its flags
-
-    taken = census.take(options, result.all_pvs)
-    return Result(report(result, disks=taken.disks, show_kept=options.show_all), findings + len(taken.findings),
-                  result.warnings + taken.warnings, partial=bool(taken.errors),
-                  sections=census.sections(taken, show_all=options.show_all), errors=taken.errors)
+    taken = census.take(options, result.all_pvs, prices)
+    leftovers = [row.pv.name for row in result.rows if is_finding(row)]
+    return Result(report(result, disks=taken.disks, show_kept=options.show_all,
+                         priced=taken.priced if taken.costing else None),
+                  findings + len(taken.findings), result.warnings + taken.warnings, partial=bool(taken.errors),
+                  sections=census.sections(taken, leftovers, show_all=options.show_all), errors=taken.errors)
 
 
 def follow(options: Options) -> Follow[Leftover]:
@@ -293,7 +298,8 @@ def follow(options: Options) -> Follow[Leftover]:
 
 # -- how the rows are shown -----------------------------------------------------------------
 
-def to_json(row: Leftover, disks: Optional[Mapping[str, Any]] = None) -> dict[str, Any]:
+def to_json(row: Leftover, disks: Optional[Mapping[str, Any]] = None,
+            priced: Optional[Callable[[Any], Any]] = None) -> dict[str, Any]:
     pv = row.pv
     doc = {
         # The seed's keys, in the seed's order and meaning.
@@ -321,11 +327,15 @@ def to_json(row: Leftover, disks: Optional[Mapping[str, Any]] = None) -> dict[st
         disk = disks.get(pv.name)  # a CloudDisk, Absent.MISSING / UNKNOWN, or None: not a cloud's volume
         doc["disk"] = None if disk is None or isinstance(disk, Absent) else disk.to_json()
         doc["disk_missing"] = None if disk is None or disk is Absent.UNKNOWN else disk is Absent.MISSING
+        if priced is not None:  # --cost: what that disk bills per month, or why that is unknown
+            cost = priced(disk)
+            doc["monthly_cost"] = cost.to_json() if cost is not None else None
     return doc
 
 
 def report(result: LeftoverResult, now: Optional[datetime] = None,
-           disks: Optional[Mapping[str, Any]] = None, show_kept: bool = False) -> Report[Leftover]:
+           disks: Optional[Mapping[str, Any]] = None, show_kept: bool = False,
+           priced: Optional[Callable[[Any], Any]] = None) -> Report[Leftover]:
     columns: list[Column[Leftover]] = [
         Column("NAME", lambda r: r.pv.name),
         Column("STATUS", lambda r: r.pv.phase),
@@ -346,9 +356,13 @@ def report(result: LeftoverResult, now: Optional[datetime] = None,
         from kubectl_pvleft.clouds.census import disk_summary
 
         columns.insert(9, Column("DISK", lambda r: disk_summary(disks.get(r.pv.name))))
+        if priced is not None:
+            from kubectl_pvleft.clouds.cost import cell
+
+            columns.insert(10, Column("MONTHLY", lambda r: cell(priced(disks.get(r.pv.name)))))
     if show_kept:  # kept PVs are shown only with --all: then say why each is kept
         columns.insert(9, Column("KEPT", lambda r: r.kept, empty=""))
-    return Report(rows=result.rows, columns=columns, to_json=lambda r: to_json(r, disks),
+    return Report(rows=result.rows, columns=columns, to_json=lambda r: to_json(r, disks, priced),
                   name=lambda r: f"persistentvolume/{r.pv.name}",
                   labels=lambda r: r.pv.meta.labels)
 

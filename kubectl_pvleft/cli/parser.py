@@ -15,7 +15,17 @@ from typing import TYPE_CHECKING, Any, NoReturn, Optional
 
 from kubectl_pvleft import __version__
 from kubectl_pvleft.errors import TemplateRefused, UsageError
-from kubectl_pvleft.invocation import BOOLEAN, COMMANDS, COMMANDS_BY_NAME, DURATION, REPEATED, Command, Flag, Invocation
+from kubectl_pvleft.invocation import (
+    BOOLEAN,
+    COMMANDS,
+    COMMANDS_BY_NAME,
+    DURATION,
+    NEEDS_CENSUS,
+    REPEATED,
+    Command,
+    Flag,
+    Invocation,
+)
 from kubectl_pvleft.output.names import PLAIN_FORMATS, REFUSED_FORMATS, TEMPLATE_FORMATS
 from kubectl_pvleft.text import shown
 
@@ -30,7 +40,8 @@ EXIT_CODES_HELP = """exit codes:
   1    error: the API server, the connection or the kubeconfig failed (one "error:" line on stderr)
   2    usage error: bad flags or arguments
   3    findings were reported (only with --exit-code, for cron and CI)
-  4    partial report: a cloud census or a context failed; what could be read was printed (4 wins over 3)
+  4    partial report: a cloud census, its price list (--cost) or a context failed; what could be read was
+       printed (4 wins over 3)
   130  interrupted (Ctrl-C)
   141  the reader closed the pipe (e.g. | head)
 
@@ -255,9 +266,9 @@ def declared_flags(command: Command) -> tuple[Flag, ...]:
     """A subcommand's own flags, and the clouds' when a census may join it."""
     if not command.census:
         return tuple(command.flags)
-    from kubectl_pvleft.clouds import cloud_modules
+    from kubectl_pvleft.clouds import census_flags
 
-    return tuple(command.flags) + tuple(flag for cloud in cloud_modules() for flag in cloud.FLAGS)
+    return tuple(command.flags) + census_flags()
 
 
 def boolean_flags(argv: Sequence[str]) -> dict[str, str]:
@@ -407,12 +418,11 @@ def _subcommand_flags(parser: argparse.ArgumentParser, command: Command) -> None
     for flag in command.flags:
         _add(parser, flag)
     if command.census:
-        from kubectl_pvleft.clouds import cloud_modules
+        from kubectl_pvleft.clouds import census_flags
 
         group = parser.add_argument_group("second census: cloud disks beside the PVs (only with these flags)")
-        for cloud in cloud_modules():
-            for flag in cloud.FLAGS:
-                _add(group, flag)
+        for flag in census_flags():
+            _add(group, flag)
     parser.set_defaults(command=command.name)
 
 
@@ -503,7 +513,12 @@ def check_combinations(invocation: Invocation) -> None:
     declared = declared_flags(invocation.command)
     given = {flag.name for flag in declared if invocation.flags.get(flag.dest)}
     for flag in declared:
-        if flag.needs and flag.name in given and flag.needs not in given:
+        if flag.needs == NEEDS_CENSUS and flag.name in given and not invocation.clouds:
+            from kubectl_pvleft.clouds import cloud_modules
+
+            asking = ", ".join(cloud.FLAGS[0].name for cloud in cloud_modules())
+            raise UsageError(f"{flag.name} needs {NEEDS_CENSUS} ({asking})")
+        if flag.needs and flag.needs != NEEDS_CENSUS and flag.name in given and flag.needs not in given:
             raise UsageError(f"{flag.name} needs {flag.needs}")
     for flag in declared:
         if flag.pattern:

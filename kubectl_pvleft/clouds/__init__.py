@@ -43,11 +43,28 @@ from __future__ import annotations
 
 from typing import Any
 
+from kubectl_pvleft.invocation import BOOLEAN, NEEDS_CENSUS, VALUE, Flag
+
 # The clouds, in the order their censuses run and their flags are listed.
 CLOUD_MODULES = ("kubectl_pvleft.clouds.gce", "kubectl_pvleft.clouds.aws", "kubectl_pvleft.clouds.azure")
+
+# Flags every census shares, listed after the clouds' own: what each leftover disk bills (cost.py; each cloud's
+# prices module reads its price API, imported only under --cost).
+FLAGS = (
+    Flag(name="--cost", dest="cost", kind=BOOLEAN, needs=NEEDS_CENSUS,
+         help="price each disk the census found per month (a MONTHLY column and totals), from the clouds' price "
+              "APIs or --price-file"),
+    Flag(name="--price-file", dest="price_file", kind=VALUE, metavar="FILE", needs="--cost",
+         help="YAML/JSON prices (cloud, location, type -> unit_price) that take precedence over the price APIs"),
+)
 
 
 def cloud_modules() -> list[Any]:
     from importlib import import_module
 
     return [import_module(name) for name in CLOUD_MODULES]
+
+
+def census_flags() -> tuple[Flag, ...]:
+    """Every cloud's flags, then the shared ones: what a command a census may join takes."""
+    return tuple(flag for cloud in cloud_modules() for flag in cloud.FLAGS) + FLAGS

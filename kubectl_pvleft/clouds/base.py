@@ -48,6 +48,8 @@ class CloudDisk(Struct, frozen=True):
     users: tuple[str, ...] = ()  # the VMs / instances using it
     provenance: Mapping[str, str] = field(default_factory=dict)  # created-for pvc/pv, cluster tags, CSI name
     other_cluster: Optional[bool] = None  # True: tagged for another cluster; None: cannot tell
+    iops: Optional[int] = None  # provisioned IOPS, where the disk type bills for them (--cost)
+    throughput: Optional[int] = None  # provisioned throughput in MiB/s, where the type bills for it (--cost)
     # Intentionally kept (a `pvleft-keep` label on GCE, a `pvleft.io/keep` tag on AWS): the reason, else None.
     kept: Optional[str] = None
     use: Optional[str] = None  # the DISK column's words in the cloud's own terms (Azure: Unattached); None: generic
@@ -65,7 +67,7 @@ class CloudDisk(Struct, frozen=True):
             "size_gb": self.size_gb, "type": self.type,
             "created": self.created.isoformat().replace("+00:00", "Z") if self.created else None,
             "state": self.state, "users": list(self.users), "provenance": dict(self.provenance),
-            "other_cluster": self.other_cluster, "kept": self.kept,
+            "other_cluster": self.other_cluster, "kept": self.kept, "iops": self.iops, "throughput": self.throughput,
         }
 
 

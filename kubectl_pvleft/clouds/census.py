@@ -11,13 +11,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 from importlib import import_module
-from typing import Any, Optional, Union
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 from kubectl_pvleft.clouds.base import CloudDisk, CloudError, CloudFinding, join
 from kubectl_pvleft.clouds.refs import volume_ref
 from kubectl_pvleft.invocation import Options
 from kubectl_pvleft.output.report import Column, Report, age, utcnow
 from kubectl_pvleft.records import Absent
+
+if TYPE_CHECKING:  # --cost alone imports the pricing
+    from kubectl_pvleft.clouds.cost import Costing, Priced, PriceFile, Total
 
 # Without --request-timeout, a census that has not finished in five minutes is given up on (a failed census, exit 4):
 # the SDKs' own retries (botocore's, google-api-core's) could otherwise hold a run for many minutes.
@@ -56,7 +59,7 @@ def listed_in_time(census: Any, seconds: float, from_flag: bool) -> list[CloudDi
 class CensusOutcome:
     """What the censuses found, handed back to leftovers, which builds its own table from it."""
 
-    __slots__ = ("disks", "errors", "findings", "not_volumes", "set_aside", "taken", "warnings")
+    __slots__ = ("costing", "disks", "errors", "findings", "not_volumes", "set_aside", "taken", "warnings")
 
     def __init__(self) -> None:
         self.disks: dict[str, Union[CloudDisk, Absent]] = {}  # the DISK of each PV: found, missing or unknown
@@ -68,6 +71,10 @@ class CensusOutcome:
         self.taken: list[str] = []  # the censuses that answered, by name
         self.errors: list[str] = []  # one line per census that failed: the report is partial
         self.warnings: list[str] = []
+        self.costing: Optional[Costing] = None  # --cost: each disk's monthly price, or why it has none
+
+    def priced(self, disk: Union[CloudDisk, Absent, None]) -> Optional[Priced]:
+        return self.costing.of(disk) if self.costing is not None and isinstance(disk, CloudDisk) else None
 
 
 def asked(options: Options) -> list[Any]:
@@ -75,8 +82,18 @@ def asked(options: Options) -> list[Any]:
     return [import_module(name) for name in options.clouds]
 
 
-def take(options: Options, pvs: Sequence[Any]) -> CensusOutcome:
-    """Join every PV (not only the leftovers: a Bound PV's disk is not an orphan) with each asked cloud's disks."""
+def price_file(options: Options) -> Optional[PriceFile]:
+    """``--price-file``, read before anything is asked of a cluster or cloud: a bad file is a usage error."""
+    if not options.flags.get("cost"):
+        return None
+    from kubectl_pvleft.clouds.cost import check
+
+    return check(options.flags)
+
+
+def take(options: Options, pvs: Sequence[Any], prices: Optional[PriceFile] = None) -> CensusOutcome:
+    """Join every PV (not only the leftovers: a Bound PV's disk is not an orphan) with each asked cloud's disks;
+    with ``--cost``, price every disk a row shows."""
     refs = [volume_ref(pv) for pv in pvs]
     outcome = CensusOutcome()
     now = utcnow()
@@ -105,6 +122,18 @@ def take(options: Options, pvs: Sequence[Any]) -> CensusOutcome:
     for ref in refs:  # a cloud's PV whose disk no census placed: not looked at, or the census failed
         if ref.pv_name not in outcome.disks and ref.driver in drivers:
             outcome.disks[ref.pv_name] = Absent.UNKNOWN
+    if options.flags.get("cost") and outcome.taken:
+        from kubectl_pvleft.clouds.cost import price, provenance_note
+
+        shown = [f.disk for f in outcome.findings if f.disk is not None]
+        shown += [d for d in outcome.disks.values() if isinstance(d, CloudDisk)]
+        outcome.costing = price(options.flags, list({d.handle: d for d in shown}.values()), census_seconds(options),
+                                prices)
+        outcome.errors += outcome.costing.errors
+        outcome.warnings += outcome.costing.warnings
+        note = provenance_note(outcome.costing)
+        if note:
+            outcome.warnings.append(note)
     return outcome
 
 
@@ -121,17 +150,54 @@ def _set_aside(finding: CloudFinding, older_than: Optional[float], now: datetime
     return disk.created is None or (now - disk.created).total_seconds() < older_than
 
 
-def sections(outcome: CensusOutcome, show_all: bool = False) -> list[Report[CloudFinding]]:
-    """The findings table under the PVs; none when no census could be taken: an empty one would read as "no
-    orphans found". With --all, the orphans set aside (kept, younger) and a VM's own disks too, with a KEPT
-    column."""
+def sections(outcome: CensusOutcome, leftover_pvs: Sequence[str] = (), show_all: bool = False) -> list[Report[Any]]:
+    """The findings table under the PVs, and with ``--cost`` the totals of what the leftover PVs' disks and the
+    orphans bill; none when no census could be taken: an empty one would read as "no orphans found". With --all,
+    the orphans set aside (kept, younger) and a VM's own disks too, with a KEPT column (never in the totals)."""
     if not outcome.taken:
         return []
-    if not show_all:
-        return [findings_report(outcome.findings, taken=outcome.taken)]
-    rows = sorted(outcome.findings + outcome.set_aside + outcome.not_volumes,
-                  key=lambda f: (f.kind, f.handle, f.pv_name or ""))
-    return [findings_report(rows, taken=outcome.taken, show_kept=True)]
+    rows = outcome.findings
+    if show_all:
+        rows = sorted(outcome.findings + outcome.set_aside + outcome.not_volumes,
+                      key=lambda f: (f.kind, f.handle, f.pv_name or ""))
+    found: list[Report[Any]] = [findings_report(rows, taken=outcome.taken, show_kept=show_all,
+                                                costing=outcome.costing)]
+    if outcome.costing is not None:
+        from kubectl_pvleft.clouds.cost import totals
+
+        priced = [(f.kind, f.disk, outcome.priced(f.disk)) for f in outcome.findings if f.disk is not None]
+        for name in leftover_pvs:
+            disk = outcome.disks.get(name)
+            if isinstance(disk, CloudDisk):
+                priced.append((LEFTOVER_PV, disk, outcome.priced(disk)))
+        found.append(totals_report(totals(priced), outcome.costing))
+    return found
+
+
+LEFTOVER_PV = "leftover-pv"  # the totals' kind for a leftover PV's disk: it bills as an orphan does
+
+
+def totals_report(rows: list[Total], costing: Costing) -> Report[Total]:
+    from kubectl_pvleft.clouds.cost import provenance_note
+
+    sources = provenance_note(costing)
+
+    def amount(t: Total) -> Optional[str]:
+        return f"{t.amount:.2f} {t.currency}" if t.currency else None
+
+    columns: list[Column[Total]] = [
+        Column("TOTAL BY", lambda t: t.by),
+        Column("NAME", lambda t: t.name),
+        Column("DISKS", lambda t: t.disks),
+        Column("MONTHLY", amount),
+        Column("UNKNOWN", lambda t: t.unknown),
+        Column("FROM PRICE FILE", lambda t: t.by_file),
+    ]
+    return Report(rows=rows, columns=columns, name=lambda t: f"monthly-cost/{t.by}/{t.name}",
+                  to_json=lambda t: {"kind": "monthly-cost-total", "by": t.by, "name": t.name, "disks": t.disks,
+                                     "amount": round(t.amount, 6) if t.currency else None, "currency": t.currency,
+                                     "unknown": t.unknown, "priced_by_price_file": t.by_file, "sources": sources},
+                  empty_message="No disk to price")
 
 
 def _hold_back_orphans(joined: Any, name: str, options: Options, warnings: list[str]) -> None:
@@ -155,8 +221,8 @@ def disk_summary(disk: Union[CloudDisk, Absent, None]) -> Union[str, Absent, Non
     return f"{disk.source} {size} {disk.type or ''}".rstrip() + f", {use}"
 
 
-def finding_json(finding: CloudFinding) -> dict[str, Any]:
-    return {
+def finding_json(finding: CloudFinding, costing: Optional[Costing] = None) -> dict[str, Any]:
+    doc = {
         "kind": finding.kind,
         "source": finding.source,
         "handle": finding.handle,
@@ -164,6 +230,11 @@ def finding_json(finding: CloudFinding) -> dict[str, Any]:
         "message": finding.message,
         "disk": finding.disk.to_json() if finding.disk else None,
     }
+    if costing is not None:
+        from kubectl_pvleft.clouds.cost import json_of
+
+        doc["monthly_cost"] = json_of(costing.of(finding.disk))
+    return doc
 
 
 def location_in(handle: str) -> Optional[str]:
@@ -173,7 +244,8 @@ def location_in(handle: str) -> Optional[str]:
 
 
 def findings_report(findings: list[CloudFinding], now: Optional[datetime] = None,
-                    taken: Sequence[str] = ("cloud",), show_kept: bool = False) -> Report[CloudFinding]:
+                    taken: Sequence[str] = ("cloud",), show_kept: bool = False,
+                    costing: Optional[Costing] = None) -> Report[CloudFinding]:
     def disk(attr: str) -> Any:
         return lambda f: getattr(f.disk, attr) if f.disk is not None else None
 
@@ -192,8 +264,12 @@ def findings_report(findings: list[CloudFinding], now: Optional[datetime] = None
         Column("HANDLE", lambda f: f.handle, wide_only=True),
         Column("MESSAGE", lambda f: f.message, wide_only=True),
     ]
+    if costing is not None:
+        from kubectl_pvleft.clouds.cost import cell
+
+        columns.insert(10, Column("MONTHLY", lambda f: cell(costing.of(f.disk))))
     if show_kept:
         columns.insert(10, Column("KEPT", lambda f: f.disk.kept if f.disk else None, empty=""))
-    return Report(rows=findings, columns=columns, to_json=finding_json,
+    return Report(rows=findings, columns=columns, to_json=lambda f: finding_json(f, costing),
                   name=lambda f: f"{f.source}/{f.handle}",
                   empty_message=f"No orphaned or missing disks found by the {' and '.join(taken)} census")

@@ -105,6 +105,8 @@ def disk_from_volume(volume: Mapping[str, Any], cluster_name: Optional[str]) -> 
         provenance=provenance,
         other_cluster=other_cluster(tags, cluster_name),
         kept=(tags[KEEP_TAG].strip() or "(no reason given)") if KEEP_TAG in tags else None,
+        iops=volume.get("Iops"),  # io1/io2/gp3 bill for provisioned IOPS (gp3 above its included 3000)
+        throughput=volume.get("Throughput"),  # gp3, MiB/s: billed above its included 125
     )
 
 

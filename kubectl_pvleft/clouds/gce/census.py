@@ -355,6 +355,8 @@ def disk_record(disk: Any, project: str) -> CloudDisk:
         provenance=provenance(disk.description, labels),
         other_cluster=None,  # a disk in the project may belong to another cluster; nothing here proves whose
         kept=(labels[KEEP_LABEL] or "(no reason given)") if KEEP_LABEL in labels else None,
+        iops=int(disk.provisioned_iops) if "provisioned_iops" in disk else None,  # pd-extreme, hyperdisk: they bill
+        throughput=int(disk.provisioned_throughput) if "provisioned_throughput" in disk else None,
     )
 
 

@@ -1,0 +1,209 @@
+"""Compute Engine disk prices from the Cloud Billing Catalog API (``--cost``): ``services.skus.list`` of the
+Compute Engine service, every page, read-only (the public catalog: list prices, no billing account is read).
+
+A disk's SKU is found by what Google calls it: the SKU's ``description`` without its " in <place>" suffix
+("Balanced PD Capacity", "Regional SSD backed PD Capacity", "Hyperdisk Balanced IOPS"), its category
+(``resourceFamily`` Storage, ``usageType`` OnDemand) and its ``serviceRegions`` (the disk's region). A SKU Google
+renames is never guessed at: the disk's price is then unknown, and the warning says which SKU was looked for.
+
+Units: Compute lists capacity per ``GiBy.mo`` (gibibyte-month: a disk's ``sizeGb`` is GiB, so no conversion),
+provisioned IOPS per IOPS-month and throughput per MiB/s-month (``mo``: a count of the unit per month); a
+``GBy.mo`` (decimal) or ``TiBy.mo`` price is converted to GiB-month. Prices are in USD unless
+``PVLEFT_BILLING_CURRENCY`` names another ISO 4217 code (the API converts at its day's rate).
+
+``google-cloud-billing`` (the ``kubectl-pvleft[gcp]`` extra) is imported inside ``open`` only.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any, Optional, Union
+
+from kubectl_pvleft.clouds.base import CloudDisk, CloudError
+from kubectl_pvleft.clouds.cost import CANONICAL, CAPACITY, IOPS, THROUGHPUT, UNITS, Need, Rate
+
+SERVICE = "services/6F81-5844-456A"  # Compute Engine's service id in the catalog
+SOURCE_NAME = "Cloud Billing Catalog API"
+INSTALL_HINT = "--cost with --project needs the google-cloud-billing package: pip install 'kubectl-pvleft[gcp]'"
+SCOPE = "https://www.googleapis.com/auth/cloud-billing.readonly"
+PAGE_SIZE = 5000  # the API's default and largest page
+
+# (disk type, regional, component) -> the SKU description Google gives it, without " in <place>".
+DESCRIPTIONS: dict[tuple[str, bool, str], str] = {
+    ("pd-standard", False, CAPACITY): "Storage PD Capacity",
+    ("pd-standard", True, CAPACITY): "Regional Storage PD Capacity",
+    ("pd-balanced", False, CAPACITY): "Balanced PD Capacity",
+    ("pd-balanced", True, CAPACITY): "Regional Balanced PD Capacity",
+    ("pd-ssd", False, CAPACITY): "SSD backed PD Capacity",
+    ("pd-ssd", True, CAPACITY): "Regional SSD backed PD Capacity",
+    ("pd-extreme", False, CAPACITY): "Extreme PD Capacity",
+    ("pd-extreme", False, IOPS): "Extreme PD IOPS",
+    ("hyperdisk-balanced", False, CAPACITY): "Hyperdisk Balanced Capacity",
+    ("hyperdisk-balanced", False, IOPS): "Hyperdisk Balanced IOPS",
+    ("hyperdisk-balanced", False, THROUGHPUT): "Hyperdisk Balanced Throughput",
+    ("hyperdisk-balanced-high-availability", True, CAPACITY): "Hyperdisk Balanced High Availability Capacity",
+    ("hyperdisk-balanced-high-availability", True, IOPS): "Hyperdisk Balanced High Availability IOPS",
+    ("hyperdisk-balanced-high-availability", True, THROUGHPUT): "Hyperdisk Balanced High Availability Throughput",
+    ("hyperdisk-extreme", False, CAPACITY): "Hyperdisk Extreme Capacity",
+    ("hyperdisk-extreme", False, IOPS): "Hyperdisk Extreme IOPS",
+    ("hyperdisk-throughput", False, CAPACITY): "Hyperdisk Throughput Capacity",
+    ("hyperdisk-throughput", False, THROUGHPUT): "Hyperdisk Throughput Throughput Capacity",
+    ("hyperdisk-ml", False, CAPACITY): "Hyperdisk ML Capacity",
+    ("hyperdisk-ml", False, THROUGHPUT): "Hyperdisk ML Throughput Capacity",
+}
+# What a type includes at no charge, per disk (Google's Hyperdisk pricing: a Hyperdisk Balanced disk, HA or not,
+# comes with 3,000 IOPS and 140 MiB/s; only what is provisioned above them bills).
+INCLUDED: dict[tuple[str, str], int] = {
+    ("hyperdisk-balanced", IOPS): 3000, ("hyperdisk-balanced", THROUGHPUT): 140,
+    ("hyperdisk-balanced-high-availability", IOPS): 3000, ("hyperdisk-balanced-high-availability", THROUGHPUT): 140,
+}
+# Google's usage units -> ours (cost.UNITS); "mo" counts the component's own unit (an IOPS, a MiB/s) per month.
+USAGE_UNITS = {"GiBy.mo": "GiB-month", "GBy.mo": "GB-month", "TiBy.mo": "TiB-month"}
+_PLACE = re.compile(r"\s+in\s+.+$")
+
+
+def needs(disk: CloudDisk) -> Union[list[Need], str]:
+    """What a disk bills for: capacity, and the IOPS and throughput it was provisioned with where its type bills
+    for them. A str says why it cannot be priced."""
+    if disk.type is None:
+        return "Compute Engine did not say the disk's type"
+    if disk.size_gb is None:
+        return "Compute Engine did not say the disk's size"
+    regional = "/regions/" in disk.handle
+    region = disk.location if regional else disk.location.rsplit("-", 1)[0]
+    if (disk.type, regional, CAPACITY) not in DESCRIPTIONS:
+        where = "regional" if regional else "zonal"
+        return f"no Compute Engine price is known for {where} {disk.type} disks"
+    found = [Need(CAPACITY, float(disk.size_gb), region, disk.type, regional)]
+    for component, value in ((IOPS, disk.iops), (THROUGHPUT, disk.throughput)):
+        if (disk.type, regional, component) in DESCRIPTIONS:
+            if value is None:
+                return f"a {disk.type} disk bills for provisioned {component}, and Compute Engine did not say it"
+            billed = max(0, value - INCLUDED.get((disk.type, component), 0))
+            found.append(Need(component, float(billed), region, disk.type, regional))
+    return found
+
+
+def open(flags: Mapping[str, Any], timeout: float) -> CatalogPrices:
+    """The catalog client. PVLEFT_BILLING_ENDPOINT names a local catalog (tests, a proxy): it gets anonymous
+    credentials, never the user's."""
+    import os
+
+    try:
+        from google.api_core.client_options import ClientOptions
+        from google.cloud import billing_v1
+    except ImportError:
+        raise CloudError(INSTALL_HINT) from None
+    endpoint = os.environ.get("PVLEFT_BILLING_ENDPOINT")
+    if endpoint:
+        from google.auth.credentials import AnonymousCredentials
+
+        credentials: Any = AnonymousCredentials()
+    else:
+        credentials = _credentials()
+    client = billing_v1.CloudCatalogClient(credentials=credentials, transport="rest",
+                                           client_options=ClientOptions(api_endpoint=endpoint) if endpoint else None)
+    return CatalogPrices(client, os.environ.get("PVLEFT_BILLING_CURRENCY") or None, timeout)
+
+
+def _credentials() -> Any:
+    import google.auth
+    from google.auth import exceptions
+
+    try:
+        credentials, _ = google.auth.default(scopes=[SCOPE])
+    except exceptions.DefaultCredentialsError:
+        raise CloudError("the Cloud Billing Catalog API needs Google credentials and found no Application Default "
+                         "Credentials: run `gcloud auth application-default login`, or use --price-file") from None
+    return credentials
+
+
+class CatalogPrices:
+    """Compute Engine's SKUs, listed once, and the rates the disks need picked from them."""
+
+    def __init__(self, client: Any, currency: Optional[str], timeout: float) -> None:
+        self._client = client
+        self._currency = currency
+        self._timeout = timeout
+        self.pages_read = 0
+
+    def rates(self, wanted: Iterable[Need]) -> dict[tuple[str, str, str, bool], Union[Rate, str]]:
+        wanted = list(wanted)
+        skus: dict[tuple[str, str], list[Any]] = {}  # (description, region) -> SKUs
+        for sku in self._skus():
+            if sku.category.resource_family != "Storage" or sku.category.usage_type != "OnDemand":
+                continue
+            description = _PLACE.sub("", sku.description)
+            for region in sku.service_regions:
+                skus.setdefault((description, region), []).append(sku)
+        found: dict[tuple[str, str, str, bool], Union[Rate, str]] = {}
+        for need in wanted:
+            description = DESCRIPTIONS[(need.type, need.regional, need.component)]
+            candidates = skus.get((description, need.location), [])
+            if len(candidates) != 1:
+                many = f"{len(candidates)} SKUs" if candidates else "no SKU"
+                found[need.key] = (f"the Cloud Billing Catalog lists {many} named {description!r} for "
+                                   f"{need.location}")
+                continue
+            found[need.key] = rate_of(candidates[0], need.component)
+        return found
+
+    def _skus(self) -> Iterable[Any]:
+        from google.api_core.exceptions import GoogleAPIError
+        from google.auth.exceptions import GoogleAuthError
+        from google.cloud import billing_v1
+
+        request = billing_v1.ListSkusRequest(parent=SERVICE, page_size=PAGE_SIZE,
+                                             **({"currency_code": self._currency} if self._currency else {}))
+        try:
+            for page in self._client.list_skus(request=request, timeout=self._timeout).pages:
+                self.pages_read += 1
+                yield from page.skus
+        except (GoogleAPIError, GoogleAuthError, OSError, ValueError) as exc:
+            raise CloudError(error_line(exc)) from None
+
+
+def rate_of(sku: Any, component: str) -> Union[Rate, str]:
+    """The SKU's newest price, per canonical unit, tier by tier; a str when its unit is not one we convert."""
+    if not sku.pricing_info:
+        return f"SKU {sku.sku_id} ({sku.description}) lists no price"
+    info = sku.pricing_info[-1]
+    expression = info.pricing_expression
+    unit = expression.usage_unit
+    ours = USAGE_UNITS.get(unit) or ({IOPS: "IOPS-month", THROUGHPUT: "MiBps-month"}.get(component)
+                                    if unit == "mo" else None)
+    if ours is None or UNITS[ours][0] != component:
+        return (f"SKU {sku.sku_id} ({sku.description}) lists its price per {unit!r}, not a "
+                f"{CANONICAL[component]} unit this plugin converts")
+    per = UNITS[ours][1]  # canonical units in one listed unit (unitPrice is per one usage unit)
+    tiers = tuple((float(t.start_usage_amount) * per, _money(t.unit_price) / per) for t in expression.tiered_rates)
+    if not tiers:
+        return f"SKU {sku.sku_id} ({sku.description}) lists no rate"
+    currency = expression.tiered_rates[0].unit_price.currency_code or "USD"
+    effective = info.effective_time
+    date = effective.isoformat().replace("+00:00", "Z") if effective else None
+    return Rate(tiers=tiers, currency=currency, unit=unit, listed=_money(expression.tiered_rates[0].unit_price),
+                sku=sku.sku_id, source=SOURCE_NAME, date=date)
+
+
+def _money(money: Any) -> float:
+    return int(money.units or 0) + int(money.nanos or 0) / 1e9
+
+
+_REQUEST_LINE = re.compile(r"^[A-Z]+ https?://\S+: ")  # the REST client's "GET https://...: " before the message
+
+
+def error_line(exc: Exception) -> str:
+    """One line for a failed SKU listing: what the server said (never a credential: the catalog is public and the
+    client's messages carry the URL and the server's words only), and what is missing when it is a permission."""
+    from google.api_core import exceptions as api
+
+    said = _REQUEST_LINE.sub("", " ".join(str(getattr(exc, "message", None) or exc).split()))[:200]
+    if isinstance(exc, (api.Forbidden, api.PermissionDenied)):
+        return (f"the Cloud Billing Catalog API refused to list Compute Engine SKUs ({said}): enable "
+                "cloudbilling.googleapis.com in the credentials' project, or use --price-file")
+    if isinstance(exc, api.Unauthorized):
+        return f"Google rejected the credentials for the Cloud Billing Catalog API ({said})"
+    code = f"HTTP {exc.code}: " if isinstance(exc, api.GoogleAPICallError) and exc.code else ""
+    return f"listing Compute Engine SKUs failed ({code}{said or type(exc).__name__})"
