@@ -20,7 +20,7 @@ from msgspec import Struct, field
 from kubectl_pvleft.analyses.resize import StalledResize, stalled_resize
 from kubectl_pvleft.invocation import Options, Result
 from kubectl_pvleft.kube.api import PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, STORAGE_CLASSES, Reader, optional
-from kubectl_pvleft.output.report import UNSET, Column, Report, age, utcnow
+from kubectl_pvleft.output.report import UNSET, Column, Report, actionable, age, clause_cut, utcnow
 from kubectl_pvleft.records import (
     CLAIM_PHASES,
     Condition,
@@ -229,7 +229,10 @@ def _resize_evidence(api: Reader, grown: list[PersistentVolumeClaim], warnings: 
 def run(api: Reader, options: Options) -> Result:
     result = census(api, namespace=options.namespace, include_all=options.show_all,
                     label_selector=options.label_selector, field_selector=options.field_selector)
-    report_ = report(result)
+    from kubectl_pvleft.analyses import claimwhy
+
+    why = claimwhy.reasons(api, options.namespace, (r.claim for r in result.rows))
+    report_ = report(result, why=why, wide=options.wide)
     if not options.show_all:  # healthy claims may exist: say what was looked for
         report_ = report_.with_empty_message("No claims in trouble found")
     return Result(report_, result.trouble_count, result.warnings)
@@ -326,7 +329,15 @@ def to_json(row: ClaimRow) -> dict[str, Any]:
     }
 
 
-def report(result: ClaimCensus, now: Optional[datetime] = None) -> Report[ClaimRow]:
+def report(result: ClaimCensus, now: Optional[datetime] = None, why: Optional[Mapping[str, str]] = None,
+           wide: bool = False) -> Report[ClaimRow]:
+    """``why``: why each Pending claim (by uid) is Pending (claimwhy), a WHY column and ``pending_reason``."""
+    reasons: Mapping[str, str] = why or {}
+
+    def why_cell(r: ClaimRow) -> Optional[str]:
+        text = reasons.get(r.claim.meta.uid)
+        return " ".join(text.split()) if wide and text else clause_cut(text, WHY_WIDTH)
+
     columns: list[Column[ClaimRow]] = [
         Column("NAME", lambda r: r.claim.name),
         Column("STATUS", lambda r: r.status),
@@ -337,6 +348,7 @@ def report(result: ClaimCensus, now: Optional[datetime] = None) -> Report[ClaimR
         Column("STORAGECLASS", lambda r: r.claim.storage_class, empty=""),
         Column("PROBLEM", lambda r: problem_text(r.problems)),
         Column("AGE", lambda r: age(r.claim.meta.created, now or utcnow())),
+        Column("WHY", why_cell, empty=""),
         Column("ALLOCATED", lambda r: _mapping(r.claim.allocated_resources), wide_only=True),
         Column("RESIZESTATUS", lambda r: _mapping(r.claim.allocated_resource_statuses), wide_only=True),
         Column("CONDITIONS", lambda r: _conditions(r.claim.conditions), wide_only=True),
@@ -347,6 +359,29 @@ def report(result: ClaimCensus, now: Optional[datetime] = None) -> Report[ClaimR
                else None, wide_only=True),
         Column("HEALTH", lambda r: _health(r.claim.health_conditions), wide_only=True),
     ]
-    return Report(rows=result.rows, columns=columns, to_json=to_json,
-                  name=lambda r: f"persistentvolumeclaim/{r.claim.name}", namespace=lambda r: r.claim.namespace,
-                  labels=lambda r: r.claim.meta.labels)
+    return actionable(Report(rows=result.rows, columns=columns,
+                             to_json=lambda r: {**to_json(r), "pending_reason": reasons.get(r.claim.meta.uid)},
+                             name=lambda r: f"persistentvolumeclaim/{r.claim.name}",
+                             namespace=lambda r: r.claim.namespace, labels=lambda r: r.claim.meta.labels),
+                      lambda r: claim_findings(r, reasons), claim_looks)
+
+
+WHY_WIDTH = 60
+
+
+def claim_findings(row: ClaimRow, why: Mapping[str, str]) -> tuple[str, ...]:
+    """Each problem, the pending one with why."""
+    found = []
+    for p in row.problems:
+        text = p.kind if p.known and p.field == "status.phase" else f"{p.kind}: {p.detail or p.value}"
+        if p.kind == PENDING and row.claim.meta.uid in why:
+            text = f"{p.kind}: {why[row.claim.meta.uid]}"
+        found.append(text)
+    return tuple(dict.fromkeys(found))
+
+
+def claim_looks(row: ClaimRow) -> tuple[str, ...]:
+    from kubectl_pvleft.analyses.looks import describe, events, looks
+
+    c = row.claim
+    return looks(describe("pvc", c.name, c.namespace), events(c.meta.uid, c.namespace))

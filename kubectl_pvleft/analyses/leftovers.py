@@ -20,7 +20,8 @@ from msgspec import Struct, field
 
 from kubectl_pvleft.invocation import Options, Result
 from kubectl_pvleft.kube.api import CLAIM_IDENTITIES, PERSISTENT_VOLUMES, STORAGE_CLASSES, Reader, begin, optional
-from kubectl_pvleft.output.report import UNSET, Column, Report, age, utcnow
+from kubectl_pvleft.analyses.looks import describe, events, looks
+from kubectl_pvleft.output.report import UNSET, Column, Report, actionable, age, utcnow
 from kubectl_pvleft.records import Absent, ClaimIdentity, PersistentVolume, StorageClass, iso
 
 if TYPE_CHECKING:  # --watch alone needs the watch runtime: imported in follow()
@@ -307,9 +308,24 @@ def report(result: LeftoverResult, now: Optional[datetime] = None,
         from kubectl_pvleft.clouds.census import disk_summary
 
         columns.insert(9, Column("DISK", lambda r: disk_summary(disks.get(r.pv.name))))
-    return Report(rows=result.rows, columns=columns, to_json=lambda r: to_json(r, disks),
-                  name=lambda r: f"persistentvolume/{r.pv.name}",
-                  labels=lambda r: r.pv.meta.labels)
+    return actionable(Report(rows=result.rows, columns=columns, to_json=lambda r: to_json(r, disks),
+                             name=lambda r: f"persistentvolume/{r.pv.name}",
+                             labels=lambda r: r.pv.meta.labels),
+                      leftover_finding, next_looks)
+
+
+def leftover_finding(row: Leftover) -> tuple[str, ...]:
+    if not is_leftover(row):
+        return ()
+    claim = f"; claim {row.claim} is {row.claim_state}" if row.claim else ""
+    return (f"{row.pv.phase} PV, reclaim policy {row.pv.reclaim_policy or UNSET}{claim}",)
+
+
+def next_looks(row: Leftover) -> tuple[str, ...]:
+    """The PV and its events; the claim, when it still exists (replaced: the new one holds the name)."""
+    ref = row.pv.claim_ref
+    claim = describe("pvc", ref.name, ref.namespace) if ref and ref.name and row.claim_state not in (MISSING,) else None
+    return looks(describe("pv", row.pv.name), claim, events(row.pv.meta.uid))
 
 
 def watch_report(options: Options) -> Report[Leftover]:

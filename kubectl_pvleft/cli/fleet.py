@@ -100,6 +100,8 @@ def lift(report: Report[Any]) -> Report[InContext]:
         empty_message=report.empty_message + " in any context",
         labels=None if report.labels is None else (lambda r: report.labels(r.row)),  # type: ignore[misc]
         context=lambda r: r.context,
+        findings=None if report.findings is None else (lambda r: report.findings(r.row)),  # type: ignore[misc]
+        next=None if report.next is None else (lambda r: report.next(r.row)),  # type: ignore[misc]
     )
 
 
