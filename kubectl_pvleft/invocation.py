@@ -149,6 +149,7 @@ class Invocation(_Frozen):
         "flags",
         "label_selector",
         "max_concurrency",
+        "names",
         "namespace",
         "no_headers",
         "output",
@@ -166,6 +167,7 @@ class Invocation(_Frozen):
     _default_flags: Mapping[str, Any] = {}
     _default_contexts = ()
     _default_clouds = ()
+    _default_names = ()
 
     command: Command
     selection: Selection
@@ -186,6 +188,7 @@ class Invocation(_Frozen):
     all_contexts: bool
     contexts: tuple[str, ...]
     max_concurrency: Optional[int]
+    names: tuple[str, ...]  # positional NAMEs: only these objects, shown whether or not they have findings
 
     @property
     def fleet(self) -> bool:
@@ -202,7 +205,7 @@ class Invocation(_Frozen):
             namespace = self.namespace or context_namespace
         return Options(namespace=namespace, all_namespaces=self.all_namespaces, label_selector=self.label_selector,
                        field_selector=self.field_selector, wide=self.output == "wide",
-                       show_all=bool(self.flags.get(SHOW_ALL)), drift=bool(self.flags.get("drift")),
+                       show_all=bool(self.flags.get(SHOW_ALL)) or bool(self.names), drift=bool(self.flags.get("drift")),
                        flags=self.flags, clouds=self.clouds, request_timeout=self.request_timeout)
 
     def print_options(self) -> PrintOptions:
@@ -247,7 +250,7 @@ class Options(_Frozen):
 class Result:
     """What a subcommand's run produced."""
 
-    __slots__ = ("errors", "findings", "not_served", "partial", "report", "sections", "warnings")
+    __slots__ = ("errors", "findings", "not_found", "not_served", "partial", "report", "sections", "warnings")
 
     def __init__(self, report: Report[Any], findings: int, warnings: Optional[list[str]] = None, partial: bool = False,
                  sections: Optional[list[Report[Any]]] = None, errors: Optional[list[str]] = None,
@@ -259,6 +262,7 @@ class Result:
         self.sections = [] if sections is None else sections  # printed after the report (a second census)
         self.errors = [] if errors is None else errors  # what made the report partial, one line each
         self.not_served = not_served  # the kinds it reads are not served here: the one line that says so
+        self.not_found: dict[str, str] = {}  # positional NAMEs without a row: the line that says why, by name
 
     def __repr__(self) -> str:
         return f"Result({', '.join(f'{n}={getattr(self, n)!r}' for n in self.__slots__)})"

@@ -181,6 +181,9 @@ def combine(outcomes: list[ContextOutcome]) -> tuple[Optional[Report[InContext]]
                               for w in r.warnings + ([r.not_served] if r.not_served else [])],
                     partial=bool(failed) or any(r.partial for _, r in results),
                     errors=failed + [f"context {c}: {e}" for c, r in results for e in r.errors])
+    from kubectl_pvleft.cli.names import missing_everywhere
+
+    result.not_found = missing_everywhere([r.not_found for _, r in results])
     return report, result
 
 

@@ -38,6 +38,11 @@ __all__ = ["EXIT_CODES_HELP", "EXIT_USAGE", "build_parser", "describe_api_error"
 
 
 def run(argv: Sequence[str], prog: str) -> int:
+    if list(argv[:1]) == ["help"]:  # kubectl's `help [COMMAND]`
+        from kubectl_pvleft.cli.parser import help_text
+
+        print(help_text(argv[1:], prog), end="")
+        return EXIT_OK
     invocation = parse(argv, prog)
     if invocation is None:
         build_parser(prog).print_help()
@@ -86,9 +91,14 @@ def print_and_exit(result: Result, invocation: Invocation, options: Optional[Opt
         from kubectl_pvleft.output.templates import sort_rows
 
         report = report.with_rows(sort_rows(report, invocation.sort_by))
-    print_result(report, result.sections, printing)
+    if not (invocation.names and not report.rows and not result.sections and printing.format in ("table", "wide")):
+        print_result(report, result.sections, printing)  # (kubectl says nothing but NotFound for names it lacks)
     for message in result.errors:  # a second census that failed: its own line, after what did print
         error(message)
+    for line in result.not_found.values():  # kubectl's own lines, after the rows that exist, exit 1
+        print(line, file=sys.stderr)
+    if any(line.startswith("Error from server") for line in result.not_found.values()):
+        return EXIT_ERROR
     if result.partial:
         return EXIT_PARTIAL  # wins over 3: a partial report cannot say "no findings"
     return EXIT_FINDINGS if invocation.exit_code and result.findings else EXIT_OK
@@ -179,6 +189,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return EXIT_ERROR
     except PvleftError as exc:
         error(str(exc))
+        if exc.after:
+            print(exc.after, file=sys.stderr, end="", flush=True)
         return exc.exit_code
     except Exception as exc:  # a bug of ours: still one line (never its text: it may hold a value), traceback on request
         if os.environ.get("PVLEFT_DEBUG"):

@@ -198,9 +198,47 @@ class _Parser(argparse.ArgumentParser):
         return super().format_usage()
 
     def error(self, message: str) -> NoReturn:
+        typed = re.match(r"argument SUBCOMMAND: invalid choice: '(.*)' \(choose from", message)
+        if typed:
+            raise unknown_command(typed.group(1), self.prog)
         for secret in sorted(self.secrets, key=len, reverse=True):
             message = message.replace(secret, "<redacted>")
         raise UsageError(f"{shown(message)} (see '{self.prog} --help')")
+
+
+def unknown_command(typed: str, prog: str) -> UsageError:
+    """cobra's words, with kubectl's suggestions."""
+    from kubectl_pvleft.cli.suggest import did_you_mean, suggestions
+
+    exc = UsageError(f'unknown command "{shown(typed)}" for "{prog}"')
+    exc.after = did_you_mean(suggestions(typed, (c.name for c in COMMANDS)))
+    return exc
+
+
+def unknown_flag(flag: str, parser: argparse.ArgumentParser, command: Optional[str], prog: str) -> UsageError:
+    """kubectl's words; the flags this subcommand has that are near what was typed, in cobra's format."""
+    from kubectl_pvleft.cli.suggest import did_you_mean, suggestions
+
+    parsers = [parser]
+    if command:
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        parsers.append(sub.choices[command])
+    known = [name for p in parsers for action in p._actions if action.help != argparse.SUPPRESS
+             for name in action.option_strings if name.startswith("--")]
+    exc = UsageError(f"unknown flag: {shown(flag)} (see '{prog} --help')")
+    exc.after = did_you_mean(suggestions(flag, known) if flag.startswith("--") and len(flag) > 3 else [])
+    return exc
+
+
+def help_text(topics: Sequence[str], prog: str) -> str:
+    """`kubectl pvleft help [COMMAND]`: that subcommand's --help, or the program's; kubectl's line for a topic
+    it does not know, then the program's help."""
+    parser = build_parser(prog)
+    if topics and topics[0] in COMMANDS_BY_NAME:
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        return sub.choices[topics[0]].format_help()
+    unknown = f"Unknown help topic [`{shown(' '.join(topics))}`]\n" if topics else ""
+    return unknown + parser.format_help()
 
 
 class _Bool(argparse.Action):
@@ -373,6 +411,9 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
 
 
 def _subcommand_flags(parser: argparse.ArgumentParser, command: Command) -> None:
+    parser.add_argument("names", nargs="*", metavar="NAME", default=[],
+                        help=f"only these {command.selector_help}, with or without findings (several allowed, "
+                             "as in kubectl get pv a b)")
     _flags(parser, top=False)
     for flag in command.flags:
         _add(parser, flag)
@@ -431,7 +472,7 @@ def invocation_of(args: argparse.Namespace) -> Invocation:
         no_headers=args.no_headers, show_labels=args.show_labels, sort_by=args.sort_by, watch=args.watch,
         exit_code=args.exit_code, request_timeout=args.request_timeout, verbosity=args.verbosity,
         flags=MappingProxyType(flags), clouds=_clouds_asked(command, flags), all_contexts=args.all_contexts,
-        contexts=patterns,
+        contexts=patterns, names=tuple(dict.fromkeys(getattr(args, "names", None) or ())),
         max_concurrency=args.max_concurrency)
 
 
@@ -452,8 +493,8 @@ def parse(argv: Sequence[str], prog: str) -> Optional[Invocation]:
     if extras:  # like kubectl: name the first unknown flag, never what follows it (it may be a secret)
         flag = next((e for e in extras if e.startswith("-")), None)
         if flag is not None:
-            raise UsageError(f"unknown flag: {shown(flag.split('=', 1)[0])} (see '{prog} --help')")
-        parser.error(f"unexpected arguments: {' '.join(extras)}")
+            raise unknown_flag(flag.split("=", 1)[0], parser, args.command, prog)
+        args.names = [*getattr(args, "names", []), *extras]  # NAMEs after a flag: kubectl takes them anywhere
     if not args.command:
         return None
     invocation = invocation_of(args)
@@ -467,6 +508,8 @@ def check_combinations(invocation: Invocation) -> None:
         raise UsageError("-n/--namespace and -A/--all-namespaces cannot be used together")
     if invocation.namespace is not None:
         validate_namespace(invocation.namespace)
+    if invocation.names and invocation.all_namespaces and not invocation.command.cluster_scoped:
+        raise UsageError("a resource cannot be retrieved by name across all namespaces")  # kubectl's words
     declared = declared_flags(invocation.command)
     given = {flag.name for flag in declared if invocation.flags.get(flag.dest)}
     for flag in declared:
