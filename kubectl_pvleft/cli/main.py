@@ -66,16 +66,21 @@ def run(argv: Sequence[str], prog: str) -> int:
                 return EXIT_OK
             watch_and_print(session)
         result = session.run()
-    return print_and_exit(result, invocation, session.options)
+    return print_and_exit(result, invocation, session.options, session.api.connection.context)
 
 
-def print_and_exit(result: Result, invocation: Invocation, options: Optional[Options] = None) -> int:
+def print_and_exit(result: Result, invocation: Invocation, options: Optional[Options] = None,
+                   context: Optional[str] = None) -> int:
     """Print a report the way every run prints it (warnings once, then the report and its sections, then the
     errors that made it partial) and the exit code it earns. ``options`` None: a fleet's report."""
     from kubectl_pvleft.output.printer import print_result, warn
 
     report = result.report
     printing = invocation.print_options()
+    if context is not None:
+        from msgspec.structs import replace
+
+        printing = replace(printing, context=context)
     if result.not_served is not None:
         # A table's "no resources" line is that line; other formats (and a fleet, whose contexts differ) get it
         # as a warning, since they print no such line.

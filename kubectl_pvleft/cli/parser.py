@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, Optional
 from kubectl_pvleft import __version__
 from kubectl_pvleft.errors import TemplateRefused, UsageError
 from kubectl_pvleft.invocation import BOOLEAN, COMMANDS, COMMANDS_BY_NAME, REPEATED, Command, Flag, Invocation
-from kubectl_pvleft.output.names import PLAIN_FORMATS, REFUSED_FORMATS, TEMPLATE_FORMATS
+from kubectl_pvleft.output.names import DOCUMENT_FORMATS, PLAIN_FORMATS, REFUSED_FORMATS, TEMPLATE_FORMATS
 from kubectl_pvleft.text import shown
 
 if TYPE_CHECKING:  # the kubeconfig reader is imported when a selection is made, not to parse
@@ -34,7 +34,8 @@ EXIT_CODES_HELP = """exit codes:
   130  interrupted (Ctrl-C)
   141  the reader closed the pipe (e.g. | head)
 
-output formats (-o): table, wide, json, yaml, jsonl, name, jsonpath=TEMPLATE, jsonpath-as-json=TEMPLATE,
+output formats (-o): table, wide, json, yaml, jsonl, name, markdown (a report for a ticket), junit (a CI test
+  report: one testcase per object, a failure per finding), jsonpath=TEMPLATE, jsonpath-as-json=TEMPLATE,
   jsonpath-file=FILE, custom-columns=SPEC, custom-columns-file=FILE (kubectl's JSONPath dialect, over the
   objects -o json prints; go-template is not supported)"""
 
@@ -336,7 +337,8 @@ def _flags(parser: argparse.ArgumentParser, top: bool) -> None:
     g.add_argument("--field-selector", default=default(None), metavar="SELECTOR",
                    help="field selector on the subcommand's main kind, sent to the server (e.g. metadata.name=x)")
     g.add_argument("-o", "--output", type=output_format, default=default("table"), metavar="FORMAT",
-                   help="table (default), wide, json, yaml, jsonl, name, jsonpath=..., custom-columns=...")
+                   help="table (default), wide, json, yaml, jsonl, name, markdown, junit, jsonpath=..., "
+                        "custom-columns=...")
     g.add_argument("--sort-by", default=default(None), metavar="JSONPATH",
                    help="sort rows by a JSONPath over the objects -o json prints (e.g. .capacity)")
     boolean(g, "--no-headers", help="omit table headers")
@@ -508,6 +510,8 @@ def check_combinations(invocation: Invocation) -> None:
         raise UsageError("-n/--namespace and -A/--all-namespaces cannot be used together")
     if invocation.namespace is not None:
         validate_namespace(invocation.namespace)
+    if invocation.watch and invocation.output in DOCUMENT_FORMATS:
+        raise UsageError(f"-o {invocation.output} is a whole report: it cannot be used with --watch")
     if invocation.names and invocation.all_namespaces and not invocation.command.cluster_scoped:
         raise UsageError("a resource cannot be retrieved by name across all namespaces")  # kubectl's words
     declared = declared_flags(invocation.command)

@@ -163,6 +163,8 @@ def clause_cut(text: Optional[str], width: int) -> Optional[str]:
     if fitting:
         return one_line[: fitting[-1]].rstrip(" ,:") + " ..."
     first = ends[0] if ends else len(one_line)
+    if first == len(one_line) and first <= 2 * width:
+        return one_line  # one clause: all of it says what is wrong
     if first + 4 <= 2 * width:
         return one_line[:first].rstrip(" ,:") + " ..."
     cut = one_line.rfind(" ", 0, 2 * width - 3)
