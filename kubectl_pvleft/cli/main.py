@@ -149,7 +149,7 @@ def watch_fleet(invocation: Invocation, contexts: list[str]) -> int:
         elif isinstance(item, Notice):
             warn(f"context {context}: {item.message}")
         else:
-            out.batch([fleet.InContext(context, change) for change in item])
+            out.batch([fleet.InContext(context, change) for change in named(item, invocation, base)])
     # Every context has ended: on errors, or because none serves the kinds (nothing to watch, as one context).
     return EXIT_ERROR if failed else EXIT_OK
 
@@ -170,10 +170,19 @@ def watch_and_print(session: Session) -> NoReturn:
             if isinstance(item, Notice):
                 warn(item.message)
             else:
-                out.batch(item)  # a batch: an initial burst is aligned as one table
+                out.batch(named(item, session.invocation, out.report))  # an initial burst is aligned as one table
     finally:
         changes.close()
     raise PvleftError("the watch ended unexpectedly")  # follow() only ends by raising: never exit 0 here
+
+
+def named(changes: list[Any], invocation: Invocation, report: Any) -> list[Any]:
+    """A watch's row changes, only those of the positional NAMEs when some are given."""
+    if not invocation.names:
+        return changes
+    from kubectl_pvleft.cli.names import short_name
+
+    return [change for change in changes if short_name(report.name(change)) in invocation.names]
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

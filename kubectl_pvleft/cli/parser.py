@@ -14,6 +14,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NoReturn, Optional
 
 from kubectl_pvleft import __version__
+from kubectl_pvleft.cli.helptext import epilog
 from kubectl_pvleft.errors import TemplateRefused, UsageError
 from kubectl_pvleft.invocation import BOOLEAN, COMMANDS, COMMANDS_BY_NAME, REPEATED, Command, Flag, Invocation
 from kubectl_pvleft.output.names import DOCUMENT_FORMATS, PLAIN_FORMATS, REFUSED_FORMATS, TEMPLATE_FORMATS
@@ -398,7 +399,8 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     parser = _Parser(
         prog=prog, allow_abbrev=False,  # pflag takes no abbreviations: --all is not --all-namespaces
         description="Read-only storage diagnostics: leftover PVs, Pending Pods, StorageClasses, troubled claims. "
-                    "Only get, list and watch are ever sent to the API server.",
+                    "Only get, list and watch are ever sent to the API server. "
+                    "`%(prog)s help SUBCOMMAND` shows a subcommand's flags, examples and columns.",
         epilog=EXIT_CODES_HELP, formatter_class=_HelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"kubectl-pvleft {__version__}")
@@ -406,8 +408,9 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     # prog given: argparse would format the parent's usage to find it (no positional precedes SUBCOMMAND).
     sub = parser.add_subparsers(dest="command", metavar="SUBCOMMAND", parser_class=_Parser, prog=prog)
     for command in COMMANDS:
-        p = sub.add_parser(command.name, help=command.summary, description=command.summary, epilog=EXIT_CODES_HELP,
-                           formatter_class=_HelpFormatter, allow_abbrev=False)
+        p = sub.add_parser(command.name, help=command.summary, description=command.summary,
+                           epilog=epilog(command.name, EXIT_CODES_HELP), formatter_class=_HelpFormatter,
+                           allow_abbrev=False)
         p.pending = functools.partial(_subcommand_flags, p, command)
     return parser
 
