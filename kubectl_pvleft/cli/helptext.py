@@ -11,7 +11,6 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "kubectl pvleft leftovers --all -n shop",
         "kubectl pvleft leftovers --exit-code -o junit > pvleft.xml",
         "kubectl pvleft leftovers --all-contexts -o markdown",
-        "kubectl pvleft leftovers --project my-gcp-project",
     ),
     "pending": (
         "kubectl pvleft pending -A",

@@ -227,7 +227,8 @@ def unknown_flag(flag: str, parser: argparse.ArgumentParser, command: Optional[s
         parsers.append(sub.choices[command])
     known = [name for p in parsers for action in p._actions if action.help != argparse.SUPPRESS
              for name in action.option_strings if name.startswith("--")]
-    exc = UsageError(f"unknown flag: {shown(flag)} (see '{prog} --help')")
+    where = f"{prog} {command}" if command else prog  # kubectl names the subcommand's help
+    exc = UsageError(f"unknown flag: {shown(flag)} (see '{where} --help')")
     exc.after = did_you_mean(suggestions(flag, known) if flag.startswith("--") and len(flag) > 3 else [])
     return exc
 
