@@ -11,7 +11,6 @@ paginated list each. Writes: nothing.
 
 from __future__ import annotations
 
-from shlex import quote
 from collections import Counter
 from collections.abc import Callable, Iterable
 from datetime import datetime
@@ -362,9 +361,9 @@ def report(result: ClassCensus, now: Optional[datetime] = None) -> Report[ClassR
 
 
 def class_looks(row: ClassRow) -> tuple[str, ...]:
-    """The class (when it exists), and the PVs that name it (a missing class has nothing else to describe)."""
+    """The class; a missing one has nothing to describe: the classes that do exist."""
     if not row.exists:
-        return looks(f"kubectl get pv --field-selector spec.storageClassName={quote(row.name)}")
+        return looks("kubectl get storageclass")
     return looks(describe("storageclass", row.name))
 
 

@@ -347,9 +347,10 @@ def columns(now: Optional[datetime], wide: bool) -> list[Column[Triage]]:
 
 
 def next_looks(row: Triage) -> tuple[str, ...]:
-    """The Pod and its events; the claim the verdict names, when it names one."""
+    """The Pod and its events; the claim the verdict names, when it names one that exists."""
     pod = row.pod
-    claim = describe("pvc", row.verdict.claim, pod.namespace) if row.verdict.claim else None
+    exists = any(c.name == row.verdict.claim and c.pvc is not None for c in row.claims)
+    claim = describe("pvc", row.verdict.claim, pod.namespace) if row.verdict.claim and exists else None
     return looks(describe("pod", pod.name, pod.namespace), claim, events(pod.meta.uid, pod.namespace))
 
 
