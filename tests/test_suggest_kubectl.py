@@ -21,7 +21,8 @@ def kubectl(*args: str) -> subprocess.CompletedProcess:
     if not os.path.exists(KUBECTL):
         pytest.fail(f"the kubectl oracle {KUBECTL} is missing")
     # An empty PATH: a typo must not be taken for a kubectl-<typo> plugin somewhere on this machine.
-    return subprocess.run([KUBECTL, *args], capture_output=True, text=True, timeout=30, env={"PATH": "", "HOME": "/"})
+    return subprocess.run([KUBECTL, *args], check=False, capture_output=True, text=True, timeout=30,
+                          env={"PATH": "", "HOME": "/"})
 
 
 def kubectl_commands() -> list[str]:
