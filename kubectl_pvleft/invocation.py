@@ -211,7 +211,8 @@ class Invocation(_Frozen):
     def print_options(self) -> PrintOptions:
         from kubectl_pvleft.output.report import PrintOptions
 
-        return PrintOptions(output=self.output, command=self.command.name, all_namespaces=self.all_namespaces and not self.command.cluster_scoped,
+        return PrintOptions(output=self.output, command=self.command.name,
+                            all_namespaces=self.all_namespaces and not self.command.cluster_scoped,
                             no_headers=self.no_headers, show_labels=self.show_labels)
 
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Optional, TypeVar, Union
 
 from msgspec import Struct, field
 
+from kubectl_pvleft.analyses.looks import describe, looks
 from kubectl_pvleft.invocation import Options, Result
 from kubectl_pvleft.kube.api import (
     CSI_DRIVERS,
@@ -28,7 +29,6 @@ from kubectl_pvleft.kube.api import (
     begin,
     optional,
 )
-from kubectl_pvleft.analyses.looks import describe, looks
 from kubectl_pvleft.output.report import Column, Report, actionable, age, utcnow
 from kubectl_pvleft.records import PV_PHASES, Absent, PersistentVolume, PersistentVolumeClaim, StorageClass, iso
 

@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 
 from msgspec import Struct, field
 
+from kubectl_pvleft.analyses.looks import describe, events, looks
 from kubectl_pvleft.invocation import Options, Result
 from kubectl_pvleft.kube.api import CLAIM_IDENTITIES, PERSISTENT_VOLUMES, STORAGE_CLASSES, Reader, begin, optional
-from kubectl_pvleft.analyses.looks import describe, events, looks
 from kubectl_pvleft.output.report import UNSET, Column, Report, actionable, age, utcnow
 from kubectl_pvleft.records import Absent, ClaimIdentity, PersistentVolume, StorageClass, iso
 

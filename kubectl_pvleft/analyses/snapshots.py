@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any, Optional, TypeVar, Union
 
 from msgspec import Struct, field
 
+from kubectl_pvleft.analyses.looks import describe, events, looks
 from kubectl_pvleft.errors import ApiError, Forbidden, NotFound
 from kubectl_pvleft.invocation import Options, Result
 from kubectl_pvleft.kube.api import VOLUME_SNAPSHOT_CLASSES, VOLUME_SNAPSHOT_CONTENTS, VOLUME_SNAPSHOTS, Reader, optional
-from kubectl_pvleft.analyses.looks import describe, events, looks
 from kubectl_pvleft.output.report import Column, Report, actionable, age, utcnow
 from kubectl_pvleft.records import Absent, VolumeSnapshot, VolumeSnapshotClass, VolumeSnapshotContent, iso
 

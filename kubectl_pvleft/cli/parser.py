@@ -239,7 +239,8 @@ def help_text(topics: Sequence[str], prog: str) -> str:
     parser = build_parser(prog)
     if topics and topics[0] in COMMANDS_BY_NAME:
         sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-        return sub.choices[topics[0]].format_help()
+        chosen: argparse.ArgumentParser = sub.choices[topics[0]]
+        return chosen.format_help()
     unknown = f"Unknown help topic [`{shown(' '.join(topics))}`]\n" if topics else ""
     return unknown + parser.format_help()
 

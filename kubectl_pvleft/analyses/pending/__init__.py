@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Optional, TypeVar
 
 from msgspec.structs import replace
 
+from kubectl_pvleft.analyses.looks import describe, events, looks
 from kubectl_pvleft.analyses.pending.parties import names_attachment, names_rwop_holder
 from kubectl_pvleft.analyses.pending.rules import ClaimView, Evidence, Triage, TriageResult, assess, is_external
 from kubectl_pvleft.invocation import Options, Result
@@ -33,7 +34,6 @@ from kubectl_pvleft.kube.api import (
     begin,
     optional,
 )
-from kubectl_pvleft.analyses.looks import describe, events, looks
 from kubectl_pvleft.output.report import Column, Report, actionable, age, clause_cut, utcnow, word
 from kubectl_pvleft.records import Event, Pod, StorageClass, iso
 
