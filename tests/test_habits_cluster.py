@@ -5,8 +5,13 @@ context and for a fleet, parsed back (JUnit validated against the schema CI syst
 
 from __future__ import annotations
 
+import json
+import os
+import select
 import shlex
 import subprocess
+import sys
+import time
 import uuid
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
@@ -39,7 +44,7 @@ def scene(cluster: Any) -> Iterator[dict[str, str]]:
     wait_pv_phase(cluster, f"{p}left", "Bound")
     cluster.kubectl("delete", "pvc", "-n", ns, "data", "--wait=true", "--timeout=60s")
     wait_pv_phase(cluster, f"{p}left", "Released")
-    apply(cluster, pod(ns, "web-0", "missing"))
+    apply(cluster, pod(ns, "web-0", "missing"), pod(ns, "web-1", "missing"))
     wait_for("the claim's ProvisioningFailed", lambda: "ProvisioningFailed" in cluster.kubectl(
         "get", "events", "-n", ns, "--field-selector", "involvedObject.name=orders").stdout)
     wait_for("the Pod's FailedScheduling", lambda: "FailedScheduling" in cluster.kubectl(
@@ -82,6 +87,45 @@ def test_names_that_exist_and_do_not_across_every_subcommand(cluster: Any, scene
         # Names after a flag, as kubectl takes them anywhere; an unknown one alone says only NotFound.
         missing = plugin(cluster, *ours, "--no-headers", gone)
         assert (missing.returncode, missing.stdout) == (1, "") and missing.stderr == kubectl.stderr.splitlines()[0] + "\n"
+
+
+def test_names_in_a_fleet_and_in_a_watch(cluster: Any, scene: dict[str, str], tmp_path: Path) -> None:
+    ns = scene["ns"]
+    # A fleet: the name's row from every context; a name no context has is NotFound once, exit 1.
+    fleet = run_plugin(two_contexts(cluster, tmp_path), "pending", "web-0", "nope", "-n", ns, "--all-contexts",
+                       "-o", "json")
+    assert fleet.returncode == 1 and fleet.stderr == 'Error from server (NotFound): pods "nope" not found\n'
+    assert [(r["context"], r["pod"]) for r in items(fleet.stdout)] == [("east", "web-0"), ("west", "web-0")]
+    # A watch: only the named Pod's lines, though web-1 is Pending too.
+    watch = subprocess.Popen([*command(), "pending", "web-0", "-n", ns, "-w", "-o", "jsonl", "--kubeconfig",
+                              str(cluster.kubeconfig("admin"))], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        lines = read_lines(watch, seconds=6)
+    finally:
+        watch.kill()
+        watch.wait()
+    assert lines and {json.loads(line)["pod"] for line in lines} == {"web-0"}
+    assert plugin(cluster, "pending", "-n", ns, "--no-headers").stdout.count("\n") == 2  # both are Pending
+
+
+def command() -> list[str]:
+    from plugin_runner import PLUGIN
+
+    return [PLUGIN] if PLUGIN else [sys.executable, "-m", "kubectl_pvleft"]
+
+
+def read_lines(process: subprocess.Popen, seconds: float) -> list[str]:
+    """What a running watch printed within ``seconds`` (raw reads: a buffered reader would hide lines from
+    select)."""
+    fd, out = process.stdout.fileno(), b""  # type: ignore[union-attr]
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+        chunk = os.read(fd, 65536) if ready else b""
+        if not chunk:
+            break
+        out += chunk
+    return out.decode().splitlines()
 
 
 def test_a_named_object_without_a_row_says_why(cluster: Any, scene: dict[str, str]) -> None:
@@ -181,7 +225,8 @@ def test_markdown_and_junit_one_context_and_fleet(cluster: Any, scene: dict[str,
     assert fleet.returncode == 0, fleet.stderr
     suites = parse_junit(fleet.stdout).findall("testsuite")
     assert [s.get("name") for s in suites] == ["kubectl pvleft pending (east)", "kubectl pvleft pending (west)"]
-    assert all(s.find("testcase").get("name") == f"{ns}/pod/web-0" and s.get("failures") == "1" for s in suites)
+    assert all([c.get("name") for c in s.findall("testcase")] == [f"{ns}/pod/web-0", f"{ns}/pod/web-1"]
+               and s.get("failures") == "2" for s in suites)
     fleet_md = run_plugin(two_contexts(cluster, tmp_path), "pending", "-n", ns, "--all-contexts", "-o", "markdown")
     headings = [line for line in fleet_md.stdout.splitlines() if line.startswith("## ")]
     assert headings == ["## kubectl pvleft pending: east", "## kubectl pvleft pending: west"]
