@@ -28,7 +28,8 @@ EXIT_INTERRUPTED, EXIT_PIPE_CLOSED = 130, 141
 
 EXIT_CODES_HELP = """exit codes:
   0    success
-  1    error: the API server, the connection or the kubeconfig failed (one "error:" line on stderr)
+  1    error: the API server, the connection or the kubeconfig failed (one "error:" line on stderr), or a
+       NAME given does not exist (kubectl's NotFound line, after the rows that do)
   2    usage error: bad flags or arguments
   3    findings were reported (only with --exit-code, for cron and CI)
   4    partial report: a cloud census or a context failed; what could be read was printed (4 wins over 3)
