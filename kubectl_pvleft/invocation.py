@@ -194,6 +194,12 @@ class Invocation(_Frozen):
     def fleet(self) -> bool:
         return bool(self.all_contexts or self.contexts)
 
+    @property
+    def shows_all(self) -> bool:
+        """Every object, not only those with findings: --all; NAMEs (a named object is shown as it is); -o junit
+        (a testcase per object examined, so CI shows what passed too)."""
+        return bool(self.flags.get(SHOW_ALL)) or bool(self.names) or self.output == "junit"
+
     def options(self, context_namespace: str) -> Options:
         """What one context's run is asked: kubectl's -n / -A / context-namespace rule for namespaced kinds; for
         cluster-scoped ones -n only narrows (to the claims or snapshots of one namespace)."""
@@ -205,7 +211,7 @@ class Invocation(_Frozen):
             namespace = self.namespace or context_namespace
         return Options(namespace=namespace, all_namespaces=self.all_namespaces, label_selector=self.label_selector,
                        field_selector=self.field_selector, wide=self.output == "wide",
-                       show_all=bool(self.flags.get(SHOW_ALL)) or bool(self.names), drift=bool(self.flags.get("drift")),
+                       show_all=self.shows_all, drift=bool(self.flags.get("drift")),
                        flags=self.flags, clouds=self.clouds, request_timeout=self.request_timeout)
 
     def print_options(self) -> PrintOptions:

@@ -214,7 +214,7 @@ def test_markdown_and_junit_one_context_and_fleet(cluster: Any, scene: dict[str,
     assert any(line.startswith("- **persistentvolumeclaim/orders**: pending: ProvisioningFailed") and
                f"`kubectl describe pvc orders -n {ns}`" in line for line in lines)
 
-    root = parse_junit(plugin(cluster, "leftovers", "--all", "-o", "junit").stdout)
+    root = parse_junit(plugin(cluster, "leftovers", "-o", "junit").stdout)  # every PV examined, without --all
     cases = root.findall("testsuite/testcase")
     pvs = oracle(cluster, "get", "pv", "-o", "name").stdout.split()
     assert sorted(c.get("name") for c in cases) == sorted(pvs)  # one testcase per object examined

@@ -166,6 +166,17 @@ def test_names_and_the_printers_formatters_are_the_same_formats() -> None:
         printer.formatter(report(), PrintOptions(output="xml"))
 
 
+def test_junit_and_names_examine_every_object_as_all_does() -> None:
+    def shows_all(*args: str) -> bool:
+        invocation = parse(args, PROG)
+        assert invocation is not None
+        return bool(invocation.options("default").show_all)
+
+    assert not shows_all("leftovers") and not shows_all("claims", "-o", "markdown")
+    assert shows_all("leftovers", "--all") and shows_all("leftovers", "-o", "junit")
+    assert shows_all("claims", "orders") and shows_all("snapshots", "-o", "junit")
+
+
 def test_document_formats_are_refused_with_watch() -> None:
     result = invoke("leftovers", "-w", "-o", "junit")
     assert result.code == 2 and "-o junit is a whole report" in result.stderr
