@@ -275,3 +275,29 @@ def test_next_is_in_json_and_in_wide_only() -> None:
     printer.print_result(r, [], PrintOptions(output="table", out=table))
     printer.print_result(r, [], PrintOptions(output="wide", out=wide))
     assert "NEXT" not in table.getvalue() and wide.getvalue().splitlines()[0].rstrip().endswith("NEXT")
+
+
+# -- names -----------------------------------------------------------------------------------------------
+
+def test_in_a_fleet_a_name_is_missing_only_when_no_context_has_it() -> None:
+    from kubectl_pvleft.cli.names import missing_everywhere, short_name
+
+    east = {"a": "Error from server (NotFound): pods \"a\" not found", "b": "b east"}
+    west = {"a": "Error from server (NotFound): pods \"a\" not found (west)"}
+    assert missing_everywhere([east, west]) == {"a": east["a"]}
+    assert missing_everywhere([east]) == east and missing_everywhere([]) == {}
+    assert short_name("storageclass.storage.k8s.io/gold") == "gold" and short_name("x") == "x"
+
+
+def test_narrowing_counts_only_the_named_findings() -> None:
+    from kubectl_pvleft.cli.names import narrow
+    from kubectl_pvleft.invocation import Result
+
+    r = report()
+    total = sum(len(r.findings(row)) for row in r.rows)
+    invocation = parse(["leftovers", "mariadb-pv", "web-pv"], PROG)
+    assert invocation is not None
+    result = narrow(Result(r, total), invocation, invocation.options("default"), api=None)
+    assert sorted(r.name(row) for row in result.report.rows) == ["persistentvolume/mariadb-pv",
+                                                                 "persistentvolume/web-pv"]
+    assert result.findings == 1 and result.not_found == {}
