@@ -9,6 +9,7 @@ class PvleftError(Exception):
     """Anything the user should read as one line; never shown as a traceback."""
 
     exit_code = 1
+    after = ""  # lines printed after the error line, as kubectl prints them (cobra's "Did you mean this?")
 
 
 class UsageError(PvleftError):

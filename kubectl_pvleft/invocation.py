@@ -170,6 +170,7 @@ class Invocation(_Frozen):
         "flags",
         "label_selector",
         "max_concurrency",
+        "names",
         "namespace",
         "no_headers",
         "output",
@@ -187,6 +188,7 @@ class Invocation(_Frozen):
     _default_flags: Mapping[str, Any] = {}
     _default_contexts = ()
     _default_clouds = ()
+    _default_names = ()
 
     command: Command
     selection: Selection
@@ -207,10 +209,17 @@ class Invocation(_Frozen):
     all_contexts: bool
     contexts: tuple[str, ...]
     max_concurrency: Optional[int]
+    names: tuple[str, ...]  # positional NAMEs: only these objects, shown whether or not they have findings
 
     @property
     def fleet(self) -> bool:
         return bool(self.all_contexts or self.contexts)
+
+    @property
+    def shows_all(self) -> bool:
+        """Every object, not only those with findings: --all; NAMEs (a named object is shown as it is); -o junit
+        (a testcase per object examined, so CI shows what passed too)."""
+        return bool(self.flags.get(SHOW_ALL)) or bool(self.names) or self.output == "junit"
 
     def options(self, context_namespace: str) -> Options:
         """What one context's run is asked: kubectl's -n / -A / context-namespace rule for namespaced kinds; for
@@ -223,7 +232,7 @@ class Invocation(_Frozen):
             namespace = self.namespace or context_namespace
         return Options(namespace=namespace, all_namespaces=self.all_namespaces, label_selector=self.label_selector,
                        field_selector=self.field_selector, wide=self.output == "wide",
-                       show_all=bool(self.flags.get(SHOW_ALL)), drift=bool(self.flags.get("drift")),
+                       show_all=self.shows_all, drift=bool(self.flags.get("drift")),
                        flags=self.flags, clouds=self.clouds, request_timeout=self.request_timeout,
                        older_than=self.flags.get(OLDER_THAN.dest),
                        exclude_namespaces=tuple(self.flags.get(EXCLUDE_NAMESPACE.dest) or ()))
@@ -231,7 +240,8 @@ class Invocation(_Frozen):
     def print_options(self) -> PrintOptions:
         from kubectl_pvleft.output.report import PrintOptions
 
-        return PrintOptions(output=self.output, all_namespaces=self.all_namespaces and not self.command.cluster_scoped,
+        return PrintOptions(output=self.output, command=self.command.name,
+                            all_namespaces=self.all_namespaces and not self.command.cluster_scoped,
                             no_headers=self.no_headers, show_labels=self.show_labels)
 
 
@@ -290,7 +300,7 @@ def kept_reason(annotations: Mapping[str, str]) -> Optional[str]:
 class Result:
     """What a subcommand's run produced."""
 
-    __slots__ = ("errors", "findings", "not_served", "partial", "report", "sections", "warnings")
+    __slots__ = ("errors", "findings", "not_found", "not_served", "partial", "report", "sections", "warnings")
 
     def __init__(self, report: Report[Any], findings: int, warnings: Optional[list[str]] = None, partial: bool = False,
                  sections: Optional[list[Report[Any]]] = None, errors: Optional[list[str]] = None,
@@ -302,6 +312,7 @@ class Result:
         self.sections = [] if sections is None else sections  # printed after the report (a second census)
         self.errors = [] if errors is None else errors  # what made the report partial, one line each
         self.not_served = not_served  # the kinds it reads are not served here: the one line that says so
+        self.not_found: dict[str, str] = {}  # positional NAMEs without a row: the line that says why, by name
 
     def __repr__(self) -> str:
         return f"Result({', '.join(f'{n}={getattr(self, n)!r}' for n in self.__slots__)})"

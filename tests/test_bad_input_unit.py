@@ -597,7 +597,9 @@ FLAGS = [
     Case("unknown-short-flag", flags("-Z", SECRET), "unknown flag: -Z", code=2),
     Case("abbreviated-token-flag", flags(f"--tok={SECRET}"), "unknown flag: --tok", code=2),
     Case("ambiguous-abbreviation", flags(f"--cl={SECRET}"), "unknown flag: --cl", code=2),
-    Case("extra-argument", flags(SECRET), "unexpected arguments", code=2),
+    # A word after the subcommand is a NAME (as kubectl get pv NAME); by name across namespaces is kubectl's error.
+    Case("name-across-namespaces", flags("-A", "some-claim"), "a resource cannot be retrieved by name across all "
+                                                               "namespaces", code=2, subcommands=("pending", "claims")),
     Case("context-with-all-contexts", flags("--context", "x", "--all-contexts"),
          "--context cannot be used with --all-contexts or --contexts", code=2),
     Case("kubeconfig-flag-empty", lambda i: (["--kubeconfig=", f"--token={SECRET}"],
@@ -720,13 +722,16 @@ def test_bad_input_is_one_error_line(case: Case, subcommand: str, level: int, se
     assert result.code == case.code, shown
     assert result.stdout == "", shown
     lines = result.stderr.splitlines()
+    if "\nDid you mean this?\n" in result.stderr:  # cobra's suggestions, after the one error line as kubectl's
+        lines, suggested = lines[:lines.index("Did you mean this?") - 1], lines[lines.index("Did you mean this?"):]
+        assert all(re.fullmatch(r"\t--[a-z-]+", line) for line in suggested[1:]), shown
     assert [line for line in lines if line.startswith("error: ")] == lines[-1:], shown
     if level == 0:
         assert len(lines) == 1, shown
     # Above the error line, only -v's klog lines (a logged body is one escaped line), and no control character
     # reaches the terminal: a server's escape sequences cannot rewrite it.
     assert all(re.match(r"I\d{4} \d\d:\d\d:\d\d\.\d+ ", line) for line in lines[:-1]), shown
-    assert all(c == "\n" or c.isprintable() for c in result.stderr), shown
+    assert all(c in "\n\t" or c.isprintable() for c in result.stderr), shown
     assert "Traceback" not in result.stderr and "internal error" not in result.stderr, shown
     assert case.fragment in lines[-1], shown
     for form in SECRET_FORMS + case.extra_secrets:

@@ -28,10 +28,10 @@ COMPLETER = shutil.which("kubectl_complete-pvleft", path=str(BIN)) or shutil.whi
 
 
 def subcommands() -> list[str]:
-    """The command line's subcommands, in its order, as argparse holds them."""
+    """The command line's subcommands, in its order, as argparse holds them, then `help` (as cobra offers it)."""
     parser = build_parser("kubectl pvleft")
     return [name for action in parser._actions if isinstance(action, argparse._SubParsersAction)
-            for name in action.choices]
+            for name in action.choices] + ["help"]
 
 
 def completer(*words: str, env: Optional[dict] = None) -> Result:

@@ -150,7 +150,7 @@ def test_assess_over_pods_with_keep_and_exclusions() -> None:
     assert claims.unused_since(rows["idle"], NOW) == "unknown (pods)"
     assert claims.problem_text(rows["idle"].problems) == "unused"
     header = [c.header for c in claims.report(result, show_kept=True).columns if not c.wide_only]
-    assert header[-3:] == ["UNUSED SINCE", "AGE", "KEPT"]
+    assert header[-4:] == ["UNUSED SINCE", "AGE", "KEPT", "WHY"]
 
 
 def test_the_watch_reads_pods_as_a_second_stream_and_rechecks_with_older_than() -> None:

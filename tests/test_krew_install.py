@@ -101,6 +101,29 @@ def test_validate_krew_manifest(krew_tools: Path, release: tuple[Path, Path], tm
     assert refused.returncode != 0 and 'plugin should be named "kubectl-pvleft"' in refused.stderr
 
 
+@pytest.fixture(scope="module")
+def validator(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """krew-index's validator alone (no bundle, no krew): what checks the committed manifest."""
+    gobin = tmp_path_factory.mktemp("validator")
+    run(["go", "install", f"sigs.k8s.io/krew/cmd/validate-krew-manifest@{KREW_VERSION}"],
+        env=dict(os.environ, GOBIN=str(gobin), GOFLAGS="-mod=mod"), timeout=1200)
+    return gobin / "validate-krew-manifest"
+
+
+def test_committed_manifest_is_ready_to_submit(validator: Path, tmp_path: Path) -> None:
+    """krew-manifest.yaml as the krew-index pull request carries it (plugins/pvleft.yaml)."""
+    submitted = tmp_path / "pvleft.yaml"
+    shutil.copy(ROOT / "krew-manifest.yaml", submitted)
+    result = run([validator, "-manifest", submitted, "-skip-install"])
+    assert "structural validation OK" in result.stderr
+    broken = tmp_path / "broken" / "pvleft.yaml"
+    broken.parent.mkdir()
+    broken.write_text(submitted.read_text().replace("shortDescription:", "shortDescriptions:"))
+    refused = subprocess.run([validator, "-manifest", broken, "-skip-install"], capture_output=True, text=True,
+                             check=False)
+    assert refused.returncode != 0
+
+
 def test_krew_installs_the_archive_with_its_license(krew_root: Path) -> None:
     # krew's record of the install (`krew list` would need the index, which is a git clone).
     receipt = yaml.safe_load((krew_root / "receipts" / "pvleft.yaml").read_text())

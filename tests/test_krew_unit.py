@@ -139,6 +139,18 @@ def test_committed_manifest() -> None:
     assert (ROOT / "krew-manifest.yaml").read_text().startswith(head.rstrip("\n") + "\n  platforms:\n")
 
 
+def test_committed_manifest_is_what_the_generator_writes() -> None:
+    """Stale = not what `make release` (plugin/krew.py manifest) would write for this version from the same
+    platform entries: a version bump, a changed head or generator not carried into the committed file."""
+    committed = (ROOT / "krew-manifest.yaml").read_text()
+    entries = yaml.safe_load(committed)["spec"]["platforms"]
+    head = (ROOT / "plugin" / "krew-manifest.head.yaml").read_text()
+    rendered = KREW.render_manifest(head, KREW.package_version(), entries)
+    assert committed == rendered, "krew-manifest.yaml is stale: run `make release` and commit krew-manifest.yaml"
+    # The check can fail: another version renders another manifest.
+    assert KREW.render_manifest(head, "v9.9.9", entries) != committed
+
+
 def test_manifest_lists_only_platforms_the_release_workflow_builds() -> None:
     workflow = yaml.safe_load(WORKFLOW.read_text())
     built = {(entry["os"], entry["arch"]) for entry in workflow["jobs"]["build"]["strategy"]["matrix"]["include"]}

@@ -55,9 +55,10 @@ def test_table_and_wide_columns(cluster, mariadb) -> None:
     assert line.split()[:8] == ["mariadb-pv", "Released", "Retain", "Retain", "mariadb/mariadb", "missing",
                                 "standard", "250Mi"]
     wide = run_plugin(cluster.kubeconfig("reader"), "leftovers", "-o", "wide", check=True).stdout.splitlines()
-    assert wide[0].split()[-6:] == ["CLAIM", "UID", "DRIVER", "VOLUME", "HANDLE", "REASON"]
+    assert wide[0].split()[-7:] == ["CLAIM", "UID", "DRIVER", "VOLUME", "HANDLE", "REASON", "NEXT"]
     wide_line = next(l for l in wide if l.startswith("mariadb-pv "))
     assert mariadb in wide_line and "/tmp/pvleft/mariadb-pv" in wide_line
+    assert "   kubectl describe pv mariadb-pv; kubectl get events -A --field-selector involvedObject.uid=" in wide_line
 
 
 def test_name_output_and_exit_code(cluster, mariadb) -> None:

@@ -108,8 +108,9 @@ def test_pod_whose_claim_does_not_exist_through_kubectl(cluster: Any, ns: str) -
     header, line = res.stdout.splitlines()
     assert header.split() == ["POD", "OWNER", "REASON", "CLAIMS", "PENDING", "FOR", "MESSAGE"]
     assert line.split()[:4] == ["app", "kube-scheduler", "ClaimNotFound", "nowhere:<missing>"]
-    # The scheduler's sentence is longer than the table's MESSAGE column: cut, and said to be cut.
-    assert line.endswith("...") and 'persistentvolumeclaim "nowhere" not found' in line
+    # Longer than the table's MESSAGE column, but one clause (what is wrong, who must act): never cut inside it.
+    assert line.endswith('persistentvolumeclaim "nowhere" not found: the scheduler will not place the Pod until '
+                         'the claim exists')
     res = run_plugin(cluster.kubeconfig("admin"), "pending", "-n", ns, "--exit-code", via_kubectl=True)
     assert res.returncode == 3
 

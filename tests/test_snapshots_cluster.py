@@ -237,3 +237,19 @@ def test_keep_exclude_namespace_and_older_than(plane: ControlPlane) -> None:
     table = plugin(plane, "-l", "hk=yes", "--all").stdout.splitlines()
     row = next(line for line in table if line.startswith(f"{P}hk-old"))
     assert row[table[0].index("KEPT"):].startswith("audit evidence")
+
+
+def test_names_that_exist_and_do_not(plane: ControlPlane) -> None:
+    """Positional NAMEs as `kubectl get volumesnapshotcontents a b`: the rows that exist (with or without
+    findings), then kubectl 1.33's own NotFound lines, exit 1; every next look read-only."""
+    gone = f"{P}nope"
+    result = plugin(plane, f"{P}orphan", gone, "-o", "json")
+    kubectl = subprocess.run(["/usr/lib/google-cloud-sdk/bin/kubectl.1.33", "--kubeconfig",
+                              str(plane.kubeconfig("reader")), "get", "volumesnapshotcontents", f"{P}orphan", gone,
+                              "-o", "name"], capture_output=True, text=True, check=False, timeout=60)
+    assert result.returncode == kubectl.returncode == 1
+    assert result.stderr == kubectl.stderr == (
+        f'Error from server (NotFound): volumesnapshotcontents.snapshot.storage.k8s.io "{gone}" not found\n')
+    [row] = items(result.stdout)
+    assert row["name"] == f"{P}orphan" and row["next"][0] == f"kubectl describe volumesnapshotcontent {P}orphan"
+    assert all(c.split()[:2] in (["kubectl", "describe"], ["kubectl", "get"]) for c in row["next"])

@@ -172,7 +172,7 @@ def test_table_has_kubectls_columns_and_blank_cells() -> None:
     # RESTORESIZE blank as kubectl leaves it until the driver reports a size; the handle is <none>.
     assert failed.split()[1:4] == ["false", "Delete", f"{P}csi.example.com"] and "<none>" in failed.split()
     wide = table_lines(snapshots.report(result, now), wide=True, all_namespaces=False, no_headers=False)
-    assert wide[0].split("   ")[-1].strip() == "ERROR" and "SNAPSHOT UID" in wide[0]
+    assert [c.strip() for c in wide[0].split("   ") if c.strip()][-2:] == ["ERROR", "NEXT"] and "SNAPSHOT UID" in wide[0]
 
 
 JSON_KEYS = ["name", "uid", "ready_to_use", "restore_size", "deletion_policy", "driver", "snapshot_handle",

@@ -32,7 +32,7 @@ from msgspec import Struct, field
 from kubectl_pvleft.analyses.resize import StalledResize, stalled_resize
 from kubectl_pvleft.invocation import Options, Result, kept_reason
 from kubectl_pvleft.kube.api import PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, PODS, STORAGE_CLASSES, Reader, optional
-from kubectl_pvleft.output.report import UNSET, Column, Report, age, utcnow
+from kubectl_pvleft.output.report import UNSET, Column, Report, actionable, age, clause_cut, utcnow
 from kubectl_pvleft.records import (
     CLAIM_PHASES,
     Condition,
@@ -379,7 +379,10 @@ def criteria_of(options: Options) -> Criteria:
 def run(api: Reader, options: Options) -> Result:
     result = census(api, namespace=options.namespace, label_selector=options.label_selector,
                     field_selector=options.field_selector, criteria=criteria_of(options), excluded=options.excluded)
-    report_ = report(result, show_kept=options.show_all)
+    from kubectl_pvleft.analyses import claimwhy
+
+    why = claimwhy.reasons(api, options.namespace, (r.claim for r in result.rows))
+    report_ = report(result, show_kept=options.show_all, why=why, wide=options.wide)
     if not options.show_all:  # healthy claims may exist: say what was looked for
         report_ = report_.with_empty_message("No claims in trouble found")
     return Result(report_, result.trouble_count, result.warnings)
@@ -496,7 +499,15 @@ def unused_since(row: ClaimRow, now: datetime) -> Any:
     return age(row.usage.since, now)
 
 
-def report(result: ClaimCensus, now: Optional[datetime] = None, show_kept: bool = False) -> Report[ClaimRow]:
+def report(result: ClaimCensus, now: Optional[datetime] = None, show_kept: bool = False,
+           why: Optional[Mapping[str, str]] = None, wide: bool = False) -> Report[ClaimRow]:
+    """``why``: why each Pending claim (by uid) is Pending (claimwhy), a WHY column and ``pending_reason``."""
+    reasons: Mapping[str, str] = why or {}
+
+    def why_cell(r: ClaimRow) -> Optional[str]:
+        text = reasons.get(r.claim.meta.uid)
+        return " ".join(text.split()) if wide and text else clause_cut(text, WHY_WIDTH)
+
     columns: list[Column[ClaimRow]] = [
         Column("NAME", lambda r: r.claim.name),
         Column("STATUS", lambda r: r.status),
@@ -508,6 +519,7 @@ def report(result: ClaimCensus, now: Optional[datetime] = None, show_kept: bool 
         Column("PROBLEM", lambda r: problem_text(r.problems)),
         Column("UNUSED SINCE", lambda r: unused_since(r, now or utcnow()), empty=""),
         Column("AGE", lambda r: age(r.claim.meta.created, now or utcnow())),
+        Column("WHY", why_cell, empty=""),
         Column("ALLOCATED", lambda r: _mapping(r.claim.allocated_resources), wide_only=True),
         Column("RESIZESTATUS", lambda r: _mapping(r.claim.allocated_resource_statuses), wide_only=True),
         Column("CONDITIONS", lambda r: _conditions(r.claim.conditions), wide_only=True),
@@ -520,6 +532,29 @@ def report(result: ClaimCensus, now: Optional[datetime] = None, show_kept: bool 
     ]
     if show_kept:  # kept claims are shown only with --all: then say why each is kept
         columns.insert(9, Column("KEPT", lambda r: r.kept, empty=""))
-    return Report(rows=result.rows, columns=columns, to_json=to_json,
-                  name=lambda r: f"persistentvolumeclaim/{r.claim.name}", namespace=lambda r: r.claim.namespace,
-                  labels=lambda r: r.claim.meta.labels)
+    return actionable(Report(rows=result.rows, columns=columns,
+                             to_json=lambda r: {**to_json(r), "pending_reason": reasons.get(r.claim.meta.uid)},
+                             name=lambda r: f"persistentvolumeclaim/{r.claim.name}",
+                             namespace=lambda r: r.claim.namespace, labels=lambda r: r.claim.meta.labels),
+                      lambda r: claim_findings(r, reasons), claim_looks)
+
+
+WHY_WIDTH = 60
+
+
+def claim_findings(row: ClaimRow, why: Mapping[str, str]) -> tuple[str, ...]:
+    """Each problem, the pending one with why."""
+    found = []
+    for p in row.problems:
+        text = p.kind if p.known and p.field == "status.phase" else f"{p.kind}: {p.detail or p.value}"
+        if p.kind == PENDING and row.claim.meta.uid in why:
+            text = f"{p.kind}: {why[row.claim.meta.uid]}"
+        found.append(text)
+    return tuple(dict.fromkeys(found))
+
+
+def claim_looks(row: ClaimRow) -> tuple[str, ...]:
+    from kubectl_pvleft.analyses.looks import describe, events, looks
+
+    c = row.claim
+    return looks(describe("pvc", c.name, c.namespace), events(c.meta.uid, c.namespace))

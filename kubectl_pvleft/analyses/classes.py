@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Optional, TypeVar, Union
 
 from msgspec import Struct, field
 
+from kubectl_pvleft.analyses.looks import describe, looks
 from kubectl_pvleft.invocation import Options, Result
 from kubectl_pvleft.kube.api import (
     CSI_DRIVERS,
@@ -28,7 +29,7 @@ from kubectl_pvleft.kube.api import (
     begin,
     optional,
 )
-from kubectl_pvleft.output.report import Column, Report, age, utcnow
+from kubectl_pvleft.output.report import Column, Report, actionable, age, utcnow
 from kubectl_pvleft.records import PV_PHASES, Absent, PersistentVolume, PersistentVolumeClaim, StorageClass, iso
 
 if TYPE_CHECKING:  # --watch alone needs the watch runtime: imported in follow()
@@ -353,9 +354,17 @@ def report(result: ClassCensus, now: Optional[datetime] = None) -> Report[ClassR
         Column("PROVISIONERTYPE", lambda r: r.provisioner_type, wide_only=True),
         Column("CSIDRIVER", lambda r: _registered(r.csi_driver_registered), wide_only=True),
     ]
-    return Report(rows=result.rows, columns=columns, to_json=to_json,
-                  name=lambda r: f"storageclass.storage.k8s.io/{r.name}",  # kubectl's -o name
-                  labels=lambda r: r.storage_class.meta.labels if r.storage_class else {})
+    return actionable(Report(rows=result.rows, columns=columns, to_json=to_json,
+                             name=lambda r: f"storageclass.storage.k8s.io/{r.name}",  # kubectl's -o name
+                             labels=lambda r: r.storage_class.meta.labels if r.storage_class else {}),
+                      lambda r: tuple(f"{f.kind}: {f.message}" for f in r.findings), class_looks)
+
+
+def class_looks(row: ClassRow) -> tuple[str, ...]:
+    """The class; a missing one has nothing to describe: the classes that do exist."""
+    if not row.exists:
+        return looks("kubectl get storageclass")
+    return looks(describe("storageclass", row.name))
 
 
 def _registered(value: Optional[bool]) -> Optional[str]:
@@ -392,6 +401,10 @@ def drift_report(result: ClassCensus, now: Optional[datetime] = None) -> Report[
         Column("DRIVER", lambda d: d.pv.driver, wide_only=True),
         Column("VOLUME HANDLE", lambda d: d.pv.volume_handle, wide_only=True),
     ]
-    return Report(rows=result.drift, columns=columns, to_json=drift_to_json,
-                  name=lambda d: f"persistentvolume/{d.pv.name}", labels=lambda d: d.pv.meta.labels,
-                  empty_message="No PersistentVolumes differ from their class's reclaim policy")
+    return actionable(Report(rows=result.drift, columns=columns, to_json=drift_to_json,
+                             name=lambda d: f"persistentvolume/{d.pv.name}", labels=lambda d: d.pv.meta.labels,
+                             empty_message="No PersistentVolumes differ from their class's reclaim policy"),
+                      lambda d: (f"{RECLAIM_DRIFT}: reclaim policy {d.pv.reclaim_policy}, its class's "
+                                 f"{d.class_reclaim_policy}",),
+                      lambda d: looks(describe("pv", d.pv.name), describe("storageclass", d.pv.storage_class or "")
+                                      if d.pv.storage_class else None))

@@ -22,9 +22,10 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 
 from msgspec import Struct, field
 
+from kubectl_pvleft.analyses.looks import describe, events, looks
 from kubectl_pvleft.invocation import Options, Result, kept_reason
 from kubectl_pvleft.kube.api import CLAIM_IDENTITIES, PERSISTENT_VOLUMES, STORAGE_CLASSES, Reader, begin, optional
-from kubectl_pvleft.output.report import UNSET, Column, Report, age, utcnow
+from kubectl_pvleft.output.report import UNSET, Column, Report, actionable, age, utcnow
 from kubectl_pvleft.records import Absent, ClaimIdentity, PersistentVolume, StorageClass, iso
 
 if TYPE_CHECKING:  # --watch alone needs the watch runtime: imported in follow()
@@ -362,9 +363,24 @@ def report(result: LeftoverResult, now: Optional[datetime] = None,
             columns.insert(10, Column("MONTHLY", lambda r: cell(priced(disks.get(r.pv.name)))))
     if show_kept:  # kept PVs are shown only with --all: then say why each is kept
         columns.insert(9, Column("KEPT", lambda r: r.kept, empty=""))
-    return Report(rows=result.rows, columns=columns, to_json=lambda r: to_json(r, disks, priced),
-                  name=lambda r: f"persistentvolume/{r.pv.name}",
-                  labels=lambda r: r.pv.meta.labels)
+    return actionable(Report(rows=result.rows, columns=columns, to_json=lambda r: to_json(r, disks, priced),
+                             name=lambda r: f"persistentvolume/{r.pv.name}",
+                             labels=lambda r: r.pv.meta.labels),
+                      leftover_finding, next_looks)
+
+
+def leftover_finding(row: Leftover) -> tuple[str, ...]:
+    if not is_leftover(row):
+        return ()
+    claim = f"; claim {row.claim} is {row.claim_state}" if row.claim else ""
+    return (f"{row.pv.phase} PV, reclaim policy {row.pv.reclaim_policy or UNSET}{claim}",)
+
+
+def next_looks(row: Leftover) -> tuple[str, ...]:
+    """The PV and its events; the claim, when it still exists (replaced: the new one holds the name)."""
+    ref = row.pv.claim_ref
+    claim = describe("pvc", ref.name, ref.namespace) if ref and ref.name and row.claim_state not in (MISSING,) else None
+    return looks(describe("pv", row.pv.name), claim, events(row.pv.meta.uid))
 
 
 def watch_report(options: Options) -> Report[Leftover]:

@@ -24,10 +24,11 @@ from typing import TYPE_CHECKING, Any, Optional, TypeVar, Union
 
 from msgspec import Struct, field
 
+from kubectl_pvleft.analyses.looks import describe, events, looks
 from kubectl_pvleft.errors import ApiError, Forbidden, NotFound
 from kubectl_pvleft.invocation import Options, Result, kept_reason
 from kubectl_pvleft.kube.api import VOLUME_SNAPSHOT_CLASSES, VOLUME_SNAPSHOT_CONTENTS, VOLUME_SNAPSHOTS, Reader, optional
-from kubectl_pvleft.output.report import Column, Report, age, utcnow
+from kubectl_pvleft.output.report import Column, Report, actionable, age, utcnow
 from kubectl_pvleft.records import Absent, VolumeSnapshot, VolumeSnapshotClass, VolumeSnapshotContent, iso
 
 if TYPE_CHECKING:  # --watch alone needs the watch runtime: imported in follow()
@@ -355,6 +356,14 @@ def report(result: SnapshotCensus, now: Optional[datetime] = None, show_kept: bo
     ]
     if show_kept:  # kept contents are shown only with --all: then say why each is kept
         columns.insert(10, Column("KEPT", lambda r: r.kept, empty=""))
-    return Report(rows=result.rows, columns=columns, to_json=to_json,
-                  name=lambda r: f"volumesnapshotcontent.snapshot.storage.k8s.io/{r.content.name}",
-                  labels=lambda r: r.content.meta.labels)
+    return actionable(Report(rows=result.rows, columns=columns, to_json=to_json,
+                             name=lambda r: f"volumesnapshotcontent.snapshot.storage.k8s.io/{r.content.name}",
+                             labels=lambda r: r.content.meta.labels),
+                      lambda r: tuple(f"{f.kind}: {f.message}" for f in r.findings), next_looks)
+
+
+def next_looks(row: ContentRow) -> tuple[str, ...]:
+    """The content, the snapshot it names (when one holds that name now), and the content's events."""
+    ref = row.content.snapshot_ref
+    snapshot = describe("volumesnapshot", ref.name, ref.namespace) if row.snapshot and ref.name else None
+    return looks(describe("volumesnapshotcontent", row.content.name), snapshot, events(row.content.meta.uid))

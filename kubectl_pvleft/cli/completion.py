@@ -118,8 +118,11 @@ def complete(words: Sequence[str], parser: argparse.ArgumentParser) -> tuple[lis
     if current.startswith("-"):
         return _flag_names(typed, current), NO_FILE_COMPLETION
     if typed.subcommand is None:
-        return [f"{name}\t{_first_sentence(summary)}" for name, (_, summary) in _subcommands(typed.parser).items()
-                if name.startswith(current)], NO_FILE_COMPLETION
+        found = [f"{name}\t{_first_sentence(summary)}" for name, (_, summary) in _subcommands(typed.parser).items()
+                 if name.startswith(current)]
+        if "help" not in done and "help".startswith(current):  # `help [COMMAND]`, cobra's words for it
+            found.append("help\tHelp about any command")
+        return found, NO_FILE_COMPLETION
     return [], NO_FILE_COMPLETION
 
 

@@ -88,19 +88,26 @@ def context_names(kubeconfig: Optional[str], patterns: Sequence[str], everything
     return chosen
 
 
-def lift(report: Report[Any]) -> Report[InContext]:
-    """The same report over rows of several contexts: a CONTEXT column first, ``context`` in JSON."""
-    def column(c: Column[Any]) -> Column[InContext]:
-        return Column(c.header, lambda r: c.cell(r.row), c.wide_only, c.empty)
+def lift(report: Report[Any], by_context: Optional[dict[str, Report[Any]]] = None) -> Report[InContext]:
+    """The same report over rows of several contexts: a CONTEXT column first, ``context`` in JSON. Each row is
+    shown by its own context's report (``by_context``): a report may hold what its run read beside the rows
+    (why each claim is Pending), which another context's report does not know."""
+    def own(r: InContext) -> Report[Any]:
+        return (by_context or {}).get(r.context, report)
+
+    def column(index: int, c: Column[Any]) -> Column[InContext]:
+        return Column(c.header, lambda r: own(r).columns[index].cell(r.row), c.wide_only, c.empty)
 
     return Report(
-        rows=[], columns=[column(c) for c in report.columns],
-        to_json=lambda r: {"context": r.context, **report.to_json(r.row)},
-        name=lambda r: report.name(r.row),
-        namespace=None if report.namespace is None else (lambda r: report.namespace(r.row)),  # type: ignore[misc]
+        rows=[], columns=[column(i, c) for i, c in enumerate(report.columns)],
+        to_json=lambda r: {"context": r.context, **own(r).to_json(r.row)},
+        name=lambda r: own(r).name(r.row),
+        namespace=None if report.namespace is None else (lambda r: own(r).namespace(r.row)),  # type: ignore[misc]
         empty_message=report.empty_message + " in any context",
-        labels=None if report.labels is None else (lambda r: report.labels(r.row)),  # type: ignore[misc]
+        labels=None if report.labels is None else (lambda r: own(r).labels(r.row)),  # type: ignore[misc]
         context=lambda r: r.context,
+        findings=None if report.findings is None else (lambda r: own(r).findings(r.row)),  # type: ignore[misc]
+        next=None if report.next is None else (lambda r: own(r).next(r.row)),  # type: ignore[misc]
     )
 
 
@@ -166,7 +173,7 @@ def _rows_by_context(results: list[tuple[str, Result]]) -> Optional[Report[InCon
     if not results:
         return None
     rows = [InContext(context, row) for context, result in results for row in result.report.rows]
-    return lift(results[0][1].report).with_rows(rows)
+    return lift(results[0][1].report, {context: result.report for context, result in results}).with_rows(rows)
 
 
 def combine(outcomes: list[ContextOutcome]) -> tuple[Optional[Report[InContext]], Result]:
@@ -180,6 +187,9 @@ def combine(outcomes: list[ContextOutcome]) -> tuple[Optional[Report[InContext]]
                               for w in r.warnings + ([r.not_served] if r.not_served else [])],
                     partial=bool(failed) or any(r.partial for _, r in results),
                     errors=failed + [f"context {c}: {e}" for c, r in results for e in r.errors])
+    from kubectl_pvleft.cli.names import missing_everywhere
+
+    result.not_found = missing_everywhere([r.not_found for _, r in results])
     return report, result
 
 

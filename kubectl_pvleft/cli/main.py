@@ -38,6 +38,11 @@ __all__ = ["EXIT_CODES_HELP", "EXIT_USAGE", "build_parser", "describe_api_error"
 
 
 def run(argv: Sequence[str], prog: str) -> int:
+    if list(argv[:1]) == ["help"]:  # kubectl's `help [COMMAND]`
+        from kubectl_pvleft.cli.parser import help_text
+
+        print(help_text(argv[1:], prog), end="")
+        return EXIT_OK
     invocation = parse(argv, prog)
     if invocation is None:
         build_parser(prog).print_help()
@@ -61,16 +66,21 @@ def run(argv: Sequence[str], prog: str) -> int:
                 return EXIT_OK
             watch_and_print(session)
         result = session.run()
-    return print_and_exit(result, invocation, session.options)
+    return print_and_exit(result, invocation, session.options, session.api.connection.context)
 
 
-def print_and_exit(result: Result, invocation: Invocation, options: Optional[Options] = None) -> int:
+def print_and_exit(result: Result, invocation: Invocation, options: Optional[Options] = None,
+                   context: Optional[str] = None) -> int:
     """Print a report the way every run prints it (warnings once, then the report and its sections, then the
     errors that made it partial) and the exit code it earns. ``options`` None: a fleet's report."""
     from kubectl_pvleft.output.printer import print_result, warn
 
     report = result.report
     printing = invocation.print_options()
+    if context is not None:
+        from msgspec.structs import replace
+
+        printing = replace(printing, context=context)
     if result.not_served is not None:
         # A table's "no resources" line is that line; other formats (and a fleet, whose contexts differ) get it
         # as a warning, since they print no such line.
@@ -86,9 +96,14 @@ def print_and_exit(result: Result, invocation: Invocation, options: Optional[Opt
         from kubectl_pvleft.output.templates import sort_rows
 
         report = report.with_rows(sort_rows(report, invocation.sort_by))
-    print_result(report, result.sections, printing)
+    if not (invocation.names and not report.rows and not result.sections and printing.format in ("table", "wide")):
+        print_result(report, result.sections, printing)  # (kubectl says nothing but NotFound for names it lacks)
     for message in result.errors:  # a second census that failed: its own line, after what did print
         error(message)
+    for line in result.not_found.values():  # kubectl's own lines, after the rows that exist, exit 1
+        print(line, file=sys.stderr)
+    if any(line.startswith("Error from server") for line in result.not_found.values()):
+        return EXIT_ERROR
     if result.partial:
         return EXIT_PARTIAL  # wins over 3: a partial report cannot say "no findings"
     return EXIT_FINDINGS if invocation.exit_code and result.findings else EXIT_OK
@@ -134,7 +149,7 @@ def watch_fleet(invocation: Invocation, contexts: list[str]) -> int:
         elif isinstance(item, Notice):
             warn(f"context {context}: {item.message}")
         else:
-            out.batch([fleet.InContext(context, change) for change in item])
+            out.batch([fleet.InContext(context, change) for change in named(item, invocation, base)])
     # Every context has ended: on errors, or because none serves the kinds (nothing to watch, as one context).
     return EXIT_ERROR if failed else EXIT_OK
 
@@ -155,10 +170,19 @@ def watch_and_print(session: Session) -> NoReturn:
             if isinstance(item, Notice):
                 warn(item.message)
             else:
-                out.batch(item)  # a batch: an initial burst is aligned as one table
+                out.batch(named(item, session.invocation, out.report))  # an initial burst is aligned as one table
     finally:
         changes.close()
     raise PvleftError("the watch ended unexpectedly")  # follow() only ends by raising: never exit 0 here
+
+
+def named(changes: list[Any], invocation: Invocation, report: Any) -> list[Any]:
+    """A watch's row changes, only those of the positional NAMEs when some are given."""
+    if not invocation.names:
+        return changes
+    from kubectl_pvleft.cli.names import short_name
+
+    return [change for change in changes if short_name(report.name(change)) in invocation.names]
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -179,6 +203,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return EXIT_ERROR
     except PvleftError as exc:
         error(str(exc))
+        if exc.after:
+            print(exc.after, file=sys.stderr, end="", flush=True)
         return exc.exit_code
     except Exception as exc:  # a bug of ours: still one line (never its text: it may hold a value), traceback on request
         if os.environ.get("PVLEFT_DEBUG"):

@@ -14,6 +14,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NoReturn, Optional
 
 from kubectl_pvleft import __version__
+from kubectl_pvleft.cli.helptext import epilog
 from kubectl_pvleft.errors import TemplateRefused, UsageError
 from kubectl_pvleft.invocation import (
     BOOLEAN,
@@ -26,7 +27,7 @@ from kubectl_pvleft.invocation import (
     Flag,
     Invocation,
 )
-from kubectl_pvleft.output.names import PLAIN_FORMATS, REFUSED_FORMATS, TEMPLATE_FORMATS
+from kubectl_pvleft.output.names import DOCUMENT_FORMATS, PLAIN_FORMATS, REFUSED_FORMATS, TEMPLATE_FORMATS
 from kubectl_pvleft.text import shown
 
 if TYPE_CHECKING:  # the kubeconfig reader is imported when a selection is made, not to parse
@@ -37,7 +38,8 @@ EXIT_INTERRUPTED, EXIT_PIPE_CLOSED = 130, 141
 
 EXIT_CODES_HELP = """exit codes:
   0    success
-  1    error: the API server, the connection or the kubeconfig failed (one "error:" line on stderr)
+  1    error: the API server, the connection or the kubeconfig failed (one "error:" line on stderr), or a
+       NAME given does not exist (kubectl's NotFound line, after the rows that do)
   2    usage error: bad flags or arguments
   3    findings were reported (only with --exit-code, for cron and CI)
   4    partial report: a cloud census, its price list (--cost) or a context failed; what could be read was
@@ -45,7 +47,8 @@ EXIT_CODES_HELP = """exit codes:
   130  interrupted (Ctrl-C)
   141  the reader closed the pipe (e.g. | head)
 
-output formats (-o): table, wide, json, yaml, jsonl, name, jsonpath=TEMPLATE, jsonpath-as-json=TEMPLATE,
+output formats (-o): table, wide, json, yaml, jsonl, name, markdown (a report for a ticket), junit (a CI test
+  report: one testcase per object, a failure per finding), jsonpath=TEMPLATE, jsonpath-as-json=TEMPLATE,
   jsonpath-file=FILE, custom-columns=SPEC, custom-columns-file=FILE (kubectl's JSONPath dialect, over the
   objects -o json prints; go-template is not supported)"""
 
@@ -239,9 +242,49 @@ class _Parser(argparse.ArgumentParser):
         return super().format_usage()
 
     def error(self, message: str) -> NoReturn:
+        typed = re.match(r"argument SUBCOMMAND: invalid choice: '(.*)' \(choose from", message)
+        if typed:
+            raise unknown_command(typed.group(1), self.prog)
         for secret in sorted(self.secrets, key=len, reverse=True):
             message = message.replace(secret, "<redacted>")
         raise UsageError(f"{shown(message)} (see '{self.prog} --help')")
+
+
+def unknown_command(typed: str, prog: str) -> UsageError:
+    """cobra's words, with kubectl's suggestions."""
+    from kubectl_pvleft.cli.suggest import did_you_mean, suggestions
+
+    exc = UsageError(f'unknown command "{shown(typed)}" for "{prog}"')
+    exc.after = did_you_mean(suggestions(typed, (c.name for c in COMMANDS)))
+    return exc
+
+
+def unknown_flag(flag: str, parser: argparse.ArgumentParser, command: Optional[str], prog: str) -> UsageError:
+    """kubectl's words; the flags this subcommand has that are near what was typed, in cobra's format."""
+    from kubectl_pvleft.cli.suggest import did_you_mean, suggestions
+
+    parsers = [parser]
+    if command:
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        parsers.append(sub.choices[command])
+    known = [name for p in parsers for action in p._actions if action.help != argparse.SUPPRESS
+             for name in action.option_strings if name.startswith("--")]
+    where = f"{prog} {command}" if command else prog  # kubectl names the subcommand's help
+    exc = UsageError(f"unknown flag: {shown(flag)} (see '{where} --help')")
+    exc.after = did_you_mean(suggestions(flag, known) if flag.startswith("--") and len(flag) > 3 else [])
+    return exc
+
+
+def help_text(topics: Sequence[str], prog: str) -> str:
+    """`kubectl pvleft help [COMMAND]`: that subcommand's --help, or the program's; kubectl's line for a topic
+    it does not know, then the program's help."""
+    parser = build_parser(prog)
+    if topics and topics[0] in COMMANDS_BY_NAME:
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        chosen: argparse.ArgumentParser = sub.choices[topics[0]]
+        return chosen.format_help()
+    unknown = f"Unknown help topic [`{shown(' '.join(topics))}`]\n" if topics else ""
+    return unknown + parser.format_help()
 
 
 class _Bool(argparse.Action):
@@ -339,7 +382,8 @@ def _flags(parser: argparse.ArgumentParser, top: bool) -> None:
     g.add_argument("--field-selector", default=default(None), metavar="SELECTOR",
                    help="field selector on the subcommand's main kind, sent to the server (e.g. metadata.name=x)")
     g.add_argument("-o", "--output", type=output_format, default=default("table"), metavar="FORMAT",
-                   help="table (default), wide, json, yaml, jsonl, name, jsonpath=..., custom-columns=...")
+                   help="table (default), wide, json, yaml, jsonl, name, markdown, junit, jsonpath=..., "
+                        "custom-columns=...")
     g.add_argument("--sort-by", default=default(None), metavar="JSONPATH",
                    help="sort rows by a JSONPath over the objects -o json prints (e.g. .capacity)")
     boolean(g, "--no-headers", help="omit table headers")
@@ -399,7 +443,8 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     parser = _Parser(
         prog=prog, allow_abbrev=False,  # pflag takes no abbreviations: --all is not --all-namespaces
         description="Read-only storage diagnostics: leftover PVs, Pending Pods, StorageClasses, troubled claims. "
-                    "Only get, list and watch are ever sent to the API server.",
+                    "Only get, list and watch are ever sent to the API server. "
+                    "`%(prog)s help SUBCOMMAND` shows a subcommand's flags, examples and columns.",
         epilog=EXIT_CODES_HELP, formatter_class=_HelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"kubectl-pvleft {__version__}")
@@ -407,13 +452,17 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     # prog given: argparse would format the parent's usage to find it (no positional precedes SUBCOMMAND).
     sub = parser.add_subparsers(dest="command", metavar="SUBCOMMAND", parser_class=_Parser, prog=prog)
     for command in COMMANDS:
-        p = sub.add_parser(command.name, help=command.summary, description=command.summary, epilog=EXIT_CODES_HELP,
-                           formatter_class=_HelpFormatter, allow_abbrev=False)
+        p = sub.add_parser(command.name, help=command.summary, description=command.summary,
+                           epilog=epilog(command.name, EXIT_CODES_HELP), formatter_class=_HelpFormatter,
+                           allow_abbrev=False)
         p.pending = functools.partial(_subcommand_flags, p, command)
     return parser
 
 
 def _subcommand_flags(parser: argparse.ArgumentParser, command: Command) -> None:
+    parser.add_argument("names", nargs="*", metavar="NAME", default=[],
+                        help=f"only these {command.selector_help}, with or without findings (several allowed, "
+                             "as in kubectl get pv a b)")
     _flags(parser, top=False)
     for flag in command.flags:
         _add(parser, flag)
@@ -474,7 +523,7 @@ def invocation_of(args: argparse.Namespace) -> Invocation:
         no_headers=args.no_headers, show_labels=args.show_labels, sort_by=args.sort_by, watch=args.watch,
         exit_code=args.exit_code, request_timeout=args.request_timeout, verbosity=args.verbosity,
         flags=MappingProxyType(flags), clouds=_clouds_asked(command, flags), all_contexts=args.all_contexts,
-        contexts=patterns,
+        contexts=patterns, names=tuple(dict.fromkeys(getattr(args, "names", None) or ())),
         max_concurrency=args.max_concurrency)
 
 
@@ -495,8 +544,8 @@ def parse(argv: Sequence[str], prog: str) -> Optional[Invocation]:
     if extras:  # like kubectl: name the first unknown flag, never what follows it (it may be a secret)
         flag = next((e for e in extras if e.startswith("-")), None)
         if flag is not None:
-            raise UsageError(f"unknown flag: {shown(flag.split('=', 1)[0])} (see '{prog} --help')")
-        parser.error(f"unexpected arguments: {' '.join(extras)}")
+            raise unknown_flag(flag.split("=", 1)[0], parser, args.command, prog)
+        args.names = [*getattr(args, "names", []), *extras]  # NAMEs after a flag: kubectl takes them anywhere
     if not args.command:
         return None
     invocation = invocation_of(args)
@@ -510,6 +559,10 @@ def check_combinations(invocation: Invocation) -> None:
         raise UsageError("-n/--namespace and -A/--all-namespaces cannot be used together")
     if invocation.namespace is not None:
         validate_namespace(invocation.namespace)
+    if invocation.watch and invocation.output in DOCUMENT_FORMATS:
+        raise UsageError(f"-o {invocation.output} is a whole report: it cannot be used with --watch")
+    if invocation.names and invocation.all_namespaces and not invocation.command.cluster_scoped:
+        raise UsageError("a resource cannot be retrieved by name across all namespaces")  # kubectl's words
     declared = declared_flags(invocation.command)
     given = {flag.name for flag in declared if invocation.flags.get(flag.dest)}
     for flag in declared:

@@ -54,6 +54,10 @@ class Session:
 
     def run(self) -> Result:
         result: Result = self.module.run(self.api, self.options)
+        if self.invocation.names and result.not_served is None:
+            from kubectl_pvleft.cli.names import narrow
+
+            result = narrow(result, self.invocation, self.options, self.api)
         return result
 
     def follow(self, settings: WatchSettings, stop: Any = None) -> Generator[Any, None, None]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 from importlib import import_module
+from shlex import quote
 from typing import TYPE_CHECKING, Any, Optional, Union
 
 from kubectl_pvleft.clouds.base import CloudDisk, CloudError, CloudFinding, join
@@ -272,4 +273,7 @@ def findings_report(findings: list[CloudFinding], now: Optional[datetime] = None
         columns.insert(10, Column("KEPT", lambda f: f.disk.kept if f.disk else None, empty=""))
     return Report(rows=findings, columns=columns, to_json=lambda f: finding_json(f, costing),
                   name=lambda f: f"{f.source}/{f.handle}",
+                  # Every row is a finding (-o markdown lists it, -o junit fails it); the PV it concerns, if any.
+                  findings=lambda f: (f"{f.kind}: {f.message}" if f.message else f.kind,),
+                  next=lambda f: (f"kubectl describe pv {quote(f.pv_name)}",) if f.pv_name else (),
                   empty_message=f"No orphaned or missing disks found by the {' and '.join(taken)} census")

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any, Optional, TextIO, TypeVar
 
 from kubectl_pvleft.output.formats import Formatter, JsonFormatter, JsonLinesFormatter, NameFormatter, TableFormatter, YamlFormatter
-from kubectl_pvleft.output.names import TEMPLATE_FORMATS
+from kubectl_pvleft.output.names import DOCUMENT_FORMATS, TEMPLATE_FORMATS
 from kubectl_pvleft.output.report import PrintOptions, Report
 
 T = TypeVar("T")
@@ -20,12 +20,25 @@ FORMATTERS: dict[str, type[Formatter[Any]]] = {
 }
 
 
+def _document_formatter(name: str) -> type[Formatter[Any]]:
+    # Imported only when asked for: neither is on a table's start-up path.
+    if name == "markdown":
+        from kubectl_pvleft.output.markdown import MarkdownFormatter
+
+        return MarkdownFormatter
+    from kubectl_pvleft.output.junit import JunitFormatter
+
+    return JunitFormatter
+
+
 def formatter(report: Report[T], options: PrintOptions) -> Formatter[T]:
     fmt = options.format
     if fmt in TEMPLATE_FORMATS:
         from kubectl_pvleft.output.templates import template_formatter  # the JSONPath dialect, only when asked for
 
         return template_formatter(report, options)
+    if fmt in DOCUMENT_FORMATS:
+        return _document_formatter(fmt)(report, options)
     if fmt not in FORMATTERS:
         raise ValueError(f"unknown output format {fmt}")
     return FORMATTERS[fmt](report, options)
@@ -34,6 +47,9 @@ def formatter(report: Report[T], options: PrintOptions) -> Formatter[T]:
 def print_result(report: Report[Any], sections: Sequence[Report[Any]], options: PrintOptions) -> None:
     """A report and the sections under it (a second census): tables one after another, a blank line
     apart; JSON and YAML one List with every object; the line formats one after another."""
+    if options.format in DOCUMENT_FORMATS:  # one document: the report and its sections, each under a heading
+        formatter(report, options).document([report, *sections])  # type: ignore[attr-defined]
+        return
     if not sections:
         formatter(report, options).whole(report.rows)
         return

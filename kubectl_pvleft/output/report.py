@@ -5,6 +5,7 @@ kubectl users read: ``<none>``, ``<unset>``, ``<unknown>``, ``<missing>``; and A
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any, Generic, Optional, TextIO, TypeVar
@@ -51,6 +52,11 @@ class Report(msgspec.Struct, Generic[T], frozen=True):
     empty_message: str = "No resources found"
     labels: Optional[Callable[[T], dict[str, str]]] = None  # --show-labels, where the object has labels
     context: Optional[Callable[[T], str]] = None  # a leading CONTEXT column when reading several clusters
+    # What is wrong with a row, one line per finding (empty: nothing to act on); what -o markdown lists and
+    # -o junit makes failures of. None: the subcommand does not judge rows.
+    findings: Optional[Callable[[T], Sequence[str]]] = None
+    # Read-only commands to look at next (kubectl describe/get), in -o wide's NEXT column and JSON's `next`.
+    next: Optional[Callable[[T], Sequence[str]]] = None
 
     def with_rows(self, rows: Sequence[T]) -> Report[T]:
         return msgspec.structs.replace(self, rows=rows)
@@ -61,6 +67,8 @@ class Report(msgspec.Struct, Generic[T], frozen=True):
 
 class PrintOptions(msgspec.Struct, frozen=True):
     output: str = "table"  # a format name, or "jsonpath=TEMPLATE", "custom-columns=SPEC" ...
+    command: str = ""  # the subcommand, for the reports that name it (markdown, junit)
+    context: Optional[str] = None  # the context read (one-shot runs), for the same reports
     all_namespaces: bool = False
     no_headers: bool = False
     show_labels: bool = False
@@ -122,6 +130,45 @@ def truncate(text: Optional[str], width: int) -> Optional[str]:
         return text
     one_line = " ".join(text.split())
     return one_line if len(one_line) <= width else one_line[: width - 3] + "..."
+
+
+def actionable(report: Report[T], findings: Callable[[T], Sequence[str]],
+               next_looks: Callable[[T], Sequence[str]]) -> Report[T]:
+    """The report with what each row's findings are and where to look next: a NEXT column in -o wide, `next`
+    in JSON (after the subcommand's own keys)."""
+    to_json = report.to_json
+
+    def with_next(row: T) -> dict[str, Any]:
+        return {**to_json(row), "next": list(next_looks(row))}
+
+    columns = [*report.columns, Column("NEXT", lambda r: "; ".join(next_looks(r)), wide_only=True)]
+    return msgspec.structs.replace(report, columns=columns, to_json=with_next, findings=findings, next=next_looks)
+
+
+_CLAUSE_END = re.compile(r"[.;](?=\s)|\s(?=\()|\s[-\u2014](?=\s)")
+
+
+def clause_cut(text: Optional[str], width: int) -> Optional[str]:
+    """A verdict on one line for a table: whole clauses (up to a sentence end, a `;`, an opening parenthesis)
+    while they fit in ``width``, then "..."; never a cut inside a clause. A first clause longer than ``width``
+    is kept whole up to twice that (it is what says what is wrong and who must act), past that cut at a word
+    boundary. The whole text stays in wide and JSON output."""
+    if not text:
+        return text
+    one_line = " ".join(text.split())
+    if len(one_line) <= width:
+        return one_line
+    ends = [m.start() for m in _CLAUSE_END.finditer(one_line)]
+    fitting = [end for end in ends if end + 4 <= width]
+    if fitting:
+        return one_line[: fitting[-1]].rstrip(" ,:") + " ..."
+    first = ends[0] if ends else len(one_line)
+    if first == len(one_line) and first <= 2 * width:
+        return one_line  # one clause: all of it says what is wrong
+    if first + 4 <= 2 * width:
+        return one_line[:first].rstrip(" ,:") + " ..."
+    cut = one_line.rfind(" ", 0, 2 * width - 3)
+    return one_line[: cut if cut > 0 else 2 * width - 4].rstrip(" ,:;") + " ..."
 
 
 def labels_text(labels: dict[str, str]) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from kubectl_pvleft.kube.watch import RowChange
-from kubectl_pvleft.output.report import Column, Report, truncate
+from kubectl_pvleft.output.report import Column, Report, clause_cut
 
 MESSAGE_WIDTH = 80
 
@@ -28,7 +28,7 @@ def change_report(report: Report[Any], wide: bool = False) -> Report[RowChange[A
             if line.change != "resolved":
                 return column.cell(line.row)
             text = f"resolved: {line.resolution}"
-            return " ".join(text.split()) if wide else truncate(text, MESSAGE_WIDTH)
+            return " ".join(text.split()) if wide else clause_cut(text, MESSAGE_WIDTH)
         return Column(column.header, cell, column.wide_only, column.empty)
 
     columns = [lift(c) if c.header != "MESSAGE" else resolved_or(c) for c in report.columns]

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Optional, TypeVar
 
 from msgspec.structs import replace
 
+from kubectl_pvleft.analyses.looks import describe, events, looks
 from kubectl_pvleft.analyses.pending.parties import names_attachment, names_rwop_holder
 from kubectl_pvleft.analyses.pending.rules import ClaimView, Evidence, Triage, TriageResult, assess, is_external
 from kubectl_pvleft.invocation import Options, Result
@@ -33,7 +34,7 @@ from kubectl_pvleft.kube.api import (
     begin,
     optional,
 )
-from kubectl_pvleft.output.report import Column, Report, age, truncate, utcnow, word
+from kubectl_pvleft.output.report import Column, Report, actionable, age, clause_cut, utcnow, word
 from kubectl_pvleft.records import Event, Pod, StorageClass, iso
 
 if TYPE_CHECKING:  # --watch alone needs the watch runtime: imported in follow()
@@ -336,7 +337,7 @@ def to_json(row: Triage) -> dict[str, Any]:
 
 def columns(now: Optional[datetime], wide: bool) -> list[Column[Triage]]:
     def message(r: Triage) -> Optional[str]:
-        return " ".join(r.verdict.message.split()) if wide else truncate(r.verdict.message, MESSAGE_WIDTH)
+        return " ".join(r.verdict.message.split()) if wide else clause_cut(r.verdict.message, MESSAGE_WIDTH)
 
     return [
         Column("POD", lambda r: r.pod.name),
@@ -349,8 +350,23 @@ def columns(now: Optional[datetime], wide: bool) -> list[Column[Triage]]:
     ]
 
 
+def next_looks(row: Triage) -> tuple[str, ...]:
+    """The Pod and its events; the claim the verdict names, when it names one that exists."""
+    pod = row.pod
+    exists = any(c.name == row.verdict.claim and c.pvc is not None for c in row.claims)
+    claim = describe("pvc", row.verdict.claim, pod.namespace) if row.verdict.claim and exists else None
+    return looks(describe("pod", pod.name, pod.namespace), claim, events(pod.meta.uid, pod.namespace))
+
+
+def finding(row: Triage) -> tuple[str, ...]:
+    """Every Pending Pod is a finding: who must act, why, and what they said."""
+    verdict = row.verdict
+    return (f"{verdict.owner}: {verdict.reason}: {' '.join(verdict.message.split())}",)
+
+
 def report(result: TriageResult, now: Optional[datetime] = None, *, wide: bool = False) -> Report[Triage]:
-    return Report(rows=result.rows, columns=columns(now, wide), to_json=to_json,
-                  name=lambda r: f"pod/{r.pod.name}", namespace=lambda r: r.pod.namespace,
-                  empty_message="No Pending Pods found", labels=lambda r: r.pod.meta.labels)
+    return actionable(Report(rows=result.rows, columns=columns(now, wide), to_json=to_json,
+                             name=lambda r: f"pod/{r.pod.name}", namespace=lambda r: r.pod.namespace,
+                             empty_message="No Pending Pods found", labels=lambda r: r.pod.meta.labels),
+                      finding, next_looks)
 

@@ -1,0 +1,96 @@
+"""What each subcommand's --help shows after its flags: examples (real commands, one line each) and a legend of
+the values its state columns can take. Plain text, so --help imports no analysis; a test holds each legend to
+the analysis's own constants and runs every example through the parser."""
+
+from __future__ import annotations
+
+EXAMPLES: dict[str, tuple[str, ...]] = {
+    "leftovers": (
+        "kubectl pvleft leftovers",
+        "kubectl pvleft leftovers mariadb-pv -o wide",
+        "kubectl pvleft leftovers --all -n shop",
+        "kubectl pvleft leftovers --exit-code -o junit > pvleft.xml",
+        "kubectl pvleft leftovers --all-contexts -o markdown",
+    ),
+    "pending": (
+        "kubectl pvleft pending -A",
+        "kubectl pvleft pending web-0 -n shop",
+        "kubectl pvleft pending -n shop -o wide",
+        "kubectl pvleft pending -A -w",
+    ),
+    "classes": (
+        "kubectl pvleft classes",
+        "kubectl pvleft classes standard premium-rwo",
+        "kubectl pvleft classes --drift",
+        "kubectl pvleft classes -o markdown",
+    ),
+    "claims": (
+        "kubectl pvleft claims -A",
+        "kubectl pvleft claims orders -n shop -o wide",
+        "kubectl pvleft claims --all -n shop",
+        "kubectl pvleft claims -A --exit-code -o junit > claims.xml",
+    ),
+    "snapshots": (
+        "kubectl pvleft snapshots",
+        "kubectl pvleft snapshots snapcontent-1234 -o wide",
+        "kubectl pvleft snapshots --all -o json",
+    ),
+}
+
+LEGENDS: dict[str, tuple[tuple[str, str], ...]] = {
+    "leftovers": (
+        ("STATUS", "the PV's phase: Released, Failed (leftovers), Bound, Available, Pending (with --all or a NAME)"),
+        ("CLAIM STATE", "missing (the claim is gone), replaced (a new claim took its name), present, unknown "
+                        "(claims cannot be read), <none> (no claimRef)"),
+        ("CLASS RECLAIM", "Delete, Retain, Recycle; <none> (no class), <missing> (the class is gone), <unknown> "
+                          "(classes cannot be read)"),
+    ),
+    "pending": (
+        ("OWNER", "who must act: kube-scheduler, persistentvolume-controller, attachdetach-controller, kubelet, "
+                  "ephemeral-volume-controller, a CSI provisioner's name, unknown"),
+        ("REASON", "the event or condition reason that shows the blocker (FailedScheduling, ProvisioningFailed, "
+                   "FailedAttachVolume, FailedMount, ...), NoSignal when nothing explains it"),
+        ("MESSAGE", "what is wrong and who must act, cut between clauses; -o wide and JSON have all of it"),
+    ),
+    "classes": (
+        ("FINDINGS", "multiple-defaults, missing-class (PVs or claims name a class that does not exist), "
+                     "missing-csidriver, reclaim-drift; <none>"),
+        ("PROVISIONERTYPE", "csi, in-tree, external, none (kubernetes.io/no-provisioner) (-o wide)"),
+        ("CSIDRIVER", "registered, missing, <none> (not a CSI provisioner) (-o wide)"),
+    ),
+    "claims": (
+        ("STATUS", "the claim's phase: Pending, Bound, Lost; Terminating once deleted"),
+        ("PROBLEM", "pending, lost, resizing, resize-failed, resize-error, resize-not-started, modify-pending, "
+                    "modifying, modify-infeasible, modify-error, unhealthy, unknown (a value this version does not "
+                    "know, with where it is)"),
+        ("WHY", "why a Pending claim is Pending: its latest event, else what its own fields say"),
+    ),
+    "snapshots": (
+        ("SNAPSHOT STATE", "missing (the VolumeSnapshot is gone), replaced (a new one took its name), present, "
+                           "unknown (snapshots cannot be read)"),
+        ("FINDINGS", "retained-orphan, class-missing, not-ready; <none>"),
+    ),
+}
+
+NEXT_LEGEND = ("NEXT", "(-o wide; `next` in JSON) read-only commands to look at next: kubectl describe, kubectl get "
+                       "events. pvleft never suggests a change: a human decides")
+
+
+def wrapped(text: str, indent: int, width: int = 110) -> str:
+    """Words on lines of at most ``width``, the lines after the first indented (textwrap costs start-up)."""
+    lines, line = [], ""
+    for word in text.split():
+        if line and indent + len(line) + 1 + len(word) > width:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    return ("\n" + " " * indent).join([*lines, line])
+
+
+def epilog(command: str, exit_codes: str) -> str:
+    examples = "\n".join(f"  {line}" for line in EXAMPLES[command])
+    width = max(len(header) for header, _ in (*LEGENDS[command], NEXT_LEGEND))
+    legend = "\n".join(f"  {header.ljust(width)}  {wrapped(text, width + 4)}"
+                       for header, text in (*LEGENDS[command], NEXT_LEGEND))
+    return f"examples:\n{examples}\n\ncolumns:\n{legend}\n\n{exit_codes}"

@@ -1,0 +1,78 @@
+"""-o markdown: a report for a ticket or a review. Per subcommand and context: a heading, when and where it
+was taken, the table (the same columns as -o wide), then the findings with the read-only next looks."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from kubectl_pvleft.output.formats import Formatter
+from kubectl_pvleft.output.report import Report, utcnow, word
+from kubectl_pvleft.output.reports import Part, findings_of, next_of, parts, stamp
+
+
+def cell(text: str) -> str:
+    """A table cell: pipes escaped, never a line break (word() already escapes control characters)."""
+    return text.replace("\\", "\\\\").replace("|", "\\|")
+
+
+def code(text: str) -> str:
+    fence = "``" if "`" in text else "`"
+    return f"{fence}{text}{fence}"
+
+
+def table(part: Part) -> list[str]:
+    report = part.report
+    columns = [c for c in report.columns if c.header != "NEXT"]
+    headers = (["NAMESPACE"] if report.namespace is not None else []) + [c.header for c in columns]
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    for row in part.rows:
+        cells = ([word(report.namespace(row))] if report.namespace is not None else []) + [
+            word(c.cell(row), c.empty) for c in columns]
+        lines.append("| " + " | ".join(cell(c) for c in cells) + " |")
+    return lines
+
+
+def findings(part: Part) -> list[str]:
+    report = part.report
+    lines = []
+    for row in part.rows:
+        for finding in findings_of(report, row):
+            looks = ", ".join(code(c) for c in next_of(report, row))
+            lines.append(f"- **{cell(word(report.name(row)))}**: {cell(word(finding))}"
+                         + (f" (next: {looks})" if looks else ""))
+    return lines
+
+
+def document(reports: Sequence[Report[Any]], command: str, context: Any, now: str) -> str:
+    out = []
+    for part in parts(reports, _options(context)):
+        where = part.context or "the current context"
+        out += [f"## kubectl pvleft {command}: {where}", "",
+                f"Taken {now} in context {code(part.context) if part.context else where}.", ""]
+        if not part.rows:
+            out += [word(part.report.empty_message), ""]
+            continue
+        found = findings(part)
+        out += table(part) + ["", f"### Findings ({len(found)})", ""] + (found or ["None."]) + [""]
+    return "\n".join(out)
+
+
+def _options(context: Any) -> Any:
+    from kubectl_pvleft.output.report import PrintOptions
+
+    return PrintOptions(context=context)
+
+
+class MarkdownFormatter(Formatter[Any]):
+    def whole(self, rows: Sequence[Any]) -> None:
+        self.document([self.report.with_rows(rows)])
+
+    def document(self, reports: Sequence[Report[Any]]) -> None:
+        text = document(reports, self.options.command, self.options.context, stamp(utcnow()))
+        print(text, file=self.out or sys.stdout, end="")
+        self.out.flush()
+
+    def batch(self, rows: Sequence[Any]) -> None:  # refused with --watch by the command line
+        raise NotImplementedError("-o markdown is a whole report")

@@ -1,0 +1,45 @@
+"""What -o markdown and -o junit share: a run's reports cut into parts (one per context in a fleet, the main
+report and each section after it), and each row's name and findings."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, Optional
+
+from kubectl_pvleft.output.report import PrintOptions, Report
+
+
+class Part:
+    """The rows of one report read in one context."""
+
+    __slots__ = ("context", "report", "rows")
+
+    def __init__(self, report: Report[Any], context: Optional[str], rows: Sequence[Any]) -> None:
+        self.report, self.context, self.rows = report, context, rows
+
+
+def parts(reports: Sequence[Report[Any]], options: PrintOptions) -> list[Part]:
+    """One part per report, and per context when the rows carry one (a fleet), in the order they were read."""
+    found: list[Part] = []
+    for report in reports:
+        if report.context is None:
+            found.append(Part(report, options.context, report.rows))
+            continue
+        by_context: dict[str, list[Any]] = {}
+        for row in report.rows:
+            by_context.setdefault(report.context(row), []).append(row)
+        found.extend(Part(report, context, rows) for context, rows in by_context.items())
+    return found
+
+
+def findings_of(report: Report[Any], row: Any) -> Sequence[str]:
+    return report.findings(row) if report.findings is not None else ()
+
+
+def next_of(report: Report[Any], row: Any) -> Sequence[str]:
+    return report.next(row) if report.next is not None else ()
+
+
+def stamp(now: datetime) -> str:
+    return now.strftime("%Y-%m-%dT%H:%M:%SZ")
