@@ -151,28 +151,103 @@ def _read(path: Path) -> dict[str, Any]:
         raise ConfigError(f"kubeconfig {path} cannot be read: {exc.strerror or type(exc).__name__}") from None
     if "\x00" in text:
         raise ConfigError(f"kubeconfig {path} is not a text file (it contains NUL bytes)")
-    from kubectl_pvleft.kube.plainyaml import read as read_plain
+    from kubectl_pvleft.kube.plainyaml import Refused, read as read_plain
 
-    doc = read_plain(text)  # JSON and plain block YAML, read as SafeLoader reads them, without importing PyYAML
-    if doc is None:
-        doc = _read_yaml(text, path)
+    try:  # JSON and plain block YAML without importing PyYAML; both typed as kubectl's YAML reader types them
+        doc = read_plain(text)
+        if doc is None:
+            doc = _read_yaml(text, path)
+    except Refused as exc:
+        raise ConfigError(f"kubeconfig {path} cannot be read: {exc}") from None
     if not isinstance(doc, dict):
         raise ConfigError(f"kubeconfig {path} is not a kubeconfig document (expected a mapping at the top)")
+    _check_types(doc, _SCHEMA, "", path)
     return doc
 
 
 def _read_yaml(text: str, path: Path) -> Any:
     import yaml  # only for the YAML plainyaml does not read (anchors, flow style, block scalars, ...)
 
+    from kubectl_pvleft.kube.plainyaml import read_yaml
+
     try:
-        return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or {}  # libyaml when present
+        return read_yaml(text) or {}
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or "invalid YAML"
         raise ConfigError(f"kubeconfig {path} cannot be read: {problem}{where}") from None
-    except (ValueError, RecursionError) as exc:
+    except RecursionError as exc:
         raise ConfigError(f"kubeconfig {path} cannot be read: {type(exc).__name__}") from None
+    except ValueError as exc:
+        if isinstance(exc, Refused):
+            raise
+        raise ConfigError(f"kubeconfig {path} cannot be read: {type(exc).__name__}") from None
+
+
+# client-go's kubeconfig types (tools/clientcmd/api/v1): kubectl decodes every file into them and refuses the
+# file when a value has another JSON type, in whichever entry it is. A dict is a struct, {str: x} a map, [x] a
+# list; bytes is base64 text; object is anything. Null is always accepted (Go leaves the zero value).
+_EXTENSIONS = [{"name": str, "extension": object}]
+_SCHEMA: dict[Any, Any] = {
+    "kind": str, "apiVersion": str, "current-context": str, "extensions": _EXTENSIONS,
+    "preferences": {"colors": bool, "extensions": _EXTENSIONS},
+    "clusters": [{"name": str, "cluster": {
+        "server": str, "tls-server-name": str, "insecure-skip-tls-verify": bool, "certificate-authority": str,
+        "certificate-authority-data": bytes, "proxy-url": str, "disable-compression": bool, "extensions": _EXTENSIONS}}],
+    "users": [{"name": str, "user": {
+        "client-certificate": str, "client-certificate-data": bytes, "client-key": str, "client-key-data": bytes,
+        "token": str, "tokenFile": str, "as": str, "as-uid": str, "as-groups": [str], "as-user-extra": {str: [str]},
+        "username": str, "password": str, "auth-provider": {"name": str, "config": {str: str}},
+        "exec": {"command": str, "args": [str], "env": [{"name": str, "value": str}], "apiVersion": str,
+                 "installHint": str, "provideClusterInfo": bool, "interactiveMode": str},
+        "extensions": _EXTENSIONS}}],
+    "contexts": [{"name": str, "context": {"cluster": str, "user": str, "namespace": str, "extensions": _EXTENSIONS}}],
+}
+_EXPECTED = {str: "a string", bool: "true or false", bytes: "a base64 string", list: "a list", dict: "a mapping"}
+
+
+def _check_types(value: Any, schema: Any, where: str, path: Path) -> None:
+    """Refuse the file where kubectl's decoding would, naming the key (an entry by its name when it has one)."""
+    if value is None or schema is object:
+        return
+    kind = dict if isinstance(schema, dict) else list if isinstance(schema, list) else schema
+    if not isinstance(value, str if kind is bytes else kind) or (kind is not bool and isinstance(value, bool)):
+        raise ConfigError(f"kubeconfig {path}: {where} must be {_EXPECTED[kind]}, not {_what(value)}")
+    if isinstance(schema, list):
+        for index, item in enumerate(value):
+            _check_types(item, schema[0], f"{where}[{index}]", path)
+    elif isinstance(schema, dict) and str in schema:  # a map
+        for key, item in value.items():
+            _check_types(item, schema[str], _key_path(where, key), path)
+    elif isinstance(schema, dict):
+        body = _ENTRY_BODY.get(where.partition("[")[0]) if where.endswith("]") else None
+        for key, item_schema in schema.items():
+            if key in value:
+                named = key == body and isinstance(value.get("name"), str)  # as the messages below name it
+                child = f'{body} "{text.shown(value["name"])}"' if named else _key_path(where, key)
+                _check_types(value[key], item_schema, child, path)
+    if kind is bytes:
+        try:  # Go's base64.StdEncoding, which skips line breaks
+            base64.b64decode(value.replace("\r", "").replace("\n", ""), validate=True)
+        except (binascii.Error, ValueError):
+            raise ConfigError(f"kubeconfig {path}: {where} is not valid base64") from None
+
+
+_ENTRY_BODY = {"clusters": "cluster", "users": "user", "contexts": "context"}
+
+
+def _key_path(where: str, key: str) -> str:
+    return f"{where}: {key}" if where.endswith('"') else f"{where}.{key}" if where else key
+
+
+def _what(value: Any) -> str:
+    if isinstance(value, bool):
+        words = "y, yes, on or true" if value else "n, no, off or false"
+        return f"the boolean {str(value).lower()} (kubectl reads an unquoted {words} as a boolean: quote it)"
+    if isinstance(value, (int, float)):
+        return f"the number {value:g} (quote it)" if isinstance(value, float) else f"the number {value} (quote it)"
+    return {str: "a string", list: "a list", dict: "a mapping"}.get(type(value), type(value).__name__)
 
 
 def _entries(doc: dict[str, Any], section: str, path: Path) -> list[dict[str, Any]]:
