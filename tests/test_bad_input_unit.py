@@ -249,8 +249,10 @@ STRUCTURE = [
          "contexts[0].name must be a string"),
     Case("cluster-name-number", kc(lambda i: dict(config(i.url()), clusters=[{"name": 3, "cluster": {}}])),
          "clusters[0].name must be a string"),
-    Case("user-name-missing", kc(lambda i: dict(config(i.url()), users=[{"user": {"token": SECRET}}])),
-         "users[0].name must be a string"),
+    # A missing or null name is "" to kubectl: two of them are two users of the same name.
+    Case("user-name-missing", kc(lambda i: dict(config(i.url()), users=[{"user": {"token": SECRET}},
+                                                                       {"name": None, "user": {}}])),
+         'duplicate name "" in users'),
     Case("context-body-string", kc(lambda i: config(i.url(), context="c/u")), 'context "ctx" must be a mapping'),
     Case("cluster-body-list", kc(lambda i: config(i.url(), cluster=[i.url()])), 'cluster "c" must be a mapping'),
     Case("user-body-string", kc(lambda i: config(i.url(), user=SECRET)), 'user "u" must be a mapping'),

@@ -168,20 +168,18 @@ def _read(path: Path) -> dict[str, Any]:
 def _read_yaml(text: str, path: Path) -> Any:
     import yaml  # only for the YAML plainyaml does not read (anchors, flow style, block scalars, ...)
 
-    from kubectl_pvleft.kube.plainyaml import read_yaml
+    from kubectl_pvleft.kube.plainyaml import Refused, read_yaml
 
     try:
         return read_yaml(text) or {}
+    except Refused:
+        raise  # said by _read, with the file's name
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or "invalid YAML"
         raise ConfigError(f"kubeconfig {path} cannot be read: {problem}{where}") from None
-    except RecursionError as exc:
-        raise ConfigError(f"kubeconfig {path} cannot be read: {type(exc).__name__}") from None
-    except ValueError as exc:
-        if isinstance(exc, Refused):
-            raise
+    except (ValueError, RecursionError) as exc:
         raise ConfigError(f"kubeconfig {path} cannot be read: {type(exc).__name__}") from None
 
 
@@ -217,9 +215,13 @@ def _check_types(value: Any, schema: Any, where: str, path: Path) -> None:
     if isinstance(schema, list):
         for index, item in enumerate(value):
             _check_types(item, schema[0], f"{where}[{index}]", path)
+            if item is None and schema[0] is str:
+                value[index] = ""  # Go's zero value, as kubectl reads a null string in a list
     elif isinstance(schema, dict) and str in schema:  # a map
         for key, item in value.items():
             _check_types(item, schema[str], _key_path(where, key), path)
+            if item is None and schema[str] is str:
+                value[key] = ""
     elif isinstance(schema, dict):
         body = _ENTRY_BODY.get(where.partition("[")[0]) if where.endswith("]") else None
         for key, item_schema in schema.items():
@@ -262,6 +264,8 @@ def _entries(doc: dict[str, Any], section: str, path: Path) -> list[dict[str, An
     for index, entry in enumerate(entries):
         if not isinstance(entry, dict):
             raise ConfigError(f"kubeconfig {path}: {section}[{index}] must be a mapping with name and {body_key}")
+        if entry.get("name") is None:  # a missing or null name is "" to kubectl, as in Go
+            entry["name"] = ""
         if not isinstance(entry.get("name"), str):
             raise ConfigError(f"kubeconfig {path}: {section}[{index}].name must be a string")
         if entry["name"] in names:  # kubectl refuses the file (and prints the entries: never here, they hold secrets)
