@@ -173,3 +173,15 @@ def test_kubectl_still_answers_as_recorded(tmp_path: Path) -> None:
     if os.environ.get("PVLEFT_RECORD") == "1":
         RECORDED.write_text(json.dumps(live, indent=1, sort_keys=True) + "\n")
     assert live == recorded()
+
+
+@pytest.mark.parametrize("secret", ["982451653", "0o17777", "4e300", "!!int 77777", "!!int abcdef"])
+@pytest.mark.parametrize("role", ["token", "map-key"])
+def test_a_refused_scalar_is_never_repeated_in_the_error_line(role: str, secret: str, tmp_path: Path) -> None:
+    # A token (or a password) that YAML reads as a number or a boolean: the line names its key and type only.
+    path = tmp_path / "kubeconfig"
+    path.write_text(kubeconfig_text(role, secret))
+    answer = ours(path, role)
+    value = secret.split()[-1]
+    assert role == "map-key" or "refused" in answer
+    assert value not in answer.get("refused", ""), answer

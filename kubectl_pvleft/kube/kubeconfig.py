@@ -158,7 +158,7 @@ def _read(path: Path) -> dict[str, Any]:
         if doc is None:
             doc = _read_yaml(text, path)
     except Refused as exc:
-        raise ConfigError(f"kubeconfig {path} cannot be read: {exc}") from None
+        raise ConfigError(f"kubeconfig {path} cannot be read: {shown(str(exc))}") from None  # keys escaped
     if not isinstance(doc, dict):
         raise ConfigError(f"kubeconfig {path} is not a kubeconfig document (expected a mapping at the top)")
     _check_types(doc, _SCHEMA, "", path)
@@ -240,15 +240,16 @@ _ENTRY_BODY = {"clusters": "cluster", "users": "user", "contexts": "context"}
 
 
 def _key_path(where: str, key: str) -> str:
+    key = text.shown(key)  # a map key is the file's text: escaped
     return f"{where}: {key}" if where.endswith('"') else f"{where}.{key}" if where else key
 
 
 def _what(value: Any) -> str:
+    """The type kubectl sees, never the value (it may be a token or a password)."""
     if isinstance(value, bool):
-        words = "y, yes, on or true" if value else "n, no, off or false"
-        return f"the boolean {str(value).lower()} (kubectl reads an unquoted {words} as a boolean: quote it)"
+        return "a boolean (kubectl reads an unquoted y, n, yes, no, on, off, true or false as one: quote it)"
     if isinstance(value, (int, float)):
-        return f"the number {value:g} (quote it)" if isinstance(value, float) else f"the number {value} (quote it)"
+        return "a number (kubectl reads an unquoted 12, 0o17, 0b101, 09 or 1e3 as one: quote it)"
     return {str: "a string", list: "a list", dict: "a mapping"}.get(type(value), type(value).__name__)
 
 

@@ -162,7 +162,7 @@ def check_json(value: Any, where: str = "", seen: Optional[set[int]] = None) -> 
     """Refused where Go's json.Marshal refuses the converted document: a NaN or an infinity, anywhere. (A list or
     map an alias repeats is looked at once: a billion laughs costs no more than its text.)"""
     if isinstance(value, float) and not math.isfinite(value):
-        raise Refused(f"{where or 'the document'} is {value} (.nan or .inf), which kubectl cannot read (quote it)")
+        raise Refused(f"{where or 'the document'} is .nan or .inf, which kubectl cannot read (quote it)")
     if not isinstance(value, (dict, list)):
         return
     seen = set() if seen is None else seen
@@ -381,7 +381,7 @@ def _go_loader() -> type:
         def construct(loader: Any, node: Any) -> Any:
             value = resolve(node.value) if isinstance(node, yaml.ScalarNode) else node
             if not accept(value):
-                raise Refused(f"line {node.start_mark.line + 1}: cannot decode `{node.value}` as a !!{tag}")
+                raise Refused(f"line {node.start_mark.line + 1}: a value tagged !!{tag} is not one")  # never the value
             return float(value) if tag == "float" else value
         GoLoader.add_constructor(f"tag:yaml.org,2002:{tag}", construct)
 
