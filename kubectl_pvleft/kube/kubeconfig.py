@@ -162,6 +162,10 @@ def _read(path: Path) -> dict[str, Any]:
     if not isinstance(doc, dict):
         raise ConfigError(f"kubeconfig {path} is not a kubeconfig document (expected a mapping at the top)")
     _check_types(doc, _SCHEMA, "", path)
+    version, kind = doc.get("apiVersion") or "v1", doc.get("kind") or "Config"  # empty: kubectl's defaults
+    if (version, kind) != ("v1", "Config"):
+        raise ConfigError(f'kubeconfig {path}: no kind "{shown(kind)}" is registered for version "{shown(version)}" '
+                          "(a kubeconfig is apiVersion v1, kind Config)")
     return doc
 
 
