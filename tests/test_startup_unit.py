@@ -160,7 +160,8 @@ SCALARS = ["", " ", "a", "default", "https://127.0.0.1:6443", "https://[::1]:644
            "=", "-", "--region", "-x", "?x", ":x", "a: b", "a:b", "a #b", "a#b", "#a", "'", "''", '"', "a'b",
            'a"b', "a  b", " lead", "trail ", "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0t", "{}", "[]", "[a]", "{a: b}",
            "&a", "*a", "!tag", "|", ">", "%", "@", "`", ",", "a,b", "a[0]", "é", "tab\there", "line\nbreak",
-           "back\\slash", "-1", "1.", "6443", "eks", "get-token", "x" * 1100]
+           "back\\slash", "-1", "1.", "6443", "eks", "get-token", "x" * 1100,
+           "0b-1", "-0b-1", "0O7", "1e400", ".NaN", ".nAn", "yES", "+.5", "1__0", "0x", "08", "-.nan", "2001-12-14 21:59:43"]
 KEYS = ["name", "cluster", "server", "user", "a b", "on", "1", "-k", "k-", "x" * 1100, "<<", "a:b", "", "é"]
 
 
@@ -195,6 +196,8 @@ TYPED_DIFFERENTLY: dict[str, tuple[Any, Any]] = {
     "2024-01-02": (datetime.date(2024, 1, 2), "2024-01-02"), "2001-12-14": (datetime.date(2001, 12, 14), "2001-12-14"),
     "2024-01-02T03:04:05Z": (datetime.datetime(2024, 1, 2, 3, 4, 5, tzinfo=datetime.timezone.utc),
                              "2024-01-02T03:04:05Z"),
+    "2001-12-14 21:59:43": (datetime.datetime(2001, 12, 14, 21, 59, 43), "2001-12-14 21:59:43"),
+    "+.5": ("+.5", 0.5), "0O7": ("0O7", 7), "0b-1": ("0b-1", -1),  # Go's number syntax
     "<<": (ERROR, "<<"), "=": (ERROR, "="),  # SafeLoader: no constructor for the merge and value tags
 }
 
