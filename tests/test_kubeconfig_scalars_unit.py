@@ -185,3 +185,41 @@ def test_a_refused_scalar_is_never_repeated_in_the_error_line(role: str, secret:
     value = secret.split()[-1]
     assert role == "map-key" or "refused" in answer
     assert value not in answer.get("refused", ""), answer
+
+
+# go-yaml v2 refuses a document whose aliases give more than their share of the nodes it decodes ("excessive
+# aliasing": 99% up to 400,000 nodes), and an anchor inside its own value. (n, m, k): a list of n scalars, a list
+# of m aliases to it, a list of k aliases to that; kubectl 1.33's verdict, recorded (the boundary is 112 -> 113).
+ALIASES = {(900, 112, 0): False, (900, 113, 0): True, (5, 50, 30): True, (50, 50, 2): False, (200, 10, 30): True,
+           (200, 10, 2): False, (100, 128, 0): False}
+
+
+def aliased_text(n: int, m: int, k: int) -> str:
+    text = f"apiVersion: v1\nkind: Config\nfoo:\n  a: &a [{', '.join(['x'] * n)}]\n  b: &b [{', '.join(['*a'] * m)}]\n"
+    return text + (f"  c: [{', '.join(['*b'] * k)}]\n" if k else "")
+
+
+@pytest.mark.parametrize("shape, refused", list(ALIASES.items()), ids=[str(s) for s in ALIASES])
+def test_aliases_are_limited_as_kubectl_limits_them(shape: tuple[int, int, int], refused: bool, tmp_path: Path) -> None:
+    path = tmp_path / "kubeconfig"
+    path.write_text(aliased_text(*shape))
+    try:
+        merge_kubeconfigs([path])
+        said = ""
+    except ConfigError as exc:
+        said = str(exc)
+    assert ("document contains excessive aliasing" in said) == refused, said
+    path.write_text("apiVersion: v1\nclusters: &a\n- *a\n")
+    with pytest.raises(ConfigError, match="contains itself"):
+        merge_kubeconfigs([path])
+
+
+@pytest.mark.integration  # kubectl, a child process per case
+@pytest.mark.skipif(not os.path.exists(KUBECTL), reason="no kubectl 1.33 here: the recorded answers stand")
+def test_kubectl_still_limits_aliases_as_recorded(tmp_path: Path) -> None:
+    path = tmp_path / "kubeconfig"
+    for shape, refused in ALIASES.items():
+        path.write_text(aliased_text(*shape))
+        done = subprocess.run([KUBECTL, "config", "view", "-o", "name", "--kubeconfig", str(path)], capture_output=True,
+                              text=True, timeout=60)
+        assert ("excessive aliasing" in done.stderr) == refused, (shape, done.stderr)

@@ -330,9 +330,92 @@ def read_yaml(text: str) -> Any:
 
     if "\\/" in text:
         _refuse_slash_escape(text, yaml)
-    doc = yaml.load(text, Loader=_go_loader())
+    loader = _go_loader()(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _check_aliases(node, yaml)
+        doc = loader.construct_document(node)
+    finally:
+        loader.dispose()
     check_json(doc)
     return doc
+
+
+def _check_aliases(root: Any, yaml: Any) -> None:
+    """go-yaml v2's guards, before anything is built: an anchor inside its own value, and a document whose
+    aliases give more than their share of what is decoded (its "excessive aliasing", against alias bombs)."""
+    aliases = _alias_edges(root, yaml)
+    decoded, through_alias = 1, 0  # the document node
+    pending: list[tuple[Any, int, bool]] = [(root, 0, True)]  # (node, alias depth, counted by go-yaml)
+    while pending:
+        node, depth, counted = pending.pop()
+        if counted:
+            decoded, through_alias = decoded + 1, through_alias + (depth > 0)
+            if through_alias > 100 and decoded > 1000 and through_alias / decoded > _allowed_alias_ratio(decoded):
+                raise Refused("document contains excessive aliasing")
+        children = _children(node, yaml)
+        for index in reversed(range(len(children))):
+            child = children[index]
+            if _is_merge_key(child, yaml):
+                continue  # go-yaml merges without decoding the "<<" key itself
+            if (id(node), index) in aliases:
+                pending.append((child, depth + 1, True))
+                pending.append((None, depth, True))  # the alias node, decoded first
+            else:  # a list merged by "<<": only its items are decoded
+                merged_list = index % 2 == 1 and isinstance(node, yaml.MappingNode) \
+                    and _is_merge_key(children[index - 1], yaml) and isinstance(child, yaml.SequenceNode)
+                pending.append((child, depth, not merged_list))
+
+
+def _alias_edges(root: Any, yaml: Any) -> set[tuple[int, int]]:
+    """(parent, index) of every child reached by an alias: in document order, a node met before."""
+    met: set[int] = set()
+    on_path: set[int] = set()
+    edges: set[tuple[int, int]] = set()
+    pending: list[tuple[Any, Any, int]] = [(root, None, 0)]
+    while pending:
+        node, parent, index = pending.pop()
+        if parent is _LEAVE:
+            on_path.discard(id(node))
+            continue
+        if id(node) in met:
+            if id(node) in on_path:
+                raise Refused("an anchor's value contains itself")
+            edges.add((id(parent), index))
+            continue
+        met.add(id(node))
+        on_path.add(id(node))
+        pending.append((node, _LEAVE, 0))
+        children = _children(node, yaml)
+        pending.extend((children[i], node, i) for i in reversed(range(len(children))))
+    return edges
+
+
+_LEAVE = object()  # in _alias_edges: the walk leaves this node
+
+
+def _children(node: Any, yaml: Any) -> list[Any]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    return []
+
+
+def _is_merge_key(node: Any, yaml: Any) -> bool:
+    return isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:merge"
+
+
+def _allowed_alias_ratio(decoded: int) -> float:
+    """go-yaml v2's allowedAliasRatio: 99% of a document up to 400,000 decoded nodes may come through aliases,
+    falling to 10% at 4,000,000."""
+    if decoded <= 400_000:
+        return 0.99
+    if decoded >= 4_000_000:
+        return 0.10
+    return 0.99 - 0.89 * (decoded - 400_000) / 3_600_000
 
 
 def _refuse_slash_escape(text: str, yaml: Any) -> None:
