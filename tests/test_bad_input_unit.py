@@ -214,12 +214,13 @@ KUBECONFIG_FILES = [
     Case("yaml-tab-indent", kc(lambda i: "clusters:\n\t- name: c\n"), "cannot be read"),
     Case("yaml-unterminated-quote", kc(lambda i: "current-context: 'ctx\n"), "cannot be read"),
     Case("yaml-undefined-alias", kc(lambda i: "current-context: *nothing\n"), "cannot be read"),
-    Case("yaml-python-tag", kc(lambda i: "x: !!python/object/apply:os.system ['true']\n"), "cannot be read"),
+    # A tag go-yaml does not know is no tag to kubectl (here a list of one string): read, never run.
+    Case("yaml-python-tag", kc(lambda i: "x: !!python/object/apply:os.system ['true']\n"), "no context chosen"),
     Case("yaml-deep-nesting", kc(lambda i: "[" * 5000 + "]" * 5000), "kubeconfig"),
     Case("yaml-two-documents", kc(lambda i: "a: 1\n---\nb: 2\n"), "cannot be read"),
     Case("yaml-billion-laughs", kc(lambda i: "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
         f"{chr(98 + n)}: &{chr(98 + n)} [{', '.join(['*' + chr(97 + n)] * 9)}]\n" for n in range(8))
-        + "clusters: [*i]\ncontexts: *i\n"), "must be a mapping"),
+        + "clusters: [*i]\ncontexts: *i\n"), "document contains excessive aliasing"),  # kubectl's words
     Case("top-level-list", kc(lambda i: "- a\n- b\n"), "expected a mapping"),
     Case("top-level-string", kc(lambda i: "just a string\n"), "expected a mapping"),
     Case("top-level-number", kc(lambda i: "42\n"), "expected a mapping"),
@@ -249,8 +250,10 @@ STRUCTURE = [
          "contexts[0].name must be a string"),
     Case("cluster-name-number", kc(lambda i: dict(config(i.url()), clusters=[{"name": 3, "cluster": {}}])),
          "clusters[0].name must be a string"),
-    Case("user-name-missing", kc(lambda i: dict(config(i.url()), users=[{"user": {"token": SECRET}}])),
-         "users[0].name must be a string"),
+    # A missing or null name is "" to kubectl: two of them are two users of the same name.
+    Case("user-name-missing", kc(lambda i: dict(config(i.url()), users=[{"user": {"token": SECRET}},
+                                                                       {"name": None, "user": {}}])),
+         'duplicate name "" in users'),
     Case("context-body-string", kc(lambda i: config(i.url(), context="c/u")), 'context "ctx" must be a mapping'),
     Case("cluster-body-list", kc(lambda i: config(i.url(), cluster=[i.url()])), 'cluster "c" must be a mapping'),
     Case("user-body-string", kc(lambda i: config(i.url(), user=SECRET)), 'user "u" must be a mapping'),
@@ -308,7 +311,7 @@ TLS_MATERIAL = [
     cluster_case("ca-data-binary", lambda i: {"server": closed_tls(i), "certificate-authority-data":
                                               base64.b64encode(bytes(range(256))).decode()}, "certificate authority"),
     cluster_case("ca-data-number", lambda i: {"server": closed_tls(i), "certificate-authority-data": 12},
-                 "must be a string"),
+                 'cluster "c": certificate-authority-data must be a base64 string, not a number'),
     cluster_case("ca-file-missing", lambda i: {"server": closed_tls(i), "certificate-authority": "absent.crt"},
                  "absent.crt"),
     cluster_case("ca-file-folder", lambda i: {"server": closed_tls(i), "certificate-authority": str(i.folder)},
@@ -363,7 +366,7 @@ CLIENT_CERTS = [
     tls_user("cert-path-with-nul", lambda i: {"client-certificate": "/tmp/a\x00b", "client-key-data": b64(KEY_PEM)},
              "client-certificate /tmp/a\\x00b"),
     tls_user("key-data-number", lambda i: {"client-certificate-data": b64(CERT_PEM), "client-key-data": 5},
-             "must be a string"),
+             'user "u": client-key-data must be a base64 string, not a number'),
 ]
 
 TOKENS = [
@@ -409,16 +412,16 @@ AUTH_PROVIDERS = [
     user_case("oidc-empty-id-token", lambda i: {"auth-provider": {"name": "oidc", "config": {
         "idp-issuer-url": "https://127.0.0.1:1", "client-id": "c", "id-token": ""}}}, "has no id-token"),
     user_case("oidc-id-token-list", lambda i: {"auth-provider": {"name": "oidc", "config": {"id-token": [SECRET]}}},
-              "auth-provider config must be a mapping of strings"),
+              'user "u": auth-provider.config.id-token must be a string, not a list'),
     user_case("oidc-config-string", lambda i: {"auth-provider": {"name": "oidc", "config": SECRET}},
-              "auth-provider config must be a mapping of strings"),
+              'user "u": auth-provider.config must be a mapping, not a string'),
     # Each was an internal error (TypeError) before: the shape is checked where the kubeconfig is read.
     user_case("auth-provider-name-list", lambda i: {"auth-provider": {"name": ["x"], "config": {"id-token": SECRET}}},
-              "auth-provider name must be a string"),
+              'user "u": auth-provider.name must be a string, not a list'),
     user_case("auth-provider-name-map", lambda i: {"auth-provider": {"name": {"a": 1}}},
-              "auth-provider name must be a string"),
+              'user "u": auth-provider.name must be a string, not a mapping'),
     user_case("auth-provider-config-number", lambda i: {"auth-provider": {"name": "oidc", "config": {"id-token": 5}}},
-              "auth-provider config must be a mapping of strings"),
+              'user "u": auth-provider.config.id-token must be a string, not a number'),
     user_case("oidc-id-token-crlf", lambda i: {"auth-provider": {"name": "oidc", "config": {
         "idp-issuer-url": "https://127.0.0.1:1", "client-id": "c",
         "id-token": unsigned_jwt({"exp": 4_102_444_800}) + f"{SECRET}\r\nX: y"}}}, "not allowed in an HTTP header"),
@@ -427,7 +430,8 @@ AUTH_PROVIDERS = [
 EXEC_PLUGINS = [
     user_case("exec-no-command", lambda i: {"exec": {"apiVersion": "client.authentication.k8s.io/v1"}},
               "names no command"),
-    user_case("exec-command-list", lambda i: exec_user(["get-token"]), "names no command"),  # type: ignore[arg-type]
+    user_case("exec-command-list", lambda i: exec_user(["get-token"]),
+              'user "u": exec.command must be a string, not a list'),  # type: ignore[arg-type]
     user_case("exec-command-missing", lambda i: exec_user("/nonexistent/corp-get-token"),
               "executable /nonexistent/corp-get-token not found"),
     user_case("exec-command-missing-on-path", lambda i: exec_user("corp-get-token-xyz", installHint="run brew x"),
@@ -480,7 +484,7 @@ EXEC_PLUGINS = [
                                                             interactiveMode="Sometimes"),
               "interactiveMode must be Never, IfAvailable or Always"),
     user_case("exec-args-string", lambda i: exec_user(i.script("ok5.sh", credential({"token": SECRET})), args="x"),
-              "args must be a list of strings"),
+              'user "u": exec.args must be a list, not a string'),
     user_case("exec-string", lambda i: {"exec": "get-token"}, "exec must be a mapping"),
     user_case("exec-v1-without-interactive-mode", lambda i: {"exec": {
         "apiVersion": "client.authentication.k8s.io/v1", "command": i.script("ok6.sh", credential({"token": SECRET}))}},

@@ -151,21 +151,33 @@ def _read(path: Path) -> dict[str, Any]:
         raise ConfigError(f"kubeconfig {path} cannot be read: {exc.strerror or type(exc).__name__}") from None
     if "\x00" in text:
         raise ConfigError(f"kubeconfig {path} is not a text file (it contains NUL bytes)")
-    from kubectl_pvleft.kube.plainyaml import read as read_plain
+    from kubectl_pvleft.kube.plainyaml import Refused, read as read_plain
 
-    doc = read_plain(text)  # JSON and plain block YAML, read as SafeLoader reads them, without importing PyYAML
-    if doc is None:
-        doc = _read_yaml(text, path)
+    try:  # JSON and plain block YAML without importing PyYAML; both typed as kubectl's YAML reader types them
+        doc = read_plain(text)
+        if doc is None:
+            doc = _read_yaml(text, path)
+    except Refused as exc:
+        raise ConfigError(f"kubeconfig {path} cannot be read: {shown(str(exc))}") from None  # keys escaped
     if not isinstance(doc, dict):
         raise ConfigError(f"kubeconfig {path} is not a kubeconfig document (expected a mapping at the top)")
+    _check_types(doc, _SCHEMA, "", path)
+    version, kind = doc.get("apiVersion") or "v1", doc.get("kind") or "Config"  # empty: kubectl's defaults
+    if (version, kind) != ("v1", "Config"):
+        raise ConfigError(f'kubeconfig {path}: no kind "{shown(kind)}" is registered for version "{shown(version)}" '
+                          "(a kubeconfig is apiVersion v1, kind Config)")
     return doc
 
 
 def _read_yaml(text: str, path: Path) -> Any:
     import yaml  # only for the YAML plainyaml does not read (anchors, flow style, block scalars, ...)
 
+    from kubectl_pvleft.kube.plainyaml import Refused, read_yaml
+
     try:
-        return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or {}  # libyaml when present
+        return read_yaml(text) or {}
+    except Refused:
+        raise  # said by _read, with the file's name
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
@@ -173,6 +185,76 @@ def _read_yaml(text: str, path: Path) -> Any:
         raise ConfigError(f"kubeconfig {path} cannot be read: {problem}{where}") from None
     except (ValueError, RecursionError) as exc:
         raise ConfigError(f"kubeconfig {path} cannot be read: {type(exc).__name__}") from None
+
+
+# client-go's kubeconfig types (tools/clientcmd/api/v1): kubectl decodes every file into them and refuses the
+# file when a value has another JSON type, in whichever entry it is. A dict is a struct, {str: x} a map, [x] a
+# list; bytes is base64 text; object is anything. Null is always accepted (Go leaves the zero value).
+_EXTENSIONS = [{"name": str, "extension": object}]
+_SCHEMA: dict[Any, Any] = {
+    "kind": str, "apiVersion": str, "current-context": str, "extensions": _EXTENSIONS,
+    "preferences": {"colors": bool, "extensions": _EXTENSIONS},
+    "clusters": [{"name": str, "cluster": {
+        "server": str, "tls-server-name": str, "insecure-skip-tls-verify": bool, "certificate-authority": str,
+        "certificate-authority-data": bytes, "proxy-url": str, "disable-compression": bool, "extensions": _EXTENSIONS}}],
+    "users": [{"name": str, "user": {
+        "client-certificate": str, "client-certificate-data": bytes, "client-key": str, "client-key-data": bytes,
+        "token": str, "tokenFile": str, "as": str, "as-uid": str, "as-groups": [str], "as-user-extra": {str: [str]},
+        "username": str, "password": str, "auth-provider": {"name": str, "config": {str: str}},
+        "exec": {"command": str, "args": [str], "env": [{"name": str, "value": str}], "apiVersion": str,
+                 "installHint": str, "provideClusterInfo": bool, "interactiveMode": str},
+        "extensions": _EXTENSIONS}}],
+    "contexts": [{"name": str, "context": {"cluster": str, "user": str, "namespace": str, "extensions": _EXTENSIONS}}],
+}
+_EXPECTED = {str: "a string", bool: "true or false", bytes: "a base64 string", list: "a list", dict: "a mapping"}
+
+
+def _check_types(value: Any, schema: Any, where: str, path: Path) -> None:
+    """Refuse the file where kubectl's decoding would, naming the key (an entry by its name when it has one)."""
+    if value is None or schema is object:
+        return
+    kind = dict if isinstance(schema, dict) else list if isinstance(schema, list) else schema
+    if not isinstance(value, str if kind is bytes else kind) or (kind is not bool and isinstance(value, bool)):
+        raise ConfigError(f"kubeconfig {path}: {where} must be {_EXPECTED[kind]}, not {_what(value)}")
+    if isinstance(schema, list):
+        for index, item in enumerate(value):
+            _check_types(item, schema[0], f"{where}[{index}]", path)
+            if item is None and schema[0] is str:
+                value[index] = ""  # Go's zero value, as kubectl reads a null string in a list
+    elif isinstance(schema, dict) and str in schema:  # a map
+        for key, item in value.items():
+            _check_types(item, schema[str], _key_path(where, key), path)
+            if item is None and schema[str] is str:
+                value[key] = ""
+    elif isinstance(schema, dict):
+        body = _ENTRY_BODY.get(where.partition("[")[0]) if where.endswith("]") else None
+        for key, item_schema in schema.items():
+            if key in value:
+                named = key == body and isinstance(value.get("name"), str)  # as the messages below name it
+                child = f'{body} "{text.shown(value["name"])}"' if named else _key_path(where, key)
+                _check_types(value[key], item_schema, child, path)
+    if kind is bytes:
+        try:  # Go's base64.StdEncoding, which skips line breaks
+            base64.b64decode(value.replace("\r", "").replace("\n", ""), validate=True)
+        except (binascii.Error, ValueError):
+            raise ConfigError(f"kubeconfig {path}: {where} is not valid base64") from None
+
+
+_ENTRY_BODY = {"clusters": "cluster", "users": "user", "contexts": "context"}
+
+
+def _key_path(where: str, key: str) -> str:
+    key = text.shown(key)  # a map key is the file's text: escaped
+    return f"{where}: {key}" if where.endswith('"') else f"{where}.{key}" if where else key
+
+
+def _what(value: Any) -> str:
+    """The type kubectl sees, never the value (it may be a token or a password)."""
+    if isinstance(value, bool):
+        return "a boolean (kubectl reads an unquoted y, n, yes, no, on, off, true or false as one: quote it)"
+    if isinstance(value, (int, float)):
+        return "a number (kubectl reads an unquoted 12, 0o17, 0b101, 09 or 1e3 as one: quote it)"
+    return {str: "a string", list: "a list", dict: "a mapping"}.get(type(value), type(value).__name__)
 
 
 def _entries(doc: dict[str, Any], section: str, path: Path) -> list[dict[str, Any]]:
@@ -187,6 +269,8 @@ def _entries(doc: dict[str, Any], section: str, path: Path) -> list[dict[str, An
     for index, entry in enumerate(entries):
         if not isinstance(entry, dict):
             raise ConfigError(f"kubeconfig {path}: {section}[{index}] must be a mapping with name and {body_key}")
+        if entry.get("name") is None:  # a missing or null name is "" to kubectl, as in Go
+            entry["name"] = ""
         if not isinstance(entry.get("name"), str):
             raise ConfigError(f"kubeconfig {path}: {section}[{index}].name must be a string")
         if entry["name"] in names:  # kubectl refuses the file (and prints the entries: never here, they hold secrets)
