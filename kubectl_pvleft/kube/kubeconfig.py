@@ -151,7 +151,8 @@ def _read(path: Path) -> dict[str, Any]:
         raise ConfigError(f"kubeconfig {path} cannot be read: {exc.strerror or type(exc).__name__}") from None
     if "\x00" in text:
         raise ConfigError(f"kubeconfig {path} is not a text file (it contains NUL bytes)")
-    from kubectl_pvleft.kube.plainyaml import Refused, read as read_plain
+    from kubectl_pvleft.kube.plainyaml import Refused
+    from kubectl_pvleft.kube.plainyaml import read as read_plain
 
     try:  # JSON and plain block YAML without importing PyYAML; both typed as kubectl's YAML reader types them
         doc = read_plain(text)
@@ -216,26 +217,27 @@ def _check_types(value: Any, schema: Any, where: str, path: Path) -> None:
     kind = dict if isinstance(schema, dict) else list if isinstance(schema, list) else schema
     if not isinstance(value, str if kind is bytes else kind) or (kind is not bool and isinstance(value, bool)):
         raise ConfigError(f"kubeconfig {path}: {where} must be {_EXPECTED[kind]}, not {_what(value)}")
+    node: Any = value  # checked against kind above; its parts are checked below
     if isinstance(schema, list):
-        for index, item in enumerate(value):
+        for index, item in enumerate(node):
             _check_types(item, schema[0], f"{where}[{index}]", path)
             if item is None and schema[0] is str:
-                value[index] = ""  # Go's zero value, as kubectl reads a null string in a list
+                node[index] = ""  # Go's zero node, as kubectl reads a null string in a list
     elif isinstance(schema, dict) and str in schema:  # a map
-        for key, item in value.items():
+        for key, item in node.items():
             _check_types(item, schema[str], _key_path(where, key), path)
             if item is None and schema[str] is str:
-                value[key] = ""
+                node[key] = ""
     elif isinstance(schema, dict):
         body = _ENTRY_BODY.get(where.partition("[")[0]) if where.endswith("]") else None
         for key, item_schema in schema.items():
-            if key in value:
-                named = key == body and isinstance(value.get("name"), str)  # as the messages below name it
-                child = f'{body} "{text.shown(value["name"])}"' if named else _key_path(where, key)
-                _check_types(value[key], item_schema, child, path)
+            if key in node:
+                named = key == body and isinstance(node.get("name"), str)  # as the messages below name it
+                child = f'{body} "{text.shown(node["name"])}"' if named else _key_path(where, key)
+                _check_types(node[key], item_schema, child, path)
     if kind is bytes:
         try:  # Go's base64.StdEncoding, which skips line breaks
-            base64.b64decode(value.replace("\r", "").replace("\n", ""), validate=True)
+            base64.b64decode(node.replace("\r", "").replace("\n", ""), validate=True)
         except (binascii.Error, ValueError):
             raise ConfigError(f"kubeconfig {path}: {where} is not valid base64") from None
 
@@ -254,7 +256,8 @@ def _what(value: Any) -> str:
         return "a boolean (kubectl reads an unquoted y, n, yes, no, on, off, true or false as one: quote it)"
     if isinstance(value, (int, float)):
         return "a number (kubectl reads an unquoted 12, 0o17, 0b101, 09 or 1e3 as one: quote it)"
-    return {str: "a string", list: "a list", dict: "a mapping"}.get(type(value), type(value).__name__)
+    names: dict[type, str] = {str: "a string", list: "a list", dict: "a mapping"}
+    return names.get(type(value), type(value).__name__)
 
 
 def _entries(doc: dict[str, Any], section: str, path: Path) -> list[dict[str, Any]]:

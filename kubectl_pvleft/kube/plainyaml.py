@@ -172,7 +172,7 @@ def check_json(value: Any, where: str = "", seen: Optional[set[int]] = None) -> 
     for key, item in value.items() if isinstance(value, dict) else enumerate(value):
         if isinstance(key, _RefusedKey):
             raise Refused(f"{where or 'the document'}: {key.reason}")
-        check_json(item, f"{where}[{key}]" if isinstance(value, list) else f"{where}.{key}" if where else key, seen)
+        check_json(item, f"{where}[{key}]" if isinstance(value, list) else f"{where}.{key}" if where else str(key), seen)
 
 
 def read(text: str) -> Optional[dict[str, Any]]:
