@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 import re
 import struct
-from typing import Any, Optional
+from typing import Any, ClassVar, Optional
 
 # Outside the shapes read here: a character other than printable ASCII and LF, and any backslash (an escape).
 _OUTSIDE = re.compile(r"[^\n\x20-\x7e]|\\")
@@ -440,9 +440,10 @@ def _go_loader() -> type:
     base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
     class GoLoader(base):  # type: ignore[misc,valid-type]
-        yaml_implicit_resolvers = {"<": [("tag:yaml.org,2002:merge", re.compile(r"<<$"))],
+        # PyYAML's own class-level tables, replaced for this loader alone (shared by every instance, by design).
+        yaml_implicit_resolvers: ClassVar[dict[Any, Any]] = {"<": [("tag:yaml.org,2002:merge", re.compile(r"<<$"))],
                                    None: [(_PLAIN_TAG, re.compile(""))]}
-        yaml_constructors = {tag: constructor for tag, constructor in base.yaml_constructors.items()
+        yaml_constructors: ClassVar[dict[Any, Any]] = {tag: constructor for tag, constructor in base.yaml_constructors.items()
                              if tag not in ("tag:yaml.org,2002:set", "tag:yaml.org,2002:omap",
                                             "tag:yaml.org,2002:pairs", "tag:yaml.org,2002:timestamp")}
 
