@@ -116,7 +116,7 @@ def test_unused_claims_come_from_the_controllers_condition(cluster: Any, ns: str
     assert table.returncode == 3, table.stderr
     lines = table.stdout.splitlines()
     assert lines[0].split() == ["NAME", "STATUS", "VOLUME", "REQUESTED", "CAPACITY", "STORAGECLASS", "PROBLEM",
-                                "UNUSED", "SINCE", "AGE"]
+                                "UNUSED", "SINCE", "AGE", "WHY"]
     assert sorted(line.split()[0] for line in lines[1:]) == ["done", "gone", "idle"]
     assert all(line.split()[6] == "unused" for line in lines[1:])
 
