@@ -80,16 +80,20 @@ class MixLoader:
             self.admin.each(f"{self.mix}: claim status", range(self.count), self.bound_claim_status)
             return
         self.admin.each(f"{self.mix}: PVs", range(self.count), self.leftover_volume)
-        self.admin.each(f"{self.mix}: Pending claims", range(self.count), lambda i: self.admin.create(
-            self.claim_path(namespace_name(i)),
-            labelled(pvc(namespace_name(i), self.claim_name(i), storage_class=PENDING_CLASS), self.mix)))
+        self.admin.each(f"{self.mix}: Pending claims", range(self.count), self.pending_claim)
+
+    def pending_claim(self, i: int) -> None:
+        self.admin.create(self.claim_path(namespace_name(i)), labelled(
+            pvc(namespace_name(i), self.claim_name(i), storage_class=PENDING_CLASS), self.mix))
 
     def restore(self) -> None:
         """Write the Bound phase of PVs whose claim is gone again: between runs on a kept plane the binder,
         resumed, marks them Released (about 20 a second)."""
         if self.mix in STILL_BOUND:
-            self.admin.each(f"{self.mix}: phase again", range(self.count), lambda i: self.admin.patch_status(
-                f"/api/v1/persistentvolumes/{self.volume_name(i)}", {"status": {"phase": "Bound"}}))
+            self.admin.each(f"{self.mix}: phase again", range(self.count), self.bound_phase)
+
+    def bound_phase(self, i: int) -> None:
+        self.admin.patch_status(f"/api/v1/persistentvolumes/{self.volume_name(i)}", {"status": {"phase": "Bound"}})
 
     def bound_pair(self, i: int) -> None:
         ns, name, volume = namespace_name(i), self.claim_name(i), self.volume_name(i)
