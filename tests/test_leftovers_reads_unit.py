@@ -163,3 +163,31 @@ def test_rows_are_in_kubectls_order_by_name_whatever_order_the_server_lists_in()
     names = [r.pv.name for r in find_leftovers(Reversed(), include_all=True).rows]
     assert names == sorted(names) and len(names) > 3
     assert [pv.metadata.name for pv in Reversed()._objects("persistentvolumes")] != sorted(names)
+
+
+def test_many_pvs_read_again_are_listed_with_the_callers_selector() -> None:
+    """-l picks 500 of 1,000 PVs whose claims are all gone ("missing"): the PVs listed again are the selected
+    ones only (it listed every PV again: 10,000 to re-read 2,500, 20 pages instead of 5)."""
+
+    class Labelled(Synthetic):
+        def __init__(self) -> None:
+            super().__init__(1000)
+            for i, pv in enumerate(self.pvs):
+                pv.metadata.labels["mix"] = "missing" if i % 2 else "bound"
+            self.claims = []  # every claim gone, no namesake
+            self.read: list[tuple[Optional[str], int]] = []  # (selector, PVs answered) of each PV list
+
+        def list(self, kind: Kind[Any], namespace: Optional[str] = None, **selectors: Any) -> Iterator[Any]:
+            if kind.plural != "persistentvolumes":
+                return super().list(kind, namespace, **selectors)
+            self.asked.append(("list", kind.plural))
+            selector = selectors.get("label_selector")
+            answered = [pv for pv in self.pvs if selector is None or f"mix={pv.metadata.labels['mix']}" == selector]
+            self.read.append((selector, len(answered)))
+            return iter(answered)
+
+    reader = Labelled()
+    rows = find_leftovers(reader, label_selector="mix=missing").rows
+    assert len(rows) == 500 and {r.claim_state for r in rows} == {"missing"}
+    assert reader.read == [("mix=missing", 500), ("mix=missing", 500)]
+    assert not [a for a in reader.asked if a[0] == "get"]

@@ -172,7 +172,8 @@ def find_leftovers(api: Reader, *, include_all: bool = False, claim_namespace: O
     identities = optional(lambda: _claims(claim_list, keys, unseen), warnings, unreadable)
     classes = optional(lambda: {sc.name: sc for sc in class_list}, warnings, CLASSES_UNREADABLE)
     if identities is not None and unseen:
-        again = _read_again(api, [name for name, uid in pointers if uid in unseen], {pv.name for pv in kept})
+        again = _read_again(api, [name for name, uid in pointers if uid in unseen], {pv.name for pv in kept},
+                            label_selector=label_selector, field_selector=field_selector)
         identities = optional(lambda: _with_claims_of(api, again, identities, claim_namespace), warnings, unreadable)
         kept += again
     rows = assess(kept, identities, classes, include_all=include_all, claim_namespace=claim_namespace,
@@ -231,16 +232,19 @@ def _with_claims_of(api: Reader, pvs: list[PersistentVolume], index: Optional[Cl
     return ClaimIndex(found)
 
 
-def _read_again(api: Reader, names: list[str], known: set[str], limit: int = 20) -> list[PersistentVolume]:
+def _read_again(api: Reader, names: list[str], known: set[str], limit: int = 20, *,
+                label_selector: Optional[str] = None, field_selector: Optional[str] = None) -> list[PersistentVolume]:
     """Bound PVs whose claim is gone (the binder has not marked them Released yet): rare, so read again one
-    GET each (one more list when many). A PV deleted meanwhile is no leftover any more."""
+    GET each (one more list when many, with the first list's selectors: every PV wanted matched them, and
+    the others are not worth reading again). A PV deleted meanwhile is no leftover any more."""
     if not names:
         return []
     if len(names) <= limit:
         found = (api.get(PERSISTENT_VOLUMES, name) for name in names if name not in known)
         return [pv for pv in found if pv is not None]
     wanted = set(names) - known
-    return [pv for pv in api.list(PERSISTENT_VOLUMES) if pv.name in wanted]
+    return [pv for pv in api.list(PERSISTENT_VOLUMES, label_selector=label_selector, field_selector=field_selector)
+            if pv.name in wanted]
 
 
 def claim_namespace(options: Options) -> Optional[str]:

@@ -1,0 +1,281 @@
+#!/usr/bin/env python3
+"""Requests per mix: how many API requests each subcommand sends whatever state the PVs and claims are in.
+
+    python benchmarks/mixes.py [--dir /tmp/pvleft-bench-mixes] [--per-mix 2500] [--keep]
+
+One control plane holds four labelled batches (`pvleft-bench/mix=<state>`), each of --per-mix PVs and
+--per-mix PVCs in 50 namespaces:
+  - bound: PV and PVC bound to each other (name and uid both ways);
+  - released: the PV Released, its claimRef naming a claim that was deleted; the batch's claims are others;
+  - missing: the PV still Bound, its claimRef naming a claim that does not exist;
+  - replaced: the PV still Bound, its claimRef naming a claim that exists again under another uid (the case
+    of issue #22: 10,004 requests, one GET per claim, at 10,000 such PVs).
+Claims that are not bound are Pending on a WaitForFirstConsumer class. kube-controller-manager is frozen
+(SIGSTOP) once the namespaces have their ServiceAccounts, and resumed at the end: its PV binder would turn the
+missing and replaced PVs Released, and resync thousands of Pending claims, while we count (on a kept plane,
+the next run writes their Bound phase again first).
+
+Each subcommand runs once per mix with `-l pvleft-bench/mix=<state>` where its selector picks PVs or claims
+(leftovers, claims), else once on the whole estate (classes, pending, snapshots: their selector picks
+StorageClasses, Pods or VolumeSnapshotContents); its requests are counted from the audit log by the plugin's
+user agent. Writes the "Requests per mix" section of BENCHMARKS.md and the counts to
+benchmarks/results/mixes.json; --render rewrites the section from that file. Stops the plane it started
+unless --keep; a later run with --keep reuses the loaded plane.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Optional
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import report  # noqa: E402
+import run  # noqa: E402
+from load import Admin, Estate, Mix, csi_pv, namespace_name, now_minus, pvc, stable_uuid, start_or_attach  # noqa: E402
+
+LABEL = "requests per mix"
+RESULTS = "mixes"
+LABEL_KEY = "pvleft-bench/mix"
+MIXES = ("bound", "released", "missing", "replaced")
+LIMIT = 50  # issue #22: at most this many requests per subcommand, whatever the mix
+SELECTED = (("leftovers",), ("leftovers", "--all"), ("claims", "-A"), ("claims", "-A", "--all"))
+WHOLE = (("classes",), ("classes", "--drift"), ("pending", "-A"), ("snapshots",))
+STILL_BOUND = ("missing", "replaced")  # Bound PVs whose claim uid is gone: what the binder has not seen yet
+PENDING_CLASS = "standard-rwo"  # WaitForFirstConsumer: a Pending claim there waits for a Pod
+
+
+def labelled(body: dict[str, Any], mix: str) -> dict[str, Any]:
+    body["metadata"].setdefault("labels", {})[LABEL_KEY] = mix
+    return body
+
+
+class MixLoader:
+    """One batch of `count` PVs and `count` claims in one state, labelled with it."""
+
+    def __init__(self, admin: Admin, mix: str, count: int) -> None:
+        self.admin, self.mix, self.count = admin, mix, count
+
+    def claim_path(self, ns: str, name: str = "") -> str:
+        return f"/api/v1/namespaces/{ns}/persistentvolumeclaims" + (f"/{name}" if name else "")
+
+    def volume_name(self, i: int) -> str:
+        return f"pvc-{stable_uuid('mix', self.mix, i)}"
+
+    def claim_name(self, i: int) -> str:
+        return f"{self.mix}-{i:06d}"
+
+    def load(self) -> None:
+        if self.mix == "bound":
+            self.admin.each(f"{self.mix}: claim and PV", range(self.count), self.bound_pair)
+            self.admin.each(f"{self.mix}: claim status", range(self.count), self.bound_claim_status)
+            return
+        self.admin.each(f"{self.mix}: PVs", range(self.count), self.leftover_volume)
+        self.admin.each(f"{self.mix}: Pending claims", range(self.count), self.pending_claim)
+
+    def pending_claim(self, i: int) -> None:
+        self.admin.create(self.claim_path(namespace_name(i)), labelled(
+            pvc(namespace_name(i), self.claim_name(i), storage_class=PENDING_CLASS), self.mix))
+
+    def restore(self) -> None:
+        """Write the Bound phase of PVs whose claim is gone again: between runs on a kept plane the binder,
+        resumed, marks them Released (about 20 a second)."""
+        if self.mix in STILL_BOUND:
+            self.admin.each(f"{self.mix}: phase again", range(self.count), self.bound_phase)
+
+    def bound_phase(self, i: int) -> None:
+        self.admin.patch_status(f"/api/v1/persistentvolumes/{self.volume_name(i)}", {"status": {"phase": "Bound"}})
+
+    def bound_pair(self, i: int) -> None:
+        ns, name, volume = namespace_name(i), self.claim_name(i), self.volume_name(i)
+        claim = self.admin.create(self.claim_path(ns), labelled(
+            pvc(ns, name, storage_class="retain-rwo", volume_name=volume), self.mix))
+        if claim.get("kind") == "Status":  # 409: loaded again after an interruption
+            claim = self.admin.call("GET", self.claim_path(ns, name))
+        self.admin.create("/api/v1/persistentvolumes", labelled(csi_pv(
+            volume, storage_class="retain-rwo", reclaim="Retain",
+            claim_ref={"namespace": ns, "name": name, "uid": claim["metadata"]["uid"]}), self.mix))
+        self.admin.patch_status(f"/api/v1/persistentvolumes/{volume}", {"status": {"phase": "Bound"}})
+
+    def bound_claim_status(self, i: int) -> None:
+        self.admin.patch_status(self.claim_path(namespace_name(i), self.claim_name(i)), {
+            "metadata": {"annotations": {"pv.kubernetes.io/bind-completed": "yes",
+                                         "pv.kubernetes.io/bound-by-controller": "yes"}},
+            "status": {"phase": "Bound", "accessModes": ["ReadWriteOnce"], "capacity": {"storage": "10Gi"},
+                       "conditions": [{"type": "Unused", "status": "True", "reason": "NoPodsUsingPVC",
+                                       "lastTransitionTime": now_minus(3600)}]}})
+
+    def leftover_volume(self, i: int) -> None:
+        ns = namespace_name(i)
+        # replaced: the claim of that name is this batch's own (created next, with a uid of its own).
+        claim = self.claim_name(i) if self.mix == "replaced" else f"gone-{self.mix}-{i:06d}"
+        volume = self.volume_name(i)
+        self.admin.create("/api/v1/persistentvolumes", labelled(csi_pv(
+            volume, storage_class="retain-rwo", reclaim="Retain",
+            claim_ref={"namespace": ns, "name": claim, "uid": stable_uuid("mix-gone", self.mix, i)}), self.mix))
+        phase = "Bound" if self.mix in STILL_BOUND else "Released"
+        self.admin.patch_status(f"/api/v1/persistentvolumes/{volume}", {"status": {"phase": phase}})
+
+
+def controller_manager(cp: Any) -> int:
+    return int(json.loads(cp.pids_file.read_text())["kube-controller-manager"])
+
+
+def loaded_plane(args: argparse.Namespace, planes: list[Any]) -> tuple[Any, dict[str, Any]]:
+    cp, started = start_or_attach(args.dir)
+    if started and not args.keep:
+        planes.append(cp)
+    record = cp.workdir / "bench-mixes.json"
+    if record.exists():
+        loaded = json.loads(record.read_text())
+        if loaded["per_mix"] != args.per_mix:
+            raise SystemExit(f"error: the plane in {args.dir} holds {loaded['per_mix']} per mix, not {args.per_mix}: "
+                             "stop it, or pass another --dir")
+        return cp, loaded | {"loaded_now": False}
+    admin = Admin(cp)
+    started_at = time.monotonic()
+    Estate(admin, Mix.of(0, 0, 0, 0), "mix").base()  # namespaces (with their ServiceAccounts) and classes
+    os.kill(controller_manager(cp), signal.SIGSTOP)
+    loading: dict[str, Any] = {"per_mix": args.per_mix}
+    for mix in MIXES:
+        began = time.monotonic()
+        MixLoader(admin, mix, args.per_mix).load()
+        loading[mix] = round(time.monotonic() - began, 1)
+    loading |= {"total": round(time.monotonic() - started_at, 1), "requests": admin.requests}
+    record.write_text(json.dumps(loading))
+    return cp, loading | {"loaded_now": True}
+
+
+def measure(args: argparse.Namespace, scratch: Path) -> dict[str, Any]:
+    plugin, kubectl = run.resolve_plugin(args.plugin), run.resolve_kubectl(args.kubectl)
+    results: dict[str, Any] = {"argv": sys.argv[1:], "started": report.utc_now(),
+                               "versions": report.versions(plugin, kubectl), "limit": LIMIT}
+    planes: list[Any] = []
+    try:
+        cp, results["loading"] = loaded_plane(args, planes)
+        os.kill(controller_manager(cp), signal.SIGSTOP)  # a kept plane was resumed at the end of its run
+        try:
+            if not results["loading"]["loaded_now"]:
+                for mix in MIXES:
+                    MixLoader(Admin(cp), mix, results["loading"]["per_mix"]).restore()
+            results["counts"] = report.object_counts(cp)
+            results["apiserver"] = report.apiserver_version(cp)
+            bench = run.Bench(cp, plugin, kubectl, scratch)
+            results["runs"] = runs(bench.run_plugin)
+        finally:
+            os.kill(controller_manager(cp), signal.SIGCONT)
+    finally:
+        for cp in planes:
+            cp.stop(keep_logs=False)
+    results["machine"] = report.machine()
+    return results
+
+
+def runs(run_plugin: Callable[[Sequence[str]], run.Sample]) -> dict[str, dict[str, Any]]:
+    """{command: {mix or "all": {"requests": n, "verbs": {...}}}}."""
+    found: dict[str, dict[str, Any]] = {}
+
+    def once(args: Sequence[str], where: str, selector: Sequence[str] = ()) -> None:
+        sample = run_plugin([*args, *selector])
+        found.setdefault(" ".join(args), {})[where] = {"requests": sample.requests, "verbs": sample.verbs,
+                                                       "wall": round(sample.wall, 2)}
+        print(f"  {' '.join(args)} [{where}]: {sample.requests} requests {sample.verbs}", file=sys.stderr, flush=True)
+
+    for args in SELECTED:
+        for mix in MIXES:
+            once(args, mix, ("-l", f"{LABEL_KEY}={mix}"))
+    for args in WHOLE:
+        once(args, "all")
+    return found
+
+
+WHY_OVER = (
+    "Why (read from `-v 6` and `analyses/leftovers.py`): no GET at all, the per-claim GETs are gone; the excess is "
+    "`leftovers`' re-read of Bound PVs whose claim uid the claim list does not hold. To stay small it keeps a Bound "
+    "PV only as (name, claim uid), so when more than 20 such PVs turn up it lists the PVs again (5–6 pages here, "
+    "with `-l`; it listed all 20 pages before this round's fix) and the claims again (20 pages, cluster-wide) to "
+    "tell `missing` from `replaced`. `--all` keeps every PV whole and needs neither (27). At 10,000 PVs that are "
+    "all `missing` it would be 20 + 20 + 1 + 20 + 20 = 81; getting under 50 there needs the claim list read "
+    "before the PVs' later pages, so that such PVs are kept whole in the first pass (no re-read), which changes "
+    "the order and the memory the 100,000-PV figures rest on: left for a measured change of its own.")
+
+
+def render(results: dict[str, Any]) -> str:
+    v, counts, loading = results["versions"], results["counts"], results["loading"]
+    lines = ["## Requests per mix", "",
+             f"{results['started']}, `python benchmarks/mixes.py {report._shown_argv(results['argv'])}`. "
+             f"One control plane with {counts['persistentvolumes']:,} PVs and "
+             f"{counts['persistentvolumeclaims']:,} PVCs in 50 namespaces: four labelled batches "
+             f"(`{LABEL_KEY}=<mix>`) of {loading['per_mix']:,} PVs and {loading['per_mix']:,} PVCs each, loaded in "
+             f"{loading.get('total', 0):.0f} s. Batches of 2,500 rather than 10,000 per mix, so that the estate "
+             "as a whole is the target's 10,000 + 10,000: `-l` narrows only the PV list of `leftovers` (its claim "
+             "list, and `classes`' lists, are cluster-wide), so on 4 × 10,000 every cell would count the pages of "
+             "40,000 objects; a per-object pattern shows at 2,500 as plainly as at 10,000. API server "
+             f"{results['apiserver']}; `{v['plugin_version']}` ({v['source']}). Requests are the audit log's "
+             "lines with the plugin's user agent, one run each. kube-controller-manager is frozen while loading "
+             "and counting, so that the PV binder leaves the states as written (it would turn `missing` and "
+             "`replaced` Released).", "",
+             "- **bound**: PV and PVC bound to each other.",
+             "- **released**: PV Released, its claim deleted (the batch's claims are other, Pending ones).",
+             "- **missing**: PV still Bound, its claimRef naming a claim that does not exist.",
+             "- **replaced**: PV still Bound, a claim of its claimRef's name exists again under another uid "
+             "(Pending): issue #22's case, where `leftovers` sent one GET per claim.", "",
+             f"`leftovers` and `claims` run with `-l {LABEL_KEY}=<mix>` (their selector picks PVs, claims); "
+             "`classes`, `pending` and `snapshots` select StorageClasses, Pods or VolumeSnapshotContents, so "
+             f"they run once on the whole estate (all four mixes together). Target: ≤ {results['limit']} each.",
+             "", "| subcommand | " + " | ".join(MIXES) + " |", "|---|" + "---:|" * len(MIXES)]
+    for command, by_mix in results["runs"].items():
+        if "all" in by_mix:
+            cells = [f"{by_mix['all']['requests']} (whole estate)"] + ["″"] * (len(MIXES) - 1)
+        else:
+            cells = [str(by_mix[m]["requests"]) for m in MIXES]
+        lines.append(f"| `kubectl-pvleft {command}` | " + " | ".join(cells) + " |")
+    over = [(command, where, cell) for command, by_mix in results["runs"].items()
+            for where, cell in by_mix.items() if cell["requests"] > results["limit"]]
+    if over:
+        lines += ["", "Over the target: " + "; ".join(
+            f"`{command}` [{where}] {cell['requests']} ("
+            + ", ".join(f"{verb} {n}" for verb, n in sorted(cell["verbs"].items())) + ")"
+            for command, where, cell in over) + ".", "", WHY_OVER]
+    lines += ["", "Reproduce (the verbs of each run are in `benchmarks/results/mixes.json`):", "",
+              "```", "python benchmarks/mixes.py --keep            # load once (about "
+              f"{loading.get('total', 0):.0f} s here), count", "python benchmarks/mixes.py --keep            "
+              "# count again on the loaded plane",
+              "python tests/cluster/controlplane.py down --dir /tmp/pvleft-bench-mixes", "```", ""]
+    return "\n".join(lines)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dir", type=Path, default=Path("/tmp/pvleft-bench-mixes"))
+    parser.add_argument("--per-mix", type=int, default=2_500, help="PVs (and PVCs) in each mix's batch")
+    parser.add_argument("--plugin", help="the plugin command line (default: kubectl-pvleft beside this Python)")
+    parser.add_argument("--kubectl", help="the kubectl binary (default: the real one behind gcloud's dispatcher)")
+    parser.add_argument("--keep", action="store_true", help="leave the plane running (and reuse a loaded one)")
+    parser.add_argument("--output", type=Path, default=HERE.parent / "BENCHMARKS.md")
+    parser.add_argument("--render", type=Path, metavar="RESULTS_JSON", help="only rewrite the section from a results file")
+    args = parser.parse_args(argv)
+    if args.render:
+        results = json.loads(args.render.read_text())
+    else:
+        if not os.access(run.GNU_TIME, os.X_OK):
+            raise SystemExit(f"error: {run.GNU_TIME} is missing (apt-get install time): it measures peak RSS")
+        with tempfile.TemporaryDirectory(prefix="pvleft-mixes-") as scratch:
+            results = measure(args, Path(scratch))
+        report.save_json(HERE / "results" / f"{RESULTS}.json", results)
+    report.write_section(args.output, LABEL, render(results))
+    print(f"wrote the section {LABEL!r} of {args.output}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
