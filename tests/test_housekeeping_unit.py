@@ -155,9 +155,40 @@ def test_assess_over_pods_with_keep_and_exclusions() -> None:
 
 def test_the_watch_reads_pods_as_a_second_stream_and_rechecks_with_older_than() -> None:
     spec = claims.follow(Options(namespace="shop", older_than=7 * DAY))
-    assert [(s.name, s.required) for s in spec.streams] == [("claims", True), ("pods", False)]
+    assert [(s.name, s.required) for s in spec.streams] == [("claims", True), ("pods", False), ("events", False)]
     assert spec.recheck == recheck_for(7 * DAY) == 60.0
     assert claims.follow(Options(namespace="shop")).recheck is None
+
+
+
+def test_the_watch_says_why_a_claim_is_pending_from_the_events_stream() -> None:
+    """`claims --watch` fills WHY as the one-shot run does: the claim's newest event, matched by uid (an event
+    about a deleted namesake says nothing about this claim)."""
+    from kubectl_pvleft.kube.watch import Stores, Synced
+    from kubectl_pvleft.records.pods import Event
+
+    def event(uid: str, reason: str, message: str, at: str) -> Event:
+        return Event.from_wire({"metadata": {"name": f"e-{reason}", "namespace": "shop", "uid": f"e-{reason}"},
+                                "involvedObject": {"kind": "PersistentVolumeClaim", "name": "data", "uid": uid},
+                                "reason": reason, "message": message, "lastTimestamp": at})
+
+    spec = claims.follow(Options(namespace="shop"))
+    stores = Stores([s.name for s in spec.streams], spec.primary)
+    stores.apply(Synced("claims", (pvc("data", "Pending"),), "1"))
+    stores.apply(Synced("pods", (), "1"))
+    stores.apply(Synced("events", (
+        event("uid-data", "ProvisioningFailed", "disk quota exceeded", "2026-12-04T05:00:00Z"),
+        event("uid-data", "ExternalProvisioning", "waiting for a volume", "2026-12-04T04:00:00Z"),
+        event("uid-of-a-deleted-namesake", "Provisioned", "ok", "2026-12-04T06:00:00Z")), "1"))
+    [row] = spec.assess(stores)
+    assert row.why == "ProvisioningFailed: disk quota exceeded"
+    shown = claims.watch_report(Options(namespace="shop"))
+    why = next(c for c in shown.columns if c.header == "WHY")
+    assert why.cell(row) == "ProvisioningFailed: disk quota exceeded"
+    assert shown.to_json(row)["pending_reason"] == "ProvisioningFailed: disk quota exceeded"
+    stores.apply(Synced("events", (), "2"))  # events expired: the claim's own fields say what they can
+    [row] = spec.assess(stores)
+    assert row.why is not None and "ProvisioningFailed" not in row.why
 
 
 # -- leftovers and snapshots --------------------------------------------------------------------------------------

@@ -28,10 +28,12 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Optional
 
 from msgspec import Struct, field
+from msgspec.structs import replace
 
+from kubectl_pvleft.analyses.claimwhy import CLAIM_EVENTS, reasons_from
 from kubectl_pvleft.analyses.resize import StalledResize, stalled_resize
 from kubectl_pvleft.invocation import Options, Result, kept_reason
-from kubectl_pvleft.kube.api import PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, PODS, STORAGE_CLASSES, Reader, optional
+from kubectl_pvleft.kube.api import EVENTS, PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, PODS, STORAGE_CLASSES, Reader, optional
 from kubectl_pvleft.output.report import UNSET, Column, Report, actionable, age, clause_cut, utcnow
 from kubectl_pvleft.records import (
     CLAIM_PHASES,
@@ -83,6 +85,8 @@ CONDITIONS: dict[str, Optional[str]] = {
 }
 UNUSED_CONDITION = "Unused"
 TERMINAL_POD_PHASES = ("Succeeded", "Failed")  # such a Pod no longer uses its claims
+EVENTS_UNREADABLE = ("cannot list events {scope} ({reason}); why a Pending claim is Pending is told from the claim's "
+                     "own fields only. Grant list/watch on events to see the provisioner's and the binder's words.")
 PODS_UNREADABLE = ("cannot list pods {scope} ({reason}); whether claims without an Unused condition are used "
                    "is unknown (unused: null). Grant get/list on pods, or run a 1.37+ server that writes the "
                    "condition.")
@@ -132,6 +136,7 @@ class ClaimRow(Struct, frozen=True):
     stalled_resize: Optional[StalledResize] = None  # asked to grow, and nothing has started the resize
     usage: Usage = NOT_JUDGED
     kept: Optional[str] = None  # pvleft.io/keep's reason: intentionally kept, never in trouble
+    why: Optional[str] = None  # why a Pending claim is Pending, when a watch judged it (a one-shot run passes why=)
 
     @property
     def in_trouble(self) -> bool:
@@ -395,15 +400,21 @@ def follow(options: Options) -> Follow[ClaimRow]:
     streams = [Stream("claims", PERSISTENT_VOLUME_CLAIMS, options.namespace, field_selector=options.field_selector,
                       label_selector=options.label_selector, required=True),
                # Whether a claim without the Unused condition is used: a Pod starting or ending changes the answer.
-               Stream("pods", PODS, options.namespace, unreadable=PODS_UNREADABLE.replace("{scope}", scope))]
+               Stream("pods", PODS, options.namespace, unreadable=PODS_UNREADABLE.replace("{scope}", scope)),
+               # Why a Pending claim is Pending: its newest event, as the one-shot run reads it.
+               Stream("events", EVENTS, options.namespace, field_selector=CLAIM_EVENTS,
+                      unreadable=EVENTS_UNREADABLE.replace("{scope}", scope))]
 
     def judge(stores: Stores) -> list[ClaimRow]:
         # "now" is each judgment's: a claim that has been unused long enough appears at the next recheck.
         criteria = Criteria(include_all=options.show_all, older_than=options.older_than)
-        return assess(stores["claims"] or [], pods=stores["pods"], criteria=criteria, excluded=options.excluded).rows
+        rows = assess(stores["claims"] or [], pods=stores["pods"], criteria=criteria, excluded=options.excluded).rows
+        why = reasons_from((r.claim for r in rows), stores["events"])
+        return [replace(r, why=why[r.claim.meta.uid]) if r.claim.meta.uid in why else r for r in rows]
 
     return Follow(streams, "claims", judge, key=lambda r: r.claim.meta.uid,
-                  signature=lambda r: (r.status, r.claim.capacity, r.claim.requested, r.problems, r.usage, r.kept),
+                  signature=lambda r: (r.status, r.claim.capacity, r.claim.requested, r.problems, r.usage, r.kept,
+                                       r.why),
                   gone="no longer in trouble", departure=lambda c: "the claim was deleted",
                   recheck=recheck_for(options.older_than))
 
@@ -505,7 +516,7 @@ def report(result: ClaimCensus, now: Optional[datetime] = None, show_kept: bool 
     reasons: Mapping[str, str] = why or {}
 
     def why_cell(r: ClaimRow) -> Optional[str]:
-        text = reasons.get(r.claim.meta.uid)
+        text = reasons.get(r.claim.meta.uid) or r.why
         return " ".join(text.split()) if wide and text else clause_cut(text, WHY_WIDTH)
 
     columns: list[Column[ClaimRow]] = [
@@ -533,10 +544,11 @@ def report(result: ClaimCensus, now: Optional[datetime] = None, show_kept: bool 
     if show_kept:  # kept claims are shown only with --all: then say why each is kept
         columns.insert(9, Column("KEPT", lambda r: r.kept, empty=""))
     return actionable(Report(rows=result.rows, columns=columns,
-                             to_json=lambda r: {**to_json(r), "pending_reason": reasons.get(r.claim.meta.uid)},
+                             to_json=lambda r: {**to_json(r), "pending_reason": reasons.get(r.claim.meta.uid) or r.why},
                              name=lambda r: f"persistentvolumeclaim/{r.claim.name}",
                              namespace=lambda r: r.claim.namespace, labels=lambda r: r.claim.meta.labels),
-                      lambda r: claim_findings(r, reasons), claim_looks)
+                      lambda r: claim_findings(r, {**({r.claim.meta.uid: r.why} if r.why else {}), **reasons}),
+                      claim_looks)
 
 
 WHY_WIDTH = 60

@@ -19,14 +19,22 @@ def latest_events(api: Reader, namespace: Optional[str], uids: set[str]) -> Mapp
     fields still say something)."""
     if not uids:
         return {}
-    newest: dict[str, Event] = {}
     try:
-        for event in api.list(EVENTS, namespace, field_selector="involvedObject.kind=PersistentVolumeClaim"):
-            uid = event.involved.uid or ""
-            if uid in uids and (uid not in newest or _when(event) >= _when(newest[uid])):
-                newest[uid] = event
+        return newest_by_claim(api.list(EVENTS, namespace, field_selector=CLAIM_EVENTS), uids)
     except ApiError:
         return {}
+
+
+CLAIM_EVENTS = "involvedObject.kind=PersistentVolumeClaim"  # the events a claim's WHY is read from
+
+
+def newest_by_claim(events: Iterable[Event], uids: set[str]) -> dict[str, Event]:
+    """The newest of the events about each claim asked about (by the claim's uid: names are not identities)."""
+    newest: dict[str, Event] = {}
+    for event in events:
+        uid = event.involved.uid or ""
+        if uid in uids and (uid not in newest or _when(event) >= _when(newest[uid])):
+            newest[uid] = event
     return newest
 
 
@@ -52,3 +60,11 @@ def reasons(api: Reader, namespace: Optional[str], claims: Iterable[PersistentVo
     pending = [c for c in claims if c.phase == "Pending" and not c.meta.deleted]
     events = latest_events(api, namespace, {c.meta.uid for c in pending if c.meta.uid})
     return {c.meta.uid: why_pending(c, events.get(c.meta.uid)) for c in pending if c.meta.uid}
+
+
+def reasons_from(claims: Iterable[PersistentVolumeClaim], events: Optional[Iterable[Event]]) -> dict[str, str]:
+    """The same answer over events already held (a watch's store); None: events unreadable, the claims' own fields
+    still say something."""
+    pending = [c for c in claims if c.phase == "Pending" and not c.meta.deleted and c.meta.uid]
+    newest = newest_by_claim(events or (), {c.meta.uid for c in pending})
+    return {c.meta.uid: why_pending(c, newest.get(c.meta.uid)) for c in pending}
