@@ -103,10 +103,21 @@ def transient(exc: ApiError) -> bool:
     return exc.status == 429 or exc.status >= 500
 
 
-def reflect(api: KubeAPI, stream: Stream, settings: WatchSettings,
-            stop: Optional[threading.Event] = None) -> Iterator[StreamItem]:
+class Observer:
+    """Told of every failure and every sign of life of one stream, as they happen (the exporter's health series);
+    the items a reflector yields say neither: a failure is a Notice only after ``warn_after``."""
+
+    def failed(self, reason: str) -> None:
+        pass
+
+    def alive(self) -> None:
+        pass
+
+
+def reflect(api: KubeAPI, stream: Stream, settings: WatchSettings, stop: Optional[threading.Event] = None,
+            observer: Optional[Observer] = None) -> Iterator[StreamItem]:
     """list, then watch from the list's resourceVersion, until ``stop``; see the module's docstring."""
-    return _Reflector(api, stream, settings, stop or threading.Event()).run()
+    return _Reflector(api, stream, settings, stop or threading.Event(), observer or Observer()).run()
 
 
 class _Unavailable(Exception):
@@ -114,8 +125,9 @@ class _Unavailable(Exception):
 
 
 class _Reflector:
-    def __init__(self, api: KubeAPI, stream: Stream, settings: WatchSettings, stop: threading.Event) -> None:
-        self.api, self.stream, self.settings, self.stop = api, stream, settings, stop
+    def __init__(self, api: KubeAPI, stream: Stream, settings: WatchSettings, stop: threading.Event,
+                 observer: Observer) -> None:
+        self.api, self.stream, self.settings, self.stop, self.observer = api, stream, settings, stop, observer
         self.resource_version: Optional[str] = None
         self.delay = settings.backoff_initial
         self.down_since: Optional[float] = None
@@ -194,12 +206,14 @@ class _Reflector:
         return str(exc) or "the connection closed"
 
     def _up(self) -> Iterator[StreamItem]:
+        self.observer.alive()
         if self.warned and self.down_since is not None:
             yield Notice(self.stream.name,
                          f"the watch on {self.stream.name} is back after {time.monotonic() - self.down_since:.0f}s")
         self.down_since, self.warned, self.delay = None, False, self.settings.backoff_initial
 
     def _back_off(self, failure: str) -> Iterator[StreamItem]:
+        self.observer.failed(failure)
         now = time.monotonic()
         self.down_since = self.down_since if self.down_since is not None else now
         if not self.warned and now - self.down_since >= self.settings.warn_after:

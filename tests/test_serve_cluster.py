@@ -1,0 +1,212 @@
+"""`serve` against the real control plane, scraped by a real Prometheus (Debian's package) on loopback.
+
+What Prometheus stores is what an operator's alerts read: a leftover PV appears as a series and goes when the PV
+is deleted; a restarted API server shows as pvleft_stream_up 0, then 1, with the findings kept (stale, never zero).
+The audit log is the witness that the exporter, over the whole run, only read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from plugin_runner import PLUGIN
+from scenarios import apply, host_path_pv, wait_for
+
+PROMETHEUS = shutil.which("prometheus")
+PROMTOOL = shutil.which("promtool")
+RULES = Path(__file__).resolve().parent.parent / "deploy" / "rules" / "pvleft.rules.yaml"
+WATCH_ENV = {  # short watches and retries: an outage of seconds is seen and ended within seconds
+    "PVLEFT_WATCH_TIMEOUT_SECONDS": "3", "PVLEFT_WATCH_BACKOFF_INITIAL_SECONDS": "0.2",
+    "PVLEFT_WATCH_BACKOFF_MAX_SECONDS": "1", "PVLEFT_WATCH_SETTLE_SECONDS": "0.1",
+}
+
+pytestmark = pytest.mark.skipif(not (PROMETHEUS and PROMTOOL), reason="needs Debian's prometheus package "
+                                                                        "(apt-get install prometheus)")
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def fetch(url: str, timeout: float = 5.0) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+class Exporter:
+    def __init__(self, process: subprocess.Popen[str], port: int, started: str) -> None:
+        self.process, self.port, self.started = process, port, started
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+
+class Prometheus:
+    def __init__(self, port: int) -> None:
+        self.port = port
+
+    def query(self, expr: str) -> list[dict[str, Any]]:
+        status, body = fetch(f"http://127.0.0.1:{self.port}/api/v1/query?" + urllib.parse.urlencode({"query": expr}))
+        assert status == 200, body
+        return json.loads(body)["data"]["result"]
+
+    def query_range(self, expr: str, start: float, end: float) -> list[dict[str, Any]]:
+        query = urllib.parse.urlencode({"query": expr, "start": start, "end": end, "step": "1"})
+        status, body = fetch(f"http://127.0.0.1:{self.port}/api/v1/query_range?{query}")
+        assert status == 200, body
+        return json.loads(body)["data"]["result"]
+
+
+@pytest.fixture(scope="module")
+def exporter(cluster, tmp_path_factory) -> Iterator[Exporter]:
+    port = free_port()
+    started = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())
+    log = (tmp_path_factory.mktemp("serve") / "serve.log").open("w+")
+    command = [PLUGIN or "kubectl-pvleft", "serve", "--kubeconfig", str(cluster.kubeconfig("reader")),
+               "--listen", f"127.0.0.1:{port}", "--stale-after", "5s"]
+    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, text=True,
+                               env={**os.environ, **WATCH_ENV})
+    exporter = Exporter(process, port, started)
+    try:
+        wait_for("the exporter's /healthz", lambda: _ok(f"{exporter.url}/healthz"), timeout=60)
+        yield exporter
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            process.wait(timeout=10)
+        log.seek(0)
+        print(log.read())  # shown when a test fails
+
+
+def _ok(url: str) -> bool:
+    try:
+        return fetch(url)[0] == 200
+    except OSError:
+        return False
+
+
+@pytest.fixture(scope="module")
+def prometheus(exporter, tmp_path_factory) -> Iterator[Prometheus]:
+    workdir = tmp_path_factory.mktemp("prometheus")
+    port = free_port()
+    config = {
+        "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+        "rule_files": [str(RULES)],
+        "scrape_configs": [{"job_name": "pvleft", "static_configs": [{"targets": [f"127.0.0.1:{exporter.port}"]}]}],
+    }
+    (workdir / "prometheus.yml").write_text(json.dumps(config))  # JSON is YAML
+    log = (workdir / "prometheus.log").open("w")
+    process = subprocess.Popen([PROMETHEUS, f"--config.file={workdir / 'prometheus.yml'}",
+                                f"--storage.tsdb.path={workdir / 'data'}", f"--web.listen-address=127.0.0.1:{port}"],
+                               stdout=log, stderr=subprocess.STDOUT)
+    server = Prometheus(port)
+    try:
+        wait_for("Prometheus ready", lambda: _ok(f"http://127.0.0.1:{port}/-/ready"), timeout=60)
+        wait_for("a first scrape", lambda: server.query('up{job="pvleft"} == 1'), timeout=60)
+        yield server
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=30)
+
+
+def leftover_pv(name: str) -> dict[str, Any]:
+    """A PV naming a claim that never existed, with a uid: the controller calls it Released, we a leftover."""
+    pv = host_path_pv(name, storage_class="serve-none", size="3Gi")
+    pv["spec"]["claimRef"] = {"namespace": "serve-gone", "name": "gone", "uid": "00000000-0000-0000-0000-0000000000aa"}
+    return pv
+
+
+def test_a_leftover_appears_in_prometheus_and_goes_when_deleted(cluster, prometheus) -> None:
+    # Before: judged and clean for this PV (pvleft_findings is there, the series is not).
+    wait_for("leftovers judged", lambda: prometheus.query('pvleft_findings{analysis="leftovers"}'))
+    assert prometheus.query('pvleft_finding_info{name="serve-leftover"}') == []
+    apply(cluster, leftover_pv("serve-leftover"))
+    try:
+        found = wait_for("the leftover's series", lambda: prometheus.query('pvleft_finding_info{name="serve-leftover"}'),
+                         timeout=60)
+        assert found[0]["metric"]["analysis"] == "leftovers" and found[0]["metric"]["kind"] == "PersistentVolume"
+        size = wait_for("its bytes", lambda: prometheus.query(
+            'sum(pvleft_leftover_volume_capacity_bytes{storage_class="serve-none"})'))
+        assert float(size[0]["value"][1]) == 3 * 2**30
+        assert prometheus.query('pvleft_finding_created_timestamp_seconds{name="serve-leftover"}')
+    finally:
+        cluster.kubectl("delete", "pv", "serve-leftover", "--wait=true")
+    wait_for("the series gone", lambda: prometheus.query('pvleft_finding_info{name="serve-leftover"}') == [],
+             timeout=60)
+    assert prometheus.query('pvleft_leftover_volumes{storage_class="serve-none"}') == []
+
+
+def test_a_restarted_api_server_shows_as_stale_then_live_never_as_zero_findings(cluster, prometheus) -> None:
+    apply(cluster, leftover_pv("serve-kept"))
+    try:
+        wait_for("the kept leftover", lambda: prometheus.query('pvleft_finding_info{name="serve-kept"}'), timeout=60)
+        wait_for("every stream up", lambda: prometheus.query("min(pvleft_stream_up) == 1"), timeout=60)
+        before = time.time()
+        cluster.restart_apiserver()
+        wait_for("every stream up again", lambda: prometheus.query("min(pvleft_stream_up) == 1"), timeout=120)
+        wait_for("every analysis up again", lambda: prometheus.query("min(pvleft_analysis_up) == 1"), timeout=60)
+        after = time.time()
+        time.sleep(2)  # the last points of the range are scraped
+        up = prometheus.query_range("min(pvleft_stream_up)", before, after)
+        values = [float(v) for _, v in up[0]["values"]]
+        assert 0.0 in values and values[-1] == 1.0, values  # the series rose and fell
+        stale = prometheus.query_range('pvleft_analysis_up{analysis="leftovers"}', before, after)
+        assert 0.0 in [float(v) for _, v in stale[0]["values"]]
+        # Through the outage the leftover stayed reported: every point of the range has it.
+        kept = prometheus.query_range('pvleft_finding_info{name="serve-kept"}', before, after)
+        points = [float(v) for _, v in kept[0]["values"]]
+        assert len(points) >= len(values) - 2 and set(points) == {1.0}
+        errors = prometheus.query('sum(pvleft_stream_errors_total)')
+        assert float(errors[0]["value"][1]) > 0
+    finally:
+        cluster.kubectl("delete", "pv", "serve-kept", "--wait=false", check=False)
+
+
+def test_healthz_and_the_exposition_pass_promtool(exporter) -> None:
+    status, body = fetch(f"{exporter.url}/healthz")
+    assert (status, body) == (200, "ok\n")
+    assert fetch(f"{exporter.url}/nothing")[0] == 404
+    status, exposition = fetch(f"{exporter.url}/metrics")
+    assert status == 200
+    checked = subprocess.run([PROMTOOL, "check", "metrics"], input=exposition, capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    for name in ("pvleft_stream_up", "pvleft_stream_relists_total", "pvleft_stream_errors_total",
+                 "pvleft_analysis_up", "pvleft_findings", "pvleft_build_info", "process_resident_memory_bytes"):
+        assert f"\n{name}" in exposition, name
+
+
+def test_the_exporter_only_read_and_ends_within_a_second_of_sigterm(cluster, exporter, prometheus) -> None:
+    """Last in the file: it stops the exporter. Over the whole run, its identity sent get/list/watch only."""
+    process = exporter.process
+    assert process.poll() is None
+    sent = time.monotonic()
+    process.send_signal(signal.SIGTERM)
+    process.wait(timeout=10)
+    took = time.monotonic() - sent
+    assert process.returncode == 0
+    assert took < 1.0, f"SIGTERM took {took:.2f}s"
+    with cluster.audit_log.open() as log:
+        events = [json.loads(line) for line in log if "kubectl-pvleft/" in line]
+    mine = [e for e in events if e.get("userAgent", "").startswith("kubectl-pvleft/")
+            and e["user"]["username"] == "pvleft-reader-user" and e["requestReceivedTimestamp"] >= exporter.started]
+    verbs = {e["verb"] for e in mine}
+    assert {"list", "watch"} <= verbs and verbs <= {"get", "list", "watch"}, sorted(verbs)
