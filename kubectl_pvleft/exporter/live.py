@@ -166,7 +166,7 @@ class Live:
         while not self.stopping.is_set():
             try:
                 for item in reflect(self.api, shared.stream, self.settings, self.stopping, shared.health):
-                    self._take(shared, item)
+                    self.take(shared, item)
                     delay = self.settings.backoff_initial
                 return  # stopped, or the stream may not be read (its evidence stays unknown)
             except Exception as exc:
@@ -179,7 +179,8 @@ class Live:
                 self.stopping.wait(delay)
                 delay = min(delay * 2, self.settings.backoff_max)
 
-    def _take(self, shared: Shared, item: Any) -> None:
+    def take(self, shared: Shared, item: Any) -> None:
+        """What one stream showed, applied to every analysis that reads it."""
         now = time.time()
         with self.lock:
             health = shared.health
@@ -216,19 +217,23 @@ class Live:
             if self.stopping.wait(self.settings.settle):
                 return
             self.changed.clear()
-            for analysis in self.analyses:
-                with self.lock:
-                    if not analysis.dirty or analysis.unsynced:
-                        continue
-                    analysis.dirty = False
-                    try:
-                        rows = analysis.spec.assess(analysis.stores)
-                    except Exception as exc:  # a bug of ours: one line, the analysis keeps its last rows (stale)
-                        _log(f"{analysis.name}: internal error ({type(exc).__name__})")
-                        continue
-                    # Nobody prints "resolved" lines here: forget how objects left, or this grows forever.
-                    analysis.stores.departed.clear()
-                analysis.rows, analysis.assessed = rows, time.time()
+            self.judge_once()
+
+    def judge_once(self) -> None:
+        """Judge every analysis whose evidence changed and whose streams have all listed."""
+        for analysis in self.analyses:
+            with self.lock:
+                if not analysis.dirty or analysis.unsynced:
+                    continue
+                analysis.dirty = False
+                try:
+                    rows = analysis.spec.assess(analysis.stores)
+                except Exception as exc:  # a bug of ours: one line, the analysis keeps its last rows (stale)
+                    _log(f"{analysis.name}: internal error ({type(exc).__name__})")
+                    continue
+                # Nobody prints "resolved" lines here: forget how objects left, or this grows forever.
+                analysis.stores.departed.clear()
+            analysis.rows, analysis.assessed = rows, time.time()
 
     def _census_loop(self) -> None:
         assert self.census_run is not None

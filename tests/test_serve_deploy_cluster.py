@@ -1,0 +1,83 @@
+"""deploy/ as an operator would apply it: the kustomize base (rendered by kubectl 1.33's kustomize) and the Helm
+chart (helm template, helm lint), each applied with `kubectl apply --dry-run=server` to the test control plane,
+which validates every object against its real schema: the built-in kinds and the prometheus-operator's
+ServiceMonitor and PrometheusRule CRDs (vendored, tests/fixtures/prometheus-operator/SOURCE.md)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from scenarios import wait_for
+
+ROOT = Path(__file__).resolve().parent.parent
+DEPLOY = ROOT / "deploy"
+CRDS = ROOT / "tests" / "fixtures" / "prometheus-operator"
+KUBECTL = "/usr/lib/google-cloud-sdk/bin/kubectl.1.33"
+# helm is not packaged here: `go install helm.sh/helm/v3/cmd/helm@v3.17.3`, found on PATH or at PVLEFT_HELM.
+HELM = os.environ.get("PVLEFT_HELM") or shutil.which("helm")
+KINDS = {"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Deployment", "Service", "NetworkPolicy",
+         "ServiceMonitor", "PrometheusRule"}
+
+
+@pytest.fixture(scope="module")
+def operator_crds(cluster):
+    for crd in sorted(CRDS.glob("*.yaml")):
+        cluster.kubectl("apply", "--server-side", "-f", str(crd))
+    cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s",
+                    "crd/servicemonitors.monitoring.coreos.com", "crd/prometheusrules.monitoring.coreos.com")
+    # A dry-run creates nothing, so the objects' namespace must exist for real.
+    cluster.kubectl("create", "namespace", "pvleft", check=False)
+    wait_for("the new kinds served", lambda: cluster.kubectl("get", "servicemonitors,prometheusrules", "-A",
+                                                             check=False).returncode == 0)
+    yield
+
+
+def dry_run(cluster, manifests: str) -> str:
+    result = cluster.kubectl("apply", "--dry-run=server", "-f", "-", input=manifests, check=False)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def kinds(manifests: str) -> set[str]:
+    return {doc["kind"] for doc in yaml.safe_load_all(manifests) if doc}
+
+
+def test_the_kustomize_base_passes_server_side_dry_run(cluster, operator_crds) -> None:
+    rendered = subprocess.run([KUBECTL, "kustomize", str(DEPLOY / "base")], capture_output=True, text=True, check=True)
+    assert kinds(rendered.stdout) == KINDS
+    out = dry_run(cluster, rendered.stdout)
+    assert "servicemonitor.monitoring.coreos.com/pvleft-exporter created (server dry run)" in out
+    assert "prometheusrule.monitoring.coreos.com/pvleft-exporter created (server dry run)" in out
+
+
+def test_a_broken_object_is_refused_by_the_dry_run(cluster, operator_crds) -> None:
+    """The dry run can fail: a ServiceMonitor endpoint with a field its schema does not have is refused."""
+    monitor = yaml.safe_load((DEPLOY / "base" / "servicemonitor.yaml").read_text())
+    monitor["metadata"]["namespace"] = "pvleft"
+    monitor["spec"]["endpoints"][0]["interval"] = "every minute"
+    result = cluster.kubectl("apply", "--dry-run=server", "-f", "-", input=yaml.safe_dump(monitor), check=False)
+    assert result.returncode != 0 and "interval" in result.stderr
+
+
+@pytest.mark.skipif(not HELM, reason="helm not found (go install helm.sh/helm/v3/cmd/helm@v3.17.3; PVLEFT_HELM)")
+def test_the_helm_chart_lints_renders_and_passes_server_side_dry_run(cluster, operator_crds) -> None:
+    chart = DEPLOY / "helm" / "kubectl-pvleft"
+    linted = subprocess.run([HELM, "lint", "--strict", str(chart)], capture_output=True, text=True)
+    assert linted.returncode == 0, linted.stdout + linted.stderr
+    rendered = subprocess.run([HELM, "template", "pvleft", str(chart), "--namespace", "pvleft",
+                               "--set", "extraArgs={--aws-region=eu-west-1}"], capture_output=True, text=True)
+    assert rendered.returncode == 0, rendered.stderr
+    assert kinds(rendered.stdout) == KINDS - {"Namespace"}  # helm installs into a namespace it does not own
+    out = dry_run(cluster, rendered.stdout)
+    assert "deployment.apps/pvleft-exporter created (server dry run)" in out
+    deployment = next(d for d in yaml.safe_load_all(rendered.stdout) if d and d["kind"] == "Deployment")
+    args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert args[:2] == ["serve", "--listen=:9479"] and "--aws-region=eu-west-1" in args
+    rule = next(d for d in yaml.safe_load_all(rendered.stdout) if d and d["kind"] == "PrometheusRule")
+    assert rule["spec"] == yaml.safe_load((DEPLOY / "rules" / "pvleft.rules.yaml").read_text())
