@@ -7,6 +7,7 @@ The audit log is the witness that the exporter, over the whole run, only read.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import shutil
@@ -155,12 +156,27 @@ def test_a_leftover_appears_in_prometheus_and_goes_when_deleted(cluster, prometh
     assert prometheus.query('pvleft_leftover_volumes{storage_class="serve-none"}') == []
 
 
+def compact_etcd(cluster) -> None:
+    """Compact etcd to its current revision (its gRPC gateway on loopback): a watch resumed from before is a 410."""
+    base = f"http://127.0.0.1:{cluster.ports['etcd']}"
+
+    def post(path: str, body: dict[str, Any]) -> dict[str, Any]:
+        request = urllib.request.Request(base + path, json.dumps(body).encode(), {"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return json.load(response)
+
+    revision = post("/v3/kv/range", {"key": base64.b64encode(b"/").decode(), "limit": 1})["header"]["revision"]
+    post("/v3/kv/compaction", {"revision": revision, "physical": True})
+
+
 def test_a_restarted_api_server_shows_as_stale_then_live_never_as_zero_findings(cluster, prometheus) -> None:
     apply(cluster, leftover_pv("serve-kept"))
     try:
         wait_for("the kept leftover", lambda: prometheus.query('pvleft_finding_info{name="serve-kept"}'), timeout=60)
         wait_for("every stream up", lambda: prometheus.query("min(pvleft_stream_up) == 1"), timeout=60)
+        relists = float(prometheus.query("sum(pvleft_stream_relists_total)")[0]["value"][1])
         before = time.time()
+        compact_etcd(cluster)  # the restarted server's watch cache cannot serve the old resourceVersions either
         cluster.restart_apiserver()
         wait_for("every stream up again", lambda: prometheus.query("min(pvleft_stream_up) == 1"), timeout=120)
         wait_for("every analysis up again", lambda: prometheus.query("min(pvleft_analysis_up) == 1"), timeout=60)
@@ -177,6 +193,8 @@ def test_a_restarted_api_server_shows_as_stale_then_live_never_as_zero_findings(
         assert len(points) >= len(values) - 2 and set(points) == {1.0}
         errors = prometheus.query('sum(pvleft_stream_errors_total)')
         assert float(errors[0]["value"][1]) > 0
+        # Resumed watches met a 410 and relisted.
+        assert float(prometheus.query("sum(pvleft_stream_relists_total)")[0]["value"][1]) > relists
     finally:
         cluster.kubectl("delete", "pv", "serve-kept", "--wait=false", check=False)
 
