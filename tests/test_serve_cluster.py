@@ -98,6 +98,13 @@ def exporter(cluster, tmp_path_factory) -> Iterator[Exporter]:
         print(log.read())  # shown when a test fails
 
 
+def samples(exposition: str, name: str) -> list[tuple[dict[str, str], float]]:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    return [(sample.labels, sample.value) for family in text_string_to_metric_families(exposition)
+            for sample in family.samples if sample.name == name]
+
+
 def _ok(url: str) -> bool:
     try:
         return fetch(url)[0] == 200
@@ -210,6 +217,63 @@ def test_healthz_and_the_exposition_pass_promtool(exporter) -> None:
     for name in ("pvleft_stream_up", "pvleft_stream_relists_total", "pvleft_stream_errors_total",
                  "pvleft_analysis_up", "pvleft_findings", "pvleft_build_info", "process_resident_memory_bytes"):
         assert f"\n{name}" in exposition, name
+
+
+def test_in_cluster_with_a_cloud_census_serves_orphan_disks_and_says_when_the_census_fails(cluster,
+                                                                                             tmp_path: Path) -> None:
+    """No kubeconfig: the Pod's ServiceAccount files (as the leftovers test emulates them), with the read-only
+    ClusterRole bound; a Compute census on an interval, against the discovery-checked local Compute."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from gce_fake import FakeCompute, csi_description, gce_disk
+
+    project, zone, disk = "pvleft-serve-gce", "europe-west1-b", "pvc-5e1d0c2b-serve-orphan"
+    cluster.kubectl("create", "namespace", "serve-sa", check=False)
+    cluster.kubectl("create", "serviceaccount", "pvleft", "-n", "serve-sa")
+    cluster.kubectl("create", "clusterrolebinding", "pvleft-serve-sa", "--clusterrole=pvleft-reader",
+                    "--serviceaccount=serve-sa:pvleft")
+    account = tmp_path / "serviceaccount"
+    account.mkdir()
+    (account / "token").write_text(cluster.kubectl("create", "token", "pvleft", "-n", "serve-sa").stdout.strip())
+    (account / "ca.crt").write_bytes((cluster.pki / "ca.crt").read_bytes())
+    (account / "namespace").write_text("serve-sa")
+    port = free_port()
+    compute = FakeCompute(page_size=2).start()
+    compute.add_project(project, zones=(zone,), regions=("europe-west1",))
+    compute.add_disk(gce_disk(project, disk, zone=zone, size_gb=50, description=csi_description(disk, "shop", "x")))
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "KUBECONFIG": "", "PVLEFT_SERVICEACCOUNT_DIR": str(account),
+           "KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": cluster.server.rsplit(":", 1)[1],
+           "PVLEFT_COMPUTE_ENDPOINT": compute.endpoint, **WATCH_ENV}
+    process = subprocess.Popen([PLUGIN or "kubectl-pvleft", "serve", "--listen", f"127.0.0.1:{port}", "--project",
+                                project, "--census-interval", "1s"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True, env=env)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_for("the in-cluster exporter's /healthz", lambda: _ok(f"{url}/healthz"), timeout=60)
+
+        def metrics() -> str:
+            return fetch(f"{url}/metrics")[1]
+
+        found = wait_for("the orphan disk's series", lambda: 'pvleft_orphan_disks{cloud="gce",location="' + zone
+                         + '"} 1.0' in metrics() and metrics(), timeout=60)
+        assert samples(found, "pvleft_orphan_disk_bytes") == [({"cloud": "gce", "location": zone}, 50 * 2**30)]
+        assert f'name="projects/{project}/zones/{zone}/disks/{disk}"' in found and 'analysis="census"' in found
+        assert 'pvleft_census_last_success_timestamp_seconds{cloud="gce"}' in found
+        assert 'pvleft_census_failures_total{cloud="gce"} 0.0' in found
+        compute.forbidden.add(project)  # the census's identity loses its right: the next censuses fail, and say so
+        wait_for("a failed census counted", lambda: 'pvleft_census_failures_total{cloud="gce"} 0.0' not in metrics(),
+                 timeout=120)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        output, _ = process.communicate(timeout=10)
+        print(output)
+        compute.stop()
+        cluster.kubectl("delete", "clusterrolebinding", "pvleft-serve-sa", check=False)
+        cluster.kubectl("delete", "namespace", "serve-sa", "--wait=false", check=False)
+    assert process.returncode == 0 and "Traceback" not in output
+    assert "Compute Engine census" in output  # the failure's one warning line
+    assert {verb for verb, _, _ in compute.requests} <= {"GET"}
 
 
 def test_the_exporter_only_read_and_ends_within_a_second_of_sigterm(cluster, exporter, prometheus) -> None:

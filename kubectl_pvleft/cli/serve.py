@@ -94,22 +94,27 @@ def serve(invocation: Invocation) -> int:
     return 0
 
 
-def _census(options: Any) -> tuple[Optional[Callable[[list[Any]], Any]], list[str]]:
-    """The cloud censuses the flags ask for, as one function of the PVs; none when no flag asks."""
+def _census(options: Any) -> tuple[Optional[Callable[[list[Any]], Any]], dict[str, str]]:
+    """The cloud censuses the flags ask for, as one function of the PVs, and their names -> the metrics' label
+    (the short name findings carry as their source); none when no flag asks."""
     from kubectl_pvleft.clouds.census import asked
 
     clouds = asked(options)
     if not clouds:
-        return None, []
+        return None, {}
     from kubectl_pvleft.clouds import census
 
-    return (lambda volumes: census.take(options, volumes)), [cloud.NAME for cloud in clouds]
+    return (lambda volumes: census.take(options, volumes)), {cloud.NAME: cloud.SOURCE for cloud in clouds}
 
 
 def _on_signals(stop: Callable[[], None]) -> None:
     for name in ("SIGTERM", "SIGINT", "SIGHUP"):
         if hasattr(signal, name):
             signal.signal(getattr(signal, name), lambda signum, frame: stop())
+
+
+def _warn(message: str) -> None:
+    print(f"warning: {message}", file=sys.stderr, flush=True)
 
 
 def _shown_address(host: str, port: int) -> str:
@@ -125,7 +130,13 @@ def _server(where: tuple[str, int], registry: Any, live: Any, stale_after: float
         def do_GET(self) -> None:  # noqa: N802 (http.server's name)
             path = self.path.split("?", 1)[0]
             if path == "/metrics":
-                self._answer(200, CONTENT_TYPE_LATEST, generate_latest(registry))
+                try:
+                    exposition = generate_latest(registry)
+                except Exception as exc:  # a bug of ours: one line here, a 500 there, never a traceback
+                    _warn(f"/metrics: internal error ({type(exc).__name__})")
+                    self._answer(500, "text/plain; charset=utf-8", b"internal error\n")
+                    return
+                self._answer(200, CONTENT_TYPE_LATEST, exposition)
             elif path == "/healthz":
                 ok, why = live.healthy(stale_after)
                 self._answer(200 if ok else 503, "text/plain; charset=utf-8", (why + "\n").encode())
@@ -145,6 +156,10 @@ def _server(where: tuple[str, int], registry: Any, live: Any, stale_after: float
     class Server(ThreadingHTTPServer):
         daemon_threads = True
         address_family = socket.AF_INET6 if ":" in where[0] else socket.AF_INET
+
+        def handle_error(self, request: Any, client_address: Any) -> None:
+            # socketserver prints a traceback for anything a handler raises (a scraper that hung up mid-answer)
+            _warn(f"answering {client_address[0]}: {sys.exc_info()[0].__name__ if sys.exc_info()[0] else 'error'}")
 
     try:
         return Server(where, Handler)

@@ -10,7 +10,8 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any, Optional
 
 from kubectl_pvleft.invocation import Options
@@ -98,11 +99,12 @@ class Analysis:
 class CensusState:
     """The cloud censuses: their last findings and how the last runs went."""
 
-    def __init__(self, clouds: Sequence[str]) -> None:
-        self.clouds = tuple(clouds)
+    def __init__(self, clouds: Mapping[str, str]) -> None:
+        self.names = dict(clouds)  # the census's NAME (what its outcome calls it) -> the metrics' cloud label
+        self.clouds = tuple(clouds.values())
         self.findings: Optional[list[Any]] = None  # None until a census answered
         self.last_success: dict[str, float] = {}
-        self.failures: dict[str, int] = {cloud: 0 for cloud in clouds}
+        self.failures: dict[str, int] = {cloud: 0 for cloud in self.clouds}
         self.duration: Optional[float] = None
         self.errors: list[str] = []
 
@@ -113,7 +115,7 @@ class Live:
 
     def __init__(self, api: KubeAPI, analyses: Sequence[tuple[str, Follow[Any]]], settings: WatchSettings,
                  describe: Describe, census: Optional[Callable[[list[Any]], Any]] = None,
-                 clouds: Sequence[str] = (), census_interval: float = 3600.0, not_served: Sequence[str] = ()) -> None:
+                 clouds: Mapping[str, str] = MappingProxyType({}), census_interval: float = 3600.0, not_served: Sequence[str] = ()) -> None:
         self.api, self.settings, self.describe = api, settings, describe
         self.lock = threading.Lock()
         self.stopping = threading.Event()
@@ -264,7 +266,7 @@ class Live:
         now = time.time()
         state = self.census
         state.duration = time.monotonic() - started
-        failed = set(state.clouds) if outcome is None else set(state.clouds) - set(outcome.taken)
+        failed = set(state.clouds) if outcome is None else set(state.clouds) - {state.names[n] for n in outcome.taken}
         for cloud in state.clouds:
             if cloud in failed:
                 state.failures[cloud] += 1
