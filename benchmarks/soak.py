@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import http.client
 import json
 import os
 import signal
@@ -102,8 +103,12 @@ class Churner:
             started = time.monotonic()
             try:
                 self._one_round()
-            except (OSError, RuntimeError):  # the API server is restarting: this round is lost, not the soak
-                self.lost += 1
+            except (OSError, RuntimeError, http.client.HTTPException):  # the API server is restarting: this
+                self.lost += 1  # round is lost, not the soak; its connection may be mid-request, so drop it
+                connection = getattr(self.admin.local, "connection", None)
+                if connection is not None:
+                    connection.close()
+                self.admin.local.connection = None
             self.stop.wait(max(0.0, 1.0 - (time.monotonic() - started)))
 
     def _one_round(self) -> None:
@@ -194,7 +199,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         "rss_end_over_first_minute": last["rss"] / after_first_minute[0]["rss"],
         "changes": last["changes"], "cpu_seconds_churn": last["cpu"] - first["cpu"],
         "cpu_ms_per_change": 1000 * (last["cpu"] - first["cpu"]) / max(1, last["changes"]),
-        "relists": relists, "stream_errors": errors, "samples": samples,
+        "relists": relists, "stream_errors": errors, "churn_rounds_lost": churner.lost, "samples": samples,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")
