@@ -137,3 +137,21 @@ def test_deploy_copies_match_their_sources() -> None:
     assert (ROOT / "deploy" / "helm" / "kubectl-pvleft" / "files" / "pvleft.rules.yaml").read_text() == rules
     assert (ROOT / "deploy" / "base" / "prometheusrule.yaml").read_text() == prometheus_rule(
         ROOT / "deploy" / "rules" / "pvleft.rules.yaml")
+
+
+def test_a_stream_that_may_not_be_read_is_unknown_evidence_not_an_outage() -> None:
+    from kubectl_pvleft.kube.watch import Notice
+
+    live, streams = live_leftovers()
+    pvs = tuple(PersistentVolume.from_wire(o) for o in items("leftovers_pvs"))
+    live.take(streams["persistentvolumes"], Synced("", pvs, "1"))
+    live.take(streams["storageclasses"], Synced("", (), "1"))
+    live.take(streams["persistentvolumeclaims/metadata"], Notice("claims", "cannot list claims", unavailable=True))
+    live.judge_once()
+    metrics = scrape(live)
+    key = {"stream": "persistentvolumeclaims/metadata", "namespace": ""}
+    assert (key, 0.0) in metrics["pvleft_stream_readable"] and (key, 0.0) in metrics["pvleft_stream_up"]
+    # Judged (claims unknown, never missing), live, and healthy: a 403 is an answer, not an outage.
+    assert metrics["pvleft_analysis_up"] == [({"analysis": "leftovers"}, 1.0)]
+    assert {l["state"] for l, _ in metrics["pvleft_finding_info"]} <= {"Released", "Failed", "claim-unknown"}
+    assert live.healthy(0) == (True, "ok")

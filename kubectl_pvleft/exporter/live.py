@@ -290,7 +290,7 @@ class Live:
                 health = shared.health
                 if not health.listed:
                     return False, f"{shared.label}: not listed yet"
-                if health.readable and health.down_for(now) >= stale_after:
+                if health.readable and not health.up and health.down_for(now) >= stale_after:
                     return False, f"{shared.label}: down for {health.down_for(now):.0f}s ({health.last_error})"
         return True, "ok"
 
