@@ -187,8 +187,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         worker.join()
         relists, errors = metric(port, "pvleft_stream_relists_total"), metric(port, "pvleft_stream_errors_total")
     finally:
+        asked = time.monotonic()
         exporter.send_signal(signal.SIGTERM)
         exporter.wait(timeout=30)
+        sigterm_seconds = time.monotonic() - asked
     last = samples[-1]
     after_first_minute = [s for s in samples if s["t"] >= 60] or samples
     result = {
@@ -199,7 +201,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         "rss_end_over_first_minute": last["rss"] / after_first_minute[0]["rss"],
         "changes": last["changes"], "cpu_seconds_churn": last["cpu"] - first["cpu"],
         "cpu_ms_per_change": 1000 * (last["cpu"] - first["cpu"]) / max(1, last["changes"]),
-        "relists": relists, "stream_errors": errors, "churn_rounds_lost": churner.lost, "samples": samples,
+        "relists": relists, "stream_errors": errors, "churn_rounds_lost": churner.lost,
+        "sigterm_seconds": sigterm_seconds, "exit_code": exporter.returncode, "samples": samples,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")

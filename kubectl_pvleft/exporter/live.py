@@ -16,7 +16,8 @@ from typing import Any, Optional
 
 from kubectl_pvleft.invocation import Options
 from kubectl_pvleft.kube.api import KubeAPI
-from kubectl_pvleft.kube.watch import Changed, Follow, Notice, Observer, Stores, Stream, Synced, WatchSettings, reflect
+from kubectl_pvleft.kube.watch import (Changed, Follow, Notice, Observer, Stores, Stream, Synced, WatchSettings, reflect,
+                                       uid_of)
 from kubectl_pvleft.text import one_line, shown
 
 Describe = Callable[[BaseException], str]
@@ -167,7 +168,8 @@ class Live:
         delay = self.settings.backoff_initial
         while not self.stopping.is_set():
             try:
-                for item in reflect(self.api, shared.stream, self.settings, self.stopping, shared.health):
+                for item in reflect(self.api, shared.stream, self.settings, self.stopping, shared.health,
+                                    lazy_lists=True):
                     self.take(shared, item)
                     delay = self.settings.backoff_initial
                 return  # stopped, or the stream may not be read (its evidence stays unknown)
@@ -183,6 +185,9 @@ class Live:
 
     def take(self, shared: Shared, item: Any) -> None:
         """What one stream showed, applied to every analysis that reads it."""
+        if isinstance(item, Synced):
+            self._refill(shared, item)
+            return
         now = time.time()
         with self.lock:
             health = shared.health
@@ -196,19 +201,34 @@ class Live:
                         analysis.dirty = True
                     self.changed.set()
                 return
-            if isinstance(item, Synced):
-                health.relists += health.listed
-                health.listed, health.last_list = True, now
-                health._alive()
-            else:
-                health.last_event = now
+            health.last_event = now
             for analysis, name in shared.readers:
-                if isinstance(item, Synced):
-                    analysis.stores.apply(Synced(name, item.objects, item.resource_version))
-                    analysis.unsynced.discard(name)
-                else:
-                    analysis.stores.apply(Changed(name, item.type, item.object))
+                analysis.stores.apply(Changed(name, item.type, item.object))
                 analysis.dirty = True
+        self.changed.set()
+
+    def _refill(self, shared: Shared, item: Synced) -> None:
+        """A (re)list, read page by page: each object replaces its old copy at once, so memory never holds two
+        copies of a store. Its analyses are not judged meanwhile (half old, half new evidence); scrapes go on,
+        with their last rows."""
+        with self.lock:
+            for analysis, name in shared.readers:
+                analysis.unsynced.add(name)
+        seen: set[str] = set()
+        for obj in item.objects:  # a page that fails raises here: the pump counts it and lists again
+            with self.lock:
+                seen.add(uid_of(obj))
+                for analysis, name in shared.readers:
+                    analysis.stores.refill(name, obj)
+        with self.lock:
+            for analysis, name in shared.readers:
+                analysis.stores.refilled(name, seen)
+                analysis.unsynced.discard(name)
+                analysis.dirty = True
+            health = shared.health
+            health.relists += health.listed
+            health.listed, health.last_list = True, time.time()
+            health._alive()
         self.changed.set()
 
     def _judge(self) -> None:
