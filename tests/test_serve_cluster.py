@@ -29,7 +29,7 @@ PROMTOOL = shutil.which("promtool")
 RULES = Path(__file__).resolve().parent.parent / "deploy" / "rules" / "pvleft.rules.yaml"
 WATCH_ENV = {  # short watches and retries: an outage of seconds is seen and ended within seconds
     "PVLEFT_WATCH_TIMEOUT_SECONDS": "3", "PVLEFT_WATCH_BACKOFF_INITIAL_SECONDS": "0.2",
-    "PVLEFT_WATCH_BACKOFF_MAX_SECONDS": "1", "PVLEFT_WATCH_SETTLE_SECONDS": "0.1",
+    "PVLEFT_WATCH_BACKOFF_MAX_SECONDS": "1", "PVLEFT_WATCH_SETTLE_SECONDS": "0.1", "PVLEFT_SERVE_JUDGE_SECONDS": "0.2",
 }
 
 pytestmark = pytest.mark.skipif(not (PROMETHEUS and PROMTOOL), reason="needs Debian's prometheus package "

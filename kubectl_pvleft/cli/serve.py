@@ -7,6 +7,7 @@ prometheus_client is the ``serve`` extra: imported here only, so the plugin itse
 
 from __future__ import annotations
 
+import os
 import signal
 import socket
 import sys
@@ -23,7 +24,17 @@ DEFAULT_LISTEN = ":9479"
 DEFAULT_CENSUS_INTERVAL = "1h"
 DEFAULT_STALE_AFTER = "2m"
 DEFAULT_MAX_FINDING_SERIES = 1000
+DEFAULT_JUDGE_SECONDS = 5.0
 ANALYSES = ("leftovers", "pending", "classes", "claims", "snapshots")
+
+
+def judge_every() -> float:
+    """Seconds between judgments under churn: 5, a tenth of a typical scrape interval (findings are at most that
+    stale) and a fifth of the CPU of judging every second. PVLEFT_SERVE_JUDGE_SECONDS shortens it for tests."""
+    try:
+        return max(0.0, float(os.environ.get("PVLEFT_SERVE_JUDGE_SECONDS", "") or DEFAULT_JUDGE_SECONDS))
+    except ValueError:
+        return DEFAULT_JUDGE_SECONDS
 
 
 def seconds(text: str) -> float:
@@ -72,7 +83,7 @@ def serve(invocation: Invocation) -> int:
         census, clouds = _census(options)
         live = Live(api, analyses, WatchSettings.from_env(), describe, census=census, clouds=clouds,
                     census_interval=seconds(flags.get("census_interval") or DEFAULT_CENSUS_INTERVAL),
-                    not_served=not_served)
+                    not_served=not_served, judge_every=judge_every())
         registry = CollectorRegistry()
         ProcessCollector(registry=registry)  # process_resident_memory_bytes, process_cpu_seconds_total
         registry.register(ServeCollector(live, int(flags.get("max_finding_series") or DEFAULT_MAX_FINDING_SERIES)))

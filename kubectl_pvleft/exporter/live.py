@@ -116,8 +116,10 @@ class Live:
 
     def __init__(self, api: KubeAPI, analyses: Sequence[tuple[str, Follow[Any]]], settings: WatchSettings,
                  describe: Describe, census: Optional[Callable[[list[Any]], Any]] = None,
-                 clouds: Mapping[str, str] = MappingProxyType({}), census_interval: float = 3600.0, not_served: Sequence[str] = ()) -> None:
+                 clouds: Mapping[str, str] = MappingProxyType({}), census_interval: float = 3600.0,
+                 not_served: Sequence[str] = (), judge_every: float = 0.0) -> None:
         self.api, self.settings, self.describe = api, settings, describe
+        self.judge_every = judge_every  # at most one judgment per this many seconds, however busy the streams
         self.lock = threading.Lock()
         self.stopping = threading.Event()
         self.changed = threading.Event()
@@ -239,7 +241,11 @@ class Live:
             if self.stopping.wait(self.settings.settle):
                 return
             self.changed.clear()
+            started = time.monotonic()
             self.judge_once()
+            # Each judgment reads every store whole: under steady churn, judging once a burst is most of the CPU.
+            if self.stopping.wait(max(0.0, self.judge_every - (time.monotonic() - started))):
+                return
 
     def judge_once(self) -> None:
         """Judge every analysis whose evidence changed and whose streams have all listed."""
