@@ -110,6 +110,35 @@ class CensusState:
         self.errors: list[str] = []
 
 
+class OneListAtATime:
+    """The API, with its lists read one at a time across every stream. After an outage every stream relists at
+    once, and each list holds a page or two in flight: one list at a time keeps that to one stream's pages (the
+    soak's RSS rose by the sum of them at each outage). Watches are not gated."""
+
+    def __init__(self, api: KubeAPI) -> None:
+        self.api = api
+        self.gate = threading.Lock()
+
+    def list(self, *args: Any, **kwargs: Any) -> Any:
+        return _GatedListing(self.api.list(*args, **kwargs), self.gate)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.api, name)
+
+
+class _GatedListing:
+    def __init__(self, listing: Any, gate: threading.Lock) -> None:
+        self.listing, self.gate = listing, gate
+
+    @property
+    def resource_version(self) -> Optional[str]:
+        return self.listing.resource_version
+
+    def __iter__(self) -> Any:
+        with self.gate:  # released when the pages are read, or the reading fails or is abandoned
+            yield from self.listing
+
+
 class Live:
     """The shared streams, the analyses fed from them, the judge and the census. ``start`` runs them in daemon
     threads; ``stop`` ends them (and every watch connection)."""
@@ -119,6 +148,7 @@ class Live:
                  clouds: Mapping[str, str] = MappingProxyType({}), census_interval: float = 3600.0,
                  not_served: Sequence[str] = (), judge_every: float = 0.0) -> None:
         self.api, self.settings, self.describe = api, settings, describe
+        self.lister: Any = OneListAtATime(api)
         self.judge_every = judge_every  # at most one judgment per this many seconds, however busy the streams
         self.lock = threading.Lock()
         self.stopping = threading.Event()
@@ -170,7 +200,7 @@ class Live:
         delay = self.settings.backoff_initial
         while not self.stopping.is_set():
             try:
-                for item in reflect(self.api, shared.stream, self.settings, self.stopping, shared.health,
+                for item in reflect(self.lister, shared.stream, self.settings, self.stopping, shared.health,
                                     lazy_lists=True):
                     self.take(shared, item)
                     delay = self.settings.backoff_initial
