@@ -362,3 +362,18 @@ def test_a_lazy_list_refused_at_once_is_handled_by_the_reflector() -> None:
 
     items = list(reflect(ScriptedAPI([Refusing()], []), events, FAST, lazy_lists=True))
     assert len(items) == 1 and isinstance(items[0], Notice) and items[0].unavailable
+
+
+def test_a_relist_keeps_the_copy_it_has_of_an_unchanged_object() -> None:
+    """After an outage most objects come back unchanged: keeping the held copy frees the new one with its page."""
+    doc = load("watch")
+    held = pods(doc["list"]["items"])[0]
+    again = Pod.from_wire(doc["list"]["items"][0])
+    changed = Pod.from_wire({**doc["list"]["items"][0], "metadata": {**doc["list"]["items"][0]["metadata"],
+                                                                     "resourceVersion": "999999"}})
+    stores = Stores(["pods"], "pods")
+    stores.apply(Synced("pods", (held,), "1"))
+    stores.refill("pods", again)
+    assert stores.data["pods"][held.metadata.uid] is held
+    stores.refill("pods", changed)
+    assert stores.data["pods"][held.metadata.uid] is changed

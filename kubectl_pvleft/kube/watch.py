@@ -248,6 +248,10 @@ def uid_of(obj: Any) -> str:
     return obj.metadata.uid
 
 
+def _version(obj: Any) -> str:
+    return getattr(obj.metadata, "resource_version", "") or ""
+
+
 class Stores:
     """What the streams have shown so far, by stream name and uid; ``None`` for a stream that cannot be read.
 
@@ -286,10 +290,17 @@ class Stores:
             self._put(item.stream, store, item.object)
 
     def refill(self, name: str, obj: Any) -> None:
-        """One object of a relist read page by page: it replaces its old copy at once (``refilled`` ends it)."""
+        """One object of a relist read page by page: it replaces its old copy at once (``refilled`` ends it).
+        An object the relist shows unchanged (same resourceVersion) keeps the copy already held, so the new one
+        is freed with its page: after an outage most objects are unchanged, and memory keeps its layout."""
         store = self.data.get(name)
-        if store is not None:
-            self._put(name, store, obj)
+        if store is None:
+            return
+        old = store.get(uid_of(obj))
+        version = _version(obj)
+        if old is not None and version and _version(old) == version:
+            return
+        self._put(name, store, obj)
 
     def refilled(self, name: str, seen: set[str]) -> None:
         """The end of a relist read page by page: what it did not show is gone."""
