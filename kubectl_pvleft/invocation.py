@@ -154,6 +154,24 @@ COMMANDS = (
 )
 COMMANDS_BY_NAME = {command.name: command for command in COMMANDS}
 
+# Not an analysis but every analysis at once, kept live and served as Prometheus metrics: a long-running command,
+# so it is not among COMMANDS (what a run, a fleet, --watch and completion's kinds iterate over). Its kind only
+# decides what -n means: as for the cluster-scoped kinds, it narrows (to one namespace's Pods and claims).
+SERVE = Command(
+    name="serve", summary="keep every analysis live on watches and serve it as Prometheus metrics (/metrics, /healthz)",
+    module="kubectl_pvleft.cli.serve", kind="persistentvolumes", selector_help="objects", census=True,
+    flags=(Flag(name="--listen", dest="listen", metavar="[HOST]:PORT", pattern=r"(\[[0-9A-Fa-f:.]+\]|[^\s:\[\]]*):[0-9]{1,5}",
+                what="a [HOST]:PORT address", help="where to serve /metrics and /healthz (default :9479, every address)"),
+           Flag(name="--census-interval", dest="census_interval", metavar="DURATION",
+                help="how often the cloud censuses run, when their flags are given (default 1h)"),
+           Flag(name="--max-finding-series", dest="max_finding_series", metavar="N", pattern=r"[0-9]+",
+                what="a whole number", help="at most this many pvleft_finding_info series (default 1000); "
+                                            "pvleft_finding_series_omitted says how many were left out"),
+           Flag(name="--stale-after", dest="stale_after", metavar="DURATION",
+                help="/healthz answers 503 while a stream has been down this long (default 2m)")))
+SUBCOMMANDS = (*COMMANDS, SERVE)
+SUBCOMMANDS_BY_NAME = {command.name: command for command in SUBCOMMANDS}
+
 
 class Invocation(_Frozen):
     """Everything argv said, parsed once. ``flags``: the subcommand's and the clouds' own flags by dest, typed by

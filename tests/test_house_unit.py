@@ -23,6 +23,7 @@ LAYERS = (
     ("kubectl_pvleft.invocation",),
     ("kubectl_pvleft.clouds",),
     ("kubectl_pvleft.analyses",),
+    ("kubectl_pvleft.exporter",),
     ("kubectl_pvleft.cli",),
     ("kubectl_pvleft.__main__",),
 )
@@ -82,7 +83,7 @@ def folder_of(name: str) -> str:
     """Modules of one folder (kube, output, ...) may import each other; the package root's files are each alone."""
     parts = name.split(".")
     return ".".join(parts[:2]) if len(parts) > 2 or name in {"kubectl_pvleft.kube", "kubectl_pvleft.output",
-                                                             "kubectl_pvleft.clouds", "kubectl_pvleft.analyses",
+                                                             "kubectl_pvleft.clouds", "kubectl_pvleft.analyses", "kubectl_pvleft.exporter",
                                                              "kubectl_pvleft.cli", "kubectl_pvleft.records"} else name
 
 

@@ -324,3 +324,56 @@ def test_watch_lines_print_a_header_once_and_json_one_object_per_change() -> Non
     docs = [json.loads(line) for line in out.getvalue().splitlines()]
     assert [d["change"] for d in docs] == ["appeared", "resolved"] and docs[1]["resolution"] == "the Pod was deleted"
     assert docs[0]["reason"] == row.verdict.reason and docs[0]["pod"] == row.pod.name
+
+
+def test_a_lazy_list_is_consumed_page_by_page_and_its_rv_is_watched_from_after() -> None:
+    """reflect(lazy_lists=True), serve's: the consumer reads the objects as they come (one copy at a time in its
+    stores); the watch still starts from the list's resourceVersion, read once the pages are."""
+    doc = load("watch")
+    listing = Listing(pods(doc["list"]["items"]), doc["list"]["resourceVersion"])
+    stop = threading.Event()
+    api = ScriptedAPI([listing], [[]], stop)
+    stream = reflect(api, PENDING_PODS, FAST, stop, lazy_lists=True)
+    synced = next(stream)
+    assert isinstance(synced, Synced) and not isinstance(synced.objects, tuple)
+    stores = Stores(["pods"], "pods")
+    before = {p.metadata.uid: p for p in pods(doc["list"]["items"])}
+    stores.apply(Synced("pods", tuple(before.values()), "1"))
+    stores.data["pods"]["gone"] = before[next(iter(before))]  # an object the relist will not show
+    seen = set()
+    for obj in synced.objects:
+        stores.refill("pods", obj)
+        seen.add(obj.metadata.uid)
+    stores.refilled("pods", seen)
+    assert set(stores.data["pods"]) == set(before) and stores.departed == {"gone": "gone when the watch resynced"}
+    list(stream)  # the script ends
+    assert api.watch_calls[0] == doc["list"]["resourceVersion"]
+
+
+def test_a_lazy_list_refused_at_once_is_handled_by_the_reflector() -> None:
+    denied = error_for(403, "Forbidden", "events is forbidden", "list", "e")
+    events = Stream("events", EVENTS, "x", unreadable="cannot list events ({reason})")
+
+    class Refusing(list):
+        resource_version = None
+
+        def __iter__(self):
+            raise denied
+
+    items = list(reflect(ScriptedAPI([Refusing()], []), events, FAST, lazy_lists=True))
+    assert len(items) == 1 and isinstance(items[0], Notice) and items[0].unavailable
+
+
+def test_a_relist_keeps_the_copy_it_has_of_an_unchanged_object() -> None:
+    """After an outage most objects come back unchanged: keeping the held copy frees the new one with its page."""
+    doc = load("watch")
+    held = pods(doc["list"]["items"])[0]
+    again = Pod.from_wire(doc["list"]["items"][0])
+    changed = Pod.from_wire({**doc["list"]["items"][0], "metadata": {**doc["list"]["items"][0]["metadata"],
+                                                                     "resourceVersion": "999999"}})
+    stores = Stores(["pods"], "pods")
+    stores.apply(Synced("pods", (held,), "1"))
+    stores.refill("pods", again)
+    assert stores.data["pods"][held.metadata.uid] is held
+    stores.refill("pods", changed)
+    assert stores.data["pods"][held.metadata.uid] is changed

@@ -35,6 +35,11 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "kubectl pvleft snapshots snapcontent-1234 -o wide",
         "kubectl pvleft snapshots --all -o json",
     ),
+    "serve": (
+        "kubectl pvleft serve",
+        "kubectl pvleft serve --listen 127.0.0.1:9479 --stale-after 5m",
+        "kubectl pvleft serve -n shop --max-finding-series 200",
+    ),
 }
 
 LEGENDS: dict[str, tuple[tuple[str, str], ...]] = {
@@ -90,6 +95,8 @@ def wrapped(text: str, indent: int, width: int = 110) -> str:
 
 def epilog(command: str, exit_codes: str) -> str:
     examples = "\n".join(f"  {line}" for line in EXAMPLES[command])
+    if command not in LEGENDS:  # serve prints no table: its metrics are in the README
+        return f"examples:\n{examples}\n\n{exit_codes}"
     width = max(len(header) for header, _ in (*LEGENDS[command], NEXT_LEGEND))
     legend = "\n".join(f"  {header.ljust(width)}  {wrapped(text, width + 4)}"
                        for header, text in (*LEGENDS[command], NEXT_LEGEND))

@@ -29,7 +29,7 @@ from kubectl_pvleft.cli.parser import (
 )
 from kubectl_pvleft.cli.session import Session, describe_api_error
 from kubectl_pvleft.errors import ApiError, PvleftError
-from kubectl_pvleft.invocation import Invocation, Options, Result
+from kubectl_pvleft.invocation import SERVE, Invocation, Options, Result
 from kubectl_pvleft.text import one_line, shown
 
 # The CLI's public face: what tests, completion and the bundle's entry call.
@@ -50,6 +50,10 @@ def run(argv: Sequence[str], prog: str) -> int:
     from kubectl_pvleft.kube.transport import set_verbosity
 
     set_verbosity(invocation.verbosity)
+    if invocation.command is SERVE:  # long-running, prints no report: its own loop
+        from kubectl_pvleft.cli.serve import serve
+
+        return serve(invocation)
     if "=" in invocation.output:
         from kubectl_pvleft.output.templates import check_template
 

@@ -18,11 +18,12 @@ from kubectl_pvleft.cli.helptext import epilog
 from kubectl_pvleft.errors import TemplateRefused, UsageError
 from kubectl_pvleft.invocation import (
     BOOLEAN,
-    COMMANDS,
-    COMMANDS_BY_NAME,
     DURATION,
     NEEDS_CENSUS,
     REPEATED,
+    SERVE,
+    SUBCOMMANDS,
+    SUBCOMMANDS_BY_NAME,
     Command,
     Flag,
     Invocation,
@@ -255,7 +256,7 @@ def unknown_command(typed: str, prog: str) -> UsageError:
     from kubectl_pvleft.cli.suggest import did_you_mean, suggestions
 
     exc = UsageError(f'unknown command "{shown(typed)}" for "{prog}"')
-    exc.after = did_you_mean(suggestions(typed, (c.name for c in COMMANDS)))
+    exc.after = did_you_mean(suggestions(typed, (c.name for c in SUBCOMMANDS)))
     return exc
 
 
@@ -279,7 +280,7 @@ def help_text(topics: Sequence[str], prog: str) -> str:
     """`kubectl pvleft help [COMMAND]`: that subcommand's --help, or the program's; kubectl's line for a topic
     it does not know, then the program's help."""
     parser = build_parser(prog)
-    if topics and topics[0] in COMMANDS_BY_NAME:
+    if topics and topics[0] in SUBCOMMANDS_BY_NAME:
         sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
         chosen: argparse.ArgumentParser = sub.choices[topics[0]]
         return chosen.format_help()
@@ -316,7 +317,7 @@ def declared_flags(command: Command) -> tuple[Flag, ...]:
 
 def boolean_flags(argv: Sequence[str]) -> dict[str, str]:
     """kubectl's booleans, and those the chosen subcommand declares."""
-    command = next((COMMANDS_BY_NAME[word] for word in argv if word in COMMANDS_BY_NAME), None)
+    command = next((SUBCOMMANDS_BY_NAME[word] for word in argv if word in SUBCOMMANDS_BY_NAME), None)
     declared = declared_flags(command) if command is not None else ()
     return {**BOOL_FLAGS, **{flag.name: flag.dest for flag in declared if flag.kind == BOOLEAN}}
 
@@ -451,7 +452,7 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     _flags(parser, top=True)
     # prog given: argparse would format the parent's usage to find it (no positional precedes SUBCOMMAND).
     sub = parser.add_subparsers(dest="command", metavar="SUBCOMMAND", parser_class=_Parser, prog=prog)
-    for command in COMMANDS:
+    for command in SUBCOMMANDS:
         p = sub.add_parser(command.name, help=command.summary, description=command.summary,
                            epilog=epilog(command.name, EXIT_CODES_HELP), formatter_class=_HelpFormatter,
                            allow_abbrev=False)
@@ -508,7 +509,7 @@ def selection_of(args: argparse.Namespace) -> Selection:
 
 def invocation_of(args: argparse.Namespace) -> Invocation:
     """The parsed command line as the one frozen, typed value everything below the CLI reads."""
-    command = COMMANDS_BY_NAME[args.command]
+    command = SUBCOMMANDS_BY_NAME[args.command]
     flags = {}
     for flag in declared_flags(command):
         value = getattr(args, flag.dest, None)
@@ -579,11 +580,40 @@ def check_combinations(invocation: Invocation) -> None:
             for value in (values,) if isinstance(values, str) else values:
                 if not re.fullmatch(flag.pattern, value):
                     raise UsageError(f"{flag.name} {shown(value)!r} is not {flag.what}")
+    if invocation.command is SERVE:
+        check_serve(invocation)
     if invocation.watch and census_flags_given(invocation):
         from kubectl_pvleft.clouds import cloud_modules
 
         census = ", ".join(cloud.FLAGS[0].name for cloud in cloud_modules())
         raise UsageError(f"a cloud census ({census}) cannot be used with --watch")
+
+
+# What serve cannot honour: it prints nothing, runs in one context, and watches several kinds (a selector is one
+# kind's). Each is a usage error rather than silently ignored.
+_NOT_FOR_SERVE = (("output", "-o/--output", "table"), ("watch", "-w/--watch", False), ("exit_code", "--exit-code", False),
+                  ("sort_by", "--sort-by", None), ("no_headers", "--no-headers", False),
+                  ("show_labels", "--show-labels", False), ("label_selector", "-l/--selector", None),
+                  ("field_selector", "--field-selector", None), ("all_contexts", "--all-contexts", False),
+                  ("contexts", "--contexts", ()), ("max_concurrency", "--max-concurrency", None))
+
+
+def check_serve(invocation: Invocation) -> None:
+    for field, flag, default in _NOT_FOR_SERVE:
+        if getattr(invocation, field) != default:
+            raise UsageError(f"{flag} cannot be used with serve (it serves metrics for one context, every kind)")
+    for dest, name in (("census_interval", "--census-interval"), ("stale_after", "--stale-after")):
+        text = invocation.flags.get(dest)
+        if text is not None:
+            try:
+                seconds = go_duration(text) / 1e9
+            except ValueError:
+                seconds = 0
+            if seconds < 1:
+                raise UsageError(f"{name} {shown(text)!r} is not a duration of at least 1s (e.g. 30s, 15m, 1h)")
+    listen = invocation.flags.get("listen")
+    if listen is not None and not 0 <= int(listen.rpartition(":")[2]) < 65536:
+        raise UsageError(f"--listen {shown(listen)!r} has no port between 0 and 65535")
 
 
 def census_flags_given(invocation: Invocation) -> list[str]:

@@ -13,6 +13,7 @@ that ends is reopened; it never looks like "all is well".
 
 from __future__ import annotations
 
+import itertools
 import os
 import queue
 import random
@@ -74,10 +75,12 @@ class Stream(Struct, frozen=True):
 
 
 class Synced(Struct, frozen=True):
-    """A (re)list: the complete current state of one stream, to replace what was known."""
+    """A (re)list: the complete current state of one stream, to replace what was known. ``objects`` is a tuple,
+    or with ``reflect(lazy_lists=True)`` an iterator over the list's pages that the consumer must exhaust before
+    asking the reflector for its next item (``resource_version`` is then known only after: "")."""
 
     stream: str
-    objects: tuple[Any, ...]
+    objects: Iterable[Any]
     resource_version: str
 
 
@@ -103,10 +106,29 @@ def transient(exc: ApiError) -> bool:
     return exc.status == 429 or exc.status >= 500
 
 
-def reflect(api: KubeAPI, stream: Stream, settings: WatchSettings,
-            stop: Optional[threading.Event] = None) -> Iterator[StreamItem]:
-    """list, then watch from the list's resourceVersion, until ``stop``; see the module's docstring."""
-    return _Reflector(api, stream, settings, stop or threading.Event()).run()
+class Observer:
+    """Told of every failure and every sign of life of one stream, as they happen (the exporter's health series);
+    the items a reflector yields say neither: a failure is a Notice only after ``warn_after``."""
+
+    def failed(self, reason: str) -> None:
+        pass
+
+    def alive(self) -> None:
+        pass
+
+
+def reflect(api: KubeAPI, stream: Stream, settings: WatchSettings, stop: Optional[threading.Event] = None,
+            observer: Optional[Observer] = None, lazy_lists: bool = False) -> Iterator[StreamItem]:
+    """list, then watch from the list's resourceVersion, until ``stop``; see the module's docstring.
+
+    ``lazy_lists``: each (re)list is handed over page by page as it is read (``Synced.objects`` an iterator), for
+    a consumer in the same thread that replaces its objects one by one: a relist of 10,000 objects then never
+    holds the old and the new copies at once. The first object is read here, so a list refused at once (403,
+    410, the server down) is handled as always; a failure on a later page is raised in the consumer."""
+    return _Reflector(api, stream, settings, stop or threading.Event(), observer or Observer(), lazy_lists).run()
+
+
+_END = object()
 
 
 class _Unavailable(Exception):
@@ -114,8 +136,10 @@ class _Unavailable(Exception):
 
 
 class _Reflector:
-    def __init__(self, api: KubeAPI, stream: Stream, settings: WatchSettings, stop: threading.Event) -> None:
-        self.api, self.stream, self.settings, self.stop = api, stream, settings, stop
+    def __init__(self, api: KubeAPI, stream: Stream, settings: WatchSettings, stop: threading.Event,
+                 observer: Observer, lazy_lists: bool = False) -> None:
+        self.api, self.stream, self.settings, self.stop, self.observer = api, stream, settings, stop, observer
+        self.lazy_lists = lazy_lists
         self.resource_version: Optional[str] = None
         self.delay = settings.backoff_initial
         self.down_since: Optional[float] = None
@@ -143,11 +167,19 @@ class _Reflector:
             if self.resource_version is None:
                 listing = self.api.list(s.kind, s.namespace, field_selector=s.field_selector,
                                         label_selector=s.label_selector)
-                objects = tuple(listing)
-                self.resource_version = listing.resource_version or ""
-                self.listed_once = True
-                yield from self._up()
-                yield Synced(s.name, objects, self.resource_version)
+                if self.lazy_lists:
+                    pages = iter(listing)
+                    first = next(pages, _END)  # a list refused at once fails here, as an eager one would
+                    self.listed_once = True
+                    yield from self._up()
+                    yield Synced(s.name, pages if first is _END else itertools.chain((first,), pages), "")
+                    self.resource_version = listing.resource_version or ""  # known once the pages are read
+                else:
+                    objects = tuple(listing)
+                    self.resource_version = listing.resource_version or ""
+                    self.listed_once = True
+                    yield from self._up()
+                    yield Synced(s.name, objects, self.resource_version)
                 # A relist that worked ends a run of 410s: the next 410 is a new one, not a repeat.
                 self.expired_in_a_row = 0
             return (yield from self._watch())
@@ -194,12 +226,14 @@ class _Reflector:
         return str(exc) or "the connection closed"
 
     def _up(self) -> Iterator[StreamItem]:
+        self.observer.alive()
         if self.warned and self.down_since is not None:
             yield Notice(self.stream.name,
                          f"the watch on {self.stream.name} is back after {time.monotonic() - self.down_since:.0f}s")
         self.down_since, self.warned, self.delay = None, False, self.settings.backoff_initial
 
     def _back_off(self, failure: str) -> Iterator[StreamItem]:
+        self.observer.failed(failure)
         now = time.monotonic()
         self.down_since = self.down_since if self.down_since is not None else now
         if not self.warned and now - self.down_since >= self.settings.warn_after:
@@ -212,6 +246,10 @@ class _Reflector:
 
 def uid_of(obj: Object) -> str:
     return obj.metadata.uid
+
+
+def _version(obj: Any) -> str:
+    return getattr(obj.metadata, "resource_version", "") or ""
 
 
 class Stores:
@@ -250,6 +288,29 @@ class Stores:
                 self.departed[uid_of(item.object)] = self._departure(item.object)
         else:
             self._put(item.stream, store, item.object)
+
+    def refill(self, name: str, obj: Any) -> None:
+        """One object of a relist read page by page: it replaces its old copy at once (``refilled`` ends it).
+        An object the relist shows unchanged (same resourceVersion) keeps the copy already held, so the new one
+        is freed with its page: after an outage most objects are unchanged, and memory keeps its layout."""
+        store = self.data.get(name)
+        if store is None:
+            return
+        old = store.get(uid_of(obj))
+        version = _version(obj)
+        if old is not None and version and _version(old) == version:
+            return
+        self._put(name, store, obj)
+
+    def refilled(self, name: str, seen: set[str]) -> None:
+        """The end of a relist read page by page: what it did not show is gone."""
+        store = self.data.get(name)
+        if store is None:
+            return
+        for uid in [uid for uid in store if uid not in seen]:
+            del store[uid]
+            if name == self.primary:
+                self.departed.setdefault(uid, "gone when the watch resynced")
 
     def _put(self, name: str, store: dict[str, Any], obj: Any) -> None:
         uid = uid_of(obj)

@@ -1,0 +1,263 @@
+"""What a scrape sees, read from ``Live`` at scrape time: one collector, no metric objects kept in between, so a
+finding that resolved is simply not there at the next scrape (and Prometheus marks its series stale).
+
+Names follow Prometheus' conventions: the ``pvleft_`` prefix, base units (``_bytes``, ``_seconds``), ``_total`` on
+counters, ``_info`` on a series whose labels are the information. An analysis not judged yet has no finding series
+at all (absent, never zero); one whose streams are down keeps its last values and ``pvleft_analysis_up`` 0.
+README's "Metrics" section lists each with its labels and an example query.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from datetime import datetime
+from typing import Any, Optional
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Metric
+
+from kubectl_pvleft import __version__
+from kubectl_pvleft.exporter.live import Analysis, Live
+from kubectl_pvleft.records.quantity import parse_quantity
+
+GIB = 1 << 30
+FINDING_LABELS = ("analysis", "kind", "namespace", "name", "state")
+
+
+def quantity_bytes(text: Optional[str]) -> int:
+    value = parse_quantity(text) if text else None
+    return int(value) if value is not None else 0
+
+
+def timestamp(moment: Optional[datetime]) -> Optional[float]:
+    return moment.timestamp() if moment is not None else None
+
+
+class Finding:
+    """One object an alert can name: its labels, and when the object was created (for "older than a week")."""
+
+    __slots__ = ("created", "labels")
+
+    def __init__(self, analysis: str, kind: str, namespace: Optional[str], name: str, state: str,
+                 created: Optional[datetime]) -> None:
+        self.labels = (analysis, kind, namespace or "", name, state)
+        self.created = timestamp(created)
+
+
+class ServeCollector:
+    """prometheus_client's custom collector (anything with collect()): the families are built at each scrape."""
+
+    def __init__(self, live: Live, max_finding_series: int) -> None:
+        self.live, self.max_finding_series = live, max_finding_series
+
+    def collect(self) -> Iterator[Metric]:
+        live = self.live
+        with live.lock:  # a consistent picture: the rows lists are replaced whole, the health mutated in place
+            analyses = [(a, a.rows, a.assessed, a.up) for a in live.analyses]
+            health = [(s.label, s.stream.namespace or "", _copy(s.health)) for s in live.streams.values()]
+        yield from _process()
+        yield from _streams(health)
+        yield from _analyses(analyses, live.not_served)
+        findings: list[Finding] = []
+        rows: dict[str, list[Any]] = {a.name: judged for a, judged, _, _ in analyses if judged is not None}
+        if "leftovers" in rows:
+            yield from _leftovers(rows["leftovers"], findings)
+        if "pending" in rows:
+            yield from _pending(rows["pending"], findings)
+        if "claims" in rows:
+            yield from _claims(rows["claims"], findings)
+        if "classes" in rows:
+            yield from _classes(rows["classes"], findings)
+        if "snapshots" in rows:
+            yield from _snapshots(rows["snapshots"], findings)
+        if live.census_run is not None:
+            yield from _census(live, findings)
+        yield from self._findings(findings)
+
+    def _findings(self, findings: list[Finding]) -> Iterator[Metric]:
+        info = GaugeMetricFamily("pvleft_finding_info", "One series per finding, naming the object (value 1); at "
+                                 "most --max-finding-series, ordered by analysis, namespace and name",
+                                 labels=FINDING_LABELS)
+        created = GaugeMetricFamily("pvleft_finding_created_timestamp_seconds", "When the object of a finding was "
+                                    "created (time() minus this is its age)", labels=FINDING_LABELS)
+        unique = {f.labels: f for f in findings}  # one series per label set, whatever the analyses repeat
+        kept = sorted(unique)[:self.max_finding_series]
+        for labels in kept:
+            info.add_metric(labels, 1)
+            when = unique[labels].created
+            if when is not None:
+                created.add_metric(labels, when)
+        yield info
+        yield created
+        # A gauge, not a counter: how many are left out now, which goes down as findings resolve.
+        yield GaugeMetricFamily("pvleft_finding_series_omitted", "Findings left out of pvleft_finding_info by "
+                                "--max-finding-series", value=len(unique) - len(kept))
+
+
+def _copy(health: Any) -> tuple[Any, ...]:
+    return (health.listed, health.readable, health.up, health.last_list, health.last_event, health.relists,
+            health.errors)
+
+
+def _process() -> Iterator[Metric]:
+    build = InfoMetricFamily("pvleft_build", "The exporter's version")
+    build.add_metric([], {"version": __version__})
+    yield build
+
+
+def _streams(health: Iterable[tuple[str, str, tuple[Any, ...]]]) -> Iterator[Metric]:
+    labels = ("stream", "namespace")
+    up = GaugeMetricFamily("pvleft_stream_up", "1 while the stream's list/watch is live; 0 before its first list "
+                           "and while it is re-established (its objects are then the last known)", labels=labels)
+    readable = GaugeMetricFamily("pvleft_stream_readable", "0 when the stream may not be read (403): that evidence "
+                                 "is unknown", labels=labels)
+    last_list = GaugeMetricFamily("pvleft_stream_last_list_timestamp_seconds", "When the stream last listed "
+                                  "(first list or relist)", labels=labels)
+    last_event = GaugeMetricFamily("pvleft_stream_last_event_timestamp_seconds", "When the stream last showed a "
+                                   "change", labels=labels)
+    relists = CounterMetricFamily("pvleft_stream_relists", "Lists after the first (410 Gone, or a restart of the "
+                                  "stream)", labels=labels)
+    errors = CounterMetricFamily("pvleft_stream_errors", "Failures of the stream's list or watch (each retried)",
+                                 labels=labels)
+    for stream, namespace, (_listed, can_read, is_up, listed_at, event_at, relist_count, error_count) in health:
+        key = [stream, namespace]
+        up.add_metric(key, 1 if is_up else 0)
+        readable.add_metric(key, 1 if can_read else 0)
+        if listed_at is not None:
+            last_list.add_metric(key, listed_at)
+        if event_at is not None:
+            last_event.add_metric(key, event_at)
+        relists.add_metric(key, relist_count)
+        errors.add_metric(key, error_count)
+    yield from (up, readable, last_list, last_event, relists, errors)
+
+
+def _analyses(analyses: list[tuple[Analysis, Optional[list[Any]], Optional[float], bool]],
+              not_served: Iterable[str]) -> Iterator[Metric]:
+    up = GaugeMetricFamily("pvleft_analysis_up", "1 when the analysis is judged from live streams; 0 before its "
+                           "first judgment and while a stream it reads is down (its series are then the last known)",
+                           labels=("analysis",))
+    served = GaugeMetricFamily("pvleft_analysis_served", "0 when the kinds the analysis reads are not served by "
+                               "this cluster (no CRDs): it has nothing to report", labels=("analysis",))
+    assessed = GaugeMetricFamily("pvleft_analysis_last_assessed_timestamp_seconds", "When the analysis was last "
+                                 "judged", labels=("analysis",))
+    findings = GaugeMetricFamily("pvleft_findings", "Rows the analysis reports (0 is a judged, clean answer; "
+                                 "absent: not judged yet)", labels=("analysis",))
+    for analysis, rows, at, is_up in analyses:
+        up.add_metric([analysis.name], 1 if is_up else 0)
+        served.add_metric([analysis.name], 1)
+        if at is not None:
+            assessed.add_metric([analysis.name], at)
+        if rows is not None:
+            findings.add_metric([analysis.name], len(rows))
+    for name in not_served:
+        served.add_metric([name], 0)
+    yield from (up, served, assessed, findings)
+
+
+def _leftovers(rows: list[Any], findings: list[Finding]) -> Iterator[Metric]:
+    labels = ("phase", "claim", "reclaim_policy", "storage_class")
+    count: Counter[tuple[str, ...]] = Counter()
+    size: Counter[tuple[str, ...]] = Counter()
+    for row in rows:
+        pv = row.pv
+        key = (pv.phase or "", row.claim_state or "none", pv.reclaim_policy or "", pv.storage_class or "")
+        count[key] += 1
+        size[key] += quantity_bytes(pv.capacity)
+        state = pv.phase if pv.phase in ("Released", "Failed") else f"claim-{row.claim_state}"
+        findings.append(Finding("leftovers", "PersistentVolume", "", pv.name, state, pv.meta.created))
+    yield _gauge("pvleft_leftover_volumes", "Leftover PersistentVolumes", labels, count)
+    yield _gauge("pvleft_leftover_volume_capacity_bytes", "Capacity of the leftover PersistentVolumes", labels, size)
+
+
+def _pending(rows: list[Any], findings: list[Finding]) -> Iterator[Metric]:
+    count: Counter[tuple[str, ...]] = Counter()
+    for row in rows:
+        count[(row.namespace, row.verdict.owner, row.verdict.reason)] += 1
+        findings.append(Finding("pending", "Pod", row.namespace, row.name, row.verdict.reason, row.pod.meta.created))
+    yield _gauge("pvleft_pending_pods", "Pending Pods, by the controller that owns the blocker and the reason",
+                 ("namespace", "owner", "reason"), count)
+
+
+def _claims(rows: list[Any], findings: list[Finding]) -> Iterator[Metric]:
+    count: Counter[tuple[str, ...]] = Counter()
+    size: Counter[tuple[str, ...]] = Counter()
+    for row in rows:
+        claim = row.claim
+        for kind in dict.fromkeys(problem.kind for problem in row.problems):
+            count[(claim.namespace, kind)] += 1
+            size[(claim.namespace, kind)] += quantity_bytes(claim.requested)
+        if row.problems:
+            findings.append(Finding("claims", "PersistentVolumeClaim", claim.namespace, claim.name,
+                                    row.problems[0].kind, claim.meta.created))
+    yield _gauge("pvleft_troubled_claims", "PersistentVolumeClaims in trouble, by problem (a claim with two "
+                 "problems counts under each)", ("namespace", "problem"), count)
+    yield _gauge("pvleft_troubled_claim_requested_bytes", "Storage the claims in trouble request",
+                 ("namespace", "problem"), size)
+
+
+def _classes(rows: list[Any], findings: list[Finding]) -> Iterator[Metric]:
+    count: Counter[tuple[str, ...]] = Counter()
+    for row in rows:
+        for finding in row.findings:
+            count[(row.name, finding.kind)] += 1
+        if row.findings:
+            created = row.storage_class.meta.created if row.storage_class is not None else None
+            findings.append(Finding("classes", "StorageClass", "", row.name, row.findings[0].kind, created))
+    yield _gauge("pvleft_storage_class_findings", "Findings about StorageClasses (a missing class, a second "
+                 "default, an unregistered driver...)", ("storage_class", "finding"), count)
+
+
+def _snapshots(rows: list[Any], findings: list[Finding]) -> Iterator[Metric]:
+    count: Counter[tuple[str, ...]] = Counter()
+    for row in rows:
+        for finding in row.findings:
+            count[(finding.kind,)] += 1
+        if row.findings:
+            content = row.content
+            findings.append(Finding("snapshots", "VolumeSnapshotContent", "", content.name, row.findings[0].kind,
+                                    content.meta.created))
+    yield _gauge("pvleft_leftover_snapshot_contents", "VolumeSnapshotContents with a finding, by finding",
+                 ("finding",), count)
+
+
+def _census(live: Live, findings: list[Finding]) -> Iterator[Metric]:
+    state = live.census
+    success = GaugeMetricFamily("pvleft_census_last_success_timestamp_seconds", "When the cloud's census last "
+                                "answered", labels=("cloud",))
+    failures = CounterMetricFamily("pvleft_census_failures", "Census runs that failed, by cloud", labels=("cloud",))
+    for cloud in state.clouds:
+        if cloud in state.last_success:
+            success.add_metric([cloud], state.last_success[cloud])
+        failures.add_metric([cloud], state.failures[cloud])
+    yield success
+    yield failures
+    if state.duration is not None:
+        yield GaugeMetricFamily("pvleft_census_duration_seconds", "How long the last census run took",
+                                value=state.duration)
+    if state.findings is None:
+        return
+    count: Counter[tuple[str, ...]] = Counter()
+    size: Counter[tuple[str, ...]] = Counter()
+    missing: Counter[tuple[str, ...]] = Counter()
+    for finding in state.findings:
+        disk = finding.disk
+        if disk is None:
+            missing[(finding.source,)] += 1
+            findings.append(Finding("census", "PersistentVolume", "", finding.pv_name or finding.handle,
+                                    "disk-missing", None))
+            continue
+        key = (finding.source, disk.location)
+        count[key] += 1
+        size[key] += (disk.size_gb or 0) * GIB
+        findings.append(Finding("census", "Disk", disk.location, finding.handle, "orphan", disk.created))
+    yield _gauge("pvleft_orphan_disks", "Cloud disks no PersistentVolume names", ("cloud", "location"), count)
+    yield _gauge("pvleft_orphan_disk_bytes", "Size of the orphan disks", ("cloud", "location"), size)
+    yield _gauge("pvleft_missing_disks", "PersistentVolumes whose cloud disk is gone", ("cloud",), missing)
+
+
+def _gauge(name: str, documentation: str, labels: tuple[str, ...], values: Counter[tuple[str, ...]]) -> Metric:
+    family = GaugeMetricFamily(name, documentation, labels=labels)
+    for key, value in sorted(values.items()):
+        family.add_metric(list(key), value)
+    return family

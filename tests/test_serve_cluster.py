@@ -1,0 +1,306 @@
+"""`serve` against the real control plane, scraped by a real Prometheus (Debian's package) on loopback.
+
+What Prometheus stores is what an operator's alerts read: a leftover PV appears as a series and goes when the PV
+is deleted; a restarted API server shows as pvleft_stream_up 0, then 1, with the findings kept (stale, never zero).
+The audit log is the witness that the exporter, over the whole run, only read.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from plugin_runner import PLUGIN
+from scenarios import apply, host_path_pv, wait_for
+
+PROMETHEUS = shutil.which("prometheus")
+PROMTOOL = shutil.which("promtool")
+RULES = Path(__file__).resolve().parent.parent / "deploy" / "rules" / "pvleft.rules.yaml"
+WATCH_ENV = {  # short watches and retries: an outage of seconds is seen and ended within seconds
+    "PVLEFT_WATCH_TIMEOUT_SECONDS": "3", "PVLEFT_WATCH_BACKOFF_INITIAL_SECONDS": "0.2",
+    "PVLEFT_WATCH_BACKOFF_MAX_SECONDS": "1", "PVLEFT_WATCH_SETTLE_SECONDS": "0.1", "PVLEFT_SERVE_JUDGE_SECONDS": "0.2",
+}
+
+pytestmark = pytest.mark.skipif(not (PROMETHEUS and PROMTOOL), reason="needs Debian's prometheus package "
+                                                                        "(apt-get install prometheus)")
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def fetch(url: str, timeout: float = 5.0) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+class Exporter:
+    def __init__(self, process: subprocess.Popen[str], port: int, started: str) -> None:
+        self.process, self.port, self.started = process, port, started
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+
+class Prometheus:
+    def __init__(self, port: int) -> None:
+        self.port = port
+
+    def query(self, expr: str) -> list[dict[str, Any]]:
+        status, body = fetch(f"http://127.0.0.1:{self.port}/api/v1/query?" + urllib.parse.urlencode({"query": expr}))
+        assert status == 200, body
+        return json.loads(body)["data"]["result"]
+
+    def query_range(self, expr: str, start: float, end: float) -> list[dict[str, Any]]:
+        query = urllib.parse.urlencode({"query": expr, "start": start, "end": end, "step": "1"})
+        status, body = fetch(f"http://127.0.0.1:{self.port}/api/v1/query_range?{query}")
+        assert status == 200, body
+        return json.loads(body)["data"]["result"]
+
+
+@pytest.fixture(scope="module")
+def exporter(cluster, tmp_path_factory) -> Iterator[Exporter]:
+    port = free_port()
+    started = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())
+    log = (tmp_path_factory.mktemp("serve") / "serve.log").open("w+")
+    command = [PLUGIN or "kubectl-pvleft", "serve", "--kubeconfig", str(cluster.kubeconfig("reader")),
+               "--listen", f"127.0.0.1:{port}", "--stale-after", "5s"]
+    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, text=True,
+                               env={**os.environ, **WATCH_ENV})
+    exporter = Exporter(process, port, started)
+    try:
+        wait_for("the exporter's /healthz", lambda: _ok(f"{exporter.url}/healthz"), timeout=60)
+        yield exporter
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            process.wait(timeout=10)
+        log.seek(0)
+        print(log.read())  # shown when a test fails
+
+
+def samples(exposition: str, name: str) -> list[tuple[dict[str, str], float]]:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    return [(sample.labels, sample.value) for family in text_string_to_metric_families(exposition)
+            for sample in family.samples if sample.name == name]
+
+
+def _ok(url: str) -> bool:
+    try:
+        return fetch(url)[0] == 200
+    except OSError:
+        return False
+
+
+@pytest.fixture(scope="module")
+def prometheus(exporter, tmp_path_factory) -> Iterator[Prometheus]:
+    workdir = tmp_path_factory.mktemp("prometheus")
+    port = free_port()
+    config = {
+        "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+        "rule_files": [str(RULES)],
+        "scrape_configs": [{"job_name": "pvleft", "static_configs": [{"targets": [f"127.0.0.1:{exporter.port}"]}]}],
+    }
+    (workdir / "prometheus.yml").write_text(json.dumps(config))  # JSON is YAML
+    log = (workdir / "prometheus.log").open("w")
+    process = subprocess.Popen([PROMETHEUS, f"--config.file={workdir / 'prometheus.yml'}",
+                                f"--storage.tsdb.path={workdir / 'data'}", f"--web.listen-address=127.0.0.1:{port}"],
+                               stdout=log, stderr=subprocess.STDOUT)
+    server = Prometheus(port)
+    try:
+        wait_for("Prometheus ready", lambda: _ok(f"http://127.0.0.1:{port}/-/ready"), timeout=60)
+        wait_for("a first scrape", lambda: server.query('up{job="pvleft"} == 1'), timeout=60)
+        yield server
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=30)
+
+
+def leftover_pv(name: str) -> dict[str, Any]:
+    """A PV naming a claim that never existed, with a uid: the controller calls it Released, we a leftover."""
+    pv = host_path_pv(name, storage_class="serve-none", size="3Gi")
+    pv["spec"]["claimRef"] = {"namespace": "serve-gone", "name": "gone", "uid": "00000000-0000-0000-0000-0000000000aa"}
+    return pv
+
+
+def test_a_leftover_appears_in_prometheus_and_goes_when_deleted(cluster, prometheus) -> None:
+    # Before: judged and clean for this PV (pvleft_findings is there, the series is not).
+    wait_for("leftovers judged", lambda: prometheus.query('pvleft_findings{analysis="leftovers"}'))
+    assert prometheus.query('pvleft_finding_info{name="serve-leftover"}') == []
+    apply(cluster, leftover_pv("serve-leftover"))
+    try:
+        found = wait_for("the leftover's series", lambda: prometheus.query('pvleft_finding_info{name="serve-leftover"}'),
+                         timeout=60)
+        assert found[0]["metric"]["analysis"] == "leftovers" and found[0]["metric"]["kind"] == "PersistentVolume"
+        size = wait_for("its bytes", lambda: prometheus.query(
+            'sum(pvleft_leftover_volume_capacity_bytes{storage_class="serve-none"})'))
+        assert float(size[0]["value"][1]) == 3 * 2**30
+        assert prometheus.query('pvleft_finding_created_timestamp_seconds{name="serve-leftover"}')
+    finally:
+        cluster.kubectl("delete", "pv", "serve-leftover", "--wait=true")
+    wait_for("the series gone", lambda: prometheus.query('pvleft_finding_info{name="serve-leftover"}') == [],
+             timeout=60)
+    assert prometheus.query('pvleft_leftover_volumes{storage_class="serve-none"}') == []
+
+
+def compact_etcd(cluster) -> None:
+    """Compact etcd to its current revision (its gRPC gateway on loopback): a watch resumed from before is a 410."""
+    base = f"http://127.0.0.1:{cluster.ports['etcd']}"
+
+    def post(path: str, body: dict[str, Any]) -> dict[str, Any]:
+        request = urllib.request.Request(base + path, json.dumps(body).encode(), {"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return json.load(response)
+
+    revision = post("/v3/kv/range", {"key": base64.b64encode(b"/").decode(), "limit": 1})["header"]["revision"]
+    post("/v3/kv/compaction", {"revision": revision, "physical": True})
+
+
+def test_a_restarted_api_server_shows_as_stale_then_live_never_as_zero_findings(cluster, prometheus) -> None:
+    apply(cluster, leftover_pv("serve-kept"))
+    try:
+        wait_for("the kept leftover", lambda: prometheus.query('pvleft_finding_info{name="serve-kept"}'), timeout=60)
+        wait_for("every stream up", lambda: prometheus.query("min(pvleft_stream_up) == 1"), timeout=60)
+        relists = float(prometheus.query("sum(pvleft_stream_relists_total)")[0]["value"][1])
+        before = time.time()
+        compact_etcd(cluster)  # the restarted server's watch cache cannot serve the old resourceVersions either
+        cluster.restart_apiserver()
+        wait_for("every stream up again", lambda: prometheus.query("min(pvleft_stream_up) == 1"), timeout=120)
+        wait_for("every analysis up again", lambda: prometheus.query("min(pvleft_analysis_up) == 1"), timeout=60)
+        time.sleep(2)  # scraped again since: the range's last step falls after the samples that showed it live
+        after = time.time()
+        up = prometheus.query_range("min(pvleft_stream_up)", before, after)
+        values = [float(v) for _, v in up[0]["values"]]
+        assert 0.0 in values and values[-1] == 1.0, values  # the series rose and fell
+        stale = prometheus.query_range('pvleft_analysis_up{analysis="leftovers"}', before, after)
+        assert 0.0 in [float(v) for _, v in stale[0]["values"]]
+        # Through the outage the leftover stayed reported: every point of the range has it.
+        kept = prometheus.query_range('pvleft_finding_info{name="serve-kept"}', before, after)
+        points = [float(v) for _, v in kept[0]["values"]]
+        assert len(points) >= len(values) - 2 and set(points) == {1.0}
+        errors = prometheus.query('sum(pvleft_stream_errors_total)')
+        assert float(errors[0]["value"][1]) > 0
+        # Resumed watches met a 410 and relisted.
+        assert float(prometheus.query("sum(pvleft_stream_relists_total)")[0]["value"][1]) > relists
+    finally:
+        cluster.kubectl("delete", "pv", "serve-kept", "--wait=false", check=False)
+        settled(cluster)
+
+
+def settled(cluster) -> None:
+    """Leave the shared plane as found: after etcd was compacted, kube-controller-manager's informers relist with
+    their own backoff, and a later test's namespace would wait for its default ServiceAccount meanwhile."""
+    cluster.kubectl("create", "namespace", "serve-settled", check=False)
+    try:
+        wait_for("the controllers caught up (a new namespace's default ServiceAccount)", lambda: cluster.api(
+            "GET", "/api/v1/namespaces/serve-settled/serviceaccounts/default")[0] == 200, timeout=240)
+    finally:
+        cluster.kubectl("delete", "namespace", "serve-settled", "--wait=false", check=False)
+
+
+def test_healthz_and_the_exposition_pass_promtool(exporter) -> None:
+    status, body = fetch(f"{exporter.url}/healthz")
+    assert (status, body) == (200, "ok\n")
+    assert fetch(f"{exporter.url}/nothing")[0] == 404
+    status, exposition = fetch(f"{exporter.url}/metrics")
+    assert status == 200
+    checked = subprocess.run([PROMTOOL, "check", "metrics"], input=exposition, capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    for name in ("pvleft_stream_up", "pvleft_stream_relists_total", "pvleft_stream_errors_total",
+                 "pvleft_analysis_up", "pvleft_findings", "pvleft_build_info", "process_resident_memory_bytes"):
+        assert f"\n{name}" in exposition, name
+
+
+def test_in_cluster_with_a_cloud_census_serves_orphan_disks_and_says_when_the_census_fails(cluster,
+                                                                                             tmp_path: Path) -> None:
+    """No kubeconfig: the Pod's ServiceAccount files (as the leftovers test emulates them), with the read-only
+    ClusterRole bound; a Compute census on an interval, against the discovery-checked local Compute."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from gce_fake import FakeCompute, csi_description, gce_disk
+
+    project, zone, disk = "pvleft-serve-gce", "europe-west1-b", "pvc-5e1d0c2b-serve-orphan"
+    cluster.kubectl("create", "namespace", "serve-sa", check=False)
+    cluster.kubectl("create", "serviceaccount", "pvleft", "-n", "serve-sa")
+    cluster.kubectl("create", "clusterrolebinding", "pvleft-serve-sa", "--clusterrole=pvleft-reader",
+                    "--serviceaccount=serve-sa:pvleft")
+    account = tmp_path / "serviceaccount"
+    account.mkdir()
+    (account / "token").write_text(cluster.kubectl("create", "token", "pvleft", "-n", "serve-sa").stdout.strip())
+    (account / "ca.crt").write_bytes((cluster.pki / "ca.crt").read_bytes())
+    (account / "namespace").write_text("serve-sa")
+    port = free_port()
+    compute = FakeCompute(page_size=2).start()
+    compute.add_project(project, zones=(zone,), regions=("europe-west1",))
+    compute.add_disk(gce_disk(project, disk, zone=zone, size_gb=50, description=csi_description(disk, "shop", "x")))
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "KUBECONFIG": "", "PVLEFT_SERVICEACCOUNT_DIR": str(account),
+           "KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": cluster.server.rsplit(":", 1)[1],
+           "PVLEFT_COMPUTE_ENDPOINT": compute.endpoint, **WATCH_ENV}
+    process = subprocess.Popen([PLUGIN or "kubectl-pvleft", "serve", "--listen", f"127.0.0.1:{port}", "--project",
+                                project, "--census-interval", "1s"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True, env=env)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_for("the in-cluster exporter's /healthz", lambda: _ok(f"{url}/healthz"), timeout=60)
+
+        def metrics() -> str:
+            return fetch(f"{url}/metrics")[1]
+
+        found = wait_for("the orphan disk's series", lambda: 'pvleft_orphan_disks{cloud="gce",location="' + zone
+                         + '"} 1.0' in metrics() and metrics(), timeout=60)
+        assert samples(found, "pvleft_orphan_disk_bytes") == [({"cloud": "gce", "location": zone}, 50 * 2**30)]
+        assert f'name="projects/{project}/zones/{zone}/disks/{disk}"' in found and 'analysis="census"' in found
+        assert 'pvleft_census_last_success_timestamp_seconds{cloud="gce"}' in found
+        assert 'pvleft_census_failures_total{cloud="gce"} 0.0' in found
+        compute.forbidden.add(project)  # the census's identity loses its right: the next censuses fail, and say so
+        wait_for("a failed census counted", lambda: 'pvleft_census_failures_total{cloud="gce"} 0.0' not in metrics(),
+                 timeout=120)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        output, _ = process.communicate(timeout=10)
+        print(output)
+        compute.stop()
+        cluster.kubectl("delete", "clusterrolebinding", "pvleft-serve-sa", check=False)
+        cluster.kubectl("delete", "namespace", "serve-sa", "--wait=false", check=False)
+    assert process.returncode == 0 and "Traceback" not in output
+    assert "Compute Engine census" in output  # the failure's one warning line
+    assert {verb for verb, _, _ in compute.requests} <= {"GET"}
+
+
+def test_the_exporter_only_read_and_ends_within_a_second_of_sigterm(cluster, exporter, prometheus) -> None:
+    """Last in the file: it stops the exporter. Over the whole run, its identity sent get/list/watch only."""
+    process = exporter.process
+    assert process.poll() is None
+    sent = time.monotonic()
+    process.send_signal(signal.SIGTERM)
+    process.wait(timeout=10)
+    took = time.monotonic() - sent
+    assert process.returncode == 0
+    assert took < 1.0, f"SIGTERM took {took:.2f}s"
+    with cluster.audit_log.open() as log:
+        events = [json.loads(line) for line in log if "kubectl-pvleft/" in line]
+    mine = [e for e in events if e.get("userAgent", "").startswith("kubectl-pvleft/")
+            and e["user"]["username"] == "pvleft-reader-user" and e["requestReceivedTimestamp"] >= exporter.started]
+    verbs = {e["verb"] for e in mine}
+    assert {"list", "watch"} <= verbs and verbs <= {"get", "list", "watch"}, sorted(verbs)

@@ -1,0 +1,157 @@
+"""`serve` without a cluster: its command line, the metrics an analysis's rows become (never zero for "not
+known yet", stale rather than gone when a stream is down, bounded finding series), and the deploy/ copies that
+must stay identical to their sources."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+from kubectl_pvleft.analyses import leftovers
+from kubectl_pvleft.cli.main import main
+from kubectl_pvleft.exporter.live import Live
+from kubectl_pvleft.exporter.metrics import ServeCollector
+from kubectl_pvleft.invocation import Options
+from kubectl_pvleft.kube.watch import Changed, Synced, WatchSettings
+from kubectl_pvleft.records import ClaimIdentity, PersistentVolume, StorageClass
+from wire import items
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "deploy" / "rules"))
+
+
+@pytest.mark.parametrize("args, words", [
+    (["-o", "json"], "-o/--output cannot be used with serve"),
+    (["--watch"], "-w/--watch cannot be used with serve"),
+    (["-l", "app=x"], "-l/--selector cannot be used with serve"),
+    (["--all-contexts"], "--all-contexts cannot be used with serve"),
+    (["--listen", "9479"], "--listen '9479' is not a [HOST]:PORT address"),
+    (["--listen", ":99999"], "has no port between 0 and 65535"),
+    (["--census-interval", "0s"], "--census-interval '0s' is not a duration of at least 1s"),
+    (["--stale-after", "soon"], "--stale-after 'soon' is not a duration"),
+    (["--max-finding-series", "-1"], "--max-finding-series '-1' is not a whole number"),
+])
+def test_bad_serve_flags_are_one_usage_error(args, words, capsys) -> None:
+    assert main(["serve", *args]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and words in err and err.count("\n") == 1, err
+
+
+def live_leftovers() -> tuple[Live, dict[str, object]]:
+    live = Live(None, [("leftovers", leftovers.follow(Options()))], WatchSettings(), describe=str)  # type: ignore[arg-type]
+    return live, {shared.label: shared for shared in live.streams.values()}
+
+
+def scrape(live: Live, max_series: int = 1000) -> dict[str, list[tuple[dict[str, str], float]]]:
+    registry = CollectorRegistry()
+    registry.register(ServeCollector(live, max_series))
+    found: dict[str, list[tuple[dict[str, str], float]]] = {}
+    for family in text_string_to_metric_families(generate_latest(registry).decode()):
+        for sample in family.samples:
+            found.setdefault(sample.name, []).append((sample.labels, sample.value))
+    return found
+
+
+def sync_all(live: Live, streams: dict, drop_claims: bool = False) -> None:
+    pvs = tuple(PersistentVolume.from_wire(o) for o in items("leftovers_pvs"))
+    claims = tuple(ClaimIdentity.from_wire(o) for o in items("leftovers_pvc_metadata"))
+    classes = tuple(StorageClass.from_wire(o) for o in items("leftovers_storageclasses"))
+    live.take(streams["persistentvolumes"], Synced("", pvs, "1"))
+    live.take(streams["persistentvolumeclaims/metadata"], Synced("", () if drop_claims else claims, "1"))
+    live.take(streams["storageclasses"], Synced("", classes, "1"))
+
+
+def test_no_finding_series_before_every_stream_has_listed_never_zero() -> None:
+    live, streams = live_leftovers()
+    live.take(streams["persistentvolumes"], Synced("", (), "1"))  # PVs listed, claims and classes not yet
+    live.judge_once()
+    metrics = scrape(live)
+    assert "pvleft_findings" not in metrics and "pvleft_leftover_volumes" not in metrics
+    assert metrics["pvleft_analysis_up"] == [({"analysis": "leftovers"}, 0.0)]
+    assert live.healthy(60)[0] is False
+
+
+def test_leftovers_become_series_and_a_stream_down_keeps_them_stale() -> None:
+    live, streams = live_leftovers()
+    sync_all(live, streams)
+    live.judge_once()
+    metrics = scrape(live)
+    (labels, count), = [m for m in metrics["pvleft_findings"]]
+    assert labels == {"analysis": "leftovers"} and count > 0
+    info = metrics["pvleft_finding_info"]
+    assert len(info) == count and all(l["analysis"] == "leftovers" and l["kind"] == "PersistentVolume" for l, _ in info)
+    assert sum(v for _, v in metrics["pvleft_leftover_volumes"]) == count
+    assert metrics["pvleft_analysis_up"] == [({"analysis": "leftovers"}, 1.0)]
+    assert live.healthy(60) == (True, "ok")
+
+    streams["persistentvolumes"].health.failed("the connection closed")
+    stale = scrape(live)
+    assert stale["pvleft_analysis_up"] == [({"analysis": "leftovers"}, 0.0)]
+    assert stale["pvleft_findings"] == metrics["pvleft_findings"]  # the last known, not zero
+    assert ({"stream": "persistentvolumes", "namespace": ""}, 0.0) in stale["pvleft_stream_up"]
+    assert ({"stream": "persistentvolumes", "namespace": ""}, 1.0) in stale["pvleft_stream_errors_total"]
+    assert live.healthy(0)[0] is False and live.healthy(3600)[0] is True
+
+
+def test_a_deleted_leftover_leaves_and_a_relist_is_counted() -> None:
+    live, streams = live_leftovers()
+    sync_all(live, streams)
+    live.judge_once()
+    first = scrape(live)["pvleft_finding_info"]
+    name = first[0][0]["name"]
+    pv = next(PersistentVolume.from_wire(o) for o in items("leftovers_pvs") if o["metadata"]["name"] == name)
+    live.take(streams["persistentvolumes"], Changed("", "DELETED", pv))
+    live.judge_once()
+    after = scrape(live)
+    assert name not in {l["name"] for l, _ in after["pvleft_finding_info"]}
+    assert live.analyses[0].stores.departed == {}  # nobody prints "resolved" lines: kept, it would grow for days
+    live.take(streams["persistentvolumes"], Synced("", (pv,), "2"))  # a relist (after a 410) brings it back
+    live.judge_once()
+    again = scrape(live)
+    assert name in {l["name"] for l, _ in again["pvleft_finding_info"]}
+    assert ({"stream": "persistentvolumes", "namespace": ""}, 1.0) in again["pvleft_stream_relists_total"]
+
+
+def test_finding_series_are_bounded_and_the_rest_counted() -> None:
+    live, streams = live_leftovers()
+    sync_all(live, streams, drop_claims=True)  # every PV with a claimRef is now a leftover
+    live.judge_once()
+    total = scrape(live)["pvleft_findings"][0][1]
+    assert total >= 3
+    bounded = scrape(live, max_series=2)
+    assert len(bounded["pvleft_finding_info"]) == 2
+    assert bounded["pvleft_finding_series_omitted"] == [({}, total - 2)]
+
+
+def test_deploy_copies_match_their_sources() -> None:
+    from to_prometheusrule import prometheus_rule
+
+    role = (ROOT / "plugin" / "clusterrole.yaml").read_text()
+    rules = (ROOT / "deploy" / "rules" / "pvleft.rules.yaml").read_text()
+    assert (ROOT / "deploy" / "base" / "clusterrole.yaml").read_text() == role
+    assert (ROOT / "deploy" / "helm" / "kubectl-pvleft" / "files" / "clusterrole.yaml").read_text() == role
+    assert (ROOT / "deploy" / "helm" / "kubectl-pvleft" / "files" / "pvleft.rules.yaml").read_text() == rules
+    assert (ROOT / "deploy" / "base" / "prometheusrule.yaml").read_text() == prometheus_rule(
+        ROOT / "deploy" / "rules" / "pvleft.rules.yaml")
+
+
+def test_a_stream_that_may_not_be_read_is_unknown_evidence_not_an_outage() -> None:
+    from kubectl_pvleft.kube.watch import Notice
+
+    live, streams = live_leftovers()
+    pvs = tuple(PersistentVolume.from_wire(o) for o in items("leftovers_pvs"))
+    live.take(streams["persistentvolumes"], Synced("", pvs, "1"))
+    live.take(streams["storageclasses"], Synced("", (), "1"))
+    live.take(streams["persistentvolumeclaims/metadata"], Notice("claims", "cannot list claims", unavailable=True))
+    live.judge_once()
+    metrics = scrape(live)
+    key = {"stream": "persistentvolumeclaims/metadata", "namespace": ""}
+    assert (key, 0.0) in metrics["pvleft_stream_readable"] and (key, 0.0) in metrics["pvleft_stream_up"]
+    # Judged (claims unknown, never missing), live, and healthy: a 403 is an answer, not an outage.
+    assert metrics["pvleft_analysis_up"] == [({"analysis": "leftovers"}, 1.0)]
+    assert {l["state"] for l, _ in metrics["pvleft_finding_info"]} <= {"Released", "Failed", "claim-unknown"}
+    assert live.healthy(0) == (True, "ok")
