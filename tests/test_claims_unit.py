@@ -20,7 +20,7 @@ import pytest
 
 from cli_runner import invoke, items as list_items
 from fake_apiserver import FakeAPIServer, status
-from kubectl_pvleft.analyses import claims
+from kubectl_pvleft.analyses import claim_problems, claims
 from kubectl_pvleft.analyses.claims import ClaimRow, assess, problem_text, problems, to_json
 from reports import table_lines
 from kubectl_pvleft.records import PersistentVolumeClaim, StorageClass
@@ -109,7 +109,7 @@ def test_every_resize_status_the_server_accepts_is_known() -> None:
     assert rejected["code"] == 422 and rejected["response"]["reason"] == "Invalid"
     accepted = re.findall(r'"(\w+)"', rejected["response"]["message"].split("supported values:")[1])
     assert len(accepted) == 5
-    assert set(accepted) <= set(claims.RESIZE_STATUSES)
+    assert set(accepted) <= set(claim_problems.RESIZE_STATUSES)
 
 
 def test_legacy_failed_spellings_are_failures() -> None:

@@ -101,16 +101,16 @@ def legend(command: str) -> str:
 
 
 def test_legends_name_every_value_the_analyses_can_put_in_their_state_columns() -> None:
-    from kubectl_pvleft.analyses import claims, classes, snapshots
+    from kubectl_pvleft.analyses import claim_problems, claims, classes, snapshots
     from kubectl_pvleft.analyses.pending import rules
 
     assert all(v in legend("leftovers") for v in (leftovers.MISSING, leftovers.REPLACED, leftovers.PRESENT,
                                                   leftovers.UNKNOWN, *leftovers.LEFTOVER_PHASES))
     assert all(v in legend("pending") for v in (rules.SCHEDULER, rules.PV_CONTROLLER, rules.ATTACH_DETACH,
                                                 rules.KUBELET, rules.EPHEMERAL_CONTROLLER, rules.NO_SIGNAL))
-    problems = (claims.PENDING, claims.LOST, claims.RESIZING, claims.RESIZE_FAILED, claims.RESIZE_ERROR,
-                claims.RESIZE_NOT_STARTED, claims.MODIFY_PENDING, claims.MODIFYING, claims.MODIFY_INFEASIBLE,
-                claims.MODIFY_ERROR, claims.UNHEALTHY, claims.UNKNOWN)
+    problems = (claims.PENDING, claim_problems.LOST, claim_problems.RESIZING, claim_problems.RESIZE_FAILED, claim_problems.RESIZE_ERROR,
+                claims.RESIZE_NOT_STARTED, claim_problems.MODIFY_PENDING, claim_problems.MODIFYING, claim_problems.MODIFY_INFEASIBLE,
+                claim_problems.MODIFY_ERROR, claim_problems.UNHEALTHY, claim_problems.UNKNOWN)
     assert all(re.search(rf"(^|[ (]){re.escape(v)}[,;) ]", legend("claims")) for v in problems)
     assert all(v in legend("classes") for v in (classes.MULTIPLE_DEFAULTS, classes.MISSING_CLASS,
                                                classes.MISSING_CSIDRIVER, classes.RECLAIM_DRIFT, classes.CSI,

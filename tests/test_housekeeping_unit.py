@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from kubectl_pvleft.analyses import claims, leftovers, snapshots
-from kubectl_pvleft.analyses.claims import FROM_CONDITION, FROM_PODS, Criteria, judge, usage_of, used_claims
+from kubectl_pvleft.analyses.claims import Criteria, judge
+from kubectl_pvleft.analyses.usage import FROM_CONDITION, FROM_PODS, usage_of, used_claims
 from kubectl_pvleft.cli.parser import go_duration, parse, parse_age
 from kubectl_pvleft.clouds.base import CloudDisk, CloudFinding
 from kubectl_pvleft.clouds.aws.census import disk_from_volume

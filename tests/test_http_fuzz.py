@@ -14,7 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kubectl_pvleft.kube.httpclient import HTTPFailure, Pool, Server, Timeouts
+from kubectl_pvleft.kube.httpclient import Pool, Server, Timeouts
+from kubectl_pvleft.kube.httpframing import HTTPFailure
 
 LIMIT = 1024 * 1024  # the body bound the test reads with (the product's is larger; the mechanism is the same)
 

@@ -13,7 +13,8 @@ from typing import Callable
 
 import pytest
 
-from kubectl_pvleft.kube.httpclient import BLOCK, Cut, HTTPFailure, Malformed, Pool, Server, TimedOut, Timeouts, TooLarge
+from kubectl_pvleft.kube.httpclient import BLOCK, Pool, Server, Timeouts
+from kubectl_pvleft.kube.httpframing import Cut, HTTPFailure, Malformed, TimedOut, TooLarge
 
 Handler = Callable[[socket.socket, bytes], None]
 
@@ -263,7 +264,7 @@ def test_abort_from_another_thread_ends_a_blocked_stream(serve) -> None:
 
 
 def test_a_refused_port_is_connect_failed(serve) -> None:
-    from kubectl_pvleft.kube.httpclient import ConnectFailed
+    from kubectl_pvleft.kube.httpframing import ConnectFailed
     listener = socket.create_server(("127.0.0.1", 0))
     port = listener.getsockname()[1]
     listener.close()

@@ -30,8 +30,19 @@ from typing import TYPE_CHECKING, Any, Optional
 from msgspec import Struct, field
 from msgspec.structs import replace
 
+from kubectl_pvleft.analyses.claim_problems import (
+    HEALTH_STATUSES,
+    MODIFY_STATUSES,
+    PENDING,
+    RESIZE_NOT_STARTED,
+    UNUSED,
+    Problem,
+    condition_known,
+    problems,
+)
 from kubectl_pvleft.analyses.claimwhy import CLAIM_EVENTS, reasons_from
 from kubectl_pvleft.analyses.resize import StalledResize, stalled_resize
+from kubectl_pvleft.analyses.usage import NOT_JUDGED, Usage, needs_pods, usage_of, used_claims
 from kubectl_pvleft.invocation import Options, Result, kept_reason
 from kubectl_pvleft.kube.api import EVENTS, PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, PODS, STORAGE_CLASSES, Reader, optional
 from kubectl_pvleft.output.report import UNSET, Column, Report, actionable, age, clause_cut, utcnow
@@ -50,41 +61,6 @@ if TYPE_CHECKING:  # --watch alone needs the watch runtime: imported in follow()
     from kubectl_pvleft.kube.watch import Follow, Stores
 
 # Problem kinds, as the PROBLEM column and JSON name them.
-PENDING, LOST = "pending", "lost"
-RESIZING, RESIZE_FAILED, RESIZE_ERROR = "resizing", "resize-failed", "resize-error"
-RESIZE_NOT_STARTED = "resize-not-started"  # requested > capacity, and nothing says a resize is under way
-MODIFY_PENDING, MODIFYING, MODIFY_INFEASIBLE, MODIFY_ERROR = "modify-pending", "modifying", "modify-infeasible", "modify-error"
-UNHEALTHY = "unhealthy"
-UNUSED = "unused"  # Bound, and no non-terminal Pod references it
-UNKNOWN = "unknown"  # a value this version does not know, in any of the fields above
-
-PHASE_PROBLEMS = {"Pending": PENDING, "Lost": LOST}
-
-# status.allocatedResourceStatuses. The API server (1.31+) only accepts the *Infeasible spellings; the
-# *Failed ones are what the field's documentation still lists and what older alpha servers wrote, so a
-# claim stored back then may still carry them.
-RESIZE_STATUSES = {
-    "ControllerResizeInProgress": RESIZING,
-    "NodeResizePending": RESIZING,
-    "NodeResizeInProgress": RESIZING,
-    "ControllerResizeInfeasible": RESIZE_FAILED,
-    "NodeResizeInfeasible": RESIZE_FAILED,
-    "ControllerResizeFailed": RESIZE_FAILED,
-    "NodeResizeFailed": RESIZE_FAILED,
-}
-
-# status.conditions, counted only while True. None: known, and not a problem.
-CONDITIONS: dict[str, Optional[str]] = {
-    "Resizing": RESIZING,
-    "FileSystemResizePending": RESIZING,
-    "ControllerResizeError": RESIZE_ERROR,
-    "NodeResizeError": RESIZE_ERROR,
-    "ModifyingVolume": MODIFYING,
-    "ModifyVolumeError": MODIFY_ERROR,
-    "Unused": None,  # judged apart (usage_of): trouble only for a Bound claim, as UNUSED
-}
-UNUSED_CONDITION = "Unused"
-TERMINAL_POD_PHASES = ("Succeeded", "Failed")  # such a Pod no longer uses its claims
 EVENTS_UNREADABLE = ("cannot list events {scope} ({reason}); why a Pending claim is Pending is told from the claim's "
                      "own fields only. Grant list/watch on events to see the provisioner's and the binder's words.")
 PODS_UNREADABLE = ("cannot list pods {scope} ({reason}); whether claims without an Unused condition are used "
@@ -94,42 +70,8 @@ SINCE_UNKNOWN = ("{count} unused claim(s) carry no Unused condition, so how long
                  "--older-than leaves them out (run with --all to see them)")
 
 # Where the verdict "unused" comes from.
-FROM_CONDITION, FROM_PODS = "condition", "pods"
 
 # status.modifyVolumeStatus.status
-MODIFY_STATUSES = {"Pending": MODIFY_PENDING, "InProgress": MODIFYING, "Infeasible": MODIFY_INFEASIBLE}
-
-# status.healthStatus.healthConditions[].status: every entry is an adverse condition.
-HEALTH_STATUSES = ("Inaccessible", "DataLoss", "Degraded")
-
-
-class Problem(Struct, frozen=True):
-    kind: str
-    field: str  # where the evidence is, as a path into the PVC
-    value: str  # what the server sent there
-    known: bool = True
-    reason: Optional[str] = None
-    message: Optional[str] = None
-    detail: Optional[str] = None  # shown instead of the value where the value alone says little
-
-    def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "field": self.field, "value": self.value, "known": self.known,
-                "reason": self.reason, "message": self.message, "detail": self.detail}
-
-
-class Usage(Struct, frozen=True):
-    """Whether a Bound claim is unused: ``unused`` None when not Bound or unknowable (Pods unreadable);
-    ``since`` only from the server's condition; ``evidence`` FROM_CONDITION or FROM_PODS."""
-
-    unused: Optional[bool] = None
-    since: Optional[datetime] = None
-    evidence: Optional[str] = None
-    reason: Optional[str] = None  # the condition's reason (NoPodsUsingPVC / PodUsingPVC)
-
-
-NOT_JUDGED = Usage()
-
-
 class ClaimRow(Struct, frozen=True):
     claim: PersistentVolumeClaim
     problems: tuple[Problem, ...]
@@ -152,104 +94,6 @@ class ClaimCensus(Struct):
     rows: list[ClaimRow]
     trouble_count: int
     warnings: list[str] = field(default_factory=list)
-
-
-def _unknown(path: str, value: str, reason: Optional[str] = None, message: Optional[str] = None) -> Problem:
-    return Problem(UNKNOWN, path, value, known=False, reason=reason, message=message)
-
-
-def condition_known(condition: Condition) -> bool:
-    return condition.type in CONDITIONS
-
-
-def problems(claim: PersistentVolumeClaim, stalled: Optional[StalledResize] = None,
-             usage: Usage = NOT_JUDGED) -> tuple[Problem, ...]:
-    """Pure: every piece of status evidence that the claim is not simply Bound and well."""
-    found: list[Problem] = []
-    if usage.unused:
-        found.append(Problem(UNUSED, f"status.conditions[{UNUSED_CONDITION}]" if usage.evidence == FROM_CONDITION
-                             else "pods", "True" if usage.evidence == FROM_CONDITION else "no Pod",
-                             reason=usage.reason, detail=usage.evidence))
-    if stalled is not None:
-        found.append(Problem(RESIZE_NOT_STARTED, "spec.resources.requests.storage", stalled.requested,
-                             reason=stalled.reason, message=stalled.text(),
-                             detail=f"{stalled.capacity}->{stalled.requested}"))
-    found += _phase_problems(claim.phase)
-    for resource, value in sorted(claim.allocated_resource_statuses.items()):
-        path = f"status.allocatedResourceStatuses[{resource}]"
-        kind = RESIZE_STATUSES.get(value)
-        found.append(Problem(kind, path, value) if kind else _unknown(path, value))
-    found += _condition_problems(claim.conditions)
-    found += _modify_problems(claim)
-    for health in claim.health_conditions:
-        path = "status.healthStatus.healthConditions"
-        if health.status in HEALTH_STATUSES:
-            found.append(Problem(UNHEALTHY, path, health.status, True, health.reason, health.message))
-        else:
-            found.append(_unknown(path, health.status, health.reason, health.message))
-    return tuple(found)
-
-
-def _phase_problems(phase: str) -> list[Problem]:
-    if phase == "Bound":
-        return []
-    if phase in PHASE_PROBLEMS:
-        return [Problem(PHASE_PROBLEMS[phase], "status.phase", phase)]
-    return [_unknown("status.phase", phase)]  # an unknown phase, or none at all: either way not Bound
-
-
-def _condition_problems(conditions: tuple[Condition, ...]) -> list[Problem]:
-    found = []
-    for condition in conditions:
-        if condition.status != "True":
-            continue
-        if not condition_known(condition):
-            found.append(_unknown("status.conditions", condition.type, condition.reason, condition.message))
-        elif CONDITIONS[condition.type] is not None:
-            found.append(Problem(CONDITIONS[condition.type], "status.conditions", condition.type, True,  # type: ignore[arg-type]
-                                 condition.reason, condition.message))
-    return found
-
-
-def _modify_problems(claim: PersistentVolumeClaim) -> list[Problem]:
-    modify = claim.modify_volume_status
-    if modify is None:
-        return []
-    path = "status.modifyVolumeStatus.status"
-    kind = MODIFY_STATUSES.get(modify.status)
-    if not kind:
-        return [_unknown(path, modify.status)]
-    # The modification in question: from the class the volume has to the one being applied.
-    change = f"{claim.current_volume_attributes_class or UNSET}->{modify.target_class or UNSET}"
-    return [Problem(kind, path, modify.status, detail=change)]
-
-
-def used_claims(pods: Iterable[Pod]) -> set[tuple[str, str]]:
-    """Pure: (namespace, claim) of every claim a non-terminal Pod references (a Pending or failing Pod still
-    holds its claim; a Succeeded or Failed one, or one deleted, no longer does)."""
-    return {(pod.namespace, name) for pod in pods if pod.phase not in TERMINAL_POD_PHASES for name in pod.claims}
-
-
-def unused_condition(claim: PersistentVolumeClaim) -> Optional[Condition]:
-    return next((c for c in claim.conditions if c.type == UNUSED_CONDITION and c.status in ("True", "False")), None)
-
-
-def needs_pods(claim: PersistentVolumeClaim) -> bool:
-    """Only a Bound claim the server has not judged needs the Pods to be judged."""
-    return claim.phase == "Bound" and not claim.meta.deleted and unused_condition(claim) is None
-
-
-def usage_of(claim: PersistentVolumeClaim, used: Optional[set[tuple[str, str]]]) -> Usage:
-    """Pure: the server's Unused condition when it is there, else the Pods (``used``; None: unreadable)."""
-    if claim.phase != "Bound" or claim.meta.deleted:
-        return NOT_JUDGED  # a claim not bound (pending, lost) or going away is not "unused"
-    condition = unused_condition(claim)
-    if condition is not None:
-        unused = condition.status == "True"
-        return Usage(unused, condition.last_transition_time if unused else None, FROM_CONDITION, condition.reason)
-    if used is None:
-        return NOT_JUDGED
-    return Usage((claim.namespace, claim.name) not in used, None, FROM_PODS)
 
 
 class Criteria(Struct, frozen=True):

@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn, Optional
 
+from kubectl_pvleft.cli.durations import parse_request_timeout
 from kubectl_pvleft.cli.parser import (
     EXIT_CODES_HELP,
     EXIT_ERROR,
@@ -24,7 +25,6 @@ from kubectl_pvleft.cli.parser import (
     EXIT_USAGE,
     build_parser,
     parse,
-    parse_request_timeout,
     program_name,
 )
 from kubectl_pvleft.cli.session import Session, describe_api_error

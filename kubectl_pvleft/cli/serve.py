@@ -16,7 +16,7 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Optional
 
-from kubectl_pvleft.cli.parser import go_duration
+from kubectl_pvleft.cli.durations import go_duration
 from kubectl_pvleft.cli.session import connect, describe_api_error
 from kubectl_pvleft.errors import ApiError, PvleftError
 from kubectl_pvleft.invocation import COMMANDS_BY_NAME, Invocation

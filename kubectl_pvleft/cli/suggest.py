@@ -6,7 +6,13 @@ the same rule and words for a mistyped flag too."""
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Iterable
+from typing import Optional
+
+from kubectl_pvleft.errors import UsageError
+from kubectl_pvleft.invocation import SUBCOMMANDS
+from kubectl_pvleft.text import shown
 
 MINIMUM_DISTANCE = 2  # kubectl's cmd.SuggestionsMinimumDistance
 
@@ -33,3 +39,24 @@ def did_you_mean(found: list[str]) -> str:
     if not found:
         return ""
     return "\nDid you mean this?\n" + "".join(f"\t{name}\n" for name in found)
+
+
+def unknown_command(typed: str, prog: str) -> UsageError:
+    """cobra's words, with kubectl's suggestions."""
+    exc = UsageError(f'unknown command "{shown(typed)}" for "{prog}"')
+    exc.after = did_you_mean(suggestions(typed, (c.name for c in SUBCOMMANDS)))
+    return exc
+
+
+def unknown_flag(flag: str, parser: argparse.ArgumentParser, command: Optional[str], prog: str) -> UsageError:
+    """kubectl's words; the flags this subcommand has that are near what was typed, in cobra's format."""
+    parsers = [parser]
+    if command:
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        parsers.append(sub.choices[command])
+    known = [name for p in parsers for action in p._actions if action.help != argparse.SUPPRESS
+             for name in action.option_strings if name.startswith("--")]
+    where = f"{prog} {command}" if command else prog  # kubectl names the subcommand's help
+    exc = UsageError(f"unknown flag: {shown(flag)} (see '{where} --help')")
+    exc.after = did_you_mean(suggestions(flag, known) if flag.startswith("--") and len(flag) > 3 else [])
+    return exc

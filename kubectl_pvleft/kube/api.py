@@ -18,7 +18,8 @@ from urllib.parse import quote
 import msgspec
 
 from kubectl_pvleft.errors import BadResponse, Expired, Forbidden, NotFound
-from kubectl_pvleft.kube.httpclient import HTTPFailure, Response, Timeouts
+from kubectl_pvleft.kube.httpclient import Response, Timeouts
+from kubectl_pvleft.kube.httpframing import HTTPFailure
 from kubectl_pvleft.kube.kubeconfig import Connection
 from kubectl_pvleft.kube.transport import StreamClosed, Transport, error_for, log, verbosity
 from kubectl_pvleft.records import (

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import copy
 import os
 import re
 from pathlib import Path
@@ -20,19 +19,17 @@ import msgspec
 
 from kubectl_pvleft import text
 from kubectl_pvleft.errors import ConfigError
+from kubectl_pvleft.kube.kubeconfig_files import is_file
+from kubectl_pvleft.kube.kubeconfig_files import kubeconfig_files as kubeconfig_files
+from kubectl_pvleft.kube.kubeconfig_files import merge_kubeconfigs as merge_kubeconfigs
+from kubectl_pvleft.kube.kubeconfig_files import shown_path as shown_path
 from kubectl_pvleft.kube.proxy import checked_proxy_url
-from kubectl_pvleft.text import shown
 
 # Where a Pod finds its ServiceAccount token, CA and namespace; PVLEFT_SERVICEACCOUNT_DIR points elsewhere
 # (a sidecar that mounts the projected volume at another path, and the in-cluster tests).
 SERVICEACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 _DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 
-# Fields that hold file paths, which kubectl resolves relative to the file that named them.
-_PATH_FIELDS = {
-    "clusters": ("certificate-authority",),
-    "users": ("client-certificate", "client-key", "tokenFile"),
-}
 
 
 _SECRET_FIELDS = frozenset(("token", "password", "cert_data", "key_data"))
@@ -112,211 +109,6 @@ class Connection(_Frozen, frozen=True):
     notes: tuple[str, ...] = ()  # warnings about how the request goes out, said once on stderr
 
 
-def _is_file(path: Path) -> bool:
-    """Path.is_file, except that a name too long for the system (or otherwise unusable) is simply not a file."""
-    try:
-        return path.is_file()
-    except (OSError, ValueError):
-        return False
-
-
-def kubeconfig_files(explicit: Optional[str], env: Optional[str] = None) -> list[Path]:
-    """The files kubectl would read: --kubeconfig alone, else every existing KUBECONFIG entry, else ~/.kube/config."""
-    if explicit:
-        path = Path(explicit)  # no "~" expansion: kubectl does none (the shell does, for an unquoted ~)
-        if not _is_file(path):
-            raise ConfigError(f"kubeconfig {shown_path(explicit)}: no such file")
-        return [path]
-    env = os.environ.get("KUBECONFIG") if env is None else env
-    if env:
-        # kubectl skips list entries that do not exist, and reads each file once.
-        seen: list[Path] = []
-        for entry in env.split(os.pathsep):
-            if entry and _is_file(Path(entry)) and Path(entry) not in seen:
-                seen.append(Path(entry))
-        return seen
-    try:
-        default = Path.home() / ".kube" / "config"
-    except (RuntimeError, KeyError):  # no HOME and no passwd entry: there is no default file
-        return []
-    return [default] if _is_file(default) else []
-
-
-def _read(path: Path) -> dict[str, Any]:
-    try:
-        text = path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError:
-        raise ConfigError(f"kubeconfig {path} is not a text file (not UTF-8)") from None
-    except OSError as exc:
-        raise ConfigError(f"kubeconfig {path} cannot be read: {exc.strerror or type(exc).__name__}") from None
-    if "\x00" in text:
-        raise ConfigError(f"kubeconfig {path} is not a text file (it contains NUL bytes)")
-    from kubectl_pvleft.kube.plainyaml import Refused
-    from kubectl_pvleft.kube.plainyaml import read as read_plain
-
-    try:  # JSON and plain block YAML without importing PyYAML; both typed as kubectl's YAML reader types them
-        doc = read_plain(text)
-        if doc is None:
-            doc = _read_yaml(text, path)
-    except Refused as exc:
-        raise ConfigError(f"kubeconfig {path} cannot be read: {shown(str(exc))}") from None  # keys escaped
-    if not isinstance(doc, dict):
-        raise ConfigError(f"kubeconfig {path} is not a kubeconfig document (expected a mapping at the top)")
-    _check_types(doc, _SCHEMA, "", path)
-    version, kind = doc.get("apiVersion") or "v1", doc.get("kind") or "Config"  # empty: kubectl's defaults
-    if (version, kind) != ("v1", "Config"):
-        raise ConfigError(f'kubeconfig {path}: no kind "{shown(kind)}" is registered for version "{shown(version)}" '
-                          "(a kubeconfig is apiVersion v1, kind Config)")
-    return doc
-
-
-def _read_yaml(text: str, path: Path) -> Any:
-    import yaml  # only for the YAML plainyaml does not read (anchors, flow style, block scalars, ...)
-
-    from kubectl_pvleft.kube.plainyaml import Refused, read_yaml
-
-    try:
-        return read_yaml(text) or {}
-    except Refused:
-        raise  # said by _read, with the file's name
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or "invalid YAML"
-        raise ConfigError(f"kubeconfig {path} cannot be read: {problem}{where}") from None
-    except (ValueError, RecursionError) as exc:
-        raise ConfigError(f"kubeconfig {path} cannot be read: {type(exc).__name__}") from None
-
-
-# client-go's kubeconfig types (tools/clientcmd/api/v1): kubectl decodes every file into them and refuses the
-# file when a value has another JSON type, in whichever entry it is. A dict is a struct, {str: x} a map, [x] a
-# list; bytes is base64 text; object is anything. Null is always accepted (Go leaves the zero value).
-_EXTENSIONS = [{"name": str, "extension": object}]
-_SCHEMA: dict[Any, Any] = {
-    "kind": str, "apiVersion": str, "current-context": str, "extensions": _EXTENSIONS,
-    "preferences": {"colors": bool, "extensions": _EXTENSIONS},
-    "clusters": [{"name": str, "cluster": {
-        "server": str, "tls-server-name": str, "insecure-skip-tls-verify": bool, "certificate-authority": str,
-        "certificate-authority-data": bytes, "proxy-url": str, "disable-compression": bool, "extensions": _EXTENSIONS}}],
-    "users": [{"name": str, "user": {
-        "client-certificate": str, "client-certificate-data": bytes, "client-key": str, "client-key-data": bytes,
-        "token": str, "tokenFile": str, "as": str, "as-uid": str, "as-groups": [str], "as-user-extra": {str: [str]},
-        "username": str, "password": str, "auth-provider": {"name": str, "config": {str: str}},
-        "exec": {"command": str, "args": [str], "env": [{"name": str, "value": str}], "apiVersion": str,
-                 "installHint": str, "provideClusterInfo": bool, "interactiveMode": str},
-        "extensions": _EXTENSIONS}}],
-    "contexts": [{"name": str, "context": {"cluster": str, "user": str, "namespace": str, "extensions": _EXTENSIONS}}],
-}
-_EXPECTED = {str: "a string", bool: "true or false", bytes: "a base64 string", list: "a list", dict: "a mapping"}
-
-
-def _check_types(value: Any, schema: Any, where: str, path: Path) -> None:
-    """Refuse the file where kubectl's decoding would, naming the key (an entry by its name when it has one)."""
-    if value is None or schema is object:
-        return
-    kind = dict if isinstance(schema, dict) else list if isinstance(schema, list) else schema
-    if not isinstance(value, str if kind is bytes else kind) or (kind is not bool and isinstance(value, bool)):
-        raise ConfigError(f"kubeconfig {path}: {where} must be {_EXPECTED[kind]}, not {_what(value)}")
-    node: Any = value  # checked against kind above; its parts are checked below
-    if isinstance(schema, list):
-        for index, item in enumerate(node):
-            _check_types(item, schema[0], f"{where}[{index}]", path)
-            if item is None and schema[0] is str:
-                node[index] = ""  # Go's zero node, as kubectl reads a null string in a list
-    elif isinstance(schema, dict) and str in schema:  # a map
-        for key, item in node.items():
-            _check_types(item, schema[str], _key_path(where, key), path)
-            if item is None and schema[str] is str:
-                node[key] = ""
-    elif isinstance(schema, dict):
-        body = _ENTRY_BODY.get(where.partition("[")[0]) if where.endswith("]") else None
-        for key, item_schema in schema.items():
-            if key in node:
-                named = key == body and isinstance(node.get("name"), str)  # as the messages below name it
-                child = f'{body} "{text.shown(node["name"])}"' if named else _key_path(where, key)
-                _check_types(node[key], item_schema, child, path)
-    if kind is bytes:
-        try:  # Go's base64.StdEncoding, which skips line breaks
-            base64.b64decode(node.replace("\r", "").replace("\n", ""), validate=True)
-        except (binascii.Error, ValueError):
-            raise ConfigError(f"kubeconfig {path}: {where} is not valid base64") from None
-
-
-_ENTRY_BODY = {"clusters": "cluster", "users": "user", "contexts": "context"}
-
-
-def _key_path(where: str, key: str) -> str:
-    key = text.shown(key)  # a map key is the file's text: escaped
-    return f"{where}: {key}" if where.endswith('"') else f"{where}.{key}" if where else key
-
-
-def _what(value: Any) -> str:
-    """The type kubectl sees, never the value (it may be a token or a password)."""
-    if isinstance(value, bool):
-        return "a boolean (kubectl reads an unquoted y, n, yes, no, on, off, true or false as one: quote it)"
-    if isinstance(value, (int, float)):
-        return "a number (kubectl reads an unquoted 12, 0o17, 0b101, 09 or 1e3 as one: quote it)"
-    names: dict[type, str] = {str: "a string", list: "a list", dict: "a mapping"}
-    return names.get(type(value), type(value).__name__)
-
-
-def _entries(doc: dict[str, Any], section: str, path: Path) -> list[dict[str, Any]]:
-    """A section's named entries, each checked to be {name: string, <kind>: mapping}."""
-    entries = doc.get(section)
-    if entries is None:
-        return []
-    if not isinstance(entries, list):
-        raise ConfigError(f"kubeconfig {path}: {section} must be a list of named entries")
-    body_key = section[:-1]
-    names: set[str] = set()
-    for index, entry in enumerate(entries):
-        if not isinstance(entry, dict):
-            raise ConfigError(f"kubeconfig {path}: {section}[{index}] must be a mapping with name and {body_key}")
-        if entry.get("name") is None:  # a missing or null name is "" to kubectl, as in Go
-            entry["name"] = ""
-        if not isinstance(entry.get("name"), str):
-            raise ConfigError(f"kubeconfig {path}: {section}[{index}].name must be a string")
-        if entry["name"] in names:  # kubectl refuses the file (and prints the entries: never here, they hold secrets)
-            raise ConfigError(f'error loading config file "{path}": duplicate name "{entry["name"]}" in {section}')
-        names.add(entry["name"])
-        body = entry.get(body_key)
-        if body is not None and not isinstance(body, dict):
-            raise ConfigError(f'kubeconfig {path}: {body_key} "{entry["name"]}" must be a mapping')
-    return entries
-
-
-def _absolutize(section: str, entry: dict[str, Any], base: Path) -> None:
-    body = entry.get(section[:-1]) or {}
-    for key in _PATH_FIELDS.get(section, ()):
-        value = body.get(key)
-        if isinstance(value, str) and value and not os.path.isabs(value):  # "~/ca.crt" is relative, as in client-go
-            body[key] = str(base / value)
-    if section == "users" and isinstance(body.get("exec"), dict):
-        body["exec"]["__dir__"] = str(base)  # a relative exec command resolves against this folder
-
-
-def merge_kubeconfigs(paths: list[Path]) -> dict[str, Any]:
-    """kubectl's merge: for every named entry and for current-context, the first file that sets it wins."""
-    merged: dict[str, Any] = {"clusters": [], "users": [], "contexts": [], "current-context": ""}
-    for path in paths:
-        doc = _read(path)
-        current = doc.get("current-context")
-        if current is not None and not isinstance(current, str):
-            raise ConfigError(f"kubeconfig {path}: current-context must be a string")
-        if not merged["current-context"] and current:
-            merged["current-context"] = current
-        for section in ("clusters", "users", "contexts"):
-            have = {e.get("name") for e in merged[section]}
-            for entry in _entries(doc, section, path):
-                if entry["name"] in have:
-                    continue
-                entry = copy.deepcopy(entry)
-                _absolutize(section, entry, path.parent)
-                merged[section].append(entry)
-                have.add(entry["name"])
-    return merged
-
-
 def _named(doc: dict[str, Any], section: str, name: str) -> Optional[dict[str, Any]]:
     return next((e for e in doc.get(section) or () if e.get("name") == name), None)
 
@@ -359,11 +151,6 @@ def _pem(body: dict[str, Any], data_key: str, file_key: str, where: str) -> Opti
             raise ConfigError(f"kubeconfig {where}: {data_key} is not valid base64") from None
     name = _string(body, file_key, where)
     return _file(name, f"{where}: {file_key}") if name else None
-
-
-def shown_path(name: str) -> str:
-    """A path from a kubeconfig, for a message: control characters (a NUL, a line break) escaped."""
-    return shown(name)
 
 
 def _file(name: str, what: str) -> bytes:
@@ -614,7 +401,7 @@ def _in_cluster(selection: Selection) -> Connection:
     account = Path(os.environ.get("PVLEFT_SERVICEACCOUNT_DIR") or SERVICEACCOUNT_DIR)
     host, port = os.environ.get("KUBERNETES_SERVICE_HOST"), os.environ.get("KUBERNETES_SERVICE_PORT")
     token_file = account / "token"
-    if not host or not port or not _is_file(token_file):
+    if not host or not port or not is_file(token_file):
         raise ConfigError("no kubeconfig found (set KUBECONFIG or pass --kubeconfig) and not running inside a cluster")
     namespace = selection.namespace or _account_namespace(account)
     ca_path = account / "ca.crt"
@@ -623,7 +410,7 @@ def _in_cluster(selection: Selection) -> Connection:
         server=checked_server(selection.server or server, "--server" if selection.server else "in-cluster server"),
         namespace=_checked_namespace(namespace, f"{account / 'namespace'}") or "default",
         context=None,
-        tls=TLS(ca_data=_file(str(ca_path), "in-cluster CA") if _is_file(ca_path) else None),
+        tls=TLS(ca_data=_file(str(ca_path), "in-cluster CA") if is_file(ca_path) else None),
         # client-go re-reads the projected token (it rotates); credentials.py does the same.
         auth=Auth(token=selection.token, token_file=None if selection.token else str(token_file),
                   user_name="serviceaccount"),

@@ -32,19 +32,8 @@ from urllib.parse import parse_qs, quote_plus, urlencode, urlsplit
 
 from kubectl_pvleft.deadline import Deadline, OutOfTime
 from kubectl_pvleft.errors import CredentialError
-from kubectl_pvleft.kube.httpclient import (
-    ConnectFailed,
-    Cut,
-    HTTPFailure,
-    Malformed,
-    Pool,
-    Response,
-    Server,
-    TimedOut,
-    Timeouts,
-    TLSFailed,
-    TooLarge,
-)
+from kubectl_pvleft.kube.httpclient import Pool, Response, Server, Timeouts
+from kubectl_pvleft.kube.httpframing import ConnectFailed, Cut, HTTPFailure, Malformed, TimedOut, TLSFailed, TooLarge
 from kubectl_pvleft.kube.proxy import ProxyFailed, from_environment
 from kubectl_pvleft.text import one_line, shown
 

@@ -20,20 +20,8 @@ from kubectl_pvleft import __version__
 from kubectl_pvleft.deadline import Deadline, OutOfTime
 from kubectl_pvleft.errors import ApiError, ConfigError, ConnectionFailed, Expired, Forbidden, NotFound
 from kubectl_pvleft.kube.credentials import Credentials, Issued, header_safe
-from kubectl_pvleft.kube.httpclient import (
-    ConnectFailed,
-    Cut,
-    HTTPFailure,
-    Malformed,
-    NoAnswer,
-    Pool,
-    Response,
-    Server,
-    TimedOut,
-    Timeouts,
-    TLSFailed,
-    TooLarge,
-)
+from kubectl_pvleft.kube.httpclient import Pool, Response, Server, Timeouts
+from kubectl_pvleft.kube.httpframing import ConnectFailed, Cut, HTTPFailure, Malformed, NoAnswer, TimedOut, TLSFailed, TooLarge
 from kubectl_pvleft.kube.kubeconfig import TLS, Connection
 from kubectl_pvleft.kube.proxy import choose as choose_proxy
 from kubectl_pvleft.text import one_line as text_one_line

@@ -1,0 +1,136 @@
+"""What counts as trouble for a claim, read off the claim alone: its phase, its resize and modify status, its
+conditions and health, each known value named and any value this version does not know shown as sent (the API's
+enumerations are open)."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from msgspec import Struct
+
+from kubectl_pvleft.analyses.resize import StalledResize
+from kubectl_pvleft.analyses.usage import FROM_CONDITION, NOT_JUDGED, UNUSED_CONDITION, Usage
+from kubectl_pvleft.output.report import UNSET
+from kubectl_pvleft.records import Condition, PersistentVolumeClaim
+
+PENDING, LOST = "pending", "lost"
+RESIZING, RESIZE_FAILED, RESIZE_ERROR = "resizing", "resize-failed", "resize-error"
+RESIZE_NOT_STARTED = "resize-not-started"  # requested > capacity, and nothing says a resize is under way
+MODIFY_PENDING, MODIFYING, MODIFY_INFEASIBLE, MODIFY_ERROR = "modify-pending", "modifying", "modify-infeasible", "modify-error"
+UNHEALTHY = "unhealthy"
+UNUSED = "unused"  # Bound, and no non-terminal Pod references it
+UNKNOWN = "unknown"  # a value this version does not know, in any of the fields above
+
+PHASE_PROBLEMS = {"Pending": PENDING, "Lost": LOST}
+
+# status.allocatedResourceStatuses. The API server (1.31+) only accepts the *Infeasible spellings; the
+# *Failed ones are what the field's documentation still lists and what older alpha servers wrote, so a
+# claim stored back then may still carry them.
+RESIZE_STATUSES = {
+    "ControllerResizeInProgress": RESIZING,
+    "NodeResizePending": RESIZING,
+    "NodeResizeInProgress": RESIZING,
+    "ControllerResizeInfeasible": RESIZE_FAILED,
+    "NodeResizeInfeasible": RESIZE_FAILED,
+    "ControllerResizeFailed": RESIZE_FAILED,
+    "NodeResizeFailed": RESIZE_FAILED,
+}
+
+# status.conditions, counted only while True. None: known, and not a problem.
+CONDITIONS: dict[str, Optional[str]] = {
+    "Resizing": RESIZING,
+    "FileSystemResizePending": RESIZING,
+    "ControllerResizeError": RESIZE_ERROR,
+    "NodeResizeError": RESIZE_ERROR,
+    "ModifyingVolume": MODIFYING,
+    "ModifyVolumeError": MODIFY_ERROR,
+    "Unused": None,  # judged apart (usage_of): trouble only for a Bound claim, as UNUSED
+}
+MODIFY_STATUSES = {"Pending": MODIFY_PENDING, "InProgress": MODIFYING, "Infeasible": MODIFY_INFEASIBLE}
+
+# status.healthStatus.healthConditions[].status: every entry is an adverse condition.
+HEALTH_STATUSES = ("Inaccessible", "DataLoss", "Degraded")
+
+
+class Problem(Struct, frozen=True):
+    kind: str
+    field: str  # where the evidence is, as a path into the PVC
+    value: str  # what the server sent there
+    known: bool = True
+    reason: Optional[str] = None
+    message: Optional[str] = None
+    detail: Optional[str] = None  # shown instead of the value where the value alone says little
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "field": self.field, "value": self.value, "known": self.known,
+                "reason": self.reason, "message": self.message, "detail": self.detail}
+
+
+def _unknown(path: str, value: str, reason: Optional[str] = None, message: Optional[str] = None) -> Problem:
+    return Problem(UNKNOWN, path, value, known=False, reason=reason, message=message)
+
+
+def condition_known(condition: Condition) -> bool:
+    return condition.type in CONDITIONS
+
+
+def problems(claim: PersistentVolumeClaim, stalled: Optional[StalledResize] = None,
+             usage: Usage = NOT_JUDGED) -> tuple[Problem, ...]:
+    """Pure: every piece of status evidence that the claim is not simply Bound and well."""
+    found: list[Problem] = []
+    if usage.unused:
+        found.append(Problem(UNUSED, f"status.conditions[{UNUSED_CONDITION}]" if usage.evidence == FROM_CONDITION
+                             else "pods", "True" if usage.evidence == FROM_CONDITION else "no Pod",
+                             reason=usage.reason, detail=usage.evidence))
+    if stalled is not None:
+        found.append(Problem(RESIZE_NOT_STARTED, "spec.resources.requests.storage", stalled.requested,
+                             reason=stalled.reason, message=stalled.text(),
+                             detail=f"{stalled.capacity}->{stalled.requested}"))
+    found += _phase_problems(claim.phase)
+    for resource, value in sorted(claim.allocated_resource_statuses.items()):
+        path = f"status.allocatedResourceStatuses[{resource}]"
+        kind = RESIZE_STATUSES.get(value)
+        found.append(Problem(kind, path, value) if kind else _unknown(path, value))
+    found += _condition_problems(claim.conditions)
+    found += _modify_problems(claim)
+    for health in claim.health_conditions:
+        path = "status.healthStatus.healthConditions"
+        if health.status in HEALTH_STATUSES:
+            found.append(Problem(UNHEALTHY, path, health.status, True, health.reason, health.message))
+        else:
+            found.append(_unknown(path, health.status, health.reason, health.message))
+    return tuple(found)
+
+
+def _phase_problems(phase: str) -> list[Problem]:
+    if phase == "Bound":
+        return []
+    if phase in PHASE_PROBLEMS:
+        return [Problem(PHASE_PROBLEMS[phase], "status.phase", phase)]
+    return [_unknown("status.phase", phase)]  # an unknown phase, or none at all: either way not Bound
+
+
+def _condition_problems(conditions: tuple[Condition, ...]) -> list[Problem]:
+    found = []
+    for condition in conditions:
+        if condition.status != "True":
+            continue
+        if not condition_known(condition):
+            found.append(_unknown("status.conditions", condition.type, condition.reason, condition.message))
+        elif CONDITIONS[condition.type] is not None:
+            found.append(Problem(CONDITIONS[condition.type], "status.conditions", condition.type, True,  # type: ignore[arg-type]
+                                 condition.reason, condition.message))
+    return found
+
+
+def _modify_problems(claim: PersistentVolumeClaim) -> list[Problem]:
+    modify = claim.modify_volume_status
+    if modify is None:
+        return []
+    path = "status.modifyVolumeStatus.status"
+    kind = MODIFY_STATUSES.get(modify.status)
+    if not kind:
+        return [_unknown(path, modify.status)]
+    # The modification in question: from the class the volume has to the one being applied.
+    change = f"{claim.current_volume_attributes_class or UNSET}->{modify.target_class or UNSET}"
+    return [Problem(kind, path, modify.status, detail=change)]
