@@ -152,11 +152,14 @@ def test_a_price_file_alone_prices_tiered_disks_without_asking_the_api(tmp_path:
     path = tmp_path / "p.yaml"
     path.write_text("currency: USD\nprices:\n  - {cloud: azure, location: eastus, type: S4 LRS, unit_price: 1.5, "
                     "unit: disk-month}\n")
-    hdd = disk(10, "Standard_LRS", "eastus")
+    hdd = CloudDisk("azure", "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/disks/x", "logs\x1b[2J",
+                    "eastus", 10, "Standard_LRS", None, None)
     costing = price({}, [hdd], 5.0, read_price_file(str(path)))
     found = costing.by_handle[hdd.handle]
     assert isinstance(found, MonthlyCost) and found.amount == 1.5 and found.by_file and costing.errors == []
     assert found.excludes is not None and found.excludes.startswith("Standard HDD transactions")
+    # the name is anyone's text: escaped on stderr, as the unknown-price warnings are
+    assert costing.warnings == [f"monthly cost of logs\\x1b[2J leaves out {found.excludes}"]
 
 
 def test_the_census_keeps_the_provisioned_figures_only_where_they_bill() -> None:

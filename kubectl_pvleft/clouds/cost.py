@@ -331,9 +331,8 @@ def _priced(cloud: str, needs: Sequence[Need], file_rates: Mapping[tuple[str, st
         if by_file:
             rate: Union[Rate, str, None] = file_rates.get(need.key)
             if rate is None:
-                return Unpriced(f"{price_file.path if price_file else 'the price file'} prices {need.type} "
-                                f"{'capacity ' if need.component != DISK else ''}in {need.location} but not its "
-                                f"{need.component} ({CANONICAL[need.component]})")
+                return Unpriced(f"{price_file.path if price_file else 'the price file'} prices {need.type} capacity "
+                                f"in {need.location} but not its {need.component} ({CANONICAL[need.component]})")
         else:
             rate = api_rates.get(need.key)
             if rate is None:
@@ -390,10 +389,12 @@ def _add_exclusions(costing: Costing, disks: Iterable[CloudDisk], modules: Mappi
     names: dict[str, list[str]] = {}
     for disk in disks:
         priced = costing.by_handle.get(disk.handle)
-        excluded = getattr(prices_of(modules[disk.source]), "excluded", None) if disk.source in modules else None
-        reason = excluded(disk) if isinstance(priced, MonthlyCost) and excluded else None
+        if not isinstance(priced, MonthlyCost) or disk.source not in modules:
+            continue
+        excluded = getattr(prices_of(modules[disk.source]), "excluded", None)
+        reason = excluded(disk) if excluded else None
         if reason:
-            costing.by_handle[disk.handle] = MonthlyCost(priced.lines, reason)  # type: ignore[union-attr]
+            costing.by_handle[disk.handle] = MonthlyCost(priced.lines, reason)
             names.setdefault(reason, []).append(escaped(disk.name))
     for reason, which in names.items():
         shown = ", ".join(which[:5]) + (f" and {len(which) - 5} more" if len(which) > 5 else "")
