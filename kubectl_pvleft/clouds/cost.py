@@ -1,7 +1,8 @@
 """`--cost`: what each leftover disk bills per month, from the clouds' own price lists or a ``--price-file``.
 
 What every cloud shares lives here: the units (a price is converted to one canonical unit per component:
-GiB-month for capacity, IOPS-month for provisioned IOPS, MiB/s-month for provisioned throughput), the rates and
+GiB-month for capacity, IOPS-month for provisioned IOPS, MiB/s-month for provisioned throughput, disk-month for a
+price per disk whatever its size, as Azure lists its P/E/S tiers), the rates and
 what a disk needs priced, the ``--price-file`` reader (it takes precedence: a line there beats the API), and the
 totals. Each cloud's ``prices`` module says what a disk needs (``needs(disk)``) and reads its price API
 (``open(flags, timeout).rates(needs)``); it is imported only under ``--cost``, and its SDK only inside ``open``.
@@ -22,9 +23,12 @@ from kubectl_pvleft.clouds.base import CloudDisk, CloudError
 from kubectl_pvleft.errors import UsageError
 
 CAPACITY, IOPS, THROUGHPUT = "capacity", "iops", "throughput"
+# A disk billed as a whole at its size tier's monthly price (Azure's P10, E20, S30 ...): quantity 1, one disk-month.
+DISK = "disk"
+BASE = (CAPACITY, DISK)  # what a disk that bills is billed for first: by its size, or as a whole
 # The unit every rate is converted to, per component: what a disk's own figures count (sizes in GiB, IOPS,
 # throughput in MiB/s), so a quantity times a rate is the month's price with no further conversion.
-CANONICAL = {CAPACITY: "GiB-month", IOPS: "IOPS-month", THROUGHPUT: "MiBps-month"}
+CANONICAL = {CAPACITY: "GiB-month", IOPS: "IOPS-month", THROUGHPUT: "MiBps-month", DISK: "disk-month"}
 GIB, GB = 2**30, 10**9
 # A unit -> (its component, how many canonical units one of it is). A price per unit divided by that is the
 # price per canonical unit: $0.10 per GB-month (10^9 bytes) is $0.10 / (10^9 / 2^30) = $0.1074 per GiB-month.
@@ -36,6 +40,7 @@ UNITS: dict[str, tuple[str, float]] = {
     "MiBps-month": (THROUGHPUT, 1.0),
     "MBps-month": (THROUGHPUT, 10**6 / 2**20),
     "GiBps-month": (THROUGHPUT, 1024.0),
+    "disk-month": (DISK, 1.0),
 }
 PRICE_FILE = "price file"
 
@@ -88,6 +93,7 @@ class Line(Struct, frozen=True):
 
 class MonthlyCost(Struct, frozen=True):
     lines: tuple[Line, ...]
+    excludes: Optional[str] = None  # what the disk also bills that is not in the amount (Azure: transactions)
 
     @property
     def amount(self) -> float:
@@ -102,8 +108,8 @@ class MonthlyCost(Struct, frozen=True):
         return all(line.rate.source == PRICE_FILE for line in self.lines)
 
     def to_json(self) -> dict[str, Any]:
-        first = self.lines[0].rate  # the capacity line: every disk that bills has one, first
-        return {
+        first = self.lines[0].rate  # the capacity (or per-disk) line: every disk that bills has one, first
+        found = {
             "amount": round(self.amount, 6), "currency": self.currency,
             "unit_price": round(first.unit_price, 9), "unit": CANONICAL[self.lines[0].need.component],
             "price_source": first.source, "sku": first.sku, "price_date": first.date,
@@ -114,6 +120,9 @@ class MonthlyCost(Struct, frozen=True):
                 "price_source": line.rate.source, "sku": line.rate.sku, "price_date": line.rate.date,
             } for line in self.lines],
         }
+        if self.excludes:  # only where a cloud says so: the other clouds' JSON is unchanged
+            found["excludes"] = self.excludes
+        return found
 
 
 class Unpriced(Struct, frozen=True):
@@ -290,6 +299,7 @@ def price(flags: Mapping[str, Any], disks: Sequence[CloudDisk], timeout: float,
         for handle, needs in by_handle.items():
             costing.by_handle[handle] = _priced(cloud, needs, from_file.get(cloud, {}), api_rates.get(cloud, {}),
                                                 price_file, modules[cloud].NAME)
+    _add_exclusions(costing, disks, modules)
     for priced in costing.by_handle.values():
         if isinstance(priced, MonthlyCost):
             for line in priced.lines:
@@ -309,7 +319,7 @@ def prices_of(cloud: Any) -> Any:
 def _capacity_priced_by_file(cloud: str, needs: Sequence[Need], price_file: Optional[PriceFile]) -> bool:
     """A disk the price file prices is priced by it alone: its IOPS or throughput are never mixed with another
     currency or list; one the file lacks makes the disk unknown, and says so."""
-    return bool(price_file and any(n.component == CAPACITY and price_file.rate(cloud, n) for n in needs))
+    return bool(price_file and any(n.component in BASE and price_file.rate(cloud, n) for n in needs))
 
 
 def _priced(cloud: str, needs: Sequence[Need], file_rates: Mapping[tuple[str, str, str, bool], Rate],
@@ -369,6 +379,26 @@ def _fetch(flags: Mapping[str, Any], modules: Mapping[str, Any], needs: Mapping[
             found[cloud] = {need.key: f"the {module.NAME} price list could not be read ({failed[cloud]})"
                             for need in needs[cloud]}
     return found
+
+
+def _add_exclusions(costing: Costing, disks: Iterable[CloudDisk], modules: Mapping[str, Any]) -> None:
+    """What a priced disk also bills and the price leaves out (a prices module's optional ``excluded(disk)``): in
+    its JSON, and one warning per reason naming the disks, so a total is never read as the whole bill."""
+    from kubectl_pvleft.text import shown as escaped
+
+    names: dict[str, list[str]] = {}
+    for disk in disks:
+        priced = costing.by_handle.get(disk.handle)
+        if not isinstance(priced, MonthlyCost) or disk.source not in modules:
+            continue
+        excluded = getattr(prices_of(modules[disk.source]), "excluded", None)
+        reason = excluded(disk) if excluded else None
+        if reason:
+            costing.by_handle[disk.handle] = MonthlyCost(priced.lines, reason)
+            names.setdefault(reason, []).append(escaped(disk.name))
+    for reason, which in names.items():
+        shown = ", ".join(which[:5]) + (f" and {len(which) - 5} more" if len(which) > 5 else "")
+        costing.warnings.append(f"monthly cost of {shown} leaves out {reason}")
 
 
 def _source_name(rate: Rate, price_file: Optional[PriceFile]) -> str:
