@@ -162,6 +162,20 @@ def test_a_price_file_alone_prices_tiered_disks_without_asking_the_api(tmp_path:
     assert costing.warnings == [f"monthly cost of logs\\x1b[2J leaves out {found.excludes}"]
 
 
+def test_a_tier_line_in_another_unit_is_said_not_to_apply(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kubectl_pvleft.clouds.cost import Unpriced, price
+
+    monkeypatch.setenv(azure.ENDPOINT_ENV, "https://127.0.0.1:9")  # nothing listens: the API cannot price it either
+    path = tmp_path / "p.yaml"
+    path.write_text("currency: USD\nprices:\n  - {cloud: azure, location: eastus, type: P10 LRS, unit_price: 17.5}\n")
+    premium = CloudDisk("azure", "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/disks/p", "p",
+                        "eastus", 100, "Premium_LRS", None, None)
+    costing = price({}, [premium], 2.0, read_price_file(str(path)))
+    assert isinstance(costing.by_handle[premium.handle], Unpriced)
+    assert f"{path}:prices[1] prices azure P10 LRS in eastus per GiB-month, but a P10 LRS disk bills per disk-month: " \
+           "the line was not used" in costing.warnings
+
+
 def test_the_census_keeps_the_provisioned_figures_only_where_they_bill() -> None:
     def arm(sku: str) -> dict[str, Any]:
         return {"id": "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/disks/d", "name": "d",

@@ -169,6 +169,17 @@ class PriceFile(Struct, frozen=True):
                     return found
         return None
 
+    def misfit(self, cloud: str, need: Need) -> Optional[str]:
+        """A line for this disk's type and place whose unit prices another component (a P10 tier per GiB-month,
+        say): it can never price the disk, and a line that silently never applies looks like a price that did."""
+        if need.component not in BASE or self.rate(cloud, need) is not None:
+            return None
+        for (line_cloud, component, location, kind, _), rate in self.rates.items():
+            if (line_cloud, kind) == (cloud, need.type) and location in (need.location, "*") and component != need.component:
+                return (f"{rate.sku} prices {cloud} {need.type} in {location} per {rate.unit}, but a {need.type} "
+                        f"disk bills per {CANONICAL[need.component]}: the line was not used")
+        return None
+
 
 def read_price_file(path: str) -> PriceFile:
     """``--price-file``: YAML or JSON, ``currency``, optional ``date``, and ``prices``: a list of {cloud, location,
@@ -283,6 +294,10 @@ def price(flags: Mapping[str, Any], disks: Sequence[CloudDisk], timeout: float,
             costing.by_handle[disk.handle] = Unpriced(needs)
             continue
         wanted.setdefault(disk.source, {})[disk.handle] = needs
+        for need in needs:
+            misfit = price_file.misfit(disk.source, need) if price_file else None
+            if misfit is not None and misfit not in costing.warnings:
+                costing.warnings.append(misfit)
     from_file: dict[str, dict[tuple[str, str, str, bool], Rate]] = {}
     from_api: dict[str, list[Need]] = {}
     for cloud, by_handle in wanted.items():
