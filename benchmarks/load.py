@@ -24,6 +24,9 @@ pkg/controller/volume/persistentvolume/pv_controller.go of the pinned kubernetes
     the binder writes their events itself (its event spam filter stops each after 25).
   - Pending Pods: `schedulerName: no-such-scheduler`, so no scheduler touches them; their
     PodScheduled condition and events are written here.
+
+The one loader of the benchmarks: `load_once()` gives compression.py and mixes.py a plane loaded once and
+reused by later --keep runs, and `MixBatch` is mixes.py's estate (labelled batches, one PV/claim state each).
 """
 
 from __future__ import annotations
