@@ -24,6 +24,9 @@ pkg/controller/volume/persistentvolume/pv_controller.go of the pinned kubernetes
     the binder writes their events itself (its event spam filter stops each after 25).
   - Pending Pods: `schedulerName: no-such-scheduler`, so no scheduler touches them; their
     PodScheduled condition and events are written here.
+
+The one loader of the benchmarks: `load_once()` gives compression.py and mixes.py a plane loaded once and
+reused by later --keep runs, and `MixBatch` is mixes.py's estate (labelled batches, one PV/claim state each).
 """
 
 from __future__ import annotations
@@ -567,6 +570,86 @@ class Estate:
                 "firstTimestamp": first, "lastTimestamp": last, "count": count}
 
 
+# ---- batches of one state each, labelled: requests per mix (mixes.py) ------------------------------------
+
+LABEL_KEY = "pvleft-bench/mix"
+MIXES = ("bound", "released", "missing", "replaced")
+STILL_BOUND = ("missing", "replaced")  # Bound PVs whose claim uid is gone: what the binder has not seen yet
+PENDING_CLASS = "standard-rwo"  # WaitForFirstConsumer: a Pending claim there waits for a Pod
+
+
+def labelled(body: dict[str, Any], mix: str) -> dict[str, Any]:
+    body["metadata"].setdefault("labels", {})[LABEL_KEY] = mix
+    return body
+
+
+class MixBatch:
+    """One batch of `count` PVs and `count` claims in one state (a key of MIXES), labelled with it (mixes.py)."""
+
+    def __init__(self, admin: Admin, mix: str, count: int) -> None:
+        self.admin, self.mix, self.count = admin, mix, count
+
+    def claim_path(self, ns: str, name: str = "") -> str:
+        return f"/api/v1/namespaces/{ns}/persistentvolumeclaims" + (f"/{name}" if name else "")
+
+    def volume_name(self, i: int) -> str:
+        return f"pvc-{stable_uuid('mix', self.mix, i)}"
+
+    def claim_name(self, i: int) -> str:
+        return f"{self.mix}-{i:06d}"
+
+    def load(self) -> None:
+        if self.mix == "bound":
+            self.admin.each(f"{self.mix}: claim and PV", range(self.count), self.bound_pair)
+            self.admin.each(f"{self.mix}: claim status", range(self.count), self.bound_claim_status)
+            return
+        self.admin.each(f"{self.mix}: PVs", range(self.count), self.leftover_volume)
+        self.admin.each(f"{self.mix}: Pending claims", range(self.count), self.pending_claim)
+
+    def pending_claim(self, i: int) -> None:
+        self.admin.create(self.claim_path(namespace_name(i)), labelled(
+            pvc(namespace_name(i), self.claim_name(i), storage_class=PENDING_CLASS), self.mix))
+
+    def restore(self) -> None:
+        """Write the Bound phase of PVs whose claim is gone again: between runs on a kept plane the binder,
+        resumed, marks them Released (about 20 a second)."""
+        if self.mix in STILL_BOUND:
+            self.admin.each(f"{self.mix}: phase again", range(self.count), self.bound_phase)
+
+    def bound_phase(self, i: int) -> None:
+        self.admin.patch_status(f"/api/v1/persistentvolumes/{self.volume_name(i)}", {"status": {"phase": "Bound"}})
+
+    def bound_pair(self, i: int) -> None:
+        ns, name, volume = namespace_name(i), self.claim_name(i), self.volume_name(i)
+        claim = self.admin.create(self.claim_path(ns), labelled(
+            pvc(ns, name, storage_class="retain-rwo", volume_name=volume), self.mix))
+        if claim.get("kind") == "Status":  # 409: loaded again after an interruption
+            claim = self.admin.call("GET", self.claim_path(ns, name))
+        self.admin.create("/api/v1/persistentvolumes", labelled(csi_pv(
+            volume, storage_class="retain-rwo", reclaim="Retain",
+            claim_ref={"namespace": ns, "name": name, "uid": claim["metadata"]["uid"]}), self.mix))
+        self.admin.patch_status(f"/api/v1/persistentvolumes/{volume}", {"status": {"phase": "Bound"}})
+
+    def bound_claim_status(self, i: int) -> None:
+        self.admin.patch_status(self.claim_path(namespace_name(i), self.claim_name(i)), {
+            "metadata": {"annotations": {"pv.kubernetes.io/bind-completed": "yes",
+                                         "pv.kubernetes.io/bound-by-controller": "yes"}},
+            "status": {"phase": "Bound", "accessModes": ["ReadWriteOnce"], "capacity": {"storage": "10Gi"},
+                       "conditions": [{"type": "Unused", "status": "True", "reason": "NoPodsUsingPVC",
+                                       "lastTransitionTime": now_minus(3600)}]}})
+
+    def leftover_volume(self, i: int) -> None:
+        ns = namespace_name(i)
+        # replaced: the claim of that name is this batch's own (created next, with a uid of its own).
+        claim = self.claim_name(i) if self.mix == "replaced" else f"gone-{self.mix}-{i:06d}"
+        volume = self.volume_name(i)
+        self.admin.create("/api/v1/persistentvolumes", labelled(csi_pv(
+            volume, storage_class="retain-rwo", reclaim="Retain",
+            claim_ref={"namespace": ns, "name": claim, "uid": stable_uuid("mix-gone", self.mix, i)}), self.mix))
+        phase = "Bound" if self.mix in STILL_BOUND else "Released"
+        self.admin.patch_status(f"/api/v1/persistentvolumes/{volume}", {"status": {"phase": phase}})
+
+
 def _by_namespace(claims: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
     grouped: dict[str, list[str]] = {}
     for ns, name in claims:
@@ -582,6 +665,27 @@ def start_or_attach(workdir: Path) -> tuple[ControlPlane, bool]:
     build()
     cp.start(detach=True)
     return cp, True
+
+
+def load_once(workdir: Path, record: str, wanted: dict[str, Any], fill: Callable[[ControlPlane], dict[str, Any]], *,
+              keep: bool, planes: list[ControlPlane]) -> tuple[ControlPlane, dict[str, Any]]:
+    """The plane in `workdir`, loaded once: `fill` loads it and says how (timings, requests), and that, with
+    `wanted` (the sizes asked for), is kept in the file `record` in its workdir, so a later run reuses the
+    plane and reports how it was loaded. A plane loaded with other sizes is refused: its counts would be
+    another estate's. A plane started here goes into `planes` (to be stopped) unless `keep`."""
+    cp, started = start_or_attach(workdir)
+    if started and not keep:
+        planes.append(cp)
+    path = cp.workdir / record
+    if path.exists():
+        loaded = json.loads(path.read_text())
+        other = {key: loaded[key] for key in wanted if key in loaded and loaded[key] != wanted[key]}
+        if other:
+            raise SystemExit(f"error: the plane in {workdir} holds {other}, not {wanted}: stop it, or pass another --dir")
+        return cp, loaded | {"loaded_now": False}
+    loading = wanted | fill(cp)
+    path.write_text(json.dumps(loading))
+    return cp, loading | {"loaded_now": True}
 
 
 def load(cp: ControlPlane, mix: Mix, batch: str, connections: int = 16) -> dict[str, float]:

@@ -61,7 +61,8 @@ def test_second_expiry_is_a_clear_error(tmp_path: Path) -> None:
     always = {"2"}
 
     def handler(path: str, query: dict[str, list[str]]) -> tuple[int, dict]:
-        if query.get("continue", [""])[0] == "2":
+        # The PV list only: leftovers reads its claims (here the same pages) whole before the PVs' third page.
+        if query.get("continue", [""])[0] == "2" and path.endswith("/persistentvolumes"):
             return 410, CONTINUE_EXPIRED
         always.add("2")
         return paged(set())(path, query)
