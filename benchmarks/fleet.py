@@ -24,18 +24,18 @@ import sys
 import tempfile
 import textwrap
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Optional
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-
-from load import Mix, load  # noqa: E402
-
-from controlplane import ControlPlane, build  # noqa: E402  (load.py put tests/cluster on the path)
+sys.path[:0] = [str(HERE), str(HERE.parent / "tests" / "cluster")]  # load, and controlplane beside the tests
 
 import yaml  # noqa: E402
+
+from controlplane import ControlPlane, build  # noqa: E402
+from load import Mix, load  # noqa: E402
 
 HEADING = "## Fleet"
 

@@ -15,8 +15,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Optional
 
 REPO = Path(__file__).resolve().parent.parent
 QUIET = ("--quiet", "--disable-pip-version-check", "--no-input")

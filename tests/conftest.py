@@ -8,15 +8,14 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "cluster"))
 
-from controlplane import ControlPlane, build  # noqa: E402
-
+from controlplane import ControlPlane, build
 
 HERE = Path(__file__).resolve().parent.parent / "kubectl_pvleft"
 

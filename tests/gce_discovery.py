@@ -12,8 +12,9 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Mapping
 from functools import lru_cache
-from typing import Any, Mapping, Optional
+from typing import Any, Optional
 
 import googleapiclient
 

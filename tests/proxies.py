@@ -84,7 +84,7 @@ class Squid(_Daemon):
     def url_with_credentials(self, user: str = PROXY_USER, password: str = PROXY_PASSWORD) -> str:
         return f"{'https' if self.tls else 'http'}://{user}:{password}@127.0.0.1:{self.port}"
 
-    def start(self) -> "Squid":
+    def start(self) -> Squid:
         (self.dir / "hosts").write_text(f"127.0.0.1 {PROXY_ONLY_NAME} {REFUSED_NAME}\n")
         auth = ""
         if self.auth:
@@ -151,7 +151,7 @@ class Danted(_Daemon):
     def url(self) -> str:
         return f"socks5://127.0.0.1:{self.port}"
 
-    def start(self) -> "Danted":
+    def start(self) -> Danted:
         self.log.touch()
         (self.dir / "danted.conf").write_text(
             f"logoutput: {self.log}\n"

@@ -17,8 +17,9 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 import yaml
@@ -300,7 +301,7 @@ def test_watch_streams_every_context(fleet: dict[str, Any]) -> None:
     proc = subprocess.Popen([*command(), "leftovers", "--watch", "--all-contexts", "-o", "jsonl",
                              "--kubeconfig", str(fleet["kubeconfig"])],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    lines: "list[dict[str, Any]]" = []
+    lines: list[dict[str, Any]] = []
 
     def read() -> None:
         for line in proc.stdout:  # type: ignore[union-attr]

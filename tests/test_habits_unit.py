@@ -10,9 +10,8 @@ import xml.etree.ElementTree as ET
 from typing import Any
 
 import pytest
-from cli_runner import invoke
-from wire import items
 
+from cli_runner import invoke
 from kubectl_pvleft.analyses import leftovers
 from kubectl_pvleft.analyses.leftovers import LeftoverResult, assess
 from kubectl_pvleft.cli import helptext
@@ -22,6 +21,7 @@ from kubectl_pvleft.invocation import COMMANDS
 from kubectl_pvleft.output import names, printer
 from kubectl_pvleft.output.report import PrintOptions, clause_cut
 from kubectl_pvleft.records import ClaimIdentity, PersistentVolume, StorageClass
+from wire import items
 
 PROG = "kubectl pvleft"
 # kubectl verbs that change something: a next look may never use one, not even as a suggestion.

@@ -241,8 +241,8 @@ def test_scope_comes_from_the_kind_table():
 def test_snapshots_watch_without_the_crds_says_so_in_one_context_and_in_a_fleet(tmp_path, capsys):
     """No snapshot CRDs: nothing to watch, one line, exit 0 — with --contexts too (it failed there with a 404)."""
     import yaml
-    from fake_apiserver import FakeAPIServer, status
 
+    from fake_apiserver import FakeAPIServer, status
     from kubectl_pvleft.analyses.snapshots import NOT_SERVED
     from kubectl_pvleft.cli.main import main
 

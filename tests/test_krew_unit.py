@@ -177,7 +177,7 @@ def test_python_m_prints_the_version() -> None:
     assert shown.returncode == 0 and shown.stdout.split()[-1] == kubectl_pvleft.__version__
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def console_scripts() -> dict[str, str]:
     """This distribution's console scripts (reading every installed distribution's entry points takes ~0.1 s)."""
     return {ep.name: ep.value for ep in importlib.metadata.entry_points(group="console_scripts")

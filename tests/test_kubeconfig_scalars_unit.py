@@ -13,9 +13,10 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
@@ -94,7 +95,7 @@ ROLES: dict[str, tuple[tuple[str, ...], Callable[[dict], Any], tuple[str, ...]]]
 
 
 def kubeconfig_text(role: str, scalar: str) -> str:
-    return TEMPLATE.format(**{**SANE, **{slot: scalar for slot in ROLES[role][0]}})
+    return TEMPLATE.format(**{**SANE, **dict.fromkeys(ROLES[role][0], scalar)})
 
 
 def shown(value: Any) -> Any:

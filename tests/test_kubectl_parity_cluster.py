@@ -20,8 +20,9 @@ import subprocess
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Optional
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -500,7 +501,7 @@ class Watch:
         command = [PLUGIN, *args, "-o", "jsonl", "--kubeconfig", str(cluster.kubeconfig("reader"))]
         self.proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                      env=dict(os.environ, PVLEFT_WATCH_SETTLE_SECONDS="0.2"))
-        self.lines: "queue.Queue[Optional[str]]" = queue.Queue()
+        self.lines: queue.Queue[Optional[str]] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self) -> None:

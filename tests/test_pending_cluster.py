@@ -11,17 +11,18 @@ import subprocess
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Optional
 
 import pytest
 import yaml
 
 from kubectl_pvleft.analyses import pending
-from kubectl_pvleft.kube.api import KubeAPI
 from kubectl_pvleft.invocation import Options
-from kubectl_pvleft.kube.watch import WatchSettings, follow
+from kubectl_pvleft.kube.api import KubeAPI
 from kubectl_pvleft.kube.kubeconfig import Selection, load_connection
+from kubectl_pvleft.kube.watch import WatchSettings, follow
 from plugin_runner import PLUGIN, items, run_plugin
 from recording.pending import claim, pod, volume
 from scenarios import apply, wait_for

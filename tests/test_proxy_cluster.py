@@ -14,8 +14,9 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Optional
 
 import pytest
 import yaml
@@ -27,8 +28,7 @@ pytestmark = [pytest.mark.cluster,
               pytest.mark.skipif(not proxies.available(), reason="squid and dante-server are not installed")]
 
 KUBECTL = "/usr/lib/google-cloud-sdk/bin/kubectl.1.33"
-NO_PROXY_ENV = {name: "" for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY",
-                                      "no_proxy")}
+NO_PROXY_ENV = dict.fromkeys(("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy"), "")
 
 
 @pytest.fixture(scope="module")

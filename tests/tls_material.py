@@ -15,7 +15,7 @@ import ssl
 import tempfile
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _pem() -> tuple[bytes, bytes]:
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
@@ -42,7 +42,7 @@ def ca_data() -> str:
     return base64.b64encode(_pem()[0]).decode()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def server_context() -> ssl.SSLContext:
     cert, key = _pem()
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
