@@ -458,7 +458,8 @@ def test_watch_rewatches_after_dropped_connections_without_relisting(cluster: An
     for round_ in range(3):
         accepted = proxy.accepted
         proxy.cut()
-        wait_for("the plugin to reconnect", lambda: proxy.accepted > accepted and proxy.open_connections() > 0)
+        wait_for("the plugin to reconnect",
+                 lambda accepted=accepted: proxy.accepted > accepted and proxy.open_connections() > 0)
         apply(cluster, pod(ns, f"after-cut-{round_}", "nowhere"))
         w.expect(f"after-cut-{round_}", "appeared", "ClaimNotFound")
     assert len(pod_lists_by_plugin(cluster, marker, ns)) == 1  # resumed from its resourceVersion each time
