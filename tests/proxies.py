@@ -97,7 +97,7 @@ class Squid(_Daemon):
                     "http_access deny !authed\n")
         listen = f"http_port 127.0.0.1:{self.port}\n"
         if self.tls:
-            for source, name in zip(self.tls, ("proxy.crt", "proxy.key")):
+            for source, name in zip(self.tls, ("proxy.crt", "proxy.key"), strict=True):
                 shutil.copyfile(source, self.dir / name)
                 shutil.chown(self.dir / name, "proxy", "proxy")
             listen = (f"https_port 127.0.0.1:{self.port} tls-cert={self.dir / 'proxy.crt'} "

@@ -169,7 +169,7 @@ def test_kubectl_still_answers_as_recorded(tmp_path: Path) -> None:
     with ThreadPoolExecutor(max_workers=2) as pool:
         answers = list(pool.map(ask, enumerate(cases)))
     live: dict[str, dict[str, Any]] = {role: {} for role in ROLES}
-    for (role, scalar), answer in zip(cases, answers):
+    for (role, scalar), answer in zip(cases, answers, strict=True):
         live[role][scalar] = answer
     if os.environ.get("PVLEFT_RECORD") == "1":
         RECORDED.write_text(json.dumps(live, indent=1, sort_keys=True) + "\n")

@@ -48,7 +48,7 @@ def server_context() -> ssl.SSLContext:
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     with tempfile.TemporaryDirectory() as folder:  # a test key, not a secret: load_cert_chain wants files
         paths = [os.path.join(folder, n) for n in ("cert.pem", "key.pem")]
-        for path, data in zip(paths, (cert, key)):
+        for path, data in zip(paths, (cert, key), strict=True):
             with open(path, "wb") as handle:
                 handle.write(data)
         context.load_cert_chain(*paths)
