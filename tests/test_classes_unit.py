@@ -293,7 +293,7 @@ def test_cli_forbidden_claims_and_pvs_are_unknown(tmp_path: Path) -> None:
         result = run_classes(server, tmp_path)
     assert result.returncode == 0
     assert len(result.stderr.splitlines()) == 2
-    line = next(l for l in result.stdout.splitlines() if l.startswith("cc-rec-gold "))
+    line = next(row for row in result.stdout.splitlines() if row.startswith("cc-rec-gold "))
     assert line.split()[6:11] == ["<unknown>"] * 5
 
 

@@ -655,7 +655,7 @@ def test_v6_logs_each_request_as_kubectl_does(cluster, objects) -> None:
     their_urls = [m.group(1) for m in map(RESPONSE.search, theirs.stderr.splitlines()) if m]
     classes_url = f"{cluster.server}/apis/storage.k8s.io/v1/storageclasses?labelSelector=team&limit=500"
     assert classes_url in our_urls and classes_url in their_urls
-    line = next(l for l in ours.stderr.splitlines() if classes_url in l)
+    line = next(logged for logged in ours.stderr.splitlines() if classes_url in logged)
     assert re.fullmatch(r'I\d{4} \d\d:\d\d:\d\d\.\d{6} +\d+ round_trippers\.go(:\d+)?\] "Response" verb="GET" '
                         r'url="[^"]+" status="200 OK" milliseconds=\d+', line), line
     assert f"{P}std " in ours.stdout and "Response" not in ours.stdout
@@ -680,4 +680,4 @@ def test_v9_masks_the_token_as_kubectl_does(cluster, objects, token, tmp_path: P
     for stderr in (ours.stderr, theirs.stderr):
         assert '-H "Authorization: Bearer <masked>"' in stderr
     assert token not in ours.stderr and token not in ours.stdout
-    assert any(RESPONSE.search(l) for l in ours.stderr.splitlines())
+    assert any(RESPONSE.search(logged) for logged in ours.stderr.splitlines())
