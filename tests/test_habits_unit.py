@@ -108,9 +108,10 @@ def test_legends_name_every_value_the_analyses_can_put_in_their_state_columns() 
                                                   leftovers.UNKNOWN, *leftovers.LEFTOVER_PHASES))
     assert all(v in legend("pending") for v in (rules.SCHEDULER, rules.PV_CONTROLLER, rules.ATTACH_DETACH,
                                                 rules.KUBELET, rules.EPHEMERAL_CONTROLLER, rules.NO_SIGNAL))
-    problems = (claims.PENDING, claim_problems.LOST, claim_problems.RESIZING, claim_problems.RESIZE_FAILED, claim_problems.RESIZE_ERROR,
-                claims.RESIZE_NOT_STARTED, claim_problems.MODIFY_PENDING, claim_problems.MODIFYING, claim_problems.MODIFY_INFEASIBLE,
-                claim_problems.MODIFY_ERROR, claim_problems.UNHEALTHY, claim_problems.UNKNOWN)
+    problems = (claims.PENDING, claim_problems.LOST, claim_problems.RESIZING, claim_problems.RESIZE_FAILED,
+                claim_problems.RESIZE_ERROR, claims.RESIZE_NOT_STARTED, claim_problems.MODIFY_PENDING,
+                claim_problems.MODIFYING, claim_problems.MODIFY_INFEASIBLE, claim_problems.MODIFY_ERROR,
+                claim_problems.UNHEALTHY, claim_problems.UNKNOWN)
     assert all(re.search(rf"(^|[ (]){re.escape(v)}[,;) ]", legend("claims")) for v in problems)
     assert all(v in legend("classes") for v in (classes.MULTIPLE_DEFAULTS, classes.MISSING_CLASS,
                                                classes.MISSING_CSIDRIVER, classes.RECLAIM_DRIFT, classes.CSI,

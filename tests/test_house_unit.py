@@ -79,12 +79,15 @@ def layer_of(name: str) -> int:
     return rank
 
 
+# The package's sub-packages, each one folder whose modules may import each other.
+FOLDERS = {"kubectl_pvleft.kube", "kubectl_pvleft.output", "kubectl_pvleft.clouds", "kubectl_pvleft.analyses",
+           "kubectl_pvleft.exporter", "kubectl_pvleft.cli", "kubectl_pvleft.records"}
+
+
 def folder_of(name: str) -> str:
     """Modules of one folder (kube, output, ...) may import each other; the package root's files are each alone."""
     parts = name.split(".")
-    return ".".join(parts[:2]) if len(parts) > 2 or name in {"kubectl_pvleft.kube", "kubectl_pvleft.output",
-                                                             "kubectl_pvleft.clouds", "kubectl_pvleft.analyses", "kubectl_pvleft.exporter",
-                                                             "kubectl_pvleft.cli", "kubectl_pvleft.records"} else name
+    return ".".join(parts[:2]) if len(parts) > 2 or name in FOLDERS else name
 
 
 def cycles(edges: dict[str, set[str]]) -> list[list[str]]:

@@ -133,7 +133,8 @@ def test_committed_manifest() -> None:
     for platform in spec["platforms"]:
         assert len(platform["sha256"]) == 64 and set(platform["sha256"]) <= set("0123456789abcdef")
         labels = platform["selector"]["matchLabels"]
-        assert platform["uri"].endswith(f"/{spec['version']}/kubectl-pvleft-{spec['version']}-{labels['os']}-{labels['arch']}.tar.gz")
+        archive = f"kubectl-pvleft-{spec['version']}-{labels['os']}-{labels['arch']}.tar.gz"
+        assert platform["uri"].endswith(f"/{spec['version']}/{archive}")
     # The head the generator starts from is the committed manifest's top, word for word.
     head = (ROOT / "plugin" / "krew-manifest.head.yaml").read_text().replace("{version}", spec["version"])
     assert (ROOT / "krew-manifest.yaml").read_text().startswith(head.rstrip("\n") + "\n  platforms:\n")
