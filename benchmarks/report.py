@@ -60,7 +60,7 @@ def object_counts(cp: Any) -> dict[str, int]:
 
 def _output(argv: Sequence[str], cwd: Optional[str] = None) -> str:
     try:
-        return subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=cwd).stdout.strip()
+        return subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=cwd, check=False).stdout.strip()
     except OSError as exc:
         return f"({exc})"
 

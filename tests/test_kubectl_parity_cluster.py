@@ -168,7 +168,7 @@ def no_kubeconfig(tmp_path: Path) -> dict[str, str]:
 def bare(args: list[str], env: dict[str, str], kubectl_binary: str = "kubectl") -> subprocess.CompletedProcess:
     """kubectl with no kubeconfig either, the same environment as the plugin."""
     return subprocess.run([kubectl_binary, *args], capture_output=True, text=True, env=dict(os.environ, **env),
-                          timeout=60)
+                          timeout=60, check=False)
 
 
 def plugin_bare(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
@@ -624,7 +624,7 @@ def _minor(kubectl: str) -> int:
     """The minor version kubectl itself reports (`version --client -o json`), 0 when it does not answer so."""
     import json
 
-    done = subprocess.run([kubectl, "version", "--client", "-o", "json"], capture_output=True, text=True, timeout=60)
+    done = subprocess.run([kubectl, "version", "--client", "-o", "json"], capture_output=True, text=True, timeout=60, check=False)
     try:
         return int("".join(c for c in json.loads(done.stdout)["clientVersion"]["minor"] if c.isdigit()))
     except (ValueError, KeyError, TypeError):
@@ -649,7 +649,7 @@ def test_v6_logs_each_request_as_kubectl_does(cluster, objects) -> None:
     newer = structured_kubectl()
     ours = plugin(cluster, "classes", "-l", "team", "-v", "6", check=True)
     theirs = subprocess.run([newer, "--kubeconfig", str(cluster.kubeconfig("reader")), "get", "sc", "-l", "team",
-                             "-v=6"], capture_output=True, text=True, timeout=60)
+                             "-v=6"], capture_output=True, text=True, timeout=60, check=False)
     assert theirs.returncode == 0, theirs.stderr
     our_urls = [m.group(1) for m in map(RESPONSE.search, ours.stderr.splitlines()) if m]
     their_urls = [m.group(1) for m in map(RESPONSE.search, theirs.stderr.splitlines()) if m]
@@ -662,7 +662,7 @@ def test_v6_logs_each_request_as_kubectl_does(cluster, objects) -> None:
     # A refusal is logged the same way: status="403 Forbidden".
     refused = plugin(cluster, "claims", "-A", "-v", "6", user="pvonly")
     theirs = subprocess.run([newer, "--kubeconfig", str(cluster.kubeconfig("pvonly")), "get", "pvc", "-A", "-v=6"],
-                            capture_output=True, text=True, timeout=60)
+                            capture_output=True, text=True, timeout=60, check=False)
     forbidden = re.compile(r'"Response" verb="GET" url="([^"]+)" status="403 Forbidden"')
     assert refused.returncode == theirs.returncode == 1
     our_403 = [m.group(1) for m in map(forbidden.search, refused.stderr.splitlines()) if m]

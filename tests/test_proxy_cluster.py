@@ -71,7 +71,7 @@ def both(path: Path, env: Optional[dict] = None, *flags: str) -> tuple[subproces
     """kubectl get pv and the plugin's leftovers on one kubeconfig, in one environment."""
     full_env = {**os.environ, **NO_PROXY_ENV, **(env or {})}
     theirs = subprocess.run([KUBECTL, "--kubeconfig", str(path), "get", "pv", "--request-timeout", "10s"],
-                            capture_output=True, text=True, env=full_env, timeout=60)
+                            capture_output=True, text=True, env=full_env, timeout=60, check=False)
     ours = run_plugin(path, "leftovers", "--request-timeout", "10s", *flags, env={**NO_PROXY_ENV, **(env or {})},
                       timeout=60)
     return theirs, ours

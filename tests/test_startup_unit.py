@@ -96,7 +96,7 @@ def modules_after(argv: list[str], tmp_path: Path, setup: str = "") -> tuple[set
         print("MODULES " + json.dumps([code, modules]), file=sys.__stdout__)
         """)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=60,
-                          env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+                          env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}, check=False)
     _, modules = json.loads(done.stdout.rpartition("MODULES ")[2])
     return set(modules), done.stderr
 
@@ -110,8 +110,9 @@ def loaded(modules: set[str], names: tuple[str, ...]) -> list[str]:
 @functools.lru_cache(maxsize=1)
 def library_modules() -> frozenset[str]:
     code = "import sys, argparse, socket, ssl, urllib.parse, msgspec, msgspec.json; print(' '.join(sys.modules))"
+    # check=True: a child that failed would leave an empty baseline, and the libraries' modules counted as ours.
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
-                          env={"PATH": "/usr/bin:/bin"})
+                          env={"PATH": "/usr/bin:/bin"}, check=True)
     return frozenset(done.stdout.split())
 
 

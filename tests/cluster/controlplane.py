@@ -122,13 +122,13 @@ def binaries_present() -> bool:
 def build(log: Path | None = None) -> None:
     """Run build.sh (a no-op when the binaries are up to date). Raises with the output tail on failure."""
     if log is None:
-        res = subprocess.run(["bash", str(BUILD_SH)])
+        res = subprocess.run(["bash", str(BUILD_SH)], check=False)
         if res.returncode != 0:
             raise ControlPlaneError(f"{BUILD_SH} failed with rc={res.returncode}")
         return
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("wb") as out:
-        res = subprocess.run(["bash", str(BUILD_SH)], stdout=out, stderr=subprocess.STDOUT)
+        res = subprocess.run(["bash", str(BUILD_SH)], stdout=out, stderr=subprocess.STDOUT, check=False)
     if res.returncode != 0:
         raise ControlPlaneError(f"{BUILD_SH} failed with rc={res.returncode}; log {log}:\n{_tail(log)}")
 
@@ -218,7 +218,7 @@ class ControlPlane:
     ) -> subprocess.CompletedProcess[str]:
         """Run the real kubectl as one of the USERS."""
         cmd = ["kubectl", "--kubeconfig", str(self.kubeconfig(kubeconfig)), *args]
-        res = subprocess.run(cmd, input=input, capture_output=True, text=True, timeout=timeout)
+        res = subprocess.run(cmd, input=input, capture_output=True, text=True, timeout=timeout, check=False)
         if check and res.returncode != 0:
             raise KubectlError(res.returncode, cmd, res.stdout, res.stderr)
         return res
@@ -383,7 +383,7 @@ class ControlPlane:
 
     @staticmethod
     def _run(cmd: list[str]) -> None:
-        res = subprocess.run(cmd, capture_output=True, text=True)
+        res = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if res.returncode != 0:
             raise ControlPlaneError(f"{' '.join(cmd)} failed:\n{res.stderr}")
 
