@@ -123,8 +123,9 @@ class Squid(_Daemon):
         for path in (self.dir, self.log, self.access_log):
             path.touch() if path != self.dir else None
             shutil.chown(path, "proxy", "proxy")  # squid drops to the proxy user before it writes
-        self.proc = subprocess.Popen([SQUID, "-N", "-f", str(self.dir / "squid.conf")],
-                                     stdout=subprocess.DEVNULL, stderr=open(self.dir / "stderr.log", "wb"))
+        with (self.dir / "stderr.log").open("wb") as stderr:  # the child has its own copy once started
+            self.proc = subprocess.Popen([SQUID, "-N", "-f", str(self.dir / "squid.conf")],
+                                         stdout=subprocess.DEVNULL, stderr=stderr)
         _wait_listening(self.port, self.proc, self.log)
         return self
 
@@ -164,8 +165,9 @@ class Danted(_Daemon):
             "client pass {\n  from: 127.0.0.0/8 to: 0.0.0.0/0\n  log: error\n}\n"
             "socks pass {\n  from: 127.0.0.0/8 to: 127.0.0.0/8\n  command: connect\n  log: connect error\n}\n"
             "socks block {\n  from: 0.0.0.0/0 to: 0.0.0.0/0\n  log: connect error\n}\n")
-        self.proc = subprocess.Popen([DANTED, "-f", str(self.dir / "danted.conf"), "-p", str(self.dir / "danted.pid")],
-                                     stdout=subprocess.DEVNULL, stderr=open(self.dir / "stderr.log", "wb"))
+        with (self.dir / "stderr.log").open("wb") as stderr:  # the child has its own copy once started
+            self.proc = subprocess.Popen([DANTED, "-f", str(self.dir / "danted.conf"), "-p", str(self.dir / "danted.pid")],
+                                         stdout=subprocess.DEVNULL, stderr=stderr)
         _wait_listening(self.port, self.proc, self.log)
         return self
 

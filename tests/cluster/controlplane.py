@@ -506,7 +506,7 @@ class ControlPlane:
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 start_new_session=self._detach,
-                preexec_fn=None if self._detach else _die_with_parent,
+                preexec_fn=None if self._detach else _die_with_parent,  # noqa: PLW1509 (PDEATHSIG has no other way in)
             )
         self._procs[name] = _Proc(name, argv, popen.pid, popen)
         self._write_pids()
