@@ -58,7 +58,7 @@ def import_profile(argv: Sequence[str], python: str, env: Optional[dict[str, str
     for _, cumulative, name in reversed(lines):
         depth = (len(name) - len(name.lstrip()) - 1) // 2  # "| " then two spaces a level
         root = name.strip().split(".")[0]
-        stack = stack[:depth] + [root]
+        stack = [*stack[:depth], root]
         if depth == 0 or stack[depth - 1] != root:
             packages[root] = packages.get(root, 0) + int(cumulative)
     # org: copy.py tries org.python.core (Jython); sitecustomize: site.py tries it; both may not exist.

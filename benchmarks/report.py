@@ -196,7 +196,7 @@ def scenario_table(title: str, kubectl_text: str, plugin_text: str, measured: di
         lines += ["", "The plugin's requests: " + ", ".join(f"{what} ×{n}" for what, n in sorted(reads.items()))
                   + (" (all reads)." if all(w.split()[0] in ("get", "list", "watch") for w in reads) else
                      " — NOT ONLY READS.")]
-    return lines + [""]
+    return [*lines, ""]
 
 
 def _floor_text(lists: Sequence[tuple[str, str]]) -> str:
@@ -401,4 +401,4 @@ def _static_lines(static: dict[str, Any]) -> list[str]:
              + (", ".join(f"{m} ({n})" for m, n in static["too_long"]) or "none") + ".",
              f"- Over complexity {static['max_complexity']}: "
              + (", ".join(f"`{w}` ({n})" for w, n in static["too_complex"]) or "none") + "."]
-    return lines + [""]
+    return [*lines, ""]

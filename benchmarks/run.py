@@ -476,7 +476,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             results["versions"]["source"] = f"git archive of {results['install']['commit'][:7]}"
         run_dir = Path(scratch) / "run"
         run_dir.mkdir()
-        bench_for = lambda cp: Bench(cp, plugin, kubectl, run_dir)  # noqa: E731
+
+        def bench_for(cp: ControlPlane) -> Bench:
+            return Bench(cp, plugin, kubectl, run_dir)
+
         try:
             if kept:
                 kept.park()

@@ -686,7 +686,7 @@ CASES = (rotated(KUBECONFIG_FILES + STRUCTURE + SERVERS_IN_KUBECONFIG + FLAGS) +
 
 def runs() -> Iterator[Any]:
     for number, case in enumerate(CASES):
-        for index, subcommand in enumerate(case.subcommands):
+        for subcommand in case.subcommands:
             # -v logs in the transport, the same for every subcommand: -v 6, 8 and 9 each on one, in turn.
             levels = [v for v in case.verbosities
                       if v == 0 or case.subcommands[(number + (6, 8, 9).index(v)) % len(case.subcommands)] == subcommand]

@@ -132,8 +132,8 @@ def sections(stdout: str) -> list[list[dict[str, str]]]:
     for block in stdout.strip("\n").split("\n\n"):
         header, *lines = block.splitlines()
         starts = [0] + [m.end() for m in re.finditer(r" {3,}", header)]
-        names = [header[a:b].strip() for a, b in zip(starts, starts[1:] + [None], strict=True)]
-        blocks.append([{name: line[a:b].strip() for name, a, b in zip(names, starts, starts[1:] + [None], strict=True)}
+        names = [header[a:b].strip() for a, b in zip(starts, [*starts[1:], None], strict=True)]
+        blocks.append([{name: line[a:b].strip() for name, a, b in zip(names, starts, [*starts[1:], None], strict=True)}
                        for line in lines])
         blocks[-1].insert(0, dict(zip(names, names, strict=True)))
     return blocks

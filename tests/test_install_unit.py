@@ -52,8 +52,10 @@ def test_floors_file_pins_exactly_the_declared_floors() -> None:
             name, _, version = line.partition("==")
             pinned[canonical(name)] = version
     declared = floors_declared()
-    # pip treats 2.0 and 2.0.0 alike; compare the release numbers padded.
-    pad = lambda v: tuple(int(p) for p in re.findall(r"\d+", v)) + (0,) * 3  # noqa: E731
+
+    def pad(version: str) -> tuple[int, ...]:
+        return tuple(int(p) for p in re.findall(r"\d+", version)) + (0,) * 3  # pip treats 2.0 and 2.0.0 alike
+
     assert {n: pad(v)[:3] for n, v in pinned.items()} == {n: pad(v)[:3] for n, v in declared.items()}
 
 

@@ -123,7 +123,7 @@ def test_jsonpath_prints_what_kubectl_prints(cluster, pvs, template: str) -> Non
                     lambda items: JSONPathTemplate(template).render(as_kubectl_list(items)))
 
 
-@pytest.mark.parametrize("template", JSONPATH_TEMPLATES[:6] + ["{.items[", "{.items[7]}"])
+@pytest.mark.parametrize("template", [*JSONPATH_TEMPLATES[:6], "{.items[", "{.items[7]}"])
 def test_jsonpath_as_json_prints_what_kubectl_prints(cluster, pvs, template: str) -> None:
     same_as_kubectl(cluster, ["-o", "jsonpath-as-json=" + template],
                     lambda items: JSONPathTemplate(template).render_json(as_kubectl_list(items)))

@@ -237,7 +237,10 @@ def test_as_uid_impersonates_like_kubectl(cluster, objects) -> None:
     assert items(ours.stdout) == items(plugin(cluster, "leftovers", "--all", "-l", SET, "-o", "json",
                                               check=True).stdout)
     cluster.kubectl("get", "pv", "-l", SET, *flags)
-    pv_lists = lambda agent: [e for e in audit.events(agent) if list_path(e) == "/api/v1/persistentvolumes"]
+
+    def pv_lists(agent: str) -> list[dict[str, Any]]:
+        return [e for e in audit.events(agent) if list_path(e) == "/api/v1/persistentvolumes"]
+
     ours_seen, theirs_seen = pv_lists("kubectl-pvleft/"), pv_lists("kubectl")
     theirs_seen = [e for e in theirs_seen if not e["userAgent"].startswith("kubectl-pvleft/")]
     assert ours_seen and theirs_seen

@@ -378,7 +378,7 @@ def test_a_fleet_run_whose_contexts_share_an_oidc_user_refreshes_once(server, id
     result = invoke("leftovers", "--kubeconfig", str(path), "--all-contexts")
     assert result.code == 0 and "error:" not in result.stderr, result
     assert len(idp.token_requests()) == 1
-    assert len({h for h in sent_tokens(server, before)}) == 1 and f"Bearer {expired}" not in sent_tokens(server, before)
+    assert len(set(sent_tokens(server, before))) == 1 and f"Bearer {expired}" not in sent_tokens(server, before)
     assert len([line for line in result.stderr.splitlines() if REFRESHED.match(line)]) == 1, result.stderr
 
 

@@ -210,7 +210,7 @@ def test_events_written_through_events_k8s_io_are_ordered_by_their_newest_time()
     series = copy.deepcopy(raw)
     series["metadata"]["uid"] = "with-series"
     series["series"] = {"count": 7, "lastObservedTime": "2099-01-01T00:00:00.000000Z"}
-    newest = rules.newest_first(scheduler + [Event.from_wire(series)])[0]
+    newest = rules.newest_first([*scheduler, Event.from_wire(series)])[0]
     assert newest.uid == "with-series" and newest.count == 7
 
 

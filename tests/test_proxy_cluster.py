@@ -326,7 +326,7 @@ def test_a_plain_http_server_is_reached_through_http_proxy_as_kubectl_does(squid
             "apiVersion": "v1", "kind": "Config", "current-context": "x",
             "clusters": [{"name": "c", "cluster": {"server": f"http://{proxies.PROXY_ONLY_NAME}:{server.server_port}"}}],
             "users": [{"name": "u", "user": {}}], "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}]}))
-        theirs, ours = both(path, {"HTTP_PROXY": squid.url})
+        _theirs, ours = both(path, {"HTTP_PROXY": squid.url})  # kubectl's requests are checked in seen
         assert ours.returncode == 0, ours.stderr
         host = f"{proxies.PROXY_ONLY_NAME}:{server.server_port}"
         kubectl_seen = [s for s in seen if not s[0].startswith("kubectl-pvleft/")]
@@ -335,7 +335,7 @@ def test_a_plain_http_server_is_reached_through_http_proxy_as_kubectl_does(squid
         assert ours_seen and all("squid" in via and got == host for _, via, got in ours_seen)
 
         # With proxy credentials, which we would have to send on every request: refused in one line.
-        theirs, ours = both(path, {"HTTP_PROXY": f"http://u:hunter2@127.0.0.1:{squid.port}"})
+        _theirs, ours = both(path, {"HTTP_PROXY": f"http://u:hunter2@127.0.0.1:{squid.port}"})
         assert ours.returncode != 0 and len(ours.stderr.strip().splitlines()) == 1 and "hunter2" not in ours.stderr
     finally:
         server.shutdown()
