@@ -7,9 +7,10 @@ from __future__ import annotations
 import json
 import socket
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 from urllib.parse import parse_qs, urlparse
 
 import yaml
@@ -23,7 +24,7 @@ class FakeAPIServer:
         outer = self
 
         class _Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+            def do_GET(self) -> None:  # http.server's naming
                 outer.requests.append(self.path)
                 url = urlparse(self.path)
                 status, body = handler(url.path, parse_qs(url.query))
@@ -43,7 +44,7 @@ class FakeAPIServer:
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.01},
                                         daemon=True)
 
-    def __enter__(self) -> "FakeAPIServer":
+    def __enter__(self) -> FakeAPIServer:
         self._thread.start()
         return self
 
@@ -102,7 +103,7 @@ class ScriptedServer:
     def seen(self, fault: str) -> list[tuple[str, dict[str, str]]]:
         return list(self._by_fault.get(fault, ()))
 
-    def __enter__(self) -> "ScriptedServer":
+    def __enter__(self) -> ScriptedServer:
         self._thread.start()
         return self
 
@@ -119,7 +120,7 @@ class ScriptedServer:
         while not self._released.is_set():
             try:
                 conn, _ = self._listener.accept()
-            except (socket.timeout, OSError):
+            except (TimeoutError, OSError):
                 continue
             threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
 

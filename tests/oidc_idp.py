@@ -23,9 +23,10 @@ import secrets
 import ssl
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 from urllib.parse import parse_qs, unquote_plus
 
 from tls_material import server_context
@@ -46,7 +47,7 @@ def unsigned_jwt(claims: dict[str, Any]) -> str:
     return f"{header}.{b64url(json.dumps(claims).encode())}.{b64url(b'not-a-signature')}"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _key() -> Any:
     from cryptography.hazmat.primitives.asymmetric import rsa
 
@@ -84,7 +85,7 @@ class IdP:
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
                                         daemon=True)
 
-    def __enter__(self) -> "IdP":
+    def __enter__(self) -> IdP:
         self._thread.start()
         return self
 

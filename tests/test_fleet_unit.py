@@ -6,8 +6,8 @@ import sys
 from pathlib import Path
 
 import yaml
-from fake_apiserver import FakeAPIServer
 
+from fake_apiserver import FakeAPIServer
 from kubectl_pvleft.cli import fleet
 from kubectl_pvleft.cli.parser import parse
 from kubectl_pvleft.invocation import Command
