@@ -29,8 +29,9 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Optional
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -187,7 +188,7 @@ def table(runs: dict[str, list[dict[str, Any]]], with_bytes: bool) -> list[str]:
             if with_bytes:
                 row += f" {_mib(_median(samples, 'down_bytes'))} | {_median(samples, 'up_bytes') / 1024:.0f} |"
             lines.append(row)
-    return lines + [""]
+    return [*lines, ""]
 
 
 def render(results: dict[str, Any]) -> str:

@@ -33,19 +33,19 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import http.client
 import json
 import random
-import http.client
 import ssl
 import sys
 import threading
 import time
 import uuid
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Optional, Sequence
-
+from typing import Any, Optional
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "cluster"))
@@ -104,7 +104,7 @@ class Mix:
     events: int
 
     @classmethod
-    def of(cls, pvs: int, pvcs: int, pods: int, events: int) -> "Mix":
+    def of(cls, pvs: int, pvcs: int, pods: int, events: int) -> Mix:
         def share(total: int, fraction: float) -> int:
             return int(total * fraction)
 
@@ -413,10 +413,8 @@ class Estate:
                                                 "uid": gone_uid("failed", i)}}},
                          {"phase": "Failed", "message": f"host_path deleter only supports /tmp/.+ but received "
                                                         f"provided {path}"}))
-        for i in range(self.mix.available):
-            jobs.append((csi_pv(f"static-{self.batch}-{i:06d}", storage_class="manual", reclaim="Retain",
-                                size="100Gi", zone=ZONES[i % 3]),
-                         {"phase": "Available"}))
+        jobs.extend((csi_pv(f"static-{self.batch}-{i:06d}", storage_class="manual", reclaim="Retain", size="100Gi",
+                            zone=ZONES[i % 3]), {"phase": "Available"}) for i in range(self.mix.available))
 
         def volume(job: tuple[dict[str, Any], dict[str, Any]]) -> None:
             body, status = job
@@ -436,16 +434,15 @@ class Estate:
             ns = namespace_name(i)
             jobs.append((pvc(ns, f"reuse-{self.batch}-{i:06d}", storage_class="retain-rwo",
                              volume_name=self.released_pvs[i]), None))
-        for i in range(self.mix.external_pending):
-            jobs.append((pvc(namespace_name(i), f"new-{self.batch}-{i:06d}", storage_class="retain-rwo"), None))
-        for i in range(self.mix.wffc_pending):
-            jobs.append((pvc(namespace_name(i), f"wait-{self.batch}-{i:06d}", storage_class="standard-rwo"), None))
-        for i in range(self.mix.lost):
-            # Created Bound-looking: the binder finds its PV gone and marks it Lost, as we do.
-            jobs.append((pvc(namespace_name(i), f"lost-{self.batch}-{i:06d}", storage_class="retain-rwo",
-                             volume_name=f"pvc-{stable_uuid(self.batch, 'lost', i)}",
-                             annotations={"pv.kubernetes.io/bind-completed": "yes"}),
-                         {"phase": "Lost"}))
+        jobs.extend((pvc(namespace_name(i), f"new-{self.batch}-{i:06d}", storage_class="retain-rwo"), None)
+                    for i in range(self.mix.external_pending))
+        jobs.extend((pvc(namespace_name(i), f"wait-{self.batch}-{i:06d}", storage_class="standard-rwo"), None)
+                    for i in range(self.mix.wffc_pending))
+        # Created Bound-looking: the binder finds its PV gone and marks it Lost, as we do.
+        jobs.extend((pvc(namespace_name(i), f"lost-{self.batch}-{i:06d}", storage_class="retain-rwo",
+                         volume_name=f"pvc-{stable_uuid(self.batch, 'lost', i)}",
+                         annotations={"pv.kubernetes.io/bind-completed": "yes"}), {"phase": "Lost"})
+                    for i in range(self.mix.lost))
 
         def claim(job: tuple[dict[str, Any], Optional[dict[str, Any]]]) -> None:
             body, status = job

@@ -21,9 +21,10 @@ import base64
 import json
 import secrets
 import threading
+from collections.abc import Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Iterable, Optional
+from typing import Any, Optional
 from urllib.parse import parse_qsl, quote, urlsplit
 
 import azure_models
@@ -124,7 +125,7 @@ class FakeArm:
                 "AZURE_AUTHORITY_HOST": self.endpoint, "PVLEFT_ARM_ENDPOINT": self.endpoint,
                 "REQUESTS_CA_BUNDLE": self.ca_file(folder)}
 
-    def start(self) -> "FakeArm":
+    def start(self) -> FakeArm:
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -178,7 +179,7 @@ class FakeArm:
             self._server.shutdown()
             self._server.server_close()
 
-    def __enter__(self) -> "FakeArm":
+    def __enter__(self) -> FakeArm:
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:

@@ -22,11 +22,13 @@ import json
 import re
 import threading
 import uuid
+from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Iterable, Optional
+from typing import Any, Optional
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import jsonschema
+
 import tls_material
 
 PATH = "/api/retail/prices"
@@ -111,7 +113,7 @@ def disk_meters() -> list[dict[str, Any]]:
     found = []
     for region, factor in (("eastus", 1.0), ("westeurope", 1.1)):
         for letter, (per_gib, product) in PER_GIB.items():
-            for number, size in zip(NUMBERS, SIZES):
+            for number, size in zip(NUMBERS, SIZES, strict=True):
                 if letter == "S" and number < 4:
                     continue
                 for redundancy, more in (("LRS", 1.0), ("ZRS", 1.5)):
@@ -235,7 +237,7 @@ class FakeRetailPrices:
             raise Drift(f"answer departs from the documented response: {errors[0].message}")
         return 200, body
 
-    def start(self) -> "FakeRetailPrices":
+    def start(self) -> FakeRetailPrices:
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -272,7 +274,7 @@ class FakeRetailPrices:
             self._server.shutdown()
             self._server.server_close()
 
-    def __enter__(self) -> "FakeRetailPrices":
+    def __enter__(self) -> FakeRetailPrices:
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:

@@ -10,23 +10,23 @@ import base64
 import json
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import tls_material  # noqa: E402
-from azure_fake import FakeArm, azure_disk, csi_tags, disk_id  # noqa: E402
-from cli_runner import invoke  # noqa: E402
-from fake_apiserver import FakeAPIServer  # noqa: E402
-from retail_prices_fake import PATH, FakeRetailPrices, disk_meters, meter  # noqa: E402
-from test_cost_prices import kube, pv  # noqa: E402
-
-from kubectl_pvleft.clouds.azure import CSI_DRIVER  # noqa: E402
-from kubectl_pvleft.clouds.base import CloudDisk  # noqa: E402
-from kubectl_pvleft.clouds.cost import MonthlyCost, Unpriced, price, read_price_file  # noqa: E402
+import tls_material
+from azure_fake import FakeArm, azure_disk, csi_tags, disk_id
+from cli_runner import invoke
+from fake_apiserver import FakeAPIServer
+from kubectl_pvleft.clouds.azure import CSI_DRIVER
+from kubectl_pvleft.clouds.base import CloudDisk
+from kubectl_pvleft.clouds.cost import MonthlyCost, Unpriced, price, read_price_file
+from retail_prices_fake import PATH, FakeRetailPrices, disk_meters, meter
+from test_cost_prices import kube, pv
 
 pytestmark = pytest.mark.integration  # a local HTTPS server, azure-core
 

@@ -13,14 +13,14 @@ from pathlib import Path
 from typing import Any, Optional
 
 import pytest
-from fake_apiserver import FakeAPIServer, status
-from wire import items
 
+from fake_apiserver import FakeAPIServer, status
 from kubectl_pvleft.analyses.leftovers import find_leftovers
 from kubectl_pvleft.errors import Forbidden
 from kubectl_pvleft.kube.api import Kind, KubeAPI
 from kubectl_pvleft.kube.kubeconfig import Selection, load_connection
 from kubectl_pvleft.records import ClaimIdentity, PersistentVolume, StorageClass
+from wire import items
 
 POOLS = {"persistentvolumes": ("leftovers_pvs", PersistentVolume),
          "persistentvolumeclaims": ("leftovers_pvc_metadata", ClaimIdentity),
