@@ -18,18 +18,15 @@ v2`` and ``Ultra Disks`` per ``1 GiB/Hour`` and ``1/Hour``); the prices are made
 
 from __future__ import annotations
 
-import json
 import re
-import threading
 import uuid
 from collections.abc import Callable, Iterable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Optional
-from urllib.parse import parse_qsl, urlencode, urlsplit
+from urllib.parse import urlencode
 
 import jsonschema
 
-import tls_material
+from loopback import LoopbackFake, Reply, Request, json_reply
 
 PATH = "/api/retail/prices"
 EFFECTIVE = "2026-10-01T00:00:00Z"
@@ -190,19 +187,15 @@ def parse_filter(text: str) -> Callable[[dict[str, Any]], bool]:
     return predicate
 
 
-class FakeRetailPrices:
+class FakeRetailPrices(LoopbackFake):
+    tls = http11 = True
+
     def __init__(self, items: Iterable[dict[str, Any]] = (), page_size: int = 2) -> None:
         self.items = list(items)
         self.page_size = page_size
         self.requests: list[tuple[str, str, dict[str, str]]] = []  # (method, path, query)
         self.drift: list[str] = []
         self.next_host: Optional[str] = None  # to send a NextPageLink to another host
-        self._server: Optional[ThreadingHTTPServer] = None
-
-    @property
-    def endpoint(self) -> str:
-        assert self._server, "start() first"
-        return f"https://127.0.0.1:{self._server.server_address[1]}"
 
     def env(self) -> dict[str, str]:
         return {"PVLEFT_AZURE_PRICES_ENDPOINT": self.endpoint}
@@ -237,45 +230,11 @@ class FakeRetailPrices:
             raise Drift(f"answer departs from the documented response: {errors[0].message}")
         return 200, body
 
-    def start(self) -> FakeRetailPrices:
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def _serve(self) -> None:
-                url = urlsplit(self.path)
-                query = dict(parse_qsl(url.query, keep_blank_values=True))
-                fake.requests.append((self.command, url.path, query))
-                try:
-                    status, body = fake.answer(self.command, url.path, query)
-                except Drift as exc:
-                    fake.drift.append(str(exc))
-                    status, body = 500, {"Error": {"Code": "Drift", "Message": str(exc)}}
-                payload = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json; charset=utf-8")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-            do_GET = do_POST = do_PUT = do_DELETE = _serve
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.socket = tls_material.server_context().wrap_socket(self._server.socket, server_side=True)
-        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True).start()
-        return self
-
-    def stop(self) -> None:
-        if self._server:
-            self._server.shutdown()
-            self._server.server_close()
-
-    def __enter__(self) -> FakeRetailPrices:
-        return self.start()
-
-    def __exit__(self, *exc: Any) -> None:
-        self.stop()
+    def serve(self, request: Request) -> Reply:
+        self.requests.append((request.method, request.path, request.query))
+        try:
+            status, body = self.answer(request.method, request.path, request.query)
+        except Drift as exc:
+            self.drift.append(str(exc))
+            status, body = 500, {"Error": {"Code": "Drift", "Message": str(exc)}}
+        return json_reply(status, body, "application/json; charset=utf-8")
