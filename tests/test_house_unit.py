@@ -258,7 +258,7 @@ def test_snapshots_watch_without_the_crds_says_so_in_one_context_and_in_a_fleet(
         kubeconfig = tmp_path / "kc"
         kubeconfig.write_text(yaml.safe_dump({
             "apiVersion": "v1", "kind": "Config", "current-context": "a",
-            "clusters": [{"name": "c", "cluster": {"server": server.url}}],
+            "clusters": [{"name": "c", "cluster": {"server": server.endpoint}}],
             "users": [{"name": "u", "user": {}}],
             "contexts": [{"name": n, "context": {"cluster": "c", "user": "u"}} for n in ("a", "b")],
         }))
