@@ -95,15 +95,21 @@ def test_the_sandbox_is_the_contract(image: Image) -> None:
     out, err = probe.communicate(timeout=60)
     assert probe.returncode == 0, err
     seen = json.loads(out)
-    assert seen["ids"] == [*image.user, []] and seen["pid"] == 1
+    assert seen["ids"] == [*deployment_ids(), []] and seen["pid"] == 1
     assert seen["shell"] == [None, None, None, None, False]
     assert seen["cap_eff"] == "0000000000000000" and seen["no_new_privs"] == "1"
     assert seen["denied"] == dict.fromkeys(("/", "/tmp", "/opt/pvleft", "/usr/local/lib"), "Read-only file system")
 
 
-def deployment_args() -> list[str]:
-    deployment = yaml.safe_load(DEPLOYMENT.read_text())
-    return deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+def pod_spec() -> dict:
+    return yaml.safe_load(DEPLOYMENT.read_text())["spec"]["template"]["spec"]
+
+
+def deployment_ids() -> list[int]:
+    """The uid and gid the Deployment runs as: the image's USER must be them (runAsNonRoot refuses uid 0)."""
+    context = pod_spec()["securityContext"]
+    assert context["runAsNonRoot"] is True and context["runAsUser"] != 0
+    return [context["runAsUser"], context["runAsGroup"]]
 
 
 def free_port() -> int:
@@ -169,7 +175,7 @@ def test_serve_in_cluster_as_65532_on_a_read_only_root(cluster, image: Image, tm
     pv["spec"]["claimRef"] = {"namespace": "container-gone", "name": "gone", "uid": "00000000-0000-0000-0000-0000000000c0"}
     apply(cluster, pv)
     # The Deployment's arguments, on a free port: the network is the host's, where 9479 may be taken.
-    args = deployment_args()
+    args = pod_spec()["containers"][0]["args"]
     assert f"--listen=:{image.exposed[0]}" in args
     port = free_port()
     args = [f"--listen=:{port}" if a.startswith("--listen=") else a for a in args]
@@ -181,13 +187,15 @@ def test_serve_in_cluster_as_65532_on_a_read_only_root(cluster, image: Image, tm
                                                  env=env), stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
-        wait_for("the exporter's /healthz", lambda: fetch(f"{url}/healthz") == (200, "ok\n"), timeout=90)
+        wait_for("the exporter's /healthz (or its end)",
+                 lambda: process.poll() is not None or fetch(f"{url}/healthz") == (200, "ok\n"), timeout=90)
+        assert process.poll() is None, "serve ended"
         found = wait_for("the leftover's series", lambda: 'name="container-leftover"' in fetch(f"{url}/metrics")[1]
                          and fetch(f"{url}/metrics")[1], timeout=60)
         assert "pvleft_stream_up" in found and 'analysis="leftovers"' in found
         pid = descendant_running(process.pid, image.entrypoint[0])
         status = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines())
-        uid, gid = image.user
+        uid, gid = deployment_ids()
         assert status["Uid"].split() == [str(uid)] * 4 and status["Gid"].split() == [str(gid)] * 4
         assert status["Groups"].strip() == "" and status["CapEff"].strip() == "0000000000000000"
         assert status["NSpid"].split()[-1] == "1"  # PID 1 of its namespace, as a container's entrypoint
