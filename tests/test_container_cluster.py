@@ -1,6 +1,6 @@
-"""The Containerfile, carried out without its base image (no registry is reachable here, nor is a container engine;
-see tests/container_root.py for what stands in and why), and its runtime contract as deploy/base states it: the
-exporter runs in-cluster (the Pod's ServiceAccount files at their real path, bound to the ClusterRole deploy/base
+"""The Containerfile, built by buildah over a stand-in for its base image (no registry is reachable here, nor a
+container engine; see tests/container_root.py for what stands in and why), and its runtime contract as deploy/base
+states it: the exporter runs in-cluster (the Pod's ServiceAccount files at their real path, bound to the ClusterRole deploy/base
 binds) as uid and gid 65532 with no supplementary group and no capability, as PID 1, on a read-only root holding
 no shell, answers /healthz and /metrics with a finding of the test plane, ends on SIGTERM, and wrote nothing.
 
@@ -32,7 +32,8 @@ NAMESPACE, ACCOUNT = "container-sa", "pvleft"
 
 pytestmark = [
     pytest.mark.integration,
-    pytest.mark.skipif(not shutil.which("bwrap"), reason="needs Debian's bubblewrap package (apt-get install bubblewrap)"),
+    pytest.mark.skipif(not (shutil.which("bwrap") and shutil.which("buildah")),
+                       reason="needs Debian's buildah and bubblewrap packages (apt-get install buildah bubblewrap)"),
     pytest.mark.skipif(os.geteuid() != 0, reason="runs the image's process as uid 65532: needs root to switch to it"),
 ]
 
@@ -55,17 +56,23 @@ def as_image_user(image: Image, argv: list[str], **kwargs) -> subprocess.Popen[s
 
 
 def site_packages(image: Image) -> Path:
-    (found,) = (image.opt / "pvleft" / "lib").glob("python3*/site-packages")
+    (found,) = (image.root / "opt" / "pvleft" / "lib").glob("python3*/site-packages")
     return found
 
 
-def test_the_build_stage_made_a_venv_whose_entrypoint_needs_no_shell(image: Image) -> None:
-    script = image.opt / image.entrypoint[0].removeprefix("/opt/")
+def test_the_image_is_configured_as_the_containerfile_says_and_its_entrypoint_needs_no_shell(image: Image) -> None:
+    config = image.config
+    assert config["User"] == "65532:65532" and list(config["ExposedPorts"]) == ["9479/tcp"]
+    assert config["Entrypoint"] == ["/opt/pvleft/bin/kubectl-pvleft"] and config["Cmd"] == ["serve"]
+    assert image.env["PATH"].startswith("/opt/pvleft/bin:/usr/local/bin:") and image.env["PYTHONDONTWRITEBYTECODE"] == "1"
+    script = image.root / config["Entrypoint"][0].lstrip("/")
     # Exec form, and a console script the kernel starts from its #! line (pip writes a /bin/sh trampoline instead
     # when the venv's path is too long for one): nothing on the way needs a shell.
     assert script.read_text().splitlines()[0] == "#!/opt/pvleft/bin/python", script.read_text()[:200]
-    python = image.opt / "pvleft" / "bin" / "python"
+    python = image.root / "opt" / "pvleft" / "bin" / "python"
     assert os.readlink(python) == "/usr/local/bin/python"  # the base's, which the final stage has too
+    assert not [p for p in ("bin/sh", "usr/bin/sh", "bin/bash", "usr/bin/bash", "bin/busybox")
+                if (image.root / p).exists()]
     installed = {p.name.split("-")[0].lower() for p in site_packages(image).glob("*.dist-info")}
     # the package, the serve extra and the two cloud extras the Containerfile names
     assert {"kubectl_pvleft", "prometheus_client", "google_cloud_compute", "google_cloud_billing", "boto3"} <= installed
@@ -169,21 +176,22 @@ def test_serve_in_cluster_as_65532_on_a_read_only_root(cluster, image: Image, tm
     cluster.kubectl("create", "serviceaccount", ACCOUNT, "-n", NAMESPACE)
     cluster.kubectl("create", "clusterrolebinding", "container-pvleft", f"--clusterrole={role}",
                     f"--serviceaccount={NAMESPACE}:{ACCOUNT}")
-    account = image.opt.parent / "serviceaccount"
+    account = image.workdir / "serviceaccount"
     service_account_files(cluster, account, *image.user)
     pv = host_path_pv("container-leftover", storage_class="container-none", size="2Gi")
     pv["spec"]["claimRef"] = {"namespace": "container-gone", "name": "gone", "uid": "00000000-0000-0000-0000-0000000000c0"}
     apply(cluster, pv)
     # The Deployment's arguments, on a free port: the network is the host's, where 9479 may be taken.
     args = pod_spec()["containers"][0]["args"]
-    assert f"--listen=:{image.exposed[0]}" in args
+    assert f"--listen=:{next(iter(image.config['ExposedPorts'])).split('/')[0]}" in args
     port = free_port()
     args = [f"--listen=:{port}" if a.startswith("--listen=") else a for a in args]
     env = {**image.env, "HOME": "/", "HOSTNAME": "pvleft-exporter", "KUBERNETES_SERVICE_HOST": "127.0.0.1",
            "KUBERNETES_SERVICE_PORT": cluster.server.rsplit(":", 1)[1], "PVLEFT_SERVE_JUDGE_SECONDS": "0.2"}
-    before = container_root.tree(image.base, image.opt)
+    before = container_root.tree(image.root)
     log = (tmp_path / "serve.log").open("w+")
-    process = as_image_user(image, image.sandbox(image.entrypoint + args, ["--ro-bind", str(account), SERVICEACCOUNT],
+    entrypoint = image.config["Entrypoint"]
+    process = as_image_user(image, image.sandbox(entrypoint + args, ["--ro-bind", str(account), SERVICEACCOUNT],
                                                  env=env), stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
@@ -193,7 +201,7 @@ def test_serve_in_cluster_as_65532_on_a_read_only_root(cluster, image: Image, tm
         found = wait_for("the leftover's series", lambda: 'name="container-leftover"' in fetch(f"{url}/metrics")[1]
                          and fetch(f"{url}/metrics")[1], timeout=60)
         assert "pvleft_stream_up" in found and 'analysis="leftovers"' in found
-        pid = descendant_running(process.pid, image.entrypoint[0])
+        pid = descendant_running(process.pid, entrypoint[0])
         status = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines())
         uid, gid = deployment_ids()
         assert status["Uid"].split() == [str(uid)] * 4 and status["Gid"].split() == [str(gid)] * 4
@@ -212,7 +220,7 @@ def test_serve_in_cluster_as_65532_on_a_read_only_root(cluster, image: Image, tm
         cluster.kubectl("delete", "clusterrolebinding", "container-pvleft", check=False)
         cluster.kubectl("delete", "namespace", NAMESPACE, "--wait=false", check=False)
     assert "Traceback" not in output and "Read-only file system" not in output and "ermission denied" not in output
-    assert container_root.tree(image.base, image.opt) == before  # the image's files: none added, none changed
+    assert container_root.tree(image.root) == before  # the image's files: none added, none changed
     with cluster.audit_log.open() as audit:
         events = [json.loads(line) for line in audit if f"system:serviceaccount:{NAMESPACE}:{ACCOUNT}" in line]
     verbs = {e["verb"] for e in events if e.get("user", {}).get("username") == f"system:serviceaccount:{NAMESPACE}:{ACCOUNT}"}

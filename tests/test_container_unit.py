@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 import yaml
-from container_root import CONTAINERFILE, ROOT, exec_form, parse
+from container_root import BASE_ARG, CONTAINERFILE, ROOT, exec_form, parse
 
 from kubectl_pvleft.cli.serve import DEFAULT_LISTEN
 
@@ -16,7 +16,7 @@ WORKFLOW = ROOT / ".github" / "workflows" / "release.yml"
 
 
 def final_stage():
-    return parse(CONTAINERFILE.read_text())[-1]
+    return parse(CONTAINERFILE.read_text())[1][-1]
 
 
 def pod_spec() -> dict:
@@ -24,9 +24,17 @@ def pod_spec() -> dict:
 
 
 def test_the_stages_share_one_base_and_the_final_copies_from_the_build_stage() -> None:
-    build, final = parse(CONTAINERFILE.read_text())
-    assert build.base == final.base  # the venv's python is a symlink to the base's interpreter
+    args, (build, final) = parse(CONTAINERFILE.read_text())
+    # One base, python:3.12-slim unless the build says otherwise (the test passes its stand-in so): the venv's
+    # python is a symlink to the base's interpreter, which the final stage must have at the same path.
+    assert args == [f"{BASE_ARG}=python:3.12-slim"] and build.base == final.base == "${" + BASE_ARG + "}"
     assert final.one("COPY").split()[0] == f"--from={build.name}"
+
+
+def test_nothing_needs_a_shell_to_build_or_to_run() -> None:
+    _, (build, final) = parse(CONTAINERFILE.read_text())
+    for instruction in [*build.all("RUN"), *final.all("RUN"), final.one("ENTRYPOINT"), final.one("CMD")]:
+        exec_form(instruction)
 
 
 def test_the_image_user_is_the_deployments_non_root_uid_and_gid() -> None:
