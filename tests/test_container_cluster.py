@@ -1,8 +1,9 @@
 """The Containerfile, built by buildah over a stand-in for its base image (no registry is reachable here, nor a
 container engine; see tests/container_root.py for what stands in and why), and its runtime contract as deploy/base
-states it: the exporter runs in-cluster (the Pod's ServiceAccount files at their real path, bound to the ClusterRole deploy/base
-binds) as uid and gid 65532 with no supplementary group and no capability, as PID 1, on a read-only root holding
-no shell, answers /healthz and /metrics with a finding of the test plane, ends on SIGTERM, and wrote nothing.
+states it: the exporter runs in-cluster (the Pod's ServiceAccount files at their real path, bound to the ClusterRole
+deploy/base binds) as uid and gid 65532 with no supplementary group and no capability, as PID 1, on a read-only
+root holding no shell; it answers /healthz and /metrics with a finding of the test plane, ends on SIGTERM, leaves
+the image's files as they were and, by the audit log, only read the API.
 
 bubblewrap (Debian's package) is the runtime: uid 65532 gets its own user, mount and PID namespaces, and the
 network stays the host's so that the control plane on loopback is reachable.
