@@ -21,9 +21,10 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
-import container_root
 import pytest
 import yaml
+
+import container_root
 from container_root import SERVICEACCOUNT, Image
 from scenarios import apply, host_path_pv, wait_for
 

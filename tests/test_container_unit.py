@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 
 import yaml
-from container_root import BASE_ARG, CONTAINERFILE, ROOT, exec_form, parse
 
+from container_root import BASE_ARG, CONTAINERFILE, ROOT, exec_form, parse
 from kubectl_pvleft.cli.serve import DEFAULT_LISTEN
 
 DEPLOY = ROOT / "deploy"
