@@ -82,9 +82,10 @@ class Flag(_Frozen):
 
 
 class Command(_Frozen):
-    __slots__ = ("census", "flags", "kind", "module", "name", "selector_help", "summary")
+    __slots__ = ("census", "census_help", "flags", "kind", "module", "name", "selector_help", "summary")
     _default_flags = ()
     _default_census = False  # a cloud census may join it (the clouds' flags are its flags)
+    _default_census_help = "cloud disks beside the PVs"  # what the census adds, as the help's flag group says
 
     name: str
     summary: str
@@ -93,6 +94,7 @@ class Command(_Frozen):
     kind: str  # the plural of the kind it lists, a key of kube.api.KINDS
     selector_help: str
     census: bool
+    census_help: str
 
     def load(self) -> Any:
         from importlib import import_module
@@ -150,7 +152,8 @@ COMMANDS = (
                                     "younger ones too)"),
                    OLDER_THAN.replace(help="only contents created longer ago than this (e.g. 7d, 36h)"),
                    EXCLUDE_NAMESPACE.replace(help="leave out contents whose VolumeSnapshot is in this namespace "
-                                                  "(repeatable; glob patterns such as 'kube-*')"))),
+                                                  "(repeatable; glob patterns such as 'kube-*')")), census=True,
+            census_help="cloud snapshots beside the contents"),
 )
 COMMANDS_BY_NAME = {command.name: command for command in COMMANDS}
 

@@ -12,14 +12,18 @@ failed) gets an ``Unpriced`` with the reason, never 0.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from importlib import import_module
-from typing import Any, Optional, Union
+from typing import Any, Optional, TypeVar, Union
 
 from msgspec import Struct, field
 
-from kubectl_pvleft.clouds.base import CloudDisk, CloudError
+from kubectl_pvleft.clouds.base import CloudDisk, CloudError, CloudSnapshot
 from kubectl_pvleft.errors import UsageError
+
+T = TypeVar("T")
+# What --cost prices: a disk (leftovers) or a snapshot (snapshots); both say their source, handle, name, location.
+Billable = Union[CloudDisk, CloudSnapshot]
 
 CAPACITY, IOPS, THROUGHPUT = "capacity", "iops", "throughput"
 # The unit every rate is converted to, per component: what a disk's own figures count (sizes in GiB, IOPS,
@@ -38,6 +42,8 @@ UNITS: dict[str, tuple[str, float]] = {
     "GiBps-month": (THROUGHPUT, 1024.0),
 }
 PRICE_FILE = "price file"
+# The price-file and Need types of snapshot storage, in every cloud: what a snapshot bills as, by its tier.
+SNAPSHOT, ARCHIVE_SNAPSHOT = "snapshot", "archive-snapshot"
 
 
 class Need(Struct, frozen=True):
@@ -142,6 +148,26 @@ def json_of(priced: Optional[Priced]) -> Optional[dict[str, Any]]:
     return None if priced is None else priced.to_json()
 
 
+def the_one(candidates: Sequence[T], rate_of: Callable[[T], Union[Rate, str]], noun: str, plural: str,
+            says: Callable[[str], str]) -> Union[Rate, str]:
+    """A price list's entry for one need: exactly one candidate gives its rate; none or several leave the price
+    unknown, and ``says("no SKU")`` / ``says("2 SKUs")`` tells why (never the first of several, never a guess)."""
+    if len(candidates) != 1:
+        return says(f"{len(candidates)} {plural}" if candidates else f"no {noun}")
+    return rate_of(candidates[0])
+
+
+def snapshot_needs(snapshot: CloudSnapshot, cloud: str) -> Union[list[Need], str]:
+    """What a snapshot bills for, in every cloud: its stored size, by tier, where it is stored. A str says why it
+    cannot be priced (its billed size unknown: never its disk's size in its place)."""
+    if snapshot.stored_gib is None:
+        return snapshot.unsized or f"{cloud} did not say how much the snapshot stores"
+    if snapshot.tier not in ("standard", "archive"):
+        return f"no {cloud} price is known for {snapshot.tier} snapshots"
+    kind = ARCHIVE_SNAPSHOT if snapshot.tier == "archive" else SNAPSHOT
+    return [Need(CAPACITY, snapshot.stored_gib, snapshot.location, kind)]
+
+
 # -- the price file ------------------------------------------------------------------------------------------
 
 class PriceFile(Struct, frozen=True):
@@ -244,7 +270,7 @@ class Costing:
         self.warnings: list[str] = []
         self.sources: dict[str, set[str]] = {}  # source -> the dates of the prices used from it
 
-    def of(self, disk: Optional[CloudDisk]) -> Optional[Priced]:
+    def of(self, disk: Optional[Billable]) -> Optional[Priced]:
         return None if disk is None else self.by_handle.get(disk.handle)
 
 
@@ -254,9 +280,9 @@ def check(flags: Mapping[str, Any]) -> Optional[PriceFile]:
     return read_price_file(path) if path else None
 
 
-def price(flags: Mapping[str, Any], disks: Sequence[CloudDisk], timeout: float,
+def price(flags: Mapping[str, Any], disks: Sequence[Billable], timeout: float,
           price_file: Optional[PriceFile] = None) -> Costing:
-    """Every disk priced: from the price file where it has a line, else from its cloud's price API (each cloud's
+    """Every disk (or snapshot) priced: from the price file where it has a line, else from its cloud's price API (each cloud's
     list fetched at the same time as the others', once per run, read to its last page)."""
     costing = Costing()
     modules = {module.SOURCE: module for module in _cloud_modules()}
@@ -375,7 +401,7 @@ def _source_name(rate: Rate, price_file: Optional[PriceFile]) -> str:
     return f"price file {price_file.path}" if rate.source == PRICE_FILE and price_file else rate.source
 
 
-def _say_why_unknown(costing: Costing, disks: Iterable[CloudDisk]) -> None:
+def _say_why_unknown(costing: Costing, disks: Iterable[Billable]) -> None:
     """One warning per reason, naming the disks: the table shows only <unknown>."""
     from kubectl_pvleft.text import shown as escaped
 
@@ -414,7 +440,7 @@ class Total(Struct):
     by_file: int = 0  # rows the price file priced
 
 
-def totals(rows: Iterable[tuple[str, CloudDisk, Optional[Priced]]]) -> list[Total]:
+def totals(rows: Iterable[tuple[str, Billable, Optional[Priced]]]) -> list[Total]:
     """By finding kind, location and cloud: (kind, disk, its price) per billing row. Unknown prices are counted,
     never summed as 0; a group with several currencies gets one total per currency."""
     groups: dict[tuple[str, str, Optional[str]], Total] = {}

@@ -31,3 +31,4 @@ DRIVERS = CSI_DRIVERS | IN_TREE_DRIVERS  # the PVs whose volumes this census ans
 
 def asked(flags: Mapping[str, Any]) -> bool:
     return bool(flags.get("aws_region"))
+SNAPSHOT_DRIVERS = CSI_DRIVERS  # the VolumeSnapshotContents whose snapshots ``snapshots`` looks up

@@ -32,3 +32,4 @@ DRIVERS = frozenset({CSI_DRIVER, IN_TREE_DRIVER})  # the PVs whose disks this ce
 
 def asked(flags: Mapping[str, Any]) -> bool:
     return bool(flags.get("project"))
+SNAPSHOT_DRIVERS = frozenset({CSI_DRIVER})  # the VolumeSnapshotContents whose snapshots ``snapshots`` looks up
