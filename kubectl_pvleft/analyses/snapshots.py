@@ -260,7 +260,8 @@ def run(api: Reader, options: Options) -> Result:
                       result.warnings)
     wanted = [wanted_of(row) for row in result.rows]
     taken = snapshot_census.take(options, wanted, prices)
-    return Result(_shown(report(result, show_kept=options.show_all, cloud=taken), options),
+    looked = taken if taken.taken or taken.errors else None  # no cloud looks up snapshots: no column to show
+    return Result(_shown(report(result, show_kept=options.show_all, cloud=looked), options),
                   result.finding_count + len(taken.findings), result.warnings + taken.warnings,
                   partial=bool(taken.errors), sections=snapshot_census.sections(taken, wanted), errors=taken.errors)
 

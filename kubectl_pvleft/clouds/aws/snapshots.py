@@ -59,8 +59,9 @@ def open(flags: Mapping[str, Any], timeout: float) -> AwsSnapshots:
 
 
 class AwsSnapshots:
-    def __init__(self, clients: Mapping[str, Any]) -> None:
+    def __init__(self, clients: Mapping[str, Any], batch: int = BATCH) -> None:
         self._clients = dict(clients)
+        self.batch = batch
         self.calls = 0  # DescribeSnapshots requests, every region and page
 
     def look_up(self, handles: Iterable[str]) -> SnapshotLookup:
@@ -74,8 +75,8 @@ class AwsSnapshots:
         not_found: dict[str, list[str]] = {}  # id -> the regions that said NotFound
         for region, client in self._clients.items():
             left = [h for h in wanted if h not in found.found and h not in found.unknown]
-            for start in range(0, len(left), BATCH):
-                self._describe(region, client, left[start:start + BATCH], found, not_found)
+            for start in range(0, len(left), self.batch):
+                self._describe(region, client, left[start:start + self.batch], found, not_found)
         for handle, regions in not_found.items():
             if handle in found.found or handle in found.unknown:
                 continue

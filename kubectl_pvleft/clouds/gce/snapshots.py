@@ -20,7 +20,14 @@ from typing import Any, Optional
 
 from kubectl_pvleft.clouds.base import CloudError, CloudSnapshot, SnapshotLookup
 from kubectl_pvleft.clouds.gce import SOURCE
-from kubectl_pvleft.clouds.gce.census import CALL_TIMEOUT, INSTALL_HINT, RETRY_DEADLINE, default_credentials, parse_timestamp
+from kubectl_pvleft.clouds.gce.census import (
+    CALL_TIMEOUT,
+    INSTALL_HINT,
+    RETRY_DEADLINE,
+    default_credentials,
+    parse_timestamp,
+    server_words,
+)
 
 PERMISSION = "compute.snapshots.get"
 GIB = 2**30
@@ -64,6 +71,7 @@ class GceSnapshots:
         self._client = client
         self.projects = tuple(dict.fromkeys(p for p in projects if p))
         self.call_timeout, self.retry_deadline = min(CALL_TIMEOUT, timeout), min(RETRY_DEADLINE, timeout)
+        self._refused: dict[str, str] = {}  # project -> why its snapshots cannot be read
 
     def look_up(self, handles: Iterable[str]) -> SnapshotLookup:
         found = SnapshotLookup()
@@ -73,6 +81,8 @@ class GceSnapshots:
                 found.unknown[handle] = "not a Compute Engine snapshot handle (projects/P/global/snapshots/NAME)"
             elif key[0] not in self.projects:
                 found.unknown[handle] = f"it is in project {key[0]}, which --project does not name"
+            elif key[0] in self._refused:  # asked once: the same credentials get the same answer
+                found.unknown[handle] = self._refused[key[0]]
             else:
                 self._get(handle, *key, found)
         return found
@@ -88,12 +98,17 @@ class GceSnapshots:
                                         retry=retry.Retry(predicate=retry.if_exception_type(
                                             api.ServiceUnavailable, api.DeadlineExceeded),
                                             deadline=self.retry_deadline))
-        except api.NotFound:
-            found.missing[handle] = f"Compute Engine says snapshot {name} does not exist in project {project}"
+        except api.NotFound as exc:
+            if f"snapshots/{name}'" in server_words(exc):  # about this snapshot (not its project), past the URL
+                found.missing[handle] = f"Compute Engine says snapshot {name} does not exist in project {project}"
+            else:
+                found.unknown[handle] = f"project {project} does not exist, or these credentials cannot see it"
             return
         except (api.GoogleAPIError, GoogleAuthError, RequestException, OSError, ValueError) as exc:
             reason = _error(exc, project)
             found.unknown[handle] = reason
+            if isinstance(exc, (api.Forbidden, api.PermissionDenied, api.Unauthorized)):
+                self._refused[project] = reason
             if reason not in found.errors:
                 found.errors.append(reason)
             return
@@ -125,12 +140,10 @@ def _error(exc: Exception, project: str) -> str:
     """One line for a snapshots.get that failed other than with a 404."""
     from google.api_core import exceptions as api
 
-    from kubectl_pvleft.clouds.gce.census import _server_words
-
-    said = _server_words(exc)
+    said = server_words(exc)
     detail = f" ({said})" if said else ""
-    if isinstance(exc, (api.Forbidden, api.PermissionDenied)):
-        return f"Compute Engine denied reading snapshots in project {project}: the credentials lack {PERMISSION}{detail}"
+    if isinstance(exc, (api.Forbidden, api.PermissionDenied)):  # said once per project: no snapshot's name in it
+        return f"Compute Engine denied reading snapshots in project {project}: the credentials lack {PERMISSION}"
     if isinstance(exc, api.Unauthorized):
         return f"Google rejected the credentials for {PERMISSION}{detail}"
     if isinstance(exc, api.GoogleAPICallError):
