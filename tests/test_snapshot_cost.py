@@ -197,8 +197,11 @@ def test_ebs_archive_priced_by_its_full_size_standard_never_guessed(price_list: 
     standard = snap("aws", "snap-std", "us-east-1", None, unsized="EBS bills a standard snapshot for ...")
     found = amounts([snap("aws", "snap-cold", "us-east-1", 80.0, "archive"),
                      snap("aws", "snap-cold-eu", "eu-west-1", 80.0, "archive"), standard,
-                     snap("aws", "snap-far", "ap-south-1", 1.0, "archive")])
+                     snap("aws", "snap-far", "ap-south-1", 1.0, "archive"),
+                     # a standard snapshot whose stored size were known: EBS:SnapshotUsage, not its .outposts twin
+                     snap("aws", "snap-sized", "eu-west-1", 10.0)])
     assert found == {"snap-cold": pytest.approx(1.0), "snap-cold-eu": pytest.approx(1.1),
+                     "snap-sized": pytest.approx(0.55),
                      "snap-std": "EBS bills a standard snapshot for ...",
                      "snap-far": "the AWS price list has no product for archive-snapshot capacity in ap-south-1"}
     # The retrieval (per GB) and Outposts products were listed and passed over: one product each, not several.

@@ -73,6 +73,12 @@ def world(tmp_path_factory: pytest.TempPathFactory, moto: MotoServer) -> Iterato
                                  uid=uid(plane, snapshot_path(NS, name)), volume_handle=f"vol-{name}"))
             write_status(plane, content_path(f"{P}{name}", "status"), ready(handle))
             delete(plane, snapshot_path(NS, name))  # Retain: the snapshot outlives its VolumeSnapshot
+        # Healthy in Kubernetes (its VolumeSnapshot is there), gone in the cloud: only the lookup finds it.
+        apply(plane, volume_snapshot(NS, "healthy"))
+        apply(plane, content(f"{P}healthy", driver=GCE_DRIVER, ns=NS, snapshot="healthy",
+                             uid=uid(plane, snapshot_path(NS, "healthy")), volume_handle="vol-healthy",
+                             labels={"tier": "healthy"}))
+        write_status(plane, content_path(f"{P}healthy", "status"), ready(gce_handle("snapshot-lost")))
         with FakeCompute() as compute, FakeCatalog(compute_skus() + snapshot_skus(), page_size=5) as catalog, \
                 FakePriceList(snapshot_products(), page_size=3) as price_list:
             compute.add_snapshot(gce_snapshot(PROJECT, "snapshot-orphan", storage_bytes=20 * GIB, disk_size_gb=100))
@@ -85,7 +91,7 @@ def world(tmp_path_factory: pytest.TempPathFactory, moto: MotoServer) -> Iterato
             env.update(PVLEFT_COMPUTE_ENDPOINT=compute.endpoint, PVLEFT_BILLING_ENDPOINT=catalog.endpoint)
             yield {"plane": plane, "env": env, "compute": compute, "ebs_snapshot": ebs_snapshot, "tmp": tmp}
         assert compute.drift == [] and catalog.drift == [] and price_list.drift == []
-        assert {verb for verb, _, _ in compute.requests} == {"GET"}
+        assert {verb for verb, _, _ in compute.requests} <= {"GET"}
     finally:
         plane.stop(keep_logs=False)
 
@@ -155,13 +161,15 @@ def test_json_carries_the_snapshot_its_monthly_cost_and_the_disagreement(world: 
     assert totals[("location", "us")]["amount"] == pytest.approx(1.3) and totals[("location", "us")]["snapshots"] == 1
 
 
-def test_exit_code_counts_the_gone_snapshots_as_findings(world: dict[str, Any]) -> None:
-    with_cloud = plugin(world, "--exit-code", "-o", "json")
-    without = run_plugin(world["plane"].kubeconfig("reader"), "snapshots", "--exit-code", "-o", "json")
-    assert (with_cloud.returncode, without.returncode) == (3, 3)
-    count = lambda done: sum(1 for i in items(done.stdout) for _ in i.get("findings", [])) + sum(  # noqa: E731
-        1 for i in items(done.stdout) if i.get("kind") == "missing-snapshot")
-    assert count(with_cloud) == count(without) + 2
+def test_a_snapshot_gone_in_the_cloud_is_a_finding_of_its_own(world: dict[str, Any]) -> None:
+    """A content Kubernetes finds healthy, whose snapshot Google no longer has: --exit-code says so."""
+    with_cloud = plugin(world, "-l", "tier=healthy", "--all", "--exit-code")
+    without = run_plugin(world["plane"].kubeconfig("reader"), "snapshots", "-l", "tier=healthy", "--all",
+                         "--exit-code")
+    assert (with_cloud.returncode, without.returncode) == (3, 0), (with_cloud.stderr, without.stderr)
+    contents, gone = (table(part) for part in with_cloud.stdout.split("\n\n"))
+    assert contents[f"{P}healthy"]["FINDINGS"] == "<none>" and contents[f"{P}healthy"]["CLOUD SNAPSHOT"] == "<missing>"
+    assert [row["CONTENT"] for row in gone.values()] == [f"{P}healthy"]
 
 
 def test_a_refused_lookup_is_unknown_never_missing_and_the_run_partial(world: dict[str, Any]) -> None:
