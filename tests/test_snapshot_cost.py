@@ -194,7 +194,8 @@ def test_gce_a_multi_region_sku_that_lists_its_regions_never_prices_a_regional_s
 
 @pytest.mark.usefixtures("endpoints")
 def test_ebs_archive_priced_by_its_full_size_standard_never_guessed(price_list: FakePriceList) -> None:
-    standard = snap("aws", "snap-std", "us-east-1", None, unsized="EBS bills a standard snapshot for ...")
+    standard = CloudSnapshot("aws", "snap-std", "snap-std", "us-east-1", "standard", None,
+                             "EBS bills a standard snapshot for ...", bound_gib=30.0)
     found = amounts([snap("aws", "snap-cold", "us-east-1", 80.0, "archive"),
                      snap("aws", "snap-cold-eu", "eu-west-1", 80.0, "archive"), standard,
                      snap("aws", "snap-far", "ap-south-1", 1.0, "archive"),
@@ -208,6 +209,8 @@ def test_ebs_archive_priced_by_its_full_size_standard_never_guessed(price_list: 
     asked = {(r["Filters"][0]["Field"], r["Filters"][0]["Value"]) for r in price_list.requests}
     assert asked == {("productFamily", "Storage Snapshot")}
     assert [r.get("NextToken") for r in price_list.requests if r["Filters"][1]["Value"] == "us-east-1"] == [None, "3"]
+    bound = price({}, [standard], 30.0).by_handle["snap-std"]
+    assert bound.at_most is not None and bound.at_most.amount == pytest.approx(1.5)  # a bound, still unknown
 
 
 @pytest.mark.usefixtures("endpoints")

@@ -123,7 +123,8 @@ def test_cost_prints_the_cloud_snapshot_its_monthly_cost_the_gone_ones_and_total
         "gce-orphan": ("gce 20.00GiB standard, us", "1.30 USD"),  # storageBytes at the US multi-region's 0.065
         "gce-archive": ("gce 100.00GiB archive, us-central1", "1.90 USD"),
         "gce-gone": ("<missing>", "<none>"), "ebs-gone": ("<missing>", "<none>"),
-        "ebs-orphan": ("aws ?GiB standard, us-east-1", "<unknown>"),  # EC2 does not say what it stores
+        # EC2 does not say what it stores: at most its volume's 100 GiB at EBS:SnapshotUsage's 0.05, never the price
+        "ebs-orphan": ("aws ?GiB standard, us-east-1", "at most 5.00 USD"),
         "other": ("<none>", "<none>"),
     }
     assert {row["CONTENT"]: (row["SOURCE"], row["FINDING"]) for row in gone.values()} == {
@@ -136,7 +137,8 @@ def test_cost_prints_the_cloud_snapshot_its_monthly_cost_the_gone_ones_and_total
     assert (f"warning: monthly cost unknown for {world['ebs_snapshot']}: EBS bills a standard snapshot for the blocks "
             "it adds to the volume's earlier snapshots, which DescribeSnapshots does not say; it is at most its "
             "volume's 100 GiB") in done.stderr
-    assert "warning: monthly costs from Cloud Billing Catalog API (prices effective 2026-11-01T08:00:00Z)" in done.stderr
+    assert ("warning: monthly costs from AWS Price List Query API (prices effective 2026-11-01T00:00:00Z); Cloud "
+            "Billing Catalog API (prices effective 2026-11-01T08:00:00Z)") in done.stderr
     assert "Traceback" not in done.stderr and "error:" not in done.stderr
 
 
@@ -153,7 +155,10 @@ def test_json_carries_the_snapshot_its_monthly_cost_and_the_disagreement(world: 
     assert by_content[f"{P}gce-gone"]["cloud_snapshot_missing"] is True
     assert by_content[f"{P}gce-gone"]["monthly_cost"] is None
     assert by_content[f"{P}ebs-orphan"]["monthly_cost"]["amount"] is None
-    assert "DescribeSnapshots does not say" in by_content[f"{P}ebs-orphan"]["monthly_cost"]["unknown"]
+    unknown = by_content[f"{P}ebs-orphan"]["monthly_cost"]
+    assert "DescribeSnapshots does not say" in unknown["unknown"]
+    assert (unknown["at_most"]["amount"], unknown["at_most"]["sku"]) == (5.0, "SNAPSNAPSHOTUSAGEUSEAST1")
+    assert by_content[f"{P}ebs-orphan"]["cloud_snapshot"]["stored_gib_at_most"] == 100.0
     assert by_content[f"{P}other"]["cloud_snapshot_missing"] is None  # no cloud answers for its driver
     gone = [i for i in found if i.get("kind") == "missing-snapshot"]
     assert {(g["source"], g["handle"]) for g in gone} == {("gce", gce_handle("snapshot-deleted")), ("aws", GONE_EBS)}

@@ -29,12 +29,14 @@ def test_an_archived_ebs_snapshot_bills_its_full_size_a_standard_one_is_never_gu
         42.0, "archive", "us-east-1", "db-nightly", None)
     standard = ebs_record({"SnapshotId": "snap-2", "StorageTier": "standard", "FullSnapshotSizeInBytes": 42 * GIB,
                            "VolumeSize": 100}, "eu-west-1")
-    assert standard.stored_gib is None
+    assert standard.stored_gib is None and standard.bound_gib == 42.0
     assert standard.unsized == ("EBS bills a standard snapshot for the blocks it adds to the volume's earlier "
                                 "snapshots, which DescribeSnapshots does not say; it is at most 42.00 GiB written to "
                                 "the volume when it was taken")
     bare = ebs_record({"SnapshotId": "snap-3", "VolumeSize": 8}, "eu-west-1")  # no tier: the standard one
     assert bare.tier == "standard" and bare.stored_gib is None and bare.unsized.endswith("its volume's 8 GiB")
+    assert bare.bound_gib == 8.0
+    assert archived.bound_gib is None
     unsized = ebs_record({"SnapshotId": "snap-4", "StorageTier": "archive"}, "eu-west-1")
     assert unsized.stored_gib is None and "FullSnapshotSizeInBytes" in (unsized.unsized or "")
 
@@ -88,6 +90,19 @@ def test_exactly_one_entry_prices_a_need_else_the_reason_names_how_many() -> Non
     assert the_one(["a"], lambda _: rate, "SKU", "SKUs", says) is rate
     assert the_one([], lambda _: rate, "SKU", "SKUs", says) == "the list has no SKU for it"
     assert the_one(["a", "b"], lambda _: rate, "product", "products", says) == "the list has 2 products for it"
+
+
+def test_an_upper_bound_is_shown_as_one_and_never_as_the_price() -> None:
+    from kubectl_pvleft.clouds.cost import Line, MonthlyCost, Unpriced, cell, totals
+
+    rate = Rate(tiers=((0.0, 0.05),), currency="USD", unit="GB-Mo", listed=0.05, sku="S", source="x")
+    most = MonthlyCost((Line(Need(CAPACITY, 100.0, "us-east-1", SNAPSHOT), rate, 5.0),))
+    unknown = Unpriced("EBS does not say", at_most=most)
+    assert cell(unknown) == "at most 5.00 USD" and cell(Unpriced("why")).value == "unknown"
+    assert unknown.to_json()["amount"] is None and unknown.to_json()["at_most"]["amount"] == 5.0
+    snapshot = CloudSnapshot("aws", "snap-1", "snap-1", "us-east-1", "standard", None, bound_gib=100.0)
+    (by_cloud,) = [t for t in totals([("retained-orphan", snapshot, unknown)]) if t.by == "cloud"]
+    assert (by_cloud.amount, by_cloud.unknown, by_cloud.currency) == (0.0, 1, None)  # counted, never summed
 
 
 def test_price_file_takes_snapshot_types() -> None:

@@ -82,6 +82,7 @@ class CloudSnapshot(Struct, frozen=True):
     stored_gib: Optional[float]  # the stored size that bills, in GiB; None when the cloud does not say it
     # Why stored_gib is None, in the cloud's terms; a snapshot whose billed size is unknown is never priced.
     unsized: Optional[str] = None
+    bound_gib: Optional[float] = None  # when stored_gib is None: the most it can store, in GiB (an upper bound)
     source_size_gb: Optional[int] = None  # the size of the disk it was taken from (GCE diskSizeGb, EBS VolumeSize)
     created: Optional[datetime] = None
     state: Optional[str] = None  # READY / completed ... as the cloud says it
@@ -91,7 +92,8 @@ class CloudSnapshot(Struct, frozen=True):
         return {
             "source": self.source, "handle": self.handle, "name": self.name, "location": self.location,
             "multi_region": self.multi_region, "tier": self.tier, "stored_gib": self.stored_gib,
-            "stored_size_unknown": self.unsized, "source_size_gb": self.source_size_gb,
+            "stored_size_unknown": self.unsized, "stored_gib_at_most": self.bound_gib,
+            "source_size_gb": self.source_size_gb,
             "created": self.created.isoformat().replace("+00:00", "Z") if self.created else None,
             "state": self.state,
         }

@@ -124,23 +124,30 @@ class MonthlyCost(Struct, frozen=True):
 
 class Unpriced(Struct, frozen=True):
     reason: str
+    # An upper bound, when what bills is unknown and at most a known quantity (an EBS standard snapshot stores at
+    # most its full size): shown as "at most", never summed, never the price.
+    at_most: Optional[MonthlyCost] = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"amount": None, "currency": None, "unknown": self.reason}
+        found: dict[str, Any] = {"amount": None, "currency": None, "unknown": self.reason}
+        if self.at_most is not None:
+            found["at_most"] = self.at_most.to_json()
+        return found
 
 
 Priced = Union[MonthlyCost, Unpriced]
 
 
 def cell(priced: Optional[Priced]) -> Any:
-    """The MONTHLY cell: ``12.34 USD``; ``<unknown>`` (the reason is on stderr and in JSON); nothing when the row
-    has no disk that bills."""
+    """The MONTHLY cell: ``12.34 USD``; ``<unknown>`` (the reason is on stderr and in JSON), or ``at most 5.00 USD``
+    when an upper bound is known; nothing when the row has no disk that bills."""
     from kubectl_pvleft.records import Absent
 
     if priced is None:
         return None
     if isinstance(priced, Unpriced):
-        return Absent.UNKNOWN
+        bound = priced.at_most
+        return Absent.UNKNOWN if bound is None else f"at most {bound.amount:.2f} {bound.currency}"
     return f"{priced.amount:.2f} {priced.currency}"
 
 
@@ -164,8 +171,21 @@ def snapshot_needs(snapshot: CloudSnapshot, cloud: str) -> Union[list[Need], str
         return snapshot.unsized or f"{cloud} did not say how much the snapshot stores"
     if snapshot.tier not in ("standard", "archive"):
         return f"no {cloud} price is known for {snapshot.tier} snapshots"
-    kind = ARCHIVE_SNAPSHOT if snapshot.tier == "archive" else SNAPSHOT
-    return [Need(CAPACITY, snapshot.stored_gib, snapshot.location, kind)]
+    return [Need(CAPACITY, snapshot.stored_gib, snapshot.location, _snapshot_type(snapshot))]
+
+
+def _snapshot_type(snapshot: CloudSnapshot) -> str:
+    return ARCHIVE_SNAPSHOT if snapshot.tier == "archive" else SNAPSHOT
+
+
+AT_MOST = "#at-most"  # the key suffix under which an upper bound is priced beside the real needs
+
+
+def bound_needs(item: Billable) -> Optional[list[Need]]:
+    """What an item whose billed quantity is unknown would bill at most: a snapshot's ``bound_gib``."""
+    if not isinstance(item, CloudSnapshot) or item.stored_gib is not None or item.bound_gib is None:
+        return None
+    return [Need(CAPACITY, item.bound_gib, item.location, _snapshot_type(item))]
 
 
 # -- the price file ------------------------------------------------------------------------------------------
@@ -298,6 +318,9 @@ def price(flags: Mapping[str, Any], disks: Sequence[Billable], timeout: float,
         needs = pricing.needs(disk)
         if isinstance(needs, str):
             costing.by_handle[disk.handle] = Unpriced(needs)
+            bound = bound_needs(disk)
+            if bound is not None:  # priced beside the others, shown as a bound only
+                wanted.setdefault(disk.source, {})[disk.handle + AT_MOST] = bound
             continue
         wanted.setdefault(disk.source, {})[disk.handle] = needs
     from_file: dict[str, dict[tuple[str, str, str, bool], Rate]] = {}
@@ -316,7 +339,14 @@ def price(flags: Mapping[str, Any], disks: Sequence[Billable], timeout: float,
         for handle, needs in by_handle.items():
             costing.by_handle[handle] = _priced(cloud, needs, from_file.get(cloud, {}), api_rates.get(cloud, {}),
                                                 price_file, modules[cloud].NAME)
+    for key in [k for k in costing.by_handle if k.endswith(AT_MOST)]:
+        most, handle = costing.by_handle.pop(key), key[:-len(AT_MOST)]
+        reason = costing.by_handle[handle]
+        if isinstance(most, MonthlyCost) and isinstance(reason, Unpriced):
+            costing.by_handle[handle] = Unpriced(reason.reason, at_most=most)
     for priced in costing.by_handle.values():
+        if isinstance(priced, Unpriced) and priced.at_most is not None:
+            priced = priced.at_most
         if isinstance(priced, MonthlyCost):
             for line in priced.lines:
                 costing.sources.setdefault(_source_name(line.rate, price_file), set()).add(line.rate.date or "")

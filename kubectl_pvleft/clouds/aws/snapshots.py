@@ -13,7 +13,7 @@ What bills, and what DescribeSnapshots says of it:
   incremental). DescribeSnapshots does not say how many: ``VolumeSize`` is the volume's size and
   ``FullSnapshotSizeInBytes`` the full size of every block written to the volume when it was taken (botocore's
   model: "This is not the incremental size of the snapshot"). Both are upper bounds, neither is the bill: the
-  snapshot is ``<unknown>``, and the reason gives the bound.
+  snapshot is ``<unknown>``; the reason gives the bound, and ``--cost`` prices it as "at most", never as the price.
 - ``archive`` tier: an archived snapshot is a full snapshot and bills for its full size, which is
   ``FullSnapshotSizeInBytes``: priced, as GiB (AWS's GB-Mo is 2^30 bytes, as for volumes).
 """
@@ -132,21 +132,22 @@ def snapshot_record(snapshot: Mapping[str, Any], region: str) -> CloudSnapshot:
     tier = str(snapshot.get("StorageTier") or "standard")
     full: Optional[int] = snapshot.get("FullSnapshotSizeInBytes")
     volume = snapshot.get("VolumeSize")
-    stored, unsized = None, None
+    stored, unsized, bound = None, None, None
     if tier == "archive" and full is not None:
         stored = full / GIB
     elif tier == "archive":
         unsized = "EC2 did not say the archived snapshot's full size (FullSnapshotSizeInBytes)"
     else:
-        bound = (f"{full / GIB:.2f} GiB written to the volume when it was taken" if full is not None else
-                 f"its volume's {volume} GiB" if volume is not None else "nothing EC2 says")
+        most = (f"{full / GIB:.2f} GiB written to the volume when it was taken" if full is not None else
+                f"its volume's {volume} GiB" if volume is not None else "nothing EC2 says")
         unsized = ("EBS bills a standard snapshot for the blocks it adds to the volume's earlier snapshots, which "
-                   f"DescribeSnapshots does not say; it is at most {bound}")
+                   f"DescribeSnapshots does not say; it is at most {most}")
+        bound = full / GIB if full is not None else float(volume) if volume is not None else None
     tags = {tag.get("Key", ""): tag.get("Value", "") for tag in snapshot.get("Tags") or ()}
     created = snapshot.get("StartTime")
     return CloudSnapshot(
         source=SOURCE, handle=snapshot["SnapshotId"], name=tags.get("Name") or snapshot["SnapshotId"],
-        location=region, tier=tier, stored_gib=stored, unsized=unsized, source_size_gb=volume,
+        location=region, tier=tier, stored_gib=stored, unsized=unsized, bound_gib=bound, source_size_gb=volume,
         created=created.astimezone(timezone.utc) if created else None, state=snapshot.get("State"))
 
 
