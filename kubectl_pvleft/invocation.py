@@ -256,7 +256,7 @@ class Invocation(_Frozen):
                        show_all=self.shows_all, drift=bool(self.flags.get("drift")),
                        flags=self.flags, clouds=self.clouds, request_timeout=self.request_timeout,
                        older_than=self.flags.get(OLDER_THAN.dest),
-                       exclude_namespaces=tuple(self.flags.get(EXCLUDE_NAMESPACE.dest) or ()))
+                       exclude_namespaces=tuple(self.flags.get(EXCLUDE_NAMESPACE.dest) or ()), names=self.names)
 
     def print_options(self) -> PrintOptions:
         from kubectl_pvleft.output.report import PrintOptions
@@ -278,6 +278,7 @@ class Options(_Frozen):
         "field_selector",
         "flags",
         "label_selector",
+        "names",
         "namespace",
         "older_than",
         "request_timeout",
@@ -288,6 +289,7 @@ class Options(_Frozen):
     _default_flags: Mapping[str, Any] = {}
     _default_clouds = ()
     _default_exclude_namespaces = ()
+    _default_names = ()
 
     namespace: Optional[str]
     all_namespaces: bool
@@ -298,6 +300,7 @@ class Options(_Frozen):
     drift: bool
     flags: Mapping[str, Any]  # the clouds' flags by dest, for the census
     clouds: tuple[str, ...]  # the cloud modules whose census the flags ask for
+    names: tuple[str, ...]  # positional NAMEs: the CLI narrows the rows to them; a cloud looks up only theirs
     request_timeout: Optional[float]
     older_than: Optional[float]  # seconds: younger rows are not findings (None: no threshold)
     exclude_namespaces: tuple[str, ...]  # glob patterns of namespaces left out

@@ -177,6 +177,20 @@ def test_a_snapshot_gone_in_the_cloud_is_a_finding_of_its_own(world: dict[str, A
     assert [row["CONTENT"] for row in gone.values()] == [f"{P}healthy"]
 
 
+def test_names_narrow_what_the_clouds_are_asked_and_what_they_report(world: dict[str, Any]) -> None:
+    compute: FakeCompute = world["compute"]
+    before = len(compute.requests)
+    done = plugin(world, f"{P}gce-orphan", "--cost")
+    assert done.returncode == 0, done.stderr
+    contents, totals = done.stdout.split("\n\n")  # an empty table says so on stderr, as kubectl does
+    assert list(table(contents)) == [f"{P}gce-orphan"]
+    assert "No missing snapshots found by the Compute Engine and EBS lookup" in done.stderr
+    assert {name: row["MONTHLY"] for name, row in table(totals).items() if name.startswith("cloud")} == {
+        "cloud gce": "1.30 USD"}
+    assert [path for _, path, _ in compute.requests[before:]] == [
+        f"/compute/v1/projects/{PROJECT}/global/snapshots/snapshot-orphan"]
+
+
 def test_a_refused_lookup_is_unknown_never_missing_and_the_run_partial(world: dict[str, Any]) -> None:
     compute: FakeCompute = world["compute"]
     compute.snapshots_forbidden.add(PROJECT)

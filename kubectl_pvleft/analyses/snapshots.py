@@ -258,7 +258,8 @@ def run(api: Reader, options: Options) -> Result:
     if not options.clouds:
         return Result(_shown(report(result, show_kept=options.show_all), options), result.finding_count,
                       result.warnings)
-    wanted = [wanted_of(row) for row in result.rows]
+    # Only the rows that will be shown: with NAMEs, the CLI keeps theirs, so the cloud is asked about them alone.
+    wanted = [wanted_of(row) for row in result.rows if not options.names or row.content.name in options.names]
     taken = snapshot_census.take(options, wanted, prices)
     looked = taken if taken.taken or taken.errors else None  # no cloud looks up snapshots: no column to show
     return Result(_shown(report(result, show_kept=options.show_all, cloud=looked), options),
