@@ -14,7 +14,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from aws_moto import FAKE_KEY_ID, FAKE_SECRET, MotoServer, aws_test_env  # noqa: E402
+from aws_moto import FAKE_KEY_ID, FAKE_SECRET, MotoServer, PagingProxy, aws_test_env  # noqa: E402
 from billing_fake import FakeCatalog, compute_skus, sku, snapshot_skus, US_REGIONS  # noqa: E402
 from gce_fake import FakeCompute, gce_snapshot  # noqa: E402
 from pricing_fake import FakePriceList, snapshot_products  # noqa: E402
@@ -134,12 +134,22 @@ def ec2_snapshots(moto: MotoServer, count: int, region: str = "us-east-1") -> li
     return [ec2.create_snapshot(VolumeId=volume)["SnapshotId"] for _ in range(count)]
 
 
-def aws_lookup(moto: MotoServer, regions: tuple[str, ...], batch: int = aws_snapshots.BATCH) -> Any:
+def aws_lookup(moto: Any, regions: tuple[str, ...], batch: int = aws_snapshots.BATCH) -> Any:
     import boto3
 
     session = boto3.session.Session(aws_access_key_id=FAKE_KEY_ID, aws_secret_access_key=FAKE_SECRET)
     return aws_snapshots.AwsSnapshots({r: session.client("ec2", region_name=r, endpoint_url=moto.endpoint)
                                        for r in regions}, batch=batch)
+
+
+def test_ebs_every_page_of_an_answer_is_read(moto: MotoServer) -> None:
+    moto.reset()
+    kept = ec2_snapshots(moto, 5)
+    with PagingProxy(moto, snapshot_page=2) as proxy:
+        found = aws_lookup(proxy, ("us-east-1",)).look_up(kept)
+    assert sorted(found.found) == sorted(kept)
+    assert [r.get("NextToken") is not None for r in proxy.snapshot_requests] == [False, True, True]
+    assert all("MaxResults" not in r for r in proxy.snapshot_requests)  # by id: EC2's own page size
 
 
 def test_ebs_a_notfound_batch_is_halved_until_the_gone_ids_stand_alone(moto: MotoServer) -> None:

@@ -1,5 +1,7 @@
 """The EBS snapshots that VolumeSnapshotContents name (``snapshots --aws-region``): ``ec2:DescribeSnapshots`` with
-``SnapshotIds``, up to ``BATCH`` ids a call, every page, in each region ``--aws-region`` names. Read-only.
+``SnapshotIds``, up to ``BATCH`` ids a call, every page, in each region ``--aws-region`` names. Read-only. No
+``MaxResults`` is sent beside the ids (EC2 long documented the two as exclusive; a batch answers at most BATCH
+snapshots), and a ``NextToken`` EC2 returns anyway is followed.
 
 EC2 answers an id that does not exist with ``InvalidSnapshot.NotFound`` for the whole call, and leaves out, with
 no error, an id it exists for but these credentials may not see. So a batch that gets NotFound is split in halves
