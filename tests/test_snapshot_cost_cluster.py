@@ -191,6 +191,14 @@ def test_names_narrow_what_the_clouds_are_asked_and_what_they_report(world: dict
         f"/compute/v1/projects/{PROJECT}/global/snapshots/snapshot-orphan"]
 
 
+def test_a_cloud_with_no_content_of_its_driver_is_not_asked(world: dict[str, Any]) -> None:
+    """No content of the EBS driver is shown: no EC2 client is built, so no credentials are needed."""
+    env = {k: v for k, v in world["env"].items() if k not in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")}
+    done = run_plugin(world["plane"].kubeconfig("reader"), "snapshots", f"{P}gce-orphan", "--project", PROJECT,
+                      "--aws-region", "us-east-1", env=env)
+    assert (done.returncode, done.stderr) == (0, "No missing snapshots found by the Compute Engine and EBS lookup\n")
+
+
 def test_a_refused_lookup_is_unknown_never_missing_and_the_run_partial(world: dict[str, Any]) -> None:
     compute: FakeCompute = world["compute"]
     compute.snapshots_forbidden.add(PROJECT)

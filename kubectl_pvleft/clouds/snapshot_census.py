@@ -89,6 +89,9 @@ def take(options: Options, wanted: Sequence[Wanted], prices: Optional[PriceFile]
             outcome.warnings.append(f"{cloud.NAME}: kubectl-pvleft does not look up {cloud.NAME} snapshots; "
                                     f"{cloud.FLAGS[0].name} only prices and checks disks, on leftovers")
             continue
+        if not mine:  # nothing of its driver to look up: no client, no credentials needed
+            outcome.taken.append(cloud.NAME)
+            continue
         try:
             lookup = _look_up(cloud, options, [w.handle for w in mine if w.handle])
         except CloudError as exc:
