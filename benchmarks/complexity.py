@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import argparse
 import ast
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Optional, Sequence
+from typing import Optional
 
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 

@@ -29,8 +29,9 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Optional
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -38,7 +39,7 @@ sys.path.insert(0, str(HERE))
 import report  # noqa: E402
 import run  # noqa: E402
 from linkshaper import LinkShaper  # noqa: E402
-from load import Mix, load, start_or_attach  # noqa: E402
+from load import Mix, load, load_once  # noqa: E402
 
 LABEL = "compression"
 COMMANDS = {  # key: (words in the table, plugin or kubectl, arguments)
@@ -115,18 +116,17 @@ class Runner:
 
 
 def loaded_plane(args: argparse.Namespace, planes: list[Any]) -> tuple[Any, dict[str, Any]]:
-    cp, started = start_or_attach(args.dir)
-    if started and not args.keep:
-        planes.append(cp)
-    record = cp.workdir / "bench-load.json"
-    if report.object_counts(cp)["persistentvolumes"] < args.pvs:
+    def fill(cp: Any) -> dict[str, Any]:
+        if report.object_counts(cp)["persistentvolumes"] >= args.pvs:  # loaded by load.py itself
+            return {}
         mix = Mix.of(args.pvs, args.pvcs, 0, 0)
         print(f"loading {mix}", file=sys.stderr, flush=True)
         loading = load(cp, mix, "b0")
-        record.write_text(json.dumps(loading))
         time.sleep(args.settle)
-        return cp, loading | {"loaded_now": True}
-    return cp, (json.loads(record.read_text()) if record.exists() else {}) | {"loaded_now": False}
+        return loading
+
+    return load_once(args.dir, "bench-load.json", {"pvs": args.pvs, "pvcs": args.pvcs}, fill, keep=args.keep,
+                     planes=planes)
 
 
 def measure(args: argparse.Namespace, scratch: Path) -> dict[str, Any]:
@@ -188,7 +188,7 @@ def table(runs: dict[str, list[dict[str, Any]]], with_bytes: bool) -> list[str]:
             if with_bytes:
                 row += f" {_mib(_median(samples, 'down_bytes'))} | {_median(samples, 'up_bytes') / 1024:.0f} |"
             lines.append(row)
-    return lines + [""]
+    return [*lines, ""]
 
 
 def render(results: dict[str, Any]) -> str:

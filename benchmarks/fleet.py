@@ -24,18 +24,18 @@ import sys
 import tempfile
 import textwrap
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Optional
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-
-from load import Mix, load  # noqa: E402
-
-from controlplane import ControlPlane, build  # noqa: E402  (load.py put tests/cluster on the path)
+sys.path[:0] = [str(HERE), str(HERE.parent / "tests" / "cluster")]  # load, and controlplane beside the tests
 
 import yaml  # noqa: E402
+
+from controlplane import ControlPlane, build  # noqa: E402
+from load import Mix, load  # noqa: E402
 
 HEADING = "## Fleet"
 
@@ -66,7 +66,7 @@ def fleet_kubeconfig(planes: list[ControlPlane], path: Path) -> list[str]:
 def timed(argv: list[str], out: Path) -> float:
     started = time.monotonic()
     with out.open("wb") as sink:
-        result = subprocess.run(argv, stdout=sink, stderr=subprocess.PIPE, timeout=600)
+        result = subprocess.run(argv, stdout=sink, stderr=subprocess.PIPE, timeout=600, check=False)
     elapsed = time.monotonic() - started
     if result.returncode != 0:
         raise SystemExit(f"error: {' '.join(argv)} exited {result.returncode}: {result.stderr.decode()[-500:]}")
@@ -142,7 +142,7 @@ def write_section(path: Path, body: str) -> None:
 
 def git_commit() -> str:
     found = subprocess.run(["git", "-C", str(HERE.parent), "rev-parse", "--short", "HEAD"], capture_output=True,
-                           text=True)
+                           text=True, check=False)
     return found.stdout.strip() or "unknown"
 
 

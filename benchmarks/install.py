@@ -15,8 +15,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Optional
 
 REPO = Path(__file__).resolve().parent.parent
 QUIET = ("--quiet", "--disable-pip-version-check", "--no-input")
@@ -48,7 +49,7 @@ def import_profile(argv: Sequence[str], python: str, env: Optional[dict[str, str
     absent from python's path (tried and not found, as urllib3 tries brotli, msgspec typing_extensions)."""
     run_env = dict(os.environ if env is None else env, PYTHONPROFILEIMPORTTIME="1")
     proc = subprocess.run(list(argv), capture_output=True, text=True, env=run_env, cwd=cwd,
-                          stdin=subprocess.DEVNULL, timeout=120)
+                          stdin=subprocess.DEVNULL, timeout=120, check=False)
     lines = [line[len("import time:"):].split("|", 2) for line in proc.stderr.splitlines()
              if line.startswith("import time:") and "cumulative" not in line]
     packages: dict[str, int] = {}  # top-level package -> µs
@@ -57,7 +58,7 @@ def import_profile(argv: Sequence[str], python: str, env: Optional[dict[str, str
     for _, cumulative, name in reversed(lines):
         depth = (len(name) - len(name.lstrip()) - 1) // 2  # "| " then two spaces a level
         root = name.strip().split(".")[0]
-        stack = stack[:depth] + [root]
+        stack = [*stack[:depth], root]
         if depth == 0 or stack[depth - 1] != root:
             packages[root] = packages.get(root, 0) + int(cumulative)
     # org: copy.py tries org.python.core (Jython); sitecustomize: site.py tries it; both may not exist.
@@ -73,7 +74,7 @@ def import_profile(argv: Sequence[str], python: str, env: Optional[dict[str, str
 
 
 def _run(argv: Sequence[str]) -> str:
-    proc = subprocess.run(list(argv), capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(list(argv), capture_output=True, text=True, timeout=600, check=False)
     if proc.returncode:
         raise RuntimeError(f"{' '.join(argv)} exited {proc.returncode}: {proc.stderr[-2000:]}")
     return proc.stdout

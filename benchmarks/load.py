@@ -24,25 +24,28 @@ pkg/controller/volume/persistentvolume/pv_controller.go of the pinned kubernetes
     the binder writes their events itself (its event spam filter stops each after 25).
   - Pending Pods: `schedulerName: no-such-scheduler`, so no scheduler touches them; their
     PodScheduled condition and events are written here.
+
+The one loader of the benchmarks: `load_once()` gives compression.py and mixes.py a plane loaded once and
+reused by later --keep runs, and `MixBatch` is mixes.py's estate (labelled batches, one PV/claim state each).
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import http.client
 import json
 import random
-import http.client
 import ssl
 import sys
 import threading
 import time
 import uuid
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Optional, Sequence
-
+from typing import Any, Optional
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "cluster"))
@@ -101,7 +104,7 @@ class Mix:
     events: int
 
     @classmethod
-    def of(cls, pvs: int, pvcs: int, pods: int, events: int) -> "Mix":
+    def of(cls, pvs: int, pvcs: int, pods: int, events: int) -> Mix:
         def share(total: int, fraction: float) -> int:
             return int(total * fraction)
 
@@ -410,10 +413,8 @@ class Estate:
                                                 "uid": gone_uid("failed", i)}}},
                          {"phase": "Failed", "message": f"host_path deleter only supports /tmp/.+ but received "
                                                         f"provided {path}"}))
-        for i in range(self.mix.available):
-            jobs.append((csi_pv(f"static-{self.batch}-{i:06d}", storage_class="manual", reclaim="Retain",
-                                size="100Gi", zone=ZONES[i % 3]),
-                         {"phase": "Available"}))
+        jobs.extend((csi_pv(f"static-{self.batch}-{i:06d}", storage_class="manual", reclaim="Retain", size="100Gi",
+                            zone=ZONES[i % 3]), {"phase": "Available"}) for i in range(self.mix.available))
 
         def volume(job: tuple[dict[str, Any], dict[str, Any]]) -> None:
             body, status = job
@@ -433,16 +434,15 @@ class Estate:
             ns = namespace_name(i)
             jobs.append((pvc(ns, f"reuse-{self.batch}-{i:06d}", storage_class="retain-rwo",
                              volume_name=self.released_pvs[i]), None))
-        for i in range(self.mix.external_pending):
-            jobs.append((pvc(namespace_name(i), f"new-{self.batch}-{i:06d}", storage_class="retain-rwo"), None))
-        for i in range(self.mix.wffc_pending):
-            jobs.append((pvc(namespace_name(i), f"wait-{self.batch}-{i:06d}", storage_class="standard-rwo"), None))
-        for i in range(self.mix.lost):
-            # Created Bound-looking: the binder finds its PV gone and marks it Lost, as we do.
-            jobs.append((pvc(namespace_name(i), f"lost-{self.batch}-{i:06d}", storage_class="retain-rwo",
-                             volume_name=f"pvc-{stable_uuid(self.batch, 'lost', i)}",
-                             annotations={"pv.kubernetes.io/bind-completed": "yes"}),
-                         {"phase": "Lost"}))
+        jobs.extend((pvc(namespace_name(i), f"new-{self.batch}-{i:06d}", storage_class="retain-rwo"), None)
+                    for i in range(self.mix.external_pending))
+        jobs.extend((pvc(namespace_name(i), f"wait-{self.batch}-{i:06d}", storage_class="standard-rwo"), None)
+                    for i in range(self.mix.wffc_pending))
+        # Created Bound-looking: the binder finds its PV gone and marks it Lost, as we do.
+        jobs.extend((pvc(namespace_name(i), f"lost-{self.batch}-{i:06d}", storage_class="retain-rwo",
+                         volume_name=f"pvc-{stable_uuid(self.batch, 'lost', i)}",
+                         annotations={"pv.kubernetes.io/bind-completed": "yes"}), {"phase": "Lost"})
+                    for i in range(self.mix.lost))
 
         def claim(job: tuple[dict[str, Any], Optional[dict[str, Any]]]) -> None:
             body, status = job
@@ -567,6 +567,86 @@ class Estate:
                 "firstTimestamp": first, "lastTimestamp": last, "count": count}
 
 
+# ---- batches of one state each, labelled: requests per mix (mixes.py) ------------------------------------
+
+LABEL_KEY = "pvleft-bench/mix"
+MIXES = ("bound", "released", "missing", "replaced")
+STILL_BOUND = ("missing", "replaced")  # Bound PVs whose claim uid is gone: what the binder has not seen yet
+PENDING_CLASS = "standard-rwo"  # WaitForFirstConsumer: a Pending claim there waits for a Pod
+
+
+def labelled(body: dict[str, Any], mix: str) -> dict[str, Any]:
+    body["metadata"].setdefault("labels", {})[LABEL_KEY] = mix
+    return body
+
+
+class MixBatch:
+    """One batch of `count` PVs and `count` claims in one state (a key of MIXES), labelled with it (mixes.py)."""
+
+    def __init__(self, admin: Admin, mix: str, count: int) -> None:
+        self.admin, self.mix, self.count = admin, mix, count
+
+    def claim_path(self, ns: str, name: str = "") -> str:
+        return f"/api/v1/namespaces/{ns}/persistentvolumeclaims" + (f"/{name}" if name else "")
+
+    def volume_name(self, i: int) -> str:
+        return f"pvc-{stable_uuid('mix', self.mix, i)}"
+
+    def claim_name(self, i: int) -> str:
+        return f"{self.mix}-{i:06d}"
+
+    def load(self) -> None:
+        if self.mix == "bound":
+            self.admin.each(f"{self.mix}: claim and PV", range(self.count), self.bound_pair)
+            self.admin.each(f"{self.mix}: claim status", range(self.count), self.bound_claim_status)
+            return
+        self.admin.each(f"{self.mix}: PVs", range(self.count), self.leftover_volume)
+        self.admin.each(f"{self.mix}: Pending claims", range(self.count), self.pending_claim)
+
+    def pending_claim(self, i: int) -> None:
+        self.admin.create(self.claim_path(namespace_name(i)), labelled(
+            pvc(namespace_name(i), self.claim_name(i), storage_class=PENDING_CLASS), self.mix))
+
+    def restore(self) -> None:
+        """Write the Bound phase of PVs whose claim is gone again: between runs on a kept plane the binder,
+        resumed, marks them Released (about 20 a second)."""
+        if self.mix in STILL_BOUND:
+            self.admin.each(f"{self.mix}: phase again", range(self.count), self.bound_phase)
+
+    def bound_phase(self, i: int) -> None:
+        self.admin.patch_status(f"/api/v1/persistentvolumes/{self.volume_name(i)}", {"status": {"phase": "Bound"}})
+
+    def bound_pair(self, i: int) -> None:
+        ns, name, volume = namespace_name(i), self.claim_name(i), self.volume_name(i)
+        claim = self.admin.create(self.claim_path(ns), labelled(
+            pvc(ns, name, storage_class="retain-rwo", volume_name=volume), self.mix))
+        if claim.get("kind") == "Status":  # 409: loaded again after an interruption
+            claim = self.admin.call("GET", self.claim_path(ns, name))
+        self.admin.create("/api/v1/persistentvolumes", labelled(csi_pv(
+            volume, storage_class="retain-rwo", reclaim="Retain",
+            claim_ref={"namespace": ns, "name": name, "uid": claim["metadata"]["uid"]}), self.mix))
+        self.admin.patch_status(f"/api/v1/persistentvolumes/{volume}", {"status": {"phase": "Bound"}})
+
+    def bound_claim_status(self, i: int) -> None:
+        self.admin.patch_status(self.claim_path(namespace_name(i), self.claim_name(i)), {
+            "metadata": {"annotations": {"pv.kubernetes.io/bind-completed": "yes",
+                                         "pv.kubernetes.io/bound-by-controller": "yes"}},
+            "status": {"phase": "Bound", "accessModes": ["ReadWriteOnce"], "capacity": {"storage": "10Gi"},
+                       "conditions": [{"type": "Unused", "status": "True", "reason": "NoPodsUsingPVC",
+                                       "lastTransitionTime": now_minus(3600)}]}})
+
+    def leftover_volume(self, i: int) -> None:
+        ns = namespace_name(i)
+        # replaced: the claim of that name is this batch's own (created next, with a uid of its own).
+        claim = self.claim_name(i) if self.mix == "replaced" else f"gone-{self.mix}-{i:06d}"
+        volume = self.volume_name(i)
+        self.admin.create("/api/v1/persistentvolumes", labelled(csi_pv(
+            volume, storage_class="retain-rwo", reclaim="Retain",
+            claim_ref={"namespace": ns, "name": claim, "uid": stable_uuid("mix-gone", self.mix, i)}), self.mix))
+        phase = "Bound" if self.mix in STILL_BOUND else "Released"
+        self.admin.patch_status(f"/api/v1/persistentvolumes/{volume}", {"status": {"phase": phase}})
+
+
 def _by_namespace(claims: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
     grouped: dict[str, list[str]] = {}
     for ns, name in claims:
@@ -582,6 +662,27 @@ def start_or_attach(workdir: Path) -> tuple[ControlPlane, bool]:
     build()
     cp.start(detach=True)
     return cp, True
+
+
+def load_once(workdir: Path, record: str, wanted: dict[str, Any], fill: Callable[[ControlPlane], dict[str, Any]], *,
+              keep: bool, planes: list[ControlPlane]) -> tuple[ControlPlane, dict[str, Any]]:
+    """The plane in `workdir`, loaded once: `fill` loads it and says how (timings, requests), and that, with
+    `wanted` (the sizes asked for), is kept in the file `record` in its workdir, so a later run reuses the
+    plane and reports how it was loaded. A plane loaded with other sizes is refused: its counts would be
+    another estate's. A plane started here goes into `planes` (to be stopped) unless `keep`."""
+    cp, started = start_or_attach(workdir)
+    if started and not keep:
+        planes.append(cp)
+    path = cp.workdir / record
+    if path.exists():
+        loaded = json.loads(path.read_text())
+        other = {key: loaded[key] for key in wanted if key in loaded and loaded[key] != wanted[key]}
+        if other:
+            raise SystemExit(f"error: the plane in {workdir} holds {other}, not {wanted}: stop it, or pass another --dir")
+        return cp, loaded | {"loaded_now": False}
+    loading = wanted | fill(cp)
+    path.write_text(json.dumps(loading))
+    return cp, loading | {"loaded_now": True}
 
 
 def load(cp: ControlPlane, mix: Mix, batch: str, connections: int = 16) -> dict[str, float]:

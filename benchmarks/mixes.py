@@ -41,89 +41,13 @@ sys.path.insert(0, str(HERE))
 
 import report  # noqa: E402
 import run  # noqa: E402
-from load import Admin, Estate, Mix, csi_pv, namespace_name, now_minus, pvc, stable_uuid, start_or_attach  # noqa: E402
+from load import LABEL_KEY, MIXES, Admin, Estate, Mix, MixBatch, load_once  # noqa: E402
 
 LABEL = "requests per mix"
 RESULTS = "mixes"
-LABEL_KEY = "pvleft-bench/mix"
-MIXES = ("bound", "released", "missing", "replaced")
 LIMIT = 50  # issue #22: at most this many requests per subcommand, whatever the mix
 SELECTED = (("leftovers",), ("leftovers", "--all"), ("claims", "-A"), ("claims", "-A", "--all"))
 WHOLE = (("classes",), ("classes", "--drift"), ("pending", "-A"), ("snapshots",))
-STILL_BOUND = ("missing", "replaced")  # Bound PVs whose claim uid is gone: what the binder has not seen yet
-PENDING_CLASS = "standard-rwo"  # WaitForFirstConsumer: a Pending claim there waits for a Pod
-
-
-def labelled(body: dict[str, Any], mix: str) -> dict[str, Any]:
-    body["metadata"].setdefault("labels", {})[LABEL_KEY] = mix
-    return body
-
-
-class MixLoader:
-    """One batch of `count` PVs and `count` claims in one state, labelled with it."""
-
-    def __init__(self, admin: Admin, mix: str, count: int) -> None:
-        self.admin, self.mix, self.count = admin, mix, count
-
-    def claim_path(self, ns: str, name: str = "") -> str:
-        return f"/api/v1/namespaces/{ns}/persistentvolumeclaims" + (f"/{name}" if name else "")
-
-    def volume_name(self, i: int) -> str:
-        return f"pvc-{stable_uuid('mix', self.mix, i)}"
-
-    def claim_name(self, i: int) -> str:
-        return f"{self.mix}-{i:06d}"
-
-    def load(self) -> None:
-        if self.mix == "bound":
-            self.admin.each(f"{self.mix}: claim and PV", range(self.count), self.bound_pair)
-            self.admin.each(f"{self.mix}: claim status", range(self.count), self.bound_claim_status)
-            return
-        self.admin.each(f"{self.mix}: PVs", range(self.count), self.leftover_volume)
-        self.admin.each(f"{self.mix}: Pending claims", range(self.count), self.pending_claim)
-
-    def pending_claim(self, i: int) -> None:
-        self.admin.create(self.claim_path(namespace_name(i)), labelled(
-            pvc(namespace_name(i), self.claim_name(i), storage_class=PENDING_CLASS), self.mix))
-
-    def restore(self) -> None:
-        """Write the Bound phase of PVs whose claim is gone again: between runs on a kept plane the binder,
-        resumed, marks them Released (about 20 a second)."""
-        if self.mix in STILL_BOUND:
-            self.admin.each(f"{self.mix}: phase again", range(self.count), self.bound_phase)
-
-    def bound_phase(self, i: int) -> None:
-        self.admin.patch_status(f"/api/v1/persistentvolumes/{self.volume_name(i)}", {"status": {"phase": "Bound"}})
-
-    def bound_pair(self, i: int) -> None:
-        ns, name, volume = namespace_name(i), self.claim_name(i), self.volume_name(i)
-        claim = self.admin.create(self.claim_path(ns), labelled(
-            pvc(ns, name, storage_class="retain-rwo", volume_name=volume), self.mix))
-        if claim.get("kind") == "Status":  # 409: loaded again after an interruption
-            claim = self.admin.call("GET", self.claim_path(ns, name))
-        self.admin.create("/api/v1/persistentvolumes", labelled(csi_pv(
-            volume, storage_class="retain-rwo", reclaim="Retain",
-            claim_ref={"namespace": ns, "name": name, "uid": claim["metadata"]["uid"]}), self.mix))
-        self.admin.patch_status(f"/api/v1/persistentvolumes/{volume}", {"status": {"phase": "Bound"}})
-
-    def bound_claim_status(self, i: int) -> None:
-        self.admin.patch_status(self.claim_path(namespace_name(i), self.claim_name(i)), {
-            "metadata": {"annotations": {"pv.kubernetes.io/bind-completed": "yes",
-                                         "pv.kubernetes.io/bound-by-controller": "yes"}},
-            "status": {"phase": "Bound", "accessModes": ["ReadWriteOnce"], "capacity": {"storage": "10Gi"},
-                       "conditions": [{"type": "Unused", "status": "True", "reason": "NoPodsUsingPVC",
-                                       "lastTransitionTime": now_minus(3600)}]}})
-
-    def leftover_volume(self, i: int) -> None:
-        ns = namespace_name(i)
-        # replaced: the claim of that name is this batch's own (created next, with a uid of its own).
-        claim = self.claim_name(i) if self.mix == "replaced" else f"gone-{self.mix}-{i:06d}"
-        volume = self.volume_name(i)
-        self.admin.create("/api/v1/persistentvolumes", labelled(csi_pv(
-            volume, storage_class="retain-rwo", reclaim="Retain",
-            claim_ref={"namespace": ns, "name": claim, "uid": stable_uuid("mix-gone", self.mix, i)}), self.mix))
-        phase = "Bound" if self.mix in STILL_BOUND else "Released"
-        self.admin.patch_status(f"/api/v1/persistentvolumes/{volume}", {"status": {"phase": phase}})
 
 
 def controller_manager(cp: Any) -> int:
@@ -131,28 +55,19 @@ def controller_manager(cp: Any) -> int:
 
 
 def loaded_plane(args: argparse.Namespace, planes: list[Any]) -> tuple[Any, dict[str, Any]]:
-    cp, started = start_or_attach(args.dir)
-    if started and not args.keep:
-        planes.append(cp)
-    record = cp.workdir / "bench-mixes.json"
-    if record.exists():
-        loaded = json.loads(record.read_text())
-        if loaded["per_mix"] != args.per_mix:
-            raise SystemExit(f"error: the plane in {args.dir} holds {loaded['per_mix']} per mix, not {args.per_mix}: "
-                             "stop it, or pass another --dir")
-        return cp, loaded | {"loaded_now": False}
-    admin = Admin(cp)
-    started_at = time.monotonic()
-    Estate(admin, Mix.of(0, 0, 0, 0), "mix").base()  # namespaces (with their ServiceAccounts) and classes
-    os.kill(controller_manager(cp), signal.SIGSTOP)
-    loading: dict[str, Any] = {"per_mix": args.per_mix}
-    for mix in MIXES:
-        began = time.monotonic()
-        MixLoader(admin, mix, args.per_mix).load()
-        loading[mix] = round(time.monotonic() - began, 1)
-    loading |= {"total": round(time.monotonic() - started_at, 1), "requests": admin.requests}
-    record.write_text(json.dumps(loading))
-    return cp, loading | {"loaded_now": True}
+    def fill(cp: Any) -> dict[str, Any]:
+        admin = Admin(cp)
+        started_at = time.monotonic()
+        Estate(admin, Mix.of(0, 0, 0, 0), "mix").base()  # namespaces (with their ServiceAccounts) and classes
+        os.kill(controller_manager(cp), signal.SIGSTOP)
+        loading: dict[str, Any] = {}
+        for mix in MIXES:
+            began = time.monotonic()
+            MixBatch(admin, mix, args.per_mix).load()
+            loading[mix] = round(time.monotonic() - began, 1)
+        return loading | {"total": round(time.monotonic() - started_at, 1), "requests": admin.requests}
+
+    return load_once(args.dir, "bench-mixes.json", {"per_mix": args.per_mix}, fill, keep=args.keep, planes=planes)
 
 
 def measure(args: argparse.Namespace, scratch: Path) -> dict[str, Any]:
@@ -166,7 +81,7 @@ def measure(args: argparse.Namespace, scratch: Path) -> dict[str, Any]:
         try:
             if not results["loading"]["loaded_now"]:
                 for mix in MIXES:
-                    MixLoader(Admin(cp), mix, results["loading"]["per_mix"]).restore()
+                    MixBatch(Admin(cp), mix, results["loading"]["per_mix"]).restore()
             results["counts"] = report.object_counts(cp)
             results["apiserver"] = report.apiserver_version(cp)
             bench = run.Bench(cp, plugin, kubectl, scratch)
@@ -181,14 +96,15 @@ def measure(args: argparse.Namespace, scratch: Path) -> dict[str, Any]:
 
 
 def runs(run_plugin: Callable[[Sequence[str]], run.Sample]) -> dict[str, dict[str, Any]]:
-    """{command: {mix or "all": {"requests": n, "verbs": {...}}}}."""
+    """{command: {mix or "all": {"requests": n, "verbs": {...}, "wall": s, "rss_mib": peak RSS}}}."""
     found: dict[str, dict[str, Any]] = {}
 
     def once(args: Sequence[str], where: str, selector: Sequence[str] = ()) -> None:
         sample = run_plugin([*args, *selector])
         found.setdefault(" ".join(args), {})[where] = {"requests": sample.requests, "verbs": sample.verbs,
-                                                       "wall": round(sample.wall, 2)}
-        print(f"  {' '.join(args)} [{where}]: {sample.requests} requests {sample.verbs}", file=sys.stderr, flush=True)
+                                                       "wall": round(sample.wall, 2), "rss_mib": round(sample.rss_mib)}
+        print(f"  {' '.join(args)} [{where}]: {sample.requests} requests {sample.verbs}, {sample.rss_mib:.0f} MiB",
+              file=sys.stderr, flush=True)
 
     for args in SELECTED:
         for mix in MIXES:
@@ -198,15 +114,17 @@ def runs(run_plugin: Callable[[Sequence[str]], run.Sample]) -> dict[str, dict[st
     return found
 
 
-WHY_OVER = (
-    "Why (read from `-v 6` and `analyses/leftovers.py`): no GET at all, the per-claim GETs are gone; the excess is "
-    "`leftovers`' re-read of Bound PVs whose claim uid the claim list does not hold. To stay small it keeps a Bound "
-    "PV only as (name, claim uid), so when more than 20 such PVs turn up it lists the PVs again (5–6 pages here, "
-    "with `-l`; it listed all 20 pages before this round's fix) and the claims again (20 pages, cluster-wide) to "
-    "tell `missing` from `replaced`. `--all` keeps every PV whole and needs neither (27). At 10,000 PVs that are "
-    "all `missing` it would be 20 + 20 + 1 + 20 + 20 = 81; getting under 50 there needs the claim list read "
-    "before the PVs' later pages, so that such PVs are kept whole in the first pass (no re-read), which changes "
-    "the order and the memory the 100,000-PV figures rest on: left for a measured change of its own.")
+AT_TEN_THOUSAND = (
+    "Every PV in one state at 10,000 PVs + 10,000 PVCs (20 pages of each at 500): "
+    "`tests/test_leftovers_reads_unit.py::test_each_kind_is_listed_once_whatever_the_mix` counts `leftovers`' "
+    "requests as a paging API server on loopback sees them, 41 on each of the four states (20 + 20 + 1). The "
+    "earlier round (53 on `missing`, 51 on `replaced`: the PVs of gone claims and the claims listed again) is in "
+    "`benchmarks/HISTORY.md`.")
+
+
+def rss_line(by_mix: dict[str, Any]) -> str:
+    cells = [f"{mix} {by_mix[mix]['rss_mib']}" for mix in MIXES if "rss_mib" in by_mix.get(mix, {})]
+    return "`leftovers` peak RSS (MiB, GNU time): " + ", ".join(cells) + "." if cells else ""
 
 
 def render(results: dict[str, Any]) -> str:
@@ -245,7 +163,9 @@ def render(results: dict[str, Any]) -> str:
         lines += ["", "Over the target: " + "; ".join(
             f"`{command}` [{where}] {cell['requests']} ("
             + ", ".join(f"{verb} {n}" for verb, n in sorted(cell["verbs"].items())) + ")"
-            for command, where, cell in over) + ".", "", WHY_OVER]
+            for command, where, cell in over) + "."]
+    rss = rss_line(results["runs"].get("leftovers", {}))
+    lines += ["", AT_TEN_THOUSAND] + (["", rss] if rss else [])
     lines += ["", "Reproduce (the verbs of each run are in `benchmarks/results/mixes.json`):", "",
               "```", "python benchmarks/mixes.py --keep            # load once (about "
               f"{loading.get('total', 0):.0f} s here), count", "python benchmarks/mixes.py --keep            "

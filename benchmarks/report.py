@@ -10,8 +10,9 @@ import platform
 import re
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Optional
 from urllib.parse import quote
 
 import complexity
@@ -59,7 +60,7 @@ def object_counts(cp: Any) -> dict[str, int]:
 
 def _output(argv: Sequence[str], cwd: Optional[str] = None) -> str:
     try:
-        return subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=cwd).stdout.strip()
+        return subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=cwd, check=False).stdout.strip()
     except OSError as exc:
         return f"({exc})"
 
@@ -195,7 +196,7 @@ def scenario_table(title: str, kubectl_text: str, plugin_text: str, measured: di
         lines += ["", "The plugin's requests: " + ", ".join(f"{what} ×{n}" for what, n in sorted(reads.items()))
                   + (" (all reads)." if all(w.split()[0] in ("get", "list", "watch") for w in reads) else
                      " — NOT ONLY READS.")]
-    return lines + [""]
+    return [*lines, ""]
 
 
 def _floor_text(lists: Sequence[tuple[str, str]]) -> str:
@@ -400,4 +401,4 @@ def _static_lines(static: dict[str, Any]) -> list[str]:
              + (", ".join(f"{m} ({n})" for m, n in static["too_long"]) or "none") + ".",
              f"- Over complexity {static['max_complexity']}: "
              + (", ".join(f"`{w}` ({n})" for w, n in static["too_complex"]) or "none") + "."]
-    return lines + [""]
+    return [*lines, ""]

@@ -20,32 +20,31 @@ benchmarks/results/<label>.json; stops the control planes it started unless --ke
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import os
 import re
 import shlex
 import shutil
-import http.client
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Optional
 from urllib.parse import quote
 
-
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+sys.path[:0] = [str(HERE), str(HERE.parent / "tests" / "cluster")]  # load, and controlplane beside the tests
 
 import install  # noqa: E402
 import report  # noqa: E402
 import scaleplane  # noqa: E402
+from controlplane import ControlPlane  # noqa: E402
 from load import Mix, admin_tls, load, start_or_attach  # noqa: E402
-
-from controlplane import ControlPlane  # noqa: E402  (load.py put tests/cluster on the path)
 
 PLUGIN_AGENT = "kubectl-pvleft/"
 KUBECTL_AGENT = "kubectl"  # kubectl/v1.33.x (linux/amd64) kubernetes/...; also kubectl.1.33/...
@@ -477,7 +476,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             results["versions"]["source"] = f"git archive of {results['install']['commit'][:7]}"
         run_dir = Path(scratch) / "run"
         run_dir.mkdir()
-        bench_for = lambda cp: Bench(cp, plugin, kubectl, run_dir)  # noqa: E731
+
+        def bench_for(cp: ControlPlane) -> Bench:
+            return Bench(cp, plugin, kubectl, run_dir)
+
         try:
             if kept:
                 kept.park()

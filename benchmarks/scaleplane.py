@@ -20,15 +20,16 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Optional
 from urllib.parse import quote
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+sys.path[:0] = [str(HERE), str(HERE.parent / "tests" / "cluster")]  # load, and controlplane beside the tests
 
+from controlplane import PROCESS_ORDER, ControlPlane  # noqa: E402
 from load import Mix, load, start_or_attach  # noqa: E402
-from controlplane import PROCESS_ORDER, ControlPlane  # noqa: E402  (load.py put tests/cluster on the path)
 
 RECORD = "bench-scale.json"  # {"batches": {batch: load timings}} of what is in the plane
 FROZEN = "bench-frozen.json"  # who froze the plane and when, while it is frozen

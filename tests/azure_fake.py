@@ -18,16 +18,15 @@ them from PVLEFT_ARM_ENDPOINT), and ``REQUESTS_CA_BUNDLE`` to trust the test cer
 from __future__ import annotations
 
 import base64
-import json
 import secrets
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable, Optional
-from urllib.parse import parse_qsl, quote, urlsplit
+from typing import Any, Optional
+from urllib.parse import parse_qsl, quote
 
 import azure_models
 import tls_material
+from loopback import LoopbackFake, Reply, Request, json_reply
 
 TENANT = "72f988bf-86f1-41af-91ab-2d7cd011db47"
 CLIENT_ID = "5e5f0a8c-1c3d-4b7a-9f21-6c0d4e8b2a17"
@@ -80,8 +79,10 @@ def _error(code: str, message: str) -> dict[str, Any]:
     return {"error": {"code": code, "message": message}}
 
 
-class FakeArm:
+class FakeArm(LoopbackFake):
     """Subscriptions, their resource groups and disks; start() serves them and the token endpoint over HTTPS."""
+
+    tls = http11 = True
 
     def __init__(self, page_size: int = 2) -> None:
         self.page_size = page_size
@@ -94,7 +95,6 @@ class FakeArm:
         self.token_requests: list[dict[str, str]] = []
         self.drift: list[str] = []
         self.tokens: set[str] = set()
-        self._server: Optional[ThreadingHTTPServer] = None
 
     def add_group(self, subscription: str, group: str) -> None:
         self.groups.setdefault(subscription, set()).add(group.lower())
@@ -108,11 +108,6 @@ class FakeArm:
 
     # -- serving -----------------------------------------------------------------------------------------
 
-    @property
-    def endpoint(self) -> str:
-        assert self._server, "start() first"
-        return f"https://127.0.0.1:{self._server.server_address[1]}"
-
     def ca_file(self, folder: Path) -> str:
         path = folder / "arm-ca.pem"
         path.write_bytes(base64.b64decode(tls_material.ca_data()))
@@ -124,65 +119,21 @@ class FakeArm:
                 "AZURE_AUTHORITY_HOST": self.endpoint, "PVLEFT_ARM_ENDPOINT": self.endpoint,
                 "REQUESTS_CA_BUNDLE": self.ca_file(folder)}
 
-    def start(self) -> "FakeArm":
-        fake = self
+    def serve(self, request: Request) -> Reply:
+        if request.method == "GET" and request.path.endswith("/.well-known/openid-configuration"):
+            return self._reply(200, self.openid_configuration(request.path))
+        if request.method == "GET":
+            self.requests.append(("GET", request.path, request.query))
+            return self._reply(*self.answer(request.path, request.query, request.headers.get("authorization", "")))
+        if request.method == "POST" and request.path == f"/{TENANT}/oauth2/v2.0/token":
+            return self._reply(*self.token(dict(parse_qsl(request.body.decode()))))
+        self.requests.append((request.method, request.path, {}))  # the census is read-only: any other verb is a bug
+        return self._reply(405, _error("MethodNotAllowed", "read-only test server"))
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_GET(self) -> None:
-                url = urlsplit(self.path)
-                query = dict(parse_qsl(url.query, keep_blank_values=True))
-                if url.path.endswith("/.well-known/openid-configuration"):
-                    self._send(200, fake.openid_configuration(url.path))
-                    return
-                fake.requests.append(("GET", url.path, query))
-                status, body, headers = fake.answer(url.path, query, self.headers.get("Authorization", ""))
-                self._send(status, body, headers)
-
-            def do_POST(self) -> None:
-                url = urlsplit(self.path)
-                form = dict(parse_qsl(self.rfile.read(int(self.headers.get("Content-Length") or 0)).decode()))
-                if url.path == f"/{TENANT}/oauth2/v2.0/token":
-                    self._send(*fake.token(form))
-                    return
-                self._refuse()
-
-            def _send(self, status: int, body: Any, headers: Optional[dict[str, str]] = None) -> None:
-                payload = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json; charset=utf-8")
-                self.send_header("Content-Length", str(len(payload)))
-                self.send_header("x-ms-request-id", secrets.token_hex(8))
-                for name, value in (headers or {}).items():
-                    self.send_header(name, value)
-                self.end_headers()
-                self.wfile.write(payload)
-
-            def _refuse(self) -> None:  # the census is read-only: any other verb is a bug to be seen
-                fake.requests.append((self.command, urlsplit(self.path).path, {}))
-                self._send(405, _error("MethodNotAllowed", "read-only test server"))
-
-            do_PUT = do_PATCH = do_DELETE = _refuse
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.socket = tls_material.server_context().wrap_socket(self._server.socket, server_side=True)
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
-        return self
-
-    def stop(self) -> None:
-        if self._server:
-            self._server.shutdown()
-            self._server.server_close()
-
-    def __enter__(self) -> "FakeArm":
-        return self.start()
-
-    def __exit__(self, *exc: Any) -> None:
-        self.stop()
+    @staticmethod
+    def _reply(status: int, body: Any, headers: Optional[dict[str, str]] = None) -> Reply:
+        return json_reply(status, body, "application/json; charset=utf-8", **{"x-ms-request-id": secrets.token_hex(8)},
+                          **(headers or {}))
 
     # -- the token endpoint ------------------------------------------------------------------------------
 

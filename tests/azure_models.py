@@ -25,7 +25,7 @@ import inspect
 import re
 import types
 import typing
-from functools import lru_cache
+from functools import cache
 from typing import Any, Optional, Union
 
 from azure.mgmt.compute import models
@@ -49,7 +49,7 @@ class Field(typing.NamedTuple):
     readonly: bool  # visibility only "read": the server sets it, a client never sends it
 
 
-@lru_cache(maxsize=None)
+@cache
 def fields(model: type) -> dict[str, Field]:
     """A model's REST fields by wire name, its bases' included, with their resolved annotations."""
     hints = typing.get_type_hints(model, globalns={**vars(generated), "_models": models})
@@ -84,7 +84,7 @@ class Operation(typing.NamedTuple):
     error: Optional[type]  # the model an error answer is read as
 
 
-@lru_cache(maxsize=None)
+@cache
 def disk_operations() -> tuple[Operation, ...]:
     return tuple(_operation(name, builder) for name, builder in vars(operations).items()
                  if name.startswith(f"build_{OPERATION_GROUP}_") and name.endswith("_request"))

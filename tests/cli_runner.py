@@ -13,8 +13,9 @@ import io
 import json
 import os
 import sys
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping, Optional
+from typing import Any, Optional
 
 from kubectl_pvleft.cli.main import main
 

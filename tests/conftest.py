@@ -8,15 +8,14 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "cluster"))
 
-from controlplane import ControlPlane, build  # noqa: E402
-
+from controlplane import ControlPlane, build
 
 HERE = Path(__file__).resolve().parent.parent / "kubectl_pvleft"
 
@@ -38,8 +37,9 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if not any(item.get_closest_marker("cluster") or item.get_closest_marker("integration") for item in session.items):
         return
     import subprocess
+    # A child that cannot import it prints nothing, which _refuse_another_tree reports as missing.
     found = subprocess.run([sys.executable, "-c", "import kubectl_pvleft; print(kubectl_pvleft.__file__)"],
-                           capture_output=True, text=True, cwd="/").stdout.strip()
+                           capture_output=True, text=True, cwd="/", check=False).stdout.strip()
     _refuse_another_tree(found, "installed")
 
 

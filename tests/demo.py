@@ -22,8 +22,7 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE / "cluster")]
 
 from controlplane import ControlPlane, build  # noqa: E402
-from scenarios import (apply, claim, delete_claim, host_path_pv, namespace, seed_mariadb, storage_class,  # noqa: E402
-                       wait_pv_phase)
+from scenarios import apply, claim, delete_claim, host_path_pv, namespace, seed_mariadb, storage_class, wait_pv_phase  # noqa: E402
 
 DEMO_DIR = HERE.parent / ".demo"
 GKE_DRIVER = "pd.csi.storage.gke.io"

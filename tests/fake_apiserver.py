@@ -4,57 +4,32 @@ in the client is patched."""
 
 from __future__ import annotations
 
-import json
 import socket
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Optional
-from urllib.parse import parse_qs, urlparse
+from typing import Any, Optional
 
 import yaml
+
+from loopback import LoopbackFake, Reply, Request, json_reply
 
 Handler = Callable[[str, dict[str, list[str]]], tuple[int, dict]]
 
 
-class FakeAPIServer:
+class FakeAPIServer(LoopbackFake):
     def __init__(self, handler: Handler) -> None:
+        self.handler = handler
         self.requests: list[str] = []
-        outer = self
 
-        class _Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
-                outer.requests.append(self.path)
-                url = urlparse(self.path)
-                status, body = handler(url.path, parse_qs(url.query))
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
-        # shutdown() returns when serve_forever next polls: at its default 0.5 s that was most of each test.
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.01},
-                                        daemon=True)
-
-    def __enter__(self) -> "FakeAPIServer":
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+    def serve(self, request: Request) -> Reply:
+        self.requests.append(request.target)
+        return json_reply(*self.handler(request.path, request.params))
 
     def kubeconfig(self, path: Path) -> Path:
         path.write_text(yaml.safe_dump({
             "apiVersion": "v1", "kind": "Config", "current-context": "fake",
-            "clusters": [{"name": "fake", "cluster": {"server": self.url}}],
+            "clusters": [{"name": "fake", "cluster": {"server": self.endpoint}}],
             "users": [{"name": "fake", "user": {}}],  # plain HTTP: kubectl would send no credential to it
             "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "fake"}}],
         }))
@@ -102,7 +77,7 @@ class ScriptedServer:
     def seen(self, fault: str) -> list[tuple[str, dict[str, str]]]:
         return list(self._by_fault.get(fault, ()))
 
-    def __enter__(self) -> "ScriptedServer":
+    def __enter__(self) -> ScriptedServer:
         self._thread.start()
         return self
 
@@ -119,7 +94,7 @@ class ScriptedServer:
         while not self._released.is_set():
             try:
                 conn, _ = self._listener.accept()
-            except (socket.timeout, OSError):
+            except (TimeoutError, OSError):
                 continue
             threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Mapping
 from functools import lru_cache
-from typing import Any, Mapping, Optional
+from typing import Any, Optional
 
 import googleapiclient
 
@@ -51,8 +52,8 @@ def route(path: str) -> tuple[str, dict[str, str]]:
     if not relative.startswith(base):
         raise Drift(f"{path} is not under /{base}")
     relative = relative[len(base):]
-    for resource_name, resource in document()["resources"].items():
-        for name, m in resource.get("methods", {}).items():
+    for resource in document()["resources"].values():
+        for m in resource.get("methods", {}).values():
             if m["httpMethod"] != "GET":
                 continue
             pattern = "^" + re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>[^/]+)", re.escape(m["flatPath"])) + "$"

@@ -20,15 +20,14 @@ import base64
 import functools
 import json
 import secrets
-import ssl
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 from urllib.parse import parse_qs, unquote_plus
 
-from tls_material import server_context
+from loopback import LoopbackFake, Reply, Request, json_reply
 
 CLIENT_ID = "pvleft-cli"
 # Characters that Go's url.QueryEscape and RFC 6749's form encoding change: Basic credentials must be escaped.
@@ -46,7 +45,7 @@ def unsigned_jwt(claims: dict[str, Any]) -> str:
     return f"{header}.{b64url(json.dumps(claims).encode())}.{b64url(b'not-a-signature')}"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _key() -> Any:
     from cryptography.hazmat.primitives.asymmetric import rsa
 
@@ -61,8 +60,10 @@ class Received:
     form: dict[str, list[str]] = field(default_factory=dict)
 
 
-class IdP:
+class IdP(LoopbackFake):
     """The provider on https://127.0.0.1:port; ``with IdP() as idp:`` starts and stops it."""
+
+    tls = http11 = True
 
     def __init__(self, client_id: str = CLIENT_ID, client_secret: str = CLIENT_SECRET) -> None:
         self.client_id, self.client_secret = client_id, client_secret
@@ -75,22 +76,39 @@ class IdP:
         self._refresh_tokens: dict[str, str] = {}  # live refresh token -> subject
         self.issued: list[str] = []  # every id-token, refresh and access token handed out: none may be printed
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
-        self._server.daemon_threads = True
-        context: ssl.SSLContext = server_context()
-        self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
-        self.issuer = f"https://127.0.0.1:{self._server.server_address[1]}"
-        # A short poll: stopping the server waits for it, once per test.
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
-                                        daemon=True)
 
-    def __enter__(self) -> "IdP":
-        self._thread.start()
-        return self
+    @property
+    def issuer(self) -> str:
+        return self.endpoint
 
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+    # -- serving ---------------------------------------------------------------------------------------------
+
+    def serve(self, request: Request) -> Reply:
+        if request.method == "POST":
+            form = parse_qs(request.body.decode("ascii", "replace"), keep_blank_values=True)
+            self.received.append(Received(request.method, request.target, dict(request.headers), form))
+            return self._token_endpoint(request, form)
+        self.received.append(Received(request.method, request.target, dict(request.headers), {}))
+        if request.method != "GET":
+            return _answer(404, {"error": "not found"})
+        if request.target == "/.well-known/openid-configuration" and self.scripted_discovery:
+            return Reply(self.scripted_discovery[0], self.scripted_discovery[2], self.scripted_discovery[1])
+        if request.target == "/.well-known/openid-configuration":
+            return _answer(200, self.discovery())
+        if request.target == "/keys":
+            return _answer(200, self.jwks())
+        return _answer(404, {"error": "not found"})
+
+    def _token_endpoint(self, request: Request, form: dict[str, list[str]]) -> Reply:
+        if request.target != "/token":
+            return _answer(404, {"error": "not found"})
+        if request.headers.get("content-type", "").split(";")[0].strip() != "application/x-www-form-urlencoded":
+            return _answer(400, {"error": "invalid_request", "error_description": "not a form"})
+        if self.scripted_grant is not None:
+            status, content_type, body = self.scripted_grant(form)
+            return Reply(status, body, content_type)
+        status, doc = self.grant(dict(request.headers), form)
+        return _answer(status, doc, {"WWW-Authenticate": 'Basic realm="idp"'} if status == 401 else None)
 
     # -- what the tests hand out -------------------------------------------------------------------------
 
@@ -168,61 +186,5 @@ class IdP:
         return 200, answer
 
 
-def _handler(idp: IdP) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, format: str, *args: Any) -> None:  # quiet: the record is idp.received
-            pass
-
-        def _answer(self, status: int, doc: dict[str, Any], extra: Optional[dict[str, str]] = None) -> None:
-            body = json.dumps(doc).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Cache-Control", "no-store")  # RFC 6749 5.1
-            for name, value in (extra or {}).items():
-                self.send_header(name, value)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def _raw(self, status: int, content_type: str, body: bytes) -> None:
-            self.send_response(status)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def _record(self, form: Optional[dict[str, list[str]]] = None) -> None:
-            headers = {k.lower(): v for k, v in self.headers.items()}
-            idp.received.append(Received(self.command, self.path, headers, form or {}))
-
-        def do_GET(self) -> None:
-            self._record()
-            if self.path == "/.well-known/openid-configuration" and idp.scripted_discovery:
-                self._raw(*idp.scripted_discovery)
-            elif self.path == "/.well-known/openid-configuration":
-                self._answer(200, idp.discovery())
-            elif self.path == "/keys":
-                self._answer(200, idp.jwks())
-            else:
-                self._answer(404, {"error": "not found"})
-
-        def do_POST(self) -> None:
-            length = int(self.headers.get("Content-Length") or 0)
-            raw = self.rfile.read(length).decode("ascii", "replace")
-            form = parse_qs(raw, keep_blank_values=True)
-            self._record(form)
-            if self.path != "/token":
-                self._answer(404, {"error": "not found"})
-                return
-            if self.headers.get("Content-Type", "").split(";")[0].strip() != "application/x-www-form-urlencoded":
-                self._answer(400, {"error": "invalid_request", "error_description": "not a form"})
-                return
-            if idp.scripted_grant is not None:
-                self._raw(*idp.scripted_grant(form))
-                return
-            status, doc = idp.grant({k.lower(): v for k, v in self.headers.items()}, form)
-            self._answer(status, doc, {"WWW-Authenticate": 'Basic realm="idp"'} if status == 401 else None)
-
-    return Handler
+def _answer(status: int, doc: dict[str, Any], extra: Optional[dict[str, str]] = None) -> Reply:
+    return json_reply(status, doc, **{"Cache-Control": "no-store"}, **(extra or {}))  # no-store: RFC 6749 5.1

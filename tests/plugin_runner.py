@@ -25,7 +25,7 @@ def run_plugin(kubeconfig: Optional[Path], *args: str, via_kubectl: bool = False
         command = [PLUGIN or sys.executable, *([] if PLUGIN else ["-m", "kubectl_pvleft"]), *args]
     if kubeconfig is not None:
         command += ["--kubeconfig", str(kubeconfig)]
-    result = subprocess.run(command, capture_output=True, text=True, env=full_env, timeout=timeout)
+    result = subprocess.run(command, capture_output=True, text=True, env=full_env, timeout=timeout, check=False)
     if check and result.returncode != 0:
         raise AssertionError(f"{command} exited {result.returncode}\nstdout:\n{result.stdout}\nstderr:\n{result.stderr}")
     return result

@@ -84,7 +84,7 @@ class Squid(_Daemon):
     def url_with_credentials(self, user: str = PROXY_USER, password: str = PROXY_PASSWORD) -> str:
         return f"{'https' if self.tls else 'http'}://{user}:{password}@127.0.0.1:{self.port}"
 
-    def start(self) -> "Squid":
+    def start(self) -> Squid:
         (self.dir / "hosts").write_text(f"127.0.0.1 {PROXY_ONLY_NAME} {REFUSED_NAME}\n")
         auth = ""
         if self.auth:
@@ -97,7 +97,7 @@ class Squid(_Daemon):
                     "http_access deny !authed\n")
         listen = f"http_port 127.0.0.1:{self.port}\n"
         if self.tls:
-            for source, name in zip(self.tls, ("proxy.crt", "proxy.key")):
+            for source, name in zip(self.tls, ("proxy.crt", "proxy.key"), strict=True):
                 shutil.copyfile(source, self.dir / name)
                 shutil.chown(self.dir / name, "proxy", "proxy")
             listen = (f"https_port 127.0.0.1:{self.port} tls-cert={self.dir / 'proxy.crt'} "
@@ -123,8 +123,9 @@ class Squid(_Daemon):
         for path in (self.dir, self.log, self.access_log):
             path.touch() if path != self.dir else None
             shutil.chown(path, "proxy", "proxy")  # squid drops to the proxy user before it writes
-        self.proc = subprocess.Popen([SQUID, "-N", "-f", str(self.dir / "squid.conf")],
-                                     stdout=subprocess.DEVNULL, stderr=open(self.dir / "stderr.log", "wb"))
+        with (self.dir / "stderr.log").open("wb") as stderr:  # the child has its own copy once started
+            self.proc = subprocess.Popen([SQUID, "-N", "-f", str(self.dir / "squid.conf")],
+                                         stdout=subprocess.DEVNULL, stderr=stderr)
         _wait_listening(self.port, self.proc, self.log)
         return self
 
@@ -151,7 +152,7 @@ class Danted(_Daemon):
     def url(self) -> str:
         return f"socks5://127.0.0.1:{self.port}"
 
-    def start(self) -> "Danted":
+    def start(self) -> Danted:
         self.log.touch()
         (self.dir / "danted.conf").write_text(
             f"logoutput: {self.log}\n"
@@ -164,8 +165,9 @@ class Danted(_Daemon):
             "client pass {\n  from: 127.0.0.0/8 to: 0.0.0.0/0\n  log: error\n}\n"
             "socks pass {\n  from: 127.0.0.0/8 to: 127.0.0.0/8\n  command: connect\n  log: connect error\n}\n"
             "socks block {\n  from: 0.0.0.0/0 to: 0.0.0.0/0\n  log: connect error\n}\n")
-        self.proc = subprocess.Popen([DANTED, "-f", str(self.dir / "danted.conf"), "-p", str(self.dir / "danted.pid")],
-                                     stdout=subprocess.DEVNULL, stderr=open(self.dir / "stderr.log", "wb"))
+        with (self.dir / "stderr.log").open("wb") as stderr:  # the child has its own copy once started
+            self.proc = subprocess.Popen([DANTED, "-f", str(self.dir / "danted.conf"), "-p", str(self.dir / "danted.pid")],
+                                         stdout=subprocess.DEVNULL, stderr=stderr)
         _wait_listening(self.port, self.proc, self.log)
         return self
 

@@ -4,7 +4,8 @@ printer of batches. The product prints through kubectl_pvleft.output.printer."""
 from __future__ import annotations
 
 import io
-from typing import Any, Optional, Sequence, TextIO, TypeVar
+from collections.abc import Sequence
+from typing import Any, Optional, TextIO, TypeVar
 
 from kubectl_pvleft.output.formats import Formatter, TableFormatter
 from kubectl_pvleft.output.printer import formatter

@@ -13,16 +13,16 @@ import socket
 import ssl
 import threading
 import time
+from collections.abc import Callable
 from datetime import datetime
-from typing import Callable
 
 import pytest
 
+from kubectl_pvleft.analyses.leftovers import find_leftovers
 from kubectl_pvleft.kube.api import PERSISTENT_VOLUMES, KubeAPI
 from kubectl_pvleft.kube.httpclient import Pool, Server, Timeouts
 from kubectl_pvleft.kube.httpframing import Cut
 from kubectl_pvleft.kube.kubeconfig import Selection, load_connection
-from kubectl_pvleft.analyses.leftovers import find_leftovers
 from scenarios import apply, host_path_pv, wait_for
 
 PVS = [f"api-page-{i}" for i in range(12)]

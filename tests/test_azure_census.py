@@ -5,20 +5,17 @@ documented settings only: paging, resource groups, errors, throttling, and the j
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from azure_fake import CLIENT_SECRET, FakeArm, azure_disk, csi_tags, disk_id  # noqa: E402
-
-from kubectl_pvleft.clouds.azure import CSI_DRIVER  # noqa: E402
-from kubectl_pvleft.clouds.azure.census import (API_VERSION, PERMISSION, open_census,  # noqa: E402
-                                                other_clusters_note)
-from kubectl_pvleft.clouds.base import (MISSING_DISK, NOT_A_VOLUME, ORPHAN_DISK, CloudError, VolumeRef,  # noqa: E402
-                                         join)
+from azure_fake import CLIENT_SECRET, FakeArm, azure_disk, csi_tags, disk_id
+from kubectl_pvleft.clouds.azure import CSI_DRIVER
+from kubectl_pvleft.clouds.azure.census import API_VERSION, PERMISSION, open_census, other_clusters_note
+from kubectl_pvleft.clouds.base import MISSING_DISK, NOT_A_VOLUME, ORPHAN_DISK, CloudError, VolumeRef, join
 
 SUB = "0b1d7c5e-2f4a-4c8e-9d3b-6a7f8e9d0c1b"
 OTHER_SUB = "9f8e7d6c-5b4a-4392-8170-6f5e4d3c2b1a"

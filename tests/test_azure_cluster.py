@@ -1,26 +1,27 @@
 """`leftovers --azure-subscription` end to end: the real CLI (a subprocess, as users run it) against the real control
 plane holding AKS-shaped PVs (CSI disk.csi.azure.com and in-tree azureDisk), made Released by the real PV controller,
 and the local Resource Manager (tests/azure_fake.py) checked against azure-mgmt-compute's generated Disks operations
-and models (tests/azure_models.py). The endpoints reach the CLI only through the environment: AZURE_* for the credential, PVLEFT_ARM_ENDPOINT for ARM."""
+and models (tests/azure_models.py). The endpoints reach the CLI only through the environment: AZURE_* for the
+credential, PVLEFT_ARM_ENDPOINT for ARM."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Optional
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from azure_fake import FakeArm, azure_disk, csi_tags, disk_id  # noqa: E402
-from plugin_runner import items  # noqa: E402
-from scenarios import apply, claim, delete_claim, namespace, storage_class, wait_pv_phase  # noqa: E402
-from test_census_cli import GUARDED_RUN, env_for, error_lines, rows_by, run, sections  # noqa: E402
-
-from kubectl_pvleft.clouds.azure import CSI_DRIVER  # noqa: E402
+from azure_fake import FakeArm, azure_disk, csi_tags, disk_id
+from kubectl_pvleft.clouds.azure import CSI_DRIVER
+from plugin_runner import items
+from scenarios import apply, claim, delete_claim, namespace, storage_class, wait_pv_phase
+from test_census_cli import GUARDED_RUN, env_for, error_lines, rows_by, run, sections
 
 SUB = "3c9a1f0e-7b2d-4e58-a6c1-0d9e8f7a6b5c"  # only this module's PVs name it
 NODE_RG = "MC_rg_aks_eastus"  # as AKS writes it in volume handles; ARM answers MC_RG_AKS_EASTUS
@@ -183,7 +184,7 @@ def test_a_subscription_that_is_not_a_uuid_is_a_usage_error(cluster, volumes, ar
 def test_without_the_flag_no_azure_module_and_no_connection(cluster, volumes, arm: FakeArm, tmp_path: Path) -> None:
     before, tokens = len(arm.requests), len(arm.token_requests)
     env = azure_env(tmp_path, arm)  # the credential and the endpoint are all there: only the flag may use them
-    result = subprocess.run([sys.executable, "-c", GUARDED_RUN, str(cluster.kubeconfig("reader"))], env=env,
+    result = subprocess.run([sys.executable, "-c", GUARDED_RUN, str(cluster.kubeconfig("reader"))], check=False, env=env,
                             capture_output=True, text=True, timeout=120)
     exit_line, sdk_line, net_line = result.stdout.splitlines()[-3:]
     assert exit_line == "EXIT 0", result.stderr

@@ -11,13 +11,11 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import azure_models  # noqa: E402
-from azure_fake import azure_disk, csi_tags, disk_id  # noqa: E402
-
-from kubectl_pvleft.clouds.azure import CSI_DRIVER  # noqa: E402
-from kubectl_pvleft.clouds.azure.census import (AzureCensus, disk_record, parse_disk_id, parse_time,  # noqa: E402
-                                                use_words, vm_name)
-from kubectl_pvleft.clouds.base import NOT_A_VOLUME, ORPHAN_DISK, VolumeRef, join  # noqa: E402
+import azure_models
+from azure_fake import azure_disk, csi_tags, disk_id
+from kubectl_pvleft.clouds.azure import CSI_DRIVER
+from kubectl_pvleft.clouds.azure.census import AzureCensus, disk_record, parse_disk_id, parse_time, use_words, vm_name
+from kubectl_pvleft.clouds.base import NOT_A_VOLUME, ORPHAN_DISK, VolumeRef, join
 
 SUB = "0b1d7c5e-2f4a-4c8e-9d3b-6a7f8e9d0c1b"
 
@@ -110,7 +108,7 @@ def test_the_judge_reads_the_disks_operations_from_the_sdk() -> None:
     assert operation.query == {"api-version"}
     from kubectl_pvleft.clouds.azure.census import API_VERSION
 
-    assert API_VERSION == azure_models.api_version()  # the census pins what the SDK sends by default
+    assert azure_models.api_version() == API_VERSION  # the census pins what the SDK sends by default
     disk = azure_models.fields(__import__("azure.mgmt.compute.models", fromlist=["Disk"]).Disk)
     assert (disk["managedBy"].readonly, disk["location"].required, disk["tags"].readonly) == (True, True, False)
 
@@ -135,7 +133,7 @@ def test_the_judge_refuses_what_azure_would_not_send() -> None:
     for disk, words in broken:
         with pytest.raises(azure_models.Drift, match=words):
             azure_models.check_response(operation, 200, {"value": [disk]})
-    with pytest.raises(azure_models.Drift, match="field 'odata.nextLink' is not what the SDK reads of a page"):
+    with pytest.raises(azure_models.Drift, match=r"field 'odata\.nextLink' is not what the SDK reads of a page"):
         azure_models.check_response(operation, 200, {"value": [], "odata.nextLink": "https://arm/next"})
     with pytest.raises(azure_models.Drift, match="field 'status' is not in the SDK's CloudError"):
         azure_models.check_response(operation, 403, {"status": 403})

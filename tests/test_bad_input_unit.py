@@ -17,19 +17,19 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import re
 import shlex
 import socket
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterator, Optional, Union
+from typing import Any, Optional, Union
 
 import pytest
 import yaml
 
 from cli_runner import Result, invoke
-from fake_apiserver import ScriptedServer, answer, close_at_once, http_answer
+from fake_apiserver import ScriptedServer, answer, close_at_once
 from oidc_idp import unsigned_jwt
 from tls_material import ca_data
 
@@ -686,7 +686,7 @@ CASES = (rotated(KUBECONFIG_FILES + STRUCTURE + SERVERS_IN_KUBECONFIG + FLAGS) +
 
 def runs() -> Iterator[Any]:
     for number, case in enumerate(CASES):
-        for index, subcommand in enumerate(case.subcommands):
+        for subcommand in case.subcommands:
             # -v logs in the transport, the same for every subcommand: -v 6, 8 and 9 each on one, in turn.
             levels = [v for v in case.verbosities
                       if v == 0 or case.subcommands[(number + (6, 8, 9).index(v)) % len(case.subcommands)] == subcommand]
@@ -698,7 +698,7 @@ def runs() -> Iterator[Any]:
 def test_the_corpus_is_big_enough() -> None:
     assert len({c.id for c in CASES}) == len(CASES) >= 150
     assert [c.id for c in CASES if not c.fragment] == []  # what each error says is checked, every time
-    assert PLUGIN_RUNS <= {c.id for c in EXEC_PLUGINS}
+    assert {c.id for c in EXEC_PLUGINS} >= PLUGIN_RUNS
 
 
 @pytest.fixture(scope="module")

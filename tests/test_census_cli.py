@@ -9,21 +9,22 @@ import json
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from aws_moto import FAKE_KEY_ID, FAKE_SECRET, MotoServer, aws_test_env, create_volume, csi_tags  # noqa: E402
-from gce_fake import FakeCompute, csi_description, gce_disk  # noqa: E402
-from plugin_runner import PLUGIN, items, jsonl  # noqa: E402
-from scenarios import apply, claim, delete_claim, namespace, storage_class, wait_pv_phase  # noqa: E402
-from test_aws_cluster import csi as ebs_csi, ebs_pv  # noqa: E402
-from test_gce_cluster import gke_pv  # noqa: E402
-
-from kubectl_pvleft.clouds.gce.census import CSI_DRIVER  # noqa: E402
+from aws_moto import FAKE_KEY_ID, FAKE_SECRET, MotoServer, aws_test_env, create_volume, csi_tags
+from gce_fake import FakeCompute, csi_description, gce_disk
+from kubectl_pvleft.clouds.gce.census import CSI_DRIVER
+from plugin_runner import PLUGIN, items, jsonl
+from scenarios import apply, claim, delete_claim, namespace, storage_class, wait_pv_phase
+from test_aws_cluster import csi as ebs_csi
+from test_aws_cluster import ebs_pv
+from test_gce_cluster import gke_pv
 
 PROJECT = "pvleft-cli-gke"  # only this module's PVs name it, so every GCE finding is this module's
 REGION, ZONE_B, ZONE_C = "europe-west1", "europe-west1-b", "europe-west1-c"
@@ -119,7 +120,7 @@ def run(cluster, env: dict[str, str], *args: str) -> subprocess.CompletedProcess
     os.environ, which could carry the machine's own AWS or Google settings)."""
     command = [PLUGIN or sys.executable, *([] if PLUGIN else ["-m", "kubectl_pvleft"]), "leftovers", *args,
                "--kubeconfig", str(cluster.kubeconfig("reader"))]
-    result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
+    result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120, check=False)
     print(result.stdout, result.stderr, sep="\n--- stderr ---\n")
     return result
 
@@ -131,10 +132,10 @@ def sections(stdout: str) -> list[list[dict[str, str]]]:
     for block in stdout.strip("\n").split("\n\n"):
         header, *lines = block.splitlines()
         starts = [0] + [m.end() for m in re.finditer(r" {3,}", header)]
-        names = [header[a:b].strip() for a, b in zip(starts, starts[1:] + [None])]
-        blocks.append([{name: line[a:b].strip() for name, a, b in zip(names, starts, starts[1:] + [None])}
+        names = [header[a:b].strip() for a, b in zip(starts, [*starts[1:], None], strict=True)]
+        blocks.append([{name: line[a:b].strip() for name, a, b in zip(names, starts, [*starts[1:], None], strict=True)}
                        for line in lines])
-        blocks[-1].insert(0, dict(zip(names, names)))
+        blocks[-1].insert(0, dict(zip(names, names, strict=True)))
     return blocks
 
 
@@ -421,7 +422,7 @@ def test_both_censuses_failing(cluster, volumes, compute: FakeCompute, tmp_path:
     lines = error_lines(result.stderr)
     assert len(lines) == 2 and "compute.disks.list" in lines[0] and "ec2:DescribeVolumes" in lines[1]
     objects = jsonl(result.stdout)  # the Kubernetes findings, every one, and no cloud finding
-    assert PV_NAMES <= {o["name"] for o in objects} and not any("source" in o for o in objects)
+    assert {o["name"] for o in objects} >= PV_NAMES and not any("source" in o for o in objects)
     assert {o["disk_missing"] for o in objects if o["name"] in PV_NAMES} == {None}
 
 
@@ -453,11 +454,11 @@ def test_without_the_flags_no_sdk_and_no_cloud_connection(cluster, volumes, comp
     # The clouds' endpoints and keys are all there: only the flags may open a census.
     env = env_for(tmp_path, compute, moto)
     result = subprocess.run([sys.executable, "-c", GUARDED_RUN, str(cluster.kubeconfig("reader"))], env=env,
-                            capture_output=True, text=True, timeout=120)
+                            capture_output=True, text=True, timeout=120, check=False)
     exit_line, sdk_line, net_line = result.stdout.splitlines()[-3:]
     assert exit_line == "EXIT 0", result.stderr
     objects = jsonl("\n".join(result.stdout.splitlines()[:-3]))
-    assert PV_NAMES <= {o["name"] for o in objects}
+    assert {o["name"] for o in objects} >= PV_NAMES
     assert not any("disk" in o or "source" in o for o in objects)  # no census, no DISK
     assert sdk_line == "SDKS []"
     host, port = cluster.server.split("://", 1)[1].rstrip("/").rsplit(":", 1)

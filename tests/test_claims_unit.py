@@ -18,12 +18,13 @@ from typing import Any
 
 import pytest
 
-from cli_runner import invoke, items as list_items
+from cli_runner import invoke
+from cli_runner import items as list_items
 from fake_apiserver import FakeAPIServer, status
 from kubectl_pvleft.analyses import claim_problems, claims
 from kubectl_pvleft.analyses.claims import ClaimRow, assess, problem_text, problems, to_json
-from reports import table_lines
 from kubectl_pvleft.records import PersistentVolumeClaim, StorageClass
+from reports import table_lines
 from wire import items, load
 
 WIRE = items("claims_persistentvolumeclaims")
@@ -201,7 +202,7 @@ def test_table_columns_and_namespace_with_all_namespaces() -> None:
     lines = table_lines(report, wide=False, all_namespaces=True, no_headers=False)
     assert lines[0].split() == ["NAMESPACE", "NAME", "STATUS", "VOLUME", "REQUESTED", "CAPACITY", "STORAGECLASS",
                                 "PROBLEM", "UNUSED", "SINCE", "AGE", "WHY"]
-    lost = next(l.split() for l in lines if " cc-rec-lost " in l)
+    lost = next(row.split() for row in lines if " cc-rec-lost " in row)
     assert lost[:7] == ["cc-rec-claims", "cc-rec-lost", "Lost", "cc-rec-no-such-pv", "1Gi",  # CAPACITY blank
                         "cc-rec-claims-csi", "lost"]
     assert table_lines(report, wide=False, all_namespaces=False, no_headers=False)[0].startswith("NAME ")
@@ -212,10 +213,10 @@ def test_wide_carries_every_status_field() -> None:
                         no_headers=False)
     assert lines[0].split()[11:] == ["ALLOCATED", "RESIZESTATUS", "CONDITIONS", "VOLUMEATTRIBUTESCLASS", "CURRENTVAC",
                                     "MODIFYSTATUS", "MODIFYTARGET", "HEALTH", "NEXT"]
-    modify = next(l.split() for l in lines if l.startswith("cc-rec-modify "))
+    modify = next(row.split() for row in lines if row.startswith("cc-rec-modify "))
     assert modify[9:17] == ["<none>", "<none>", "ModifyVolumeError=True,Unused=True", "cc-rec-gold-io",
                             "cc-rec-silver-io", "Infeasible", "cc-rec-gold-io", "<none>"]
-    future = next(l.split() for l in lines if l.startswith("cc-rec-future "))
+    future = next(row.split() for row in lines if row.startswith("cc-rec-future "))
     assert "VolumeQuiesced(unknown)=True,Unused=True" in future and "Quarantined(unknown)" in future
 
 

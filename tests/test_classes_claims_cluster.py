@@ -8,13 +8,22 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from plugin_runner import items, run_plugin
-from recording.classes_claims import (bound_csi_claim, build_claims, cleanup, csi_driver, csi_pv, patch_spec,
-                                      resizing_status, write_status)
+from recording.classes_claims import (
+    bound_csi_claim,
+    build_claims,
+    cleanup,
+    csi_driver,
+    csi_pv,
+    patch_spec,
+    resizing_status,
+    write_status,
+)
 from scenarios import apply, claim, get, host_path_pv, namespace, storage_class, wait_for, wait_pv_phase
 
 pytestmark = pytest.mark.cluster

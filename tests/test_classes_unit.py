@@ -16,12 +16,13 @@ from typing import Any, Optional
 
 import pytest
 
-from cli_runner import Result, invoke, items as list_items
+from cli_runner import Result, invoke
+from cli_runner import items as list_items
 from fake_apiserver import FakeAPIServer, status
 from kubectl_pvleft.analyses import classes
 from kubectl_pvleft.analyses.classes import ClassCensus, ClassRow, assess
-from reports import table_lines
 from kubectl_pvleft.records import PersistentVolume, PersistentVolumeClaim, StorageClass
+from reports import table_lines
 from wire import items, load
 
 SC_WIRE = items("classes_storageclasses")
@@ -292,7 +293,7 @@ def test_cli_forbidden_claims_and_pvs_are_unknown(tmp_path: Path) -> None:
         result = run_classes(server, tmp_path)
     assert result.returncode == 0
     assert len(result.stderr.splitlines()) == 2
-    line = next(l for l in result.stdout.splitlines() if l.startswith("cc-rec-gold "))
+    line = next(row for row in result.stdout.splitlines() if row.startswith("cc-rec-gold "))
     assert line.split()[6:11] == ["<unknown>"] * 5
 
 

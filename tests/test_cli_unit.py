@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kubectl_pvleft.cli.main import parse_request_timeout, program_name
 from cli_runner import invoke
+from kubectl_pvleft.cli.main import parse_request_timeout, program_name
 
 
 def kubeconfig_for(tmp_path: Path, server: str) -> Path:

@@ -4,7 +4,8 @@ with the credentials the typed flags choose; a user who may not list namespaces 
 from __future__ import annotations
 
 from scenarios import apply, namespace
-from test_completion_unit import candidates, kubectl_complete as _kubectl_complete, run_completer
+from test_completion_unit import candidates, run_completer
+from test_completion_unit import kubectl_complete as _kubectl_complete
 
 
 def kubectl_complete(*words: str, env=None) -> tuple[list[str], int]:

@@ -13,8 +13,9 @@ import socket
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Optional
 
 import pytest
 import yaml
@@ -61,13 +62,13 @@ def kubectl_complete(*words: str, env: Optional[dict] = None) -> subprocess.Comp
     full_env = dict(os.environ, **(env or {}))
     full_env["PATH"] = f"{os.path.dirname(COMPLETER)}{os.pathsep}{full_env['PATH']}"
     return subprocess.run(["kubectl", "__complete", "pvleft", *words], capture_output=True, text=True,
-                          env=full_env, timeout=60)
+                          env=full_env, timeout=60, check=False)
 
 
 def run_completer(*words: str, env: Optional[dict] = None) -> subprocess.CompletedProcess:
     """The completion program itself, to see its stderr (kubectl adds debug lines to its own)."""
     return subprocess.run([COMPLETER, *words], capture_output=True, text=True,
-                          env=dict(os.environ, **(env or {})), timeout=60)
+                          env=dict(os.environ, **(env or {})), timeout=60, check=False)
 
 
 def test_installed_as_console_script() -> None:

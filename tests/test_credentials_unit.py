@@ -13,19 +13,20 @@ import os
 import socket
 import subprocess
 import threading
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Optional
 
 import pytest
 import yaml
 
 from cli_runner import Result, invoke
 from fake_apiserver import ScriptedServer, answer, http_answer
+from kubectl_pvleft.errors import ConnectionFailed
+from kubectl_pvleft.kube.api import PERSISTENT_VOLUMES, KubeAPI
+from kubectl_pvleft.kube.kubeconfig import Selection, load_connection
 from oidc_idp import unsigned_jwt
 from tls_material import ca_data
-from kubectl_pvleft.kube.api import PERSISTENT_VOLUMES, KubeAPI
-from kubectl_pvleft.errors import ConnectionFailed
-from kubectl_pvleft.kube.kubeconfig import Selection, load_connection
 
 TOKEN = "tok-9f8e7d6c5b4a"
 OIDC_TOKEN = unsigned_jwt({"sub": "u", "exp": 4_102_444_800})  # a JWT valid until 2100: sent as it is
@@ -385,7 +386,7 @@ def test_what_kubectl_validation_refuses_is_refused(user: dict, cluster: dict, s
     result = invoke("classes", "--kubeconfig", str(tmp_path / "kc"))
     assert (result.code, result.stderr) == (1, f"error: invalid configuration: {said}\n")
     kubectl = subprocess.run([KUBECTL, "--kubeconfig", str(tmp_path / "kc"), "get", "pv", "--request-timeout", "1s"],
-                             capture_output=True, text=True, stdin=subprocess.DEVNULL)
+                             capture_output=True, text=True, stdin=subprocess.DEVNULL, check=False)
     assert said in kubectl.stderr, kubectl.stderr  # kubectl refuses the same file in the same words
 
 

@@ -17,8 +17,9 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 import yaml
@@ -151,7 +152,7 @@ def fleet_and_contexts(kubeconfig: Path, args: tuple[str, ...]) -> tuple[subproc
                                                                           list[dict[str, Any]], list[dict[str, Any]]]:
     """The fleet run and the union of the per-context runs. The shared cluster may still be settling (another
     test's objects going away, an event's count rising): when the two differ, both are read again."""
-    for attempt in range(3):
+    for _attempt in range(3):
         union = [row for context in LIVE for row in with_context(context, items(
             run_plugin(kubeconfig, *args, "--context", context, "-o", "json", check=True, timeout=TIMEOUT).stdout))]
         result, elapsed = timed(kubeconfig, *args, "--all-contexts", "-o", "json")
@@ -162,7 +163,7 @@ def fleet_and_contexts(kubeconfig: Path, args: tuple[str, ...]) -> tuple[subproc
     return result, elapsed, fleet_rows, union
 
 
-@pytest.mark.parametrize("args", SUBCOMMANDS, ids=lambda a: " ".join(a))
+@pytest.mark.parametrize("args", SUBCOMMANDS, ids=" ".join)
 def test_every_subcommand_is_the_union_of_its_contexts(fleet: dict[str, Any], args: tuple[str, ...]) -> None:
     kubeconfig = fleet["kubeconfig"]
     result, elapsed, rows, union = fleet_and_contexts(kubeconfig, args)
@@ -300,11 +301,11 @@ def test_watch_streams_every_context(fleet: dict[str, Any]) -> None:
     proc = subprocess.Popen([*command(), "leftovers", "--watch", "--all-contexts", "-o", "jsonl",
                              "--kubeconfig", str(fleet["kubeconfig"])],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    lines: "list[dict[str, Any]]" = []
+    lines: list[dict[str, Any]] = []
 
     def read() -> None:
         for line in proc.stdout:  # type: ignore[union-attr]
-            lines.append(json.loads(line))
+            lines.append(json.loads(line))  # noqa: PERF401 (one at a time: the test reads lines while it grows)
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()

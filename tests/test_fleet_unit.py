@@ -6,8 +6,8 @@ import sys
 from pathlib import Path
 
 import yaml
-from fake_apiserver import FakeAPIServer
 
+from fake_apiserver import FakeAPIServer
 from kubectl_pvleft.cli import fleet
 from kubectl_pvleft.cli.parser import parse
 from kubectl_pvleft.invocation import Command
@@ -34,7 +34,7 @@ def test_one_context_failing_in_our_code_is_that_contexts_error(tmp_path: Path, 
         kubeconfig = tmp_path / "kc"
         kubeconfig.write_text(yaml.safe_dump({
             "apiVersion": "v1", "kind": "Config", "current-context": "calm",
-            "clusters": [{"name": "c", "cluster": {"server": server.url}}],
+            "clusters": [{"name": "c", "cluster": {"server": server.endpoint}}],
             "users": [{"name": "u", "user": {}}],
             "contexts": [{"name": n, "context": {"cluster": "c", "user": "u"}} for n in ("calm", "hostile")],
         }))

@@ -20,11 +20,12 @@ from typing import Any
 
 import pytest
 import yaml
+
+from junit_schema import junit_xsd
 from plugin_runner import items, run_plugin
 from recording.classes_claims import cleanup
 from recording.pending import pod
 from scenarios import apply, claim, host_path_pv, namespace, storage_class, wait_for, wait_pv_phase
-from junit_schema import junit_xsd
 from test_habits_unit import WRITE_VERBS
 
 pytestmark = pytest.mark.cluster

@@ -10,9 +10,8 @@ import xml.etree.ElementTree as ET
 from typing import Any
 
 import pytest
-from cli_runner import invoke
-from wire import items
 
+from cli_runner import invoke
 from kubectl_pvleft.analyses import leftovers
 from kubectl_pvleft.analyses.leftovers import LeftoverResult, assess
 from kubectl_pvleft.cli import helptext
@@ -22,6 +21,7 @@ from kubectl_pvleft.invocation import COMMANDS
 from kubectl_pvleft.output import names, printer
 from kubectl_pvleft.output.report import PrintOptions, clause_cut
 from kubectl_pvleft.records import ClaimIdentity, PersistentVolume, StorageClass
+from wire import items
 
 PROG = "kubectl pvleft"
 # kubectl verbs that change something: a next look may never use one, not even as a suggestion.
@@ -108,9 +108,10 @@ def test_legends_name_every_value_the_analyses_can_put_in_their_state_columns() 
                                                   leftovers.UNKNOWN, *leftovers.LEFTOVER_PHASES))
     assert all(v in legend("pending") for v in (rules.SCHEDULER, rules.PV_CONTROLLER, rules.ATTACH_DETACH,
                                                 rules.KUBELET, rules.EPHEMERAL_CONTROLLER, rules.NO_SIGNAL))
-    problems = (claims.PENDING, claim_problems.LOST, claim_problems.RESIZING, claim_problems.RESIZE_FAILED, claim_problems.RESIZE_ERROR,
-                claims.RESIZE_NOT_STARTED, claim_problems.MODIFY_PENDING, claim_problems.MODIFYING, claim_problems.MODIFY_INFEASIBLE,
-                claim_problems.MODIFY_ERROR, claim_problems.UNHEALTHY, claim_problems.UNKNOWN)
+    problems = (claims.PENDING, claim_problems.LOST, claim_problems.RESIZING, claim_problems.RESIZE_FAILED,
+                claim_problems.RESIZE_ERROR, claims.RESIZE_NOT_STARTED, claim_problems.MODIFY_PENDING,
+                claim_problems.MODIFYING, claim_problems.MODIFY_INFEASIBLE, claim_problems.MODIFY_ERROR,
+                claim_problems.UNHEALTHY, claim_problems.UNKNOWN)
     assert all(re.search(rf"(^|[ (]){re.escape(v)}[,;) ]", legend("claims")) for v in problems)
     assert all(v in legend("classes") for v in (classes.MULTIPLE_DEFAULTS, classes.MISSING_CLASS,
                                                classes.MISSING_CSIDRIVER, classes.RECLAIM_DRIFT, classes.CSI,

@@ -79,12 +79,15 @@ def layer_of(name: str) -> int:
     return rank
 
 
+# The package's sub-packages, each one folder whose modules may import each other.
+FOLDERS = {"kubectl_pvleft.kube", "kubectl_pvleft.output", "kubectl_pvleft.clouds", "kubectl_pvleft.analyses",
+           "kubectl_pvleft.exporter", "kubectl_pvleft.cli", "kubectl_pvleft.records"}
+
+
 def folder_of(name: str) -> str:
     """Modules of one folder (kube, output, ...) may import each other; the package root's files are each alone."""
     parts = name.split(".")
-    return ".".join(parts[:2]) if len(parts) > 2 or name in {"kubectl_pvleft.kube", "kubectl_pvleft.output",
-                                                             "kubectl_pvleft.clouds", "kubectl_pvleft.analyses", "kubectl_pvleft.exporter",
-                                                             "kubectl_pvleft.cli", "kubectl_pvleft.records"} else name
+    return ".".join(parts[:2]) if len(parts) > 2 or name in FOLDERS else name
 
 
 def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
@@ -241,8 +244,8 @@ def test_scope_comes_from_the_kind_table():
 def test_snapshots_watch_without_the_crds_says_so_in_one_context_and_in_a_fleet(tmp_path, capsys):
     """No snapshot CRDs: nothing to watch, one line, exit 0 — with --contexts too (it failed there with a 404)."""
     import yaml
-    from fake_apiserver import FakeAPIServer, status
 
+    from fake_apiserver import FakeAPIServer, status
     from kubectl_pvleft.analyses.snapshots import NOT_SERVED
     from kubectl_pvleft.cli.main import main
 
@@ -255,7 +258,7 @@ def test_snapshots_watch_without_the_crds_says_so_in_one_context_and_in_a_fleet(
         kubeconfig = tmp_path / "kc"
         kubeconfig.write_text(yaml.safe_dump({
             "apiVersion": "v1", "kind": "Config", "current-context": "a",
-            "clusters": [{"name": "c", "cluster": {"server": server.url}}],
+            "clusters": [{"name": "c", "cluster": {"server": server.endpoint}}],
             "users": [{"name": "u", "user": {}}],
             "contexts": [{"name": n, "context": {"cluster": "c", "user": "u"}} for n in ("a", "b")],
         }))

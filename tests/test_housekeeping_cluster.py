@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 import yaml
+
 from plugin_runner import PLUGIN, items, run_plugin
 from recording.pending import pod
 from scenarios import apply, claim, get, host_path_pv, storage_class, wait_for, wait_pv_phase

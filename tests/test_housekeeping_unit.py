@@ -15,8 +15,8 @@ from kubectl_pvleft.analyses import claims, leftovers, snapshots
 from kubectl_pvleft.analyses.claims import Criteria, judge
 from kubectl_pvleft.analyses.usage import FROM_CONDITION, FROM_PODS, usage_of, used_claims
 from kubectl_pvleft.cli.parser import go_duration, parse, parse_age
-from kubectl_pvleft.clouds.base import CloudDisk, CloudFinding
 from kubectl_pvleft.clouds.aws.census import disk_from_volume
+from kubectl_pvleft.clouds.base import CloudDisk, CloudFinding
 from kubectl_pvleft.clouds.census import _set_aside
 from kubectl_pvleft.errors import UsageError
 from kubectl_pvleft.invocation import Options, kept_reason

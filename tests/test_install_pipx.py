@@ -36,18 +36,18 @@ def test_pipx_install(tmp_path: Path) -> None:
     env = dict(os.environ, PIPX_HOME=str(home), PIPX_BIN_DIR=str(bin_dir), PIPX_MAN_DIR=str(tmp_path / "man"))
     env.pop("PYTHONPATH", None)
     installed = subprocess.run([PIPX, "install", str(sources(tmp_path))], capture_output=True, text=True, env=env,
-                               timeout=900)
+                               timeout=900, check=False)
     assert installed.returncode == 0, installed.stdout + installed.stderr
     assert {"kubectl-pvleft", "kubectl_complete-pvleft"} <= {p.name for p in bin_dir.iterdir()}
 
     # kubectl finds both on PATH, as it would in ~/.local/bin.
     env["PATH"] = f"{bin_dir}{os.pathsep}{os.path.dirname(shutil.which('kubectl') or 'kubectl')}"
-    version = subprocess.run(["kubectl", "pvleft", "--version"], capture_output=True, text=True, env=env)
+    version = subprocess.run(["kubectl", "pvleft", "--version"], capture_output=True, text=True, env=env, check=False)
     assert (version.returncode, version.stdout.split()) == (0, ["kubectl-pvleft", kubectl_pvleft.__version__])
-    complete = subprocess.run(["kubectl", "__complete", "pvleft", "pen"], capture_output=True, text=True, env=env)
+    complete = subprocess.run(["kubectl", "__complete", "pvleft", "pen"], capture_output=True, text=True, env=env, check=False)
     assert [line.split("\t")[0] for line in complete.stdout.splitlines()] == ["pending", ":4"]
     # pipx's venv runs its own copy of the package, not this tree.
     where = subprocess.run([home / "venvs" / "kubectl-pvleft" / "bin" / "python", "-c",
                             "import kubectl_pvleft; print(kubectl_pvleft.__file__)"], capture_output=True, text=True,
-                           cwd=tmp_path)  # not this checkout's folder, which `python -c` would put on sys.path
+                           cwd=tmp_path, check=False)  # not this checkout's folder, which `python -c` would put on sys.path
     assert Path(where.stdout.strip()).is_relative_to(home), where.stdout + where.stderr

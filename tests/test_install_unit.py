@@ -10,8 +10,8 @@ import functools
 import importlib.metadata
 import re
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 ROOT = Path(__file__).resolve().parent.parent
 NAMESPACES = ("google", "azure")  # namespace packages: each sub-package (azure.identity) is its own distribution
@@ -52,12 +52,14 @@ def test_floors_file_pins_exactly_the_declared_floors() -> None:
             name, _, version = line.partition("==")
             pinned[canonical(name)] = version
     declared = floors_declared()
-    # pip treats 2.0 and 2.0.0 alike; compare the release numbers padded.
-    pad = lambda v: tuple(int(p) for p in re.findall(r"\d+", v)) + (0,) * 3  # noqa: E731
+
+    def pad(version: str) -> tuple[int, ...]:
+        return tuple(int(p) for p in re.findall(r"\d+", version)) + (0,) * 3  # pip treats 2.0 and 2.0.0 alike
+
     assert {n: pad(v)[:3] for n, v in pinned.items()} == {n: pad(v)[:3] for n, v in declared.items()}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def package_imports() -> tuple[tuple[Path, tuple[str, ...], tuple[str, ...]], ...]:
     """Each module of the package with the absolute imports it makes anywhere, and those at module level
     (parsed once for the tests below; the trees themselves are not kept)."""

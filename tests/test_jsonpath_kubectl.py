@@ -8,14 +8,15 @@ bytes, and refuse a bad template with the same text after `error: `.
 from __future__ import annotations
 
 import urllib.parse
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
-from scenarios import apply, host_path_pv, wait_for
 
 from kubectl_pvleft.output.custom_columns import parse_custom_columns, parse_custom_columns_file, render_custom_columns
 from kubectl_pvleft.output.jsonpath import JSONPathTemplate, TemplateError
 from kubectl_pvleft.output.sorting import sort_rows
+from scenarios import apply, host_path_pv, wait_for
 
 SELECTOR = "jp-test=jsonpath"
 LABELS = {"jp-test": "jsonpath"}
@@ -122,7 +123,7 @@ def test_jsonpath_prints_what_kubectl_prints(cluster, pvs, template: str) -> Non
                     lambda items: JSONPathTemplate(template).render(as_kubectl_list(items)))
 
 
-@pytest.mark.parametrize("template", JSONPATH_TEMPLATES[:6] + ["{.items[", "{.items[7]}"])
+@pytest.mark.parametrize("template", [*JSONPATH_TEMPLATES[:6], "{.items[", "{.items[7]}"])
 def test_jsonpath_as_json_prints_what_kubectl_prints(cluster, pvs, template: str) -> None:
     same_as_kubectl(cluster, ["-o", "jsonpath-as-json=" + template],
                     lambda items: JSONPathTemplate(template).render_json(as_kubectl_list(items)))

@@ -68,7 +68,8 @@ RENDERS = [
     ("hand", "{.dotted\\.key}|{['dotted.key']}|{$['int']}", "dk||7"),
     ("hand", '{"a\\tb"}{\'x\'}{"\\u00e9\\x41\\101"}{5}{-2}{1.5}{true}', "a\tbxéAA5-21.5true"),
     ("hand", "{range .people[*]}{.name}:{.age};{end}", "ann:30;bob:25.5;cy:;:;dee:41;"),
-    ("hand", "{range .l[*]}<{@}>", '<1><2><{"ctl":"tab\\there\\u0001\x7f","dotted.key":"dk","float":1.5,"floats":[1e+21,1e-7,100000000000000000000,0.5,2,1000000,-0.25],'
+    ("hand", "{range .l[*]}<{@}>", '<1><2><{"ctl":"tab\\there\\u0001\x7f","dotted.key":"dk","float":1.5,'
+     '"floats":[1e+21,1e-7,100000000000000000000,0.5,2,1000000,-0.25],'
      '"html":"\\u003ca href=\\"x\\"\\u003e\\u0026\\u003c/a\\u003e","huge":1e+21,"int":7,"l":[1,2],"list":[1,"two",null,'
      '{"k":"v"},[3]],"map":{"a":{"z":null},"b":2},"million":1000000,"neg":-3,"nothing":null,"people":[{"age":30,"name":"ann"},'
      '{"age":25.5,"name":"bob"},{"name":"cy"},null,{"age":41,"name":"dee"}],"sep":"a\\u2028b",'
@@ -91,7 +92,8 @@ RENDERS_JSON = [
     ("pvs", "{.items[0].spec.capacity}{.nope}", '[\n    {\n        "storage": "250Mi"\n    }\n]\n[]\n'),
     ("hand", '{.list}{"\\n"}', '[\n    [\n        1,\n        "two",\n        null,\n        {\n            "k": "v"\n        },\n'
      '        [\n            3\n        ]\n    ]\n]\n[\n    "\\n"\n]\n'),
-    ("hand", "{.html}{.map.a}", '[\n    "\\u003ca href=\\"x\\"\\u003e\\u0026\\u003c/a\\u003e"\n]\n[\n    {\n        "z": null\n    }\n]\n'),
+    ("hand", "{.html}{.map.a}",
+     '[\n    "\\u003ca href=\\"x\\"\\u003e\\u0026\\u003c/a\\u003e"\n]\n[\n    {\n        "z": null\n    }\n]\n'),
 ]
 
 
@@ -212,7 +214,8 @@ def test_custom_columns_print_go_values_and_escape_the_terminal() -> None:
     columns = parse_custom_columns("L:.list,ALL:.list[*],M:.map,F:.million,T:.tiny,N:.nothing,X:.esc")
     row = dict(HAND, esc="\x1b[31mred\r")
     assert render_custom_columns(columns, [row, None], no_headers=True) == (
-        "[1 two <nil> map[k:v] [3]]   1,two,<nil>,map[k:v],[3]   map[a:map[z:<nil>] b:2]   1e+06    1e-05    <nil>    ^[[31mred\\r\n"
+        "[1 two <nil> map[k:v] [3]]   1,two,<nil>,map[k:v],[3]   map[a:map[z:<nil>] b:2]   1e+06    1e-05    "
+        "<nil>    ^[[31mred\\r\n"
         "<none>                       <none>                     <none>                    <none>   <none>   <none>   <none>\n")
 
 

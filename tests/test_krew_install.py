@@ -30,7 +30,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(3600),
 
 
 def run(command: list, **kwargs) -> subprocess.CompletedProcess:
-    result = subprocess.run([str(c) for c in command], capture_output=True, text=True, **kwargs)
+    result = subprocess.run([str(c) for c in command], capture_output=True, text=True, check=False, **kwargs)
     assert result.returncode == 0, f"{command} exited {result.returncode}\n{result.stdout}\n{result.stderr}"
     return result
 
@@ -97,7 +97,7 @@ def test_validate_krew_manifest(krew_tools: Path, release: tuple[Path, Path], tm
     misnamed = tmp_path / "kubectl-pvleft.yaml"
     shutil.copy(manifest, misnamed)
     refused = subprocess.run([krew_tools / "validate-krew-manifest", "-manifest", misnamed, "-skip-install"],
-                             capture_output=True, text=True)
+                             capture_output=True, text=True, check=False)
     assert refused.returncode != 0 and 'plugin should be named "kubectl-pvleft"' in refused.stderr
 
 
@@ -167,7 +167,7 @@ def test_bundle_runs_without_python_and_prints_what_pip_prints(cluster, no_pytho
     # Errors are the same one line, with the same exit code.
     missing = [tmp_path / "missing.kubeconfig"]
     bad = subprocess.run(["kubectl", "pvleft", "leftovers", "--kubeconfig", *missing], capture_output=True,
-                         text=True, env={"PATH": no_python_path, "HOME": str(tmp_path)})
+                         text=True, env={"PATH": no_python_path, "HOME": str(tmp_path)}, check=False)
     bad_pip = run_plugin(missing[0], "leftovers")
     assert (bad.returncode, bad.stderr) == (bad_pip.returncode, bad_pip.stderr) and bad.returncode != 0
 

@@ -130,5 +130,5 @@ def test_embedded_cert_data_is_accepted_and_file_is_not_rewritten(tmp_path: Path
 
 def test_missing_certificate_file_is_a_config_error(two_files: tuple[Path, Path]) -> None:
     (two_files[1].parent / "ca.crt").unlink()
-    with pytest.raises(ConfigError, match="ca.crt"):
+    with pytest.raises(ConfigError, match=r"ca\.crt"):
         load_connection(Selection(kubeconfig=str(two_files[1])))

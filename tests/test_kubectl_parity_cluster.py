@@ -20,8 +20,9 @@ import subprocess
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Optional
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -167,7 +168,7 @@ def no_kubeconfig(tmp_path: Path) -> dict[str, str]:
 def bare(args: list[str], env: dict[str, str], kubectl_binary: str = "kubectl") -> subprocess.CompletedProcess:
     """kubectl with no kubeconfig either, the same environment as the plugin."""
     return subprocess.run([kubectl_binary, *args], capture_output=True, text=True, env=dict(os.environ, **env),
-                          timeout=60)
+                          timeout=60, check=False)
 
 
 def plugin_bare(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
@@ -236,7 +237,10 @@ def test_as_uid_impersonates_like_kubectl(cluster, objects) -> None:
     assert items(ours.stdout) == items(plugin(cluster, "leftovers", "--all", "-l", SET, "-o", "json",
                                               check=True).stdout)
     cluster.kubectl("get", "pv", "-l", SET, *flags)
-    pv_lists = lambda agent: [e for e in audit.events(agent) if list_path(e) == "/api/v1/persistentvolumes"]
+
+    def pv_lists(agent: str) -> list[dict[str, Any]]:
+        return [e for e in audit.events(agent) if list_path(e) == "/api/v1/persistentvolumes"]
+
     ours_seen, theirs_seen = pv_lists("kubectl-pvleft/"), pv_lists("kubectl")
     theirs_seen = [e for e in theirs_seen if not e["userAgent"].startswith("kubectl-pvleft/")]
     assert ours_seen and theirs_seen
@@ -500,7 +504,7 @@ class Watch:
         command = [PLUGIN, *args, "-o", "jsonl", "--kubeconfig", str(cluster.kubeconfig("reader"))]
         self.proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                      env=dict(os.environ, PVLEFT_WATCH_SETTLE_SECONDS="0.2"))
-        self.lines: "queue.Queue[Optional[str]]" = queue.Queue()
+        self.lines: queue.Queue[Optional[str]] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self) -> None:
@@ -623,7 +627,7 @@ def _minor(kubectl: str) -> int:
     """The minor version kubectl itself reports (`version --client -o json`), 0 when it does not answer so."""
     import json
 
-    done = subprocess.run([kubectl, "version", "--client", "-o", "json"], capture_output=True, text=True, timeout=60)
+    done = subprocess.run([kubectl, "version", "--client", "-o", "json"], capture_output=True, text=True, timeout=60, check=False)
     try:
         return int("".join(c for c in json.loads(done.stdout)["clientVersion"]["minor"] if c.isdigit()))
     except (ValueError, KeyError, TypeError):
@@ -648,20 +652,20 @@ def test_v6_logs_each_request_as_kubectl_does(cluster, objects) -> None:
     newer = structured_kubectl()
     ours = plugin(cluster, "classes", "-l", "team", "-v", "6", check=True)
     theirs = subprocess.run([newer, "--kubeconfig", str(cluster.kubeconfig("reader")), "get", "sc", "-l", "team",
-                             "-v=6"], capture_output=True, text=True, timeout=60)
+                             "-v=6"], capture_output=True, text=True, timeout=60, check=False)
     assert theirs.returncode == 0, theirs.stderr
     our_urls = [m.group(1) for m in map(RESPONSE.search, ours.stderr.splitlines()) if m]
     their_urls = [m.group(1) for m in map(RESPONSE.search, theirs.stderr.splitlines()) if m]
     classes_url = f"{cluster.server}/apis/storage.k8s.io/v1/storageclasses?labelSelector=team&limit=500"
     assert classes_url in our_urls and classes_url in their_urls
-    line = next(l for l in ours.stderr.splitlines() if classes_url in l)
+    line = next(logged for logged in ours.stderr.splitlines() if classes_url in logged)
     assert re.fullmatch(r'I\d{4} \d\d:\d\d:\d\d\.\d{6} +\d+ round_trippers\.go(:\d+)?\] "Response" verb="GET" '
                         r'url="[^"]+" status="200 OK" milliseconds=\d+', line), line
     assert f"{P}std " in ours.stdout and "Response" not in ours.stdout
     # A refusal is logged the same way: status="403 Forbidden".
     refused = plugin(cluster, "claims", "-A", "-v", "6", user="pvonly")
     theirs = subprocess.run([newer, "--kubeconfig", str(cluster.kubeconfig("pvonly")), "get", "pvc", "-A", "-v=6"],
-                            capture_output=True, text=True, timeout=60)
+                            capture_output=True, text=True, timeout=60, check=False)
     forbidden = re.compile(r'"Response" verb="GET" url="([^"]+)" status="403 Forbidden"')
     assert refused.returncode == theirs.returncode == 1
     our_403 = [m.group(1) for m in map(forbidden.search, refused.stderr.splitlines()) if m]
@@ -679,4 +683,4 @@ def test_v9_masks_the_token_as_kubectl_does(cluster, objects, token, tmp_path: P
     for stderr in (ours.stderr, theirs.stderr):
         assert '-H "Authorization: Bearer <masked>"' in stderr
     assert token not in ours.stderr and token not in ours.stdout
-    assert any(RESPONSE.search(l) for l in ours.stderr.splitlines())
+    assert any(RESPONSE.search(logged) for logged in ours.stderr.splitlines())

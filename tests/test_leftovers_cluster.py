@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 from plugin_runner import PLUGIN, items, jsonl, run_plugin
-from scenarios import (apply, claim, claim_uid, delete_claim, host_path_pv, namespace, seed_mariadb,
-                       wait_pv_phase)
+from scenarios import apply, claim, claim_uid, delete_claim, host_path_pv, namespace, seed_mariadb, wait_pv_phase
 
 # The seed's line, byte for byte: the first seven keys of our row must be exactly these.
 SEED_LINE = ('{"name": "mariadb-pv", "phase": "Released", "reclaim": "Retain", "claim": "mariadb/mariadb", '
@@ -51,12 +50,12 @@ def test_table_and_wide_columns(cluster, mariadb) -> None:
     table = run_plugin(cluster.kubeconfig("reader"), "leftovers", check=True).stdout.splitlines()
     assert table[0].split() == ["NAME", "STATUS", "RECLAIM", "CLASS", "RECLAIM", "CLAIM", "CLAIM", "STATE",
                                 "STORAGECLASS", "CAPACITY", "AGE"]
-    line = next(l for l in table if l.startswith("mariadb-pv "))
+    line = next(row for row in table if row.startswith("mariadb-pv "))
     assert line.split()[:8] == ["mariadb-pv", "Released", "Retain", "Retain", "mariadb/mariadb", "missing",
                                 "standard", "250Mi"]
     wide = run_plugin(cluster.kubeconfig("reader"), "leftovers", "-o", "wide", check=True).stdout.splitlines()
     assert wide[0].split()[-7:] == ["CLAIM", "UID", "DRIVER", "VOLUME", "HANDLE", "REASON", "NEXT"]
-    wide_line = next(l for l in wide if l.startswith("mariadb-pv "))
+    wide_line = next(row for row in wide if row.startswith("mariadb-pv "))
     assert mariadb in wide_line and "/tmp/pvleft/mariadb-pv" in wide_line
     assert "   kubectl describe pv mariadb-pv; kubectl get events -A --field-selector involvedObject.uid=" in wide_line
 
@@ -130,7 +129,7 @@ def test_delete_policy_without_deleter_leaves_a_failed_pv(cluster) -> None:
         assert row["class_reclaim"] is None and row["class_missing"] is True
         assert row["message"]  # the controller says why it could not delete
         table = run_plugin(cluster.kubeconfig("reader"), "leftovers", check=True).stdout
-        assert any(l.split()[:4] == ["lo-failed-pv", "Failed", "Delete", "<missing>"] for l in table.splitlines())
+        assert any(row.split()[:4] == ["lo-failed-pv", "Failed", "Delete", "<missing>"] for row in table.splitlines())
     finally:
         cluster.kubectl("delete", "namespace", "lo-failed", "--wait=false", check=False)
         cluster.kubectl("delete", "pv", "lo-failed-pv", "--wait=false", check=False)
@@ -214,7 +213,8 @@ def test_pagination_reaches_the_last_page(cluster, many_pvs) -> None:
 
 def test_closed_pipe_exits_quietly(cluster, many_pvs) -> None:
     command = f"{PLUGIN} leftovers --all --kubeconfig {cluster.kubeconfig('reader')} | head -n 2"
-    result = subprocess.run(["bash", "-o", "pipefail", "-c", command], capture_output=True, text=True, timeout=120)
+    result = subprocess.run(["bash", "-o", "pipefail", "-c", command], check=False, capture_output=True, text=True,
+                            timeout=120)
     assert len(result.stdout.splitlines()) == 2
     assert result.stderr == ""
     assert result.returncode in (0, 141)

@@ -1,20 +1,26 @@
-"""What find_leftovers reads and keeps, over wire JSON recorded from the real control plane.
+"""What find_leftovers reads and keeps, over wire JSON recorded from the real control plane, and over a
+paging API server on loopback (requests counted as the server saw them).
 
-It keeps whole only the PVs that can be rows; a Bound PV is kept as its name and its claim's uid, and the
-few whose claim uid the claim list does not hold are read again by name (one GET each), with their claim.
+It lists each kind once, whatever state the PVs are in: the claims are read into an index before the PVs'
+pages are used, and only the PVs that can be rows are kept whole. Nothing is read again (issue #22).
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, Optional
 
 import pytest
-from wire import items
 
+from fake_apiserver import FakeAPIServer, status
 from kubectl_pvleft.analyses.leftovers import find_leftovers
-from kubectl_pvleft.kube.api import Kind
+from kubectl_pvleft.errors import Forbidden
+from kubectl_pvleft.kube.api import Kind, KubeAPI
+from kubectl_pvleft.kube.kubeconfig import Selection, load_connection
 from kubectl_pvleft.records import ClaimIdentity, PersistentVolume, StorageClass
+from wire import items
 
 POOLS = {"persistentvolumes": ("leftovers_pvs", PersistentVolume),
          "persistentvolumeclaims": ("leftovers_pvc_metadata", ClaimIdentity),
@@ -44,23 +50,23 @@ class RecordedReader:
                      if o.metadata.name == name and o.metadata.namespace == namespace), None)
 
 
-def test_a_bound_pv_whose_claim_is_gone_is_read_again_and_reported() -> None:
+THREE_LISTS = [("list", "persistentvolumeclaims"), ("list", "persistentvolumes"), ("list", "storageclasses")]
+
+
+def test_a_bound_pv_whose_claim_is_gone_is_reported_from_the_first_lists() -> None:
     reader = RecordedReader(drop=("shop/web",))
     result = find_leftovers(reader)
     rows = {r.pv.name: r for r in result.rows}
     assert sorted(rows) == ["mariadb-pv", "scratch-pv", "shop-pv", "web-pv"]
     assert (rows["web-pv"].pv.phase, rows["web-pv"].claim_state) == ("Bound", "missing")
-    # The PV again, then its claim (gone: missing, not replaced).
-    assert [a for a in reader.asked if a[0] == "get"] == [("get", "persistentvolumes", "web-pv"),
-                                                          ("get", "persistentvolumeclaims", "shop/web")]
+    assert sorted(reader.asked) == THREE_LISTS  # it read the PV again, then its claim: one GET each
 
 
 def test_bound_pvs_with_their_claims_cost_no_more_reads() -> None:
     reader = RecordedReader()
     result = find_leftovers(reader)
     assert sorted(r.pv.name for r in result.rows) == ["mariadb-pv", "scratch-pv", "shop-pv"]
-    assert reader.asked == [("list", "persistentvolumes"), ("list", "persistentvolumeclaims"),
-                            ("list", "storageclasses")]
+    assert sorted(reader.asked) == THREE_LISTS
     assert result.all_pvs == []  # every PV is kept only for a cloud census
 
 
@@ -119,36 +125,39 @@ class Synthetic:
         return next((o for o in pool if o.metadata.name == name), None)
 
 
-@pytest.mark.parametrize("count, gets", [(5, 10), (500, 0)])
-def test_requests_stay_bounded_when_every_claim_was_replaced(count: int, gets: int) -> None:
-    """A few replaced claims: one GET for the PV and one for its claim; hundreds: lists instead (it sent one GET
-    per claim: 10,004 requests at 10,000 PVs)."""
+@pytest.mark.parametrize("count", [5, 500])
+def test_every_claim_replaced_costs_no_more_than_the_three_lists(count: int) -> None:
+    """A few replaced claims or hundreds: the lists alone say so (it sent a GET for each PV and each claim
+    when they were few, and listed both again when many)."""
     reader = Synthetic(count)
     rows = find_leftovers(reader).rows
     assert len(rows) == count and {r.claim_state for r in rows} == {"replaced"}
-    assert sum(1 for a in reader.asked if a[0] == "get") == gets
-    assert len(reader.asked) - gets <= 5  # the three lists, and at most the PVs and claims listed again
+    assert sorted(reader.asked) == THREE_LISTS
 
 
-def test_a_claim_that_may_be_listed_but_not_got_is_unknown_never_missing() -> None:
-    """A user whose role grants list but not get: the re-read of a gone claim's namesake is a 403. The claim's
-    state is unknown (said once), never "missing" (which would tell an operator the claim is gone)."""
-    from kubectl_pvleft.errors import Forbidden
+def test_claims_that_may_not_be_listed_are_unknown_never_missing_and_never_got() -> None:
+    """A 403 on the claim list: every claim state is unknown (said once), never "missing" (which would tell an
+    operator the claim is gone), and no GET goes looking for them one by one (its 404 could not be told from
+    the 403's "not allowed" anyway)."""
 
-    class ListOnly(RecordedReader):
-        def get(self, kind: Kind[Any], name: str, namespace: Optional[str] = None) -> Any:
-            if kind.plural == "persistentvolumeclaims":
-                self.asked.append(("get", kind.plural, f"{namespace}/{name}"))
-                raise Forbidden(403, "Forbidden", f'persistentvolumeclaims "{name}" is forbidden', "get",
-                                f"/api/v1/namespaces/{namespace}/persistentvolumeclaims/{name}")
-            return super().get(kind, name, namespace)
+    class NoClaims(RecordedReader):
+        def list(self, kind: Kind[Any], namespace: Optional[str] = None, **selectors: Any) -> Iterator[Any]:
+            if kind.plural != "persistentvolumeclaims":
+                return super().list(kind, namespace, **selectors)
+            self.asked.append(("list", kind.plural))
 
-    reader = ListOnly(drop=("shop/web",))
+            def refused() -> Iterator[Any]:  # as KubeAPI's: the 403 comes with the first page, when iterated
+                raise Forbidden(403, "Forbidden", "persistentvolumeclaims is forbidden", "list",
+                                "/api/v1/persistentvolumeclaims")
+                yield
+
+            return refused()
+
+    reader = NoClaims(drop=("shop/web",))
     result = find_leftovers(reader)
-    rows = {r.pv.name: r for r in result.rows}
-    assert ("get", "persistentvolumeclaims", "shop/web") in reader.asked  # the 403 was really met
-    assert "web-pv" not in rows or rows["web-pv"].claim_state != "missing"  # a Bound PV of unknown claim: no row
-    assert all(r.claim_state != "missing" for r in result.rows)
+    assert all(r.claim_state == "unknown" for r in result.rows if r.claim) and result.rows
+    assert "web-pv" not in {r.pv.name for r in result.rows}  # a Bound PV of unknown claim: no row
+    assert sorted(reader.asked) == THREE_LISTS
     assert len(result.warnings) == 1 and "claim" in result.warnings[0]
 
 
@@ -165,9 +174,9 @@ def test_rows_are_in_kubectls_order_by_name_whatever_order_the_server_lists_in()
     assert [pv.metadata.name for pv in Reversed()._objects("persistentvolumes")] != sorted(names)
 
 
-def test_many_pvs_read_again_are_listed_with_the_callers_selector() -> None:
-    """-l picks 500 of 1,000 PVs whose claims are all gone ("missing"): the PVs listed again are the selected
-    ones only (it listed every PV again: 10,000 to re-read 2,500, 20 pages instead of 5)."""
+def test_pvs_whose_claims_are_gone_are_listed_once_with_the_callers_selector() -> None:
+    """-l picks 500 of 1,000 PVs whose claims are all gone ("missing"): one list of the selected PVs (it
+    listed them a second time to read them whole)."""
 
     class Labelled(Synthetic):
         def __init__(self) -> None:
@@ -189,5 +198,58 @@ def test_many_pvs_read_again_are_listed_with_the_callers_selector() -> None:
     reader = Labelled()
     rows = find_leftovers(reader, label_selector="mix=missing").rows
     assert len(rows) == 500 and {r.claim_state for r in rows} == {"missing"}
-    assert reader.read == [("mix=missing", 500), ("mix=missing", 500)]
-    assert not [a for a in reader.asked if a[0] == "get"]
+    assert reader.read == [("mix=missing", 500)]
+    assert sorted(reader.asked) == THREE_LISTS
+
+
+# -- issue #22: requests per mix at 10,000 PVs + 10,000 PVCs, as a paging API server counts them ------------
+
+ESTATE, SHOP = 10_000, "shop"
+MIXES = ("bound", "released", "missing", "replaced")
+
+
+def mix_estate(mix: str) -> dict[str, list[dict[str, Any]]]:
+    """ESTATE PVs all in one state and ESTATE claims, as wire JSON: bound to each other; Released (claim gone,
+    the claims are others); still Bound to a gone claim; still Bound to a claim whose name has a new uid."""
+    pvs, claims = [], []
+    for i in range(ESTATE):
+        claim, uid = (f"gone-{i}", f"gone-uid-{i}") if mix in ("released", "missing") else (f"data-{i}", f"uid-{i}")
+        pvs.append({"metadata": {"name": f"pv-{i:05d}", "uid": f"pv-uid-{i}"},
+                    "spec": {"claimRef": {"namespace": SHOP, "name": claim, "uid": uid},
+                             "persistentVolumeReclaimPolicy": "Retain", "storageClassName": "standard",
+                             "capacity": {"storage": "1Gi"}},
+                    "status": {"phase": "Released" if mix == "released" else "Bound"}})
+        live_uid = f"new-uid-{i}" if mix == "replaced" else f"uid-{i}"
+        claims.append({"metadata": {"name": f"data-{i}", "namespace": SHOP, "uid": live_uid}})
+    classes = [{"metadata": {"name": "standard"}, "provisioner": "x", "reclaimPolicy": "Retain"}]
+    return {"persistentvolumes": pvs, "persistentvolumeclaims": claims, "storageclasses": classes}
+
+
+def paging(estate: dict[str, list[dict[str, Any]]]):
+    """Lists by limit and continue (the offset of the next page), as the API server pages them; a GET is a 404."""
+
+    def handler(path: str, query: dict[str, list[str]]) -> tuple[int, dict]:
+        plural = path.rsplit("/", 1)[-1]
+        if plural not in estate:
+            return 404, status(404, "NotFound", f"{path} not found")
+        start, limit = int(query.get("continue", ["0"])[0]), int(query["limit"][0])
+        meta = {"resourceVersion": "1000"}
+        if start + limit < len(estate[plural]):
+            meta["continue"] = str(start + limit)
+        return 200, {"kind": "List", "apiVersion": "v1", "metadata": meta,
+                     "items": estate[plural][start:start + limit]}
+
+    return handler
+
+
+@pytest.mark.parametrize("mix", MIXES)
+def test_each_kind_is_listed_once_whatever_the_mix(tmp_path: Path, mix: str) -> None:
+    """20 pages of PVs, 20 of claims, 1 of classes: 41 requests on every mix (at most 50, issue #22). It sent 81 on
+    "missing" and "replaced": the PVs whose claim uid was not in the claim list, and their claims, listed again."""
+    with FakeAPIServer(paging(mix_estate(mix))) as server:
+        api = KubeAPI(load_connection(Selection(kubeconfig=str(server.kubeconfig(tmp_path / "kc")))))
+        rows = find_leftovers(api).rows
+    assert len(rows) == (0 if mix == "bound" else ESTATE)
+    assert {r.claim_state for r in rows} <= {"replaced" if mix == "replaced" else "missing"}
+    requests = Counter(request.split("?")[0].rsplit("/", 1)[-1] for request in server.requests)
+    assert requests == {"persistentvolumes": 20, "persistentvolumeclaims": 20, "storageclasses": 1}

@@ -7,8 +7,8 @@ from datetime import timedelta
 
 from kubectl_pvleft.analyses import leftovers
 from kubectl_pvleft.analyses.leftovers import ClaimIndex, Leftover, LeftoverResult, assess, to_json
-from reports import table_lines
 from kubectl_pvleft.records import Absent, ClaimIdentity, PersistentVolume, StorageClass
+from reports import table_lines
 from wire import items
 
 SEED = {"name": "mariadb-pv", "phase": "Released", "reclaim": "Retain", "claim": "mariadb/mariadb",
@@ -91,10 +91,10 @@ def test_table_shows_missing_class_and_age_since_phase_transition() -> None:
     lines = table_lines(report, wide=False, all_namespaces=False, no_headers=False)
     assert lines[0] == ("NAME         STATUS     RECLAIM   CLASS RECLAIM   CLAIM             CLAIM STATE   "
                         "STORAGECLASS   CAPACITY   AGE")
-    mariadb = next(l for l in lines if l.startswith("mariadb-pv"))
+    mariadb = next(row for row in lines if row.startswith("mariadb-pv"))
     assert mariadb.split() == ["mariadb-pv", "Released", "Retain", "Retain", "mariadb/mariadb", "missing",
                                "standard", "250Mi", "3h5m"]
-    scratch = next(l for l in lines if l.startswith("scratch-pv"))
+    scratch = next(row for row in lines if row.startswith("scratch-pv"))
     assert scratch.split()[:6] == ["scratch-pv", "Failed", "Delete", "<missing>", "shop/scratch", "missing"]
 
 

@@ -118,7 +118,7 @@ def _same(ours, theirs, where):
         return
     if isinstance(ours, (tuple, list)) and ours and isinstance(ours[0], msgspec.Struct):
         assert len(ours) == len(theirs or ()), where
-        for index, (mine, other) in enumerate(zip(ours, theirs)):
+        for index, (mine, other) in enumerate(zip(ours, theirs, strict=True)):
             _same(mine, other, f"{where}[{index}]")
         return
     mine = _plain(msgspec.to_builtins(ours)) if not isinstance(ours, datetime) else _plain(ours)

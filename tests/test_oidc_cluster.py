@@ -20,8 +20,9 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Optional
 
 import pytest
 import yaml
@@ -117,7 +118,7 @@ def oidc_config(plane: Plane, id_token: Optional[str], refresh_token: Optional[s
 
 def kubectl(path: Path) -> subprocess.CompletedProcess:
     return subprocess.run([KUBECTL, "--kubeconfig", str(path), "get", "pv", "--request-timeout", "20s"],
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=60, check=False)
 
 
 def grants_seen(plane: Plane, since: int) -> list[tuple[str, str, bool, list[str]]]:

@@ -12,18 +12,18 @@ import json
 import re
 import socket
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator, Optional
+from typing import Optional
 
 import pytest
 import yaml
 
 from cli_runner import Result, invoke
 from fake_apiserver import ScriptedServer, answer
+from kubectl_pvleft.kube.oidc import token_expiry, valid
 from oidc_idp import CLIENT_ID, CLIENT_SECRET, SUBJECT, IdP, unsigned_jwt
 from tls_material import ca_data
-
-from kubectl_pvleft.kube.oidc import token_expiry, valid
 
 EMPTY_LIST = b'{"kind":"List","apiVersion":"v1","metadata":{"resourceVersion":"7"},"items":[]}'
 REFRESHED = re.compile(r'^warning: the oidc id-token of user "u" was refreshed for this run only; kubectl would have '
@@ -167,8 +167,8 @@ def test_an_expired_id_token_is_refreshed_in_memory_and_the_kubeconfig_is_not_wr
 def test_the_rotated_refresh_token_is_the_one_used_next_in_the_same_run(server, idp, tmp_path: Path) -> None:
     """A watch outlives a short-lived id-token: the second refresh must use the refresh token the IdP rotated to
     (the first one is refused once used)."""
-    from kubectl_pvleft.kube.oidc import OIDCProvider
     from kubectl_pvleft.deadline import Deadline
+    from kubectl_pvleft.kube.oidc import OIDCProvider
 
     first = idp.refresh_token()
     provider = OIDCProvider(provider_config(idp, idp.id_token(lifetime=-60), first), 'user "u"')
@@ -378,7 +378,7 @@ def test_a_fleet_run_whose_contexts_share_an_oidc_user_refreshes_once(server, id
     result = invoke("leftovers", "--kubeconfig", str(path), "--all-contexts")
     assert result.code == 0 and "error:" not in result.stderr, result
     assert len(idp.token_requests()) == 1
-    assert len({h for h in sent_tokens(server, before)}) == 1 and f"Bearer {expired}" not in sent_tokens(server, before)
+    assert len(set(sent_tokens(server, before))) == 1 and f"Bearer {expired}" not in sent_tokens(server, before)
     assert len([line for line in result.stderr.splitlines() if REFRESHED.match(line)]) == 1, result.stderr
 
 

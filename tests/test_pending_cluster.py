@@ -11,17 +11,18 @@ import subprocess
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Optional
 
 import pytest
 import yaml
 
 from kubectl_pvleft.analyses import pending
-from kubectl_pvleft.kube.api import KubeAPI
 from kubectl_pvleft.invocation import Options
-from kubectl_pvleft.kube.watch import WatchSettings, follow
+from kubectl_pvleft.kube.api import KubeAPI
 from kubectl_pvleft.kube.kubeconfig import Selection, load_connection
+from kubectl_pvleft.kube.watch import WatchSettings, follow
 from plugin_runner import PLUGIN, items, run_plugin
 from recording.pending import claim, pod, volume
 from scenarios import apply, wait_for
@@ -457,7 +458,8 @@ def test_watch_rewatches_after_dropped_connections_without_relisting(cluster: An
     for round_ in range(3):
         accepted = proxy.accepted
         proxy.cut()
-        wait_for("the plugin to reconnect", lambda: proxy.accepted > accepted and proxy.open_connections() > 0)
+        wait_for("the plugin to reconnect",
+                 lambda accepted=accepted: proxy.accepted > accepted and proxy.open_connections() > 0)
         apply(cluster, pod(ns, f"after-cut-{round_}", "nowhere"))
         w.expect(f"after-cut-{round_}", "appeared", "ClaimNotFound")
     assert len(pod_lists_by_plugin(cluster, marker, ns)) == 1  # resumed from its resourceVersion each time

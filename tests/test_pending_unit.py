@@ -4,22 +4,22 @@
 from __future__ import annotations
 
 import copy
-from msgspec.structs import replace
 import io
 import json
-import threading
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Optional
 
 import pytest
+from msgspec.structs import replace
 
 from kubectl_pvleft.analyses import pending
 from kubectl_pvleft.analyses.pending import rules
-from kubectl_pvleft.kube.api import Kind, error_for
-from kubectl_pvleft.errors import Forbidden
-from reports import render
 from kubectl_pvleft.analyses.pending.rules import Evidence, Triage, TriageResult
+from kubectl_pvleft.errors import Forbidden
+from kubectl_pvleft.kube.api import Kind, error_for
 from kubectl_pvleft.records import Event, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass, VolumeAttachment
+from reports import render
 
 WIRE = Path(__file__).parent / "fixtures" / "wire"
 
@@ -210,7 +210,7 @@ def test_events_written_through_events_k8s_io_are_ordered_by_their_newest_time()
     series = copy.deepcopy(raw)
     series["metadata"]["uid"] = "with-series"
     series["series"] = {"count": 7, "lastObservedTime": "2099-01-01T00:00:00.000000Z"}
-    newest = rules.newest_first(scheduler + [Event.from_wire(series)])[0]
+    newest = rules.newest_first([*scheduler, Event.from_wire(series)])[0]
     assert newest.uid == "with-series" and newest.count == 7
 
 

@@ -10,7 +10,6 @@ import pytest
 import yaml
 
 from kubectl_pvleft.output.report import Column, Report, age, human_duration, truncate, word
-
 from reports import render
 
 

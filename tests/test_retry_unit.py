@@ -15,17 +15,17 @@ import socket
 import struct
 import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 
 import pytest
 
 from cli_runner import invoke
 from fake_apiserver import ScriptedServer, close_at_once, http_answer
-from test_credentials_unit import EMPTY_LIST, kubeconfig
 from kubectl_pvleft.errors import ConnectionFailed
 from kubectl_pvleft.kube.kubeconfig import Selection, load_connection
 from kubectl_pvleft.kube.transport import MAX_RETRIES, Transport, set_verbosity
+from test_credentials_unit import EMPTY_LIST, kubeconfig
 
 PVCS = "/api/v1/persistentvolumeclaims"
 

@@ -259,14 +259,14 @@ def test_not_served_is_one_line_in_a_table_and_a_warning_elsewhere(capsys: pytes
     result = snapshots.run(reader, options())
     assert (result.findings, result.warnings, result.not_served) == (0, [], snapshots.NOT_SERVED)
     table = parse(["snapshots"], "kubectl pvleft")
-    assert print_and_exit(snapshots.run(reader, options()), table, options()) == 0
+    assert print_and_exit(snapshots.run(reader, options()), table, fleet=False) == 0
     assert capsys.readouterr() == ("", snapshots.NOT_SERVED + "\n")
     as_json = parse(["snapshots", "-o", "json"], "kubectl pvleft")
-    assert print_and_exit(snapshots.run(reader, options()), as_json, options()) == 0
+    assert print_and_exit(snapshots.run(reader, options()), as_json, fleet=False) == 0
     out, err = capsys.readouterr()
     assert (json.loads(out)["items"], err) == ([], f"warning: {snapshots.NOT_SERVED}\n")
-    # Several contexts in one table (options None: a fleet's report): which one has no CRDs is a warning.
-    assert print_and_exit(snapshots.run(reader, options()), table, None) == 0
+    # Several contexts in one table (a fleet's report): which one has no CRDs is a warning.
+    assert print_and_exit(snapshots.run(reader, options()), table, fleet=True) == 0
     assert capsys.readouterr().err.startswith(f"warning: {snapshots.NOT_SERVED}\n")
 
 

@@ -32,7 +32,8 @@ NOT_ON_COMMON_PATH = (
     "yaml", "yaml.emitter", "yaml.dumper", "tabulate",  # a plain kubeconfig is read without PyYAML; tables are ours
     "kubectl_pvleft.output.jsonpath", "kubectl_pvleft.output.custom_columns", "kubectl_pvleft.output.sorting",
     "kubectl_pvleft.output.govalue", "kubectl_pvleft.output.templates",  # -o jsonpath/custom-columns
-    "kubectl_pvleft.output.watchprint", "kubectl_pvleft.cli.fleet", "kubectl_pvleft.cli.completion",  # --watch, --contexts, __complete
+    "kubectl_pvleft.output.watchprint",  # --watch
+    "kubectl_pvleft.cli.fleet", "kubectl_pvleft.cli.completion",  # --contexts, __complete
     # a census and its SDK only under a cloud's flags (the clouds' declarations, read for their flags, are tiny);
     # resize sizes only when a claim resizes
     "kubectl_pvleft.clouds.census", "kubectl_pvleft.clouds.base", "kubectl_pvleft.clouds.gce.census",
@@ -46,8 +47,8 @@ NOT_ON_COMMON_PATH = (
     "logging", "dataclasses", "queue", "shutil", "tempfile",  # -v's log is ours; Structs; a Condition; help only
     "encodings.idna",  # ASCII host names go to socket and ssl as bytes
 )
-NOT_FOR_HELP = ("msgspec", "dataclasses", "inspect", "kubectl_pvleft.kube.kubeconfig", "kubectl_pvleft.output.printer", "kubectl_pvleft.kube.api",
-                "kubectl_pvleft.kube.transport", "json", "yaml", "tabulate")
+NOT_FOR_HELP = ("msgspec", "dataclasses", "inspect", "kubectl_pvleft.kube.kubeconfig", "kubectl_pvleft.output.printer",
+                "kubectl_pvleft.kube.api", "kubectl_pvleft.kube.transport", "json", "yaml", "tabulate")
 
 
 def closed_port() -> int:
@@ -95,7 +96,7 @@ def modules_after(argv: list[str], tmp_path: Path, setup: str = "") -> tuple[set
         print("MODULES " + json.dumps([code, modules]), file=sys.__stdout__)
         """)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=60,
-                          env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+                          env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}, check=False)
     _, modules = json.loads(done.stdout.rpartition("MODULES ")[2])
     return set(modules), done.stderr
 
@@ -109,8 +110,9 @@ def loaded(modules: set[str], names: tuple[str, ...]) -> list[str]:
 @functools.lru_cache(maxsize=1)
 def library_modules() -> frozenset[str]:
     code = "import sys, argparse, socket, ssl, urllib.parse, msgspec, msgspec.json; print(' '.join(sys.modules))"
+    # check=True: a child that failed would leave an empty baseline, and the libraries' modules counted as ours.
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
-                          env={"PATH": "/usr/bin:/bin"})
+                          env={"PATH": "/usr/bin:/bin"}, check=True)
     return frozenset(done.stdout.split())
 
 

@@ -5,6 +5,8 @@ random tables (unicode, empty cells, wide columns) printed by printing.py and by
 
 from __future__ import annotations
 
+from operator import itemgetter
+
 import pytest
 
 tabulate_module = pytest.importorskip("tabulate")
@@ -33,7 +35,7 @@ HEADER = st.text("ABCDEFGHIJKLMNOPQRSTUVWXYZ ", min_size=3, max_size=12).map(str
 @given(headers=st.lists(HEADER, min_size=1, max_size=6),
        rows=st.lists(st.lists(CELL, min_size=6, max_size=6), min_size=1, max_size=12))
 def test_tables_equal_tabulates_line_for_line(headers: list[str], rows: list[list[str]]) -> None:
-    columns = [Column(h, (lambda i: lambda row: row[i])(i), empty="") for i, h in enumerate(headers)]
+    columns = [Column(h, itemgetter(i), empty="") for i, h in enumerate(headers)]
     report: Report[list[str]] = Report(rows, columns, to_json=lambda r: {}, name=lambda r: "")
     ours = table_lines(report, wide=False, all_namespaces=False, no_headers=False)
     cells = [[row[i] for i in range(len(headers))] for row in rows]
@@ -52,7 +54,7 @@ def test_tables_equal_the_go_tabwriter_port_line_for_line(headers: list[str], ro
                                                            no_headers: bool) -> None:
     """The fast aligner of whole tables and the port of Go's text/tabwriter (custom-columns' printer) are one
     tabwriter: minimum width six, padding three, the last cell of a line in no column."""
-    columns = [Column(h, (lambda i: lambda row: row[i])(i), empty="") for i, h in enumerate(headers)]
+    columns = [Column(h, itemgetter(i), empty="") for i, h in enumerate(headers)]
     report: Report[list[str]] = Report(rows, columns, to_json=lambda r: {}, name=lambda r: "")
     ours = table_lines(report, wide=False, all_namespaces=False, no_headers=no_headers)
     lines = ([] if no_headers else [headers]) + [row[:len(headers)] for row in rows]

@@ -10,6 +10,7 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
+
 from controlplane import ControlPlane, build
 from plugin_runner import items, run_plugin
 from recording.pending import pod

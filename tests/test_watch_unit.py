@@ -8,19 +8,20 @@ import copy
 import io
 import json
 import threading
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Optional
 
 import pytest
 
 from kubectl_pvleft.analyses import pending
-from kubectl_pvleft.kube.api import PODS, EVENTS, Kind, StreamClosed, WatchEvent, error_for
-from kubectl_pvleft.invocation import Options
 from kubectl_pvleft.errors import ConnectionFailed, Forbidden
-from reports import LinePrinter
-from kubectl_pvleft.records import Pod
+from kubectl_pvleft.invocation import Options
+from kubectl_pvleft.kube.api import EVENTS, PODS, Kind, StreamClosed, WatchEvent, error_for
 from kubectl_pvleft.kube.watch import Changed, Notice, RowBoard, RowChange, Stores, Stream, Synced, WatchSettings, reflect
 from kubectl_pvleft.output.watchprint import change_report
+from kubectl_pvleft.records import Pod
+from reports import LinePrinter
 
 WIRE = Path(__file__).parent / "fixtures" / "wire"
 

@@ -15,7 +15,7 @@ import ssl
 import tempfile
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _pem() -> tuple[bytes, bytes]:
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
@@ -42,13 +42,13 @@ def ca_data() -> str:
     return base64.b64encode(_pem()[0]).decode()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def server_context() -> ssl.SSLContext:
     cert, key = _pem()
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     with tempfile.TemporaryDirectory() as folder:  # a test key, not a secret: load_cert_chain wants files
         paths = [os.path.join(folder, n) for n in ("cert.pem", "key.pem")]
-        for path, data in zip(paths, (cert, key)):
+        for path, data in zip(paths, (cert, key), strict=True):
             with open(path, "wb") as handle:
                 handle.write(data)
         context.load_cert_chain(*paths)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Optional, TypeVar, Union
 
 from msgspec import Struct, field
 
-from kubectl_pvleft.analyses.looks import describe, looks
+from kubectl_pvleft.analyses.looks import Finding, describe, looks
 from kubectl_pvleft.invocation import Options, Result
 from kubectl_pvleft.kube.api import (
     CSI_DRIVERS,
@@ -53,14 +53,6 @@ PVS_UNREADABLE = ("cannot list persistentvolumes ({reason}); PV counts, reclaim 
 CLAIMS_UNREADABLE = ("cannot list persistentvolumeclaims cluster-wide ({reason}); Pending claim counts and classes "
                      "named only by claims are unknown.")
 DRIVERS_UNREADABLE = "cannot list csidrivers ({reason}); CSI provisioners are not checked for a registered CSIDriver."
-
-
-class Finding(Struct, frozen=True):
-    kind: str
-    message: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "message": self.message}
 
 
 class Drift(Struct, frozen=True):

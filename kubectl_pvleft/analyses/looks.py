@@ -1,11 +1,25 @@
-"""Where a person looks next at a finding: read-only kubectl commands (describe, get events), one line each.
+"""What an analysis found on a row (``Finding``), and where a person looks next: read-only kubectl commands
+(describe, get events), one line each.
 The plugin points, a human decides: nothing here may write (a test greps every produced command for write
 verbs), not even as a suggestion."""
 
 from __future__ import annotations
 
 from shlex import quote
-from typing import Optional
+from typing import Any, Optional
+
+from msgspec import Struct
+
+
+class Finding(Struct, frozen=True):
+    """One finding on a row: its kind, as the FINDINGS column and JSON name it, and the sentence that explains it."""
+
+    kind: str
+    message: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "message": self.message}
+
 
 # The only kubectl verbs a next look may use: they read.
 READ_VERBS = ("describe", "get")

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Optional, TypeVar, Union
 
 from msgspec import Struct, field
 
-from kubectl_pvleft.analyses.looks import describe, events, looks
+from kubectl_pvleft.analyses.looks import Finding, describe, events, looks
 from kubectl_pvleft.errors import ApiError, Forbidden, NotFound
 from kubectl_pvleft.invocation import Options, Result, kept_reason
 from kubectl_pvleft.kube.api import VOLUME_SNAPSHOT_CLASSES, VOLUME_SNAPSHOT_CONTENTS, VOLUME_SNAPSHOTS, Reader, optional
@@ -58,14 +58,6 @@ SNAPSHOTS_NOT_SERVED = ("volumesnapshots are not served by this cluster though v
                         "state is unknown.")
 CLASSES_UNREADABLE = "cannot list volumesnapshotclasses ({reason}); whether snapshot classes exist is unknown."
 CLASSES_NOT_SERVED = "volumesnapshotclasses are not served by this cluster; whether snapshot classes exist is unknown."
-
-
-class Finding(Struct, frozen=True):
-    kind: str
-    message: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "message": self.message}
 
 
 class SnapshotIndex(Struct, frozen=True):

@@ -54,11 +54,10 @@ def check_flags(invocation: Invocation) -> None:
         raise UsageError("--max-concurrency must be at least 1")
     # A cloud census joins one cluster's PVs with a whole account's disks: across a fleet, another cluster's
     # disk would be called an orphan, so refuse rather than report that.
-    from kubectl_pvleft.cli.parser import census_flags_given
-    from kubectl_pvleft.clouds import cloud_modules
+    if invocation.clouds:
+        from kubectl_pvleft.clouds import asking_flags
 
-    if census_flags_given(invocation):
-        *others, last = [cloud.FLAGS[0].name for cloud in cloud_modules()]
+        *others, last = asking_flags()
         census = f"{', '.join(others)} and {last}" if others else last
         raise UsageError(f"{census} cannot be used with --all-contexts or --contexts: a disk that "
                          "one cluster's PVs do not name may belong to another cluster; run the census per context")

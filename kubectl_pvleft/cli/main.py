@@ -29,7 +29,7 @@ from kubectl_pvleft.cli.parser import (
 )
 from kubectl_pvleft.cli.session import Session, describe_api_error
 from kubectl_pvleft.errors import ApiError, PvleftError
-from kubectl_pvleft.invocation import SERVE, Invocation, Options, Result
+from kubectl_pvleft.invocation import SERVE, Invocation, Result
 from kubectl_pvleft.text import one_line, shown
 
 # The CLI's public face: what tests, completion and the bundle's entry call.
@@ -70,13 +70,15 @@ def run(argv: Sequence[str], prog: str) -> int:
                 return EXIT_OK
             watch_and_print(session)
         result = session.run()
-    return print_and_exit(result, invocation, session.options, session.api.connection.context)
+    return print_and_exit(result, invocation, fleet=False, context=session.api.connection.context,
+                          namespace=session.options.namespace)
 
 
-def print_and_exit(result: Result, invocation: Invocation, options: Optional[Options] = None,
-                   context: Optional[str] = None) -> int:
+def print_and_exit(result: Result, invocation: Invocation, *, fleet: bool, context: Optional[str] = None,
+                   namespace: Optional[str] = None) -> int:
     """Print a report the way every run prints it (warnings once, then the report and its sections, then the
-    errors that made it partial) and the exit code it earns. ``options`` None: a fleet's report."""
+    errors that made it partial) and the exit code it earns. One context's run gives the context it read (None
+    in-cluster) and its namespace; a fleet's rows name their own contexts."""
     from kubectl_pvleft.output.printer import print_result, warn
 
     report = result.report
@@ -88,14 +90,14 @@ def print_and_exit(result: Result, invocation: Invocation, options: Optional[Opt
     if result.not_served is not None:
         # A table's "no resources" line is that line; other formats (and a fleet, whose contexts differ) get it
         # as a warning, since they print no such line.
-        if printing.format in ("table", "wide") and options is not None:
+        if printing.format in ("table", "wide") and not fleet:
             report = report.with_empty_message(result.not_served)
         else:
             result.warnings.append(result.not_served)
     for message in dict.fromkeys(result.warnings):  # each warning once
         warn(message)
-    if options is not None and not invocation.command.cluster_scoped and options.namespace is not None:
-        report = report.with_empty_message(f"{report.empty_message} in {options.namespace} namespace.")  # as kubectl
+    if not fleet and not invocation.command.cluster_scoped and namespace is not None:
+        report = report.with_empty_message(f"{report.empty_message} in {namespace} namespace.")  # as kubectl
     if invocation.sort_by:
         from kubectl_pvleft.output.templates import sort_rows
 
@@ -131,7 +133,7 @@ def run_fleet(invocation: Invocation) -> int:
             error(message)
         return EXIT_ERROR
     result.report = report
-    return print_and_exit(result, invocation)
+    return print_and_exit(result, invocation, fleet=True)
 
 
 def watch_fleet(invocation: Invocation, contexts: list[str]) -> int:

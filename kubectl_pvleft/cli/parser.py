@@ -433,10 +433,9 @@ def check_combinations(invocation: Invocation) -> None:
     given = {flag.name for flag in declared if invocation.flags.get(flag.dest)}
     for flag in declared:
         if flag.needs == NEEDS_CENSUS and flag.name in given and not invocation.clouds:
-            from kubectl_pvleft.clouds import cloud_modules
+            from kubectl_pvleft.clouds import asking_flags
 
-            asking = ", ".join(cloud.FLAGS[0].name for cloud in cloud_modules())
-            raise UsageError(f"{flag.name} needs {NEEDS_CENSUS} ({asking})")
+            raise UsageError(f"{flag.name} needs {NEEDS_CENSUS} ({', '.join(asking_flags())})")
         if flag.needs and flag.needs != NEEDS_CENSUS and flag.name in given and flag.needs not in given:
             raise UsageError(f"{flag.name} needs {flag.needs}")
     for flag in declared:
@@ -447,11 +446,10 @@ def check_combinations(invocation: Invocation) -> None:
                     raise UsageError(f"{flag.name} {shown(value)!r} is not {flag.what}")
     if invocation.command is SERVE:
         check_serve(invocation)
-    if invocation.watch and census_flags_given(invocation):
-        from kubectl_pvleft.clouds import cloud_modules
+    if invocation.watch and invocation.clouds:
+        from kubectl_pvleft.clouds import asking_flags
 
-        census = ", ".join(cloud.FLAGS[0].name for cloud in cloud_modules())
-        raise UsageError(f"a cloud census ({census}) cannot be used with --watch")
+        raise UsageError(f"a cloud census ({', '.join(asking_flags())}) cannot be used with --watch")
 
 
 # What serve cannot honour: it prints nothing, runs in one context, and watches several kinds (a selector is one
@@ -479,10 +477,3 @@ def check_serve(invocation: Invocation) -> None:
     listen = invocation.flags.get("listen")
     if listen is not None and not 0 <= int(listen.rpartition(":")[2]) < 65536:
         raise UsageError(f"--listen {shown(listen)!r} has no port between 0 and 65535")
-
-
-def census_flags_given(invocation: Invocation) -> list[str]:
-    """The flags that ask for a cloud census (each cloud's first flag), among those given."""
-    from importlib import import_module
-
-    return [import_module(name).FLAGS[0].name for name in invocation.clouds]

@@ -69,6 +69,11 @@ def cloud_modules() -> list[Any]:
     return [import_module(name) for name in CLOUD_MODULES]
 
 
+def asking_flags() -> list[str]:
+    """The flag that asks for each cloud's census (its first), in registry order: what usage errors name."""
+    return [cloud.FLAGS[0].name for cloud in cloud_modules()]
+
+
 def census_flags() -> tuple[Flag, ...]:
     """Every cloud's flags, then the shared ones: what a command a census may join takes."""
     return tuple(flag for cloud in cloud_modules() for flag in cloud.FLAGS) + FLAGS

@@ -49,7 +49,8 @@ class CloudDisk(Struct, frozen=True):
     provenance: Mapping[str, str] = field(default_factory=dict)  # created-for pvc/pv, cluster tags, CSI name
     other_cluster: Optional[bool] = None  # True: tagged for another cluster; None: cannot tell
     iops: Optional[int] = None  # provisioned IOPS, where the disk type bills for them (--cost)
-    throughput: Optional[int] = None  # provisioned throughput in MiB/s, where the type bills for it (--cost)
+    # provisioned throughput, where the type bills for it (--cost): MiB/s; Azure's in MB/s, as ARM and its prices say
+    throughput: Optional[int] = None
     # Intentionally kept (a `pvleft-keep` label on GCE, a `pvleft.io/keep` tag on AWS): the reason, else None.
     kept: Optional[str] = None
     use: Optional[str] = None  # the DISK column's words in the cloud's own terms (Azure: Unattached); None: generic

@@ -1,7 +1,8 @@
 """`--cost`: what each leftover disk bills per month, from the clouds' own price lists or a ``--price-file``.
 
 What every cloud shares lives here: the units (a price is converted to one canonical unit per component:
-GiB-month for capacity, IOPS-month for provisioned IOPS, MiB/s-month for provisioned throughput), the rates and
+GiB-month for capacity, IOPS-month for provisioned IOPS, MiB/s-month for provisioned throughput, disk-month for a
+price per disk whatever its size, as Azure lists its P/E/S tiers), the rates and
 what a disk needs priced, the ``--price-file`` reader (it takes precedence: a line there beats the API), and the
 totals. Each cloud's ``prices`` module says what a disk needs (``needs(disk)``) and reads its price API
 (``open(flags, timeout).rates(needs)``); it is imported only under ``--cost``, and its SDK only inside ``open``.
@@ -26,9 +27,12 @@ T = TypeVar("T")
 Billable = Union[CloudDisk, CloudSnapshot]
 
 CAPACITY, IOPS, THROUGHPUT = "capacity", "iops", "throughput"
+# A disk billed as a whole at its size tier's monthly price (Azure's P10, E20, S30 ...): quantity 1, one disk-month.
+DISK = "disk"
+BASE = (CAPACITY, DISK)  # what a disk that bills is billed for first: by its size, or as a whole
 # The unit every rate is converted to, per component: what a disk's own figures count (sizes in GiB, IOPS,
 # throughput in MiB/s), so a quantity times a rate is the month's price with no further conversion.
-CANONICAL = {CAPACITY: "GiB-month", IOPS: "IOPS-month", THROUGHPUT: "MiBps-month"}
+CANONICAL = {CAPACITY: "GiB-month", IOPS: "IOPS-month", THROUGHPUT: "MiBps-month", DISK: "disk-month"}
 GIB, GB = 2**30, 10**9
 # A unit -> (its component, how many canonical units one of it is). A price per unit divided by that is the
 # price per canonical unit: $0.10 per GB-month (10^9 bytes) is $0.10 / (10^9 / 2^30) = $0.1074 per GiB-month.
@@ -40,6 +44,7 @@ UNITS: dict[str, tuple[str, float]] = {
     "MiBps-month": (THROUGHPUT, 1.0),
     "MBps-month": (THROUGHPUT, 10**6 / 2**20),
     "GiBps-month": (THROUGHPUT, 1024.0),
+    "disk-month": (DISK, 1.0),
 }
 PRICE_FILE = "price file"
 # The price-file and Need types of snapshot storage, in every cloud: what a snapshot bills as, by its tier.
@@ -94,6 +99,7 @@ class Line(Struct, frozen=True):
 
 class MonthlyCost(Struct, frozen=True):
     lines: tuple[Line, ...]
+    excludes: Optional[str] = None  # what the disk also bills that is not in the amount (Azure: transactions)
 
     @property
     def amount(self) -> float:
@@ -108,8 +114,8 @@ class MonthlyCost(Struct, frozen=True):
         return all(line.rate.source == PRICE_FILE for line in self.lines)
 
     def to_json(self) -> dict[str, Any]:
-        first = self.lines[0].rate  # the capacity line: every disk that bills has one, first
-        return {
+        first = self.lines[0].rate  # the capacity (or per-disk) line: every disk that bills has one, first
+        found = {
             "amount": round(self.amount, 6), "currency": self.currency,
             "unit_price": round(first.unit_price, 9), "unit": CANONICAL[self.lines[0].need.component],
             "price_source": first.source, "sku": first.sku, "price_date": first.date,
@@ -120,6 +126,9 @@ class MonthlyCost(Struct, frozen=True):
                 "price_source": line.rate.source, "sku": line.rate.sku, "price_date": line.rate.date,
             } for line in self.lines],
         }
+        if self.excludes:  # only where a cloud says so: the other clouds' JSON is unchanged
+            found["excludes"] = self.excludes
+        return found
 
 
 class Unpriced(Struct, frozen=True):
@@ -204,6 +213,17 @@ class PriceFile(Struct, frozen=True):
                 found = self.rates.get((cloud, need.component, location, need.type, regional))
                 if found is not None:
                     return found
+        return None
+
+    def misfit(self, cloud: str, need: Need) -> Optional[str]:
+        """A line for this disk's type and place whose unit prices another component (a P10 tier per GiB-month,
+        say): it can never price the disk, and a line that silently never applies looks like a price that did."""
+        if need.component not in BASE or self.rate(cloud, need) is not None:
+            return None
+        for (line_cloud, component, location, kind, _), rate in self.rates.items():
+            if (line_cloud, kind) == (cloud, need.type) and location in (need.location, "*") and component != need.component:
+                return (f"{rate.sku} prices {cloud} {need.type} in {location} per {rate.unit}, but a {need.type} "
+                        f"disk bills per {CANONICAL[need.component]}: the line was not used")
         return None
 
 
@@ -323,6 +343,10 @@ def price(flags: Mapping[str, Any], disks: Sequence[Billable], timeout: float,
                 wanted.setdefault(disk.source, {})[disk.handle + AT_MOST] = bound
             continue
         wanted.setdefault(disk.source, {})[disk.handle] = needs
+        for need in needs:
+            misfit = price_file.misfit(disk.source, need) if price_file else None
+            if misfit is not None and misfit not in costing.warnings:
+                costing.warnings.append(misfit)
     from_file: dict[str, dict[tuple[str, str, str, bool], Rate]] = {}
     from_api: dict[str, list[Need]] = {}
     for cloud, by_handle in wanted.items():
@@ -344,6 +368,7 @@ def price(flags: Mapping[str, Any], disks: Sequence[Billable], timeout: float,
         reason = costing.by_handle[handle]
         if isinstance(most, MonthlyCost) and isinstance(reason, Unpriced):
             costing.by_handle[handle] = Unpriced(reason.reason, at_most=most)
+    _add_exclusions(costing, disks, modules)
     for priced in costing.by_handle.values():
         if isinstance(priced, Unpriced) and priced.at_most is not None:
             priced = priced.at_most
@@ -365,7 +390,7 @@ def prices_of(cloud: Any) -> Any:
 def _capacity_priced_by_file(cloud: str, needs: Sequence[Need], price_file: Optional[PriceFile]) -> bool:
     """A disk the price file prices is priced by it alone: its IOPS or throughput are never mixed with another
     currency or list; one the file lacks makes the disk unknown, and says so."""
-    return bool(price_file and any(n.component == CAPACITY and price_file.rate(cloud, n) for n in needs))
+    return bool(price_file and any(n.component in BASE and price_file.rate(cloud, n) for n in needs))
 
 
 def _priced(cloud: str, needs: Sequence[Need], file_rates: Mapping[tuple[str, str, str, bool], Rate],
@@ -425,6 +450,26 @@ def _fetch(flags: Mapping[str, Any], modules: Mapping[str, Any], needs: Mapping[
             found[cloud] = {need.key: f"the {module.NAME} price list could not be read ({failed[cloud]})"
                             for need in needs[cloud]}
     return found
+
+
+def _add_exclusions(costing: Costing, disks: Iterable[Billable], modules: Mapping[str, Any]) -> None:
+    """What a priced disk also bills and the price leaves out (a prices module's optional ``excluded(disk)``): in
+    its JSON, and one warning per reason naming the disks, so a total is never read as the whole bill."""
+    from kubectl_pvleft.text import shown as escaped
+
+    names: dict[str, list[str]] = {}
+    for disk in disks:
+        priced = costing.by_handle.get(disk.handle)
+        if not isinstance(priced, MonthlyCost) or disk.source not in modules:
+            continue
+        excluded = getattr(prices_of(modules[disk.source]), "excluded", None)
+        reason = excluded(disk) if excluded else None
+        if reason:
+            costing.by_handle[disk.handle] = MonthlyCost(priced.lines, reason)
+            names.setdefault(reason, []).append(escaped(disk.name))
+    for reason, which in names.items():
+        shown = ", ".join(which[:5]) + (f" and {len(which) - 5} more" if len(which) > 5 else "")
+        costing.warnings.append(f"monthly cost of {shown} leaves out {reason}")
 
 
 def _source_name(rate: Rate, price_file: Optional[PriceFile]) -> str:

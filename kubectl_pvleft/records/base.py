@@ -75,6 +75,28 @@ class ObjectMeta(Record, frozen=True):
         return self.deletion_timestamp
 
 
+class Object(Record, frozen=True):
+    """A top-level API object: its metadata, and the names every analysis reads from it, said once here."""
+
+    metadata: ObjectMeta = ObjectMeta()
+
+    @property
+    def meta(self) -> ObjectMeta:
+        return self.metadata
+
+    @property
+    def name(self) -> str:
+        return self.metadata.name
+
+    @property
+    def namespace(self) -> str:
+        return self.metadata.namespace or ""  # "" for cluster-scoped objects, as kubectl's NAMESPACE column
+
+    @property
+    def uid(self) -> str:
+        return self.metadata.uid
+
+
 class ObjectRef(Record, frozen=True):
     """A pointer at another object. ``uid`` is the identity; namespace/name is only the human string."""
 

@@ -7,7 +7,7 @@ from typing import Any, Optional
 
 import msgspec
 
-from kubectl_pvleft.records.base import Condition, ObjectMeta, ObjectRef, Record
+from kubectl_pvleft.records.base import Condition, Object, ObjectRef, Record
 
 # -- Pod ----------------------------------------------------------------------------------------------
 
@@ -54,22 +54,9 @@ class ContainerWait(msgspec.Struct, frozen=True):
     message: Optional[str]
 
 
-class Pod(Record, frozen=True):
-    metadata: ObjectMeta = ObjectMeta()
+class Pod(Object, frozen=True):
     spec: PodSpec = PodSpec()
     status: PodStatus = PodStatus()
-
-    @property
-    def meta(self) -> ObjectMeta:
-        return self.metadata
-
-    @property
-    def namespace(self) -> str:
-        return self.metadata.namespace or ""
-
-    @property
-    def name(self) -> str:
-        return self.metadata.name
 
     @property
     def phase(self) -> str:
@@ -137,10 +124,9 @@ class EventSource(Record, frozen=True):
     component: Optional[str] = None
 
 
-class Event(Record, frozen=True):
+class Event(Object, frozen=True):
     """A core/v1 Event (events.k8s.io/v1 writers such as the scheduler fill other fields of the same object)."""
 
-    metadata: ObjectMeta = ObjectMeta()
     involved_object: ObjectRef = ObjectRef()
     reason: str = ""
     wire_message: Optional[str] = msgspec.field(default=None, name="message")
@@ -154,14 +140,6 @@ class Event(Record, frozen=True):
     last_timestamp: Optional[datetime] = None
     event_time: Optional[datetime] = None
     first_timestamp: Optional[datetime] = None
-
-    @property
-    def uid(self) -> str:
-        return self.metadata.uid
-
-    @property
-    def namespace(self) -> Optional[str]:
-        return self.metadata.namespace
 
     @property
     def involved(self) -> ObjectRef:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 from typing import Optional
 
-from kubectl_pvleft.records.base import ObjectMeta, ObjectRef, Record
+from kubectl_pvleft.records.base import Object, ObjectRef, Record
 
 
 class SnapshotError(Record, frozen=True):
@@ -44,18 +44,9 @@ class VolumeSnapshotContentStatus(Record, frozen=True):
     creation_time: Optional[int] = None  # nanoseconds since the epoch, as the storage system reported it
 
 
-class VolumeSnapshotContent(Record, frozen=True):
-    metadata: ObjectMeta = ObjectMeta()
+class VolumeSnapshotContent(Object, frozen=True):
     spec: VolumeSnapshotContentSpec = VolumeSnapshotContentSpec()
     status: VolumeSnapshotContentStatus = VolumeSnapshotContentStatus()
-
-    @property
-    def meta(self) -> ObjectMeta:
-        return self.metadata
-
-    @property
-    def name(self) -> str:
-        return self.metadata.name
 
     @property
     def snapshot_handle(self) -> Optional[str]:
@@ -97,31 +88,14 @@ class VolumeSnapshotStatus(Record, frozen=True):
     error: Optional[SnapshotError] = None
 
 
-class VolumeSnapshot(Record, frozen=True):
-    metadata: ObjectMeta = ObjectMeta()
+class VolumeSnapshot(Object, frozen=True):
     spec: VolumeSnapshotSpec = VolumeSnapshotSpec()
     status: VolumeSnapshotStatus = VolumeSnapshotStatus()
 
-    @property
-    def meta(self) -> ObjectMeta:
-        return self.metadata
 
-    @property
-    def namespace(self) -> str:
-        return self.metadata.namespace or ""
-
-    @property
-    def name(self) -> str:
-        return self.metadata.name
-
-
-class VolumeSnapshotClass(Record, frozen=True):
+class VolumeSnapshotClass(Object, frozen=True):
     """A class: its fields are at the top level, there is no spec."""
 
-    metadata: ObjectMeta = ObjectMeta()
     driver: str = ""
     deletion_policy: str = ""
 
-    @property
-    def name(self) -> str:
-        return self.metadata.name

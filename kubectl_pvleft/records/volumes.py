@@ -8,7 +8,7 @@ from typing import Any, Optional
 
 import msgspec
 
-from kubectl_pvleft.records.base import DEFAULT_CLASS_ANNOTATIONS, Condition, ObjectMeta, ObjectRef, Record, _class_name
+from kubectl_pvleft.records.base import DEFAULT_CLASS_ANNOTATIONS, Condition, Object, ObjectMeta, ObjectRef, Record, _class_name
 
 # -- PersistentVolume ---------------------------------------------------------------------------------
 
@@ -97,18 +97,9 @@ class PersistentVolumeStatus(Record, frozen=True):
     last_phase_transition_time: Optional[datetime] = None
 
 
-class PersistentVolume(Record, frozen=True):
-    metadata: ObjectMeta = ObjectMeta()
+class PersistentVolume(Object, frozen=True):
     spec: PersistentVolumeSpec = PersistentVolumeSpec()
     status: PersistentVolumeStatus = PersistentVolumeStatus()
-
-    @property
-    def meta(self) -> ObjectMeta:
-        return self.metadata
-
-    @property
-    def name(self) -> str:
-        return self.metadata.name
 
     @property
     def phase(self) -> str:
@@ -189,32 +180,12 @@ class PersistentVolume(Record, frozen=True):
         return zones.pop() if len(zones) == 1 else None
 
 
-class ClaimIdentity(Record, frozen=True):
+class ClaimIdentity(Object, frozen=True):
     """What a metadata-only PVC list gives: enough to say whether a claimRef still points at a live claim."""
 
-    metadata: ObjectMeta = ObjectMeta()
 
-    @property
-    def namespace(self) -> str:
-        return self.metadata.namespace or ""
-
-    @property
-    def name(self) -> str:
-        return self.metadata.name
-
-    @property
-    def uid(self) -> str:
-        return self.metadata.uid
-
-
-class Named(Record, frozen=True):
+class Named(Object, frozen=True):
     """Any object read for its name alone (CSIDrivers, Namespaces: metadata-only lists)."""
-
-    metadata: ObjectMeta = ObjectMeta()
-
-    @property
-    def name(self) -> str:
-        return self.metadata.name
 
 
 # -- PersistentVolumeClaim ----------------------------------------------------------------------------
@@ -293,7 +264,7 @@ class ClaimMeta(ObjectMeta, frozen=True):
         return max(times) if times else None
 
 
-class PersistentVolumeClaim(Record, frozen=True):
+class PersistentVolumeClaim(Object, frozen=True):
     metadata: ClaimMeta = ClaimMeta()
     spec: ClaimSpec = ClaimSpec()
     status: ClaimStatus = ClaimStatus()
@@ -301,14 +272,6 @@ class PersistentVolumeClaim(Record, frozen=True):
     @property
     def meta(self) -> ClaimMeta:
         return self.metadata
-
-    @property
-    def namespace(self) -> str:
-        return self.metadata.namespace or ""
-
-    @property
-    def name(self) -> str:
-        return self.metadata.name
 
     @property
     def key(self) -> str:
@@ -379,21 +342,12 @@ class PersistentVolumeClaim(Record, frozen=True):
 
 # -- StorageClass -------------------------------------------------------------------------------------
 
-class StorageClass(Record, frozen=True):
-    metadata: ObjectMeta = ObjectMeta()
+class StorageClass(Object, frozen=True):
     provisioner: str = ""
     # Both have API defaults; an object without them predates the defaulting.
     reclaim_policy: str = "Delete"
     volume_binding_mode: str = "Immediate"
     allow_volume_expansion: Optional[bool] = None
-
-    @property
-    def meta(self) -> ObjectMeta:
-        return self.metadata
-
-    @property
-    def name(self) -> str:
-        return self.metadata.name
 
     @property
     def is_default(self) -> bool:
@@ -416,8 +370,7 @@ class VolumeAttachmentStatus(Record, frozen=True):
     attached: bool = False
 
 
-class VolumeAttachment(Record, frozen=True):
-    metadata: ObjectMeta = ObjectMeta()
+class VolumeAttachment(Object, frozen=True):
     spec: VolumeAttachmentSpec = VolumeAttachmentSpec()
     status: VolumeAttachmentStatus = VolumeAttachmentStatus()
 

@@ -29,9 +29,10 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 import yaml
 
@@ -121,13 +122,13 @@ def binaries_present() -> bool:
 def build(log: Path | None = None) -> None:
     """Run build.sh (a no-op when the binaries are up to date). Raises with the output tail on failure."""
     if log is None:
-        res = subprocess.run(["bash", str(BUILD_SH)])
+        res = subprocess.run(["bash", str(BUILD_SH)], check=False)
         if res.returncode != 0:
             raise ControlPlaneError(f"{BUILD_SH} failed with rc={res.returncode}")
         return
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("wb") as out:
-        res = subprocess.run(["bash", str(BUILD_SH)], stdout=out, stderr=subprocess.STDOUT)
+        res = subprocess.run(["bash", str(BUILD_SH)], stdout=out, stderr=subprocess.STDOUT, check=False)
     if res.returncode != 0:
         raise ControlPlaneError(f"{BUILD_SH} failed with rc={res.returncode}; log {log}:\n{_tail(log)}")
 
@@ -217,7 +218,7 @@ class ControlPlane:
     ) -> subprocess.CompletedProcess[str]:
         """Run the real kubectl as one of the USERS."""
         cmd = ["kubectl", "--kubeconfig", str(self.kubeconfig(kubeconfig)), *args]
-        res = subprocess.run(cmd, input=input, capture_output=True, text=True, timeout=timeout)
+        res = subprocess.run(cmd, input=input, capture_output=True, text=True, timeout=timeout, check=False)
         if check and res.returncode != 0:
             raise KubectlError(res.returncode, cmd, res.stdout, res.stderr)
         return res
@@ -382,7 +383,7 @@ class ControlPlane:
 
     @staticmethod
     def _run(cmd: list[str]) -> None:
-        res = subprocess.run(cmd, capture_output=True, text=True)
+        res = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if res.returncode != 0:
             raise ControlPlaneError(f"{' '.join(cmd)} failed:\n{res.stderr}")
 
@@ -505,7 +506,7 @@ class ControlPlane:
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 start_new_session=self._detach,
-                preexec_fn=None if self._detach else _die_with_parent,
+                preexec_fn=None if self._detach else _die_with_parent,  # noqa: PLW1509 (PDEATHSIG has no other way in)
             )
         self._procs[name] = _Proc(name, argv, popen.pid, popen)
         self._write_pids()

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 from controlplane import ControlPlane
 from scenarios import apply, claim, get, host_path_pv, namespace, storage_class, wait_for, wait_pv_phase

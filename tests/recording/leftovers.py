@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from controlplane import ControlPlane
-from scenarios import (apply, claim, delete_claim, get, host_path_pv, namespace, seed_mariadb, wait_pv_phase)
+from scenarios import apply, claim, delete_claim, get, host_path_pv, namespace, seed_mariadb, wait_pv_phase
 
 METADATA_ONLY = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
 

@@ -15,13 +15,14 @@ import json
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, Any, Optional
+from typing import Any, Optional
 
 import yaml
 
-from kubectl_pvleft.kube.api import PODS, KubeAPI
 from kubectl_pvleft.errors import Expired
+from kubectl_pvleft.kube.api import PODS, KubeAPI
 from kubectl_pvleft.kube.kubeconfig import Selection, load_connection
 from scenarios import wait_for
 

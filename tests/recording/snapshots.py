@@ -47,7 +47,7 @@ def install_crds(cp: ControlPlane) -> None:
     cp.kubectl("wait", "--for=condition=Established", "--timeout=60s",
                *(f"crd/{name}.{GROUP}" for name in CRD_NAMES))
     for name in CRD_NAMES:
-        wait_for(f"{API}/{name} to be served", lambda: cp.api("GET", f"{API}/{name}")[0] == 200)
+        wait_for(f"{API}/{name} to be served", lambda name=name: cp.api("GET", f"{API}/{name}")[0] == 200)
 
 
 def snapshot_class(name: str, driver: str, policy: str = "Retain") -> dict[str, Any]:

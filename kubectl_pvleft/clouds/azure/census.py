@@ -43,6 +43,8 @@ PROVENANCE_TAGS = (
 # Tags that name a cluster: cloud-provider-azure's cluster-name tags and AKS's managed-cluster tag (a StorageClass's
 # `tags` parameter can write any of them).
 CLUSTER_NAME_TAGS = ("k8s-azure-cluster-name", "kubernetes-cluster-name", "aks-managed-cluster-name")
+# The disk SKUs billed for their provisioned IOPS and throughput (the census keeps them for --cost).
+PROVISIONED_SKUS = frozenset({"PremiumV2_LRS", "UltraSSD_LRS"})
 CALL_TIMEOUT = 60.0  # seconds per request
 RETRIES = 3  # azure-core's default is 10, each honouring Retry-After (a 429's)
 
@@ -117,6 +119,8 @@ def disk_record(disk: Mapping[str, Any], cluster_name: Optional[str]) -> CloudDi
     zones = [z for z in disk.get("zones") or () if z]
     location = str(disk.get("location") or "")
     state = properties.get("diskState")
+    sku = (disk.get("sku") or {}).get("name")
+    provisioned = sku in PROVISIONED_SKUS  # only these bill for the IOPS and throughput they were given
     return CloudDisk(
         source=SOURCE,
         handle=disk["id"],
@@ -124,7 +128,7 @@ def disk_record(disk: Mapping[str, Any], cluster_name: Optional[str]) -> CloudDi
         # As Kubernetes labels it (topology.kubernetes.io/zone=eastus-1): the region, and the zone when it has one.
         location=f"{location}-{zones[0]}" if len(zones) == 1 else location,
         size_gb=properties.get("diskSizeGB"),
-        type=(disk.get("sku") or {}).get("name"),
+        type=sku,
         created=parse_time(properties.get("timeCreated")),
         state=state,
         users=users,
@@ -132,7 +136,16 @@ def disk_record(disk: Mapping[str, Any], cluster_name: Optional[str]) -> CloudDi
         other_cluster=other_cluster(tags, cluster_name),
         use=use_words(state, users),
         kept=(tags[KEEP_TAG].strip() or "(no reason given)") if KEEP_TAG in tags else None,
+        iops=_count(properties.get("diskIOPSReadWrite")) if provisioned else None,
+        # ARM's diskMBpsReadWrite is in MB/s ("powers of 10", its description says), kept as ARM says it: the
+        # prices module converts, as Azure lists throughput per MB/s.
+        throughput=_count(properties.get("diskMBpsReadWrite")) if provisioned else None,
     )
+
+
+def _count(value: Any) -> Optional[int]:
+    """An int64 ARM sends as a JSON number; anything else is unknown, never 0."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
 def use_words(state: Optional[str], users: tuple[str, ...]) -> str:

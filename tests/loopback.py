@@ -1,0 +1,125 @@
+"""A test server on a free loopback port, run the same way by every fake: the cloud APIs' local servers, the price
+lists, the IdP and the scripted API server. Each fake says only how it answers (a ``Request`` in, a ``Reply``
+out); this module owns the rest: the port, plain HTTP or TLS with the tests' CA, reading the body, writing the
+headers, a quiet log, and a short poll so that stopping does not wait half a second."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Optional, TypeVar
+from urllib.parse import parse_qs, urlsplit
+
+
+@dataclass(frozen=True)
+class Request:
+    method: str
+    target: str  # as sent: the path and its query
+    headers: Mapping[str, str]  # names in lower case
+    body: bytes
+
+    @property
+    def path(self) -> str:
+        return urlsplit(self.target).path
+
+    @property
+    def params(self) -> dict[str, list[str]]:
+        """Every value of every query parameter, blank ones kept."""
+        return parse_qs(urlsplit(self.target).query, keep_blank_values=True)
+
+    @property
+    def query(self) -> dict[str, str]:
+        """The query with one value per parameter (the last, as Go's and Google's servers take it)."""
+        return {name: values[-1] for name, values in self.params.items()}
+
+    def json(self) -> Any:
+        return json.loads(self.body or b"null")
+
+
+@dataclass(frozen=True)
+class Reply:
+    status: int
+    body: bytes = b""
+    content_type: Optional[str] = "application/json"
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+def json_reply(status: int, doc: Any, content_type: str = "application/json", **headers: str) -> Reply:
+    return Reply(status, json.dumps(doc).encode(), content_type, headers)
+
+
+Self = TypeVar("Self", bound="LoopbackFake")
+
+
+class LoopbackFake:
+    """The base of every fake: a subclass says how it answers (``serve``), whether it speaks TLS with the tests'
+    own CA (``tls``, see tls_material) and whether it keeps connections open (``http11``, as a real server does
+    for Go's and Python's clients); ``with Fake() as fake:`` or start()/stop() runs it on a free loopback port."""
+
+    tls = False
+    http11 = False
+    _server: Optional[ThreadingHTTPServer] = None
+
+    def serve(self, request: Request) -> Reply:
+        raise NotImplementedError
+
+    @property
+    def port(self) -> int:
+        assert self._server is not None, "start() first"
+        return int(self._server.server_address[1])
+
+    @property
+    def endpoint(self) -> str:
+        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}"
+
+    def start(self: Self) -> Self:
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self.serve, self.http11))
+        self._server.daemon_threads = True
+        if self.tls:
+            import tls_material
+
+            self._server.socket = tls_material.server_context().wrap_socket(self._server.socket, server_side=True)
+        # shutdown() returns when serve_forever next polls: at its default 0.5 s that was most of a short test.
+        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def __enter__(self: Self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _handler(serve: Callable[[Request], Reply], http11: bool) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1" if http11 else "HTTP/1.0"
+
+        def _serve(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length) if length else b""
+            headers = {name.lower(): value for name, value in self.headers.items()}
+            reply = serve(Request(self.command, self.path, headers, body))
+            self.send_response(reply.status)
+            if reply.content_type is not None:
+                self.send_header("Content-Type", reply.content_type)
+            for name, value in reply.headers.items():
+                self.send_header(name, value)
+            self.send_header("Content-Length", str(len(reply.body)))
+            self.end_headers()
+            self.wfile.write(reply.body)
+
+        do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _serve
+
+        def log_message(self, *args: Any) -> None:  # quiet: each fake keeps its own record of what it was asked
+            pass
+
+    return Handler
