@@ -82,9 +82,10 @@ class Flag(_Frozen):
 
 
 class Command(_Frozen):
-    __slots__ = ("census", "flags", "kind", "module", "name", "selector_help", "summary")
+    __slots__ = ("census", "census_help", "flags", "kind", "module", "name", "selector_help", "summary")
     _default_flags = ()
     _default_census = False  # a cloud census may join it (the clouds' flags are its flags)
+    _default_census_help = "cloud disks beside the PVs"  # what the census adds, as the help's flag group says
 
     name: str
     summary: str
@@ -93,6 +94,7 @@ class Command(_Frozen):
     kind: str  # the plural of the kind it lists, a key of kube.api.KINDS
     selector_help: str
     census: bool
+    census_help: str
 
     def load(self) -> Any:
         from importlib import import_module
@@ -150,7 +152,8 @@ COMMANDS = (
                                     "younger ones too)"),
                    OLDER_THAN.replace(help="only contents created longer ago than this (e.g. 7d, 36h)"),
                    EXCLUDE_NAMESPACE.replace(help="leave out contents whose VolumeSnapshot is in this namespace "
-                                                  "(repeatable; glob patterns such as 'kube-*')"))),
+                                                  "(repeatable; glob patterns such as 'kube-*')")), census=True,
+            census_help="cloud snapshots beside the contents"),
 )
 COMMANDS_BY_NAME = {command.name: command for command in COMMANDS}
 
@@ -253,7 +256,7 @@ class Invocation(_Frozen):
                        show_all=self.shows_all, drift=bool(self.flags.get("drift")),
                        flags=self.flags, clouds=self.clouds, request_timeout=self.request_timeout,
                        older_than=self.flags.get(OLDER_THAN.dest),
-                       exclude_namespaces=tuple(self.flags.get(EXCLUDE_NAMESPACE.dest) or ()))
+                       exclude_namespaces=tuple(self.flags.get(EXCLUDE_NAMESPACE.dest) or ()), names=self.names)
 
     def print_options(self) -> PrintOptions:
         from kubectl_pvleft.output.report import PrintOptions
@@ -275,6 +278,7 @@ class Options(_Frozen):
         "field_selector",
         "flags",
         "label_selector",
+        "names",
         "namespace",
         "older_than",
         "request_timeout",
@@ -285,6 +289,7 @@ class Options(_Frozen):
     _default_flags: Mapping[str, Any] = {}
     _default_clouds = ()
     _default_exclude_namespaces = ()
+    _default_names = ()
 
     namespace: Optional[str]
     all_namespaces: bool
@@ -295,6 +300,7 @@ class Options(_Frozen):
     drift: bool
     flags: Mapping[str, Any]  # the clouds' flags by dest, for the census
     clouds: tuple[str, ...]  # the cloud modules whose census the flags ask for
+    names: tuple[str, ...]  # positional NAMEs: the CLI narrows the rows to them; a cloud looks up only theirs
     request_timeout: Optional[float]
     older_than: Optional[float]  # seconds: younger rows are not findings (None: no threshold)
     exclude_namespaces: tuple[str, ...]  # glob patterns of namespaces left out

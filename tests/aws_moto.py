@@ -175,9 +175,13 @@ def _ec2_error(code: str, message: str, status: int) -> tuple[int, bytes]:
 class PagingProxy(_Server):
     """EC2's DescribeVolumes pagination in front of moto, which ignores MaxResults."""
 
-    def __init__(self, moto: MotoServer) -> None:
+    def __init__(self, moto: MotoServer, snapshot_page: Optional[int] = None) -> None:
         self.moto = moto
         self.describe_requests: list[dict[str, str]] = []
+        # DescribeSnapshots by id: EC2 may answer in pages (a NextToken) even when no MaxResults was sent; with
+        # snapshot_page set, moto's answer is cut into pages of that many, to prove the reader follows them.
+        self.snapshot_page = snapshot_page
+        self.snapshot_requests: list[dict[str, str]] = []
         super().__init__(_PagingHandler)
 
 
@@ -196,6 +200,10 @@ class _PagingHandler(_QuietHandler):
         if form.get("Action") == "DescribeVolumes" and status == 200:
             proxy.describe_requests.append(form)
             status, payload = self._page(form, payload)
+        if form.get("Action") == "DescribeSnapshots" and status == 200 and proxy.snapshot_page:
+            proxy.snapshot_requests.append(form)
+            status, payload = self._page({**form, "MaxResults": str(proxy.snapshot_page)}, payload, "snapshotSet",
+                                         minimum=1)
         self.send_response(status)
         self.send_header("Content-Type", "text/xml")
         self.send_header("Content-Length", str(len(payload)))
@@ -203,18 +211,19 @@ class _PagingHandler(_QuietHandler):
         self.wfile.write(payload)
 
     @staticmethod
-    def _page(form: dict[str, str], payload: bytes) -> tuple[int, bytes]:
+    def _page(form: dict[str, str], payload: bytes, items_set: str = "volumeSet",
+              minimum: int = 5) -> tuple[int, bytes]:
         if "MaxResults" not in form:
             return 200, payload
         limit = int(form["MaxResults"])
-        if limit < 5 or limit > 1000:
+        if limit < minimum or limit > 1000:
             return _ec2_error("InvalidParameterValue", f"Value ( {limit} ) for parameter maxResults is invalid. "
                               "Expecting a value between 5 and 1000.", 400)
         start = int(base64.urlsafe_b64decode(form["NextToken"]).decode()) if form.get("NextToken") else 0
         root = ET.fromstring(payload)
         namespace = root.tag[:root.tag.index("}") + 1] if root.tag.startswith("{") else ""
         ET.register_namespace("", namespace.strip("{}"))
-        volume_set = root.find(f"{namespace}volumeSet")
+        volume_set = root.find(f"{namespace}{items_set}")
         assert volume_set is not None, payload[:500]
         items = list(volume_set)
         for item in items:

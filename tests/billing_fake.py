@@ -104,8 +104,9 @@ def money(amount: float, currency: str = "USD") -> dict[str, Any]:
 def sku(sku_id: str, description: str, regions: Iterable[str], price: float, *, usage_unit: str = "GiBy.mo",
         unit_description: str = "gibibyte month", tiers: Optional[list[tuple[float, float]]] = None,
         resource_group: str = "SSD", usage_type: str = "OnDemand", currency: str = "USD",
-        effective: str = EFFECTIVE) -> dict[str, Any]:
-    """A Sku resource as the catalog returns it (one pricingInfo, the newest)."""
+        effective: str = EFFECTIVE, geo: Optional[tuple[str, list[str]]] = None) -> dict[str, Any]:
+    """A Sku resource as the catalog returns it (one pricingInfo, the newest). ``geo``: its geoTaxonomy (type,
+    regions) when not the service regions' own (a multi-region's SKU is served as "us" and spans regions)."""
     regions = list(regions)
     rates = tiers if tiers is not None else [(0.0, price)]
     return {
@@ -131,7 +132,8 @@ def sku(sku_id: str, description: str, regions: Iterable[str], price: float, *, 
             "effectiveTime": effective,
         }],
         "serviceProviderName": "Google",
-        "geoTaxonomy": {"type": "REGIONAL" if len(regions) == 1 else "MULTI_REGIONAL", "regions": regions},
+        "geoTaxonomy": ({"type": geo[0], "regions": geo[1]} if geo else
+                        {"type": "REGIONAL" if len(regions) == 1 else "MULTI_REGIONAL", "regions": regions}),
     }
 
 
@@ -234,3 +236,23 @@ def compute_skus() -> list[dict[str, Any]]:
         add("SNAP", "Storage PD Snapshot", 0.05, resource_group="PDSnapshot")
         add("CUD", "Commitment v1: SSD backed PD Capacity", 0.09, usage_type="Commit1Yr")
     return found
+
+
+US_REGIONS = ["us-central1", "us-east1", "us-east4", "us-west1"]
+
+
+def snapshot_skus() -> list[dict[str, Any]]:
+    """Snapshot storage SKUs beside compute_skus()'s regional ones ("Storage PD Snapshot" in us-central1 and
+    europe-west1): the US multi-region's (served as "us", spanning its regions, as Google lists a multi-region's
+    SKU) and archive snapshots', in a region and in the multi-region; and the archive tier's retrieval, per GiB
+    (not storage), which the matcher must pass over."""
+    return [
+        sku("SNAP-US", "Storage PD Snapshot in US", ["us"], 0.065, resource_group="PDSnapshot",
+            geo=("MULTI_REGIONAL", US_REGIONS)),
+        sku("ARCH-us-central1", "Storage PD Archive Snapshot in Iowa", ["us-central1"], 0.019,
+            resource_group="PDSnapshot"),
+        sku("ARCH-US", "Storage PD Archive Snapshot in US", ["us"], 0.024, resource_group="PDSnapshot",
+            geo=("MULTI_REGIONAL", US_REGIONS)),
+        sku("ARCH-READ-US", "Archive Snapshot Data Retrieval in US", ["us"], 0.024, usage_unit="GiBy",
+            unit_description="gibibyte", resource_group="PDSnapshot", geo=("MULTI_REGIONAL", US_REGIONS)),
+    ]

@@ -1,6 +1,7 @@
 """A local Compute Engine for the disk census: the REST paths google-cloud-compute calls, nothing more.
 
-It answers ``disks.aggregatedList``, ``disks.list`` and ``regionDisks.list`` with Google's shapes (disk URLs
+It answers ``disks.aggregatedList``, ``disks.list`` and ``regionDisks.list`` (and ``snapshots.get``, for
+``snapshots --project``: the snapshot, or Google's 404 for one that does not exist) with Google's shapes (disk URLs
 on www.googleapis.com, int64 as strings, empty scopes carrying a NO_RESULTS_ON_PAGE warning), pages of at
 most ``page_size`` items chained by ``nextPageToken``, and Google's error body for a 403 and an unknown
 project. Every request is matched to the method the discovery document declares for its path and every
@@ -68,6 +69,35 @@ def gce_disk(project: str, name: str, *, zone: Optional[str] = None, region: Opt
     return disk
 
 
+def gce_snapshot(project: str, name: str, *, storage_bytes: Optional[int] = 1610612736,
+                 locations: Iterable[str] = ("us",), snapshot_type: str = "STANDARD", disk_size_gb: int = 100,
+                 source_disk: str = "pvc-data", zone: str = "us-central1-a", status: str = "READY",
+                 storage_bytes_status: Optional[str] = "UP_TO_DATE",
+                 created: str = "2026-09-14T02:00:07.118-07:00") -> dict[str, Any]:
+    """A Snapshot resource as ``snapshots.get`` returns it: ``storageBytes`` (what it stores, what bills) apart from
+    ``diskSizeGb`` (its disk's size); ``storageBytes`` is absent while it is being created."""
+    snapshot: dict[str, Any] = {
+        "kind": "compute#snapshot",
+        "id": str(abs(hash((project, name))) % 10**19),
+        "creationTimestamp": created,
+        "name": name,
+        "status": status,
+        "sourceDisk": f"{SELF_LINK}projects/{project}/zones/{zone}/disks/{source_disk}",
+        "sourceDiskId": "4469427891123456789",
+        "diskSizeGb": str(disk_size_gb),
+        "storageLocations": list(locations),
+        "snapshotType": snapshot_type,
+        "selfLink": f"{SELF_LINK}projects/{project}/global/snapshots/{name}",
+        "labelFingerprint": "42WmSpB8rSM=",
+        "architecture": "X86_64",
+    }
+    if storage_bytes is not None:
+        snapshot["storageBytes"] = str(storage_bytes)
+    if storage_bytes_status is not None:
+        snapshot["storageBytesStatus"] = storage_bytes_status
+    return snapshot
+
+
 def _error(code: int, message: str, reason: str) -> dict[str, Any]:
     return {"error": {"code": code, "message": message,
                       "errors": [{"message": message, "domain": "global", "reason": reason}]}}
@@ -83,6 +113,8 @@ class FakeCompute:
         self.forbidden: set[str] = set()  # projects where the caller lacks compute.disks.list
         self.unreachable: dict[str, set[str]] = {}  # project -> scopes Google reports in `unreachables`
         self.numbers: dict[str, str] = {}  # project number -> project ID: Google answers either, links say the ID
+        self.snapshots: dict[str, dict[str, dict[str, Any]]] = {}  # project -> name -> Snapshot
+        self.snapshots_forbidden: set[str] = set()  # projects where the caller lacks compute.snapshots.get
         self.requests: list[tuple[str, str, dict[str, str]]] = []  # (HTTP method, path, query)
         self.drift: list[str] = []
         self._server: Optional[ThreadingHTTPServer] = None
@@ -98,6 +130,12 @@ class FakeCompute:
         self.projects[project].append(disk)
         self.scopes[project].add(self._scope(disk))
         return disk
+
+    def add_snapshot(self, snapshot: dict[str, Any]) -> dict[str, Any]:
+        project = snapshot["selfLink"][len(SELF_LINK):].split("/")[1]
+        self.add_project(project, zones=(), regions=())
+        self.snapshots.setdefault(project, {})[snapshot["name"]] = snapshot
+        return snapshot
 
     @staticmethod
     def _scope(disk: dict[str, Any]) -> str:
@@ -165,6 +203,8 @@ class FakeCompute:
         project = self.numbers.get(params["project"], params["project"])
         if project not in self.projects:
             return 404, _error(404, f"The resource 'projects/{project}' was not found", "notFound")
+        if method_id == "compute.snapshots.get":
+            return self._snapshot(project, params["snapshot"])
         if project in self.forbidden:
             return 403, _error(403, f"Required 'compute.disks.list' permission for 'projects/{project}'",
                                "forbidden")
@@ -202,6 +242,21 @@ class FakeCompute:
             self.drift.append(str(exc))
             return 500, _error(500, f"drift: {exc}", "backendError")
         return 200, body
+
+    def _snapshot(self, project: str, name: str) -> tuple[int, Any]:
+        if project in self.snapshots_forbidden:
+            return 403, _error(403, f"Required 'compute.snapshots.get' permission for "
+                                    f"'projects/{project}/global/snapshots/{name}'", "forbidden")
+        snapshot = self.snapshots.get(project, {}).get(name)
+        if snapshot is None:
+            return 404, _error(404, f"The resource 'projects/{project}/global/snapshots/{name}' was not found",
+                               "notFound")
+        try:
+            gce_discovery.check_response("compute.snapshots.get", snapshot)
+        except gce_discovery.Drift as exc:
+            self.drift.append(str(exc))
+            return 500, _error(500, f"drift: {exc}", "backendError")
+        return 200, snapshot
 
     def _scoped(self, project: str, page: list[dict[str, Any]]) -> dict[str, Any]:
         items: dict[str, Any] = {}

@@ -105,6 +105,40 @@ def product(region: str, volume_type: str, component: str, prices: list[tuple[st
     }
 
 
+def snapshot_product(region: str, usage: str, unit: str, price: str, sku: str) -> dict[str, Any]:
+    """One "Storage Snapshot" entry: no volumeApiName (a snapshot has no volume type), its usagetype the tier."""
+    offer = "JRTCKXETXF"
+    code = f"{sku}.{offer}.6YS6EN2CT7"
+    return {
+        "product": {"productFamily": "Storage Snapshot", "sku": sku, "attributes": {
+            "servicecode": "AmazonEC2", "location": REGION_NAMES[region], "locationType": "AWS Region",
+            "regionCode": region, "usagetype": f"{PREFIX[region]}{usage}", "storageMedia": "Amazon S3",
+            "operation": "", "servicename": "Amazon Elastic Compute Cloud"}},
+        "serviceCode": "AmazonEC2",
+        "terms": {"OnDemand": {f"{sku}.{offer}": {
+            "priceDimensions": {code: {"rateCode": code, "description": f"${price} per {unit} of snapshot data",
+                                       "beginRange": "0", "endRange": "Inf", "unit": unit,
+                                       "pricePerUnit": {"USD": price}, "appliesTo": []}},
+            "sku": sku, "effectiveDate": "2026-11-01T00:00:00Z", "offerTermCode": offer, "termAttributes": {}}}},
+        "version": "20261120194152",
+        "publicationDate": PUBLISHED,
+    }
+
+
+def snapshot_products() -> list[dict[str, Any]]:
+    """Per region: standard and archive snapshot storage (per GB-Mo), and what the matcher must pass over: the
+    archive tier's retrieval (per GB) and the Outposts variant of snapshot storage."""
+    found = []
+    for region, factor in (("us-east-1", 1.0), ("eu-west-1", 1.1)):
+        tag = region.replace("-", "").upper()
+        for usage, unit, price in (("EBS:SnapshotUsage", "GB-Mo", 0.05), ("EBS:SnapshotArchiveStorage", "GB-Mo", 0.0125),
+                                   ("EBS:SnapshotArchiveRetrieval", "GB", 0.03),
+                                   ("EBS:SnapshotUsage.outposts", "GB-Mo", 0.027)):
+            sku = f"SNAP{usage.split(':')[1].replace('.', '').upper()}{tag}"
+            found.append(snapshot_product(region, usage, unit, f"{price * factor:.10f}", sku))
+    return found
+
+
 def ebs_products() -> list[dict[str, Any]]:
     found = []
     for region, factor in (("us-east-1", 1.0), ("eu-west-1", 1.1)):

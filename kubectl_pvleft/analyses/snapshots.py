@@ -14,6 +14,10 @@ A content annotated ``pvleft.io/keep`` is intentionally kept: shown with --all, 
 ``--older-than`` counts a content's findings only once it was created that long ago (when its VolumeSnapshot went
 away is not recorded anywhere); ``--exclude-namespace`` leaves out contents whose VolumeSnapshot is in those
 namespaces.
+
+With a cloud's flags (``--project``, ``--aws-region``), the snapshot behind each content a row shows is looked up
+in its cloud (clouds/snapshot_census.py): a CLOUD SNAPSHOT column, a table of the snapshots the cloud says are
+gone, and with ``--cost`` what each bills per month and the totals.
 """
 
 from __future__ import annotations
@@ -31,7 +35,8 @@ from kubectl_pvleft.kube.api import VOLUME_SNAPSHOT_CLASSES, VOLUME_SNAPSHOT_CON
 from kubectl_pvleft.output.report import Column, Report, actionable, age, utcnow
 from kubectl_pvleft.records import Absent, VolumeSnapshot, VolumeSnapshotClass, VolumeSnapshotContent, iso
 
-if TYPE_CHECKING:  # --watch alone needs the watch runtime: imported in follow()
+if TYPE_CHECKING:  # --watch alone needs the watch runtime: imported in follow(); a cloud, only with its flags
+    from kubectl_pvleft.clouds.snapshot_census import SnapshotOutcome, Wanted
     from kubectl_pvleft.kube.watch import Follow, Stores
 
 T = TypeVar("T")
@@ -232,15 +237,40 @@ def snapshot_namespace(options: Options) -> Optional[str]:
 
 
 def run(api: Reader, options: Options) -> Result:
+    prices = None
+    if options.clouds:
+        from kubectl_pvleft.clouds import snapshot_census
+
+        prices = snapshot_census.price_file(options)  # a bad --price-file stops the run before any request
     result = census(api, include_all=options.show_all, snapshot_namespace=snapshot_namespace(options),
                     label_selector=options.label_selector, field_selector=options.field_selector,
                     older_than=options.older_than, excluded=options.excluded)
     if result is None:
         return not_served()
-    report_ = report(result, show_kept=options.show_all)
+    if not options.clouds:
+        return Result(_shown(report(result, show_kept=options.show_all), options), result.finding_count,
+                      result.warnings)
+    # Only the rows that will be shown: with NAMEs, the CLI keeps theirs, so the cloud is asked about them alone.
+    wanted = [wanted_of(row) for row in result.rows if not options.names or row.content.name in options.names]
+    taken = snapshot_census.take(options, wanted, prices)
+    looked = taken if taken.taken or taken.errors else None  # no cloud looks up snapshots: no column to show
+    return Result(_shown(report(result, show_kept=options.show_all, cloud=looked), options),
+                  result.finding_count + len(taken.findings), result.warnings + taken.warnings,
+                  partial=bool(taken.errors), sections=snapshot_census.sections(taken, wanted), errors=taken.errors)
+
+
+def _shown(report_: Report[ContentRow], options: Options) -> Report[ContentRow]:
     if not options.show_all:  # healthy contents may exist: say what was looked for
-        report_ = report_.with_empty_message("No VolumeSnapshotContents with findings")
-    return Result(report_, result.finding_count, result.warnings)
+        return report_.with_empty_message("No VolumeSnapshotContents with findings")
+    return report_
+
+
+def wanted_of(row: ContentRow) -> Wanted:
+    """What a cloud needs of a row: the content, its driver and handle, and its findings for the totals."""
+    from kubectl_pvleft.clouds.snapshot_census import Wanted
+
+    return Wanted(row.content.name, row.content.spec.driver or None, row.content.snapshot_handle,
+                  ",".join(f.kind for f in row.findings) or "no-finding", counted=row.counted > 0)
 
 
 def not_served() -> Result:
@@ -290,11 +320,11 @@ def _bool(value: Optional[bool]) -> Optional[str]:
     return None if value is None else str(value).lower()
 
 
-def to_json(row: ContentRow) -> dict[str, Any]:
+def to_json(row: ContentRow, cloud: Optional[SnapshotOutcome] = None) -> dict[str, Any]:
     c = row.content
     ref = c.snapshot_ref
     error = c.status.error
-    return {
+    doc = {
         "name": c.name,
         "uid": c.meta.uid,
         "ready_to_use": c.status.ready_to_use,
@@ -326,9 +356,15 @@ def to_json(row: ContentRow) -> dict[str, Any]:
         "kept": row.kept,
         "counted": row.counted,
     }
+    if cloud is not None:  # a cloud looked: the snapshot behind the content, as that client saw it
+        from kubectl_pvleft.clouds.snapshot_census import to_json as cloud_json
+
+        doc.update(cloud_json(cloud, c.name))
+    return doc
 
 
-def report(result: SnapshotCensus, now: Optional[datetime] = None, show_kept: bool = False) -> Report[ContentRow]:
+def report(result: SnapshotCensus, now: Optional[datetime] = None, show_kept: bool = False,
+           cloud: Optional[SnapshotOutcome] = None) -> Report[ContentRow]:
     columns: list[Column[ContentRow]] = [
         Column("NAME", lambda r: r.content.name),
         # kubectl get volumesnapshotcontent leaves these blank until the driver reports them; so do we.
@@ -346,9 +382,17 @@ def report(result: SnapshotCensus, now: Optional[datetime] = None, show_kept: bo
         Column("SOURCE VOLUME", lambda r: r.content.spec.source.volume_handle, wide_only=True),
         Column("ERROR", lambda r: r.content.status.error.message if r.content.status.error else None, wide_only=True),
     ]
+    if cloud is not None:
+        from kubectl_pvleft.clouds.snapshot_census import summary
+
+        columns.insert(10, Column("CLOUD SNAPSHOT", lambda r: summary(cloud.snapshot(r.content.name))))
+        if cloud.costing is not None:
+            from kubectl_pvleft.clouds.cost import cell
+
+            columns.insert(11, Column("MONTHLY", lambda r: cell(cloud.priced(r.content.name))))
     if show_kept:  # kept contents are shown only with --all: then say why each is kept
         columns.insert(10, Column("KEPT", lambda r: r.kept, empty=""))
-    return actionable(Report(rows=result.rows, columns=columns, to_json=to_json,
+    return actionable(Report(rows=result.rows, columns=columns, to_json=lambda r: to_json(r, cloud),
                              name=lambda r: f"volumesnapshotcontent.snapshot.storage.k8s.io/{r.content.name}",
                              labels=lambda r: r.content.meta.labels),
                       lambda r: tuple(f"{f.kind}: {f.message}" for f in r.findings), next_looks)

@@ -74,6 +74,9 @@ LEGENDS: dict[str, tuple[tuple[str, str], ...]] = {
         ("SNAPSHOT STATE", "missing (the VolumeSnapshot is gone), replaced (a new one took its name), present, "
                            "unknown (snapshots cannot be read)"),
         ("FINDINGS", "retained-orphan, class-missing, not-ready; <none>"),
+        ("CLOUD SNAPSHOT", "(with a cloud census's flags) the snapshot in the cloud: source, stored size (?GiB when "
+                           "the cloud does not say it), tier, location; <missing> (the cloud says it does not exist: "
+                           "a missing-snapshot finding), <unknown>"),
     ),
 }
 

@@ -335,7 +335,7 @@ def _subcommand_flags(parser: argparse.ArgumentParser, command: Command) -> None
     if command.census:
         from kubectl_pvleft.clouds import census_flags
 
-        group = parser.add_argument_group("second census: cloud disks beside the PVs (only with these flags)")
+        group = parser.add_argument_group(f"second census: {command.census_help} (only with these flags)")
         for flag in census_flags():
             _add(group, flag)
     parser.set_defaults(command=command.name)

@@ -14,7 +14,11 @@ reads it on every ``leftovers`` run), and its ``census`` module implements (impo
 - ``asked(flags) -> bool``: whether the parsed flags ask for this census;
 - ``census.open(flags, timeout) -> Census``: builds the SDK client (imported there); raises
   ``CloudError`` (one line, what is missing and how to get it) when credentials or the SDK are absent;
-- optionally ``census.other_clusters_note(disks, flags) -> str``: what it set aside as other clusters' disks.
+- optionally ``census.other_clusters_note(disks, flags) -> str``: what it set aside as other clusters' disks
+  (``base.other_clusters_note`` in the cloud's words);
+- optionally ``SNAPSHOT_DRIVERS`` and a ``snapshots`` module, for ``snapshots`` with the cloud's flags:
+  ``snapshots.open(flags, timeout).look_up(handles) -> base.SnapshotLookup`` (read-only; a snapshot is missing only
+  on the cloud's own not-found for it), and its ``prices.needs`` takes a ``CloudSnapshot`` too.
 
 Adding a cloud: one package here, its name in ``CLOUD_MODULES``, its extra in setup.cfg, its test server. The
 shared types and the join are in ``base``; ``census`` runs the asked ones.
@@ -52,8 +56,8 @@ CLOUD_MODULES = ("kubectl_pvleft.clouds.gce", "kubectl_pvleft.clouds.aws", "kube
 # prices module reads its price API, imported only under --cost).
 FLAGS = (
     Flag(name="--cost", dest="cost", kind=BOOLEAN, needs=NEEDS_CENSUS,
-         help="price each disk the census found per month (a MONTHLY column and totals), from the clouds' price "
-              "APIs or --price-file"),
+         help="price each disk (leftovers) or snapshot (snapshots) the census found per month (a MONTHLY column and "
+              "totals), from the clouds' price APIs or --price-file"),
     Flag(name="--price-file", dest="price_file", kind=VALUE, metavar="FILE", needs="--cost",
          help="YAML/JSON prices (cloud, location, type -> unit_price) that take precedence over the price APIs"),
 )

@@ -72,6 +72,58 @@ class CloudDisk(Struct, frozen=True):
         }
 
 
+class CloudSnapshot(Struct, frozen=True):
+    """A snapshot in the cloud that a VolumeSnapshotContent names (``snapshots`` with a cloud's flags)."""
+
+    source: str  # "gce" | "aws": the client that saw it
+    handle: str  # as the content names it: "projects/P/global/snapshots/S", "snap-0abc..."
+    name: str
+    location: str  # where it is stored and priced: a region, or a multi-region (GCE "us", "eu", "asia")
+    tier: str  # "standard" | "archive": what it bills as
+    stored_gib: Optional[float]  # the stored size that bills, in GiB; None when the cloud does not say it
+    # Why stored_gib is None, in the cloud's terms; a snapshot whose billed size is unknown is never priced.
+    unsized: Optional[str] = None
+    bound_gib: Optional[float] = None  # when stored_gib is None: the most it can store, in GiB (an upper bound)
+    source_size_gb: Optional[int] = None  # the size of the disk it was taken from (GCE diskSizeGb, EBS VolumeSize)
+    created: Optional[datetime] = None
+    state: Optional[str] = None  # READY / completed ... as the cloud says it
+    multi_region: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "source": self.source, "handle": self.handle, "name": self.name, "location": self.location,
+            "multi_region": self.multi_region, "tier": self.tier, "stored_gib": self.stored_gib,
+            "stored_size_unknown": self.unsized, "stored_gib_at_most": self.bound_gib,
+            "source_size_gb": self.source_size_gb,
+            "created": self.created.isoformat().replace("+00:00", "Z") if self.created else None,
+            "state": self.state,
+        }
+
+
+class SnapshotLookup(Struct):
+    """What a cloud said about the snapshots asked for, by handle: found, gone (the cloud's own not-found for that
+    snapshot, never inferred from a refusal), or unknown with the reason."""
+
+    found: dict[str, CloudSnapshot] = field(default_factory=dict)
+    missing: dict[str, str] = field(default_factory=dict)  # handle -> where the cloud said it does not exist
+    unknown: dict[str, str] = field(default_factory=dict)  # handle -> why nothing could be told
+    errors: list[str] = field(default_factory=list)  # a call that failed: the report is partial
+
+
+def other_clusters_note(disks: Iterable[CloudDisk], cluster_names: Callable[[Mapping[str, str]], set[str]],
+                        what: str, flag: str, this_cluster: Optional[str]) -> str:
+    """What a cluster-name flag left out of the orphan findings, said once, by the clusters the tags name.
+    ``what``: the disks in the cloud's words ("EBS volume(s)"); ``cluster_names``: the names a disk's tags give."""
+    disks = list(disks)
+    counts: dict[str, int] = {}
+    for disk in disks:
+        for name in sorted(cluster_names(disk.provenance)):
+            counts[name] = counts.get(name, 0) + 1
+    by_cluster = ", ".join(f"{name}: {count}" for name, count in sorted(counts.items()))
+    return (f"{len(disks)} {what} tagged for other clusters ({by_cluster}) are not reported as orphans: "
+            f"{flag} {this_cluster} names this cluster")
+
+
 class Census(Protocol):
     source: str
     orphan_kind: str  # the finding names in this cloud's words: orphan-disk (GCE), orphan-volume (AWS)

@@ -178,7 +178,8 @@ def sections(outcome: CensusOutcome, leftover_pvs: Sequence[str] = (), show_all:
 LEFTOVER_PV = "leftover-pv"  # the totals' kind for a leftover PV's disk: it bills as an orphan does
 
 
-def totals_report(rows: list[Total], costing: Costing) -> Report[Total]:
+def totals_report(rows: list[Total], costing: Costing, counted: str = "DISKS") -> Report[Total]:
+    """The totals by finding kind, location and cloud; ``counted`` names what each counts (DISKS, SNAPSHOTS)."""
     from kubectl_pvleft.clouds.cost import provenance_note
 
     sources = provenance_note(costing)
@@ -189,16 +190,16 @@ def totals_report(rows: list[Total], costing: Costing) -> Report[Total]:
     columns: list[Column[Total]] = [
         Column("TOTAL BY", lambda t: t.by),
         Column("NAME", lambda t: t.name),
-        Column("DISKS", lambda t: t.disks),
+        Column(counted, lambda t: t.disks),
         Column("MONTHLY", amount),
         Column("UNKNOWN", lambda t: t.unknown),
         Column("FROM PRICE FILE", lambda t: t.by_file),
     ]
     return Report(rows=rows, columns=columns, name=lambda t: f"monthly-cost/{t.by}/{t.name}",
-                  to_json=lambda t: {"kind": "monthly-cost-total", "by": t.by, "name": t.name, "disks": t.disks,
+                  to_json=lambda t: {"kind": "monthly-cost-total", "by": t.by, "name": t.name, counted.lower(): t.disks,
                                      "amount": round(t.amount, 6) if t.currency else None, "currency": t.currency,
                                      "unknown": t.unknown, "priced_by_price_file": t.by_file, "sources": sources},
-                  empty_message="No disk to price")
+                  empty_message=f"No {counted.lower()[:-1]} to price")
 
 
 def _hold_back_orphans(joined: Any, name: str, options: Options, warnings: list[str]) -> None:

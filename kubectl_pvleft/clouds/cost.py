@@ -13,14 +13,18 @@ failed) gets an ``Unpriced`` with the reason, never 0.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from importlib import import_module
-from typing import Any, Optional, Union
+from typing import Any, Optional, TypeVar, Union
 
 from msgspec import Struct, field
 
-from kubectl_pvleft.clouds.base import CloudDisk, CloudError
+from kubectl_pvleft.clouds.base import CloudDisk, CloudError, CloudSnapshot
 from kubectl_pvleft.errors import UsageError
+
+T = TypeVar("T")
+# What --cost prices: a disk (leftovers) or a snapshot (snapshots); both say their source, handle, name, location.
+Billable = Union[CloudDisk, CloudSnapshot]
 
 CAPACITY, IOPS, THROUGHPUT = "capacity", "iops", "throughput"
 # A disk billed as a whole at its size tier's monthly price (Azure's P10, E20, S30 ...): quantity 1, one disk-month.
@@ -43,6 +47,8 @@ UNITS: dict[str, tuple[str, float]] = {
     "disk-month": (DISK, 1.0),
 }
 PRICE_FILE = "price file"
+# The price-file and Need types of snapshot storage, in every cloud: what a snapshot bills as, by its tier.
+SNAPSHOT, ARCHIVE_SNAPSHOT = "snapshot", "archive-snapshot"
 
 
 class Need(Struct, frozen=True):
@@ -127,28 +133,68 @@ class MonthlyCost(Struct, frozen=True):
 
 class Unpriced(Struct, frozen=True):
     reason: str
+    # An upper bound, when what bills is unknown and at most a known quantity (an EBS standard snapshot stores at
+    # most its full size): shown as "at most", never summed, never the price.
+    at_most: Optional[MonthlyCost] = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"amount": None, "currency": None, "unknown": self.reason}
+        found: dict[str, Any] = {"amount": None, "currency": None, "unknown": self.reason}
+        if self.at_most is not None:
+            found["at_most"] = self.at_most.to_json()
+        return found
 
 
 Priced = Union[MonthlyCost, Unpriced]
 
 
 def cell(priced: Optional[Priced]) -> Any:
-    """The MONTHLY cell: ``12.34 USD``; ``<unknown>`` (the reason is on stderr and in JSON); nothing when the row
-    has no disk that bills."""
+    """The MONTHLY cell: ``12.34 USD``; ``<unknown>`` (the reason is on stderr and in JSON), or ``at most 5.00 USD``
+    when an upper bound is known; nothing when the row has no disk that bills."""
     from kubectl_pvleft.records import Absent
 
     if priced is None:
         return None
     if isinstance(priced, Unpriced):
-        return Absent.UNKNOWN
+        bound = priced.at_most
+        return Absent.UNKNOWN if bound is None else f"at most {bound.amount:.2f} {bound.currency}"
     return f"{priced.amount:.2f} {priced.currency}"
 
 
 def json_of(priced: Optional[Priced]) -> Optional[dict[str, Any]]:
     return None if priced is None else priced.to_json()
+
+
+def the_one(candidates: Sequence[T], rate_of: Callable[[T], Union[Rate, str]], noun: str, plural: str,
+            says: Callable[[str], str]) -> Union[Rate, str]:
+    """A price list's entry for one need: exactly one candidate gives its rate; none or several leave the price
+    unknown, and ``says("no SKU")`` / ``says("2 SKUs")`` tells why (never the first of several, never a guess)."""
+    if len(candidates) != 1:
+        return says(f"{len(candidates)} {plural}" if candidates else f"no {noun}")
+    return rate_of(candidates[0])
+
+
+def snapshot_needs(snapshot: CloudSnapshot, cloud: str) -> Union[list[Need], str]:
+    """What a snapshot bills for, in every cloud: its stored size, by tier, where it is stored. A str says why it
+    cannot be priced (its billed size unknown: never its disk's size in its place)."""
+    if snapshot.stored_gib is None:
+        return snapshot.unsized or f"{cloud} did not say how much the snapshot stores"
+    if snapshot.tier not in ("standard", "archive"):
+        return f"no {cloud} price is known for {snapshot.tier} snapshots"
+    return [Need(CAPACITY, snapshot.stored_gib, snapshot.location, _snapshot_type(snapshot))]
+
+
+def _snapshot_type(snapshot: CloudSnapshot) -> str:
+    return ARCHIVE_SNAPSHOT if snapshot.tier == "archive" else SNAPSHOT
+
+
+AT_MOST = "#at-most"  # the key suffix under which an upper bound is priced beside the real needs
+
+
+def bound_needs(item: Billable) -> Optional[list[Need]]:
+    """What an item whose billed quantity is unknown would bill at most: a snapshot's ``bound_gib``."""
+    if not isinstance(item, CloudSnapshot) or item.stored_gib is not None or item.bound_gib is None:
+        return None
+    return [Need(CAPACITY, item.bound_gib, item.location, _snapshot_type(item))]
 
 
 # -- the price file ------------------------------------------------------------------------------------------
@@ -264,7 +310,7 @@ class Costing:
         self.warnings: list[str] = []
         self.sources: dict[str, set[str]] = {}  # source -> the dates of the prices used from it
 
-    def of(self, disk: Optional[CloudDisk]) -> Optional[Priced]:
+    def of(self, disk: Optional[Billable]) -> Optional[Priced]:
         return None if disk is None else self.by_handle.get(disk.handle)
 
 
@@ -274,9 +320,9 @@ def check(flags: Mapping[str, Any]) -> Optional[PriceFile]:
     return read_price_file(path) if path else None
 
 
-def price(flags: Mapping[str, Any], disks: Sequence[CloudDisk], timeout: float,
+def price(flags: Mapping[str, Any], disks: Sequence[Billable], timeout: float,
           price_file: Optional[PriceFile] = None) -> Costing:
-    """Every disk priced: from the price file where it has a line, else from its cloud's price API (each cloud's
+    """Every disk (or snapshot) priced: from the price file where it has a line, else from its cloud's price API (each cloud's
     list fetched at the same time as the others', once per run, read to its last page)."""
     costing = Costing()
     modules = {module.SOURCE: module for module in _cloud_modules()}
@@ -292,6 +338,9 @@ def price(flags: Mapping[str, Any], disks: Sequence[CloudDisk], timeout: float,
         needs = pricing.needs(disk)
         if isinstance(needs, str):
             costing.by_handle[disk.handle] = Unpriced(needs)
+            bound = bound_needs(disk)
+            if bound is not None:  # priced beside the others, shown as a bound only
+                wanted.setdefault(disk.source, {})[disk.handle + AT_MOST] = bound
             continue
         wanted.setdefault(disk.source, {})[disk.handle] = needs
         for need in needs:
@@ -314,8 +363,15 @@ def price(flags: Mapping[str, Any], disks: Sequence[CloudDisk], timeout: float,
         for handle, needs in by_handle.items():
             costing.by_handle[handle] = _priced(cloud, needs, from_file.get(cloud, {}), api_rates.get(cloud, {}),
                                                 price_file, modules[cloud].NAME)
+    for key in [k for k in costing.by_handle if k.endswith(AT_MOST)]:
+        most, handle = costing.by_handle.pop(key), key[:-len(AT_MOST)]
+        reason = costing.by_handle[handle]
+        if isinstance(most, MonthlyCost) and isinstance(reason, Unpriced):
+            costing.by_handle[handle] = Unpriced(reason.reason, at_most=most)
     _add_exclusions(costing, disks, modules)
     for priced in costing.by_handle.values():
+        if isinstance(priced, Unpriced) and priced.at_most is not None:
+            priced = priced.at_most
         if isinstance(priced, MonthlyCost):
             for line in priced.lines:
                 costing.sources.setdefault(_source_name(line.rate, price_file), set()).add(line.rate.date or "")
@@ -396,7 +452,7 @@ def _fetch(flags: Mapping[str, Any], modules: Mapping[str, Any], needs: Mapping[
     return found
 
 
-def _add_exclusions(costing: Costing, disks: Iterable[CloudDisk], modules: Mapping[str, Any]) -> None:
+def _add_exclusions(costing: Costing, disks: Iterable[Billable], modules: Mapping[str, Any]) -> None:
     """What a priced disk also bills and the price leaves out (a prices module's optional ``excluded(disk)``): in
     its JSON, and one warning per reason naming the disks, so a total is never read as the whole bill."""
     from kubectl_pvleft.text import shown as escaped
@@ -420,7 +476,7 @@ def _source_name(rate: Rate, price_file: Optional[PriceFile]) -> str:
     return f"price file {price_file.path}" if rate.source == PRICE_FILE and price_file else rate.source
 
 
-def _say_why_unknown(costing: Costing, disks: Iterable[CloudDisk]) -> None:
+def _say_why_unknown(costing: Costing, disks: Iterable[Billable]) -> None:
     """One warning per reason, naming the disks: the table shows only <unknown>."""
     from kubectl_pvleft.text import shown as escaped
 
@@ -459,7 +515,7 @@ class Total(Struct):
     by_file: int = 0  # rows the price file priced
 
 
-def totals(rows: Iterable[tuple[str, CloudDisk, Optional[Priced]]]) -> list[Total]:
+def totals(rows: Iterable[tuple[str, Billable, Optional[Priced]]]) -> list[Total]:
     """By finding kind, location and cloud: (kind, disk, its price) per billing row. Unknown prices are counted,
     never summed as 0; a group with several currencies gets one total per currency."""
     groups: dict[tuple[str, str, Optional[str]], Total] = {}

@@ -12,8 +12,8 @@ SOURCE = "aws"
 NAME = "EBS"  # how messages name this census
 FLAGS = (
     Flag(name="--aws-region", dest="aws_region", kind=REPEATED, metavar="REGION",
-         help="AWS region(s) whose EBS volumes to list beside the PVs (repeatable; needs kubectl-pvleft[aws] and AWS "
-              "credentials)",
+         help="AWS region(s) whose EBS volumes to list beside the PVs, or (snapshots) where to look the contents' "
+              "snapshots up (repeatable; needs kubectl-pvleft[aws] and AWS credentials)",
          # the host label botocore requires of a region: it becomes part of the endpoint's name
          pattern=r"[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?", what="an AWS region name"),
     Flag(name="--aws-profile", dest="aws_profile", kind=VALUE, metavar="PROFILE", needs="--aws-region",
@@ -31,3 +31,4 @@ DRIVERS = CSI_DRIVERS | IN_TREE_DRIVERS  # the PVs whose volumes this census ans
 
 def asked(flags: Mapping[str, Any]) -> bool:
     return bool(flags.get("aws_region"))
+SNAPSHOT_DRIVERS = CSI_DRIVERS  # the VolumeSnapshotContents whose snapshots ``snapshots`` looks up

@@ -23,6 +23,7 @@ from collections.abc import Iterator, Mapping
 from datetime import timezone
 from typing import Any, Optional
 
+from kubectl_pvleft.clouds import base
 from kubectl_pvleft.clouds.aws import CSI_DRIVERS, IN_TREE_DRIVERS, SOURCE
 from kubectl_pvleft.clouds.base import CloudDisk, CloudError, VolumeRef
 
@@ -200,14 +201,9 @@ def check_describe_volumes(page: Any, region: str) -> None:
 
 
 def other_clusters_note(disks: list[CloudDisk], flags: Mapping[str, Any]) -> str:
-    """What --aws-cluster-name left out of the orphan findings, said once, by the clusters the tags name."""
-    counts: dict[str, int] = {}
-    for disk in disks:
-        for name in sorted(cluster_names(disk.provenance)):
-            counts[name] = counts.get(name, 0) + 1
-    by_cluster = ", ".join(f"{name}: {count}" for name, count in sorted(counts.items()))
-    return (f"{len(disks)} EBS volume(s) tagged for other clusters ({by_cluster}) are not reported as orphans: "
-            f"--aws-cluster-name {flags.get('aws_cluster_name')} names this cluster")
+    """What --aws-cluster-name left out of the orphan findings (base.other_clusters_note, in EBS's words)."""
+    return base.other_clusters_note(disks, cluster_names, "EBS volume(s)", "--aws-cluster-name",
+                                    flags.get("aws_cluster_name"))
 
 
 def open(flags: Mapping[str, Any], timeout: float) -> AwsCensus:

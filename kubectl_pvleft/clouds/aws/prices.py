@@ -19,10 +19,22 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
+from functools import partial
 from typing import Any, Optional, Union
 
-from kubectl_pvleft.clouds.base import CloudDisk, CloudError
-from kubectl_pvleft.clouds.cost import CAPACITY, IOPS, THROUGHPUT, UNITS, Need, Rate
+from kubectl_pvleft.clouds.base import CloudDisk, CloudError, CloudSnapshot
+from kubectl_pvleft.clouds.cost import (
+    ARCHIVE_SNAPSHOT,
+    CAPACITY,
+    IOPS,
+    SNAPSHOT,
+    THROUGHPUT,
+    UNITS,
+    Need,
+    Rate,
+    snapshot_needs,
+    the_one,
+)
 
 SOURCE_NAME = "AWS Price List Query API"
 PRICING_REGION = "us-east-1"
@@ -33,6 +45,10 @@ IO2_TIER = 32000  # io2 IOPS up to here bill at the first tier's price
 TYPES = ("gp2", "gp3", "io1", "io2", "st1", "sc1", "standard")
 # usagetype (after any region prefix) -> the component it prices
 USAGE = {"EBS:VolumeUsage": CAPACITY, "EBS:VolumeP-IOPS": IOPS, "EBS:VolumeP-Throughput": THROUGHPUT}
+# Snapshot storage: the "Storage Snapshot" product family, one usagetype per tier (per GB-Mo of what it stores; the
+# archive tier's retrieval, per GB, and the .outposts variants are other usagetypes, never matched).
+SNAPSHOT_FAMILY = "Storage Snapshot"
+SNAPSHOT_USAGE = {SNAPSHOT: "EBS:SnapshotUsage", ARCHIVE_SNAPSHOT: "EBS:SnapshotArchiveStorage"}
 PRICE_UNITS = {"GB-Mo": "GiB-month", "IOPS-Mo": "IOPS-month", "GiBps-mo": "GiBps-month", "MiBps-Mo": "MiBps-month"}
 
 
@@ -41,7 +57,9 @@ def region_of(zone: str) -> str:
     return zone[:-1] if zone and zone[-1].isalpha() else zone
 
 
-def needs(disk: CloudDisk) -> Union[list[Need], str]:
+def needs(disk: Union[CloudDisk, CloudSnapshot]) -> Union[list[Need], str]:
+    if isinstance(disk, CloudSnapshot):
+        return snapshot_needs(disk, "EBS")
     if disk.type is None:
         return "EC2 did not say the volume's type"
     if disk.size_gb is None:
@@ -90,23 +108,22 @@ class PriceListPrices:
     def rates(self, wanted: Iterable[Need]) -> dict[tuple[str, str, str, bool], Union[Rate, str]]:
         wanted = list(wanted)
         found: dict[tuple[str, str, str, bool], Union[Rate, str]] = {}
-        for region, volume_type in sorted({(n.location, n.type) for n in wanted}):
-            products = self._products(region, volume_type)
+        for region, listed in sorted({(n.location, _listing(n.type)) for n in wanted}):
+            products = self._products(region, listed)
             for need in wanted:
-                if (need.location, need.type) != (region, volume_type):
+                if (need.location, _listing(need.type)) != (region, listed):
                     continue
-                matching = [p for p in products if component_of(p) == need.component]
-                if len(matching) != 1:
-                    many = f"{len(matching)} products" if matching else "no product"
-                    found[need.key] = (f"the AWS price list has {many} for {volume_type} {need.component} in "
-                                       f"{region}")
-                    continue
-                found[need.key] = rate_of(matching[0], need.component)
+                found[need.key] = the_one(
+                    [p for p in products if prices(p, need)],
+                    partial(rate_of, component=need.component), "product", "products",
+                    partial(_no_product, need))
         return found
 
-    def _products(self, region: str, volume_type: str) -> list[dict[str, Any]]:
-        filters = [{"Type": "TERM_MATCH", "Field": "volumeApiName", "Value": volume_type},
-                   {"Type": "TERM_MATCH", "Field": "regionCode", "Value": region}]
+    def _products(self, region: str, listed: str) -> list[dict[str, Any]]:
+        """The products of one region: a volume type's (by volumeApiName), or every snapshot tier's (by family)."""
+        what = ({"Field": "productFamily", "Value": SNAPSHOT_FAMILY} if listed == SNAPSHOT_FAMILY else
+                {"Field": "volumeApiName", "Value": listed})
+        filters = [{"Type": "TERM_MATCH", **what}, {"Type": "TERM_MATCH", "Field": "regionCode", "Value": region}]
         products = []
         try:
             for page in self._client.get_paginator("get_products").paginate(
@@ -121,9 +138,30 @@ class PriceListPrices:
         return products
 
 
-def component_of(product: Mapping[str, Any]) -> Optional[str]:
+def _no_product(need: Need, many: str) -> str:
+    return f"the AWS price list has {many} for {need.type} {need.component} in {need.location}"
+
+
+def _listing(kind: str) -> str:
+    """Which GetProducts listing prices a need's type: its volume type's, or the snapshot family's."""
+    return SNAPSHOT_FAMILY if kind in SNAPSHOT_USAGE else kind
+
+
+def usage_of(product: Mapping[str, Any]) -> str:
+    """The product's usagetype without its region prefix ("USE2-EBS:..." outside us-east-1)."""
     usage = str(((product.get("product") or {}).get("attributes") or {}).get("usagetype") or "")
-    usage = usage.split("-", 1)[1] if "-EBS:" in usage else usage  # "USE2-EBS:..." outside us-east-1
+    return usage.split("-", 1)[1] if "-EBS:" in usage else usage
+
+
+def prices(product: Mapping[str, Any], need: Need) -> bool:
+    """Whether a product is the one a need's type and component bill under."""
+    if need.type in SNAPSHOT_USAGE:
+        return usage_of(product) == SNAPSHOT_USAGE[need.type]
+    return component_of(product) == need.component
+
+
+def component_of(product: Mapping[str, Any]) -> Optional[str]:
+    usage = usage_of(product)
     return USAGE.get(usage.rsplit(".", 1)[0] if "." in usage else usage)
 
 

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime, timezone
 from typing import Any, Optional
 
+from kubectl_pvleft.clouds import base
 from kubectl_pvleft.clouds.azure import DRIVERS, SOURCE
 from kubectl_pvleft.clouds.base import CloudDisk, CloudError, VolumeRef
 
@@ -223,14 +224,9 @@ class AzureCensus:
 
 
 def other_clusters_note(disks: list[CloudDisk], flags: Mapping[str, Any]) -> str:
-    """What --azure-cluster-name left out of the orphan findings, said once, by the clusters the tags name."""
-    counts: dict[str, int] = {}
-    for disk in disks:
-        for name in sorted(cluster_names(disk.provenance)):
-            counts[name] = counts.get(name, 0) + 1
-    by_cluster = ", ".join(f"{name}: {count}" for name, count in sorted(counts.items()))
-    return (f"{len(disks)} Azure disk(s) tagged for other clusters ({by_cluster}) are not reported as orphans: "
-            f"--azure-cluster-name {flags.get('azure_cluster_name')} names this cluster")
+    """What --azure-cluster-name left out of the orphan findings (base.other_clusters_note, in Azure's words)."""
+    return base.other_clusters_note(disks, cluster_names, "Azure disk(s)", "--azure-cluster-name",
+                                    flags.get("azure_cluster_name"))
 
 
 def open_census(subscriptions: Iterable[str], resource_groups: Iterable[str] = (), *,

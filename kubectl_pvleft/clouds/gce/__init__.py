@@ -15,8 +15,8 @@ _NAME_PATTERN = r"[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?"
 # a zone or region name. Checked before any call.
 FLAGS = (
     Flag(name="--project", dest="project", kind=REPEATED, metavar="PROJECT",
-         help="Compute Engine project(s) whose disks to list beside the PVs (repeatable; needs kubectl-pvleft[gcp] "
-              "and Application Default Credentials)",
+         help="Compute Engine project(s) whose disks to list beside the PVs, or (snapshots) where to look the "
+              "contents' snapshots up (repeatable; needs kubectl-pvleft[gcp] and Application Default Credentials)",
          pattern=r"(?:(?:[-a-z0-9]{1,63}\.)*(?:[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?):)?"
                  r"(?:[0-9]{1,19}|(?:[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?))",
          what="a Compute Engine project ID or number"),
@@ -32,3 +32,4 @@ DRIVERS = frozenset({CSI_DRIVER, IN_TREE_DRIVER})  # the PVs whose disks this ce
 
 def asked(flags: Mapping[str, Any]) -> bool:
     return bool(flags.get("project"))
+SNAPSHOT_DRIVERS = frozenset({CSI_DRIVER})  # the VolumeSnapshotContents whose snapshots ``snapshots`` looks up

@@ -389,7 +389,7 @@ _REQUEST_LINE = re.compile(r"^[A-Z]+ https?://\S+: ")
 _SECRETS = re.compile(r"(ya29\.[\w.-]+|1//[\w-]+|Bearer\s+\S+|access_token\S*)", re.IGNORECASE)
 
 
-def _server_words(exc: Exception) -> str:
+def server_words(exc: Exception) -> str:
     """What the server said, on one line, short, with anything shaped like a token removed."""
     text = getattr(exc, "message", None) or (exc.args[0] if exc.args and isinstance(exc.args[0], str) else "")
     text = _REQUEST_LINE.sub("", " ".join(str(text).split()))  # the REST client prefixes "GET https://...: "
@@ -401,7 +401,7 @@ def cloud_error(exc: Exception, project: str, where: str) -> CloudError:
     from google.api_core import exceptions as api
     from google.auth import exceptions as auth
 
-    said = _server_words(exc)
+    said = server_words(exc)
     detail = f" ({said})" if said else ""
     if isinstance(exc, (api.Forbidden, api.PermissionDenied)):
         reasons = {e.get("reason") for e in getattr(exc, "errors", ()) if isinstance(e, dict)}

@@ -18,10 +18,23 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from functools import partial
 from typing import Any, Optional, Union
 
-from kubectl_pvleft.clouds.base import CloudDisk, CloudError
-from kubectl_pvleft.clouds.cost import CANONICAL, CAPACITY, IOPS, THROUGHPUT, UNITS, Need, Rate
+from kubectl_pvleft.clouds.base import CloudDisk, CloudError, CloudSnapshot
+from kubectl_pvleft.clouds.cost import (
+    ARCHIVE_SNAPSHOT,
+    CANONICAL,
+    CAPACITY,
+    IOPS,
+    SNAPSHOT,
+    THROUGHPUT,
+    UNITS,
+    Need,
+    Rate,
+    snapshot_needs,
+    the_one,
+)
 
 SERVICE = "services/6F81-5844-456A"  # Compute Engine's service id in the catalog
 SOURCE_NAME = "Cloud Billing Catalog API"
@@ -51,7 +64,12 @@ DESCRIPTIONS: dict[tuple[str, bool, str], str] = {
     ("hyperdisk-throughput", False, THROUGHPUT): "Hyperdisk Throughput Throughput Capacity",
     ("hyperdisk-ml", False, CAPACITY): "Hyperdisk ML Capacity",
     ("hyperdisk-ml", False, THROUGHPUT): "Hyperdisk ML Throughput Capacity",
+    # Snapshot storage, per GiB-month of what the snapshot stores, in a region ("Storage PD Snapshot in Iowa") or a
+    # multi-region ("Storage PD Snapshot in US"); archive snapshots have their own SKUs.
+    (SNAPSHOT, False, CAPACITY): "Storage PD Snapshot",
+    (ARCHIVE_SNAPSHOT, False, CAPACITY): "Storage PD Archive Snapshot",
 }
+SNAPSHOT_TYPES = (SNAPSHOT, ARCHIVE_SNAPSHOT)
 # What a type includes at no charge, per disk (Google's Hyperdisk pricing: a Hyperdisk Balanced disk, HA or not,
 # comes with 3,000 IOPS and 140 MiB/s; only what is provisioned above them bills).
 INCLUDED: dict[tuple[str, str], int] = {
@@ -63,9 +81,11 @@ USAGE_UNITS = {"GiBy.mo": "GiB-month", "GBy.mo": "GB-month", "TiBy.mo": "TiB-mon
 _PLACE = re.compile(r"\s+in\s+.+$")
 
 
-def needs(disk: CloudDisk) -> Union[list[Need], str]:
+def needs(disk: Union[CloudDisk, CloudSnapshot]) -> Union[list[Need], str]:
     """What a disk bills for: capacity, and the IOPS and throughput it was provisioned with where its type bills
-    for them. A str says why it cannot be priced."""
+    for them; a snapshot, its storageBytes where it is stored. A str says why it cannot be priced."""
+    if isinstance(disk, CloudSnapshot):
+        return snapshot_needs(disk, "Compute Engine")
     if disk.type is None:
         return "Compute Engine did not say the disk's type"
     if disk.size_gb is None:
@@ -83,6 +103,11 @@ def needs(disk: CloudDisk) -> Union[list[Need], str]:
             billed = max(0, value - INCLUDED.get((disk.type, component), 0))
             found.append(Need(component, float(billed), region, disk.type, regional))
     return found
+
+
+def is_multi_region(location: str) -> bool:
+    """Compute's multi-regions (us, eu, asia) are words; its regions carry a number (us-central1)."""
+    return not any(ch.isdigit() for ch in location)
 
 
 def open(flags: Mapping[str, Any], timeout: float) -> CatalogPrices:
@@ -137,16 +162,22 @@ class CatalogPrices:
             description = _PLACE.sub("", sku.description)
             for region in sku.service_regions:
                 skus.setdefault((description, region), []).append(sku)
+
+        def where(sku: Any, need: Need) -> bool:
+            """A snapshot SKU of the same kind of place: a multi-region's for a multi-region, a region's for a
+            region (a SKU that does not say its geography is kept)."""
+            if need.type not in SNAPSHOT_TYPES:
+                return True
+            geography = sku.geo_taxonomy.type_.name if "geo_taxonomy" in sku else "TYPE_UNSPECIFIED"
+            return geography in ("TYPE_UNSPECIFIED", "MULTI_REGIONAL" if is_multi_region(need.location) else
+                                 "REGIONAL")
+
         found: dict[tuple[str, str, str, bool], Union[Rate, str]] = {}
         for need in wanted:
             description = DESCRIPTIONS[(need.type, need.regional, need.component)]
-            candidates = skus.get((description, need.location), [])
-            if len(candidates) != 1:
-                many = f"{len(candidates)} SKUs" if candidates else "no SKU"
-                found[need.key] = (f"the Cloud Billing Catalog lists {many} named {description!r} for "
-                                   f"{need.location}")
-                continue
-            found[need.key] = rate_of(candidates[0], need.component)
+            candidates = [sku for sku in skus.get((description, need.location), []) if where(sku, need)]
+            found[need.key] = the_one(candidates, partial(rate_of, component=need.component), "SKU", "SKUs",
+                                      partial(_no_sku, description, need.location))
         return found
 
     def _skus(self) -> Iterable[Any]:
@@ -185,6 +216,10 @@ def rate_of(sku: Any, component: str) -> Union[Rate, str]:
     date = effective.isoformat().replace("+00:00", "Z") if effective else None
     return Rate(tiers=tiers, currency=currency, unit=unit, listed=_money(expression.tiered_rates[0].unit_price),
                 sku=sku.sku_id, source=SOURCE_NAME, date=date)
+
+
+def _no_sku(description: str, location: str, many: str) -> str:
+    return f"the Cloud Billing Catalog lists {many} named {description!r} for {location}"
 
 
 def _money(money: Any) -> float:

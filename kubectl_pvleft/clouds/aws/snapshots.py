@@ -1,0 +1,170 @@
+"""The EBS snapshots that VolumeSnapshotContents name (``snapshots --aws-region``): ``ec2:DescribeSnapshots`` with
+``SnapshotIds``, up to ``BATCH`` ids a call, every page, in each region ``--aws-region`` names. Read-only. No
+``MaxResults`` is sent beside the ids (EC2 long documented the two as exclusive; a batch answers at most BATCH
+snapshots), and a ``NextToken`` EC2 returns anyway is followed.
+
+EC2 answers an id that does not exist with ``InvalidSnapshot.NotFound`` for the whole call, and leaves out, with
+no error, an id it exists for but these credentials may not see. So a batch that gets NotFound is split in halves
+until the id it is about stands alone: only EC2's NotFound for that one id says it is gone, never its absence
+from an answer. A snapshot id carries no region: with one region listed, it is taken to be the cluster's (as the
+volume census does), and NotFound there means gone; with several, a snapshot none of them has is unknown.
+
+What bills, and what DescribeSnapshots says of it:
+
+- ``standard`` tier: the blocks the snapshot stores that no earlier snapshot of the volume stores (snapshots are
+  incremental). DescribeSnapshots does not say how many: ``VolumeSize`` is the volume's size and
+  ``FullSnapshotSizeInBytes`` the full size of every block written to the volume when it was taken (botocore's
+  model: "This is not the incremental size of the snapshot"). Both are upper bounds, neither is the bill: the
+  snapshot is ``<unknown>``; the reason gives the bound, and ``--cost`` prices it as "at most", never as the price.
+- ``archive`` tier: an archived snapshot is a full snapshot and bills for its full size, which is
+  ``FullSnapshotSizeInBytes``: priced, as GiB (AWS's GB-Mo is 2^30 bytes, as for volumes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import timezone
+from typing import Any, Optional
+
+from kubectl_pvleft.clouds.aws import SOURCE
+from kubectl_pvleft.clouds.aws.census import INSTALL_HINT, _one_line
+from kubectl_pvleft.clouds.base import CloudError, CloudSnapshot, SnapshotLookup
+
+PERMISSION = "ec2:DescribeSnapshots"
+BATCH = 200  # ids per DescribeSnapshots call (EC2 documents no limit; this keeps a request's size modest)
+NOT_FOUND = "InvalidSnapshot.NotFound"
+MALFORMED = "InvalidSnapshotID.Malformed"
+GIB = 2**30
+
+
+def open(flags: Mapping[str, Any], timeout: float) -> AwsSnapshots:
+    regions = list(dict.fromkeys(r.strip() for r in flags.get("aws_region") or () if r.strip()))
+    if not regions:
+        raise CloudError("--aws-region needs a region name, e.g. --aws-region us-east-1")
+    try:
+        import boto3
+        import botocore.config
+    except ImportError:
+        raise CloudError(INSTALL_HINT) from None
+    failures = _failures()
+    try:
+        session = boto3.session.Session(profile_name=flags.get("aws_profile"))
+        if session.get_credentials() is None:
+            raise CloudError(f"no AWS credentials found for {PERMISSION}: set --aws-profile or AWS_PROFILE, or "
+                             "export AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
+        config = botocore.config.Config(user_agent_extra="kubectl-pvleft", connect_timeout=min(10.0, timeout),
+                                        read_timeout=min(60.0, timeout), retries={"mode": "standard", "max_attempts": 3})
+        clients = {region: session.client("ec2", region_name=region, config=config) for region in regions}
+    except failures as exc:
+        raise CloudError(f"{PERMISSION}: {type(exc).__name__}: {_one_line(str(exc))}") from None
+    return AwsSnapshots(clients)
+
+
+class AwsSnapshots:
+    def __init__(self, clients: Mapping[str, Any], batch: int = BATCH) -> None:
+        self._clients = dict(clients)
+        self.batch = batch
+        self.calls = 0  # DescribeSnapshots requests, every region and page
+
+    def look_up(self, handles: Iterable[str]) -> SnapshotLookup:
+        found = SnapshotLookup()
+        wanted = []
+        for handle in dict.fromkeys(handles):
+            if handle.startswith("snap-") and "/" not in handle:
+                wanted.append(handle)
+            else:
+                found.unknown[handle] = "not an EBS snapshot id (snap-...)"
+        not_found: dict[str, list[str]] = {}  # id -> the regions that said NotFound
+        for region, client in self._clients.items():
+            left = [h for h in wanted if h not in found.found and h not in found.unknown]
+            for start in range(0, len(left), self.batch):
+                self._describe(region, client, left[start:start + self.batch], found, not_found)
+        for handle, regions in not_found.items():
+            if handle in found.found or handle in found.unknown:
+                continue
+            if len(self._clients) == 1:
+                found.missing[handle] = f"EC2 says snapshot {handle} does not exist in {regions[0]}"
+            else:
+                found.unknown[handle] = (f"none of {', '.join(regions)} has it, and nothing on the content says "
+                                         "which region it was in")
+        for handle in wanted:
+            if handle not in found.found and handle not in found.missing and handle not in found.unknown:
+                found.unknown[handle] = ("EC2 did not return it: it exists, and these credentials may not see it "
+                                         "(DescribeSnapshots leaves out what they cannot)")
+        return found
+
+    def _describe(self, region: str, client: Any, ids: list[str], found: SnapshotLookup,
+                  not_found: dict[str, list[str]]) -> None:
+        """One batch, every page; on NotFound, each half on its own until the id it is about stands alone."""
+        import botocore.exceptions
+
+        try:
+            for page in client.get_paginator("describe_snapshots").paginate(SnapshotIds=ids):
+                self.calls += 1
+                for snapshot in page.get("Snapshots") or ():
+                    if snapshot.get("SnapshotId") in ids:
+                        found.found[snapshot["SnapshotId"]] = snapshot_record(snapshot, region)
+        except botocore.exceptions.ClientError as exc:
+            self.calls += 1
+            code = (exc.response.get("Error") or {}).get("Code")
+            if code in (NOT_FOUND, MALFORMED) and len(ids) > 1:
+                middle = len(ids) // 2
+                self._describe(region, client, ids[:middle], found, not_found)
+                self._describe(region, client, ids[middle:], found, not_found)
+            elif code == NOT_FOUND:
+                not_found.setdefault(ids[0], []).append(region)
+            elif code == MALFORMED:
+                found.unknown[ids[0]] = f"EC2 says {ids[0]} is not a well-formed snapshot id"
+            else:
+                _unknown(found, ids, _error(exc, region))
+        except _failures() as exc:
+            _unknown(found, ids, f"{PERMISSION} in {region} failed ({type(exc).__name__}: {_one_line(str(exc))[:200]})")
+
+
+def _unknown(found: SnapshotLookup, ids: list[str], reason: str) -> None:
+    for handle in ids:
+        found.unknown.setdefault(handle, reason)
+    if reason not in found.errors:
+        found.errors.append(reason)
+
+
+def snapshot_record(snapshot: Mapping[str, Any], region: str) -> CloudSnapshot:
+    """One DescribeSnapshots ``Snapshot`` (as botocore parses it) -> CloudSnapshot, priced only where EBS's bill
+    is known: the archive tier's full size."""
+    tier = str(snapshot.get("StorageTier") or "standard")
+    full: Optional[int] = snapshot.get("FullSnapshotSizeInBytes")
+    volume = snapshot.get("VolumeSize")
+    stored, unsized, bound = None, None, None
+    if tier == "archive" and full is not None:
+        stored = full / GIB
+    elif tier == "archive":
+        unsized = "EC2 did not say the archived snapshot's full size (FullSnapshotSizeInBytes)"
+    else:
+        most = (f"{full / GIB:.2f} GiB written to the volume when it was taken" if full is not None else
+                f"its volume's {volume} GiB" if volume is not None else "nothing EC2 says")
+        unsized = ("EBS bills a standard snapshot for the blocks it adds to the volume's earlier snapshots, which "
+                   f"DescribeSnapshots does not say; it is at most {most}")
+        bound = full / GIB if full is not None else float(volume) if volume is not None else None
+    tags = {tag.get("Key", ""): tag.get("Value", "") for tag in snapshot.get("Tags") or ()}
+    created = snapshot.get("StartTime")
+    return CloudSnapshot(
+        source=SOURCE, handle=snapshot["SnapshotId"], name=tags.get("Name") or snapshot["SnapshotId"],
+        location=region, tier=tier, stored_gib=stored, unsized=unsized, bound_gib=bound, source_size_gb=volume,
+        created=created.astimezone(timezone.utc) if created else None, state=snapshot.get("State"))
+
+
+def _failures() -> tuple[type[Exception], ...]:
+    import botocore.exceptions
+    import botocore.parsers
+
+    return (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError,
+            botocore.parsers.ResponseParserError, OSError)
+
+
+def _error(exc: Any, region: str) -> str:
+    error = exc.response.get("Error") or {}
+    code = error.get("Code") or "Unknown"
+    said = _one_line(error.get("Message") or "").split(" Encoded authorization failure message:")[0]
+    if code in ("UnauthorizedOperation", "AccessDenied", "AccessDeniedException"):
+        return f"AWS denied {PERMISSION} in {region} ({code}: {said}): the identity needs {PERMISSION}"
+    return f"{PERMISSION} in {region} failed ({code}: {said})".replace(": )", ")")

@@ -1,0 +1,152 @@
+"""The Compute Engine snapshots that VolumeSnapshotContents name (``snapshots --project``): one ``snapshots.get``
+per snapshot, read-only, in the projects ``--project`` names only.
+
+The PD CSI driver's snapshot handle is ``projects/P/global/snapshots/NAME`` (its ``images`` handles, for snapshots
+taken as images, are not snapshots and are not looked up). A 404 from ``snapshots.get`` is Google saying the
+snapshot does not exist: the content and the cloud disagree. A 403 is never read as "gone": the snapshot is then
+unknown, and the run partial.
+
+What bills: ``storageBytes`` (what the snapshot stores, after compression and incrementally: not ``diskSizeGb``, the
+size of the disk it was taken from), as GiB (bytes / 2^30, the unit of Compute's ``GiBy.mo`` prices), where
+``storageLocations`` says it is kept (a multi-region such as ``us``, or a region), at the ``snapshotType``'s rate
+(STANDARD or ARCHIVE). While ``storageBytesStatus`` is UPDATING, or before the snapshot has a size, the size is not
+final and the snapshot is not priced.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, Optional
+
+from kubectl_pvleft.clouds.base import CloudError, CloudSnapshot, SnapshotLookup
+from kubectl_pvleft.clouds.gce import SOURCE
+from kubectl_pvleft.clouds.gce.census import (
+    CALL_TIMEOUT,
+    INSTALL_HINT,
+    RETRY_DEADLINE,
+    default_credentials,
+    parse_timestamp,
+    server_words,
+)
+
+PERMISSION = "compute.snapshots.get"
+GIB = 2**30
+
+
+def parse_handle(handle: Optional[str]) -> Optional[tuple[str, str]]:
+    """``projects/P/global/snapshots/S`` (or a URL that ends with it) -> (project, snapshot name); else None."""
+    if not handle:
+        return None
+    at = handle.find("projects/")
+    parts = handle[at:].split("/") if at >= 0 else []
+    if len(parts) != 5 or parts[0] != "projects" or parts[2] != "global" or parts[3] != "snapshots":
+        return None
+    return (parts[1], parts[4]) if parts[1] and parts[4] else None
+
+
+def open(flags: Mapping[str, Any], timeout: float) -> GceSnapshots:
+    """The snapshots client. PVLEFT_COMPUTE_ENDPOINT names a local Compute (tests, a proxy): anonymous credentials,
+    never the user's."""
+    import os
+
+    try:
+        from google.api_core.client_options import ClientOptions
+        from google.cloud import compute_v1
+    except ImportError:
+        raise CloudError(INSTALL_HINT) from None
+    endpoint = os.environ.get("PVLEFT_COMPUTE_ENDPOINT")
+    if endpoint:
+        from google.auth.credentials import AnonymousCredentials
+
+        credentials: Any = AnonymousCredentials()
+    else:
+        credentials = default_credentials()
+    client = compute_v1.SnapshotsClient(credentials=credentials, transport="rest",
+                                        client_options=ClientOptions(api_endpoint=endpoint) if endpoint else None)
+    return GceSnapshots(client, flags.get("project") or (), timeout)
+
+
+class GceSnapshots:
+    def __init__(self, client: Any, projects: Iterable[str], timeout: float) -> None:
+        self._client = client
+        self.projects = tuple(dict.fromkeys(p for p in projects if p))
+        self.call_timeout, self.retry_deadline = min(CALL_TIMEOUT, timeout), min(RETRY_DEADLINE, timeout)
+        self._refused: dict[str, str] = {}  # project -> why its snapshots cannot be read
+
+    def look_up(self, handles: Iterable[str]) -> SnapshotLookup:
+        found = SnapshotLookup()
+        for handle in dict.fromkeys(handles):
+            key = parse_handle(handle)
+            if key is None:
+                found.unknown[handle] = "not a Compute Engine snapshot handle (projects/P/global/snapshots/NAME)"
+            elif key[0] not in self.projects:
+                found.unknown[handle] = f"it is in project {key[0]}, which --project does not name"
+            elif key[0] in self._refused:  # asked once: the same credentials get the same answer
+                found.unknown[handle] = self._refused[key[0]]
+            else:
+                self._get(handle, *key, found)
+        return found
+
+    def _get(self, handle: str, project: str, name: str, found: SnapshotLookup) -> None:
+        from google.api_core import exceptions as api
+        from google.api_core import retry
+        from google.auth.exceptions import GoogleAuthError
+        from requests import RequestException
+
+        try:
+            snapshot = self._client.get(project=project, snapshot=name, timeout=self.call_timeout,
+                                        retry=retry.Retry(predicate=retry.if_exception_type(
+                                            api.ServiceUnavailable, api.DeadlineExceeded),
+                                            deadline=self.retry_deadline))
+        except api.NotFound as exc:
+            if f"snapshots/{name}'" in server_words(exc):  # about this snapshot (not its project), past the URL
+                found.missing[handle] = f"Compute Engine says snapshot {name} does not exist in project {project}"
+            else:
+                found.unknown[handle] = f"project {project} does not exist, or these credentials cannot see it"
+            return
+        except (api.GoogleAPIError, GoogleAuthError, RequestException, OSError, ValueError) as exc:
+            reason = _error(exc, project)
+            found.unknown[handle] = reason
+            if isinstance(exc, (api.Forbidden, api.PermissionDenied, api.Unauthorized)):
+                self._refused[project] = reason
+            if reason not in found.errors:
+                found.errors.append(reason)
+            return
+        found.found[handle] = snapshot_record(snapshot, handle)
+
+
+def snapshot_record(snapshot: Any, handle: str) -> CloudSnapshot:
+    """A Compute ``Snapshot`` as ``snapshots`` reports and prices it."""
+    locations = list(snapshot.storage_locations)
+    location = locations[0] if len(locations) == 1 else ""
+    stored, unsized = None, None
+    if len(locations) != 1:
+        unsized = f"Compute Engine lists {len(locations)} storage locations for the snapshot, not one"
+    elif "storage_bytes" not in snapshot:
+        unsized = f"Compute Engine has not said what the snapshot stores yet (status {snapshot.status or 'unset'})"
+    elif snapshot.storage_bytes_status == "UPDATING":
+        unsized = "Compute Engine is still adjusting what the snapshot stores (storageBytesStatus UPDATING)"
+    else:
+        stored = int(snapshot.storage_bytes) / GIB
+    return CloudSnapshot(
+        source=SOURCE, handle=handle, name=snapshot.name, location=location,
+        tier=(snapshot.snapshot_type or "STANDARD").lower(), stored_gib=stored, unsized=unsized,
+        source_size_gb=int(snapshot.disk_size_gb) if "disk_size_gb" in snapshot else None,
+        created=parse_timestamp(snapshot.creation_timestamp), state=snapshot.status or None,
+        multi_region=bool(location) and not any(ch.isdigit() for ch in location))
+
+
+def _error(exc: Exception, project: str) -> str:
+    """One line for a snapshots.get that failed other than with a 404."""
+    from google.api_core import exceptions as api
+
+    said = server_words(exc)
+    detail = f" ({said})" if said else ""
+    if isinstance(exc, (api.Forbidden, api.PermissionDenied)):  # said once per project: no snapshot's name in it
+        return f"Compute Engine denied reading snapshots in project {project}: the credentials lack {PERMISSION}"
+    if isinstance(exc, api.Unauthorized):
+        return f"Google rejected the credentials for {PERMISSION}{detail}"
+    if isinstance(exc, api.GoogleAPICallError):
+        code = f"HTTP {exc.code} " if exc.code else ""
+        return f"Compute Engine failed reading a snapshot in project {project}: {code}{said}".rstrip()
+    return f"cannot reach Compute Engine to read snapshots in project {project}: {type(exc).__name__}{detail}"

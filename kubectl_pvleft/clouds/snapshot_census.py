@@ -1,0 +1,226 @@
+"""`snapshots --project` / `--aws-region`: the cloud snapshot behind each VolumeSnapshotContent a row shows, and
+with ``--cost`` what it bills per month.
+
+A cloud answers for the contents of its CSI driver (its package's ``SNAPSHOT_DRIVERS``) and looks their snapshots
+up by handle in its ``snapshots`` module: ``open(flags, timeout).look_up(handles) -> SnapshotLookup``, read-only
+calls only. A snapshot the cloud says does not exist (its not-found for that snapshot, never a refusal) is a
+finding: the content and the cloud disagree, and restoring from it will fail. A cloud whose package has no
+``snapshots`` module says so once. Like the disk census, a lookup that fails is one line on stderr and the report
+is partial; the Kubernetes findings still print.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from importlib import import_module
+from importlib.util import find_spec
+from typing import TYPE_CHECKING, Any, Optional, Union
+
+from msgspec import Struct
+
+from kubectl_pvleft.clouds.base import CloudError, CloudSnapshot, SnapshotLookup
+from kubectl_pvleft.clouds.census import asked, census_seconds, totals_report
+from kubectl_pvleft.invocation import Options
+from kubectl_pvleft.output.report import Column, Report
+from kubectl_pvleft.records import Absent
+
+if TYPE_CHECKING:  # --cost alone imports the pricing
+    from kubectl_pvleft.clouds.cost import Costing, Priced, PriceFile
+
+MISSING_SNAPSHOT = "missing-snapshot"  # a content names a snapshot its cloud says does not exist
+
+
+class Wanted(Struct, frozen=True):
+    """A content a row shows: its name, its CSI driver, the snapshot handle it names, and what its findings are."""
+
+    content: str
+    driver: Optional[str]
+    handle: Optional[str]
+    kind: str  # its findings' kinds, for the totals ("retained-orphan", "class-missing" ...)
+    counted: bool = True  # its findings count: it is in the totals
+
+
+class SnapshotFinding(Struct, frozen=True):
+    kind: str
+    source: str
+    content: str
+    handle: str
+    message: str
+
+
+class SnapshotOutcome:
+    """What the clouds said about the contents' snapshots, handed back to the analysis for its columns."""
+
+    __slots__ = ("costing", "errors", "findings", "snapshots", "taken", "warnings")
+
+    def __init__(self) -> None:
+        self.snapshots: dict[str, Union[CloudSnapshot, Absent]] = {}  # by content: found, missing or unknown
+        self.findings: list[SnapshotFinding] = []
+        self.taken: list[str] = []  # the clouds that answered, by name
+        self.errors: list[str] = []  # the report is partial
+        self.warnings: list[str] = []
+        self.costing: Optional[Costing] = None
+
+    def snapshot(self, content: str) -> Union[CloudSnapshot, Absent, None]:
+        return self.snapshots.get(content)
+
+    def priced(self, content: str) -> Optional[Priced]:
+        found = self.snapshots.get(content)
+        if self.costing is None or not isinstance(found, CloudSnapshot):
+            return None
+        return self.costing.of(found)
+
+
+def price_file(options: Options) -> Optional[PriceFile]:
+    """``--price-file``, read before anything is asked of a cluster or cloud: a bad file is a usage error."""
+    if not options.flags.get("cost"):
+        return None
+    from kubectl_pvleft.clouds.cost import check
+
+    return check(options.flags)
+
+
+def take(options: Options, wanted: Sequence[Wanted], prices: Optional[PriceFile] = None) -> SnapshotOutcome:
+    """Each asked cloud looks up the snapshots of its driver's contents; with ``--cost``, each one found is priced."""
+    outcome = SnapshotOutcome()
+    for cloud in asked(options):
+        mine = [w for w in wanted if w.driver in getattr(cloud, "SNAPSHOT_DRIVERS", ()) and w.handle]
+        if find_spec(cloud.__name__ + ".snapshots") is None:
+            outcome.warnings.append(f"{cloud.NAME}: kubectl-pvleft does not look up {cloud.NAME} snapshots; "
+                                    f"{cloud.FLAGS[0].name} only prices and checks disks, on leftovers")
+            continue
+        if not mine:  # nothing of its driver to look up: no client, no credentials needed
+            outcome.taken.append(cloud.NAME)
+            continue
+        try:
+            lookup = _look_up(cloud, options, [w.handle for w in mine if w.handle])
+        except CloudError as exc:
+            outcome.errors.append(f"{cloud.NAME} snapshots: {exc}")
+            outcome.snapshots.update({w.content: Absent.UNKNOWN for w in mine})
+            continue
+        outcome.taken.append(cloud.NAME)
+        outcome.errors += [f"{cloud.NAME} snapshots: {line}" for line in lookup.errors]
+        _place(outcome, cloud, mine, lookup)
+    if options.flags.get("cost") and outcome.taken:
+        _price(outcome, options, wanted, prices)
+    return outcome
+
+
+def _look_up(cloud: Any, options: Options, handles: list[str]) -> SnapshotLookup:
+    """The cloud's lookups, bounded as a census is (its SDK's retries are per call)."""
+    import threading
+
+    seconds = census_seconds(options)
+    outcome: list[Union[SnapshotLookup, BaseException]] = []
+
+    def work() -> None:
+        try:
+            module = import_module(cloud.__name__ + ".snapshots")
+            outcome.append(module.open(options.flags, seconds).look_up(handles))
+        except BaseException as exc:  # handed to the caller, raised there
+            outcome.append(exc)
+
+    worker = threading.Thread(target=work, name="snapshot-census", daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if not outcome:
+        raise CloudError(f"did not finish within {seconds:g}s")
+    if isinstance(outcome[0], BaseException):
+        if isinstance(outcome[0], CloudError):
+            raise outcome[0]
+        raise CloudError(f"internal error ({type(outcome[0]).__name__})")
+    return outcome[0]
+
+
+def _place(outcome: SnapshotOutcome, cloud: Any, mine: Sequence[Wanted], lookup: SnapshotLookup) -> None:
+    reasons: dict[str, list[str]] = {}
+    for want in mine:
+        handle = want.handle or ""
+        if handle in lookup.found:
+            outcome.snapshots[want.content] = lookup.found[handle]
+        elif handle in lookup.missing:
+            outcome.snapshots[want.content] = Absent.MISSING
+            outcome.findings.append(SnapshotFinding(
+                MISSING_SNAPSHOT, cloud.SOURCE, want.content, handle,
+                f"VolumeSnapshotContent {want.content} names {handle}, which does not exist "
+                f"({lookup.missing[handle]}): Kubernetes and {cloud.NAME} disagree, and a restore from it will fail"))
+        else:
+            outcome.snapshots[want.content] = Absent.UNKNOWN
+            reason = lookup.unknown.get(handle, "not looked up")
+            if reason not in lookup.errors:  # an error is said once as an error line, not again per content
+                reasons.setdefault(reason, []).append(want.content)
+    for reason, contents in reasons.items():
+        shown = ", ".join(contents[:5]) + (f" and {len(contents) - 5} more" if len(contents) > 5 else "")
+        outcome.warnings.append(f"{cloud.NAME} snapshot of {shown} unknown: {reason}")
+
+
+def _price(outcome: SnapshotOutcome, options: Options, wanted: Sequence[Wanted],
+           prices: Optional[PriceFile]) -> None:
+    from kubectl_pvleft.clouds.cost import price, provenance_note
+
+    found = [s for s in outcome.snapshots.values() if isinstance(s, CloudSnapshot)]
+    outcome.costing = price(options.flags, list({s.handle: s for s in found}.values()), census_seconds(options),
+                            prices)
+    outcome.errors += outcome.costing.errors
+    outcome.warnings += outcome.costing.warnings
+    note = provenance_note(outcome.costing)
+    if note:
+        outcome.warnings.append(note)
+
+
+def sections(outcome: SnapshotOutcome, wanted: Sequence[Wanted]) -> list[Report[Any]]:
+    """The snapshots the clouds say are gone, and with ``--cost`` the totals of what the counted contents' snapshots
+    bill; none when no cloud answered (an empty table would read as "all there")."""
+    if not outcome.taken:
+        return []
+    found: list[Report[Any]] = [findings_report(outcome.findings, outcome.taken)]
+    if outcome.costing is not None:
+        from kubectl_pvleft.clouds.cost import totals
+
+        rows = []
+        for want in wanted:
+            snapshot = outcome.snapshots.get(want.content)
+            if want.counted and isinstance(snapshot, CloudSnapshot):
+                rows.append((want.kind, snapshot, outcome.priced(want.content)))
+        found.append(totals_report(totals(rows), outcome.costing, counted="SNAPSHOTS"))
+    return found
+
+
+def findings_report(findings: list[SnapshotFinding], taken: Sequence[str]) -> Report[SnapshotFinding]:
+    columns: list[Column[SnapshotFinding]] = [
+        Column("SOURCE", lambda f: f.source),
+        Column("FINDING", lambda f: f.kind),
+        Column("SNAPSHOT", lambda f: f.handle.rsplit("/", 1)[-1]),
+        Column("CONTENT", lambda f: f.content),
+        Column("HANDLE", lambda f: f.handle, wide_only=True),
+        Column("MESSAGE", lambda f: f.message, wide_only=True),
+    ]
+    return Report(rows=findings, columns=columns, name=lambda f: f"{f.source}/{f.handle}",
+                  to_json=lambda f: {"kind": f.kind, "source": f.source, "handle": f.handle,
+                                     "volume_snapshot_content": f.content, "message": f.message},
+                  findings=lambda f: (f"{f.kind}: {f.message}",),
+                  next=lambda f: (f"kubectl describe volumesnapshotcontent {f.content}",),
+                  empty_message=f"No missing snapshots found by the {' and '.join(taken)} lookup")
+
+
+def summary(snapshot: Union[CloudSnapshot, Absent, None]) -> Union[str, Absent, None]:
+    """One cell: `gce 1.50GiB standard, us`; `aws ?GiB standard, us-east-1` when the stored size is not known;
+    `<missing>` when the cloud says it does not exist, `<unknown>` when it could not tell."""
+    if snapshot is None or isinstance(snapshot, Absent):
+        return snapshot
+    size = f"{snapshot.stored_gib:.2f}GiB" if snapshot.stored_gib is not None else "?GiB"
+    return f"{snapshot.source} {size} {snapshot.tier}, {snapshot.location or '?'}"
+
+
+def to_json(outcome: SnapshotOutcome, content: str) -> Mapping[str, Any]:
+    """The keys a content's JSON gains: its cloud snapshot (null when not found), whether it is missing (null when
+    no cloud could tell), and with ``--cost`` its monthly cost."""
+    found = outcome.snapshots.get(content)
+    doc: dict[str, Any] = {
+        "cloud_snapshot": found.to_json() if isinstance(found, CloudSnapshot) else None,
+        "cloud_snapshot_missing": None if found is None or found is Absent.UNKNOWN else found is Absent.MISSING,
+    }
+    if outcome.costing is not None:
+        priced = outcome.priced(content)
+        doc["monthly_cost"] = priced.to_json() if priced is not None else None
+    return doc
