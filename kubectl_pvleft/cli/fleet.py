@@ -59,8 +59,8 @@ def check_flags(invocation: Invocation) -> None:
 
         *others, last = asking_flags()
         census = f"{', '.join(others)} and {last}" if others else last
-        raise UsageError(f"{census} cannot be used with --all-contexts or --contexts: a disk that "
-                         "one cluster's PVs do not name may belong to another cluster; run the census per context")
+        raise UsageError(f"{census} cannot be used with --all-contexts or --contexts: a disk or snapshot that one "
+                         "cluster does not name may belong to another cluster; run the census per context")
 
 
 def context_names(kubeconfig: Optional[str], patterns: Sequence[str], everything: bool) -> list[str]:

@@ -38,7 +38,7 @@ from typing import Any, NamedTuple, Optional, Union
 from urllib.parse import urlsplit
 
 from kubectl_pvleft.clouds.base import CloudDisk, CloudError
-from kubectl_pvleft.clouds.cost import CANONICAL, CAPACITY, DISK, IOPS, THROUGHPUT, UNITS, Need, Rate
+from kubectl_pvleft.clouds.cost import CANONICAL, CAPACITY, DISK, IOPS, THROUGHPUT, UNITS, Need, Rate, the_one
 
 SOURCE_NAME = "Azure Retail Prices API"
 ENDPOINT = "https://prices.azure.com"
@@ -263,25 +263,27 @@ class RetailPrices:
 def rate_of(items: list[Mapping[str, Any]], need: Need, meter: Meter) -> Union[Rate, str]:
     """One meter's price per canonical unit (tier by tier when it lists tiers), or why there is none."""
     where = f"{meter.meter!r} ({meter.product}, {meter.sku}) in {need.location}"
-    meter_ids = sorted({str(item["meterId"]) for item in items})
-    if len(meter_ids) != 1:
-        many = f"{len(meter_ids)} meters" if meter_ids else "no meter"
-        return f"the Azure Retail Prices API lists {many} named {where}"
+    meter_ids = sorted({str(item["meterId"]) for item in items})  # a meter's tiers are items of one meterId
+    return the_one(meter_ids, lambda meter_id: _tiers_of(meter_id, items, need, meter, where), "meter", "meters",
+                   lambda why: f"the Azure Retail Prices API lists {why} named {where}")
+
+
+def _tiers_of(meter_id: str, items: list[Mapping[str, Any]], need: Need, meter: Meter, where: str) -> Union[Rate, str]:
     starts = [float(item["tierMinimumUnits"]) for item in items]
     if len(set(starts)) != len(starts):
-        return f"the Azure Retail Prices API lists {len(items)} prices for the same tier of meter {meter_ids[0]} ({where})"
+        return f"the Azure Retail Prices API lists {len(items)} prices for the same tier of meter {meter_id} ({where})"
     ordered = sorted(items, key=lambda item: float(item["tierMinimumUnits"]))
     unit = str(ordered[0]["unitOfMeasure"])
     factor = UNIT_OF_MEASURE.get((unit, need.component))
     if factor is None or any(item["unitOfMeasure"] != unit for item in ordered):
-        return (f"meter {meter_ids[0]} ({meter.meter}) lists its price per {unit!r}, not a {CANONICAL[need.component]} "
+        return (f"meter {meter_id} ({meter.meter}) lists its price per {unit!r}, not a {CANONICAL[need.component]} "
                 "unit this plugin converts")
     # tierMinimumUnits counts listed units; capacity and IOPS are the canonical units, throughput is MB/s.
     start_per = MB_IN_MIB if need.component == THROUGHPUT else 1.0
     tiers = tuple((float(item["tierMinimumUnits"]) * start_per, float(item["retailPrice"]) * factor)
                   for item in ordered)
     return Rate(tiers=tiers, currency=str(ordered[0]["currencyCode"]), unit=unit,
-                listed=float(ordered[0]["retailPrice"]), sku=meter_ids[0], source=SOURCE_NAME,
+                listed=float(ordered[0]["retailPrice"]), sku=meter_id, source=SOURCE_NAME,
                 date=str(ordered[0]["effectiveStartDate"]))
 
 
