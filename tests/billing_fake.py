@@ -18,15 +18,14 @@ from __future__ import annotations
 import json
 import os
 import re
-import threading
+from collections.abc import Iterable, Mapping
 from functools import lru_cache
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Iterable, Mapping, Optional
-from urllib.parse import parse_qsl, urlsplit
+from typing import Any, Optional
 
 import googleapiclient
 
 import gce_discovery
+from loopback import LoopbackFake, Reply, Request, json_reply
 
 DOCUMENT = os.path.join(os.path.dirname(googleapiclient.__file__), "discovery_cache", "documents",
                         "cloudbilling.v1.json")
@@ -98,7 +97,7 @@ def errors_in(value: Any, spec: Mapping[str, Any], where: str) -> list[str]:
 
 def money(amount: float, currency: str = "USD") -> dict[str, Any]:
     units = int(amount)
-    return {"currencyCode": currency, "units": str(units), "nanos": int(round((amount - units) * 1e9))}
+    return {"currencyCode": currency, "units": str(units), "nanos": round((amount - units) * 1e9)}
 
 
 def sku(sku_id: str, description: str, regions: Iterable[str], price: float, *, usage_unit: str = "GiBy.mo",
@@ -137,7 +136,7 @@ def sku(sku_id: str, description: str, regions: Iterable[str], price: float, *, 
     }
 
 
-class FakeCatalog:
+class FakeCatalog(LoopbackFake):
     """SKUs of the Compute Engine service, served in pages of ``page_size``; start() on a free loopback port."""
 
     def __init__(self, skus: Iterable[dict[str, Any]] = (), page_size: int = 3) -> None:
@@ -145,12 +144,6 @@ class FakeCatalog:
         self.page_size = page_size
         self.requests: list[tuple[str, str, dict[str, str]]] = []
         self.drift: list[str] = []
-        self._server: Optional[ThreadingHTTPServer] = None
-
-    @property
-    def endpoint(self) -> str:
-        assert self._server, "start() first"
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
 
     def answer(self, path: str, query: dict[str, str]) -> tuple[int, Any]:
         try:
@@ -171,54 +164,20 @@ class FakeCatalog:
             return 500, {"error": {"code": 500, "message": "drift", "status": "INTERNAL"}}
         return 200, body
 
-    def start(self) -> "FakeCatalog":
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802
-                url = urlsplit(self.path)
-                query = dict(parse_qsl(url.query, keep_blank_values=True))
-                fake.requests.append(("GET", url.path, query))
-                status, body = fake.answer(url.path, query)
-                payload = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json; charset=UTF-8")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-            def _refuse(self) -> None:  # the catalog is only read
-                fake.requests.append((self.command, urlsplit(self.path).path, {}))
-                self.send_response(405)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            do_POST = do_PUT = do_PATCH = do_DELETE = _refuse
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True).start()
-        return self
-
-    def stop(self) -> None:
-        if self._server:
-            self._server.shutdown()
-            self._server.server_close()
-
-    def __enter__(self) -> "FakeCatalog":
-        return self.start()
-
-    def __exit__(self, *exc: Any) -> None:
-        self.stop()
+    def serve(self, request: Request) -> Reply:
+        if request.method != "GET":  # the catalog is only read
+            self.requests.append((request.method, request.path, {}))
+            return Reply(405, content_type=None)
+        self.requests.append(("GET", request.path, request.query))
+        return json_reply(*self.answer(request.path, request.query), "application/json; charset=UTF-8")
 
 
 def compute_skus() -> list[dict[str, Any]]:
     """The disk SKUs of two regions, the names Google gives them; ``europe-west1``'s carry " in Belgium"."""
     found = []
     for region, place, factor in (("us-central1", "", 1.0), ("europe-west1", " in Belgium", 1.1)):
-        def add(sku_id: str, description: str, price: float, **kw: Any) -> None:
+        def add(sku_id: str, description: str, price: float, region: str = region, place: str = place,
+                factor: float = factor, **kw: Any) -> None:
             found.append(sku(f"{sku_id}-{region}", description + place, [region], round(price * factor, 6), **kw))
 
         add("PDSTD", "Storage PD Capacity", 0.04, resource_group="PDStandard")

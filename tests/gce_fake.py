@@ -12,12 +12,11 @@ recorded in ``drift`` and answered with a 500, so a fake that drifts from Google
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Iterable, Optional
-from urllib.parse import parse_qsl, urlsplit
+from collections.abc import Iterable
+from typing import Any, Optional
 
 import gce_discovery
+from loopback import LoopbackFake, Reply, Request, json_reply
 
 SELF_LINK = "https://www.googleapis.com/compute/v1/"
 
@@ -103,7 +102,7 @@ def _error(code: int, message: str, reason: str) -> dict[str, Any]:
                       "errors": [{"message": message, "domain": "global", "reason": reason}]}}
 
 
-class FakeCompute:
+class FakeCompute(LoopbackFake):
     """Projects, their disks and their scopes; start() serves them on a free 127.0.0.1 port."""
 
     def __init__(self, page_size: int = 2) -> None:
@@ -117,7 +116,6 @@ class FakeCompute:
         self.snapshots_forbidden: set[str] = set()  # projects where the caller lacks compute.snapshots.get
         self.requests: list[tuple[str, str, dict[str, str]]] = []  # (HTTP method, path, query)
         self.drift: list[str] = []
-        self._server: Optional[ThreadingHTTPServer] = None
 
     def add_project(self, project: str, zones: Iterable[str] = ("us-central1-a", "us-central1-b"),
                     regions: Iterable[str] = ("us-central1",)) -> None:
@@ -144,52 +142,12 @@ class FakeCompute:
 
     # -- serving ---------------------------------------------------------------------------------------
 
-    @property
-    def endpoint(self) -> str:
-        assert self._server, "start() first"
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
-
-    def start(self) -> "FakeCompute":
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                url = urlsplit(self.path)
-                query = dict(parse_qsl(url.query, keep_blank_values=True))
-                fake.requests.append(("GET", url.path, query))
-                status, body = fake.answer(url.path, query)
-                payload = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json; charset=UTF-8")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-            def _refuse(self) -> None:  # the census is read-only: any other verb is a bug to be seen
-                fake.requests.append((self.command, urlsplit(self.path).path, {}))
-                self.send_response(405)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            do_POST = do_PUT = do_PATCH = do_DELETE = _refuse
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
-        return self
-
-    def stop(self) -> None:
-        if self._server:
-            self._server.shutdown()
-            self._server.server_close()
-
-    def __enter__(self) -> "FakeCompute":
-        return self.start()
-
-    def __exit__(self, *exc: Any) -> None:
-        self.stop()
+    def serve(self, request: Request) -> Reply:
+        if request.method != "GET":  # the census is read-only: any other verb is a bug to be seen
+            self.requests.append((request.method, request.path, {}))
+            return Reply(405, content_type=None)
+        self.requests.append(("GET", request.path, request.query))
+        return json_reply(*self.answer(request.path, request.query), "application/json; charset=UTF-8")
 
     # -- answers ---------------------------------------------------------------------------------------
 

@@ -17,12 +17,13 @@ with the EBS usage types and units AWS bills under (``EBS:VolumeUsage.gp3`` per 
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Iterable, Optional
+from collections.abc import Iterable
+from typing import Any
 
 import botocore.loaders
 import botocore.model
+
+from loopback import LoopbackFake, Reply, Request, json_reply
 
 TARGET = "AWSPriceListService.GetProducts"
 PUBLISHED = "2026-11-20T19:41:52Z"
@@ -142,7 +143,8 @@ def snapshot_products() -> list[dict[str, Any]]:
 def ebs_products() -> list[dict[str, Any]]:
     found = []
     for region, factor in (("us-east-1", 1.0), ("eu-west-1", 1.1)):
-        def add(volume_type: str, component: str, prices: list[tuple[str, float]]) -> None:
+        def add(volume_type: str, component: str, prices: list[tuple[str, float]], region: str = region,
+                factor: float = factor) -> None:
             sku = f"{volume_type.upper()}{component[:3].upper()}{region.replace('-', '').upper()}"
             found.append(product(region, volume_type, component,
                                  [(b, f"{p * factor:.10f}") for b, p in prices], sku))
@@ -161,19 +163,13 @@ def ebs_products() -> list[dict[str, Any]]:
     return found
 
 
-class FakePriceList:
+class FakePriceList(LoopbackFake):
     def __init__(self, products: Iterable[dict[str, Any]] = (), page_size: int = 2) -> None:
         self.products = list(products)
         self.page_size = page_size
         self.requests: list[dict[str, Any]] = []
         self.drift: list[str] = []
         self.model = service_model().operation_model("GetProducts")
-        self._server: Optional[ThreadingHTTPServer] = None
-
-    @property
-    def endpoint(self) -> str:
-        assert self._server, "start() first"
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
 
     def answer(self, method: str, path: str, target: str, body: bytes) -> tuple[int, dict[str, Any]]:
         if method != "POST" or path != "/" or target != TARGET:
@@ -204,42 +200,12 @@ class FakePriceList:
         fields = {**entry["product"]["attributes"], "productFamily": entry["product"]["productFamily"]}
         return str(fields.get(spec["Field"], "")).lower() == spec["Value"].lower()
 
-    def start(self) -> "FakePriceList":
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def _serve(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(length)
-                try:
-                    status, answer = fake.answer(self.command, self.path, self.headers.get("X-Amz-Target", ""), body)
-                except (Drift, ValueError) as exc:
-                    fake.drift.append(str(exc))
-                    status, answer = 500, {"__type": "InternalErrorException", "Message": f"drift: {exc}"}
-                payload = json.dumps(answer).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/x-amz-json-1.1")
-                self.send_header("x-amzn-RequestId", "6a1f2b44-0000-4000-8000-000000000000")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-            do_POST = do_GET = do_PUT = do_DELETE = _serve
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True).start()
-        return self
-
-    def stop(self) -> None:
-        if self._server:
-            self._server.shutdown()
-            self._server.server_close()
-
-    def __enter__(self) -> "FakePriceList":
-        return self.start()
-
-    def __exit__(self, *exc: Any) -> None:
-        self.stop()
+    def serve(self, request: Request) -> Reply:
+        try:
+            status, answer = self.answer(request.method, request.target, request.headers.get("x-amz-target", ""),
+                                         request.body)
+        except (Drift, ValueError) as exc:
+            self.drift.append(str(exc))
+            status, answer = 500, {"__type": "InternalErrorException", "Message": f"drift: {exc}"}
+        return json_reply(status, answer, "application/x-amz-json-1.1",
+                          **{"x-amzn-RequestId": "6a1f2b44-0000-4000-8000-000000000000"})
