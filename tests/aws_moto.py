@@ -69,7 +69,7 @@ class MotoServer:
     def endpoint(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self, timeout: float = 60.0) -> "MotoServer":
+    def start(self, timeout: float = 60.0) -> MotoServer:
         for _ in range(3):  # another process may take the free port between our probe and moto's bind
             self.port = free_port()
             with open(self.log, "ab") as log:
@@ -156,7 +156,7 @@ class _Server:
     def endpoint(self) -> str:
         return f"http://127.0.0.1:{self.httpd.server_address[1]}"
 
-    def __enter__(self) -> "_Server":
+    def __enter__(self) -> _Server:
         self.thread.start()
         return self
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
@@ -33,7 +33,7 @@ print(json.dumps(sorted(d.handle for d in disks)))
 
 
 def census(env: dict[str, str], timeout: float = 60, **args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", CENSUS, json.dumps(args)], env=env, capture_output=True,
+    return subprocess.run([sys.executable, "-c", CENSUS, json.dumps(args)], env=env, check=False, capture_output=True,
                           text=True, timeout=timeout)
 
 
@@ -85,7 +85,7 @@ def test_named_profile_is_used(tmp_path: Path, moto: MotoServer) -> None:
 def test_sdk_not_installed(tmp_path: Path) -> None:
     hide_boto = "import sys; sys.modules['boto3'] = None\n"  # what an interpreter without boto3 sees on import
     result = subprocess.run([sys.executable, "-c", hide_boto + CENSUS, json.dumps({"regions": ["us-east-1"]})],
-                            env=aws_test_env(tmp_path), capture_output=True, text=True, timeout=60)
+                            env=aws_test_env(tmp_path), check=False, capture_output=True, text=True, timeout=60)
     assert one_error_line(result) == "--aws-region needs boto3: pip install 'kubectl-pvleft[aws]'"
 
 
@@ -228,7 +228,7 @@ print("LOADED", sorted({m.split(".")[0] for m in sys.modules} & {"boto3", "botoc
 
 
 def test_no_boto_without_the_flag(tmp_path: Path) -> None:
-    result = subprocess.run([sys.executable, "-c", LOADED], env=aws_test_env(tmp_path), capture_output=True,
+    result = subprocess.run([sys.executable, "-c", LOADED], env=aws_test_env(tmp_path), check=False, capture_output=True,
                             text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert "usage:" in result.stdout  # the help really ran

@@ -9,7 +9,18 @@ import pytest
 from kubectl_pvleft.clouds.aws import prices as ebs
 from kubectl_pvleft.clouds.base import CloudDisk
 from kubectl_pvleft.clouds.cost import (
-    CAPACITY, IOPS, THROUGHPUT, UNITS, MonthlyCost, Need, Rate, Unpriced, cell, price, read_price_file, totals,
+    CAPACITY,
+    IOPS,
+    THROUGHPUT,
+    UNITS,
+    MonthlyCost,
+    Need,
+    Rate,
+    Unpriced,
+    cell,
+    price,
+    read_price_file,
+    totals,
 )
 from kubectl_pvleft.clouds.gce import prices as pd
 from kubectl_pvleft.errors import UsageError

@@ -9,19 +9,19 @@ import socket
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import gce_discovery  # noqa: E402
-from gce_fake import FakeCompute, csi_description, gce_disk  # noqa: E402
-from google.auth.credentials import AnonymousCredentials  # noqa: E402
+from google.auth.credentials import AnonymousCredentials
 
-from kubectl_pvleft.clouds.base import MISSING_DISK, ORPHAN_DISK, CloudError, VolumeRef, join  # noqa: E402
-from kubectl_pvleft.clouds.gce.census import CSI_DRIVER, INSTALL_HINT, MULTI_ZONE_LABEL, open_census  # noqa: E402
+import gce_discovery
+from gce_fake import FakeCompute, csi_description, gce_disk
+from kubectl_pvleft.clouds.base import MISSING_DISK, ORPHAN_DISK, CloudError, VolumeRef, join
+from kubectl_pvleft.clouds.gce.census import CSI_DRIVER, INSTALL_HINT, MULTI_ZONE_LABEL, open_census
 
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT = "shop-prod"
@@ -269,7 +269,7 @@ def test_a_project_given_by_number_matches_handles_that_name_its_id(fake: FakeCo
 # -- no SDK, no credentials, no google import without the flag --------------------------------------------
 
 def _python(code: str, env: dict[str, str], timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], check=False, capture_output=True, text=True,
                           env=env, cwd=ROOT, timeout=timeout)
 
 
@@ -342,11 +342,11 @@ class _OneAnswer:
     """A server that is not Compute: every request gets the same 200 (a captive portal, a proxy's page)."""
 
     def __init__(self, body: bytes, content_type: str) -> None:
-        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
         import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:
                 self.send_response(200)
                 self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(body)))

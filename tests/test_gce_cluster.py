@@ -5,22 +5,23 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Optional
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from gce_fake import FakeCompute, csi_description, gce_disk  # noqa: E402
-from google.auth.credentials import AnonymousCredentials  # noqa: E402
-from scenarios import apply, claim, delete_claim, namespace, storage_class, wait_pv_phase  # noqa: E402
+from google.auth.credentials import AnonymousCredentials
 
-from kubectl_pvleft.kube.api import PERSISTENT_VOLUMES, KubeAPI  # noqa: E402
-from kubectl_pvleft.clouds.base import MISSING_DISK, ORPHAN_DISK, join  # noqa: E402
-from kubectl_pvleft.clouds.gce.census import CSI_DRIVER, open_census  # noqa: E402
-from kubectl_pvleft.clouds.refs import volume_ref  # noqa: E402
-from kubectl_pvleft.kube.kubeconfig import Selection, load_connection  # noqa: E402
+from gce_fake import FakeCompute, csi_description, gce_disk
+from kubectl_pvleft.clouds.base import MISSING_DISK, ORPHAN_DISK, join
+from kubectl_pvleft.clouds.gce.census import CSI_DRIVER, open_census
+from kubectl_pvleft.clouds.refs import volume_ref
+from kubectl_pvleft.kube.api import PERSISTENT_VOLUMES, KubeAPI
+from kubectl_pvleft.kube.kubeconfig import Selection, load_connection
+from scenarios import apply, claim, delete_claim, namespace, storage_class, wait_pv_phase
 
 PROJECT = "pvleft-gce-test"  # no other test's PV names this project, so every finding here is this test's
 REGION, ZONE_A, ZONE_B = "europe-west1", "europe-west1-b", "europe-west1-c"

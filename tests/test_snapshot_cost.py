@@ -7,22 +7,22 @@ from __future__ import annotations
 
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from aws_moto import FAKE_KEY_ID, FAKE_SECRET, MotoServer, PagingProxy, aws_test_env  # noqa: E402
-from billing_fake import FakeCatalog, compute_skus, sku, snapshot_skus, US_REGIONS  # noqa: E402
-from gce_fake import FakeCompute, gce_snapshot  # noqa: E402
-from pricing_fake import FakePriceList, snapshot_products  # noqa: E402
-
-from kubectl_pvleft.clouds.aws import snapshots as aws_snapshots  # noqa: E402
-from kubectl_pvleft.clouds.base import CloudSnapshot  # noqa: E402
-from kubectl_pvleft.clouds.cost import MonthlyCost, price, read_price_file  # noqa: E402
-from kubectl_pvleft.clouds.gce import snapshots as gce_snapshots  # noqa: E402
+from aws_moto import FAKE_KEY_ID, FAKE_SECRET, MotoServer, PagingProxy, aws_test_env
+from billing_fake import US_REGIONS, FakeCatalog, compute_skus, sku, snapshot_skus
+from gce_fake import FakeCompute, gce_snapshot
+from kubectl_pvleft.clouds.aws import snapshots as aws_snapshots
+from kubectl_pvleft.clouds.base import CloudSnapshot
+from kubectl_pvleft.clouds.cost import MonthlyCost, price, read_price_file
+from kubectl_pvleft.clouds.gce import snapshots as gce_snapshots
+from pricing_fake import FakePriceList, snapshot_products
 
 pytestmark = pytest.mark.integration  # local servers, the SDKs, moto
 
@@ -92,7 +92,8 @@ def handle(name: str, project: str = PROJECT) -> str:
 def test_gce_a_snapshot_is_found_gone_or_unknown_and_only_a_404_about_it_says_gone(compute: FakeCompute) -> None:
     lookup = gce_snapshots.open({"project": (PROJECT, "locked-prod", "no-such-project")}, 30.0).look_up([
         handle("snapshot-db"), handle("snapshot-cold"), handle("snapshot-new"), handle("snapshot-deleted"),
-        handle("x", "locked-prod"), handle("z", "locked-prod"), handle("x", "no-such-project"), handle("y", "elsewhere"), "snap-0abc"])
+        handle("x", "locked-prod"), handle("z", "locked-prod"), handle("x", "no-such-project"), handle("y", "elsewhere"),
+        "snap-0abc"])
     db, cold, new = (lookup.found[handle(n)] for n in ("snapshot-db", "snapshot-cold", "snapshot-new"))
     assert (db.stored_gib, db.source_size_gb, db.location, db.multi_region, db.tier) == (1.5, 100, "us", True,
                                                                                          "standard")

@@ -8,10 +8,10 @@ The plane is this module's: its CRDs and contents must not change what other tes
 
 from __future__ import annotations
 
-import json
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -21,8 +21,17 @@ from controlplane import ControlPlane, build
 from gce_fake import FakeCompute, gce_snapshot
 from plugin_runner import items, run_plugin
 from pricing_fake import FakePriceList, snapshot_products
-from recording.snapshots import content, delete, install_crds, ready, snapshot_path, uid, volume_snapshot, write_status
-from recording.snapshots import content_path
+from recording.snapshots import (
+    content,
+    content_path,
+    delete,
+    install_crds,
+    ready,
+    snapshot_path,
+    uid,
+    volume_snapshot,
+    write_status,
+)
 from scenarios import apply, namespace
 
 pytestmark = pytest.mark.cluster
@@ -84,9 +93,8 @@ def world(tmp_path_factory: pytest.TempPathFactory, moto: MotoServer) -> Iterato
             compute.add_snapshot(gce_snapshot(PROJECT, "snapshot-orphan", storage_bytes=20 * GIB, disk_size_gb=100))
             compute.add_snapshot(gce_snapshot(PROJECT, "snapshot-archive", storage_bytes=100 * GIB,
                                               locations=("us-central1",), snapshot_type="ARCHIVE"))
-            env = {key: value for key, value in aws_test_env(
-                tmp, AWS_ACCESS_KEY_ID=FAKE_KEY_ID, AWS_SECRET_ACCESS_KEY=FAKE_SECRET,
-                AWS_ENDPOINT_URL_EC2=moto.endpoint, AWS_ENDPOINT_URL_PRICING=price_list.endpoint).items()}
+            env = dict(aws_test_env(tmp, AWS_ACCESS_KEY_ID=FAKE_KEY_ID, AWS_SECRET_ACCESS_KEY=FAKE_SECRET,
+                                    AWS_ENDPOINT_URL_EC2=moto.endpoint, AWS_ENDPOINT_URL_PRICING=price_list.endpoint))
             env = {k: v for k, v in env.items() if k != "GOOGLE_APPLICATION_CREDENTIALS"}
             env.update(PVLEFT_COMPUTE_ENDPOINT=compute.endpoint, PVLEFT_BILLING_ENDPOINT=catalog.endpoint)
             yield {"plane": plane, "env": env, "compute": compute, "ebs_snapshot": ebs_snapshot, "tmp": tmp}
@@ -108,8 +116,8 @@ def table(text: str) -> dict[str, dict[str, str]]:
     lines = text.splitlines()
     header = lines[0]
     starts = [0] + [i for i in range(1, len(header)) if header[i] != " " and header[i - 3:i] == "   "]
-    names = [header[a:b].strip() for a, b in zip(starts, starts[1:] + [None])]
-    rows = [{n: line[a:b].strip() if b else line[a:].strip() for n, a, b in zip(names, starts, starts[1:] + [None])}
+    names = [header[a:b].strip() for a, b in zip(starts, [*starts[1:], None], strict=True)]
+    rows = [{n: line[a:b].strip() if b else line[a:].strip() for n, a, b in zip(names, starts, [*starts[1:], None], strict=True)}
             for line in lines[1:]]
     return {row[names[0]] + (" " + row[names[1]] if names[0] == "TOTAL BY" else ""): row for row in rows}
 

@@ -11,8 +11,7 @@ from kubectl_pvleft.clouds import base
 from kubectl_pvleft.clouds.aws.census import cluster_names as aws_cluster_names
 from kubectl_pvleft.clouds.aws.snapshots import snapshot_record as ebs_record
 from kubectl_pvleft.clouds.base import CloudDisk, CloudSnapshot
-from kubectl_pvleft.clouds.cost import (ARCHIVE_SNAPSHOT, CAPACITY, SNAPSHOT, Need, Rate, read_price_file,
-                                        snapshot_needs, the_one)
+from kubectl_pvleft.clouds.cost import ARCHIVE_SNAPSHOT, CAPACITY, SNAPSHOT, Need, Rate, read_price_file, snapshot_needs, the_one
 from kubectl_pvleft.clouds.gce.snapshots import parse_handle
 from kubectl_pvleft.clouds.snapshot_census import SnapshotOutcome, summary, to_json
 from kubectl_pvleft.records import Absent

@@ -13,14 +13,26 @@ import os
 import queue
 import subprocess
 import threading
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from controlplane import ControlPlane, build
 from plugin_runner import PLUGIN, items, run_plugin
-from recording.snapshots import (DRIVER_ERROR, build as build_scenario, content, content_path, delete, install_crds,
-                                 ready, snapshot_path, uid, volume_snapshot, write_status)
+from recording.snapshots import (
+    DRIVER_ERROR,
+    content,
+    content_path,
+    delete,
+    install_crds,
+    ready,
+    snapshot_path,
+    uid,
+    volume_snapshot,
+    write_status,
+)
+from recording.snapshots import build as build_scenario
 from scenarios import apply
 
 pytestmark = pytest.mark.cluster
@@ -70,8 +82,8 @@ def columns(text: str) -> list[dict[str, str]]:
     header = lines[0]
     # A header starts after three spaces: "SNAPSHOT STATE" is one column.
     starts = [0] + [i for i in range(1, len(header)) if header[i] != " " and header[i - 3:i] == "   "]
-    names = [header[a:b].strip() for a, b in zip(starts, starts[1:] + [None])]
-    return [{n: line[a:b].strip() if b else line[a:].strip() for n, a, b in zip(names, starts, starts[1:] + [None])}
+    names = [header[a:b].strip() for a, b in zip(starts, [*starts[1:], None], strict=True)]
+    return [{n: line[a:b].strip() if b else line[a:].strip() for n, a, b in zip(names, starts, [*starts[1:], None], strict=True)}
             for line in lines[1:]]
 
 
@@ -173,7 +185,7 @@ def test_watch_shows_a_content_turning_orphan(plane: ControlPlane) -> None:
                "--kubeconfig", str(plane.kubeconfig("reader"))]
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, **env})
-    lines: "queue.Queue[str]" = queue.Queue()
+    lines: queue.Queue[str] = queue.Queue()
     threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()  # type: ignore[union-attr]
 
     def next_line(timeout: float = 30.0) -> dict[str, Any]:

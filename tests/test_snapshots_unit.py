@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Iterator
 from datetime import datetime, timezone
-from typing import Any, Iterator, Optional
+from typing import Any, Optional
 
 import pytest
-from reports import table_lines
-from wire import items, load
 
 from kubectl_pvleft.analyses import snapshots
 from kubectl_pvleft.analyses.snapshots import SnapshotIndex, assess
@@ -26,6 +25,8 @@ from kubectl_pvleft.kube.api import VOLUME_SNAPSHOT_CLASSES, VOLUME_SNAPSHOT_CON
 from kubectl_pvleft.kube.transport import error_for
 from kubectl_pvleft.kube.watch import Changed, Stores, Synced
 from kubectl_pvleft.records import Absent, VolumeSnapshot, VolumeSnapshotClass, VolumeSnapshotContent
+from reports import table_lines
+from wire import items, load
 
 P = "snap-rec-"
 NS = f"{P}apps"
