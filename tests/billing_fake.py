@@ -208,9 +208,9 @@ def snapshot_skus() -> list[dict[str, Any]]:
     return [
         sku("SNAP-US", "Storage PD Snapshot in US", ["us"], 0.065, resource_group="PDSnapshot",
             geo=("MULTI_REGIONAL", US_REGIONS)),
-        sku("ARCH-us-central1", "Storage PD Archive Snapshot in Iowa", ["us-central1"], 0.019,
+        sku("ARCH-us-central1", "Regional Archive Snapshot Data Storage in Iowa", ["us-central1"], 0.019,
             resource_group="PDSnapshot"),
-        sku("ARCH-US", "Storage PD Archive Snapshot in US", ["us"], 0.024, resource_group="PDSnapshot",
+        sku("ARCH-US", "Multi-regional Archive Snapshot Data Storage in US", ["us"], 0.024, resource_group="PDSnapshot",
             geo=("MULTI_REGIONAL", US_REGIONS)),
         sku("ARCH-READ-US", "Archive Snapshot Data Retrieval in US", ["us"], 0.024, usage_unit="GiBy",
             unit_description="gibibyte", resource_group="PDSnapshot", geo=("MULTI_REGIONAL", US_REGIONS)),

@@ -188,7 +188,7 @@ def test_gce_snapshot_storage_by_region_multi_region_and_tier(catalog: FakeCatal
     assert found == {
         "regional": pytest.approx(0.5), "belgium": pytest.approx(0.55),  # compute_skus()'s "Storage PD Snapshot"
         "multi": pytest.approx(0.65), "cold": pytest.approx(1.9), "cold-us": pytest.approx(2.4),
-        "cold-eu": "the Cloud Billing Catalog lists no SKU named 'Storage PD Archive Snapshot' for europe-west1",
+        "cold-eu": "the Cloud Billing Catalog lists no SKU named 'Regional Archive Snapshot Data Storage' for europe-west1",
         "eu": "the Cloud Billing Catalog lists no SKU named 'Storage PD Snapshot' for eu",
     }
 
