@@ -14,7 +14,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Optional
 
-from kubectl_pvleft.kube.api import KubeAPI
+from kubectl_pvleft.kube.api import KubeAPI, Unchanged
 from kubectl_pvleft.kube.watch import Changed, Follow, Notice, Observer, Stores, Stream, Synced, WatchSettings, reflect, uid_of
 from kubectl_pvleft.text import one_line, shown
 
@@ -137,6 +137,10 @@ class _GatedListing:
         with self.gate:  # released when the pages are read, or the reading fails or is abandoned
             yield from self.listing
 
+    def changed(self, held: Callable[[str, str], bool]) -> Any:
+        with self.gate:
+            yield from self.listing.changed(held)
+
 
 class Live:
     """The shared streams, the analyses fed from them, the judge and the census. ``start`` runs them in daemon
@@ -200,7 +204,7 @@ class Live:
         while not self.stopping.is_set():
             try:
                 for item in reflect(self.lister, shared.stream, self.settings, self.stopping, shared.health,
-                                    lazy_lists=True):
+                                    lazy_lists=True, held=lambda uid, version: self.held(shared, uid, version)):
                     self.take(shared, item)
                     delay = self.settings.backoff_initial
                 return  # stopped, or the stream may not be read (its evidence stays unknown)
@@ -238,6 +242,11 @@ class Live:
                 analysis.dirty = True
         self.changed.set()
 
+    def held(self, shared: Shared, uid: str, version: str) -> bool:
+        """Every analysis that reads the stream holds this object at this version: a relist need not decode it.
+        Only the stream's own thread writes its stores, and it is the one asking."""
+        return all(analysis.stores.holds(name, uid, version) for analysis, name in shared.readers)
+
     def _refill(self, shared: Shared, item: Synced) -> None:
         """A (re)list, read page by page: each object replaces its old copy at once, so memory never holds two
         copies of a store. Its analyses are not judged meanwhile (half old, half new evidence); scrapes go on,
@@ -247,6 +256,9 @@ class Live:
                 analysis.unsynced.add(name)
         seen: set[str] = set()
         for obj in item.objects:  # a page that fails raises here: the pump counts it and lists again
+            if isinstance(obj, Unchanged):  # held already, at this version: nothing to replace
+                seen.add(obj.uid)
+                continue
             with self.lock:
                 seen.add(uid_of(obj))
                 for analysis, name in shared.readers:
