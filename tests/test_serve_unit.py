@@ -155,3 +155,57 @@ def test_a_stream_that_may_not_be_read_is_unknown_evidence_not_an_outage() -> No
     assert metrics["pvleft_analysis_up"] == [({"analysis": "leftovers"}, 1.0)]
     assert {l["state"] for l, _ in metrics["pvleft_finding_info"]} <= {"Released", "Failed", "claim-unknown"}
     assert live.healthy(0) == (True, "ok")
+
+
+def test_a_relist_keeps_what_it_holds_and_decodes_no_second_copy(tmp_path: Path) -> None:
+    """After an outage every stream relists, and most of what it lists did not change: the held copy stays, and
+    the relist's own copy of it is never decoded (decoding 10,000 copies to drop them crept the heap at every
+    relist). The server here answers each watch 410, so the streams relist again and again; on the later lists
+    every PV the exporter holds comes back at the same resourceVersion with a body the record type refuses: only
+    a decoder would notice."""
+    import threading
+    import time
+
+    from fake_apiserver import FakeAPIServer, status
+    from kubectl_pvleft.kube.api import KubeAPI
+    from kubectl_pvleft.kube.kubeconfig import Selection, load_connection
+
+    lists: dict[str, int] = {}
+    answers = {"/api/v1/persistentvolumes": items("leftovers_pvs"),
+               "/api/v1/persistentvolumeclaims": items("leftovers_pvc_metadata"),
+               "/apis/storage.k8s.io/v1/storageclasses": items("leftovers_storageclasses")}
+    relisted = threading.Event()
+
+    def handler(path: str, query: dict[str, list[str]]) -> tuple[int, dict]:
+        if query.get("watch") == ["true"]:
+            return 410, status(410, "Expired", "too old resource version")
+        lists[path] = lists.get(path, 0) + 1
+        objects = answers[path]
+        if path.endswith("persistentvolumes") and lists[path] > 1:
+            objects = [{**o, "spec": "not a PersistentVolumeSpec"} for o in objects]  # same uid and version
+            if lists[path] > 2:
+                relisted.set()
+        return 200, {"kind": "List", "apiVersion": "v1", "metadata": {"resourceVersion": "7"}, "items": objects}
+
+    with FakeAPIServer(handler) as server:
+        api = KubeAPI(load_connection(Selection(kubeconfig=str(server.kubeconfig(tmp_path / "kc")))))
+        live = Live(api, [("leftovers", leftovers.follow(Options()))],
+                    WatchSettings(backoff_initial=0.01, backoff_max=0.02, settle=0.0), describe=str)
+        live.start()
+        try:
+            held_before = None
+            deadline = time.monotonic() + 20
+            while not relisted.is_set() and time.monotonic() < deadline:
+                if held_before is None and live.analyses[0].stores.data["volumes"]:
+                    held_before = dict(live.analyses[0].stores.data["volumes"] or {})
+                time.sleep(0.01)
+        finally:
+            live.stop()
+            api.close()
+    assert relisted.is_set(), lists
+    pvs = next(s for s in live.streams.values() if s.label == "persistentvolumes")
+    assert pvs.health.errors == 0, pvs.health.last_error
+    assert pvs.health.relists >= 1
+    held = live.analyses[0].stores.data["volumes"] or {}
+    assert held_before is not None and held.keys() == held_before.keys()
+    assert all(held[uid] is held_before[uid] for uid in held)  # the same objects, not copies
