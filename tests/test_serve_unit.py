@@ -174,7 +174,7 @@ def test_a_relist_keeps_what_it_holds_and_decodes_no_second_copy(tmp_path: Path)
     answers = {"/api/v1/persistentvolumes": items("leftovers_pvs"),
                "/api/v1/persistentvolumeclaims": items("leftovers_pvc_metadata"),
                "/apis/storage.k8s.io/v1/storageclasses": items("leftovers_storageclasses")}
-    relisted = threading.Event()
+    relisted, captured = threading.Event(), threading.Event()
 
     def handler(path: str, query: dict[str, list[str]]) -> tuple[int, dict]:
         if query.get("watch") == ["true"]:
@@ -182,6 +182,7 @@ def test_a_relist_keeps_what_it_holds_and_decodes_no_second_copy(tmp_path: Path)
         lists[path] = lists.get(path, 0) + 1
         objects = answers[path]
         if path.endswith("persistentvolumes") and lists[path] > 1:
+            captured.wait(10)  # the test has seen what the first list gave
             objects = [{**o, "spec": "not a PersistentVolumeSpec"} for o in objects]  # same uid and version
             if lists[path] > 2:
                 relisted.set()
@@ -193,12 +194,12 @@ def test_a_relist_keeps_what_it_holds_and_decodes_no_second_copy(tmp_path: Path)
                     WatchSettings(backoff_initial=0.01, backoff_max=0.02, settle=0.0), describe=str)
         live.start()
         try:
-            held_before = None
             deadline = time.monotonic() + 20
-            while not relisted.is_set() and time.monotonic() < deadline:
-                if held_before is None and live.analyses[0].stores.data["volumes"]:
-                    held_before = dict(live.analyses[0].stores.data["volumes"] or {})
+            while not live.analyses[0].stores.data["volumes"] and time.monotonic() < deadline:
                 time.sleep(0.01)
+            held_before = dict(live.analyses[0].stores.data["volumes"] or {})
+            captured.set()
+            relisted.wait(20)
         finally:
             live.stop()
             api.close()
@@ -207,5 +208,5 @@ def test_a_relist_keeps_what_it_holds_and_decodes_no_second_copy(tmp_path: Path)
     assert pvs.health.errors == 0, pvs.health.last_error
     assert pvs.health.relists >= 1
     held = live.analyses[0].stores.data["volumes"] or {}
-    assert held_before is not None and held.keys() == held_before.keys()
+    assert held_before and held.keys() == held_before.keys()
     assert all(held[uid] is held_before[uid] for uid in held)  # the same objects, not copies
