@@ -14,6 +14,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Optional
 
+from kubectl_pvleft.exporter.heap import release_free_memory
 from kubectl_pvleft.kube.api import KubeAPI, Unchanged
 from kubectl_pvleft.kube.watch import Changed, Follow, Notice, Observer, Stores, Stream, Synced, WatchSettings, reflect, uid_of
 from kubectl_pvleft.text import one_line, shown
@@ -273,6 +274,7 @@ class Live:
             health.listed, health.last_list = True, time.time()
             health._alive()
         self.changed.set()
+        release_free_memory()  # the relist's page buffers are freed now; see exporter/heap.py
 
     def _judge(self) -> None:
         """Re-run each analysis whose evidence changed, once per burst: changes this close together are judged
