@@ -286,6 +286,7 @@ class Live:
             self.changed.clear()
             started = time.monotonic()
             self.judge_once()
+            release_free_memory()  # the last rows were just dropped: a judgment is 10,000 rows at once
             # Each judgment reads every store whole: under steady churn, judging once a burst is most of the CPU.
             if self.stopping.wait(max(0.0, self.judge_every - (time.monotonic() - started))):
                 return
