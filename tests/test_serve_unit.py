@@ -238,3 +238,36 @@ def test_a_relist_gives_the_heap_it_freed_back() -> None:
     live.take(streams["persistentvolumes"], Synced("", (), "2"))  # a relist ends
     assert held - rss() > 40 * 2**20, (held, rss())
     assert pins
+
+
+def test_unused_claims_and_their_bytes_with_since_for_the_30_day_alert() -> None:
+    """Recorded on a 1.37 server with no Pods: every Bound claim carries Unused=True. One loses its condition (an
+    older server, or the gate off): the Pods then say it is unused, and nothing says since when."""
+    from datetime import datetime
+
+    from kubectl_pvleft.analyses import claims
+    from kubectl_pvleft.records import PersistentVolumeClaim
+
+    wire = items("claims_persistentvolumeclaims")
+    bound = [o for o in wire if o["status"].get("phase") == "Bound"]
+    healthy = next(o for o in wire if o["metadata"]["name"] == "cc-rec-healthy")
+    older = {**healthy, "metadata": {**healthy["metadata"], "name": "cc-rec-older", "uid": "older-uid"},
+             "status": {**healthy["status"], "conditions": []}}
+    live = Live(None, [("claims", claims.follow(Options()))], WatchSettings(), describe=str)  # type: ignore[arg-type]
+    streams = {shared.stream.name: shared for shared in live.streams.values()}
+    live.take(streams["claims"], Synced("", tuple(PersistentVolumeClaim.from_wire(o) for o in [*wire, older]), "1"))
+    live.take(streams["pods"], Synced("", (), "1"))
+    live.take(streams["events"], Synced("", (), "1"))
+    live.judge_once()
+    metrics = scrape(live)
+    labels = {"namespace": "cc-rec-claims", "storage_class": "cc-rec-claims-csi"}
+    assert sorted(metrics["pvleft_unused_claims"], key=str) == [
+        ({**labels, "evidence": "condition"}, float(len(bound))), ({**labels, "evidence": "pods"}, 1.0)]
+    assert ({**labels, "evidence": "condition"}, float(len(bound) * 2**30)) in metrics["pvleft_unused_claim_capacity_bytes"]
+    since = {l["name"]: v for l, v in metrics["pvleft_finding_since_timestamp_seconds"]}
+    changed = next(c for c in healthy["status"]["conditions"] if c["type"] == "Unused")["lastTransitionTime"]
+    assert since["cc-rec-healthy"] == datetime.fromisoformat(changed.replace("Z", "+00:00")).timestamp()
+    assert "cc-rec-older" not in since  # unused by the Pods' word: since when is unknown, never a guess
+    info = {l["name"]: l["state"] for l, _ in metrics["pvleft_finding_info"]}
+    assert info["cc-rec-healthy"] == info["cc-rec-older"] == "unused"
+    assert set(since) == {name for name, state in info.items() if state == "unused"} - {"cc-rec-older"}

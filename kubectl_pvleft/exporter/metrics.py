@@ -17,6 +17,7 @@ from typing import Any, Optional
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Metric
 
 from kubectl_pvleft import __version__
+from kubectl_pvleft.analyses.claim_problems import UNUSED
 from kubectl_pvleft.exporter.live import Analysis, Live
 from kubectl_pvleft.records.quantity import parse_quantity
 
@@ -34,14 +35,16 @@ def timestamp(moment: Optional[datetime]) -> Optional[float]:
 
 
 class Finding:
-    """One object an alert can name: its labels, and when the object was created (for "older than a week")."""
+    """One object an alert can name: its labels, when the object was created (for "older than a week"), and when
+    its state began where the evidence says (for "unused for 30 days": a claim's Unused condition)."""
 
-    __slots__ = ("created", "labels")
+    __slots__ = ("created", "labels", "since")
 
     def __init__(self, analysis: str, kind: str, namespace: Optional[str], name: str, state: str,
-                 created: Optional[datetime]) -> None:
+                 created: Optional[datetime], since: Optional[datetime] = None) -> None:
         self.labels = (analysis, kind, namespace or "", name, state)
         self.created = timestamp(created)
+        self.since = timestamp(since)
 
 
 class ServeCollector:
@@ -80,15 +83,19 @@ class ServeCollector:
                                  labels=FINDING_LABELS)
         created = GaugeMetricFamily("pvleft_finding_created_timestamp_seconds", "When the object of a finding was "
                                     "created (time() minus this is its age)", labels=FINDING_LABELS)
+        since = GaugeMetricFamily("pvleft_finding_since_timestamp_seconds", "When the finding's state began, where "
+                                  "the evidence says (an unused claim: its Unused condition); absent where unknown",
+                                  labels=FINDING_LABELS)
         unique = {f.labels: f for f in findings}  # one series per label set, whatever the analyses repeat
         kept = sorted(unique)[:self.max_finding_series]
         for labels in kept:
             info.add_metric(labels, 1)
-            when = unique[labels].created
-            if when is not None:
-                created.add_metric(labels, when)
-        yield info
-        yield created
+            finding = unique[labels]
+            if finding.created is not None:
+                created.add_metric(labels, finding.created)
+            if finding.since is not None:
+                since.add_metric(labels, finding.since)
+        yield from (info, created, since)
         # A gauge, not a counter: how many are left out now, which goes down as findings resolve.
         yield GaugeMetricFamily("pvleft_finding_series_omitted", "Findings left out of pvleft_finding_info by "
                                 "--max-finding-series", value=len(unique) - len(kept))
@@ -182,18 +189,30 @@ def _pending(rows: list[Any], findings: list[Finding]) -> Iterator[Metric]:
 def _claims(rows: list[Any], findings: list[Finding]) -> Iterator[Metric]:
     count: Counter[tuple[str, ...]] = Counter()
     size: Counter[tuple[str, ...]] = Counter()
+    unused: Counter[tuple[str, ...]] = Counter()
+    unused_size: Counter[tuple[str, ...]] = Counter()
     for row in rows:
         claim = row.claim
         for kind in dict.fromkeys(problem.kind for problem in row.problems):
             count[(claim.namespace, kind)] += 1
             size[(claim.namespace, kind)] += quantity_bytes(claim.requested)
+        if row.usage.unused and any(problem.kind == UNUSED for problem in row.problems):
+            key = (claim.namespace, claim.storage_class or "", row.usage.evidence or "")
+            unused[key] += 1
+            unused_size[key] += quantity_bytes(claim.capacity or claim.requested)  # what its volume holds
         if row.problems:
-            findings.append(Finding("claims", "PersistentVolumeClaim", claim.namespace, claim.name,
-                                    row.problems[0].kind, claim.meta.created))
+            state = row.problems[0].kind
+            findings.append(Finding("claims", "PersistentVolumeClaim", claim.namespace, claim.name, state,
+                                    claim.meta.created, row.usage.since if state == UNUSED else None))
     yield _gauge("pvleft_troubled_claims", "PersistentVolumeClaims in trouble, by problem (a claim with two "
                  "problems counts under each)", ("namespace", "problem"), count)
     yield _gauge("pvleft_troubled_claim_requested_bytes", "Storage the claims in trouble request",
                  ("namespace", "problem"), size)
+    labels = ("namespace", "storage_class", "evidence")
+    yield _gauge("pvleft_unused_claims", "Bound PersistentVolumeClaims no Pod uses, by the evidence: the server's "
+                 "Unused condition (which says since when) or the Pods", labels, unused)
+    yield _gauge("pvleft_unused_claim_capacity_bytes", "Storage the unused claims hold (their capacity, else their "
+                 "request)", labels, unused_size)
 
 
 def _classes(rows: list[Any], findings: list[Finding]) -> Iterator[Metric]:
