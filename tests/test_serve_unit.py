@@ -5,7 +5,9 @@ must stay identical to their sources."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
@@ -271,3 +273,69 @@ def test_unused_claims_and_their_bytes_with_since_for_the_30_day_alert() -> None
     info = {l["name"]: l["state"] for l, _ in metrics["pvleft_finding_info"]}
     assert info["cc-rec-healthy"] == info["cc-rec-older"] == "unused"
     assert set(since) == {name for name, state in info.items() if state == "unused"} - {"cc-rec-older"}
+
+
+def test_snapshot_crds_installed_and_removed_while_serving(tmp_path: Path) -> None:
+    """The snapshot API is asked for again while it is not served: installed later, its findings appear; removed,
+    they go (absent, never zero) with pvleft_analysis_served 0, and a kind not served is no outage for /healthz."""
+    import threading
+    import time
+
+    from fake_apiserver import FakeAPIServer
+    from kubectl_pvleft.analyses import snapshots
+    from kubectl_pvleft.kube.api import KubeAPI
+    from kubectl_pvleft.kube.kubeconfig import Selection, load_connection
+
+    installed = threading.Event()
+    api_path = "/apis/snapshot.storage.k8s.io/v1/"
+    answers = {api_path + "volumesnapshotcontents": items("snapshots_volumesnapshotcontents"),
+               api_path + "volumesnapshots": items("snapshots_volumesnapshots"),
+               api_path + "volumesnapshotclasses": items("snapshots_volumesnapshotclasses")}
+
+    def handler(path: str, query: dict[str, list[str]]) -> tuple[int, Any]:
+        if not installed.is_set():
+            return 404, "404 page not found\n"  # what a server without the CRDs answers
+        if query.get("watch") == ["true"]:
+            time.sleep(0.2)  # a quiet watch that the server ends
+            return 200, {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "7"}}}
+        return 200, {"kind": "List", "apiVersion": "v1", "metadata": {"resourceVersion": "7"}, "items": answers[path]}
+
+    def until(what: Callable[[dict], bool]) -> dict:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            live.judge_once()
+            metrics = scrape(live)
+            if what(metrics):
+                return metrics
+            time.sleep(0.05)
+        raise AssertionError(f"never: {metrics}")
+
+    def served(metrics: dict) -> float:
+        return dict((l["analysis"], v) for l, v in metrics["pvleft_analysis_served"])["snapshots"]
+
+    with FakeAPIServer(handler) as server:
+        api = KubeAPI(load_connection(Selection(kubeconfig=str(server.kubeconfig(tmp_path / "kc")))))
+        live = Live(api, [("snapshots", snapshots.follow(Options()))],
+                    WatchSettings(backoff_initial=0.01, backoff_max=0.1, settle=0.0), describe=str)
+        live.start()
+        try:
+            before = until(lambda m: served(m) == 0.0 and live.healthy(0)[0])
+            assert "pvleft_findings" not in before and "pvleft_leftover_snapshot_contents" not in before
+            assert {v for l, v in before["pvleft_stream_served"]} == {0.0}
+            assert {v for l, v in before["pvleft_stream_errors_total"]} == {0.0}  # not an outage either
+
+            installed.set()
+            after = until(lambda m: "pvleft_findings" in m)
+            assert served(after) == 1.0 and after["pvleft_findings"][0][1] > 0
+            assert sum(v for _, v in after["pvleft_leftover_snapshot_contents"]) > 0
+            assert {v for l, v in after["pvleft_stream_served"]} == {1.0}
+            assert after["pvleft_analysis_up"] == [({"analysis": "snapshots"}, 1.0)]
+
+            installed.clear()  # the CRDs are deleted: the next watch or list is a 404
+            gone = until(lambda m: served(m) == 0.0)
+            assert "pvleft_findings" not in gone and "pvleft_leftover_snapshot_contents" not in gone
+            assert not any(l["analysis"] == "snapshots" for l, _ in gone.get("pvleft_finding_info", []))
+            assert live.healthy(0)[0]
+        finally:
+            live.stop()
+            api.close()

@@ -56,13 +56,13 @@ class ServeCollector:
     def collect(self) -> Iterator[Metric]:
         live = self.live
         with live.lock:  # a consistent picture: the rows lists are replaced whole, the health mutated in place
-            analyses = [(a, a.rows, a.assessed, a.up) for a in live.analyses]
+            analyses = [(a, a.rows, a.assessed, a.up, a.served) for a in live.analyses]
             health = [(s.label, s.stream.namespace or "", _copy(s.health)) for s in live.streams.values()]
         yield from _process()
         yield from _streams(health)
-        yield from _analyses(analyses, live.not_served)
+        yield from _analyses(analyses)
         findings: list[Finding] = []
-        rows: dict[str, list[Any]] = {a.name: judged for a, judged, _, _ in analyses if judged is not None}
+        rows: dict[str, list[Any]] = {a.name: judged for a, judged, _, _, _ in analyses if judged is not None}
         if "leftovers" in rows:
             yield from _leftovers(rows["leftovers"], findings)
         if "pending" in rows:
@@ -103,7 +103,7 @@ class ServeCollector:
 
 def _copy(health: Any) -> tuple[Any, ...]:
     return (health.listed, health.readable, health.up, health.last_list, health.last_event, health.relists,
-            health.errors)
+            health.errors, health.served)
 
 
 def _process() -> Iterator[Metric]:
@@ -118,6 +118,8 @@ def _streams(health: Iterable[tuple[str, str, tuple[Any, ...]]]) -> Iterator[Met
                            "and while it is re-established (its objects are then the last known)", labels=labels)
     readable = GaugeMetricFamily("pvleft_stream_readable", "0 when the stream may not be read (403): that evidence "
                                  "is unknown", labels=labels)
+    served = GaugeMetricFamily("pvleft_stream_served", "0 while the cluster does not serve the stream's kind (404: "
+                               "its CRD is not installed); it is asked again now and then", labels=labels)
     last_list = GaugeMetricFamily("pvleft_stream_last_list_timestamp_seconds", "When the stream last listed "
                                   "(first list or relist)", labels=labels)
     last_event = GaugeMetricFamily("pvleft_stream_last_event_timestamp_seconds", "When the stream last showed a "
@@ -126,39 +128,39 @@ def _streams(health: Iterable[tuple[str, str, tuple[Any, ...]]]) -> Iterator[Met
                                   "stream)", labels=labels)
     errors = CounterMetricFamily("pvleft_stream_errors", "Failures of the stream's list or watch (each retried)",
                                  labels=labels)
-    for stream, namespace, (_listed, can_read, is_up, listed_at, event_at, relist_count, error_count) in health:
+    for stream, namespace, (_listed, can_read, is_up, listed_at, event_at, relist_count, error_count,
+                            is_served) in health:
         key = [stream, namespace]
         up.add_metric(key, 1 if is_up else 0)
         readable.add_metric(key, 1 if can_read else 0)
+        served.add_metric(key, 1 if is_served else 0)
         if listed_at is not None:
             last_list.add_metric(key, listed_at)
         if event_at is not None:
             last_event.add_metric(key, event_at)
         relists.add_metric(key, relist_count)
         errors.add_metric(key, error_count)
-    yield from (up, readable, last_list, last_event, relists, errors)
+    yield from (up, readable, served, last_list, last_event, relists, errors)
 
 
-def _analyses(analyses: list[tuple[Analysis, Optional[list[Any]], Optional[float], bool]],
-              not_served: Iterable[str]) -> Iterator[Metric]:
+def _analyses(analyses: list[tuple[Analysis, Optional[list[Any]], Optional[float], bool, bool]]) -> Iterator[Metric]:
     up = GaugeMetricFamily("pvleft_analysis_up", "1 when the analysis is judged from live streams; 0 before its "
                            "first judgment and while a stream it reads is down (its series are then the last known)",
                            labels=("analysis",))
-    served = GaugeMetricFamily("pvleft_analysis_served", "0 when the kinds the analysis reads are not served by "
-                               "this cluster (no CRDs): it has nothing to report", labels=("analysis",))
+    served = GaugeMetricFamily("pvleft_analysis_served", "0 while a kind the analysis reads is not served by "
+                               "this cluster (no CRDs): it has nothing to report, and no finding series",
+                               labels=("analysis",))
     assessed = GaugeMetricFamily("pvleft_analysis_last_assessed_timestamp_seconds", "When the analysis was last "
                                  "judged", labels=("analysis",))
     findings = GaugeMetricFamily("pvleft_findings", "Rows the analysis reports (0 is a judged, clean answer; "
                                  "absent: not judged yet)", labels=("analysis",))
-    for analysis, rows, at, is_up in analyses:
+    for analysis, rows, at, is_up, is_served in analyses:
         up.add_metric([analysis.name], 1 if is_up else 0)
-        served.add_metric([analysis.name], 1)
+        served.add_metric([analysis.name], 1 if is_served else 0)
         if at is not None:
             assessed.add_metric([analysis.name], at)
         if rows is not None:
             findings.add_metric([analysis.name], len(rows))
-    for name in not_served:
-        served.add_metric([name], 0)
     yield from (up, served, assessed, findings)
 
 
