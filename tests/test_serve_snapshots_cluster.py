@@ -11,14 +11,15 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
-
 from controlplane import ControlPlane, build
 from plugin_runner import PLUGIN
-from recording.snapshots import CRD_NAMES, GROUP, build as build_scenario, install_crds
+from recording.snapshots import CRD_NAMES, GROUP, install_crds
+from recording.snapshots import build as build_scenario
 from scenarios import wait_for
 from test_serve_cluster import WATCH_ENV, _ok, fetch, free_port, samples
 
@@ -52,9 +53,10 @@ def snapshot_series(exposition: str) -> dict[str, Any]:
     return {"served": by_analysis(exposition, "pvleft_analysis_served").get("snapshots"),
             "findings": by_analysis(exposition, "pvleft_findings").get("snapshots"),
             "contents": sum(v for _, v in samples(exposition, "pvleft_leftover_snapshot_contents")),
-            "info": [l["name"] for l, _ in samples(exposition, "pvleft_finding_info") if l["analysis"] == "snapshots"],
-            "stream_served": {l["stream"]: v for l, v in samples(exposition, "pvleft_stream_served")
-                              if l["stream"].startswith("volumesnapshot")}}
+            "info": [labels["name"] for labels, _ in samples(exposition, "pvleft_finding_info")
+                     if labels["analysis"] == "snapshots"],
+            "stream_served": {labels["stream"]: v for labels, v in samples(exposition, "pvleft_stream_served")
+                              if labels["stream"].startswith("volumesnapshot")}}
 
 
 def test_snapshot_crds_installed_then_deleted_while_serving(plane: ControlPlane, tmp_path: Path) -> None:
