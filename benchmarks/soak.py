@@ -8,7 +8,8 @@ fewer PVs than asked, starts `kubectl-pvleft serve` as the read-only user, and r
 (from /proc) once every stream has listed (/healthz 200), then every 10 s while a churner works as admin:
 every second it creates a batch of leftover PVs, deletes the batch before, and rewrites the status of a batch
 of claims (each a watch event); each sample scrapes /metrics, as Prometheus would; every few minutes it
-compacts etcd and restarts the API server, so every watch resumes into a 410 and relists. The figures are printed as JSON and written to benchmarks/results/.
+compacts etcd and restarts the API server, so every watch resumes into a 410 and relists. The figures are
+printed as JSON and written to benchmarks/results/.
 
 The ratio that matters is RSS at the end over RSS after the first list (the issue's bound: 1.1 after an hour);
 also given over RSS once every analysis has judged that list (the first full answer: its rows are working set).
