@@ -323,6 +323,7 @@ def test_snapshot_crds_installed_and_removed_while_serving(tmp_path: Path) -> No
             assert "pvleft_findings" not in before and "pvleft_leftover_snapshot_contents" not in before
             assert {v for l, v in before["pvleft_stream_served"]} == {0.0}
             assert {v for l, v in before["pvleft_stream_errors_total"]} == {0.0}  # not an outage either
+            assert "pvleft_stream_up" not in before  # a kind that does not exist is neither up nor down
 
             installed.set()
             after = until(lambda m: "pvleft_findings" in m)

@@ -119,7 +119,8 @@ def _streams(health: Iterable[tuple[str, str, tuple[Any, ...]]]) -> Iterator[Met
     readable = GaugeMetricFamily("pvleft_stream_readable", "0 when the stream may not be read (403): that evidence "
                                  "is unknown", labels=labels)
     served = GaugeMetricFamily("pvleft_stream_served", "0 while the cluster does not serve the stream's kind (404: "
-                               "its CRD is not installed); it is asked again now and then", labels=labels)
+                               "its CRD is not installed; asked again now and then): it then has no up, readable "
+                               "or timestamp series", labels=labels)
     last_list = GaugeMetricFamily("pvleft_stream_last_list_timestamp_seconds", "When the stream last listed "
                                   "(first list or relist)", labels=labels)
     last_event = GaugeMetricFamily("pvleft_stream_last_event_timestamp_seconds", "When the stream last showed a "
@@ -131,15 +132,17 @@ def _streams(health: Iterable[tuple[str, str, tuple[Any, ...]]]) -> Iterator[Met
     for stream, namespace, (_listed, can_read, is_up, listed_at, event_at, relist_count, error_count,
                             is_served) in health:
         key = [stream, namespace]
+        served.add_metric(key, 1 if is_served else 0)
+        relists.add_metric(key, relist_count)
+        errors.add_metric(key, error_count)
+        if not is_served:
+            continue  # a kind that does not exist here is neither up nor down: served 0 says it all
         up.add_metric(key, 1 if is_up else 0)
         readable.add_metric(key, 1 if can_read else 0)
-        served.add_metric(key, 1 if is_served else 0)
         if listed_at is not None:
             last_list.add_metric(key, listed_at)
         if event_at is not None:
             last_event.add_metric(key, event_at)
-        relists.add_metric(key, relist_count)
-        errors.add_metric(key, error_count)
     yield from (up, readable, served, last_list, last_event, relists, errors)
 
 
