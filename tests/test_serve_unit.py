@@ -18,6 +18,8 @@ from kubectl_pvleft.cli.main import main
 from kubectl_pvleft.exporter.live import Live
 from kubectl_pvleft.exporter.metrics import ServeCollector
 from kubectl_pvleft.invocation import Options
+from kubectl_pvleft.kube.api import KubeAPI
+from kubectl_pvleft.kube.kubeconfig import Selection, load_connection
 from kubectl_pvleft.kube.watch import Changed, Synced, WatchSettings
 from kubectl_pvleft.records import ClaimIdentity, PersistentVolume, StorageClass
 from wire import items
@@ -169,8 +171,6 @@ def test_a_relist_keeps_what_it_holds_and_decodes_no_second_copy(tmp_path: Path)
     import time
 
     from fake_apiserver import FakeAPIServer, status
-    from kubectl_pvleft.kube.api import KubeAPI
-    from kubectl_pvleft.kube.kubeconfig import Selection, load_connection
 
     lists: dict[str, int] = {}
     answers = {"/api/v1/persistentvolumes": items("leftovers_pvs"),
@@ -283,8 +283,6 @@ def test_snapshot_crds_installed_and_removed_while_serving(tmp_path: Path) -> No
 
     from fake_apiserver import FakeAPIServer
     from kubectl_pvleft.analyses import snapshots
-    from kubectl_pvleft.kube.api import KubeAPI
-    from kubectl_pvleft.kube.kubeconfig import Selection, load_connection
 
     installed = threading.Event()
     api_path = "/apis/snapshot.storage.k8s.io/v1/"
@@ -340,3 +338,52 @@ def test_snapshot_crds_installed_and_removed_while_serving(tmp_path: Path) -> No
         finally:
             live.stop()
             api.close()
+
+
+def test_a_refused_optional_stream_is_asked_again(tmp_path: Path) -> None:
+    """A 403 on an optional stream makes its evidence unknown, not forever: a restarted server answers 403 until its
+    RBAC cache syncs, and a grant may come later. Asked again, and answered, the stream is readable and judged."""
+    import threading
+    import time
+
+    from fake_apiserver import FakeAPIServer, status
+    from kubectl_pvleft.analyses import snapshots
+
+    granted = threading.Event()
+    api_path = "/apis/snapshot.storage.k8s.io/v1/"
+    answers = {api_path + "volumesnapshotcontents": items("snapshots_volumesnapshotcontents"),
+               api_path + "volumesnapshots": items("snapshots_volumesnapshots"),
+               api_path + "volumesnapshotclasses": items("snapshots_volumesnapshotclasses")}
+
+    def handler(path: str, query: dict[str, list[str]]) -> tuple[int, Any]:
+        if path.endswith("/volumesnapshots") and not granted.is_set():
+            return 403, status(403, "Forbidden", 'volumesnapshots.snapshot.storage.k8s.io is forbidden')
+        if query.get("watch") == ["true"]:
+            time.sleep(0.2)
+            return 200, {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "7"}}}
+        return 200, {"kind": "List", "apiVersion": "v1", "metadata": {"resourceVersion": "7"}, "items": answers[path]}
+
+    def readable(metrics: dict) -> float:
+        return dict((l["stream"], v) for l, v in metrics.get("pvleft_stream_readable", []))["volumesnapshots"]
+
+    with FakeAPIServer(handler) as server:
+        api = KubeAPI(load_connection(Selection(kubeconfig=str(server.kubeconfig(tmp_path / "kc")))))
+        live = Live(api, [("snapshots", snapshots.follow(Options()))],
+                    WatchSettings(backoff_initial=0.01, backoff_max=0.1, settle=0.0), describe=str)
+        live.start()
+        try:
+            deadline = time.monotonic() + 20
+            while not (live.analyses[0].rows is not None and readable(scrape(live)) == 0.0):
+                assert time.monotonic() < deadline
+                live.judge_once()
+                time.sleep(0.05)
+            refused = scrape(live)
+            granted.set()
+            while readable(scrape(live)) != 1.0 or live.analyses[0].stores.data["snapshots"] in (None, {}):
+                assert time.monotonic() < deadline + 20
+                time.sleep(0.05)
+        finally:
+            live.stop()
+            api.close()
+    assert refused["pvleft_analysis_up"] == [({"analysis": "snapshots"}, 1.0)]  # judged, that evidence unknown
+    assert len(live.analyses[0].stores.data["snapshots"] or {}) == len(answers[api_path + "volumesnapshots"])

@@ -214,7 +214,9 @@ class Live:
                                     lazy_lists=True, held=lambda uid, version: self.held(shared, uid, version)):
                     self.take(shared, item)
                     delay = self.settings.backoff_initial
-                return  # stopped, or the stream may not be read (its evidence stays unknown)
+                # Stopped, or the stream may not be read (403): its evidence is unknown until it may. Ask again now
+                # and then: a restarted server answers 403 until its RBAC cache syncs, and a grant may come later.
+                self.stopping.wait(self.settings.backoff_max)
             except NotFound:
                 if self.stopping.is_set():
                     return
@@ -242,7 +244,8 @@ class Live:
         with self.lock:
             health = shared.health
             if isinstance(item, Notice):
-                _log(item.message)
+                if not item.unavailable or health.readable:  # asked again, still refused: said once
+                    _log(item.message)
                 if item.unavailable:
                     health.readable, health.listed = False, True
                     for analysis, name in shared.readers:
@@ -282,8 +285,12 @@ class Live:
         copies of a store. Its analyses are not judged meanwhile (half old, half new evidence); scrapes go on,
         with their last rows."""
         with self.lock:
+            readable_again = not shared.health.readable  # refused before (403), answered now
+            shared.health.readable = True
             for analysis, name in shared.readers:
                 analysis.unsynced.add(name)
+                if readable_again:
+                    analysis.stores.data[name] = {}
         seen: set[str] = set()
         for obj in item.objects:  # a page that fails raises here: the pump counts it and lists again
             if isinstance(obj, Unchanged):  # held already, at this version: nothing to replace

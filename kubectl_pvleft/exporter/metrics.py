@@ -158,8 +158,10 @@ def _analyses(analyses: list[tuple[Analysis, Optional[list[Any]], Optional[float
     findings = GaugeMetricFamily("pvleft_findings", "Rows the analysis reports (0 is a judged, clean answer; "
                                  "absent: not judged yet)", labels=("analysis",))
     for analysis, rows, at, is_up, is_served in analyses:
-        up.add_metric([analysis.name], 1 if is_up else 0)
         served.add_metric([analysis.name], 1 if is_served else 0)
+        if not is_served:
+            continue  # nothing to judge here: neither up nor down, and no findings (absent, never zero)
+        up.add_metric([analysis.name], 1 if is_up else 0)
         if at is not None:
             assessed.add_metric([analysis.name], at)
         if rows is not None:
