@@ -387,3 +387,46 @@ def test_a_refused_optional_stream_is_asked_again(tmp_path: Path) -> None:
             api.close()
     assert refused["pvleft_analysis_up"] == [({"analysis": "snapshots"}, 1.0)]  # judged, that evidence unknown
     assert len(live.analyses[0].stores.data["snapshots"] or {}) == len(answers[api_path + "volumesnapshots"])
+
+
+HEAP_COUNT = """
+import ctypes, sys, tempfile, threading, types
+from kubectl_pvleft.exporter.live import Live
+from kubectl_pvleft.kube.watch import WatchSettings
+if sys.argv[1] == "live":  # what serve starts, before its threads
+    live = Live(types.SimpleNamespace(abort_watches=lambda: None), [], WatchSettings(), describe=str)
+    live.start()
+    live.stop()
+libc = ctypes.CDLL("libc.so.6")
+libc.malloc.restype = libc.fopen.restype = ctypes.c_void_p
+start = threading.Barrier(8)
+def allocate():
+    start.wait()
+    libc.malloc(100_000)  # eight threads at once: glibc gives each a heap of its own, up to its limit
+threads = [threading.Thread(target=allocate) for _ in range(8)]
+for thread in threads: thread.start()
+for thread in threads: thread.join()
+with tempfile.NamedTemporaryFile("r") as out:
+    fp = ctypes.c_void_p(libc.fopen(out.name.encode(), b"w"))
+    libc.malloc_info(0, fp)
+    libc.fclose(fp)
+    print(out.read().count("<heap nr="))
+"""
+
+
+@pytest.mark.integration  # a child process: the heaps of this one are already made
+def test_the_exporter_keeps_to_two_c_heaps() -> None:
+    """Per-thread heaps each kept their own free pages (exporter/heap.py): serve's Live asks glibc for two in all."""
+    import subprocess
+
+    from kubectl_pvleft.exporter.heap import few_heaps
+
+    if not few_heaps({}):
+        pytest.skip("this C library has no mallopt")
+    counts = {}
+    for mode in ("default", "live"):
+        done = subprocess.run([sys.executable, "-c", HEAP_COUNT, mode], capture_output=True, text=True, check=True)
+        counts[mode] = int(done.stdout)
+    assert counts["live"] <= 2
+    assert counts["default"] > 2  # glibc's own default, which the exporter changes
+    assert few_heaps({"MALLOC_ARENA_MAX": "4"}) is False  # the operator's choice stands

@@ -15,7 +15,7 @@ from types import MappingProxyType
 from typing import Any, Optional
 
 from kubectl_pvleft.errors import NotFound
-from kubectl_pvleft.exporter.heap import release_free_memory
+from kubectl_pvleft.exporter.heap import few_heaps, release_free_memory
 from kubectl_pvleft.kube.api import KubeAPI, Unchanged
 from kubectl_pvleft.kube.watch import Changed, Follow, Notice, Observer, Stores, Stream, Synced, WatchSettings, reflect, uid_of
 from kubectl_pvleft.text import one_line, shown
@@ -184,6 +184,7 @@ class Live:
     # -- running -----------------------------------------------------------------------------------------
 
     def start(self) -> None:
+        few_heaps()  # before the threads start: see exporter/heap.py
         targets: list[tuple[Callable[..., None], tuple[Any, ...], str]] = [
             (self._pump, (shared,), f"pvleft-serve-{shared.label}") for shared in self.streams.values()]
         targets.append((self._judge, (), "pvleft-serve-judge"))
