@@ -122,3 +122,26 @@ def test_a_403_on_get_is_forbidden_never_absent(tmp_path: Path) -> None:
         assert api.get(PERSISTENT_VOLUMES, "gone") is None
         with pytest.raises(Forbidden):
             api.get(PERSISTENT_VOLUMES, "forbidden")
+
+
+def test_changed_hands_over_held_objects_undecoded(tmp_path: Path) -> None:
+    """A relist of objects the caller holds at the same resourceVersion gives their uids, not second copies."""
+    from kubectl_pvleft.kube.api import Unchanged
+
+    with FakeAPIServer(paged(set())) as server:
+        api = api_for(server, tmp_path)
+        held = {pv.metadata.uid: pv.metadata.resource_version for pv in list(api.list(PERSISTENT_VOLUMES))[:3]}
+        changed = list(api.list(PERSISTENT_VOLUMES).changed(lambda uid, version: held.get(uid) == version))
+    assert [item.uid for item in changed if isinstance(item, Unchanged)] == list(held)
+    rest = [item for item in changed if not isinstance(item, Unchanged)]
+    assert [pv.name for pv in rest] == [o["metadata"]["name"] for o in PVS["items"][3:]]
+    assert len(changed) == len(PVS["items"])
+
+
+def test_changed_decodes_an_object_held_at_another_version(tmp_path: Path) -> None:
+    with FakeAPIServer(paged(set())) as server:
+        api = api_for(server, tmp_path)
+        first = PVS["items"][0]["metadata"]
+        changed = list(api.list(PERSISTENT_VOLUMES).changed(lambda uid, version: uid == first["uid"] and
+                                                             version == first["resourceVersion"] + "0"))
+    assert changed[0].name == first["name"]  # decoded: the caller's copy is older

@@ -5,7 +5,9 @@ must stay identical to their sources."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
@@ -16,6 +18,8 @@ from kubectl_pvleft.cli.main import main
 from kubectl_pvleft.exporter.live import Live
 from kubectl_pvleft.exporter.metrics import ServeCollector
 from kubectl_pvleft.invocation import Options
+from kubectl_pvleft.kube.api import KubeAPI
+from kubectl_pvleft.kube.kubeconfig import Selection, load_connection
 from kubectl_pvleft.kube.watch import Changed, Synced, WatchSettings
 from kubectl_pvleft.records import ClaimIdentity, PersistentVolume, StorageClass
 from wire import items
@@ -155,3 +159,274 @@ def test_a_stream_that_may_not_be_read_is_unknown_evidence_not_an_outage() -> No
     assert metrics["pvleft_analysis_up"] == [({"analysis": "leftovers"}, 1.0)]
     assert {l["state"] for l, _ in metrics["pvleft_finding_info"]} <= {"Released", "Failed", "claim-unknown"}
     assert live.healthy(0) == (True, "ok")
+
+
+def test_a_relist_keeps_what_it_holds_and_decodes_no_second_copy(tmp_path: Path) -> None:
+    """After an outage every stream relists, and most of what it lists did not change: the held copy stays, and
+    the relist's own copy of it is never decoded (decoding 10,000 copies to drop them crept the heap at every
+    relist). The server here answers each watch 410, so the streams relist again and again; on the later lists
+    every PV the exporter holds comes back at the same resourceVersion with a body the record type refuses: only
+    a decoder would notice."""
+    import threading
+    import time
+
+    from fake_apiserver import FakeAPIServer, status
+
+    lists: dict[str, int] = {}
+    answers = {"/api/v1/persistentvolumes": items("leftovers_pvs"),
+               "/api/v1/persistentvolumeclaims": items("leftovers_pvc_metadata"),
+               "/apis/storage.k8s.io/v1/storageclasses": items("leftovers_storageclasses")}
+    relisted, captured = threading.Event(), threading.Event()
+
+    def handler(path: str, query: dict[str, list[str]]) -> tuple[int, dict]:
+        if query.get("watch") == ["true"]:
+            return 410, status(410, "Expired", "too old resource version")
+        lists[path] = lists.get(path, 0) + 1
+        objects = answers[path]
+        if path.endswith("persistentvolumes") and lists[path] > 1:
+            captured.wait(10)  # the test has seen what the first list gave
+            objects = [{**o, "spec": "not a PersistentVolumeSpec"} for o in objects]  # same uid and version
+            if lists[path] > 2:
+                relisted.set()
+        return 200, {"kind": "List", "apiVersion": "v1", "metadata": {"resourceVersion": "7"}, "items": objects}
+
+    with FakeAPIServer(handler) as server:
+        api = KubeAPI(load_connection(Selection(kubeconfig=str(server.kubeconfig(tmp_path / "kc")))))
+        live = Live(api, [("leftovers", leftovers.follow(Options()))],
+                    WatchSettings(backoff_initial=0.01, backoff_max=0.02, settle=0.0), describe=str)
+        live.start()
+        try:
+            deadline = time.monotonic() + 20
+            while not live.analyses[0].stores.data["volumes"] and time.monotonic() < deadline:
+                time.sleep(0.01)
+            held_before = dict(live.analyses[0].stores.data["volumes"] or {})
+            captured.set()
+            relisted.wait(20)
+        finally:
+            live.stop()
+            api.close()
+    assert relisted.is_set(), lists
+    pvs = next(s for s in live.streams.values() if s.label == "persistentvolumes")
+    assert pvs.health.errors == 0, pvs.health.last_error
+    assert pvs.health.relists >= 1
+    held = live.analyses[0].stores.data["volumes"] or {}
+    assert held_before and held.keys() == held_before.keys()
+    assert all(held[uid] is held_before[uid] for uid in held)  # the same objects, not copies
+
+
+def test_a_relist_gives_the_heap_it_freed_back() -> None:
+    """What a relist freed in the C heap goes back to the system: glibc keeps freed blocks mapped while any block
+    above them lives, and over days of relists that was the exporter's creep (see exporter/heap.py)."""
+    import os
+
+    from kubectl_pvleft.exporter.heap import release_free_memory
+
+    if not release_free_memory():
+        pytest.skip("this C library has no malloc_trim")
+
+    def rss() -> int:
+        return int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+    live, streams = live_leftovers()
+    sync_all(live, streams)
+    warm = [bytes(2_000_000) for _ in range(3)]
+    del warm  # freeing a mapped block raises glibc's mmap threshold: blocks this size now come from the heap
+    pages, pins = [], []
+    for _ in range(200):  # 60 MB of "page buffers", each with a smaller block above it that lives on
+        pages.append(b"x" * 300_000)
+        pins.append(b"p" * 65_536)
+    del pages
+    held = rss()
+    live.take(streams["persistentvolumes"], Synced("", (), "2"))  # a relist ends
+    assert held - rss() > 40 * 2**20, (held, rss())
+    assert pins
+
+
+def test_unused_claims_and_their_bytes_with_since_for_the_30_day_alert() -> None:
+    """Recorded on a 1.37 server with no Pods: every Bound claim carries Unused=True. One loses its condition (an
+    older server, or the gate off): the Pods then say it is unused, and nothing says since when."""
+    from datetime import datetime
+
+    from kubectl_pvleft.analyses import claims
+    from kubectl_pvleft.records import PersistentVolumeClaim
+
+    wire = items("claims_persistentvolumeclaims")
+    bound = [o for o in wire if o["status"].get("phase") == "Bound"]
+    healthy = next(o for o in wire if o["metadata"]["name"] == "cc-rec-healthy")
+    older = {**healthy, "metadata": {**healthy["metadata"], "name": "cc-rec-older", "uid": "older-uid"},
+             "status": {**healthy["status"], "conditions": []}}
+    live = Live(None, [("claims", claims.follow(Options()))], WatchSettings(), describe=str)  # type: ignore[arg-type]
+    streams = {shared.stream.name: shared for shared in live.streams.values()}
+    live.take(streams["claims"], Synced("", tuple(PersistentVolumeClaim.from_wire(o) for o in [*wire, older]), "1"))
+    live.take(streams["pods"], Synced("", (), "1"))
+    live.take(streams["events"], Synced("", (), "1"))
+    live.judge_once()
+    metrics = scrape(live)
+    labels = {"namespace": "cc-rec-claims", "storage_class": "cc-rec-claims-csi"}
+    assert sorted(metrics["pvleft_unused_claims"], key=str) == [
+        ({**labels, "evidence": "condition"}, float(len(bound))), ({**labels, "evidence": "pods"}, 1.0)]
+    assert ({**labels, "evidence": "condition"}, float(len(bound) * 2**30)) in metrics["pvleft_unused_claim_capacity_bytes"]
+    since = {l["name"]: v for l, v in metrics["pvleft_finding_since_timestamp_seconds"]}
+    changed = next(c for c in healthy["status"]["conditions"] if c["type"] == "Unused")["lastTransitionTime"]
+    assert since["cc-rec-healthy"] == datetime.fromisoformat(changed.replace("Z", "+00:00")).timestamp()
+    assert "cc-rec-older" not in since  # unused by the Pods' word: since when is unknown, never a guess
+    info = {l["name"]: l["state"] for l, _ in metrics["pvleft_finding_info"]}
+    assert info["cc-rec-healthy"] == info["cc-rec-older"] == "unused"
+    assert set(since) == {name for name, state in info.items() if state == "unused"} - {"cc-rec-older"}
+
+
+def test_snapshot_crds_installed_and_removed_while_serving(tmp_path: Path) -> None:
+    """The snapshot API is asked for again while it is not served: installed later, its findings appear; removed,
+    they go (absent, never zero) with pvleft_analysis_served 0, and a kind not served is no outage for /healthz."""
+    import threading
+    import time
+
+    from fake_apiserver import FakeAPIServer
+    from kubectl_pvleft.analyses import snapshots
+
+    installed = threading.Event()
+    api_path = "/apis/snapshot.storage.k8s.io/v1/"
+    answers = {api_path + "volumesnapshotcontents": items("snapshots_volumesnapshotcontents"),
+               api_path + "volumesnapshots": items("snapshots_volumesnapshots"),
+               api_path + "volumesnapshotclasses": items("snapshots_volumesnapshotclasses")}
+
+    def handler(path: str, query: dict[str, list[str]]) -> tuple[int, Any]:
+        if not installed.is_set():
+            return 404, "404 page not found\n"  # what a server without the CRDs answers
+        if query.get("watch") == ["true"]:
+            time.sleep(0.2)  # a quiet watch that the server ends
+            return 200, {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "7"}}}
+        return 200, {"kind": "List", "apiVersion": "v1", "metadata": {"resourceVersion": "7"}, "items": answers[path]}
+
+    def until(what: Callable[[dict], bool]) -> dict:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            live.judge_once()
+            metrics = scrape(live)
+            if what(metrics):
+                return metrics
+            time.sleep(0.05)
+        raise AssertionError(f"never: {metrics}")
+
+    def served(metrics: dict) -> float:
+        return dict((l["analysis"], v) for l, v in metrics["pvleft_analysis_served"])["snapshots"]
+
+    with FakeAPIServer(handler) as server:
+        api = KubeAPI(load_connection(Selection(kubeconfig=str(server.kubeconfig(tmp_path / "kc")))))
+        live = Live(api, [("snapshots", snapshots.follow(Options()))],
+                    WatchSettings(backoff_initial=0.01, backoff_max=0.1, settle=0.0), describe=str)
+        live.start()
+        try:
+            before = until(lambda m: served(m) == 0.0 and live.healthy(0)[0])
+            assert "pvleft_findings" not in before and "pvleft_leftover_snapshot_contents" not in before
+            assert {v for l, v in before["pvleft_stream_served"]} == {0.0}
+            assert {v for l, v in before["pvleft_stream_errors_total"]} == {0.0}  # not an outage either
+            assert "pvleft_stream_up" not in before  # a kind that does not exist is neither up nor down
+
+            installed.set()
+            after = until(lambda m: "pvleft_findings" in m)
+            assert served(after) == 1.0 and after["pvleft_findings"][0][1] > 0
+            assert sum(v for _, v in after["pvleft_leftover_snapshot_contents"]) > 0
+            assert {v for l, v in after["pvleft_stream_served"]} == {1.0}
+            assert after["pvleft_analysis_up"] == [({"analysis": "snapshots"}, 1.0)]
+
+            installed.clear()  # the CRDs are deleted: the next watch or list is a 404
+            gone = until(lambda m: served(m) == 0.0)
+            assert "pvleft_findings" not in gone and "pvleft_leftover_snapshot_contents" not in gone
+            assert not any(l["analysis"] == "snapshots" for l, _ in gone.get("pvleft_finding_info", []))
+            assert live.healthy(0)[0]
+        finally:
+            live.stop()
+            api.close()
+
+
+def test_a_refused_optional_stream_is_asked_again(tmp_path: Path) -> None:
+    """A 403 on an optional stream makes its evidence unknown, not forever: a restarted server answers 403 until its
+    RBAC cache syncs, and a grant may come later. Asked again, and answered, the stream is readable and judged."""
+    import threading
+    import time
+
+    from fake_apiserver import FakeAPIServer, status
+    from kubectl_pvleft.analyses import snapshots
+
+    granted = threading.Event()
+    api_path = "/apis/snapshot.storage.k8s.io/v1/"
+    answers = {api_path + "volumesnapshotcontents": items("snapshots_volumesnapshotcontents"),
+               api_path + "volumesnapshots": items("snapshots_volumesnapshots"),
+               api_path + "volumesnapshotclasses": items("snapshots_volumesnapshotclasses")}
+
+    def handler(path: str, query: dict[str, list[str]]) -> tuple[int, Any]:
+        if path.endswith("/volumesnapshots") and not granted.is_set():
+            return 403, status(403, "Forbidden", 'volumesnapshots.snapshot.storage.k8s.io is forbidden')
+        if query.get("watch") == ["true"]:
+            time.sleep(0.2)
+            return 200, {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "7"}}}
+        return 200, {"kind": "List", "apiVersion": "v1", "metadata": {"resourceVersion": "7"}, "items": answers[path]}
+
+    def readable(metrics: dict) -> float:
+        return dict((l["stream"], v) for l, v in metrics.get("pvleft_stream_readable", []))["volumesnapshots"]
+
+    with FakeAPIServer(handler) as server:
+        api = KubeAPI(load_connection(Selection(kubeconfig=str(server.kubeconfig(tmp_path / "kc")))))
+        live = Live(api, [("snapshots", snapshots.follow(Options()))],
+                    WatchSettings(backoff_initial=0.01, backoff_max=0.1, settle=0.0), describe=str)
+        live.start()
+        try:
+            deadline = time.monotonic() + 20
+            while not (live.analyses[0].rows is not None and readable(scrape(live)) == 0.0):
+                assert time.monotonic() < deadline
+                live.judge_once()
+                time.sleep(0.05)
+            refused = scrape(live)
+            granted.set()
+            while readable(scrape(live)) != 1.0 or live.analyses[0].stores.data["snapshots"] in (None, {}):
+                assert time.monotonic() < deadline + 20
+                time.sleep(0.05)
+        finally:
+            live.stop()
+            api.close()
+    assert refused["pvleft_analysis_up"] == [({"analysis": "snapshots"}, 1.0)]  # judged, that evidence unknown
+    assert len(live.analyses[0].stores.data["snapshots"] or {}) == len(answers[api_path + "volumesnapshots"])
+
+
+HEAP_COUNT = """
+import ctypes, sys, tempfile, threading, types
+from kubectl_pvleft.exporter.live import Live
+from kubectl_pvleft.kube.watch import WatchSettings
+if sys.argv[1] == "live":  # what serve starts, before its threads
+    live = Live(types.SimpleNamespace(abort_watches=lambda: None), [], WatchSettings(), describe=str)
+    live.start()
+    live.stop()
+libc = ctypes.CDLL("libc.so.6")
+libc.malloc.restype = libc.fopen.restype = ctypes.c_void_p
+start = threading.Barrier(8)
+def allocate():
+    start.wait()
+    libc.malloc(100_000)  # eight threads at once: glibc gives each a heap of its own, up to its limit
+threads = [threading.Thread(target=allocate) for _ in range(8)]
+for thread in threads: thread.start()
+for thread in threads: thread.join()
+with tempfile.NamedTemporaryFile("r") as out:
+    fp = ctypes.c_void_p(libc.fopen(out.name.encode(), b"w"))
+    libc.malloc_info(0, fp)
+    libc.fclose(fp)
+    print(out.read().count("<heap nr="))
+"""
+
+
+@pytest.mark.integration  # a child process: the heaps of this one are already made
+def test_the_exporter_keeps_to_two_c_heaps() -> None:
+    """Per-thread heaps each kept their own free pages (exporter/heap.py): serve's Live asks glibc for two in all."""
+    import subprocess
+
+    from kubectl_pvleft.exporter.heap import few_heaps
+
+    if not few_heaps({}):
+        pytest.skip("this C library has no mallopt")
+    counts = {}
+    for mode in ("default", "live"):
+        done = subprocess.run([sys.executable, "-c", HEAP_COUNT, mode], capture_output=True, text=True, check=True)
+        counts[mode] = int(done.stdout)
+    assert counts["live"] <= 2
+    assert counts["default"] > 2  # glibc's own default, which the exporter changes
+    assert few_heaps({"MALLOC_ARENA_MAX": "4"}) is False  # the operator's choice stands

@@ -73,18 +73,13 @@ def serve(invocation: Invocation) -> int:
     _on_signals(stopping.set)
     try:
         options = invocation.options(namespace)
-        analyses, not_served = [], []
-        for name in ANALYSES:
-            module = COMMANDS_BY_NAME[name].load()
-            served = getattr(module, "served", None)
-            if served is not None and served(api) is not None:
-                not_served.append(name)  # no CRDs: nothing to watch, said by pvleft_analysis_served 0
-                continue
-            analyses.append((name, module.follow(options)))
+        # Every analysis, whatever the cluster serves now: a kind it does not serve (the snapshot CRDs) is asked for
+        # again now and then, and pvleft_analysis_served says which (exporter/live.py).
+        analyses = [(name, COMMANDS_BY_NAME[name].load().follow(options)) for name in ANALYSES]
         census, clouds = _census(options)
         live = Live(api, analyses, WatchSettings.from_env(), describe, census=census, clouds=clouds,
                     census_interval=seconds(flags.get("census_interval") or DEFAULT_CENSUS_INTERVAL),
-                    not_served=not_served, judge_every=judge_every())
+                    judge_every=judge_every())
         registry = CollectorRegistry()
         ProcessCollector(registry=registry)  # process_resident_memory_bytes, process_cpu_seconds_total
         registry.register(ServeCollector(live, int(flags.get("max_finding_series") or DEFAULT_MAX_FINDING_SERIES)))

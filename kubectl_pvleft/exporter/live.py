@@ -14,7 +14,9 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Optional
 
-from kubectl_pvleft.kube.api import KubeAPI
+from kubectl_pvleft.errors import NotFound
+from kubectl_pvleft.exporter.heap import few_heaps, release_free_memory
+from kubectl_pvleft.kube.api import KubeAPI, Unchanged
 from kubectl_pvleft.kube.watch import Changed, Follow, Notice, Observer, Stores, Stream, Synced, WatchSettings, reflect, uid_of
 from kubectl_pvleft.text import one_line, shown
 
@@ -38,8 +40,9 @@ class Health(Observer):
 
     def __init__(self, lock: threading.Lock) -> None:
         self.lock = lock
-        self.listed = False  # the first list answered (or the stream is unreadable: its evidence is unknown)
+        self.listed = False  # the first list answered (or the stream is unreadable or not served)
         self.readable = True
+        self.served = True  # False while the server answers 404: its API (a CRD) is not installed
         self.up = False
         self.down_since: Optional[float] = time.monotonic()  # monotonic; None while up
         self.last_list: Optional[float] = None  # wall clock, for *_timestamp_seconds
@@ -94,6 +97,11 @@ class Analysis:
         """Judged, and every stream it reads is live now: its rows are current, not the last known."""
         return self.rows is not None and all(s.health.up or not s.health.readable for s in self.shared)
 
+    @property
+    def served(self) -> bool:
+        """Every kind it reads is served by this cluster (the snapshot CRDs may come and go while it runs)."""
+        return all(s.health.served for s in self.shared)
+
 
 class CensusState:
     """The cloud censuses: their last findings and how the last runs went."""
@@ -137,6 +145,10 @@ class _GatedListing:
         with self.gate:  # released when the pages are read, or the reading fails or is abandoned
             yield from self.listing
 
+    def changed(self, held: Callable[[str, str], bool]) -> Any:
+        with self.gate:
+            yield from self.listing.changed(held)
+
 
 class Live:
     """The shared streams, the analyses fed from them, the judge and the census. ``start`` runs them in daemon
@@ -145,7 +157,7 @@ class Live:
     def __init__(self, api: KubeAPI, analyses: Sequence[tuple[str, Follow[Any]]], settings: WatchSettings,
                  describe: Describe, census: Optional[Callable[[list[Any]], Any]] = None,
                  clouds: Mapping[str, str] = MappingProxyType({}), census_interval: float = 3600.0,
-                 not_served: Sequence[str] = (), judge_every: float = 0.0) -> None:
+                 judge_every: float = 0.0) -> None:
         self.api, self.settings, self.describe = api, settings, describe
         self.lister: Any = OneListAtATime(api)
         self.judge_every = judge_every  # at most one judgment per this many seconds, however busy the streams
@@ -153,7 +165,6 @@ class Live:
         self.stopping = threading.Event()
         self.changed = threading.Event()
         self.analyses = [Analysis(name, spec) for name, spec in analyses]
-        self.not_served = tuple(not_served)  # analyses whose kinds this cluster does not serve (no CRDs)
         self.streams: dict[Hashable, Shared] = {}
         for analysis in self.analyses:
             for stream in analysis.spec.streams:
@@ -173,6 +184,7 @@ class Live:
     # -- running -----------------------------------------------------------------------------------------
 
     def start(self) -> None:
+        few_heaps()  # before the threads start: see exporter/heap.py
         targets: list[tuple[Callable[..., None], tuple[Any, ...], str]] = [
             (self._pump, (shared,), f"pvleft-serve-{shared.label}") for shared in self.streams.values()]
         targets.append((self._judge, (), "pvleft-serve-judge"))
@@ -200,10 +212,20 @@ class Live:
         while not self.stopping.is_set():
             try:
                 for item in reflect(self.lister, shared.stream, self.settings, self.stopping, shared.health,
-                                    lazy_lists=True):
+                                    lazy_lists=True, held=lambda uid, version: self.held(shared, uid, version)):
                     self.take(shared, item)
                     delay = self.settings.backoff_initial
-                return  # stopped, or the stream may not be read (its evidence stays unknown)
+                # Stopped, or the stream may not be read (403): its evidence is unknown until it may. Ask again now
+                # and then: a restarted server answers 403 until its RBAC cache syncs, and a grant may come later.
+                self.stopping.wait(self.settings.backoff_max)
+            except NotFound:
+                if self.stopping.is_set():
+                    return
+                # Not an outage: this cluster does not serve the kind (its CRD is not installed, or was removed).
+                # Ask again now and then: an API installed later is picked up, as kubectl's discovery would.
+                self.not_served(shared)
+                delay = self.settings.backoff_initial
+                self.stopping.wait(self.settings.backoff_max)
             except Exception as exc:
                 if self.stopping.is_set():
                     return
@@ -223,7 +245,8 @@ class Live:
         with self.lock:
             health = shared.health
             if isinstance(item, Notice):
-                _log(item.message)
+                if not item.unavailable or health.readable:  # asked again, still refused: said once
+                    _log(item.message)
                 if item.unavailable:
                     health.readable, health.listed = False, True
                     for analysis, name in shared.readers:
@@ -238,15 +261,42 @@ class Live:
                 analysis.dirty = True
         self.changed.set()
 
+    def not_served(self, shared: Shared) -> None:
+        """The server answers 404 for the stream's kind: its objects are gone with their API, and the analyses that
+        read it have no rows (absent, never zero) while ``pvleft_analysis_served`` says why."""
+        with self.lock:
+            health = shared.health
+            if health.served:
+                _log(f"{shared.label} is not served by this cluster (no CRD): its analyses report nothing until "
+                     f"it is; asking again every {self.settings.backoff_max:.0f}s")
+            health.served, health.listed, health.up, health.down_since = False, True, False, None
+            for analysis, name in shared.readers:
+                analysis.stores.data[name] = {}
+                analysis.unsynced.add(name)
+                analysis.rows = None
+        self.changed.set()
+
+    def held(self, shared: Shared, uid: str, version: str) -> bool:
+        """Every analysis that reads the stream holds this object at this version: a relist need not decode it.
+        Only the stream's own thread writes its stores, and it is the one asking."""
+        return all(analysis.stores.holds(name, uid, version) for analysis, name in shared.readers)
+
     def _refill(self, shared: Shared, item: Synced) -> None:
         """A (re)list, read page by page: each object replaces its old copy at once, so memory never holds two
         copies of a store. Its analyses are not judged meanwhile (half old, half new evidence); scrapes go on,
         with their last rows."""
         with self.lock:
+            readable_again = not shared.health.readable  # refused before (403), answered now
+            shared.health.readable = True
             for analysis, name in shared.readers:
                 analysis.unsynced.add(name)
+                if readable_again:
+                    analysis.stores.data[name] = {}
         seen: set[str] = set()
         for obj in item.objects:  # a page that fails raises here: the pump counts it and lists again
+            if isinstance(obj, Unchanged):  # held already, at this version: nothing to replace
+                seen.add(obj.uid)
+                continue
             with self.lock:
                 seen.add(uid_of(obj))
                 for analysis, name in shared.readers:
@@ -257,10 +307,13 @@ class Live:
                 analysis.unsynced.discard(name)
                 analysis.dirty = True
             health = shared.health
-            health.relists += health.listed
-            health.listed, health.last_list = True, time.time()
+            if not health.served:
+                _log(f"{shared.label} is served now")
+            health.relists += health.listed and health.served  # a kind that appears lists for the first time
+            health.listed, health.served, health.last_list = True, True, time.time()
             health._alive()
         self.changed.set()
+        release_free_memory()  # the relist's page buffers are freed now; see exporter/heap.py
 
     def _judge(self) -> None:
         """Re-run each analysis whose evidence changed, once per burst: changes this close together are judged
@@ -272,6 +325,7 @@ class Live:
             self.changed.clear()
             started = time.monotonic()
             self.judge_once()
+            release_free_memory()  # the last rows were just dropped: a judgment is 10,000 rows at once
             # Each judgment reads every store whole: under steady churn, judging once a burst is most of the CPU.
             if self.stopping.wait(max(0.0, self.judge_every - (time.monotonic() - started))):
                 return
@@ -290,7 +344,8 @@ class Live:
                     continue
                 # Nobody prints "resolved" lines here: forget how objects left, or this grows forever.
                 analysis.stores.departed.clear()
-            analysis.rows, analysis.assessed = rows, time.time()
+                # Under the lock: a stream that stopped being served meanwhile has emptied the rows.
+                analysis.rows, analysis.assessed = rows, time.time()
 
     def _census_loop(self) -> None:
         assert self.census_run is not None
@@ -345,7 +400,7 @@ class Live:
                 health = shared.health
                 if not health.listed:
                     return False, f"{shared.label}: not listed yet"
-                if health.readable and not health.up and health.down_for(now) >= stale_after:
+                if health.readable and health.served and not health.up and health.down_for(now) >= stale_after:
                     return False, f"{shared.label}: down for {health.down_for(now):.0f}s ({health.last_error})"
         return True, "ok"
 

@@ -17,6 +17,7 @@ from typing import Any, Optional
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Metric
 
 from kubectl_pvleft import __version__
+from kubectl_pvleft.analyses.claim_problems import UNUSED
 from kubectl_pvleft.exporter.live import Analysis, Live
 from kubectl_pvleft.records.quantity import parse_quantity
 
@@ -34,14 +35,16 @@ def timestamp(moment: Optional[datetime]) -> Optional[float]:
 
 
 class Finding:
-    """One object an alert can name: its labels, and when the object was created (for "older than a week")."""
+    """One object an alert can name: its labels, when the object was created (for "older than a week"), and when
+    its state began where the evidence says (for "unused for 30 days": a claim's Unused condition)."""
 
-    __slots__ = ("created", "labels")
+    __slots__ = ("created", "labels", "since")
 
     def __init__(self, analysis: str, kind: str, namespace: Optional[str], name: str, state: str,
-                 created: Optional[datetime]) -> None:
+                 created: Optional[datetime], since: Optional[datetime] = None) -> None:
         self.labels = (analysis, kind, namespace or "", name, state)
         self.created = timestamp(created)
+        self.since = timestamp(since)
 
 
 class ServeCollector:
@@ -53,13 +56,13 @@ class ServeCollector:
     def collect(self) -> Iterator[Metric]:
         live = self.live
         with live.lock:  # a consistent picture: the rows lists are replaced whole, the health mutated in place
-            analyses = [(a, a.rows, a.assessed, a.up) for a in live.analyses]
+            analyses = [(a, a.rows, a.assessed, a.up, a.served) for a in live.analyses]
             health = [(s.label, s.stream.namespace or "", _copy(s.health)) for s in live.streams.values()]
         yield from _process()
         yield from _streams(health)
-        yield from _analyses(analyses, live.not_served)
+        yield from _analyses(analyses)
         findings: list[Finding] = []
-        rows: dict[str, list[Any]] = {a.name: judged for a, judged, _, _ in analyses if judged is not None}
+        rows: dict[str, list[Any]] = {a.name: judged for a, judged, _, _, _ in analyses if judged is not None}
         if "leftovers" in rows:
             yield from _leftovers(rows["leftovers"], findings)
         if "pending" in rows:
@@ -80,15 +83,19 @@ class ServeCollector:
                                  labels=FINDING_LABELS)
         created = GaugeMetricFamily("pvleft_finding_created_timestamp_seconds", "When the object of a finding was "
                                     "created (time() minus this is its age)", labels=FINDING_LABELS)
+        since = GaugeMetricFamily("pvleft_finding_since_timestamp_seconds", "When the finding's state began, where "
+                                  "the evidence says (an unused claim: its Unused condition); absent where unknown",
+                                  labels=FINDING_LABELS)
         unique = {f.labels: f for f in findings}  # one series per label set, whatever the analyses repeat
         kept = sorted(unique)[:self.max_finding_series]
         for labels in kept:
             info.add_metric(labels, 1)
-            when = unique[labels].created
-            if when is not None:
-                created.add_metric(labels, when)
-        yield info
-        yield created
+            finding = unique[labels]
+            if finding.created is not None:
+                created.add_metric(labels, finding.created)
+            if finding.since is not None:
+                since.add_metric(labels, finding.since)
+        yield from (info, created, since)
         # A gauge, not a counter: how many are left out now, which goes down as findings resolve.
         yield GaugeMetricFamily("pvleft_finding_series_omitted", "Findings left out of pvleft_finding_info by "
                                 "--max-finding-series", value=len(unique) - len(kept))
@@ -96,7 +103,7 @@ class ServeCollector:
 
 def _copy(health: Any) -> tuple[Any, ...]:
     return (health.listed, health.readable, health.up, health.last_list, health.last_event, health.relists,
-            health.errors)
+            health.errors, health.served)
 
 
 def _process() -> Iterator[Metric]:
@@ -111,6 +118,9 @@ def _streams(health: Iterable[tuple[str, str, tuple[Any, ...]]]) -> Iterator[Met
                            "and while it is re-established (its objects are then the last known)", labels=labels)
     readable = GaugeMetricFamily("pvleft_stream_readable", "0 when the stream may not be read (403): that evidence "
                                  "is unknown", labels=labels)
+    served = GaugeMetricFamily("pvleft_stream_served", "0 while the cluster does not serve the stream's kind (404: "
+                               "its CRD is not installed; asked again now and then): it then has no up, readable "
+                               "or timestamp series", labels=labels)
     last_list = GaugeMetricFamily("pvleft_stream_last_list_timestamp_seconds", "When the stream last listed "
                                   "(first list or relist)", labels=labels)
     last_event = GaugeMetricFamily("pvleft_stream_last_event_timestamp_seconds", "When the stream last showed a "
@@ -119,39 +129,43 @@ def _streams(health: Iterable[tuple[str, str, tuple[Any, ...]]]) -> Iterator[Met
                                   "stream)", labels=labels)
     errors = CounterMetricFamily("pvleft_stream_errors", "Failures of the stream's list or watch (each retried)",
                                  labels=labels)
-    for stream, namespace, (_listed, can_read, is_up, listed_at, event_at, relist_count, error_count) in health:
+    for stream, namespace, (_listed, can_read, is_up, listed_at, event_at, relist_count, error_count,
+                            is_served) in health:
         key = [stream, namespace]
+        served.add_metric(key, 1 if is_served else 0)
+        relists.add_metric(key, relist_count)
+        errors.add_metric(key, error_count)
+        if not is_served:
+            continue  # a kind that does not exist here is neither up nor down: served 0 says it all
         up.add_metric(key, 1 if is_up else 0)
         readable.add_metric(key, 1 if can_read else 0)
         if listed_at is not None:
             last_list.add_metric(key, listed_at)
         if event_at is not None:
             last_event.add_metric(key, event_at)
-        relists.add_metric(key, relist_count)
-        errors.add_metric(key, error_count)
-    yield from (up, readable, last_list, last_event, relists, errors)
+    yield from (up, readable, served, last_list, last_event, relists, errors)
 
 
-def _analyses(analyses: list[tuple[Analysis, Optional[list[Any]], Optional[float], bool]],
-              not_served: Iterable[str]) -> Iterator[Metric]:
+def _analyses(analyses: list[tuple[Analysis, Optional[list[Any]], Optional[float], bool, bool]]) -> Iterator[Metric]:
     up = GaugeMetricFamily("pvleft_analysis_up", "1 when the analysis is judged from live streams; 0 before its "
                            "first judgment and while a stream it reads is down (its series are then the last known)",
                            labels=("analysis",))
-    served = GaugeMetricFamily("pvleft_analysis_served", "0 when the kinds the analysis reads are not served by "
-                               "this cluster (no CRDs): it has nothing to report", labels=("analysis",))
+    served = GaugeMetricFamily("pvleft_analysis_served", "0 while a kind the analysis reads is not served by "
+                               "this cluster (no CRDs): it has nothing to report, and no finding series",
+                               labels=("analysis",))
     assessed = GaugeMetricFamily("pvleft_analysis_last_assessed_timestamp_seconds", "When the analysis was last "
                                  "judged", labels=("analysis",))
     findings = GaugeMetricFamily("pvleft_findings", "Rows the analysis reports (0 is a judged, clean answer; "
                                  "absent: not judged yet)", labels=("analysis",))
-    for analysis, rows, at, is_up in analyses:
+    for analysis, rows, at, is_up, is_served in analyses:
+        served.add_metric([analysis.name], 1 if is_served else 0)
+        if not is_served:
+            continue  # nothing to judge here: neither up nor down, and no findings (absent, never zero)
         up.add_metric([analysis.name], 1 if is_up else 0)
-        served.add_metric([analysis.name], 1)
         if at is not None:
             assessed.add_metric([analysis.name], at)
         if rows is not None:
             findings.add_metric([analysis.name], len(rows))
-    for name in not_served:
-        served.add_metric([name], 0)
     yield from (up, served, assessed, findings)
 
 
@@ -182,18 +196,30 @@ def _pending(rows: list[Any], findings: list[Finding]) -> Iterator[Metric]:
 def _claims(rows: list[Any], findings: list[Finding]) -> Iterator[Metric]:
     count: Counter[tuple[str, ...]] = Counter()
     size: Counter[tuple[str, ...]] = Counter()
+    unused: Counter[tuple[str, ...]] = Counter()
+    unused_size: Counter[tuple[str, ...]] = Counter()
     for row in rows:
         claim = row.claim
         for kind in dict.fromkeys(problem.kind for problem in row.problems):
             count[(claim.namespace, kind)] += 1
             size[(claim.namespace, kind)] += quantity_bytes(claim.requested)
+        if row.usage.unused and any(problem.kind == UNUSED for problem in row.problems):
+            key = (claim.namespace, claim.storage_class or "", row.usage.evidence or "")
+            unused[key] += 1
+            unused_size[key] += quantity_bytes(claim.capacity or claim.requested)  # what its volume holds
         if row.problems:
-            findings.append(Finding("claims", "PersistentVolumeClaim", claim.namespace, claim.name,
-                                    row.problems[0].kind, claim.meta.created))
+            state = row.problems[0].kind
+            findings.append(Finding("claims", "PersistentVolumeClaim", claim.namespace, claim.name, state,
+                                    claim.meta.created, row.usage.since if state == UNUSED else None))
     yield _gauge("pvleft_troubled_claims", "PersistentVolumeClaims in trouble, by problem (a claim with two "
                  "problems counts under each)", ("namespace", "problem"), count)
     yield _gauge("pvleft_troubled_claim_requested_bytes", "Storage the claims in trouble request",
                  ("namespace", "problem"), size)
+    labels = ("namespace", "storage_class", "evidence")
+    yield _gauge("pvleft_unused_claims", "Bound PersistentVolumeClaims no Pod uses, by the evidence: the server's "
+                 "Unused condition (which says since when) or the Pods", labels, unused)
+    yield _gauge("pvleft_unused_claim_capacity_bytes", "Storage the unused claims hold (their capacity, else their "
+                 "request)", labels, unused_size)
 
 
 def _classes(rows: list[Any], findings: list[Finding]) -> Iterator[Metric]:

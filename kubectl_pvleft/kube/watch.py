@@ -118,14 +118,19 @@ class Observer:
 
 
 def reflect(api: KubeAPI, stream: Stream, settings: WatchSettings, stop: Optional[threading.Event] = None,
-            observer: Optional[Observer] = None, lazy_lists: bool = False) -> Iterator[StreamItem]:
+            observer: Optional[Observer] = None, lazy_lists: bool = False,
+            held: Optional[Callable[[str, str], bool]] = None) -> Iterator[StreamItem]:
     """list, then watch from the list's resourceVersion, until ``stop``; see the module's docstring.
 
     ``lazy_lists``: each (re)list is handed over page by page as it is read (``Synced.objects`` an iterator), for
     a consumer in the same thread that replaces its objects one by one: a relist of 10,000 objects then never
     holds the old and the new copies at once. The first object is read here, so a list refused at once (403,
-    410, the server down) is handled as always; a failure on a later page is raised in the consumer."""
-    return _Reflector(api, stream, settings, stop or threading.Event(), observer or Observer(), lazy_lists).run()
+    410, the server down) is handled as always; a failure on a later page is raised in the consumer.
+
+    ``held(uid, resourceVersion)``, with ``lazy_lists``: true when the consumer already holds that object at that
+    version; a relist then hands it over as ``Unchanged(uid)``, not decoded (``Listing.changed``)."""
+    return _Reflector(api, stream, settings, stop or threading.Event(), observer or Observer(), lazy_lists,
+                      held).run()
 
 
 _END = object()
@@ -137,9 +142,10 @@ class _Unavailable(Exception):
 
 class _Reflector:
     def __init__(self, api: KubeAPI, stream: Stream, settings: WatchSettings, stop: threading.Event,
-                 observer: Observer, lazy_lists: bool = False) -> None:
+                 observer: Observer, lazy_lists: bool = False,
+                 held: Optional[Callable[[str, str], bool]] = None) -> None:
         self.api, self.stream, self.settings, self.stop, self.observer = api, stream, settings, stop, observer
-        self.lazy_lists = lazy_lists
+        self.lazy_lists, self.held = lazy_lists, held
         self.resource_version: Optional[str] = None
         self.delay = settings.backoff_initial
         self.down_since: Optional[float] = None
@@ -168,7 +174,8 @@ class _Reflector:
                 listing = self.api.list(s.kind, s.namespace, field_selector=s.field_selector,
                                         label_selector=s.label_selector)
                 if self.lazy_lists:
-                    pages = iter(listing)
+                    changed = getattr(listing, "changed", None)  # a test's plain iterable has no such method
+                    pages = iter(listing) if self.held is None or changed is None else changed(self.held)
                     first = next(pages, _END)  # a list refused at once fails here, as an eager one would
                     self.listed_once = True
                     yield from self._up()
@@ -288,6 +295,12 @@ class Stores:
                 self.departed[uid_of(item.object)] = self._departure(item.object)
         else:
             self._put(item.stream, store, item.object)
+
+    def holds(self, name: str, uid: str, version: str) -> bool:
+        """This object is in the store at this resourceVersion."""
+        store = self.data.get(name)
+        old = store.get(uid) if store is not None else None
+        return old is not None and _version(old) == version
 
     def refill(self, name: str, obj: Any) -> None:
         """One object of a relist read page by page: it replaces its old copy at once (``refilled`` ends it).

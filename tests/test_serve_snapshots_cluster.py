@@ -1,0 +1,93 @@
+"""`serve` and the snapshot CRDs coming and going while it runs, against a real control plane of this module's own
+(installing and deleting CRDs must not change what other tests see).
+
+Before the CRDs the snapshot analysis is "not served", never "zero findings", and no outage for /healthz; once the
+CRDs are installed (as a cluster installs the CSI snapshotter later) its findings appear without a restart; once
+they are deleted the findings go with them.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from controlplane import ControlPlane, build
+from plugin_runner import PLUGIN
+from recording.snapshots import CRD_NAMES, GROUP, install_crds
+from recording.snapshots import build as build_scenario
+from scenarios import wait_for
+from test_serve_cluster import WATCH_ENV, _ok, fetch, free_port, samples
+
+pytestmark = pytest.mark.cluster
+
+P = "serve-snap-"
+
+
+@pytest.fixture(scope="module")
+def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
+    build(log=tmp_path_factory.getbasetemp() / "serve-snapshots-build.log")
+    cp = ControlPlane(tmp_path_factory.mktemp("serve-snapshots-plane"))
+    cp.start()
+    try:
+        yield cp
+    finally:
+        cp.stop(keep_logs=False)
+
+
+def metrics(port: int) -> str:
+    status, body = fetch(f"http://127.0.0.1:{port}/metrics")
+    assert status == 200, body
+    return body
+
+
+def by_analysis(exposition: str, name: str) -> dict[str, float]:
+    return {labels["analysis"]: value for labels, value in samples(exposition, name)}
+
+
+def snapshot_series(exposition: str) -> dict[str, Any]:
+    return {"served": by_analysis(exposition, "pvleft_analysis_served").get("snapshots"),
+            "findings": by_analysis(exposition, "pvleft_findings").get("snapshots"),
+            "contents": sum(v for _, v in samples(exposition, "pvleft_leftover_snapshot_contents")),
+            "info": [labels["name"] for labels, _ in samples(exposition, "pvleft_finding_info")
+                     if labels["analysis"] == "snapshots"],
+            "stream_served": {labels["stream"]: v for labels, v in samples(exposition, "pvleft_stream_served")
+                              if labels["stream"].startswith("volumesnapshot")}}
+
+
+def test_snapshot_crds_installed_then_deleted_while_serving(plane: ControlPlane, tmp_path: Path) -> None:
+    port = free_port()
+    log = (tmp_path / "serve.log").open("w+")
+    process = subprocess.Popen([PLUGIN or "kubectl-pvleft", "serve", "--kubeconfig", str(plane.kubeconfig("reader")),
+                                "--listen", f"127.0.0.1:{port}", "--stale-after", "5s"],
+                               stdout=log, stderr=subprocess.STDOUT, text=True, env={**os.environ, **WATCH_ENV})
+    try:
+        wait_for("the exporter's /healthz", lambda: _ok(f"http://127.0.0.1:{port}/healthz"), timeout=60)
+        before = wait_for("snapshots not served", lambda: (s := snapshot_series(metrics(port)))["served"] == 0 and s)
+        assert before["findings"] is None and before["contents"] == 0 and before["info"] == []  # absent, not zero
+        assert before["stream_served"]["volumesnapshotcontents"] == 0
+        leftovers = by_analysis(metrics(port), "pvleft_analysis_served")["leftovers"]
+        assert leftovers == 1
+
+        install_crds(plane)
+        build_scenario(plane, P)
+        after = wait_for("snapshot findings", lambda: (s := snapshot_series(metrics(port)))["findings"] and s,
+                         timeout=60)
+        assert after["served"] == 1 and set(after["stream_served"].values()) == {1}
+        assert after["contents"] >= 3 and f"{P}orphan" in after["info"]
+        assert fetch(f"http://127.0.0.1:{port}/healthz")[0] == 200
+
+        plane.kubectl("delete", "--wait=true", *(f"crd/{name}.{GROUP}" for name in CRD_NAMES))
+        gone = wait_for("snapshots not served again", lambda: (s := snapshot_series(metrics(port)))["served"] == 0
+                        and s, timeout=60)
+        assert gone["findings"] is None and gone["contents"] == 0 and gone["info"] == []
+        assert fetch(f"http://127.0.0.1:{port}/healthz")[0] == 200
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=10)
+        log.seek(0)
+        print(log.read())  # shown when the test fails
