@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from controlplane import ControlPlane, build
 from plugin_runner import PLUGIN
 from recording.snapshots import CRD_NAMES, GROUP, install_crds

@@ -84,10 +84,11 @@ def test_leftovers_become_series_and_a_stream_down_keeps_them_stale() -> None:
     sync_all(live, streams)
     live.judge_once()
     metrics = scrape(live)
-    (labels, count), = [m for m in metrics["pvleft_findings"]]
+    (labels, count), = list(metrics["pvleft_findings"])
     assert labels == {"analysis": "leftovers"} and count > 0
     info = metrics["pvleft_finding_info"]
-    assert len(info) == count and all(l["analysis"] == "leftovers" and l["kind"] == "PersistentVolume" for l, _ in info)
+    assert len(info) == count
+    assert all(series["analysis"] == "leftovers" and series["kind"] == "PersistentVolume" for series, _ in info)
     assert sum(v for _, v in metrics["pvleft_leftover_volumes"]) == count
     assert metrics["pvleft_analysis_up"] == [({"analysis": "leftovers"}, 1.0)]
     assert live.healthy(60) == (True, "ok")
@@ -111,12 +112,12 @@ def test_a_deleted_leftover_leaves_and_a_relist_is_counted() -> None:
     live.take(streams["persistentvolumes"], Changed("", "DELETED", pv))
     live.judge_once()
     after = scrape(live)
-    assert name not in {l["name"] for l, _ in after["pvleft_finding_info"]}
+    assert name not in {series["name"] for series, _ in after["pvleft_finding_info"]}
     assert live.analyses[0].stores.departed == {}  # nobody prints "resolved" lines: kept, it would grow for days
     live.take(streams["persistentvolumes"], Synced("", (pv,), "2"))  # a relist (after a 410) brings it back
     live.judge_once()
     again = scrape(live)
-    assert name in {l["name"] for l, _ in again["pvleft_finding_info"]}
+    assert name in {series["name"] for series, _ in again["pvleft_finding_info"]}
     assert ({"stream": "persistentvolumes", "namespace": ""}, 1.0) in again["pvleft_stream_relists_total"]
 
 
@@ -157,7 +158,7 @@ def test_a_stream_that_may_not_be_read_is_unknown_evidence_not_an_outage() -> No
     assert (key, 0.0) in metrics["pvleft_stream_readable"] and (key, 0.0) in metrics["pvleft_stream_up"]
     # Judged (claims unknown, never missing), live, and healthy: a 403 is an answer, not an outage.
     assert metrics["pvleft_analysis_up"] == [({"analysis": "leftovers"}, 1.0)]
-    assert {l["state"] for l, _ in metrics["pvleft_finding_info"]} <= {"Released", "Failed", "claim-unknown"}
+    assert {series["state"] for series, _ in metrics["pvleft_finding_info"]} <= {"Released", "Failed", "claim-unknown"}
     assert live.healthy(0) == (True, "ok")
 
 
@@ -266,11 +267,11 @@ def test_unused_claims_and_their_bytes_with_since_for_the_30_day_alert() -> None
     assert sorted(metrics["pvleft_unused_claims"], key=str) == [
         ({**labels, "evidence": "condition"}, float(len(bound))), ({**labels, "evidence": "pods"}, 1.0)]
     assert ({**labels, "evidence": "condition"}, float(len(bound) * 2**30)) in metrics["pvleft_unused_claim_capacity_bytes"]
-    since = {l["name"]: v for l, v in metrics["pvleft_finding_since_timestamp_seconds"]}
+    since = {series["name"]: v for series, v in metrics["pvleft_finding_since_timestamp_seconds"]}
     changed = next(c for c in healthy["status"]["conditions"] if c["type"] == "Unused")["lastTransitionTime"]
     assert since["cc-rec-healthy"] == datetime.fromisoformat(changed.replace("Z", "+00:00")).timestamp()
     assert "cc-rec-older" not in since  # unused by the Pods' word: since when is unknown, never a guess
-    info = {l["name"]: l["state"] for l, _ in metrics["pvleft_finding_info"]}
+    info = {series["name"]: series["state"] for series, _ in metrics["pvleft_finding_info"]}
     assert info["cc-rec-healthy"] == info["cc-rec-older"] == "unused"
     assert set(since) == {name for name, state in info.items() if state == "unused"} - {"cc-rec-older"}
 
@@ -309,7 +310,7 @@ def test_snapshot_crds_installed_and_removed_while_serving(tmp_path: Path) -> No
         raise AssertionError(f"never: {metrics}")
 
     def served(metrics: dict) -> float:
-        return dict((l["analysis"], v) for l, v in metrics["pvleft_analysis_served"])["snapshots"]
+        return {labels["analysis"]: v for labels, v in metrics["pvleft_analysis_served"]}["snapshots"]
 
     with FakeAPIServer(handler) as server:
         api = KubeAPI(load_connection(Selection(kubeconfig=str(server.kubeconfig(tmp_path / "kc")))))
@@ -319,21 +320,21 @@ def test_snapshot_crds_installed_and_removed_while_serving(tmp_path: Path) -> No
         try:
             before = until(lambda m: served(m) == 0.0 and live.healthy(0)[0])
             assert "pvleft_findings" not in before and "pvleft_leftover_snapshot_contents" not in before
-            assert {v for l, v in before["pvleft_stream_served"]} == {0.0}
-            assert {v for l, v in before["pvleft_stream_errors_total"]} == {0.0}  # not an outage either
+            assert {v for _, v in before["pvleft_stream_served"]} == {0.0}
+            assert {v for _, v in before["pvleft_stream_errors_total"]} == {0.0}  # not an outage either
             assert "pvleft_stream_up" not in before  # a kind that does not exist is neither up nor down
 
             installed.set()
             after = until(lambda m: "pvleft_findings" in m)
             assert served(after) == 1.0 and after["pvleft_findings"][0][1] > 0
             assert sum(v for _, v in after["pvleft_leftover_snapshot_contents"]) > 0
-            assert {v for l, v in after["pvleft_stream_served"]} == {1.0}
+            assert {v for _, v in after["pvleft_stream_served"]} == {1.0}
             assert after["pvleft_analysis_up"] == [({"analysis": "snapshots"}, 1.0)]
 
             installed.clear()  # the CRDs are deleted: the next watch or list is a 404
             gone = until(lambda m: served(m) == 0.0)
             assert "pvleft_findings" not in gone and "pvleft_leftover_snapshot_contents" not in gone
-            assert not any(l["analysis"] == "snapshots" for l, _ in gone.get("pvleft_finding_info", []))
+            assert not any(series["analysis"] == "snapshots" for series, _ in gone.get("pvleft_finding_info", []))
             assert live.healthy(0)[0]
         finally:
             live.stop()
@@ -364,7 +365,7 @@ def test_a_refused_optional_stream_is_asked_again(tmp_path: Path) -> None:
         return 200, {"kind": "List", "apiVersion": "v1", "metadata": {"resourceVersion": "7"}, "items": answers[path]}
 
     def readable(metrics: dict) -> float:
-        return dict((l["stream"], v) for l, v in metrics.get("pvleft_stream_readable", []))["volumesnapshots"]
+        return {labels["stream"]: v for labels, v in metrics.get("pvleft_stream_readable", [])}["volumesnapshots"]
 
     with FakeAPIServer(handler) as server:
         api = KubeAPI(load_connection(Selection(kubeconfig=str(server.kubeconfig(tmp_path / "kc")))))
