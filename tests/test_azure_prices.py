@@ -24,7 +24,8 @@ from cli_runner import invoke
 from fake_apiserver import FakeAPIServer
 from kubectl_pvleft.clouds.azure import CSI_DRIVER
 from kubectl_pvleft.clouds.base import CloudDisk
-from kubectl_pvleft.clouds.cost import MonthlyCost, Unpriced, price, read_price_file
+from kubectl_pvleft.clouds.cost import MonthlyCost, Unpriced, read_price_file
+from kubectl_pvleft.clouds.pricing import price
 from retail_prices_fake import PATH, FakeRetailPrices, disk_meters, meter
 from test_cost_prices import kube, pv
 

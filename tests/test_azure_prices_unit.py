@@ -146,7 +146,8 @@ def test_the_price_file_prices_a_tier_per_disk_month(tmp_path: Path) -> None:
 
 def test_a_price_file_alone_prices_tiered_disks_without_asking_the_api(tmp_path: Path,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    from kubectl_pvleft.clouds.cost import MonthlyCost, price
+    from kubectl_pvleft.clouds.cost import MonthlyCost
+    from kubectl_pvleft.clouds.pricing import price
 
     monkeypatch.setenv(azure.ENDPOINT_ENV, "https://127.0.0.1:9")  # nothing listens: a call would fail the test
     path = tmp_path / "p.yaml"
@@ -163,7 +164,8 @@ def test_a_price_file_alone_prices_tiered_disks_without_asking_the_api(tmp_path:
 
 
 def test_a_tier_line_in_another_unit_is_said_not_to_apply(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from kubectl_pvleft.clouds.cost import Unpriced, price
+    from kubectl_pvleft.clouds.cost import Unpriced
+    from kubectl_pvleft.clouds.pricing import price
 
     monkeypatch.setenv(azure.ENDPOINT_ENV, "https://127.0.0.1:9")  # nothing listens: the API cannot price it either
     path = tmp_path / "p.yaml"

@@ -24,7 +24,8 @@ from cli_runner import invoke
 from fake_apiserver import FakeAPIServer, status
 from gce_fake import FakeCompute, gce_disk
 from kubectl_pvleft.clouds.base import CloudDisk
-from kubectl_pvleft.clouds.cost import MonthlyCost, Unpriced, price
+from kubectl_pvleft.clouds.cost import MonthlyCost, Unpriced
+from kubectl_pvleft.clouds.pricing import price
 from pricing_fake import FakePriceList, ebs_products
 
 pytestmark = pytest.mark.integration  # local servers, the SDKs, moto

@@ -18,11 +18,11 @@ from kubectl_pvleft.clouds.cost import (
     Rate,
     Unpriced,
     cell,
-    price,
     read_price_file,
     totals,
 )
 from kubectl_pvleft.clouds.gce import prices as pd
+from kubectl_pvleft.clouds.pricing import price
 from kubectl_pvleft.errors import UsageError
 
 
@@ -218,7 +218,7 @@ def test_why_a_price_is_unknown_is_one_warning_per_reason_with_names_escaped():
 
 def test_a_cloud_without_a_prices_module_is_unknown_not_an_error():
     import kubectl_pvleft.clouds.gce as gce_package
-    from kubectl_pvleft.clouds.cost import prices_of
+    from kubectl_pvleft.clouds.pricing import prices_of
 
     assert prices_of(gce_package) is not None
     import kubectl_pvleft.clouds as without_prices  # a package with no `prices` module, as a new cloud's may be

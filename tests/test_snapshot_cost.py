@@ -20,8 +20,9 @@ from billing_fake import US_REGIONS, FakeCatalog, compute_skus, sku, snapshot_sk
 from gce_fake import FakeCompute, gce_snapshot
 from kubectl_pvleft.clouds.aws import snapshots as aws_snapshots
 from kubectl_pvleft.clouds.base import CloudSnapshot
-from kubectl_pvleft.clouds.cost import MonthlyCost, price, read_price_file
+from kubectl_pvleft.clouds.cost import MonthlyCost, read_price_file
 from kubectl_pvleft.clouds.gce import snapshots as gce_snapshots
+from kubectl_pvleft.clouds.pricing import price
 from pricing_fake import FakePriceList, snapshot_products
 
 pytestmark = pytest.mark.integration  # local servers, the SDKs, moto

@@ -21,7 +21,8 @@ from kubectl_pvleft.output.report import Column, Report, age, utcnow
 from kubectl_pvleft.records import Absent
 
 if TYPE_CHECKING:  # --cost alone imports the pricing
-    from kubectl_pvleft.clouds.cost import Costing, Priced, PriceFile, Total
+    from kubectl_pvleft.clouds.cost import Priced, PriceFile, Total
+    from kubectl_pvleft.clouds.pricing import Costing
 
 # Without --request-timeout, a census that has not finished in five minutes is given up on (a failed census, exit 4):
 # the SDKs' own retries (botocore's, google-api-core's) could otherwise hold a run for many minutes.
@@ -87,7 +88,7 @@ def price_file(options: Options) -> Optional[PriceFile]:
     """``--price-file``, read before anything is asked of a cluster or cloud: a bad file is a usage error."""
     if not options.flags.get("cost"):
         return None
-    from kubectl_pvleft.clouds.cost import check
+    from kubectl_pvleft.clouds.pricing import check
 
     return check(options.flags)
 
@@ -124,7 +125,7 @@ def take(options: Options, pvs: Sequence[Any], prices: Optional[PriceFile] = Non
         if ref.pv_name not in outcome.disks and ref.driver in drivers:
             outcome.disks[ref.pv_name] = Absent.UNKNOWN
     if options.flags.get("cost") and outcome.taken:
-        from kubectl_pvleft.clouds.cost import price, provenance_note
+        from kubectl_pvleft.clouds.pricing import price, provenance_note
 
         shown = [f.disk for f in outcome.findings if f.disk is not None]
         shown += [d for d in outcome.disks.values() if isinstance(d, CloudDisk)]
@@ -180,7 +181,7 @@ LEFTOVER_PV = "leftover-pv"  # the totals' kind for a leftover PV's disk: it bil
 
 def totals_report(rows: list[Total], costing: Costing, counted: str = "DISKS") -> Report[Total]:
     """The totals by finding kind, location and cloud; ``counted`` names what each counts (DISKS, SNAPSHOTS)."""
-    from kubectl_pvleft.clouds.cost import provenance_note
+    from kubectl_pvleft.clouds.pricing import provenance_note
 
     sources = provenance_note(costing)
 

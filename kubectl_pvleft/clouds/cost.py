@@ -4,7 +4,7 @@ What every cloud shares lives here: the units (a price is converted to one canon
 GiB-month for capacity, IOPS-month for provisioned IOPS, MiB/s-month for provisioned throughput, disk-month for a
 price per disk whatever its size, as Azure lists its P/E/S tiers), the rates and
 what a disk needs priced, the ``--price-file`` reader (it takes precedence: a line there beats the API), and the
-totals. Each cloud's ``prices`` module says what a disk needs (``needs(disk)``) and reads its price API
+totals; pricing.py runs the pricing itself. Each cloud's ``prices`` module says what a disk needs (``needs(disk)``) and reads its price API
 (``open(flags, timeout).rates(needs)``); it is imported only under ``--cost``, and its SDK only inside ``open``.
 
 A disk whose price cannot be determined (its size unknown, no SKU for its type and region, the price API
@@ -13,13 +13,12 @@ failed) gets an ``Unpriced`` with the reason, never 0.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from importlib import import_module
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Optional, TypeVar, Union
 
 from msgspec import Struct, field
 
-from kubectl_pvleft.clouds.base import CloudDisk, CloudError, CloudSnapshot
+from kubectl_pvleft.clouds.base import CloudDisk, CloudSnapshot
 from kubectl_pvleft.errors import UsageError
 
 T = TypeVar("T")
@@ -295,212 +294,6 @@ def _cloud_modules() -> list[Any]:
     from kubectl_pvleft.clouds import cloud_modules
 
     return cloud_modules()
-
-
-# -- pricing ------------------------------------------------------------------------------------------------
-
-class Costing:
-    """What ``--cost`` found: a price (or the reason for none) per disk handle, and what the prices rest on."""
-
-    __slots__ = ("by_handle", "errors", "sources", "warnings")
-
-    def __init__(self) -> None:
-        self.by_handle: dict[str, Priced] = {}
-        self.errors: list[str] = []  # a price list that could not be read: the report is partial
-        self.warnings: list[str] = []
-        self.sources: dict[str, set[str]] = {}  # source -> the dates of the prices used from it
-
-    def of(self, disk: Optional[Billable]) -> Optional[Priced]:
-        return None if disk is None else self.by_handle.get(disk.handle)
-
-
-def check(flags: Mapping[str, Any]) -> Optional[PriceFile]:
-    """The price file, read before any cluster or cloud is asked anything: a bad one is a usage error."""
-    path = flags.get("price_file")
-    return read_price_file(path) if path else None
-
-
-def price(flags: Mapping[str, Any], disks: Sequence[Billable], timeout: float,
-          price_file: Optional[PriceFile] = None) -> Costing:
-    """Every disk (or snapshot) priced: from the price file where it has a line, else from its cloud's price API (each cloud's
-    list fetched at the same time as the others', once per run, read to its last page)."""
-    costing = Costing()
-    modules = {module.SOURCE: module for module in _cloud_modules()}
-    wanted: dict[str, dict[str, list[Need]]] = {}  # cloud -> handle -> needs
-    for disk in disks:
-        module = modules.get(disk.source)
-        if module is None:
-            continue
-        pricing = prices_of(module)
-        if pricing is None:  # a cloud whose package has no prices module yet: said, never 0
-            costing.by_handle[disk.handle] = Unpriced(f"kubectl-pvleft does not read {module.NAME}'s prices yet")
-            continue
-        needs = pricing.needs(disk)
-        if isinstance(needs, str):
-            costing.by_handle[disk.handle] = Unpriced(needs)
-            bound = bound_needs(disk)
-            if bound is not None:  # priced beside the others, shown as a bound only
-                wanted.setdefault(disk.source, {})[disk.handle + AT_MOST] = bound
-            continue
-        wanted.setdefault(disk.source, {})[disk.handle] = needs
-        for need in needs:
-            misfit = price_file.misfit(disk.source, need) if price_file else None
-            if misfit is not None and misfit not in costing.warnings:
-                costing.warnings.append(misfit)
-    from_file: dict[str, dict[tuple[str, str, str, bool], Rate]] = {}
-    from_api: dict[str, list[Need]] = {}
-    for cloud, by_handle in wanted.items():
-        for needs in by_handle.values():
-            if not _capacity_priced_by_file(cloud, needs, price_file):
-                from_api.setdefault(cloud, []).extend(needs)
-                continue
-            for need in needs:
-                rate = price_file.rate(cloud, need) if price_file else None
-                if rate is not None:
-                    from_file.setdefault(cloud, {})[need.key] = rate
-    api_rates = _fetch(flags, {cloud: modules[cloud] for cloud in from_api}, from_api, timeout, costing)
-    for cloud, by_handle in wanted.items():
-        for handle, needs in by_handle.items():
-            costing.by_handle[handle] = _priced(cloud, needs, from_file.get(cloud, {}), api_rates.get(cloud, {}),
-                                                price_file, modules[cloud].NAME)
-    for key in [k for k in costing.by_handle if k.endswith(AT_MOST)]:
-        most, handle = costing.by_handle.pop(key), key[:-len(AT_MOST)]
-        reason = costing.by_handle[handle]
-        if isinstance(most, MonthlyCost) and isinstance(reason, Unpriced):
-            costing.by_handle[handle] = Unpriced(reason.reason, at_most=most)
-    _add_exclusions(costing, disks, modules)
-    for priced in costing.by_handle.values():
-        if isinstance(priced, Unpriced) and priced.at_most is not None:
-            priced = priced.at_most
-        if isinstance(priced, MonthlyCost):
-            for line in priced.lines:
-                costing.sources.setdefault(_source_name(line.rate, price_file), set()).add(line.rate.date or "")
-    _say_why_unknown(costing, disks)
-    return costing
-
-
-def prices_of(cloud: Any) -> Any:
-    """A cloud package's ``prices`` module, or None when it has none."""
-    from importlib.util import find_spec
-
-    name = cloud.__name__ + ".prices"
-    return import_module(name) if find_spec(name) is not None else None
-
-
-def _capacity_priced_by_file(cloud: str, needs: Sequence[Need], price_file: Optional[PriceFile]) -> bool:
-    """A disk the price file prices is priced by it alone: its IOPS or throughput are never mixed with another
-    currency or list; one the file lacks makes the disk unknown, and says so."""
-    return bool(price_file and any(n.component in BASE and price_file.rate(cloud, n) for n in needs))
-
-
-def _priced(cloud: str, needs: Sequence[Need], file_rates: Mapping[tuple[str, str, str, bool], Rate],
-            api_rates: Mapping[tuple[str, str, str, bool], Union[Rate, str]], price_file: Optional[PriceFile],
-            name: str) -> Priced:
-    by_file = _capacity_priced_by_file(cloud, needs, price_file)
-    lines = []
-    for need in needs:
-        if by_file:
-            rate: Union[Rate, str, None] = file_rates.get(need.key)
-            if rate is None:
-                return Unpriced(f"{price_file.path if price_file else 'the price file'} prices {need.type} capacity "
-                                f"in {need.location} but not its {need.component} ({CANONICAL[need.component]})")
-        else:
-            rate = api_rates.get(need.key)
-            if rate is None:
-                return Unpriced(f"the {name} price list was not read")
-        if isinstance(rate, str):
-            return Unpriced(rate)
-        lines.append(Line(need, rate, rate.charge(need.quantity)))
-    currencies = {line.rate.currency for line in lines}
-    if len(currencies) > 1:
-        return Unpriced(f"its components are priced in several currencies ({', '.join(sorted(currencies))})")
-    return MonthlyCost(tuple(lines))
-
-
-def _fetch(flags: Mapping[str, Any], modules: Mapping[str, Any], needs: Mapping[str, list[Need]], timeout: float,
-           costing: Costing) -> dict[str, Mapping[tuple[str, str, str, bool], Union[Rate, str]]]:
-    """Each cloud's price list at the same time, bounded as a census is; one that fails leaves its disks unknown."""
-    import threading
-
-    found: dict[str, Mapping[tuple[str, str, str, bool], Union[Rate, str]]] = {}
-    failed: dict[str, str] = {}
-
-    def read(cloud: str) -> None:
-        try:
-            prices = import_module(modules[cloud].__name__ + ".prices")
-            found[cloud] = prices.open(flags, timeout).rates(needs[cloud])
-        except CloudError as exc:
-            failed[cloud] = str(exc)
-        except Exception as exc:  # an SDK's surprise: still one line, never a thread's traceback (nor its text)
-            failed[cloud] = f"internal error ({type(exc).__name__})"
-
-    import time
-
-    workers = [threading.Thread(target=read, args=(cloud,), name=f"prices-{cloud}", daemon=True) for cloud in modules]
-    for worker in workers:
-        worker.start()
-    deadline = time.monotonic() + timeout  # one bound for them all: they run at the same time
-    for worker in workers:
-        worker.join(max(0.0, deadline - time.monotonic()))
-    for cloud, module in modules.items():
-        if cloud not in found and cloud not in failed:
-            failed[cloud] = f"did not finish within {timeout:g}s"
-        if cloud in failed:
-            costing.errors.append(f"{module.NAME} prices: {failed[cloud]}")
-            found[cloud] = {need.key: f"the {module.NAME} price list could not be read ({failed[cloud]})"
-                            for need in needs[cloud]}
-    return found
-
-
-def _add_exclusions(costing: Costing, disks: Iterable[Billable], modules: Mapping[str, Any]) -> None:
-    """What a priced disk also bills and the price leaves out (a prices module's optional ``excluded(disk)``): in
-    its JSON, and one warning per reason naming the disks, so a total is never read as the whole bill."""
-    from kubectl_pvleft.text import shown as escaped
-
-    names: dict[str, list[str]] = {}
-    for disk in disks:
-        priced = costing.by_handle.get(disk.handle)
-        if not isinstance(priced, MonthlyCost) or disk.source not in modules:
-            continue
-        excluded = getattr(prices_of(modules[disk.source]), "excluded", None)
-        reason = excluded(disk) if excluded else None
-        if reason:
-            costing.by_handle[disk.handle] = MonthlyCost(priced.lines, reason)
-            names.setdefault(reason, []).append(escaped(disk.name))
-    for reason, which in names.items():
-        shown = ", ".join(which[:5]) + (f" and {len(which) - 5} more" if len(which) > 5 else "")
-        costing.warnings.append(f"monthly cost of {shown} leaves out {reason}")
-
-
-def _source_name(rate: Rate, price_file: Optional[PriceFile]) -> str:
-    return f"price file {price_file.path}" if rate.source == PRICE_FILE and price_file else rate.source
-
-
-def _say_why_unknown(costing: Costing, disks: Iterable[Billable]) -> None:
-    """One warning per reason, naming the disks: the table shows only <unknown>."""
-    from kubectl_pvleft.text import shown as escaped
-
-    names: dict[str, list[str]] = {}
-    for disk in disks:
-        priced = costing.by_handle.get(disk.handle)
-        if isinstance(priced, Unpriced):  # a Name tag is anyone's text: never a raw terminal escape on stderr
-            names.setdefault(priced.reason, []).append(escaped(disk.name))
-    for reason, which in names.items():
-        shown = ", ".join(which[:5]) + (f" and {len(which) - 5} more" if len(which) > 5 else "")
-        costing.warnings.append(f"monthly cost unknown for {shown}: {reason}")
-
-
-def provenance_note(costing: Costing) -> Optional[str]:
-    """Which lists the figures come from, and how fresh they are."""
-    if not costing.sources:
-        return None
-    parts = []
-    for source, dates in sorted(costing.sources.items()):
-        known = sorted(d for d in dates if d)
-        when = (f"prices effective {known[-1]}" if len(known) == 1 else
-                f"prices effective {known[0]} to {known[-1]}" if known else "no date given")
-        parts.append(f"{source} ({when})")
-    return "monthly costs from " + "; ".join(parts)
 
 
 # -- totals ------------------------------------------------------------------------------------------------

@@ -25,7 +25,8 @@ from kubectl_pvleft.output.report import Column, Report
 from kubectl_pvleft.records import Absent
 
 if TYPE_CHECKING:  # --cost alone imports the pricing
-    from kubectl_pvleft.clouds.cost import Costing, Priced, PriceFile
+    from kubectl_pvleft.clouds.cost import Priced, PriceFile
+    from kubectl_pvleft.clouds.pricing import Costing
 
 MISSING_SNAPSHOT = "missing-snapshot"  # a content names a snapshot its cloud says does not exist
 
@@ -75,7 +76,7 @@ def price_file(options: Options) -> Optional[PriceFile]:
     """``--price-file``, read before anything is asked of a cluster or cloud: a bad file is a usage error."""
     if not options.flags.get("cost"):
         return None
-    from kubectl_pvleft.clouds.cost import check
+    from kubectl_pvleft.clouds.pricing import check
 
     return check(options.flags)
 
@@ -156,7 +157,7 @@ def _place(outcome: SnapshotOutcome, cloud: Any, mine: Sequence[Wanted], lookup:
 
 def _price(outcome: SnapshotOutcome, options: Options, wanted: Sequence[Wanted],
            prices: Optional[PriceFile]) -> None:
-    from kubectl_pvleft.clouds.cost import price, provenance_note
+    from kubectl_pvleft.clouds.pricing import price, provenance_note
 
     found = [s for s in outcome.snapshots.values() if isinstance(s, CloudSnapshot)]
     outcome.costing = price(options.flags, list({s.handle: s for s in found}.values()), census_seconds(options),
