@@ -40,7 +40,7 @@ def narrow(result: Result, invocation: Invocation, options: Options, api: Any) -
 def absent_line(api: Any, plural: str, name: str, namespace: Optional[str]) -> str:
     """The server's NotFound, as kubectl prints it; for an object that exists but has no row (a Pod that is not
     Pending, a PV whose claim is outside -n), why it has none."""
-    from kubectl_pvleft.kube.api import JSON, KINDS
+    from kubectl_pvleft.kube.kinds import JSON, KINDS
 
     kind = KINDS[plural]
     try:

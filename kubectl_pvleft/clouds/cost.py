@@ -4,8 +4,9 @@ What every cloud shares lives here: the units (a price is converted to one canon
 GiB-month for capacity, IOPS-month for provisioned IOPS, MiB/s-month for provisioned throughput, disk-month for a
 price per disk whatever its size, as Azure lists its P/E/S tiers), the rates and
 what a disk needs priced, the ``--price-file`` reader (it takes precedence: a line there beats the API), and the
-totals; pricing.py runs the pricing itself. Each cloud's ``prices`` module says what a disk needs (``needs(disk)``) and reads its price API
-(``open(flags, timeout).rates(needs)``); it is imported only under ``--cost``, and its SDK only inside ``open``.
+totals; pricing.py runs the pricing itself. Each cloud's ``prices`` module says what a disk needs
+(``needs(disk)``) and reads its price API (``open(flags, timeout).rates(needs)``); it is imported only under
+``--cost``, and its SDK only inside ``open``.
 
 A disk whose price cannot be determined (its size unknown, no SKU for its type and region, the price API
 failed) gets an ``Unpriced`` with the reason, never 0.

@@ -1,0 +1,101 @@
+"""The Kind table: every resource the plugin reads, where it lives, whether it is namespaced, and the record its
+objects decode into. api.py reads by kind; RBAC and error messages name kinds by their plural (``KINDS``)."""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Any, Generic, Optional, Protocol, TypeVar
+from urllib.parse import quote
+
+import msgspec
+
+from kubectl_pvleft.records import (
+    ClaimIdentity,
+    Event,
+    ListMeta,
+    Named,
+    ObjectMeta,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    Pod,
+    StorageClass,
+    VolumeAttachment,
+    VolumeSnapshot,
+    VolumeSnapshotClass,
+    VolumeSnapshotContent,
+)
+
+JSON = "application/json"
+# Ask for metadata only where the server can (every supported server can); plain JSON is the fallback.
+METADATA_ONLY = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
+
+
+class Object(Protocol):
+    """What every kind's record has: the watch reads its resourceVersion, a list its uid."""
+
+    @property
+    def metadata(self) -> ObjectMeta: ...
+
+
+R = TypeVar("R", bound=Object)
+
+
+class Kind(Generic[R]):
+    """Where a resource lives (``/api/v1`` or ``/apis/GROUP/VERSION``), its plural, and its record."""
+
+    # A plain class, not a dataclass: a dataclass costs ~1 ms of generated code at every start-up.
+    def __init__(self, plural: str, prefix: str, namespaced: bool, record: type[R], metadata_only: bool = False) -> None:
+        self.plural, self.prefix, self.namespaced, self.record = plural, prefix, namespaced, record
+        self.metadata_only = metadata_only  # list as PartialObjectMetadataList: names and uids, not whole objects
+
+    def __repr__(self) -> str:
+        return f"Kind({self.prefix}/{self.plural}{', metadata only' if self.metadata_only else ''})"
+
+    def path(self, namespace: Optional[str] = None, name: Optional[str] = None) -> str:
+        base = self.prefix
+        if self.namespaced and namespace:
+            base += f"/namespaces/{quote(namespace, safe='')}"
+        base += f"/{self.plural}"
+        return base + (f"/{quote(name, safe='')}" if name else "")
+
+    @property
+    def accept(self) -> str:
+        return METADATA_ONLY if self.metadata_only else JSON
+
+    @cached_property
+    def page_decoder(self) -> msgspec.json.Decoder[Any]:
+        # The item type is built at run time from this kind's record, which a type checker cannot follow.
+        page = msgspec.defstruct(f"{self.record.__name__}Page", [
+            # An empty metadata-only list says "items": null.
+            ("metadata", ListMeta, ListMeta()),
+            ("items", Optional[list[self.record]], None)], frozen=True, gc=False)  # type: ignore[name-defined]
+        return msgspec.json.Decoder(page)
+
+    @cached_property
+    def decoder(self) -> msgspec.json.Decoder[R]:
+        return msgspec.json.Decoder(self.record)
+
+
+PERSISTENT_VOLUMES = Kind("persistentvolumes", "/api/v1", False, PersistentVolume)
+PERSISTENT_VOLUME_CLAIMS = Kind("persistentvolumeclaims", "/api/v1", True, PersistentVolumeClaim)
+CLAIM_IDENTITIES = Kind("persistentvolumeclaims", "/api/v1", True, ClaimIdentity, metadata_only=True)
+PODS = Kind("pods", "/api/v1", True, Pod)
+EVENTS = Kind("events", "/api/v1", True, Event)
+STORAGE_CLASSES = Kind("storageclasses", "/apis/storage.k8s.io/v1", False, StorageClass)
+CSI_DRIVERS = Kind("csidrivers", "/apis/storage.k8s.io/v1", False, Named, metadata_only=True)
+NAMESPACES = Kind("namespaces", "/api/v1", False, Named, metadata_only=True)
+VOLUME_ATTACHMENTS = Kind("volumeattachments", "/apis/storage.k8s.io/v1", False, VolumeAttachment)
+
+
+# -- snapshot.storage.k8s.io: served only where the CSI snapshotter's CRDs are installed ---------------
+
+SNAPSHOT_API = "/apis/snapshot.storage.k8s.io/v1"
+VOLUME_SNAPSHOTS = Kind("volumesnapshots", SNAPSHOT_API, True, VolumeSnapshot)
+VOLUME_SNAPSHOT_CONTENTS = Kind("volumesnapshotcontents", SNAPSHOT_API, False, VolumeSnapshotContent)
+VOLUME_SNAPSHOT_CLASSES = Kind("volumesnapshotclasses", SNAPSHOT_API, False, VolumeSnapshotClass)
+
+
+# Every kind by its plural, as RBAC and error messages name it: where it lives and whether it is namespaced.
+KINDS: dict[str, Kind[Any]] = {kind.plural: kind for kind in (
+    PERSISTENT_VOLUMES, PERSISTENT_VOLUME_CLAIMS, PODS, EVENTS, STORAGE_CLASSES, CSI_DRIVERS, NAMESPACES,
+    VOLUME_ATTACHMENTS, VOLUME_SNAPSHOTS, VOLUME_SNAPSHOT_CONTENTS, VOLUME_SNAPSHOT_CLASSES)}
