@@ -99,7 +99,8 @@ class OIDCProvider:
         id_token = answer.get("id_token")
         if not isinstance(id_token, str) or not id_token:
             raise CredentialError(self._failed(
-                f"the answer of the token endpoint {_display(endpoint)} has no id_token: either the scope \"openid\" was not requested at login, or the provider "
+                f"the answer of the token endpoint {_display(endpoint)} has no id_token: either the scope "
+                "\"openid\" was not requested at login, or the provider "
                 "does not return id_tokens when refreshing"))
         rotated = answer.get("refresh_token")
         if isinstance(rotated, str) and rotated:
