@@ -234,9 +234,9 @@ def run(api: Reader, options: Options) -> Result:
     taken = census.take(options, result.all_pvs, prices)
     leftovers = [row.pv.name for row in result.rows if is_finding(row)]
     shown = report(result, disks=taken.disks, show_kept=options.show_all, priced=taken.priced if taken.costing else None)
-    return Result(shown, finding_count(shown) + len(taken.findings), result.warnings + taken.warnings,
-                  partial=bool(taken.errors),
-                  sections=census.sections(taken, leftovers, show_all=options.show_all), errors=taken.errors)
+    sections = census.sections(taken, leftovers, show_all=options.show_all)
+    return Result(shown, finding_count(shown) + sum(finding_count(section) for section in sections),
+                  result.warnings + taken.warnings, partial=bool(taken.errors), sections=sections, errors=taken.errors)
 
 
 def follow(options: Options) -> Follow[Leftover]:

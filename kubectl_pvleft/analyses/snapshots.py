@@ -267,8 +267,9 @@ def run(api: Reader, options: Options) -> Result:
     taken = snapshot_census.take(options, wanted, prices)
     looked = taken if taken.taken or taken.errors else None  # no cloud looks up snapshots: no column to show
     shown = _shown(report(result, show_kept=options.show_all, cloud=looked), options)
-    return Result(shown, finding_count(shown) + len(taken.findings), result.warnings + taken.warnings,
-                  partial=bool(taken.errors), sections=snapshot_census.sections(taken, wanted), errors=taken.errors)
+    sections = snapshot_census.sections(taken, wanted)
+    return Result(shown, finding_count(shown) + sum(finding_count(section) for section in sections),
+                  result.warnings + taken.warnings, partial=bool(taken.errors), sections=sections, errors=taken.errors)
 
 
 def _shown(report_: Report[ContentRow], options: Options) -> Report[ContentRow]:
@@ -282,7 +283,8 @@ def wanted_of(row: ContentRow) -> Wanted:
     from kubectl_pvleft.clouds.snapshot_census import Wanted
 
     return Wanted(row.content.name, row.content.spec.driver or None, row.content.snapshot_handle,
-                  ",".join(f.kind for f in row.findings) or "no-finding", counted=row.counted > 0)
+                  ",".join(f.kind for f in row.findings) or "no-finding", counted=row.counted > 0,
+                  set_aside=set_aside(row))
 
 
 def not_served() -> Result:
