@@ -137,10 +137,11 @@ def test_kept_and_young_are_no_finding_on_any_output_of_leftovers_and_claims(clu
         paths["table"] = by_role(names, {line.split()[0] for line in table.splitlines()})
         docs = {doc["name"]: doc for doc in items(run("--all", "-o", "json"))}
         paths["json finding"] = by_role(names, {name for name, doc in docs.items() if doc["finding"] is True})
-        text = run("-o", "markdown")
-        findings = text.split("### Findings")[1].split("###")[0]
-        paths["markdown"] = by_role(names, {m.rsplit("/", 1)[-1] for m in re.findall(r"^- \*\*([^*]+)\*\*", findings,
-                                                                                       re.M)})
+        for flags in ((), ("--all",)):  # with --all the kept and the young are in its table, and set apart
+            text = run(*flags, "-o", "markdown")
+            findings = text.split("### Findings")[1].split("###")[0]
+            paths[f"markdown {' '.join(flags)}".strip()] = by_role(
+                names, {m.rsplit("/", 1)[-1] for m in re.findall(r"^- \*\*([^*]+)\*\*", findings, re.M)})
         cases = junit_cases(run("-o", "junit", "--exit-code", code=3))
         paths["junit failures"] = by_role(names, {name for name, outcome in cases.items() if outcome == "failure"})
         assert paths == {path: {REAL} for path in paths}, command
@@ -148,7 +149,7 @@ def test_kept_and_young_are_no_finding_on_any_output_of_leftovers_and_claims(clu
         # Why each is set aside, where a reader looks.
         assert docs[names[KEPT]]["set_aside"].startswith(f"kept ({KEEP}): ")
         assert cases[names[KEPT]].startswith(f"skipped: set aside: kept ({KEEP}): ")
-        assert "### Set aside, not findings" in text
+        assert "### Set aside, not findings" in text and names[KEPT] in text.split("### Set aside")[1]
         if command == "leftovers":  # in its phase too briefly: set aside, and said so
             assert "--older-than" in docs[names[YOUNG]]["set_aside"]
             assert cases[names[YOUNG]].startswith("skipped: set aside: ")
