@@ -13,26 +13,12 @@ from pathlib import Path
 
 import yaml
 
-from kubectl_pvleft.kube.kinds import KINDS, VERBS
+from deploy_manifests import grants, the_kind_table
+from kubectl_pvleft.kube.kinds import KINDS
 
 ROOT = Path(__file__).resolve().parent.parent
 ROLES = (ROOT / "plugin" / "clusterrole.yaml", ROOT / "deploy" / "base" / "clusterrole.yaml",
          ROOT / "deploy" / "helm" / "kubectl-pvleft" / "files" / "clusterrole.yaml")
-
-
-def grants(role: dict) -> set[tuple[str, str, str]]:
-    """(apiGroup, resource, verb) for every rule; a rule RBAC would widen (names, URLs) is refused here."""
-    assert role["kind"] == "ClusterRole" and "aggregationRule" not in role
-    triples = set()
-    for rule in role["rules"]:
-        assert set(rule) == {"apiGroups", "resources", "verbs"}, rule  # no resourceNames, no nonResourceURLs
-        triples |= {(group, resource, verb) for group in rule["apiGroups"] for resource in rule["resources"]
-                    for verb in rule["verbs"]}
-    return triples
-
-
-def the_kind_table() -> set[tuple[str, str, str]]:
-    return {(kind.group, kind.plural, verb) for kind in KINDS.values() for verb in VERBS}
 
 
 def test_every_shipped_role_grants_exactly_the_kinds_the_code_reads() -> None:
