@@ -243,3 +243,15 @@ def test_the_release_packages_the_chart_at_the_package_version(tmp_path) -> None
     assert "deploy/helm/package.sh" in steps and "chart" in workflow["jobs"]["manifest"]["needs"]
     publish = next(s["run"] for s in workflow["jobs"]["manifest"]["steps"] if s.get("name") == "Publish the release")
     assert "dist/kubectl-pvleft-*.tgz" in publish
+
+
+def test_the_vendored_operator_crds_are_the_published_ones() -> None:
+    """tests/fixtures/crds/README.md names their tag and checksums: a file edited by hand no longer matches."""
+    import hashlib
+
+    from deploy_manifests import CRDS, OPERATOR_CRDS
+
+    readme = (CRDS / "README.md").read_text()
+    for crd in OPERATOR_CRDS:
+        assert f"| {crd.name} | `{hashlib.sha256(crd.read_bytes()).hexdigest()}` |" in readme, crd.name
+        assert yaml.safe_load(crd.read_text())["metadata"]["annotations"]["operator.prometheus.io/version"] == "0.93.0"
