@@ -1,5 +1,5 @@
 """deploy/ rendered as operators render it, and validated offline: helm (built from its pinned module by
-tests/cluster/build.sh) and kubectl's kustomize render; kubernetes-validate checks every built-in object against the
+tests/cluster/helm.sh) and kubectl's kustomize render; kubernetes-validate checks every built-in object against the
 Kubernetes 1.37 OpenAPI schemas (strict: a field the kind does not have is an error), and the prometheus-operator's
 objects are checked against the openAPIV3Schema of their CRDs (tests/fixtures/crds, as the operator publishes them),
 made strict the same way."""
@@ -16,7 +16,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 CHART = ROOT / "deploy" / "helm" / "kubectl-pvleft"
 BASE = ROOT / "deploy" / "base"
-BUILD_SH = ROOT / "tests" / "cluster" / "build.sh"
+HELM_SH = ROOT / "tests" / "cluster" / "helm.sh"
 HELM = ROOT / "tests" / "cluster" / "bin" / "helm"
 KUBECTL = "/usr/lib/google-cloud-sdk/bin/kubectl.1.33"  # its kustomize (v5.6), the newest kubectl on the machine
 CRDS = ROOT / "tests" / "fixtures" / "crds"
@@ -29,8 +29,8 @@ KUBERNETES_VERSION = "1.37.0"  # the test plane's minor (tests/cluster/go.mod)
 
 @functools.cache
 def helm_binary() -> str:
-    """tests/cluster/bin/helm, built by `build.sh helm` (a no-op once built at the pinned version)."""
-    done = subprocess.run(["bash", str(BUILD_SH), "helm"], capture_output=True, text=True, timeout=1800, check=False)
+    """tests/cluster/bin/helm, built by tests/cluster/helm.sh (a no-op once built at the pinned version)."""
+    done = subprocess.run(["bash", str(HELM_SH)], capture_output=True, text=True, timeout=1800, check=False)
     assert done.returncode == 0, done.stderr[-4000:]
     return str(HELM)
 

@@ -23,18 +23,6 @@ up_to_date() {
   done
 }
 
-# helm, for the chart's tests (tests/test_deploy_chart.py, tests/test_serve_deploy_cluster.py): built from its own
-# module at this version (go install pkg@version reads helm's go.mod, not this folder's), kept while it says it is
-# that version. `build.sh helm` builds only helm.
-helm_module=helm.sh/helm/v4
-helm_version=v4.3.2
-helm_ldflags="-s -w -X $helm_module/internal/version.version=$helm_version"
-if [ "$("$bin/helm" version --template '{{.Version}}' 2>/dev/null)" != "$helm_version" ]; then
-  echo "building helm $helm_version into $bin" >&2
-  GOBIN="$bin" CGO_ENABLED=0 go install -trimpath -ldflags "$helm_ldflags" "$helm_module/cmd/helm@$helm_version"
-fi
-[ "${1:-}" = helm ] && exit 0
-
 if up_to_date; then
   echo "control plane binaries are up to date in $bin ($k8s_version, etcd $etcd_version)"
   exit 0
