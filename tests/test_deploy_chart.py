@@ -111,6 +111,14 @@ def test_the_default_probes_ask_healthz_for_readiness_and_never_scrape_for_liven
     assert base["readinessProbe"]["httpGet"]["path"] == "/healthz" and base["livenessProbe"]["httpGet"]["path"] == "/livez"
 
 
+def test_the_default_render_runs_as_the_base_does() -> None:
+    """Non-root uid 65532, a read-only root, no capability: the chart's defaults are the kustomize base's."""
+    chart, base = by_kind(template(), "Deployment"), by_kind(kustomize(), "Deployment")
+    assert chart["spec"]["template"]["spec"]["securityContext"] == base["spec"]["template"]["spec"]["securityContext"]
+    assert container([chart])["securityContext"] == container([base])["securityContext"]
+    assert container([chart])["resources"] == container([base])["resources"]
+
+
 def test_the_service_monitor_selects_the_service_and_the_service_the_pod() -> None:
     docs = template("pvleft", "pvleft", *OPERATOR_APIS)
     service, monitor = by_kind(docs, "Service"), by_kind(docs, "ServiceMonitor")
