@@ -12,6 +12,8 @@ if [ "$("$bin/helm" version --template '{{.Version}}' 2>/dev/null)" = "$version"
   exit 0
 fi
 echo "building helm $version into $bin" >&2
-# The version variable is what `helm version` prints (helm's Makefile sets it the same way).
-GOBIN="$bin" CGO_ENABLED=0 go install -trimpath -ldflags "-s -w -X $module/internal/version.version=$version" \
+# The version variable is what `helm version` prints (helm's Makefile sets it the same way). GOFLAGS as build.sh's
+# builds have it: no VCS stamping, and nothing from the caller's GOFLAGS (-mod=vendor) that go install pkg@version
+# refuses.
+GOBIN="$bin" GOFLAGS=-buildvcs=false CGO_ENABLED=0 go install -trimpath -ldflags "-s -w -X $module/internal/version.version=$version" \
   "$module/cmd/helm@$version"
