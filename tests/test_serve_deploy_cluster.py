@@ -118,8 +118,10 @@ def test_two_releases_live_side_by_side_and_beside_the_plugin_role(plane) -> Non
 def test_with_the_operator_crds_an_upgrade_adds_what_kube_prometheus_stack_selects(plane) -> None:
     """The CRDs installed later, as a platform team does: `helm upgrade` renders the ServiceMonitor and
     PrometheusRule ("auto" asks the cluster), labelled release=<kube-prometheus-stack's release> so its default
-    selectors (serviceMonitorSelector, ruleSelector: matchLabels release) pick them; the API server selects by
-    that label here."""
+    selectors pick them (prometheus-community/helm-charts charts/kube-prometheus-stack/templates/prometheus/
+    prometheus.yaml: serviceMonitorSelector and ruleSelector are matchLabels {release: .Release.Name} while
+    *SelectorNilUsesHelmValues is true, its default); the API server selects by that label here, as the operator
+    asks it to."""
     install_operator_crds(plane)
     out = install(plane, "pvleft", NAMESPACES[0], "--install", "--set", "serviceMonitor.additionalLabels.release=kps",
                   "--set", "prometheusRule.additionalLabels.release=kps", verb="upgrade")
