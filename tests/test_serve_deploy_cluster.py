@@ -18,7 +18,8 @@ from deploy_manifests import CHART, KUBECTL, OPERATOR_APIS, OPERATOR_CRDS, ROOT,
 from scenarios import wait_for
 
 CRD_NAMES = ("servicemonitors.monitoring.coreos.com", "prometheusrules.monitoring.coreos.com")
-NAMESPACES = ("pvleft-deploy-a", "pvleft-deploy-b", "pvleft")
+NAMESPACES = ("pvleft-deploy-a", "pvleft-deploy-b", "pvleft-deploy-c",
+              "pvleft")  # the kustomize base's; a server dry run creates nothing, so it must exist for real
 
 
 def served(cluster) -> bool:
@@ -47,7 +48,8 @@ def plane(cluster) -> Iterator:
         cluster.kubectl("create", "namespace", namespace, check=False)
     yield cluster
     kubeconfig = cluster.kubeconfig()
-    for release, namespace in (("pvleft", NAMESPACES[0]), ("pvleft", NAMESPACES[1]), ("second", NAMESPACES[0])):
+    for release, namespace in (("pvleft", NAMESPACES[0]), ("pvleft", NAMESPACES[1]), ("second", NAMESPACES[0]),
+                               ("pvleft", NAMESPACES[2])):
         helm("uninstall", release, "--namespace", namespace, kubeconfig=kubeconfig, check=False)
     for namespace in NAMESPACES:
         cluster.kubectl("delete", "namespace", namespace, "--wait=false", check=False)
@@ -133,6 +135,9 @@ def test_with_the_operator_crds_an_upgrade_adds_what_kube_prometheus_stack_selec
     rule = json.loads(plane.kubectl("get", "prometheusrule", "pvleft-kubectl-pvleft", "-n", NAMESPACES[0],
                                     "-o", "json").stdout)
     assert rule["spec"] == yaml.safe_load((ROOT / "deploy" / "rules" / "pvleft.rules.yaml").read_text())
+    # A fresh install on the cluster that has them renders them without being told.
+    assert "ServiceMonitor pvleft-kubectl-pvleft" in install(plane, "pvleft", NAMESPACES[2])
+    assert {"ServiceMonitor", "PrometheusRule"} <= manifest_kinds(plane, "pvleft", NAMESPACES[2])
     # A release installed before the CRDs, upgraded with no value set: "auto" now finds the API.
     install(plane, "second", NAMESPACES[0], "--install", verb="upgrade")
     assert {"ServiceMonitor", "PrometheusRule"} <= manifest_kinds(plane, "second", NAMESPACES[0])
