@@ -175,8 +175,12 @@ def _ec2_error(code: str, message: str, status: int) -> tuple[int, bytes]:
 class PagingProxy(_Server):
     """EC2's DescribeVolumes pagination in front of moto, which ignores MaxResults."""
 
-    def __init__(self, moto: MotoServer, snapshot_page: Optional[int] = None) -> None:
+    def __init__(self, moto: MotoServer, snapshot_page: Optional[int] = None,
+                 fail_after: Optional[int] = None) -> None:
         self.moto = moto
+        # With fail_after set, DescribeVolumes pages after that many are refused (EC2's UnauthorizedOperation): a
+        # listing that fails part-way.
+        self.fail_after = fail_after
         self.describe_requests: list[dict[str, str]] = []
         # DescribeSnapshots by id: EC2 may answer in pages (a NextToken) even when no MaxResults was sent; with
         # snapshot_page set, moto's answer is cut into pages of that many, to prove the reader follows them.
@@ -200,6 +204,9 @@ class _PagingHandler(_QuietHandler):
         if form.get("Action") == "DescribeVolumes" and status == 200:
             proxy.describe_requests.append(form)
             status, payload = self._page(form, payload)
+            if proxy.fail_after is not None and len(proxy.describe_requests) > proxy.fail_after:
+                status, payload = _ec2_error("UnauthorizedOperation",
+                                             "You are not authorized to perform this operation.", 403)
         if form.get("Action") == "DescribeSnapshots" and status == 200 and proxy.snapshot_page:
             proxy.snapshot_requests.append(form)
             status, payload = self._page({**form, "MaxResults": str(proxy.snapshot_page)}, payload, "snapshotSet",

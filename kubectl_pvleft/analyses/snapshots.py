@@ -270,7 +270,8 @@ def wanted_of(row: ContentRow) -> Wanted:
     from kubectl_pvleft.clouds.snapshot_census import Wanted
 
     return Wanted(row.content.name, row.content.spec.driver or None, row.content.snapshot_handle,
-                  ",".join(f.kind for f in row.findings) or "no-finding", counted=row.counted > 0)
+                  ",".join(f.kind for f in row.findings) or "no-finding", counted=row.counted > 0,
+                  source_volume=row.content.spec.source.volume_handle or None)
 
 
 def not_served() -> Result:

@@ -22,7 +22,8 @@ FLAGS = (
          help="this cluster's name in EBS tags: volumes tagged for other clusters are told apart"),
 )
 # The EBS CSI driver, and EKS Auto Mode's managed copy of it; both put the bare volume id in volumeHandle.
-CSI_DRIVERS = frozenset({"ebs.csi.aws.com", "ebs.csi.eks.amazonaws.com"})
+MANAGED_DRIVER = "ebs.csi.eks.amazonaws.com"
+CSI_DRIVERS = frozenset({"ebs.csi.aws.com", MANAGED_DRIVER})
 # The in-tree source key (records.py names in-tree PVs by it) and the in-tree plugin's name. CSI-migrated PVs
 # keep this spec, so they arrive here too.
 IN_TREE_DRIVERS = frozenset({"awsElasticBlockStore", "kubernetes.io/aws-ebs"})
