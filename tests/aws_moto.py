@@ -176,8 +176,11 @@ class PagingProxy(_Server):
     """EC2's DescribeVolumes pagination in front of moto, which ignores MaxResults."""
 
     def __init__(self, moto: MotoServer, snapshot_page: Optional[int] = None,
-                 fail_after: Optional[int] = None) -> None:
+                 fail_after: Optional[int] = None, volume_page: Optional[int] = None) -> None:
         self.moto = moto
+        # With volume_page set, DescribeVolumes answers are cut into pages of that many whatever MaxResults says
+        # (EC2 may return fewer than asked): a client that sends the default 500 still reads several pages.
+        self.volume_page = volume_page
         # With fail_after set, DescribeVolumes pages after that many are refused (EC2's UnauthorizedOperation): a
         # listing that fails part-way.
         self.fail_after = fail_after
@@ -203,7 +206,8 @@ class _PagingHandler(_QuietHandler):
             status, payload = error.code, error.read()
         if form.get("Action") == "DescribeVolumes" and status == 200:
             proxy.describe_requests.append(form)
-            status, payload = self._page(form, payload)
+            status, payload = self._page({**form, "MaxResults": str(proxy.volume_page)} if proxy.volume_page
+                                         else form, payload)
             if proxy.fail_after is not None and len(proxy.describe_requests) > proxy.fail_after:
                 status, payload = _ec2_error("UnauthorizedOperation",
                                              "You are not authorized to perform this operation.", 403)
