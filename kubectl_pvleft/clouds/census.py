@@ -138,6 +138,8 @@ def take(options: Options, pvs: Sequence[Any], prices: Optional[PriceFile] = Non
     for ref in refs:  # a cloud's PV whose disk no census placed: not looked at, or the census failed
         if ref.pv_name not in outcome.disks and ref.driver in drivers:
             outcome.disks[ref.pv_name] = Absent.UNKNOWN
+            outcome.placements.setdefault(ref.pv_name, Placement(
+                None, "", False, "its handle names no disk a census could match (see the warnings)"))
     if options.flags.get("cost") and outcome.taken:
         from kubectl_pvleft.clouds.pricing import price, provenance_note
 
