@@ -161,7 +161,7 @@ def unknown_note(name: str, unknown: dict[str, Placement]) -> str:
     for pv_name, placed in sorted(unknown.items()):
         by_reason.setdefault(placed.reason or "", []).append(pv_name)
     said = "; ".join(f"{', '.join(shown(n) for n in names[:5])}"
-                     f"{f' and {len(names) - 5} more' if len(names) > 5 else ''}: {reason}"
+                     f"{f' and {len(names) - 5} more' if len(names) > 5 else ''}: {shown(reason)}"
                      for reason, names in by_reason.items())
     return (f"{name} census: the disk of {len(unknown)} PersistentVolume(s) was not seen, and is not called "
             f"missing ({said})")
