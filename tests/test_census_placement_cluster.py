@@ -58,7 +58,7 @@ def placed(cluster: Any, moto: MotoServer) -> Iterator[dict[str, str]]:
 
 
 def objects(result: Any) -> dict[str, dict[str, Any]]:
-    """The PV objects and the findings of a `-o json` run, by PV name (findings under `finding:PV`)."""
+    """(Run with --all: these PVs are Available, not leftovers, and only --all shows every PV's row.) The PV objects and the findings of a `-o json` run, by PV name (findings under `finding:PV`)."""
     found: dict[str, dict[str, Any]] = {}
     for item in items(result.stdout):
         if "source" in item and item.get("pv"):
@@ -70,7 +70,7 @@ def objects(result: Any) -> dict[str, dict[str, Any]]:
 
 def test_a_pv_that_names_no_region_is_unknown_and_one_whose_topology_is_listed_is_missing(
         cluster: Any, placed: dict[str, str], moto: MotoServer, tmp_path: Path) -> None:
-    result = run(cluster, env_for(tmp_path, moto=moto), "--aws-region", "us-east-1", "-o", "json")
+    result = run(cluster, env_for(tmp_path, moto=moto), "--aws-region", "us-east-1", "--all", "-o", "json")
     assert result.returncode == 0, result.stderr
     found = objects(result)
 
@@ -98,7 +98,7 @@ def test_a_pv_that_names_no_region_is_unknown_and_one_whose_topology_is_listed_i
 
     # Both regions listed: the far volume is found where it lives.
     both = objects(run(cluster, env_for(tmp_path, moto=moto), "--aws-region", "us-east-1", "--aws-region",
-                       "eu-west-1", "-o", "json"))
+                       "eu-west-1", "--all", "-o", "json"))
     assert (both[FAR]["disk_missing"], both[FAR]["disk"]["location"]) == (False, "eu-west-1a")
 
 
@@ -108,7 +108,7 @@ def test_a_listing_that_failed_part_way_calls_nothing_missing(cluster: Any, plac
     volume is missing (not even the ghost's, whose topology names the region), and the report is partial."""
     with PagingProxy(moto, fail_after=1, volume_page=5) as proxy:
         env = env_for(tmp_path, moto=moto, AWS_ENDPOINT_URL_EC2=proxy.endpoint)
-        result = run(cluster, env, "--aws-region", "us-east-1", "-o", "json")
+        result = run(cluster, env, "--aws-region", "us-east-1", "--all", "-o", "json")
         assert len(proxy.describe_requests) == 2
     assert result.returncode == 4, result.stderr
     [line] = error_lines(result.stderr)
