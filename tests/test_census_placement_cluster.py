@@ -58,7 +58,8 @@ def placed(cluster: Any, moto: MotoServer) -> Iterator[dict[str, str]]:
 
 
 def objects(result: Any) -> dict[str, dict[str, Any]]:
-    """(Run with --all: these PVs are Available, not leftovers, and only --all shows every PV's row.) The PV objects and the findings of a `-o json` run, by PV name (findings under `finding:PV`)."""
+    """The PV objects and the findings of a `-o json` run, by PV name (findings under `finding:PV`). Run with --all:
+    these PVs are Available, not leftovers, and only --all shows every PV's row."""
     found: dict[str, dict[str, Any]] = {}
     for item in items(result.stdout):
         if "source" in item and item.get("pv"):
