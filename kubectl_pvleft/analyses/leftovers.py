@@ -233,7 +233,8 @@ def run(api: Reader, options: Options) -> Result:
         return Result(shown, finding_count(shown), result.warnings)
     taken = census.take(options, result.all_pvs, prices)
     leftovers = [row.pv.name for row in result.rows if is_finding(row)]
-    shown = report(result, disks=taken.disks, show_kept=options.show_all, priced=taken.priced if taken.costing else None)
+    shown = report(result, disks=taken.disks, show_kept=options.show_all, priced=taken.priced if taken.costing else None,
+                   evidence=taken.placements)
     sections = census.sections(taken, leftovers, show_all=options.show_all)
     return Result(shown, finding_count(shown) + sum(finding_count(section) for section in sections),
                   result.warnings + taken.warnings, partial=bool(taken.errors), sections=sections, errors=taken.errors)
@@ -270,7 +271,8 @@ def follow(options: Options) -> Follow[Leftover]:
 # -- how the rows are shown -----------------------------------------------------------------
 
 def to_json(row: Leftover, disks: Optional[Mapping[str, Any]] = None,
-            priced: Optional[Callable[[Any], Any]] = None) -> dict[str, Any]:
+            priced: Optional[Callable[[Any], Any]] = None,
+            evidence: Optional[Mapping[str, Any]] = None) -> dict[str, Any]:
     pv = row.pv
     doc = {
         # The seed's keys, in the seed's order and meaning.
@@ -298,6 +300,9 @@ def to_json(row: Leftover, disks: Optional[Mapping[str, Any]] = None,
         disk = disks.get(pv.name)  # a CloudDisk, Absent.MISSING / UNKNOWN, or None: not a cloud's volume
         doc["disk"] = None if disk is None or isinstance(disk, Absent) else disk.to_json()
         doc["disk_missing"] = None if disk is None or disk is Absent.UNKNOWN else disk is Absent.MISSING
+        # A disk not seen: where the PV places it, what the census listed in full, and if unknown, why.
+        placed = (evidence or {}).get(pv.name) if disk is None or isinstance(disk, Absent) else None
+        doc["disk_evidence"] = placed.to_json() if placed is not None else None
         if priced is not None:  # --cost: what that disk bills per month, or why that is unknown
             cost = priced(disk)
             doc["monthly_cost"] = cost.to_json() if cost is not None else None
@@ -306,7 +311,8 @@ def to_json(row: Leftover, disks: Optional[Mapping[str, Any]] = None,
 
 def report(result: LeftoverResult, now: Optional[datetime] = None,
            disks: Optional[Mapping[str, Any]] = None, show_kept: bool = False,
-           priced: Optional[Callable[[Any], Any]] = None) -> Report[Leftover]:
+           priced: Optional[Callable[[Any], Any]] = None,
+           evidence: Optional[Mapping[str, Any]] = None) -> Report[Leftover]:
     columns: list[Column[Leftover]] = [
         Column("NAME", lambda r: r.pv.name),
         Column("STATUS", lambda r: r.pv.phase),
@@ -333,7 +339,7 @@ def report(result: LeftoverResult, now: Optional[datetime] = None,
             columns.insert(10, Column("MONTHLY", lambda r: cell(priced(disks.get(r.pv.name)))))
     if show_kept:  # kept PVs are shown only with --all: then say why each is kept
         columns.insert(9, Column("KEPT", lambda r: r.kept, empty=""))
-    return actionable(Report(rows=result.rows, columns=columns, to_json=lambda r: to_json(r, disks, priced),
+    return actionable(Report(rows=result.rows, columns=columns, to_json=lambda r: to_json(r, disks, priced, evidence),
                              name=lambda r: f"persistentvolume/{r.pv.name}",
                              labels=lambda r: r.pv.meta.labels),
                       VERDICT, next_looks)

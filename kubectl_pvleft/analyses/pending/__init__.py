@@ -34,6 +34,7 @@ from kubectl_pvleft.kube.api import (
     begin,
     optional,
 )
+from kubectl_pvleft.migration import effective_provisioner
 from kubectl_pvleft.output.report import Column, Report, Verdict, actionable, age, clause_cut, finding_count, utcnow, word
 from kubectl_pvleft.records import Event, Pod, StorageClass, iso
 
@@ -128,9 +129,10 @@ class _Gatherer:
         if wanted:
             classes = optional(lambda: {sc.name: sc for sc in self.api.list(STORAGE_CLASSES)}, self.warnings,
                                CLASSES_UNREADABLE)
-        # CSIDrivers only matter for external provisioners; None (not read) never says "not registered".
+        # CSIDrivers only matter for external provisioners (a class naming a migrated in-tree plugin is provisioned by
+        # its CSI driver); None (not read) never says "not registered".
         provisioners = {c.provisioner for c in unbound if c.provisioner}
-        provisioners |= {sc.provisioner for name, sc in (classes or {}).items() if name in wanted}
+        provisioners |= {effective_provisioner(sc.provisioner) for name, sc in (classes or {}).items() if name in wanted}
         if not any(is_external(p) for p in provisioners):
             return classes, None
         return classes, optional(lambda: frozenset(d.name for d in self.api.list(CSI_DRIVERS)), self.warnings,
