@@ -66,6 +66,8 @@ EVENTS_UNREADABLE = ("cannot list events {scope} ({reason}); why a Pending claim
 PODS_UNREADABLE = ("cannot list pods {scope} ({reason}); whether claims without an Unused condition are used "
                    "is unknown (unused: null). Grant get/list on pods, or run a 1.37+ server that writes the "
                    "condition.")
+CLASSES_UNREADABLE = ("cannot list storageclasses ({reason}); whether a Pending claim waits for its first consumer "
+                      "by design (WaitForFirstConsumer) is unknown, so it counts as pending.")
 SINCE_UNKNOWN = ("{count} unused claim(s) carry no Unused condition, so how long they have been unused is unknown: "
                  "--older-than leaves them out (run with --all to see them)")
 
@@ -79,6 +81,9 @@ class ClaimRow(Struct, frozen=True):
     usage: Usage = NOT_JUDGED
     kept: Optional[str] = None  # pvleft.io/keep's reason: intentionally kept, never in trouble
     why: Optional[str] = None  # why a Pending claim is Pending, when a watch judged it (a one-shot run passes why=)
+    # A Pending claim of a WaitForFirstConsumer class that no Pod uses yet: it waits by design, not in trouble.
+    # None: not such a claim, or its class or the Pods could not be read (then it stays "pending").
+    waiting_for_consumer: Optional[bool] = None
 
     @property
     def in_trouble(self) -> bool:
@@ -127,12 +132,41 @@ def _young(found: tuple[Problem, ...], claim: PersistentVolumeClaim, usage: Usag
     return tuple(kept), unknown_since
 
 
+def may_wait_for_consumer(claim: PersistentVolumeClaim) -> bool:
+    """A Pending claim the scheduler has not chosen a node for, that names a class and no volume: whether it
+    waits by design depends on its class's binding mode and on the Pods."""
+    return (claim.phase == "Pending" and not claim.meta.deleted and bool(claim.storage_class)
+            and not claim.volume_name and not claim.selected_node)
+
+
+def waits_for_consumer(claim: PersistentVolumeClaim, classes: Optional[Mapping[str, StorageClass]],
+                       used: Optional[set[tuple[str, str]]]) -> Optional[bool]:
+    """Pure: True when the claim waits for its first consumer by design (its class is WaitForFirstConsumer, no
+    node is selected and no non-terminal Pod uses it); False when it does not; None when the class or the Pods
+    could not be read. A missing class is not delayed binding (the PV controller treats it as Immediate)."""
+    if not may_wait_for_consumer(claim):
+        return False
+    if classes is None:
+        return None
+    sc = classes.get(claim.storage_class or "")
+    if sc is None or sc.volume_binding_mode != "WaitForFirstConsumer":
+        return False
+    if used is None:
+        return None
+    return (claim.namespace, claim.name) not in used
+
+
 def judge(claim: PersistentVolumeClaim, used: Optional[set[tuple[str, str]]], criteria: Criteria,
-          stalled: Optional[StalledResize] = None) -> tuple[ClaimRow, bool]:
+          stalled: Optional[StalledResize] = None,
+          classes: Optional[Mapping[str, StorageClass]] = None) -> tuple[ClaimRow, bool]:
     """Pure: one claim's row, and whether --older-than left it out for want of a since."""
     usage = usage_of(claim, used)
     found, unknown_since = _young(problems(claim, stalled, usage), claim, usage, criteria)
-    return ClaimRow(claim, found, stalled, usage, kept_reason(claim.meta.annotations)), unknown_since
+    waiting = waits_for_consumer(claim, classes, used) if claim.phase == "Pending" else None
+    if waiting:  # waiting by design (the PV controller's WaitForFirstConsumer): not a problem
+        found = tuple(p for p in found if p.kind != PENDING)
+    return ClaimRow(claim, found, stalled, usage, kept_reason(claim.meta.annotations),
+                    waiting_for_consumer=waiting), unknown_since
 
 
 def assess(claims: list[PersistentVolumeClaim], *, include_all: bool = False,
@@ -148,7 +182,7 @@ def assess(claims: list[PersistentVolumeClaim], *, include_all: bool = False,
     for c in claims:
         if excluded(c.namespace):
             continue
-        row, unknown_since = judge(c, used, criteria, stalled_resize(c, classes, volumes))
+        row, unknown_since = judge(c, used, criteria, stalled_resize(c, classes, volumes), classes)
         rows.append(row)
         unknown += unknown_since
     rows.sort(key=lambda r: (r.claim.namespace, r.claim.name))
@@ -169,9 +203,10 @@ def census(api: Reader, *, namespace: Optional[str] = None, include_all: bool = 
     waiting: list[PersistentVolumeClaim] = []  # Bound claims the server has not judged: the Pods will
     warnings: list[str] = []
 
-    def take(claim: PersistentVolumeClaim, used: Optional[set[tuple[str, str]]]) -> None:
+    def take(claim: PersistentVolumeClaim, used: Optional[set[tuple[str, str]]],
+             classes: Optional[Mapping[str, StorageClass]] = None) -> None:
         nonlocal trouble, unknown
-        row, unknown_since = judge(claim, used, criteria, stalled_resize(claim))
+        row, unknown_since = judge(claim, used, criteria, stalled_resize(claim), classes)
         trouble += row.in_trouble
         unknown += unknown_since
         if criteria.include_all or row.in_trouble:
@@ -181,7 +216,7 @@ def census(api: Reader, *, namespace: Optional[str] = None, include_all: bool = 
                           field_selector=field_selector):
         if excluded(claim.namespace):
             continue
-        if needs_pods(claim):
+        if needs_pods(claim) or may_wait_for_consumer(claim):
             waiting.append(claim)
         else:
             take(claim, None)
@@ -189,8 +224,12 @@ def census(api: Reader, *, namespace: Optional[str] = None, include_all: bool = 
         scope = f'in namespace "{namespace}"' if namespace else "cluster-wide"
         used = optional(lambda: used_claims(api.list(PODS, namespace)), warnings,
                         PODS_UNREADABLE.replace("{scope}", scope))
+        classes = None
+        if any(may_wait_for_consumer(c) for c in waiting):  # is it WaitForFirstConsumer? its class says
+            classes = optional(lambda: {sc.name: sc for sc in api.list(STORAGE_CLASSES)}, warnings,
+                               CLASSES_UNREADABLE)
         for claim in waiting:
-            take(claim, used)
+            take(claim, used, classes)
     if unknown:
         warnings.append(SINCE_UNKNOWN.format(count=unknown))
     grown = [r.claim for r in rows if r.stalled_resize is not None]
@@ -206,7 +245,7 @@ def _with_reason(row: ClaimRow, classes: Any, volumes: Any) -> ClaimRow:
     remaining = {(p.kind, p.field) for p in row.problems}  # what --older-than left out stays out
     found = tuple(p for p in problems(row.claim, stalled, row.usage) if (p.kind, p.field) in remaining
                   or p.kind == RESIZE_NOT_STARTED)
-    return ClaimRow(row.claim, found, stalled, row.usage, row.kept)
+    return replace(row, problems=found, stalled_resize=stalled)
 
 
 def _resize_evidence(api: Reader, grown: list[PersistentVolumeClaim], warnings: list[str]) -> tuple[Any, Any]:
@@ -247,18 +286,22 @@ def follow(options: Options) -> Follow[ClaimRow]:
                Stream("pods", PODS, options.namespace, unreadable=PODS_UNREADABLE.replace("{scope}", scope)),
                # Why a Pending claim is Pending: its newest event, as the one-shot run reads it.
                Stream("events", EVENTS, options.namespace, field_selector=CLAIM_EVENTS,
-                      unreadable=EVENTS_UNREADABLE.replace("{scope}", scope))]
+                      unreadable=EVENTS_UNREADABLE.replace("{scope}", scope)),
+               # Whether a Pending claim waits for its first consumer by design: its class's binding mode.
+               Stream("classes", STORAGE_CLASSES, unreadable=CLASSES_UNREADABLE)]
 
     def judge(stores: Stores) -> list[ClaimRow]:
         # "now" is each judgment's: a claim that has been unused long enough appears at the next recheck.
         criteria = Criteria(include_all=options.show_all, older_than=options.older_than)
-        rows = assess(stores["claims"] or [], pods=stores["pods"], criteria=criteria, excluded=options.excluded).rows
+        classes = stores["classes"]
+        rows = assess(stores["claims"] or [], pods=stores["pods"], criteria=criteria, excluded=options.excluded,
+                      classes=None if classes is None else {sc.name: sc for sc in classes}).rows
         why = reasons_from((r.claim for r in rows), stores["events"])
         return [replace(r, why=why[r.claim.meta.uid]) if r.claim.meta.uid in why else r for r in rows]
 
     return Follow(streams, "claims", judge, key=lambda r: r.claim.meta.uid,
                   signature=lambda r: (r.status, r.claim.capacity, r.claim.requested, r.problems, r.usage, r.kept,
-                                       r.why),
+                                       r.why, r.waiting_for_consumer),
                   gone="no longer in trouble", departure=lambda c: "the claim was deleted",
                   recheck=recheck_for(options.older_than))
 
@@ -341,6 +384,7 @@ def to_json(row: ClaimRow) -> dict[str, Any]:
         "unused": row.usage.unused,
         "unused_since": iso(row.usage.since),
         "unused_evidence": row.usage.evidence,
+        "waiting_for_first_consumer": row.waiting_for_consumer,
         "kept": row.kept,
     }
 
