@@ -18,15 +18,7 @@ from msgspec.structs import replace
 
 from kubectl_pvleft.analyses.looks import describe, events, looks
 from kubectl_pvleft.analyses.pending.parties import names_attachment, names_rwop_holder
-from kubectl_pvleft.analyses.pending.rules import (
-    ClaimView,
-    Evidence,
-    Triage,
-    TriageResult,
-    assess,
-    is_external,
-    unattached_volumes,
-)
+from kubectl_pvleft.analyses.pending.rules import ClaimView, Evidence, Triage, TriageResult, assess, is_external, unattached_volumes
 from kubectl_pvleft.invocation import Options, Result
 from kubectl_pvleft.kube.api import (
     CSI_DRIVERS,
