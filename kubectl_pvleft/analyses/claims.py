@@ -1,7 +1,8 @@
 """`kubectl pvleft claims`: PersistentVolumeClaims in trouble, read from their status as the API defines it.
 
-A claim is in trouble when it is not Bound (Pending, Lost), when it is Bound and no Pod uses it (unused), when
-a resize is in progress or failed,
+A claim is in trouble when it is not Bound (Pending, Lost; not a Pending claim that waits for its first consumer
+by design: a WaitForFirstConsumer class, no node selected, no Pod using it), when it is Bound and no Pod uses it
+(unused), when a resize is in progress, failed or never started,
 when a VolumeAttributesClass modification is pending, in progress, failed or infeasible, when the
 volume reports adverse health, or when any of those fields holds a value this version does not know.
 Enumerations are open (the API says new values may come): an unknown value is shown as sent and
@@ -18,7 +19,8 @@ A claim annotated ``pvleft.io/keep`` is intentionally kept: shown with --all, wi
 trouble. ``--older-than`` makes an unused (or pending) claim count only once it has been so for that long.
 
 Reads: PersistentVolumeClaims (one paginated list, one namespace or all); Pods, only when a Bound claim
-carries no Unused condition (one list, the same scope). Writes: nothing.
+carries no Unused condition or a Pending claim may wait for its first consumer (one list, the same scope);
+StorageClasses, only for the latter. Writes: nothing.
 """
 
 from __future__ import annotations
