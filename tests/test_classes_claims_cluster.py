@@ -61,13 +61,15 @@ def test_classes_counts_drift_missing_class_and_csidriver(cluster, prefix: str) 
           storage_class(f"{p}local", binding="WaitForFirstConsumer"))
     apply(cluster,
           csi_pv(f"{p}bound", driver=driver, storage_class=f"{p}gold", claim_ref=(ns, "data")),
-          csi_pv(f"{p}drift", driver=unregistered, storage_class=f"{p}fast", reclaim="Retain"),
+          csi_pv(f"{p}drift", driver=unregistered, storage_class=f"{p}fast", reclaim="Retain", provisioned=True),
+          csi_pv(f"{p}hand-made", driver=unregistered, storage_class=f"{p}fast", reclaim="Retain"),
           host_path_pv(f"{p}orphan", storage_class=f"{p}nowhere", path=f"/cc-pvleft-no-such-dir/{p}orphan"),
           claim(ns, "data", size="1Gi", storage_class=f"{p}gold", volume_name=f"{p}bound"),
           claim(ns, "waiting", storage_class=f"{p}gold"),
           claim(ns, "ghost", storage_class=f"{p}nowhere-too"))
     wait_pv_phase(cluster, f"{p}bound", "Bound")
     wait_pv_phase(cluster, f"{p}drift", "Available")
+    wait_pv_phase(cluster, f"{p}hand-made", "Available")
 
     result = run_plugin(cluster.kubeconfig("reader"), "classes", "-o", "json", check=True)
     assert result.stderr == ""
@@ -75,9 +77,11 @@ def test_classes_counts_drift_missing_class_and_csidriver(cluster, prefix: str) 
     assert sorted(rows) == [f"{p}fast", f"{p}gold", f"{p}local", f"{p}nowhere", f"{p}nowhere-too"]
     gold, fast = rows[f"{p}gold"], rows[f"{p}fast"]
     assert (gold["pvs"]["bound"], gold["pending_claims"], kinds(gold), gold["csi_driver_registered"]) == (1, 1, [], True)
-    assert kinds(fast) == ["missing-csidriver", "reclaim-drift"] and fast["pvs"]["available"] == 1
+    assert kinds(fast) == ["missing-csidriver", "reclaim-drift"] and fast["pvs"]["available"] == 2
+    assert fast["reclaim_drift"] == 1  # the hand-made PV never had the class's policy
     assert kinds(rows[f"{p}local"]) == [] and rows[f"{p}local"]["provisioner_type"] == "none"
-    assert kinds(rows[f"{p}nowhere"]) == kinds(rows[f"{p}nowhere-too"]) == ["missing-class"]
+    # Only a static PV names nowhere: binding compares names, no object needed. A Pending claim names nowhere-too.
+    assert kinds(rows[f"{p}nowhere"]) == [] and kinds(rows[f"{p}nowhere-too"]) == ["missing-class"]
     assert (rows[f"{p}nowhere"]["pvs"]["available"], rows[f"{p}nowhere-too"]["pending_claims"]) == (1, 1)
 
     drift = mine(items(run_plugin(cluster.kubeconfig("reader"), "classes", "--drift", "-o", "json",
