@@ -261,6 +261,7 @@ def test_unused_claims_and_their_bytes_with_since_for_the_30_day_alert() -> None
     live.take(streams["claims"], Synced("", tuple(PersistentVolumeClaim.from_wire(o) for o in [*wire, older]), "1"))
     live.take(streams["pods"], Synced("", (), "1"))
     live.take(streams["events"], Synced("", (), "1"))
+    live.take(streams["classes"], Synced("", (), "1"))  # whether a Pending claim waits for its first consumer
     live.judge_once()
     metrics = scrape(live)
     labels = {"namespace": "cc-rec-claims", "storage_class": "cc-rec-claims-csi"}
