@@ -396,9 +396,7 @@ def _affinity_hint(reason: str, claims: Sequence[ClaimView]) -> str:
             "matches it)")
 
 
-def _pod_verdict(pod: Pod, claims: Sequence[ClaimView], events: Sequence[Event],
-                 evidence: Optional[Evidence] = None) -> Verdict:
-    evidence = evidence or Evidence()
+def _pod_verdict(pod: Pod, claims: Sequence[ClaimView], events: Sequence[Event], evidence: Evidence) -> Verdict:
     if pod.node_name:
         return _node_verdict(pod, claims, events, evidence)
     return _scheduler_verdict(pod, claims, events, evidence) or _silent_verdict(pod)
@@ -436,8 +434,8 @@ def _attach_side(pod: Pod, claims: Sequence[ClaimView], event: Event, volumes: l
                  events: Sequence[Event], evidence: Evidence) -> Verdict:
     """The kubelet only waits for an attach: the attach side (the attach/detach controller, and a CSI driver's
     external-attacher through its VolumeAttachment) owns it, and says why in FailedAttachVolume or attachError."""
-    said = f"{event.message} (the kubelet waits for volume(s) {', '.join(volumes)} to be attached to node " \
-           f'"{pod.node_name}": the attach side must act, not the node'
+    said = (f"{event.message} (the kubelet waits for volume(s) {', '.join(volumes)} to be attached to node "
+            f'"{pod.node_name}": the attach side must act, not the node')
     failed = next((e for e in events if e.reason in ATTACH_REASONS), None)
     if failed is not None:
         said += f"; the attach/detach controller said: {failed.reason}: {failed.message})"
