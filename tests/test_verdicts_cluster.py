@@ -6,6 +6,7 @@ Each test cites the upstream source of its rule; test_verdicts_unit.py holds the
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections.abc import Iterator
 from datetime import datetime, timezone
@@ -257,6 +258,11 @@ def test_a_kubelet_waiting_for_an_attach_is_the_attach_sides(cluster: Any, ns: s
                        for e in events)
 
         wait_for("the attach/detach controller's FailedAttachVolume", failed_attach, timeout=90)
+        # The attacher retries (its error cleared, it waits for the attach again, silently, for minutes), while the
+        # kubelet's FailedMount repeats every ~2 minutes: the newest event is the kubelet's.
+        cluster.kubectl("patch", "volumeattachment", va["metadata"]["name"], "--subresource=status", "--type=json",
+                        "-p", json.dumps([{"op": "remove", "path": "/status/attachError"}]))
+        time.sleep(2.1)  # event times are to the second
         now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         status, body = cluster.api("POST", f"/api/v1/namespaces/{ns}/events", {
             "apiVersion": "v1", "kind": "Event", "metadata": {"name": f"app.{uuid.uuid4().hex[:12]}", "namespace": ns},
