@@ -185,9 +185,12 @@ def test_claims_statuses_written_through_the_status_subresource(cluster, claims_
     result = run_plugin(cluster.kubeconfig("reader"), "claims", "-n", ns, "-o", "json", "--exit-code")
     assert (result.returncode, result.stderr) == (3, "")
     rows = {r["name"].removeprefix(p): r for r in items(result.stdout)}
-    # No Pod uses any of them: every Bound claim is also unused (the 1.37 controller's Unused condition).
-    assert sorted(rows) == ["future", "healthy", "lost", "modify", "node-resize", "pending", "resize-failed",
-                            "resizing"]
+    # No Pod uses any of them: every Bound claim is also unused (the 1.37 controller's Unused condition). The
+    # Pending claim's class is WaitForFirstConsumer and no Pod uses it: it waits by design, not in trouble (#31).
+    assert sorted(rows) == ["future", "healthy", "lost", "modify", "node-resize", "resize-failed", "resizing"]
+    every = {r["name"].removeprefix(p): r for r in items(run_plugin(
+        cluster.kubeconfig("reader"), "claims", "-n", ns, "-o", "json", "--all", check=True).stdout)}
+    assert (every["pending"]["in_trouble"], every["pending"]["waiting_for_first_consumer"]) == (False, True)
     problem_kinds = {name: [x["kind"] for x in r["problems"]] for name, r in rows.items()}
     assert problem_kinds == {
         "future": ["unused", "unknown", "unknown"],
@@ -195,7 +198,6 @@ def test_claims_statuses_written_through_the_status_subresource(cluster, claims_
         "lost": ["lost"],
         "modify": ["unused", "modify-error", "modify-infeasible"],
         "node-resize": ["unused", "resizing", "resizing"],
-        "pending": ["pending"],
         "resize-failed": ["unused", "resize-failed", "resize-error"],
         "resizing": ["unused", "resizing", "resizing"],
     }
