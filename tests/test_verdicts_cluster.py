@@ -113,6 +113,9 @@ def test_a_wait_for_first_consumer_claim_waits_by_design_until_a_pod_bypasses_th
     # A Pod uses it now: pending, in trouble.
     used = plugin_json(cluster, "claims", "-n", ns, "--exit-code", rc=3)
     assert [(r["name"], r["waiting_for_first_consumer"]) for r in used] == [("idle", False)]
+    # The PV controller still says "waiting for first consumer" (it skips Pods with spec.nodeName): WHY adds who.
+    assert used[0]["pending_reason"].startswith("WaitForFirstConsumer: waiting for first consumer")
+    assert "a Pod that sets spec.nodeName bypasses the scheduler" in used[0]["pending_reason"]
 
 
 def test_the_scheduler_finding_no_volume_to_bind_names_the_claim(cluster: Any, ns: str, cluster_objects: list) -> None:

@@ -201,6 +201,12 @@ def test_a_wait_for_first_consumer_claim_no_pod_uses_is_not_in_trouble() -> None
     used = claims.assess([idle], classes=wffc, pods=[pod("app", "idle")]).rows[0]
     assert used.in_trouble and [p.kind for p in used.problems] == ["pending"]
     assert used.waiting_for_consumer is False
+    # The PV controller's newest word is still "waiting for first consumer" (findNonScheduledPodsByPVC skips a Pod
+    # with spec.nodeName): WHY says a Pod uses it after all.
+    waiting_event = "WaitForFirstConsumer: waiting for first consumer to be created before binding"
+    doc = claims.report(claims.assess([idle], classes=wffc, pods=[pod("app", "idle", node="node-a")]),
+                        why={"uid-idle": waiting_event}).to_json(used)
+    assert doc["pending_reason"].startswith(waiting_event) and "bypasses the scheduler" in doc["pending_reason"]
     # Not knowing the class or the Pods is not knowing it waits by design.
     assert claims.assess([idle], classes=None, pods=[]).rows[0].waiting_for_consumer is None
     assert claims.assess([idle], classes=wffc, pods=None).trouble_count == 1

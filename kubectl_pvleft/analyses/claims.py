@@ -406,7 +406,7 @@ def report(result: ClaimCensus, now: Optional[datetime] = None, show_kept: bool 
     reasons: Mapping[str, str] = why or {}
 
     def why_cell(r: ClaimRow) -> Optional[str]:
-        text = reasons.get(r.claim.meta.uid) or r.why
+        text = why_of(r, reasons.get(r.claim.meta.uid) or r.why)
         return " ".join(text.split()) if wide and text else clause_cut(text, WHY_WIDTH)
 
     columns: list[Column[ClaimRow]] = [
@@ -434,7 +434,8 @@ def report(result: ClaimCensus, now: Optional[datetime] = None, show_kept: bool 
     if show_kept:  # kept claims are shown only with --all: then say why each is kept
         columns.insert(9, Column("KEPT", lambda r: r.kept, empty=""))
     return actionable(Report(rows=result.rows, columns=columns,
-                             to_json=lambda r: {**to_json(r), "pending_reason": reasons.get(r.claim.meta.uid) or r.why},
+                             to_json=lambda r: {**to_json(r),
+                                                "pending_reason": why_of(r, reasons.get(r.claim.meta.uid) or r.why)},
                              name=lambda r: f"persistentvolumeclaim/{r.claim.name}",
                              namespace=lambda r: r.claim.namespace, labels=lambda r: r.claim.meta.labels),
                       lambda r: claim_findings(r, {**({r.claim.meta.uid: r.why} if r.why else {}), **reasons}),
@@ -442,6 +443,18 @@ def report(result: ClaimCensus, now: Optional[datetime] = None, show_kept: bool 
 
 
 WHY_WIDTH = 60
+# The PV controller says "waiting for first consumer" only when no unscheduled Pod uses the claim
+# (findNonScheduledPodsByPVC skips Pods with spec.nodeName); a Pod that uses it and was placed by the scheduler
+# would have had a node selected. So with a Pod using it, that Pod bypassed the scheduler.
+BYPASSED = ("; yet a Pod uses it: a Pod that sets spec.nodeName bypasses the scheduler, which alone selects a node "
+            "for a WaitForFirstConsumer claim, so it never binds (see `kubectl pvleft pending`)")
+
+
+def why_of(row: ClaimRow, text: Optional[str]) -> Optional[str]:
+    """Why a Pending claim is Pending, with what its newest event cannot say: that a Pod uses it after all."""
+    if text and row.waiting_for_consumer is False and text.startswith("WaitForFirstConsumer:"):
+        return text + BYPASSED
+    return text
 
 
 def claim_findings(row: ClaimRow, why: Mapping[str, str]) -> tuple[str, ...]:
@@ -450,7 +463,7 @@ def claim_findings(row: ClaimRow, why: Mapping[str, str]) -> tuple[str, ...]:
     for p in row.problems:
         text = p.kind if p.known and p.field == "status.phase" else f"{p.kind}: {p.detail or p.value}"
         if p.kind == PENDING and row.claim.meta.uid in why:
-            text = f"{p.kind}: {why[row.claim.meta.uid]}"
+            text = f"{p.kind}: {why_of(row, why[row.claim.meta.uid])}"
         found.append(text)
     return tuple(dict.fromkeys(found))
 

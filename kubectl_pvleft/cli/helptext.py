@@ -71,7 +71,8 @@ LEGENDS: dict[str, tuple[tuple[str, str], ...]] = {
         ("PROBLEM", "pending, lost, resizing, resize-failed, resize-error, resize-not-started, modify-pending, "
                     "modifying, modify-infeasible, modify-error, unhealthy, unknown (a value this version does not "
                     "know, with where it is)"),
-        ("WHY", "why a Pending claim is Pending: its latest event, else what its own fields say"),
+        ("WHY", "why a Pending claim is Pending: its latest event (and, for a WaitForFirstConsumer claim a Pod "
+                "uses, that the Pod bypassed the scheduler), else what its own fields say"),
     ),
     "snapshots": (
         ("SNAPSHOT STATE", "missing (the VolumeSnapshot is gone), replaced (a new one took its name), present, "
