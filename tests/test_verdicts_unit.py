@@ -286,7 +286,7 @@ def test_a_volume_pre_bound_to_a_claim_not_created_yet_waits_for_it() -> None:
     index = ClaimIndex.of([])
     row = leftovers.assess([reserved], index, {}, include_all=True)[0]
     assert row.claim_state == "pre-bound" and row.claim_missing is False
-    assert not leftovers.is_leftover(row) and leftovers.leftover_finding(row) == ()
+    assert not leftovers.is_leftover(row) and leftovers.leftover_evidence(row) == ()
     doc = leftovers.to_json(row)
     assert (doc["claim_state"], doc["claim_missing"], doc["finding"]) == ("pre-bound", False, False)
     assert leftovers.assess([reserved], index, {}) == []

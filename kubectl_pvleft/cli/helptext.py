@@ -68,9 +68,11 @@ LEGENDS: dict[str, tuple[tuple[str, str], ...]] = {
     ),
     "claims": (
         ("STATUS", "the claim's phase: Pending, Bound, Lost; Terminating once deleted"),
-        ("PROBLEM", "pending, lost, resizing, resize-failed, resize-error, resize-not-started, modify-pending, "
+        ("PROBLEM", "unused (Bound, and no Pod that has not finished names it; UNUSED SINCE says since when), "
+                    "pending, lost, resizing, resize-failed, resize-error, resize-not-started, modify-pending, "
                     "modifying, modify-infeasible, modify-error, unhealthy, unknown (a value this version does not "
-                    "know, with where it is)"),
+                    "know, with where it is). A claim annotated pvleft.io/keep is never in trouble; with "
+                    "--older-than, unused and pending count only once they have lasted that long"),
         ("WHY", "why a Pending claim is Pending: its latest event (and, for a WaitForFirstConsumer claim a Pod "
                 "uses, that the Pod bypassed the scheduler), else what its own fields say"),
     ),
