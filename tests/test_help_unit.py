@@ -61,14 +61,18 @@ def test_a_mistyped_flag_gets_the_same_words() -> None:
 def test_help_command_is_the_subcommands_help(command: str) -> None:
     via_help, via_flag = invoke("help", command), invoke(command, "--help")
     assert via_help.code == via_flag.code == 0 and via_help.stdout == via_flag.stdout
-    assert "\nexamples:\n" in via_help.stdout and "\ncolumns:\n" in via_help.stdout
+    # kubectl's layout (cobra's template): description, Examples, Options, Usage, then the line for `options`
+    sections = [line for line in via_help.stdout.splitlines() if line in ("Examples:", "Columns:", "Options:", "Usage:")]
+    assert sections == ["Examples:", "Columns:", "Options:", "Usage:"]
+    assert via_help.stdout.endswith('\nUse "kubectl pvleft options" for a list of global command-line options '
+                                    "(applies to all commands).\n")
 
 
 def test_help_alone_and_an_unknown_topic_as_kubectl() -> None:
     alone = invoke("help")
     assert alone.code == 0 and alone.stdout == invoke("--help").stdout
     unknown = invoke("help", "gett")
-    assert unknown.code == 0 and unknown.stdout.startswith("Unknown help topic [`gett`]\nusage: ")
+    assert unknown.code == 0 and unknown.stdout == "Unknown help topic [`gett`]\n" + alone.stdout
 
 
 @pytest.mark.parametrize("command", [c.name for c in COMMANDS])
@@ -139,7 +143,7 @@ def test_help_claims_lists_exactly_the_problems_the_code_can_give() -> None:
 
 def test_legend_lines_are_wrapped_under_their_column() -> None:
     text = invoke("help", "claims").stdout
-    block = text.split("\ncolumns:\n")[1].split("\n\n")[0].splitlines()
+    block = text.split("\nColumns:\n")[1].split("\n\n")[0].splitlines()
     assert all(len(line) <= 110 for line in block)
     assert block[0].startswith("  STATUS ") and block[1].startswith("  PROBLEM  ")
     assert block[2].startswith(" " * 11) and block[2][11] != " "  # a legend's next line starts under its text

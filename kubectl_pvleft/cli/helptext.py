@@ -102,11 +102,11 @@ def wrapped(text: str, indent: int, width: int = 110) -> str:
     return ("\n" + " " * indent).join([*lines, line])
 
 
-def epilog(command: str, exit_codes: str) -> str:
-    examples = "\n".join(f"  {line}" for line in EXAMPLES[command])
-    if command not in LEGENDS:  # serve prints no table: its metrics are in docs/serve.md
-        return f"examples:\n{examples}\n\n{exit_codes}"
+def legend(command: str) -> str:
+    """The values a subcommand's state columns can take, one column a line ('' for serve: it prints no table; its
+    metrics are in docs/serve.md)."""
+    if command not in LEGENDS:
+        return ""
     width = max(len(header) for header, _ in (*LEGENDS[command], NEXT_LEGEND))
-    legend = "\n".join(f"  {header.ljust(width)}  {wrapped(text, width + 4)}"
-                       for header, text in (*LEGENDS[command], NEXT_LEGEND))
-    return f"examples:\n{examples}\n\ncolumns:\n{legend}\n\n{exit_codes}"
+    return "\n".join(f"  {header.ljust(width)}  {wrapped(text, width + 4)}"
+                     for header, text in (*LEGENDS[command], NEXT_LEGEND))

@@ -76,6 +76,7 @@ class PrintOptions(msgspec.Struct, frozen=True):
     all_namespaces: bool = False
     no_headers: bool = False
     show_labels: bool = False
+    label_columns: tuple[str, ...] = ()  # -L: a column per label key, before LABELS (kubectl's order)
     out: Optional[TextIO] = None
     err: Optional[TextIO] = None
 
