@@ -126,7 +126,9 @@ def test_a_kubelet_waiting_for_an_attach_names_the_attach_side() -> None:
     mount = event("app", "FailedMount", FAILED_MOUNT, "kubelet", "2026-12-04T10:10:00Z")
     v = verdict(pod("app", "data", node="node-a"), evidence([claim], [], [mount]))
     assert (v.owner, v.reason) == ("attachdetach-controller", "VolumeNotAttached")
-    assert "the attach side must act, not the node" in v.message and "no FailedAttachVolume event" in v.message
+    assert "the attach side must act, not the node" in v.message and "VolumeAttachments were not read" in v.message
+    v = verdict(pod("app", "data", node="node-a"), evidence([claim], [], [mount], []))
+    assert "no FailedAttachVolume event or VolumeAttachment attachError says why" in v.message
 
     attach = event("app", "FailedAttachVolume", 'AttachVolume.Attach failed for volume "pv-data" : rpc error: code = '
                    "ResourceExhausted desc = quota", "attachdetach-controller", "2026-12-04T10:02:00Z")

@@ -452,7 +452,10 @@ def _attach_side(pod: Pod, claims: Sequence[ClaimView], event: Event, volumes: l
                          f"says: {error.message})")
                 return Verdict(attachment.spec.attacher or ATTACH_DETACH, "VolumeNotAttached", said, "pod-event",
                                claim=claim.name, observed=event.observed)
-    said += "; no FailedAttachVolume event or VolumeAttachment attachError says why)"
+    if evidence.attachments is None:  # not read (--watch reads none) or not readable: unknown, not absent
+        said += "; no FailedAttachVolume event says why, and VolumeAttachments were not read)"
+    else:
+        said += "; no FailedAttachVolume event or VolumeAttachment attachError says why)"
     return Verdict(ATTACH_DETACH, "VolumeNotAttached", said, "pod-event", observed=event.observed)
 
 
