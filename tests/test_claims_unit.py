@@ -227,7 +227,8 @@ def test_json_keys_are_stable_and_complete() -> None:
                          "requested", "capacity", "allocated_resources", "allocated_resource_statuses", "conditions",
                          "volume_attributes_class", "current_volume_attributes_class", "modify_volume_status",
                          "health_conditions", "creation_timestamp", "deletion_timestamp", "in_trouble", "problems",
-                         "stalled_resize", "unused", "unused_since", "unused_evidence", "kept"]
+                         "stalled_resize", "unused", "usage", "unused_since", "unused_evidence", "mounted_again_by",
+                             "usage_unknown", "kept"]
     assert doc["modify_volume_status"] == {"status": "Infeasible",
                                            "target_volume_attributes_class_name": "cc-rec-gold-io", "known": True}
     assert (doc["volume_attributes_class"], doc["current_volume_attributes_class"]) == ("cc-rec-gold-io",
@@ -240,6 +241,9 @@ def test_json_keys_are_stable_and_complete() -> None:
 
 # -- the subcommand over real HTTP, the recorded list served back ----------------------------------
 
+WORKLOADS = {"statefulsets": "apps/v1", "deployments": "apps/v1", "replicasets": "apps/v1", "daemonsets": "apps/v1",
+             "jobs": "batch/v1", "cronjobs": "batch/v1"}
+
 def serve(seen: list[str]):
     def handler(path: str, query: dict[str, list[str]]) -> tuple[int, dict]:
         seen.append(path)
@@ -248,6 +252,8 @@ def serve(seen: list[str]):
             if path.startswith("/api/v1/namespaces/") and "/cc-rec-claims/" not in path:
                 body["items"] = []
             return 200, body
+        if path.rsplit("/", 1)[-1] in WORKLOADS:  # none: every Bound claim no Pod mounts is plainly unused
+            return 200, {"kind": "List", "apiVersion": "v1", "metadata": {"resourceVersion": "1"}, "items": []}
         return 404, status(404, "NotFound", "the server could not find the requested resource")
     return handler
 
@@ -261,8 +267,12 @@ def test_cli_scope_is_one_list(tmp_path: Path, args: list[str], path: str) -> No
     seen: list[str] = []
     with FakeAPIServer(serve(seen)) as server:
         result = invoke("claims", *args, "--exit-code", "--kubeconfig", str(server.kubeconfig(tmp_path / "kc")))
-    # Pending claims (the fixtures have one outside `default`): their events, read once, say why.
-    assert seen == [path] + ([path.replace("persistentvolumeclaims", "events")] if "default" not in path else [])
+    # Bound claims no Pod mounts (the fixtures' Unused condition, outside `default`): the workloads that could
+    # mount them again, each listed once in the same scope. Pending claims: their events, read once, say why.
+    scope = path.removeprefix("/api/v1").removesuffix("/persistentvolumeclaims")
+    workloads = [f"/apis/{group}{scope}/{plural}" for plural, group in WORKLOADS.items()]
+    assert seen == [path] + ([*workloads, path.replace("persistentvolumeclaims", "events")]
+                             if "default" not in path else [])
     if path == "/api/v1/namespaces/default/persistentvolumeclaims":
         assert (result.returncode, result.stdout, result.stderr) == (
             0, "", "No claims in trouble found in default namespace.\n")

@@ -261,6 +261,8 @@ def test_unused_claims_and_their_bytes_with_since_for_the_30_day_alert() -> None
     live.take(streams["claims"], Synced("", tuple(PersistentVolumeClaim.from_wire(o) for o in [*wire, older]), "1"))
     live.take(streams["pods"], Synced("", (), "1"))
     live.take(streams["events"], Synced("", (), "1"))
+    for plural in WORKLOADS:
+        live.take(streams[plural], Synced("", (), "1"))
     live.judge_once()
     metrics = scrape(live)
     labels = {"namespace": "cc-rec-claims", "storage_class": "cc-rec-claims-csi"}
@@ -274,6 +276,57 @@ def test_unused_claims_and_their_bytes_with_since_for_the_30_day_alert() -> None
     info = {series["name"]: series["state"] for series, _ in metrics["pvleft_finding_info"]}
     assert info["cc-rec-healthy"] == info["cc-rec-older"] == "unused"
     assert set(since) == {name for name, state in info.items() if state == "unused"} - {"cc-rec-older"}
+
+
+WORKLOADS = ("statefulsets", "deployments", "replicasets", "daemonsets", "jobs", "cronjobs")
+
+
+def test_a_claim_a_workload_mounts_again_is_counted_apart_and_never_alerted() -> None:
+    """A Deployment at replicas 0 whose pod template names the recorded, Unused claim cc-rec-healthy (the
+    deployment controller keeps its template: pkg/controller/deployment/sync.go scales, never edits it): the
+    claim is unused by design. It leaves pvleft_unused_claims, pvleft_finding_info (so the 30-day alert, on
+    pvleft_finding_since_timestamp_seconds{state="unused"}, cannot fire) and pvleft_findings, and is counted in
+    pvleft_unused_by_design_claims. A StatefulSet list that may not be read makes the other Unused claims
+    unknown: never called unused."""
+    from kubectl_pvleft.analyses import claims
+    from kubectl_pvleft.kube.watch import Notice
+    from kubectl_pvleft.records import PersistentVolumeClaim
+    from kubectl_pvleft.records.workloads import Deployment
+
+    wire = items("claims_persistentvolumeclaims")
+    deployment = Deployment.from_wire({
+        "metadata": {"name": "shop", "namespace": "cc-rec-claims", "uid": "d-uid", "resourceVersion": "1"},
+        "spec": {"replicas": 0, "template": {"spec": {"volumes": [
+            {"name": "data", "persistentVolumeClaim": {"claimName": "cc-rec-healthy"}}]}}}})
+
+    def judged(statefulsets_readable: bool) -> dict[str, list[tuple[dict[str, str], float]]]:
+        live = Live(None, [("claims", claims.follow(Options()))], WatchSettings(), describe=str)  # type: ignore[arg-type]
+        streams = {shared.stream.name: shared for shared in live.streams.values()}
+        live.take(streams["claims"], Synced("", tuple(PersistentVolumeClaim.from_wire(o) for o in wire), "1"))
+        for name in ("pods", "events", *WORKLOADS):
+            if name == "statefulsets" and not statefulsets_readable:
+                live.take(streams[name], Notice(name, "cannot list statefulsets", unavailable=True))
+            else:
+                live.take(streams[name], Synced("", (deployment,) if name == "deployments" else (), "1"))
+        live.judge_once()
+        return scrape(live)
+
+    metrics = judged(statefulsets_readable=True)
+    labels = {"namespace": "cc-rec-claims", "storage_class": "cc-rec-claims-csi"}
+    assert metrics["pvleft_unused_by_design_claims"] == [({**labels, "workload_kind": "Deployment"}, 1.0)]
+    assert metrics["pvleft_unused_by_design_claim_capacity_bytes"] == [
+        ({**labels, "workload_kind": "Deployment"}, float(2**30))]
+    info = {series["name"]: series["state"] for series, _ in metrics["pvleft_finding_info"]}
+    since = {series["name"] for series, _ in metrics["pvleft_finding_since_timestamp_seconds"]}
+    assert "cc-rec-healthy" not in info and "cc-rec-healthy" not in since
+    bound = [o for o in wire if o["status"].get("phase") == "Bound"]
+    assert metrics["pvleft_unused_claims"] == [({**labels, "evidence": "condition"}, float(len(bound) - 1))]
+    assert metrics["pvleft_findings"] == [({"analysis": "claims"}, float(len(info)))]
+
+    unknown = judged(statefulsets_readable=False)
+    assert unknown.get("pvleft_unused_claims", []) == [] and unknown["pvleft_unused_by_design_claims"] == [
+        ({**labels, "workload_kind": "Deployment"}, 1.0)]
+    assert {s["state"] for s, _ in unknown["pvleft_finding_info"]} & {"unused"} == set()
 
 
 def test_snapshot_crds_installed_and_removed_while_serving(tmp_path: Path) -> None:

@@ -164,8 +164,8 @@ def _analyses(analyses: list[tuple[Analysis, Optional[list[Any]], Optional[float
         up.add_metric([analysis.name], 1 if is_up else 0)
         if at is not None:
             assessed.add_metric([analysis.name], at)
-        if rows is not None:
-            findings.add_metric([analysis.name], len(rows))
+        if rows is not None:  # the rows it reports: not those judged for a family of their own (unused by design)
+            findings.add_metric([analysis.name], sum(1 for row in rows if analysis.spec.reported(row)))
     yield from (up, served, assessed, findings)
 
 
@@ -198,8 +198,14 @@ def _claims(rows: list[Any], findings: list[Finding]) -> Iterator[Metric]:
     size: Counter[tuple[str, ...]] = Counter()
     unused: Counter[tuple[str, ...]] = Counter()
     unused_size: Counter[tuple[str, ...]] = Counter()
+    by_design: Counter[tuple[str, ...]] = Counter()
+    by_design_size: Counter[tuple[str, ...]] = Counter()
     for row in rows:
         claim = row.claim
+        if row.usage.mounts:  # no Pod mounts it, and a workload will: visible, never a finding
+            key = (claim.namespace, claim.storage_class or "", row.usage.mounts[0].kind)
+            by_design[key] += 1
+            by_design_size[key] += quantity_bytes(claim.capacity or claim.requested)
         for kind in dict.fromkeys(problem.kind for problem in row.problems):
             count[(claim.namespace, kind)] += 1
             size[(claim.namespace, kind)] += quantity_bytes(claim.requested)
@@ -220,6 +226,13 @@ def _claims(rows: list[Any], findings: list[Finding]) -> Iterator[Metric]:
                  "Unused condition (which says since when) or the Pods", labels, unused)
     yield _gauge("pvleft_unused_claim_capacity_bytes", "Storage the unused claims hold (their capacity, else their "
                  "request)", labels, unused_size)
+    labels = ("namespace", "storage_class", "workload_kind")
+    yield _gauge("pvleft_unused_by_design_claims", "Bound PersistentVolumeClaims no Pod mounts that a workload will "
+                 "mount again (a StatefulSet scaled down under whenScaled Retain, a Deployment at 0, a CronJob...), "
+                 "by the kind of the first such workload: never findings, never in pvleft_unused_claims", labels,
+                 by_design)
+    yield _gauge("pvleft_unused_by_design_claim_capacity_bytes", "Storage the claims unused by design hold (their "
+                 "capacity, else their request)", labels, by_design_size)
 
 
 def _classes(rows: list[Any], findings: list[Finding]) -> Iterator[Metric]:
