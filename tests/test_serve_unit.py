@@ -144,6 +144,25 @@ def test_deploy_copies_match_their_sources() -> None:
         ROOT / "deploy" / "rules" / "pvleft.rules.yaml")
 
 
+def test_the_clusterrole_grants_get_list_watch_on_every_kind_the_plugin_reads() -> None:
+    """Every kind in the Kind table (the workloads `claims` reads to tell a claim unused by design among them), by
+    its API group, with get, list and watch and no other verb; the krew caveats name the workloads."""
+    import yaml
+
+    from kubectl_pvleft.kube.api import KINDS
+
+    role = yaml.safe_load((ROOT / "plugin" / "clusterrole.yaml").read_text())
+    granted = {(group, resource) for rule in role["rules"] for group in rule["apiGroups"]
+               for resource in rule["resources"]}
+    assert {tuple(rule["verbs"]) for rule in role["rules"]} == {("get", "list", "watch")}
+    for plural, kind in KINDS.items():
+        group = "" if kind.prefix == "/api/v1" else kind.prefix.split("/")[2]
+        assert (group, plural) in granted, plural
+    caveats = yaml.safe_load((ROOT / "krew-manifest.yaml").read_text())["spec"]["caveats"]
+    assert all(w in " ".join(caveats.split()) for w in ("statefulsets", "deployments", "replicasets", "daemonsets",
+                                                        "jobs", "cronjobs"))
+
+
 def test_a_stream_that_may_not_be_read_is_unknown_evidence_not_an_outage() -> None:
     from kubectl_pvleft.kube.watch import Notice
 
