@@ -452,9 +452,11 @@ WHY_WIDTH = 60
 def by_design_cell(row: ClaimRow, wide: bool) -> Optional[str]:
     """What deleting a claim no Pod mounts would break (every workload that mounts it again), or why that is
     unknown."""
-    if row.usage.mounts:
-        text = "; ".join(m.text() for m in row.usage.mounts)
-        return text if wide else clause_cut(text, WHY_WIDTH)
+    mounts = row.usage.mounts
+    if mounts:  # the table: the first whole (cut, it would lose the workload's facts), and how many more
+        if wide or len(mounts) == 1:
+            return "; ".join(m.text() for m in mounts)
+        return f"{mounts[0].text()}; +{len(mounts) - 1} more"
     unknown = row.usage.why_unknown if row.usage.idle else None
     return f"unknown ({unknown})" if unknown else None
 
