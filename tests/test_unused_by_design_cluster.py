@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
-import time
 import urllib.request
 import uuid
 from collections.abc import Iterator
