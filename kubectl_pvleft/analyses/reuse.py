@@ -110,11 +110,9 @@ class Workloads:
         self.unreadable = dict(unreadable or {})
         self.named: dict[tuple[str, str], list[Mount]] = {}  # (namespace, claim) -> template mounts
         self.templates: dict[tuple[str, str], list[tuple[Any, str]]] = {}  # (namespace, "<tpl>-<set>") -> sets
-        self.set_uids: set[str] = set()
         for workload in statefulsets:
             if workload.meta.deleted:
                 continue
-            self.set_uids.add(workload.uid)
             for template in workload.spec.volume_claim_templates:
                 self.templates.setdefault((workload.namespace, f"{template.metadata.name}-{workload.name}"),
                                           []).append((workload, template.metadata.name))
