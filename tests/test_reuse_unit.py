@@ -254,3 +254,21 @@ def test_census_a_forbidden_workload_list_is_said_once_and_nothing_is_called_unu
         "data-web-0": ("unknown", None), "idle": ("unknown", None)}
     assert len(result.warnings) == 1 and result.warnings[0].startswith(
         f'cannot list statefulsets, cronjobs in namespace "{NS}" (statefulsets.apps is forbidden')
+
+
+def test_the_recorded_scene_as_the_real_controllers_left_it() -> None:
+    """The lists recorded from the test plane (tests/recording/workloads.py): the statefulset controller's claim
+    data-web-0 after a 1 -> 0 scale, the deployment controller's ReplicaSet at 0, a CronJob, and an idle claim
+    (every one carrying the PVC protection controller's Unused=True)."""
+    from wire import items
+
+    workloads = Workloads(**{plural: [kind.from_wire(o) for o in items(f"workloads_{plural}")] for plural, kind in (
+        ("statefulsets", StatefulSet), ("deployments", Deployment), ("replicasets", ReplicaSet),
+        ("daemonsets", DaemonSet), ("jobs", Job), ("cronjobs", CronJob))})
+    recorded = [PersistentVolumeClaim.from_wire(o) for o in items("workloads_persistentvolumeclaims")]
+    rows = {r.claim.name: r for r in assess(recorded, workloads=workloads, criteria=Criteria(include_all=True)).rows}
+    assert {n: (r.usage.state, r.in_trouble) for n, r in rows.items()} == {
+        "data-web-0": ("unused-by-design", False), "shared": ("unused-by-design", False),
+        "dump": ("unused-by-design", False), "idle": ("unused", True)}
+    assert [m.kind for m in rows["shared"].usage.mounts] == ["Deployment", "ReplicaSet"]
+    assert rows["data-web-0"].usage.mounts[0].when_scaled == "Retain"  # the server wrote the default policy

@@ -25,66 +25,21 @@ import pytest
 
 from controlplane import ControlPlane
 from plugin_runner import PLUGIN, items, run_plugin
-from scenarios import apply, claim, get, host_path_pv, storage_class, wait_for, wait_pv_phase
+from recording.workloads import build
+from scenarios import apply, wait_for
 
 pytestmark = pytest.mark.cluster
 
-NEVER_SCHEDULED = {"pvleft.io/no-such-node": "true"}  # no node matches: a Pod is deleted at once, no kubelet needed
-CONTAINERS = [{"name": "app", "image": "registry.invalid/app:1"}]
 BY_DESIGN = {
     "data-web-0": ["StatefulSet web (replicas 0, whenScaled Retain) mounts it again on scale-up"],
     "dump": ["CronJob backup mounts it again at its next run"],
 }
 
 
-def pod_template(labels: dict[str, str], *claims: str, **spec: Any) -> dict[str, Any]:
-    return {"metadata": {"labels": labels},
-            "spec": {"nodeSelector": NEVER_SCHEDULED, "containers": CONTAINERS, **spec,
-                     "volumes": [{"name": f"v{i}", "persistentVolumeClaim": {"claimName": c}}
-                                 for i, c in enumerate(claims)]}}
-
-
-def unused_condition(cp: ControlPlane, ns: str, name: str) -> bool:
-    body = get(cp, f"/api/v1/namespaces/{ns}/persistentvolumeclaims/{name}")
-    return any(c["type"] == "Unused" and c["status"] == "True" for c in body["status"].get("conditions") or ())
-
-
 @pytest.fixture(scope="module")
 def scene(cluster: ControlPlane) -> Iterator[str]:
     ns = f"reuse-{uuid.uuid4().hex[:6]}"
-    cluster.kubectl("create", "namespace", ns)
-    apply(cluster, storage_class("standard", reclaim="Retain"))
-    wait_for("the default ServiceAccount",
-             lambda: cluster.api("GET", f"/api/v1/namespaces/{ns}/serviceaccounts/default")[0] == 200)
-    # Static PVs, each pre-bound to the claim that will come (the StatefulSet's is made by its controller).
-    for name in ("data-web-0", "shared", "dump", "idle"):
-        apply(cluster, host_path_pv(f"{ns}-{name}", claim=(ns, name), path=f"/var/pvleft/{ns}-{name}"))
-    apply(cluster, *(claim(ns, name, volume_name=f"{ns}-{name}") for name in ("shared", "dump", "idle")))
-    labels = {"app": "web"}
-    apply(cluster, {
-        "apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "web", "namespace": ns},
-        "spec": {"replicas": 1, "serviceName": "web", "podManagementPolicy": "Parallel",
-                 "selector": {"matchLabels": labels}, "template": pod_template(labels),
-                 "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": {
-                     "accessModes": ["ReadWriteOnce"], "storageClassName": "standard",
-                     "resources": {"requests": {"storage": "250Mi"}}}}]}},
-        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "api", "namespace": ns},
-         "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "api"}},
-                  "template": pod_template({"app": "api"}, "shared")}},
-        {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "backup", "namespace": ns},
-         "spec": {"schedule": "0 0 1 1 *", "jobTemplate": {"spec": {"template": pod_template(
-             {"app": "backup"}, "dump", restartPolicy="Never")}}}})
-    # The statefulset controller makes the claim and the Pod; the binder binds the claim to its PV.
-    wait_for("the StatefulSet's Pod", lambda: cluster.api("GET", f"/api/v1/namespaces/{ns}/pods/web-0")[0] == 200)
-    wait_pv_phase(cluster, f"{ns}-data-web-0", "Bound")
-    assert not unused_condition(cluster, ns, "data-web-0")  # its Pod mounts it
-    cluster.kubectl("scale", "statefulset", "web", "-n", ns, "--replicas=0")
-    wait_for("the scale-down", lambda: cluster.api("GET", f"/api/v1/namespaces/{ns}/pods/web-0")[0] == 404)
-    wait_for("the deployment controller's ReplicaSet", lambda: get(
-        cluster, f"/apis/apps/v1/namespaces/{ns}/replicasets?labelSelector=app%3Dapi")["items"])
-    for name in ("data-web-0", "shared", "dump", "idle"):
-        wait_pv_phase(cluster, f"{ns}-{name}", "Bound")
-        wait_for(f"{name}'s Unused condition", lambda name=name: unused_condition(cluster, ns, name))
+    build(cluster, ns)
     yield ns
     cluster.kubectl("delete", "namespace", ns, "--wait=false", check=False)
 

@@ -113,7 +113,7 @@ class Workloads:
         for workload in statefulsets:
             if workload.meta.deleted:
                 continue
-            for template in workload.spec.volume_claim_templates:
+            for template in workload.spec.volume_claim_templates or ():
                 self.templates.setdefault((workload.namespace, f"{template.metadata.name}-{workload.name}"),
                                           []).append((workload, template.metadata.name))
             self._name(workload, workload.replicas if workload.replicas is not None else 1)
@@ -124,7 +124,7 @@ class Workloads:
         for workload in daemonsets:
             self._name(workload, None)
         for workload in jobs:
-            if not any(c.type in FINISHED_JOB and c.status == "True" for c in workload.status.conditions):
+            if not any(c.type in FINISHED_JOB and c.status == "True" for c in workload.status.conditions or ()):
                 self._name(workload, None)
         for workload in cronjobs:
             self._name(workload, None, via="jobTemplate")

@@ -50,11 +50,11 @@ class JobTemplate(Record, frozen=True):
 
 
 class WorkloadSpec(Record, frozen=True):
-    """The union of the six kinds' fields read here; each kind sends only its own (the rest keep their defaults)."""
+    """The union of the six kinds' fields read here; each kind sends only its own (the others stay None)."""
 
     replicas: Optional[int] = None  # absent: the server defaults it to 1 (Deployment, ReplicaSet, StatefulSet)
-    template: PodTemplate = PodTemplate()
-    volume_claim_templates: tuple[ClaimTemplate, ...] = ()
+    template: Optional[PodTemplate] = None  # all but a CronJob
+    volume_claim_templates: Optional[tuple[ClaimTemplate, ...]] = None  # StatefulSet
     persistent_volume_claim_retention_policy: Optional[RetentionPolicy] = None
     ordinals: Optional[Ordinals] = None
     suspend: Optional[bool] = None  # Job, CronJob
@@ -63,7 +63,7 @@ class WorkloadSpec(Record, frozen=True):
 
 
 class WorkloadStatus(Record, frozen=True):
-    conditions: tuple[Condition, ...] = ()  # a Job's Complete / Failed
+    conditions: Optional[tuple[Condition, ...]] = None  # a Job's Complete / Failed (a CronJob has none)
 
 
 class Workload(Object, frozen=True):
@@ -84,7 +84,7 @@ class Workload(Object, frozen=True):
     def claims(self) -> tuple[str, ...]:
         """The claims its Pods name in their template (a CronJob's: its Jobs' template)."""
         template = self.spec.job_template.spec.template if self.spec.job_template is not None else self.spec.template
-        return template.claims
+        return template.claims if template is not None else ()
 
     @property
     def controller(self) -> Optional[OwnerReference]:
