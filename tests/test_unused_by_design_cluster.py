@@ -147,3 +147,31 @@ def test_serve_counts_them_apart_and_never_as_unused(cluster: ControlPlane, scen
         process.terminate()
         process.wait(timeout=10)
     assert process.stderr is not None and "cannot list" not in process.stderr.read()
+
+
+def test_watch_shows_a_claim_when_the_workload_that_would_mount_it_again_is_deleted(cluster: ControlPlane,
+                                                                                      scene: str) -> None:
+    """--watch follows the workloads as streams: the claims unused by design are not printed; deleting the
+    Deployment (the garbage collector deletes its ReplicaSet: pkg/controller/garbagecollector) leaves `shared`
+    named by nothing, and it appears as unused with no change to the claim itself. Runs last: it deletes."""
+    import json
+    import queue
+    import threading
+
+    proc = subprocess.Popen([PLUGIN or "kubectl-pvleft", "claims", "-n", scene, "--watch", "-o", "jsonl",
+                             "--kubeconfig", str(cluster.kubeconfig("reader"))], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "PVLEFT_WATCH_SETTLE_SECONDS": "0.1"})
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()  # type: ignore[union-attr]
+    try:
+        first = json.loads(lines.get(timeout=60))
+        assert (first["change"], first["name"], first["usage"]) == ("appeared", "idle", "unused")
+        cluster.kubectl("delete", "deployment", "api", "-n", scene)
+        appeared = json.loads(lines.get(timeout=60))
+        assert (appeared["change"], appeared["name"], appeared["usage"], appeared["mounted_again_by"]) == (
+            "appeared", "shared", "unused", [])
+        assert lines.empty()  # data-web-0 and dump: still by design, never printed
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    assert proc.stderr is not None and proc.stderr.read() == ""
