@@ -20,13 +20,16 @@ Pure (records in, verdicts out), except ``read``, which lists the six kinds (pag
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from msgspec import Struct
 
 from kubectl_pvleft.errors import Forbidden, NotFound
 from kubectl_pvleft.kube.api import WORKLOAD_KINDS, Reader
 from kubectl_pvleft.records import PersistentVolumeClaim
+
+if TYPE_CHECKING:  # the records are imported where the lists are read (kinds.LateKind), never at start-up
+    from kubectl_pvleft.records.workloads import CronJob, DaemonSet, Deployment, Job, ReplicaSet, StatefulSet, Workload
 
 RETAIN, DELETE = "Retain", "Delete"
 # The kinds whose controllers are read here (and a Pod, whose claims go with it): any other controller owner is
@@ -104,32 +107,32 @@ NOBODY = Reuse()
 class Workloads:
     """The workloads read, indexed by the claims they name; ``unreadable``: plural -> the server's refusal."""
 
-    def __init__(self, statefulsets: Iterable[Any] = (), deployments: Iterable[Any] = (),
-                 replicasets: Iterable[Any] = (), daemonsets: Iterable[Any] = (), jobs: Iterable[Any] = (),
-                 cronjobs: Iterable[Any] = (), unreadable: Optional[Mapping[str, str]] = None) -> None:
+    def __init__(self, statefulsets: Iterable[StatefulSet] = (), deployments: Iterable[Deployment] = (),
+                 replicasets: Iterable[ReplicaSet] = (), daemonsets: Iterable[DaemonSet] = (),
+                 jobs: Iterable[Job] = (), cronjobs: Iterable[CronJob] = (),
+                 unreadable: Optional[Mapping[str, str]] = None) -> None:
         self.unreadable = dict(unreadable or {})
-        self.named: dict[tuple[str, str], list[Mount]] = {}  # (namespace, claim) -> template mounts
-        self.templates: dict[tuple[str, str], list[tuple[Any, str]]] = {}  # (namespace, "<tpl>-<set>") -> sets
-        for workload in statefulsets:
-            if workload.meta.deleted:
-                continue
-            for template in workload.spec.volume_claim_templates or ():
-                self.templates.setdefault((workload.namespace, f"{template.metadata.name}-{workload.name}"),
-                                          []).append((workload, template.metadata.name))
-            self._name(workload, workload.replicas if workload.replicas is not None else 1)
-        for workload in deployments:
-            self._name(workload, workload.replicas if workload.replicas is not None else 1)
-        for workload in replicasets:
+        self.named: dict[tuple[str, str], list[Mount]] = {}  # (namespace, claim) -> pod template mounts
+        self.templates: dict[tuple[str, str], list[StatefulSet]] = {}  # (namespace, "<template>-<set>") -> sets
+        statefulsets = list(statefulsets)  # read twice: for its claim templates and its pod template
+        for stateful in statefulsets:
+            if stateful.meta.deleted:
+                continue  # being deleted: it mounts nothing again
+            for template in stateful.spec.volume_claim_templates or ():
+                self.templates.setdefault((stateful.namespace, f"{template.metadata.name}-{stateful.name}"),
+                                          []).append(stateful)
+        scaled: list[Workload] = [*statefulsets, *deployments, *replicasets]
+        for workload in scaled:  # absent replicas: the server's default, 1
             self._name(workload, workload.replicas if workload.replicas is not None else 1)
         for workload in daemonsets:
             self._name(workload, None)
-        for workload in jobs:
-            if not any(c.type in FINISHED_JOB and c.status == "True" for c in workload.status.conditions or ()):
-                self._name(workload, None)
+        for job in jobs:
+            if not any(c.type in FINISHED_JOB and c.status == "True" for c in job.status.conditions or ()):
+                self._name(job, None)
         for workload in cronjobs:
             self._name(workload, None, via="jobTemplate")
 
-    def _name(self, workload: Any, replicas: Optional[int], via: str = "template") -> None:
+    def _name(self, workload: Workload, replicas: Optional[int], via: str = "template") -> None:
         if workload.meta.deleted:
             return  # being deleted: it mounts nothing again
         owner = workload.controller
@@ -159,7 +162,7 @@ class Workloads:
         if not digits.isdigit() or str(int(digits)) != digits:
             return  # the controller writes the ordinal with %d: never a leading zero or a sign
         ordinal = int(digits)
-        for workload, _template in self.templates.get((claim.namespace, base), ()):
+        for workload in self.templates.get((claim.namespace, base), ()):
             start = workload.spec.ordinals.start if workload.spec.ordinals is not None else 0
             replicas = workload.replicas if workload.replicas is not None else 1
             policy = workload.spec.persistent_volume_claim_retention_policy
