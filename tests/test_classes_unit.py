@@ -151,7 +151,12 @@ def test_beta_default_annotation_counts() -> None:
 
 @pytest.mark.parametrize("provisioner, wire_pvs, expected", [
     ("kubernetes.io/no-provisioner", [], "none"),
-    ("kubernetes.io/aws-ebs", [], "in-tree"),
+    # CSI migration hands these to a CSI driver (csi-translation-lib plugins/*.go, csimigration plugin_manager.go
+    # IsMigrationEnabledForPlugin); Portworx's follows a feature gate, so its class stays in-tree; RBD is never migrated.
+    ("kubernetes.io/aws-ebs", [], "csi-migrated"),
+    ("kubernetes.io/vsphere-volume", [], "csi-migrated"),
+    ("kubernetes.io/portworx-volume", [], "in-tree"),
+    ("kubernetes.io/rbd", [], "in-tree"),
     ("ebs.csi.aws.com", [], "csi"),
     ("rancher.io/local-path", ["cc-rec-pv-localpath"], "external"),
     ("rancher.io/local-path", ["cc-rec-pv-localpath", "cc-rec-pv-bound"], "csi"),
@@ -201,7 +206,7 @@ def test_json_keys_are_stable_and_complete() -> None:
     rows = rows_by_name(recorded())
     doc = classes.to_json(rows["cc-rec-gold"])
     assert list(doc) == ["name", "exists", "is_default", "effective_default", "provisioner", "provisioner_type",
-                         "reclaim_policy", "volume_binding_mode", "allow_volume_expansion", "creation_timestamp",
+                         "csi_driver", "reclaim_policy", "volume_binding_mode", "allow_volume_expansion", "creation_timestamp",
                          "pvs", "pv_unknown_phases", "pending_claims", "reclaim_drift", "csi_driver_registered",
                          "findings"]
     assert doc["pvs"] == {"pending": 0, "available": 1, "bound": 1, "released": 1, "failed": 0}

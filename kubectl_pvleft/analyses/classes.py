@@ -29,7 +29,8 @@ from kubectl_pvleft.kube.api import (
     begin,
     optional,
 )
-from kubectl_pvleft.output.report import Column, Report, actionable, age, utcnow
+from kubectl_pvleft.migration import csi_driver, effective_provisioner
+from kubectl_pvleft.output.report import Column, Report, Verdict, actionable, age, finding_count, utcnow
 from kubectl_pvleft.records import PV_PHASES, Absent, PersistentVolume, PersistentVolumeClaim, StorageClass, iso
 
 if TYPE_CHECKING:  # --watch alone needs the watch runtime: imported in follow()
@@ -43,8 +44,10 @@ MISSING_CLASS = "missing-class"
 MISSING_CSIDRIVER = "missing-csidriver"
 RECLAIM_DRIFT = "reclaim-drift"
 
-# What kind of thing provisions a class's volumes; only CSI provisioners register a CSIDriver.
-NO_PROVISIONER, IN_TREE, CSI, EXTERNAL = "none", "in-tree", "csi", "external"
+# What kind of thing provisions a class's volumes; only CSI provisioners register a CSIDriver. A class naming an
+# in-tree plugin that CSI migration hands to a CSI driver (kubectl_pvleft.migration) is "csi-migrated": that driver
+# provisions its volumes, and without its CSIDriver nothing does.
+NO_PROVISIONER, IN_TREE, CSI, EXTERNAL, MIGRATED = "none", "in-tree", "csi", "external", "csi-migrated"
 NO_PROVISIONER_NAME = "kubernetes.io/no-provisioner"
 IN_TREE_PREFIX = "kubernetes.io/"
 
@@ -120,6 +123,8 @@ def provisioner_type(provisioner: str, pvs: Iterable[PersistentVolume]) -> str:
     already has PVs and none of them is a CSI volume (e.g. a local-path provisioner writing hostPath PVs)."""
     if provisioner == NO_PROVISIONER_NAME:
         return NO_PROVISIONER
+    if csi_driver(provisioner) is not None:
+        return MIGRATED
     if provisioner.startswith(IN_TREE_PREFIX):
         return IN_TREE
     pvs = list(pvs)
@@ -173,10 +178,13 @@ def _class_findings(name: str, sc: Optional[StorageClass], class_pvs: Optional[l
         findings.append(Finding(MULTIPLE_DEFAULTS, f"{len(ctx.defaults)} default classes ({', '.join(ctx.defaults)}); "
                                                    f"new claims without a class get {ctx.chosen!r}, the newest"))
     registered = None
-    if kind == CSI and ctx.csi_drivers is not None:
-        registered = sc.provisioner in ctx.csi_drivers
+    if kind in (CSI, MIGRATED) and ctx.csi_drivers is not None:
+        driver = effective_provisioner(sc.provisioner)
+        registered = driver in ctx.csi_drivers
         if not registered:
-            findings.append(Finding(MISSING_CSIDRIVER, f"no CSIDriver {sc.provisioner!r} is registered"))
+            via = (f": the class names the in-tree {sc.provisioner!r}, which CSI migration hands to {driver!r}"
+                   if kind == MIGRATED else "")
+            findings.append(Finding(MISSING_CSIDRIVER, f"no CSIDriver {driver!r} is registered{via}"))
     if ctx.drift_by_class.get(name):
         findings.append(Finding(RECLAIM_DRIFT, f"{ctx.drift_by_class[name]} PV(s) do not have the class's "
                                                f"reclaim policy {sc.reclaim_policy}"))
@@ -239,8 +247,10 @@ def census(api: Reader, *, label_selector: Optional[str] = None, field_selector:
 def run(api: Reader, options: Options) -> Result:
     result = census(api, label_selector=options.label_selector, field_selector=options.field_selector)
     if options.drift:
-        return Result(drift_report(result), len(result.drift), result.warnings)
-    return Result(report(result), result.finding_count, result.warnings)
+        drift = drift_report(result)
+        return Result(drift, finding_count(drift), result.warnings)
+    shown = report(result)
+    return Result(shown, finding_count(shown), result.warnings)
 
 
 def follow(options: Options) -> Follow[Any]:
@@ -301,6 +311,8 @@ def to_json(row: ClassRow) -> dict[str, Any]:
         "effective_default": row.effective_default,
         "provisioner": sc.provisioner if sc else None,
         "provisioner_type": row.provisioner_type,
+        # The CSI driver that provisions the class's volumes (a migrated in-tree class's), null when not CSI.
+        "csi_driver": effective_provisioner(sc.provisioner) if sc and row.provisioner_type in (CSI, MIGRATED) else None,
         "reclaim_policy": sc.reclaim_policy if sc else None,
         "volume_binding_mode": sc.volume_binding_mode if sc else None,
         # kubectl shows an unset allowVolumeExpansion as false, and so do we.
@@ -349,7 +361,11 @@ def report(result: ClassCensus, now: Optional[datetime] = None) -> Report[ClassR
     return actionable(Report(rows=result.rows, columns=columns, to_json=to_json,
                              name=lambda r: f"storageclass.storage.k8s.io/{r.name}",  # kubectl's -o name
                              labels=lambda r: r.storage_class.meta.labels if r.storage_class else {}),
-                      lambda r: tuple(f"{f.kind}: {f.message}" for f in r.findings), class_looks)
+                      VERDICT, class_looks)
+
+
+# Every finding of a class counts (a class cannot be kept: it is what provisions).
+VERDICT: Verdict[ClassRow] = Verdict(lambda row: tuple(f"{f.kind}: {f.message}" for f in row.findings))
 
 
 def class_looks(row: ClassRow) -> tuple[str, ...]:
@@ -396,7 +412,7 @@ def drift_report(result: ClassCensus, now: Optional[datetime] = None) -> Report[
     return actionable(Report(rows=result.drift, columns=columns, to_json=drift_to_json,
                              name=lambda d: f"persistentvolume/{d.pv.name}", labels=lambda d: d.pv.meta.labels,
                              empty_message="No PersistentVolumes differ from their class's reclaim policy"),
-                      lambda d: (f"{RECLAIM_DRIFT}: reclaim policy {d.pv.reclaim_policy}, its class's "
-                                 f"{d.class_reclaim_policy}",),
+                      Verdict(lambda d: (f"{RECLAIM_DRIFT}: reclaim policy {d.pv.reclaim_policy}, its class's "
+                                         f"{d.class_reclaim_policy}",)),
                       lambda d: looks(describe("pv", d.pv.name), describe("storageclass", d.pv.storage_class or "")
                                       if d.pv.storage_class else None))

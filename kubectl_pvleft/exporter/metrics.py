@@ -17,12 +17,17 @@ from typing import Any, Optional
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Metric
 
 from kubectl_pvleft import __version__
+from kubectl_pvleft.analyses import claims, classes, leftovers, pending, snapshots
 from kubectl_pvleft.analyses.claim_problems import UNUSED
 from kubectl_pvleft.exporter.live import Analysis, Live
+from kubectl_pvleft.output.report import Verdict
 from kubectl_pvleft.records.quantity import parse_quantity
 
 GIB = 1 << 30
 FINDING_LABELS = ("analysis", "kind", "namespace", "name", "state")
+# Each analysis's verdict: which of its rows are findings (never a kept one), as every output of a run says.
+VERDICTS: dict[str, Verdict[Any]] = {"leftovers": leftovers.VERDICT, "pending": pending.VERDICT, "claims": claims.VERDICT,
+            "classes": classes.VERDICT, "snapshots": snapshots.VERDICT}
 
 
 def quantity_bytes(text: Optional[str]) -> int:
@@ -62,13 +67,16 @@ class ServeCollector:
         yield from _streams(health)
         yield from _analyses(analyses)
         findings: list[Finding] = []
-        rows: dict[str, list[Any]] = {a.name: judged for a, judged, _, _, _ in analyses if judged is not None}
+        # Only the rows that are findings by their analysis's verdict: a row set aside (kept) is in no series.
+        rows: dict[str, list[Any]] = {a.name: [r for r in judged if VERDICTS[a.name].is_finding(r)]
+                                      for a, judged, _, _, _ in analyses if judged is not None}
         if "leftovers" in rows:
             yield from _leftovers(rows["leftovers"], findings)
         if "pending" in rows:
             yield from _pending(rows["pending"], findings)
         if "claims" in rows:
-            yield from _claims(rows["claims"], findings)
+            judged_claims = next(judged for a, judged, _, _, _ in analyses if a.name == "claims")
+            yield from _claims(rows["claims"], findings, judged_claims or [])
         if "classes" in rows:
             yield from _classes(rows["classes"], findings)
         if "snapshots" in rows:
@@ -155,8 +163,8 @@ def _analyses(analyses: list[tuple[Analysis, Optional[list[Any]], Optional[float
                                labels=("analysis",))
     assessed = GaugeMetricFamily("pvleft_analysis_last_assessed_timestamp_seconds", "When the analysis was last "
                                  "judged", labels=("analysis",))
-    findings = GaugeMetricFamily("pvleft_findings", "Rows the analysis reports (0 is a judged, clean answer; "
-                                 "absent: not judged yet)", labels=("analysis",))
+    findings = GaugeMetricFamily("pvleft_findings", "Rows the analysis reports as findings (0 is a judged, clean "
+                                 "answer; absent: not judged yet)", labels=("analysis",))
     for analysis, rows, at, is_up, is_served in analyses:
         served.add_metric([analysis.name], 1 if is_served else 0)
         if not is_served:
@@ -164,8 +172,8 @@ def _analyses(analyses: list[tuple[Analysis, Optional[list[Any]], Optional[float
         up.add_metric([analysis.name], 1 if is_up else 0)
         if at is not None:
             assessed.add_metric([analysis.name], at)
-        if rows is not None:  # the rows it reports: not those judged for a family of their own (unused by design)
-            findings.add_metric([analysis.name], sum(1 for row in rows if analysis.spec.reported(row)))
+        if rows is not None:
+            findings.add_metric([analysis.name], sum(1 for r in rows if VERDICTS[analysis.name].is_finding(r)))
     yield from (up, served, assessed, findings)
 
 
@@ -193,19 +201,23 @@ def _pending(rows: list[Any], findings: list[Finding]) -> Iterator[Metric]:
                  ("namespace", "owner", "reason"), count)
 
 
-def _claims(rows: list[Any], findings: list[Finding]) -> Iterator[Metric]:
+def _claims(rows: list[Any], findings: list[Finding], judged: list[Any]) -> Iterator[Metric]:
+    """``rows``: the findings; ``judged``: every row judged, among them the claims unused by design (never findings:
+    their own family)."""
     count: Counter[tuple[str, ...]] = Counter()
     size: Counter[tuple[str, ...]] = Counter()
     unused: Counter[tuple[str, ...]] = Counter()
     unused_size: Counter[tuple[str, ...]] = Counter()
     by_design: Counter[tuple[str, ...]] = Counter()
     by_design_size: Counter[tuple[str, ...]] = Counter()
-    for row in rows:
-        claim = row.claim
+    for row in judged:
         if row.usage.mounts:  # no Pod mounts it, and a workload will: visible, never a finding
+            claim = row.claim
             key = (claim.namespace, claim.storage_class or "", row.usage.mounts[0].kind)
             by_design[key] += 1
             by_design_size[key] += quantity_bytes(claim.capacity or claim.requested)
+    for row in rows:
+        claim = row.claim
         for kind in dict.fromkeys(problem.kind for problem in row.problems):
             count[(claim.namespace, kind)] += 1
             size[(claim.namespace, kind)] += quantity_bytes(claim.requested)

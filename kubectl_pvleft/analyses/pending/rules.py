@@ -29,6 +29,7 @@ from kubectl_pvleft.analyses.pending.parties import (
     names_rwop_holder,
     rwop_holders,
 )
+from kubectl_pvleft.migration import effective_provisioner, migration_of
 from kubectl_pvleft.records import (
     Absent,
     Condition,
@@ -184,14 +185,17 @@ def claim_views(pod: Pod, evidence: Evidence) -> tuple[ClaimView, ...]:
 
 
 def provisioner_of(claim: ClaimView, evidence: Evidence, event: Optional[Event] = None) -> str:
-    """The external provisioner, named from the class; else from the claim's annotation or the event."""
+    """Who was asked to provision: the claim's ``volume.kubernetes.io/storage-provisioner`` annotation first (the PV
+    controller writes there the driver it asked: for a class naming a migrated in-tree plugin, its CSI driver,
+    pv_controller.go provisionClaimOperationExternal); else the class's provisioner, as its CSI driver when CSI
+    migration hands it one (kubectl_pvleft.migration); else the name in the event."""
     pvc = claim.pvc
+    if pvc is not None and pvc.provisioner:
+        return pvc.provisioner
     if pvc is not None and pvc.storage_class and evidence.classes is not None:
         sc = evidence.classes.get(pvc.storage_class)
         if sc is not None and sc.provisioner:
-            return sc.provisioner
-    if pvc is not None and pvc.provisioner:
-        return pvc.provisioner
+            return effective_provisioner(sc.provisioner)
     if event is not None:
         found = _EXTERNAL_PROVISIONER.search(event.message)
         if found:
@@ -200,13 +204,29 @@ def provisioner_of(claim: ClaimView, evidence: Evidence, event: Optional[Event] 
 
 
 def is_external(provisioner: str) -> bool:
+    """Provisioned outside kube-controller-manager, by a driver's external-provisioner (which registers a CSIDriver).
+    Give it the name that was asked (provisioner_of): a migrated in-tree class's is its CSI driver's."""
     return not provisioner.startswith("kubernetes.io/") and provisioner != "external-provisioner"
 
 
-def _driver_note(provisioner: str, evidence: Evidence) -> str:
+def _driver_note(provisioner: str, evidence: Evidence, asked_as: Optional[str] = None) -> str:
+    """"No CSIDriver registered", when it can be told; ``asked_as``: the class's provisioner field, to say when CSI
+    migration made ``provisioner`` of an in-tree name."""
     if evidence.csi_drivers is None or not is_external(provisioner) or provisioner in evidence.csi_drivers:
         return ""
-    return f' No CSIDriver named "{provisioner}" is registered: the driver does not look installed.'
+    found = migration_of(asked_as)
+    via = (f" (the class names the in-tree {asked_as}, which CSI migration hands to it)"
+           if found is not None and found.driver == provisioner else "")
+    return f' No CSIDriver named "{provisioner}" is registered{via}: the driver does not look installed.'
+
+
+def _class_provisioner(claim: ClaimView, evidence: Evidence) -> Optional[str]:
+    """The provisioner field of the claim's class, as written (an in-tree name stays in-tree), when it can be read."""
+    pvc = claim.pvc
+    if pvc is None or not pvc.storage_class or evidence.classes is None:
+        return None
+    sc = evidence.classes.get(pvc.storage_class)
+    return sc.provisioner if sc is not None else None
 
 
 def _claim_state_verdict(claim: ClaimView, pod: Pod, evidence: Evidence) -> Optional[Verdict]:
@@ -288,13 +308,15 @@ def _claim_event_verdict(claims: Sequence[ClaimView], evidence: Evidence) -> Opt
         # The PV controller repeats this notice on every resync; a provisioner that is running says
         # more in its own ProvisioningFailed, which then is the better evidence for the same owner.
         own = next((e for e in claim.events if e.reason == "ProvisioningFailed" and e.reporter != PV_CONTROLLER), None)
+        asked_as = _class_provisioner(claim, evidence)
         if own is not None:
             return Verdict(provisioner, own.reason, own.message, "claim-event", claim.name, own.observed)
-        return Verdict(provisioner, event.reason, event.message + _driver_note(provisioner, evidence),
+        return Verdict(provisioner, event.reason, event.message + _driver_note(provisioner, evidence, asked_as),
                        "claim-event", claim.name, event.observed)
     if event.reason in PV_CONTROLLER_REASONS or event.reporter == PV_CONTROLLER:
         return Verdict(PV_CONTROLLER, event.reason, event.message, "claim-event", claim.name, event.observed)
-    return Verdict(provisioner, event.reason, event.message + _driver_note(provisioner, evidence),
+    return Verdict(provisioner, event.reason,
+                   event.message + _driver_note(provisioner, evidence, _class_provisioner(claim, evidence)),
                    "claim-event", claim.name, event.observed)
 
 
@@ -315,8 +337,9 @@ def _claim_pending_verdict(claims: Sequence[ClaimView], evidence: Evidence) -> O
             continue
         if sc.volume_binding_mode == "WaitForFirstConsumer" and not pvc.selected_node:
             continue  # it waits for the scheduler: the Pod's evidence says why
-        provisioner = sc.provisioner
-        note = _driver_note(provisioner, evidence)
+        # The driver the PV controller asked (the claim's annotation), else the class's, as its CSI driver if migrated.
+        provisioner = pvc.provisioner or effective_provisioner(sc.provisioner)
+        note = _driver_note(provisioner, evidence, sc.provisioner)
         if note:
             return Verdict(provisioner, "NoCSIDriver",
                            f'claim "{claim.name}" (class "{sc.name}") is Pending.' + note, "claim", claim.name)
