@@ -228,7 +228,7 @@ def test_json_keys_are_stable_and_complete() -> None:
                          "volume_attributes_class", "current_volume_attributes_class", "modify_volume_status",
                          "health_conditions", "creation_timestamp", "deletion_timestamp", "in_trouble", "problems",
                          "stalled_resize", "unused", "usage", "unused_since", "unused_evidence", "mounted_again_by",
-                             "usage_unknown", "kept"]
+                         "usage_unknown", "waiting_for_first_consumer", "kept"]
     assert doc["modify_volume_status"] == {"status": "Infeasible",
                                            "target_volume_attributes_class_name": "cc-rec-gold-io", "known": True}
     assert (doc["volume_attributes_class"], doc["current_volume_attributes_class"]) == ("cc-rec-gold-io",
@@ -243,6 +243,10 @@ def test_json_keys_are_stable_and_complete() -> None:
 
 WORKLOADS = {"statefulsets": "apps/v1", "deployments": "apps/v1", "replicasets": "apps/v1", "daemonsets": "apps/v1",
              "jobs": "batch/v1", "cronjobs": "batch/v1"}
+WAIT_CLASS = {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "cc-rec-claims-wait"},
+              "provisioner": "kubernetes.io/no-provisioner", "reclaimPolicy": "Delete",
+              "volumeBindingMode": "WaitForFirstConsumer"}
+
 
 def serve(seen: list[str]):
     def handler(path: str, query: dict[str, list[str]]) -> tuple[int, dict]:
@@ -252,6 +256,11 @@ def serve(seen: list[str]):
             if path.startswith("/api/v1/namespaces/") and "/cc-rec-claims/" not in path:
                 body["items"] = []
             return 200, body
+        if path.endswith("/pods"):  # no Pod uses any of them
+            return 200, {"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": "1"}, "items": []}
+        if path == "/apis/storage.k8s.io/v1/storageclasses":  # the recording's class of cc-rec-pending
+            return 200, {"kind": "StorageClassList", "apiVersion": "storage.k8s.io/v1",
+                         "metadata": {"resourceVersion": "1"}, "items": [WAIT_CLASS]}
         if path.rsplit("/", 1)[-1] in WORKLOADS:  # none: every Bound claim no Pod mounts is plainly unused
             return 200, {"kind": "List", "apiVersion": "v1", "metadata": {"resourceVersion": "1"}, "items": []}
         return 404, status(404, "NotFound", "the server could not find the requested resource")
@@ -267,17 +276,20 @@ def test_cli_scope_is_one_list(tmp_path: Path, args: list[str], path: str) -> No
     seen: list[str] = []
     with FakeAPIServer(serve(seen)) as server:
         result = invoke("claims", *args, "--exit-code", "--kubeconfig", str(server.kubeconfig(tmp_path / "kc")))
-    # Bound claims no Pod mounts (the fixtures' Unused condition, outside `default`): the workloads that could
-    # mount them again, each listed once in the same scope. Pending claims: their events, read once, say why.
+    # The Bound claims the server has not judged need the Pods; the Pending one (WaitForFirstConsumer, no Pod uses
+    # it) its class: waiting by design, it is not in trouble, so no event is read to say why it is Pending. The
+    # Bound claims no Pod mounts (the fixtures' Unused condition): the workloads that could mount them again, each
+    # listed once in the same scope.
     scope = path.removeprefix("/api/v1").removesuffix("/persistentvolumeclaims")
     workloads = [f"/apis/{group}{scope}/{plural}" for plural, group in WORKLOADS.items()]
-    assert seen == [path] + ([*workloads, path.replace("persistentvolumeclaims", "events")]
-                             if "default" not in path else [])
+    extra = [path.replace("persistentvolumeclaims", "pods"), "/apis/storage.k8s.io/v1/storageclasses", *workloads]
+    assert seen == [path] + (extra if "default" not in path else [])
     if path == "/api/v1/namespaces/default/persistentvolumeclaims":
         assert (result.returncode, result.stdout, result.stderr) == (
             0, "", "No claims in trouble found in default namespace.\n")
     else:
-        assert result.returncode == 3 and len(result.stdout.splitlines()) == 9
+        assert result.returncode == 3 and len(result.stdout.splitlines()) == 8
+        assert "cc-rec-pending" not in result.stdout
         assert result.stdout.startswith("NAMESPACE " if args == ["-A"] else "NAME ")
 
 
@@ -286,7 +298,9 @@ def test_cli_all_json(tmp_path: Path) -> None:
         config = server.kubeconfig(tmp_path / "kc")
         result = invoke("claims", "-A", "--all", "-o", "json", "--kubeconfig", str(config))
     rows = list_items(result.stdout)
-    assert len(rows) == 8 and sum(r["in_trouble"] for r in rows) == 8
+    assert len(rows) == 8 and sum(r["in_trouble"] for r in rows) == 7
+    waiting = next(r for r in rows if r["name"] == "cc-rec-pending")
+    assert (waiting["in_trouble"], waiting["waiting_for_first_consumer"], waiting["problems"]) == (False, True, [])
     assert [r["unused_since"] for r in rows if r["name"] == "cc-rec-healthy"] == ["2026-12-02T16:13:43Z"]
 
 
