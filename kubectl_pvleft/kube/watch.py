@@ -379,8 +379,8 @@ class Follow(Struct, Generic[Row]):
     # Judge again after this many seconds without a change: verdicts that depend on the clock (--older-than)
     # change with no event to say so. None: only changes are judged.
     recheck: Optional[float] = None
-    # The rows the analysis reports (--watch prints them, pvleft_findings counts them); the others are judged for
-    # the exporter's own families only (a claim unused by design).
+    # The rows --watch prints; the others are judged for the exporter's own families only (a claim unused by
+    # design, counted in pvleft_unused_by_design_claims).
     reported: Callable[[Any], bool] = lambda row: True
 
 
