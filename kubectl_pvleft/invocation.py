@@ -135,11 +135,12 @@ COMMANDS = (
             module="kubectl_pvleft.analyses.classes", kind="storageclasses", selector_help="StorageClasses",
             flags=(Flag(name="--drift", dest="drift", kind=BOOLEAN,
                         help="list the PVs whose reclaim policy differs from their class's instead of the classes"),)),
-    Command(name="claims", summary="PersistentVolumeClaims in trouble: not bound, unused by any Pod, resizing, modify "
-                                   "failed, unhealthy, lost",
+    Command(name="claims", summary="PersistentVolumeClaims in trouble: not bound, unused (no Pod mounts it and no workload "
+                                   "will), resizing, modify failed, unhealthy, lost",
             module="kubectl_pvleft.analyses.claims", kind="persistentvolumeclaims",
             selector_help="PersistentVolumeClaims",
-            flags=(ALL.replace(help="list every claim, not only those in trouble (kept and younger ones too)"),
+            flags=(ALL.replace(help="list every claim, not only those in trouble (kept and younger ones too, and those "
+                                           "unused by design: a workload will mount them again)"),
                    OLDER_THAN.replace(help="unused or pending claims count only when unused (or pending) for longer "
                                            "than this (e.g. 7d, 36h)"),
                    EXCLUDE_NAMESPACE)),

@@ -38,6 +38,7 @@ NOT_ON_COMMON_PATH = (
     # resize sizes only when a claim resizes
     "kubectl_pvleft.clouds.census", "kubectl_pvleft.clouds.base", "kubectl_pvleft.clouds.gce.census",
     "kubectl_pvleft.clouds.aws.census", "kubectl_pvleft.clouds.azure.census", "kubectl_pvleft.records.quantity",
+    "kubectl_pvleft.records.workloads",  # claims reads the workloads only for a claim no Pod mounts
     "google", "boto3", "botocore", "azure", "msal",  # the clouds' SDKs
     # --cost's pricing and the price APIs' SDKs: only under --cost
     "kubectl_pvleft.clouds.cost", "kubectl_pvleft.clouds.gce.prices", "kubectl_pvleft.clouds.aws.prices",

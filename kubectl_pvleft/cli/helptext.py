@@ -68,13 +68,17 @@ LEGENDS: dict[str, tuple[tuple[str, str], ...]] = {
     ),
     "claims": (
         ("STATUS", "the claim's phase: Pending, Bound, Lost; Terminating once deleted"),
-        ("PROBLEM", "unused (Bound, and no Pod that has not finished names it; UNUSED SINCE says since when), "
+        ("PROBLEM", "unused (Bound, no Pod that has not finished names it, and no workload will mount it again; "
+                    "UNUSED SINCE says since when), "
                     "pending, lost, resizing, resize-failed, resize-error, resize-not-started, modify-pending, "
                     "modifying, modify-infeasible, modify-error, unhealthy, unknown (a value this version does not "
                     "know, with where it is). A claim annotated pvleft.io/keep is never in trouble; with "
                     "--older-than, unused and pending count only once they have lasted that long"),
         ("WHY", "why a Pending claim is Pending: its latest event (and, for a WaitForFirstConsumer claim a Pod "
                 "uses, that the Pod bypassed the scheduler), else what its own fields say"),
+        ("BY DESIGN", "(--all) for a claim no Pod mounts: the workload that will mount it again, never a problem "
+                      "(a StatefulSet scaled down under whenScaled Retain, a Deployment, ReplicaSet, DaemonSet, "
+                      "unfinished Job or CronJob naming it); unknown (why) when a workload list may not be read"),
     ),
     "snapshots": (
         ("SNAPSHOT STATE", "missing (the VolumeSnapshot is gone), replaced (a new one took its name), present, "

@@ -75,7 +75,8 @@ class ServeCollector:
         if "pending" in rows:
             yield from _pending(rows["pending"], findings)
         if "claims" in rows:
-            yield from _claims(rows["claims"], findings)
+            judged_claims = next(judged for a, judged, _, _, _ in analyses if a.name == "claims")
+            yield from _claims(rows["claims"], findings, judged_claims or [])
         if "classes" in rows:
             yield from _classes(rows["classes"], findings)
         if "snapshots" in rows:
@@ -200,11 +201,21 @@ def _pending(rows: list[Any], findings: list[Finding]) -> Iterator[Metric]:
                  ("namespace", "owner", "reason"), count)
 
 
-def _claims(rows: list[Any], findings: list[Finding]) -> Iterator[Metric]:
+def _claims(rows: list[Any], findings: list[Finding], judged: list[Any]) -> Iterator[Metric]:
+    """``rows``: the findings; ``judged``: every row judged, among them the claims unused by design (never findings:
+    their own family)."""
     count: Counter[tuple[str, ...]] = Counter()
     size: Counter[tuple[str, ...]] = Counter()
     unused: Counter[tuple[str, ...]] = Counter()
     unused_size: Counter[tuple[str, ...]] = Counter()
+    by_design: Counter[tuple[str, ...]] = Counter()
+    by_design_size: Counter[tuple[str, ...]] = Counter()
+    for row in judged:
+        if row.usage.mounts:  # no Pod mounts it, and a workload will: visible, never a finding
+            claim = row.claim
+            key = (claim.namespace, claim.storage_class or "", row.usage.mounts[0].kind)
+            by_design[key] += 1
+            by_design_size[key] += quantity_bytes(claim.capacity or claim.requested)
     for row in rows:
         claim = row.claim
         for kind in dict.fromkeys(problem.kind for problem in row.problems):
@@ -227,6 +238,13 @@ def _claims(rows: list[Any], findings: list[Finding]) -> Iterator[Metric]:
                  "Unused condition (which says since when) or the Pods", labels, unused)
     yield _gauge("pvleft_unused_claim_capacity_bytes", "Storage the unused claims hold (their capacity, else their "
                  "request)", labels, unused_size)
+    labels = ("namespace", "storage_class", "workload_kind")
+    yield _gauge("pvleft_unused_by_design_claims", "Bound PersistentVolumeClaims no Pod mounts that a workload will "
+                 "mount again (a StatefulSet scaled down under whenScaled Retain, a Deployment at 0, a CronJob...), "
+                 "by the kind of the first such workload: never findings, never in pvleft_unused_claims", labels,
+                 by_design)
+    yield _gauge("pvleft_unused_by_design_claim_capacity_bytes", "Storage the claims unused by design hold (their "
+                 "capacity, else their request)", labels, by_design_size)
 
 
 def _classes(rows: list[Any], findings: list[Finding]) -> Iterator[Metric]:

@@ -1,5 +1,6 @@
 """Small typed records decoded straight from the API's response bytes (msgspec Structs that declare only
-the fields the analyses read, under their wire names). base: the Record base and the API's envelopes;
+the fields the analyses read, under their wire names). workloads.py (the workloads that name claims)
+is imported where it is read, never at start-up. base: the Record base and the API's envelopes;
 volumes: PVs, claims, classes; pods: Pods and Events; snapshots: VolumeSnapshots, contents, classes."""
 
 from kubectl_pvleft.records.base import (
@@ -13,6 +14,7 @@ from kubectl_pvleft.records.base import (
     Object,
     ObjectMeta,
     ObjectRef,
+    OwnerReference,
     Record,
     Status,
     iso,
@@ -51,6 +53,7 @@ __all__ = [
     "Object",
     "ObjectMeta",
     "ObjectRef",
+    "OwnerReference",
     "PersistentVolume",
     "PersistentVolumeClaim",
     "Pod",
