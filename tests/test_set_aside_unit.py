@@ -216,7 +216,9 @@ def scrape(live: Live) -> dict[str, list[tuple[dict[str, str], float]]]:
 
 STREAMS: dict[str, dict[str, Sequence[Any]]] = {
     "leftovers": {"volumes": PVS, "claims": (), "classes": ()},
-    "claims": {"claims": CLAIMS, "pods": (), "events": (), "classes": ()},
+    "claims": {"claims": CLAIMS, "pods": (), "events": (), "classes": (),  # and the workloads that mount claims
+               **{kind: () for kind in ("statefulsets", "deployments", "replicasets", "daemonsets", "jobs",
+                                        "cronjobs")}},
     "snapshots": {"contents": CONTENTS, "snapshots": (), "classes": ()},
 }
 
