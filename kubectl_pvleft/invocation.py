@@ -154,6 +154,15 @@ COMMANDS = (
                    EXCLUDE_NAMESPACE.replace(help="leave out contents whose VolumeSnapshot is in this namespace "
                                                   "(repeatable; glob patterns such as 'kube-*')")), census=True,
             census_help="cloud snapshots beside the contents"),
+    Command(name="attachments", summary="VolumeAttachments and nodes in trouble: attach/detach errors, detaches held "
+                                        "by the attacher's finalizer, missing or NotReady nodes, missing PVs, drivers "
+                                        "not registered on a node, nodes at their attach limit",
+            module="kubectl_pvleft.analyses.attachments", kind="volumeattachments",
+            selector_help="VolumeAttachments",
+            flags=(ALL.replace(help="list every VolumeAttachment and CSINode, not only those in trouble (kept and "
+                                    "younger ones too)"),
+                   OLDER_THAN.replace(help="only troubles older than this (e.g. 30m, 7d): the error's time, the "
+                                           "deletion, the node's last Ready change"))),
 )
 COMMANDS_BY_NAME = {command.name: command for command in COMMANDS}
 

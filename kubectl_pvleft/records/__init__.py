@@ -1,6 +1,7 @@
 """Small typed records decoded straight from the API's response bytes (msgspec Structs that declare only
 the fields the analyses read, under their wire names). base: the Record base and the API's envelopes;
-volumes: PVs, claims, classes; pods: Pods and Events; snapshots: VolumeSnapshots, contents, classes."""
+volumes: PVs, claims, classes, attachments;
+nodes: Nodes and CSINodes; pods: Pods and Events; snapshots: VolumeSnapshots, contents, classes."""
 
 from kubectl_pvleft.records.base import (
     BETA_CLASS_ANNOTATION,
@@ -17,6 +18,7 @@ from kubectl_pvleft.records.base import (
     Status,
     iso,
 )
+from kubectl_pvleft.records.nodes import CSINode, CSINodeDriver, Node
 from kubectl_pvleft.records.pods import ClaimVolumeSource, ContainerStatus, ContainerWait, Event, Pod, PodSpec, PodStatus, PodVolume
 from kubectl_pvleft.records.snapshots import SnapshotError, VolumeSnapshot, VolumeSnapshotClass, VolumeSnapshotContent
 from kubectl_pvleft.records.volumes import (
@@ -29,6 +31,7 @@ from kubectl_pvleft.records.volumes import (
     PersistentVolumeClaim,
     StorageClass,
     VolumeAttachment,
+    VolumeError,
 )
 
 __all__ = [
@@ -38,6 +41,8 @@ __all__ = [
     "PV_PHASES",
     "ZONE_KEYS",
     "Absent",
+    "CSINode",
+    "CSINodeDriver",
     "ClaimIdentity",
     "ClaimVolumeSource",
     "Condition",
@@ -48,6 +53,7 @@ __all__ = [
     "ListMeta",
     "ModifyVolumeStatus",
     "Named",
+    "Node",
     "Object",
     "ObjectMeta",
     "ObjectRef",
@@ -62,6 +68,7 @@ __all__ = [
     "Status",
     "StorageClass",
     "VolumeAttachment",
+    "VolumeError",
     "VolumeSnapshot",
     "VolumeSnapshotClass",
     "VolumeSnapshotContent",
