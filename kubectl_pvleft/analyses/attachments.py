@@ -60,6 +60,8 @@ DRIVER_NOT_REGISTERED = "driver-not-registered"
 ATTACH_LIMIT = "attach-limit"
 NEAR_ATTACH_LIMIT = "near-attach-limit"
 
+NODE_ORDER = (DRIVER_NOT_REGISTERED, ATTACH_LIMIT, NEAR_ATTACH_LIMIT)
+
 # What a row is about.
 ATTACHMENT, NODE = "VolumeAttachment", "CSINode"
 
@@ -243,6 +245,7 @@ def node_troubles(node_name: str, csinode: Optional[CSINode], uses: Mapping[str,
             found.append(Trouble(NEAR_ATTACH_LIMIT, f"{count} attachment(s) of {driver} on {node_name}, its limit "
                                                     f"is {limit} (CSINode allocatable.count): {limit - count} left",
                                  owner, None, driver))
+    found.sort(key=lambda t: NODE_ORDER.index(t.kind))  # the worst first: it names the row's owner
     return tuple(found), tuple(drivers)
 
 
@@ -292,6 +295,8 @@ def assess(attachments: Iterable[VolumeAttachment], nodes: Optional[Iterable[Nod
     for name in sorted(names):
         csinode = (by_csinode or {}).get(name)
         node = by_node.get(name) if by_node is not None else None
+        if by_node is not None and node is None and csinode is None:
+            continue  # the node is gone: its attachments say so (node-missing), there are no drivers to judge
         troubles, drivers = node_troubles(name, csinode, uses.get(name, Counter()), by_csinode is not None)
         if csinode is None and not troubles and not include_all:
             continue
