@@ -181,7 +181,14 @@ SERVE = Command(
                                             "pvleft_finding_series_omitted says how many were left out"),
            Flag(name="--stale-after", dest="stale_after", metavar="DURATION",
                 help="/healthz answers 503 while a stream has been down this long (default 2m)")))
-SUBCOMMANDS = (*COMMANDS, SERVE)
+# Not a census either: one object's story, told from GETs by name (``why pod/web-0``). One context, printed whole,
+# never watched; its KIND/NAME is its one positional argument. Its kind (Pods) decides what -n means: the namespace
+# of a Pod or claim, as kubectl's.
+WHY = Command(
+    name="why", summary="one object's storage story: the chain Pod -> claims -> PV -> VolumeAttachment -> node -> CSI "
+                        "driver (or a snapshot content's), each link's state, what blocks and who owns it",
+    module="kubectl_pvleft.analyses.why", kind="pods", selector_help="objects")
+SUBCOMMANDS = (*COMMANDS, SERVE, WHY)
 SUBCOMMANDS_BY_NAME = {command.name: command for command in SUBCOMMANDS}
 
 

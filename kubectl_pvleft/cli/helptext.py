@@ -42,6 +42,12 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "kubectl pvleft attachments --older-than 30m --exit-code -o junit > attachments.xml",
         "kubectl pvleft attachments -w",
     ),
+    "why": (
+        "kubectl pvleft why pod/web-0 -n shop",
+        "kubectl pvleft why pvc/orders -n shop -o json",
+        "kubectl pvleft why pv/pvc-0b1f2c3d",
+        "kubectl pvleft why volumesnapshotcontent/snapcontent-1234",
+    ),
     "serve": (
         "kubectl pvleft serve",
         "kubectl pvleft serve --listen 127.0.0.1:9479 --stale-after 5m",
