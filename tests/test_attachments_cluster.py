@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import signal
 import subprocess
+import threading
 from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
@@ -227,3 +229,48 @@ def test_serve_exports_the_attachment_findings(scene: Any, tmp_path: Path) -> No
         process.wait(timeout=10)
         log.seek(0)
         print(log.read())
+
+
+def test_watch_shows_an_attach_error_appear_and_the_attachment_go(scene: Any) -> None:
+    """-l selects attachments: the node's limit is not judged from a part of its attachments."""
+    name = f"{P}watched"
+    va = attachment(name, N1, f"{P}pv-1")
+    va["metadata"]["labels"] = {"watch": "yes"}
+    apply(scene, va)
+    command = [PLUGIN or "kubectl-pvleft", "attachments", "--watch", "-o", "jsonl", "--all", "-l", "watch=yes",
+               "--kubeconfig", str(scene.kubeconfig("reader"))]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PVLEFT_WATCH_SETTLE_SECONDS": "0.1"})
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()  # type: ignore[union-attr]
+
+    def next_of(wanted: str) -> dict[str, Any]:
+        while True:
+            row = json.loads(lines.get(timeout=30))
+            if row["name"] == wanted:
+                return row
+            assert "attach-limit" not in json.dumps(row)  # n1 has 3 of 3, but only one is selected
+
+    try:
+        first = next_of(name)
+        assert (first["change"], first["troubles"], first["attached"]) == ("appeared", [], False)
+        status(scene, name, {"attached": False, "attachError": {"message": "rpc error: code = NotFound desc = no "
+                                                                       "such disk", "time": NOW}})
+        failed = next_of(name)
+        assert failed["change"] == "changed" and kinds(failed) == ["attach-error"]
+        scene.kubectl("delete", "volumeattachment", name)
+        gone = next_of(name)
+        assert (gone["change"], gone["resolution"]) == ("resolved", "the VolumeAttachment was deleted (detached)")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        scene.kubectl("delete", "volumeattachment", name, "--ignore-not-found")
+    assert proc.stderr is not None and proc.stderr.read() == ""
+
+
+def test_a_fleet_of_one_context_has_the_same_rows_with_a_context(scene: Any) -> None:
+    one = items(run_plugin(scene.kubeconfig("reader"), "attachments", "-o", "json").stdout)
+    fleet = run_plugin(scene.kubeconfig("reader"), "attachments", "--all-contexts", "-o", "json")
+    assert fleet.returncode == 0, fleet.stderr
+    rows = items(fleet.stdout)
+    assert [{k: v for k, v in r.items() if k != "context"} for r in rows] == one and len({r["context"] for r in rows}) == 1

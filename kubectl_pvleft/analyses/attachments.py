@@ -21,7 +21,9 @@ finalizer until the volume is detached again. What goes wrong, and who owns it:
   nodevolumelimits/csi.go). Owner: the node.
 
 Reads: VolumeAttachments (required), Nodes, CSINodes and PersistentVolumes, one paginated list each; a 403 on
-the optional three makes what they would say unknown (one warning each), never "gone". Writes: nothing.
+the optional three makes what they would say unknown (one warning each), never "gone". ``-l`` and
+``--field-selector`` select attachments; a node's attach limit is then not judged (the count would not be its
+total). Writes: nothing.
 
 ``pvleft.io/keep`` on an attachment sets its findings aside (shown with --all); ``--older-than`` counts a
 finding only once its trouble is that old (the error's time, the deletion, the node's last Ready transition;
@@ -217,8 +219,9 @@ def attachment_troubles(va: VolumeAttachment, node: Optional[Node], nodes_known:
 
 
 def node_troubles(node_name: str, csinode: Optional[CSINode], uses: Mapping[str, int],
-                  csinodes_known: bool) -> tuple[tuple[Trouble, ...], tuple[DriverUse, ...]]:
-    """Pure: a node's troubles from its CSINode and how many attachments of each driver it has."""
+                  csinodes_known: bool, limits: bool = True) -> tuple[tuple[Trouble, ...], tuple[DriverUse, ...]]:
+    """Pure: a node's troubles from its CSINode and how many attachments of each driver it has (``limits``
+    False: the counts are not the node's totals, so its limits are not judged)."""
     found: list[Trouble] = []
     drivers: list[DriverUse] = []
     owner = f"node/{node_name}"
@@ -236,6 +239,8 @@ def node_troubles(node_name: str, csinode: Optional[CSINode], uses: Mapping[str,
                                                         f"{where}; mounts there fail with \"driver name {driver} not "
                                                         "found in the list of registered CSI drivers\"",
                                  f"{owner} ({driver} node plugin)", csinode.meta.created if csinode else None, driver))
+        elif not limits:
+            continue
         elif limit is not None and count >= limit:
             found.append(Trouble(ATTACH_LIMIT, f"{count} attachment(s) of {driver} on {node_name}, its limit is "
                                                f"{limit} (CSINode allocatable.count): the scheduler places no other "
@@ -272,9 +277,11 @@ def _young(troubles: Iterable[Trouble], older_than: Optional[float], now: dateti
 
 def assess(attachments: Iterable[VolumeAttachment], nodes: Optional[Iterable[Node]],
            csinodes: Optional[Iterable[CSINode]], pv_names: Optional[Iterable[str]], *, include_all: bool = False,
-           older_than: Optional[float] = None, now: Optional[datetime] = None) -> AttachmentCensus:
+           older_than: Optional[float] = None, now: Optional[datetime] = None,
+           every_attachment: bool = True) -> AttachmentCensus:
     """Pure: every attachment and every node's CSINode with its troubles; only rows whose troubles count unless
-    include_all. ``None`` for nodes, CSINodes or PV names: could not be read (unknown, never gone)."""
+    include_all. ``None`` for nodes, CSINodes or PV names: could not be read (unknown, never gone).
+    ``every_attachment`` False (a selector chose some): a node's count is not its total, so no limit is judged."""
     now = now or utcnow()
     by_node = None if nodes is None else {n.name: n for n in nodes}
     by_csinode = None if csinodes is None else {c.name: c for c in csinodes}
@@ -297,7 +304,8 @@ def assess(attachments: Iterable[VolumeAttachment], nodes: Optional[Iterable[Nod
         node = by_node.get(name) if by_node is not None else None
         if by_node is not None and node is None and csinode is None:
             continue  # the node is gone: its attachments say so (node-missing), there are no drivers to judge
-        troubles, drivers = node_troubles(name, csinode, uses.get(name, Counter()), by_csinode is not None)
+        troubles, drivers = node_troubles(name, csinode, uses.get(name, Counter()), by_csinode is not None,
+                                          limits=every_attachment)
         if csinode is None and not troubles and not include_all:
             continue
         rows.append(AttachmentRow(NODE, name, name, troubles, csinode=csinode, node=node,
@@ -320,7 +328,8 @@ def census(api: Reader, *, include_all: bool = False, label_selector: Optional[s
     csinodes = optional(lambda: list(api.list(CSI_NODES)), warnings, CSI_NODES_UNREADABLE)
     pv_names = (optional(lambda: [pv.name for pv in api.list(PERSISTENT_VOLUMES)], warnings, VOLUMES_UNREADABLE)
                 if any(va.persistent_volume_name for va in attachments) else [])
-    result = assess(attachments, nodes, csinodes, pv_names, include_all=include_all, older_than=older_than)
+    result = assess(attachments, nodes, csinodes, pv_names, include_all=include_all, older_than=older_than,
+                    every_attachment=not (label_selector or field_selector))
     result.warnings = warnings
     return result
 
@@ -351,7 +360,8 @@ def follow(options: Options) -> Follow[AttachmentRow]:
         volumes = stores["volumes"]
         return assess(stores["attachments"] or (), stores["nodes"], stores["csinodes"],
                       None if volumes is None else (pv.name for pv in volumes), include_all=options.show_all,
-                      older_than=options.older_than).rows
+                      older_than=options.older_than,
+                      every_attachment=not (options.label_selector or options.field_selector)).rows
 
     return Follow(streams, "attachments", judge, key=lambda r: r.uid, signature=_signature,
                   gone="no longer in trouble", departure=lambda va: "the VolumeAttachment was deleted (detached)",
