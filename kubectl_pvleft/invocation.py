@@ -155,6 +155,15 @@ COMMANDS = (
                    EXCLUDE_NAMESPACE.replace(help="leave out contents whose VolumeSnapshot is in this namespace "
                                                   "(repeatable; glob patterns such as 'kube-*')")), census=True,
             census_help="cloud snapshots beside the contents"),
+    Command(name="attachments", summary="VolumeAttachments and nodes in trouble: attach/detach errors, detaches held "
+                                        "by the attacher's finalizer, missing or NotReady nodes, missing PVs, drivers "
+                                        "not registered on a node, nodes at their attach limit",
+            module="kubectl_pvleft.analyses.attachments", kind="volumeattachments",
+            selector_help="VolumeAttachments",
+            flags=(ALL.replace(help="list every VolumeAttachment and CSINode, not only those in trouble (kept and "
+                                    "younger ones too)"),
+                   OLDER_THAN.replace(help="only troubles older than this (e.g. 30m, 7d): the error's time, the "
+                                           "deletion, the node's last Ready change"))),
 )
 COMMANDS_BY_NAME = {command.name: command for command in COMMANDS}
 
@@ -173,7 +182,14 @@ SERVE = Command(
                                             "pvleft_finding_series_omitted says how many were left out"),
            Flag(name="--stale-after", dest="stale_after", metavar="DURATION",
                 help="/healthz answers 503 while a stream has been down this long (default 2m)")))
-SUBCOMMANDS = (*COMMANDS, SERVE)
+# Not a census either: one object's story, told from GETs by name (``why pod/web-0``). One context, printed whole,
+# never watched; its KIND/NAME is its one positional argument. Its kind (Pods) decides what -n means: the namespace
+# of a Pod or claim, as kubectl's.
+WHY = Command(
+    name="why", summary="one object's storage story: the chain Pod -> claims -> PV -> VolumeAttachment -> node -> CSI "
+                        "driver (or a snapshot content's), each link's state, what blocks and who owns it",
+    module="kubectl_pvleft.analyses.why", kind="pods", selector_help="objects")
+SUBCOMMANDS = (*COMMANDS, SERVE, WHY)
 SUBCOMMANDS_BY_NAME = {command.name: command for command in SUBCOMMANDS}
 
 

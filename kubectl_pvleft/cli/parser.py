@@ -26,6 +26,7 @@ from kubectl_pvleft.invocation import (
     SERVE,
     SUBCOMMANDS,
     SUBCOMMANDS_BY_NAME,
+    WHY,
     Command,
     Flag,
     Invocation,
@@ -596,10 +597,35 @@ def check_combinations(invocation: Invocation) -> None:
                     raise UsageError(f"{flag.name} {shown(value)!r} is not {flag.what}")
     if invocation.command is SERVE:
         check_serve(invocation)
+    if invocation.command is WHY:
+        check_why(invocation)
     if invocation.watch and invocation.clouds:
         from kubectl_pvleft.clouds import asking_flags
 
         raise UsageError(f"a cloud census ({', '.join(asking_flags())}) cannot be used with --watch")
+
+
+# What why cannot honour: it tells one object in one context, whole.
+_NOT_FOR_WHY = (("watch", "-w/--watch", False), ("label_columns", "-L/--label-columns", ()),
+                ("sort_by", "--sort-by", None), ("no_headers", "--no-headers", False),
+                ("show_labels", "--show-labels", False), ("label_selector", "-l/--selector", None),
+                ("field_selector", "--field-selector", None), ("all_contexts", "--all-contexts", False),
+                ("contexts", "--contexts", ()), ("all_namespaces", "-A/--all-namespaces", False))
+WHY_OUTPUTS = ("table", "json", "yaml")
+
+
+def check_why(invocation: Invocation) -> None:
+    for field, flag, default in _NOT_FOR_WHY:
+        if getattr(invocation, field) != default:
+            raise UsageError(f"{flag} cannot be used with why (it tells one object's story)")
+    if invocation.output not in WHY_OUTPUTS:
+        raise UsageError(f"why prints text, -o json or -o yaml, not -o {shown(invocation.output)}")
+    from kubectl_pvleft.analyses.why import subject
+
+    if len(invocation.names) != 1 or subject(invocation.names[0]) is None:
+        given = " ".join(shown(n) for n in invocation.names) or "nothing"
+        raise UsageError(f"why takes one KIND/NAME (pod/NAME, pvc/NAME, pv/NAME, volumesnapshotcontent/NAME), "
+                         f"not {given}")
 
 
 # What serve cannot honour: it prints nothing, runs in one context, and watches several kinds (a selector is one

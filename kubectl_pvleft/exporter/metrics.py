@@ -17,7 +17,7 @@ from typing import Any, Optional
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Metric
 
 from kubectl_pvleft import __version__
-from kubectl_pvleft.analyses import claims, classes, leftovers, pending, snapshots
+from kubectl_pvleft.analyses import attachments, claims, classes, leftovers, pending, snapshots
 from kubectl_pvleft.analyses.claim_problems import UNUSED
 from kubectl_pvleft.exporter.live import Analysis, Live
 from kubectl_pvleft.output.report import Verdict
@@ -27,7 +27,7 @@ GIB = 1 << 30
 FINDING_LABELS = ("analysis", "kind", "namespace", "name", "state")
 # Each analysis's verdict: which of its rows are findings (never a kept one), as every output of a run says.
 VERDICTS: dict[str, Verdict[Any]] = {"leftovers": leftovers.VERDICT, "pending": pending.VERDICT, "claims": claims.VERDICT,
-            "classes": classes.VERDICT, "snapshots": snapshots.VERDICT}
+            "classes": classes.VERDICT, "snapshots": snapshots.VERDICT, "attachments": attachments.VERDICT}
 
 
 def quantity_bytes(text: Optional[str]) -> int:
@@ -81,6 +81,8 @@ class ServeCollector:
             yield from _classes(rows["classes"], findings)
         if "snapshots" in rows:
             yield from _snapshots(rows["snapshots"], findings)
+        if "attachments" in rows:
+            yield from _attachments(rows["attachments"], findings)
         if live.census_run is not None:
             yield from _census(live, findings)
         yield from self._findings(findings)
@@ -270,6 +272,19 @@ def _snapshots(rows: list[Any], findings: list[Finding]) -> Iterator[Metric]:
                                     content.meta.created))
     yield _gauge("pvleft_leftover_snapshot_contents", "VolumeSnapshotContents with a finding, by finding",
                  ("finding",), count)
+
+
+def _attachments(rows: list[Any], findings: list[Finding]) -> Iterator[Metric]:
+    count: Counter[tuple[str, ...]] = Counter()
+    for row in rows:
+        for trouble in row.troubles:
+            count[(trouble.kind, trouble.driver, row.node_name)] += 1
+        if row.troubles:
+            findings.append(Finding("attachments", row.subject, "", row.name, row.troubles[0].kind, row.created,
+                                    row.troubles[0].since))
+    yield _gauge("pvleft_attachment_findings", "Findings about VolumeAttachments (attach/detach errors, detaches held "
+                 "by the attacher's finalizer, missing or NotReady nodes, missing PVs) and nodes (drivers not "
+                 "registered, attach limits), by finding, CSI driver and node", ("finding", "driver", "node"), count)
 
 
 def _census(live: Live, findings: list[Finding]) -> Iterator[Metric]:

@@ -21,10 +21,12 @@ from kubectl_pvleft.kube.httpframing import HTTPFailure
 from kubectl_pvleft.kube.kinds import (
     CLAIM_IDENTITIES,
     CSI_DRIVERS,
+    CSI_NODES,
     EVENTS,
     JSON,
     KINDS,
     NAMESPACES,
+    NODES,
     PERSISTENT_VOLUME_CLAIMS,
     PERSISTENT_VOLUMES,
     PODS,
@@ -51,7 +53,7 @@ MAX_WATCH_EVENT_BYTES = 16 * 1024 * 1024
 T = TypeVar("T")
 
 # The kinds are read through this module, so they are named from it too (kinds.py is where they are declared).
-__all__ = ["CLAIM_IDENTITIES", "CSI_DRIVERS", "EVENTS", "KINDS", "NAMESPACES", "PERSISTENT_VOLUMES",
+__all__ = ["CLAIM_IDENTITIES", "CSI_DRIVERS", "CSI_NODES", "EVENTS", "KINDS", "NAMESPACES", "NODES", "PERSISTENT_VOLUMES",
            "PERSISTENT_VOLUME_CLAIMS", "PODS", "STORAGE_CLASSES", "VOLUME_ATTACHMENTS", "VOLUME_SNAPSHOTS",
            "VOLUME_SNAPSHOT_CLASSES", "VOLUME_SNAPSHOT_CONTENTS", "WORKLOAD_KINDS", "Kind", "KubeAPI", "Listing",
            "Object", "Reader", "StreamClosed", "Unchanged", "WatchEvent", "begin", "error_for", "optional"]

@@ -12,9 +12,11 @@ import msgspec
 
 from kubectl_pvleft.records import (
     ClaimIdentity,
+    CSINode,
     Event,
     ListMeta,
     Named,
+    Node,
     ObjectMeta,
     PersistentVolume,
     PersistentVolumeClaim,
@@ -107,6 +109,8 @@ STORAGE_CLASSES = Kind("storageclasses", "/apis/storage.k8s.io/v1", False, Stora
 CSI_DRIVERS = Kind("csidrivers", "/apis/storage.k8s.io/v1", False, Named, metadata_only=True)
 NAMESPACES = Kind("namespaces", "/api/v1", False, Named, metadata_only=True)
 VOLUME_ATTACHMENTS = Kind("volumeattachments", "/apis/storage.k8s.io/v1", False, VolumeAttachment)
+CSI_NODES = Kind("csinodes", "/apis/storage.k8s.io/v1", False, CSINode)
+NODES = Kind("nodes", "/api/v1", False, Node)
 
 
 # -- the workloads that can name a claim (claims: whether an unused claim is unused by design) ----------
@@ -134,5 +138,5 @@ VERBS = ("get", "list", "watch")
 # Every kind by its plural, as RBAC and error messages name it: where it lives and whether it is namespaced.
 KINDS: dict[str, Kind[Any]] = {kind.plural: kind for kind in (
     PERSISTENT_VOLUMES, PERSISTENT_VOLUME_CLAIMS, PODS, EVENTS, STORAGE_CLASSES, CSI_DRIVERS, NAMESPACES,
-    VOLUME_ATTACHMENTS, VOLUME_SNAPSHOTS, VOLUME_SNAPSHOT_CONTENTS, VOLUME_SNAPSHOT_CLASSES)}
+    VOLUME_ATTACHMENTS, CSI_NODES, NODES, VOLUME_SNAPSHOTS, VOLUME_SNAPSHOT_CONTENTS, VOLUME_SNAPSHOT_CLASSES)}
 KINDS.update((kind.plural, kind) for kind in WORKLOAD_KINDS)

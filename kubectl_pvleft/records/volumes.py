@@ -389,7 +389,7 @@ class VolumeAttachmentSpec(Record, frozen=True):
 
 
 class VolumeError(Record, frozen=True):
-    """status.attachError / detachError: what the attacher last failed with."""
+    """What the external-attacher wrote when ControllerPublish/Unpublish failed (status.attachError/detachError)."""
 
     message: Optional[str] = None
     time: Optional[datetime] = None
@@ -398,9 +398,16 @@ class VolumeError(Record, frozen=True):
 class VolumeAttachmentStatus(Record, frozen=True):
     attached: bool = False
     attach_error: Optional[VolumeError] = None
+    detach_error: Optional[VolumeError] = None
+
+
+class AttachmentMeta(ObjectMeta, frozen=True):
+    # The external-attacher's finalizer holds a deleted attachment until the volume is detached.
+    finalizers: tuple[str, ...] = ()
 
 
 class VolumeAttachment(Object, frozen=True):
+    metadata: AttachmentMeta = AttachmentMeta()
     spec: VolumeAttachmentSpec = VolumeAttachmentSpec()
     status: VolumeAttachmentStatus = VolumeAttachmentStatus()
 
