@@ -172,7 +172,14 @@ SERVE = Command(
                                             "pvleft_finding_series_omitted says how many were left out"),
            Flag(name="--stale-after", dest="stale_after", metavar="DURATION",
                 help="/healthz answers 503 while a stream has been down this long (default 2m)")))
-SUBCOMMANDS = (*COMMANDS, SERVE)
+# Not an analysis either: every analysis as a tool of a Model Context Protocol server, for AI agents (docs/mcp.md).
+# Each tool call is one run of that analysis, read-only, as `-o json` would print it; -n and -A set the tools'
+# default namespace, as they set a run's.
+MCP = Command(
+    name="mcp", summary="answer AI agents: every analysis as a read-only tool of a Model Context Protocol server on "
+                        "stdin/stdout",
+    module="kubectl_pvleft.cli.mcp_server", kind="persistentvolumeclaims", selector_help="objects")
+SUBCOMMANDS = (*COMMANDS, SERVE, MCP)
 SUBCOMMANDS_BY_NAME = {command.name: command for command in SUBCOMMANDS}
 
 

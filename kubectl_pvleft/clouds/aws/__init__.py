@@ -9,6 +9,7 @@ from typing import Any
 from kubectl_pvleft.invocation import REPEATED, VALUE, Flag
 
 SOURCE = "aws"
+EXTRA = "aws"  # the setup.cfg extra that installs its SDK: `pip install 'kubectl-pvleft[aws]'`
 NAME = "EBS"  # how messages name this census
 FLAGS = (
     Flag(name="--aws-region", dest="aws_region", kind=REPEATED, metavar="REGION",
