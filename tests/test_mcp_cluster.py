@@ -1,0 +1,262 @@
+"""`kubectl-pvleft mcp` driven by the official MCP client (the SDK's `mcp.client.stdio`) against the real control
+plane: the tools it lists and their read-only annotations and schemas, every tool's answer beside the CLI's `-o json`
+on the same cluster, pages that add up, a 403 and an unreachable server as structured errors, no token anywhere in
+the traffic or on stderr, and an audit log with nothing but get, list and watch from the server's identity.
+
+The server runs as a ServiceAccount of its own (a token from `kubectl create token`, bound to the plugin's
+ClusterRole), so the audit log tells its requests from every other test's; the CLI it is compared with runs as the
+`reader` user, bound to the same ClusterRole.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import shlex
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import jsonschema
+import pytest
+import yaml
+
+from plugin_runner import PLUGIN, items, run_plugin
+from scenarios import apply, claim, namespace, seed_mariadb
+
+pytestmark = pytest.mark.cluster
+
+NAMESPACE = "pvleft-mcp"
+ACCOUNT = "mcp-agent"
+TOOLS = {"leftovers", "pending", "classes", "claims", "snapshots"}
+CLOUD_INPUTS = {"project", "aws_region", "azure_subscription", "cost"}
+# What each tool is asked, and the same question on the command line (the answer's `cli` must say it).
+QUESTIONS: list[tuple[str, dict[str, Any]]] = [
+    ("leftovers", {}), ("leftovers", {"all": True}), ("pending", {"all_namespaces": True}),
+    ("claims", {"all_namespaces": True, "all": True}), ("claims", {"namespace": NAMESPACE}), ("classes", {}),
+    ("classes", {"drift": True}), ("snapshots", {"all": True}),
+]
+
+
+def token_kubeconfig(path: Path, cluster: Any, token: str, server: str | None = None) -> Path:
+    ca = base64.b64encode((cluster.pki / "ca.crt").read_bytes()).decode()
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "agent",
+        "clusters": [{"name": "plane", "cluster": {"server": server or cluster.server,
+                                                   "certificate-authority-data": ca}}],
+        "users": [{"name": "agent", "user": {"token": token}}],
+        "contexts": [{"name": "agent", "context": {"cluster": "plane", "user": "agent", "namespace": NAMESPACE}}],
+    }))
+    return path
+
+
+@pytest.fixture(scope="module")
+def seeded(cluster: Any) -> Iterator[str]:
+    """A leftover PV (the real PV controller releases it), claims that cannot bind and a Pod Pending on one; the
+    server's own ServiceAccount and its token. Yields the token."""
+    seed_mariadb(cluster, ns=NAMESPACE, pv="mcp-leftover-pv")
+    apply(cluster, *(claim(NAMESPACE, name, storage_class="mcp-no-such-class") for name in ("waiting", "idle-a", "idle-b")),
+          {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web-0", "namespace": NAMESPACE},
+           "spec": {"containers": [{"name": "app", "image": "registry.example/app:1"}],
+                    "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "waiting"}}],
+                    "terminationGracePeriodSeconds": 0}})
+    cluster.kubectl("create", "serviceaccount", ACCOUNT, "-n", NAMESPACE)
+    cluster.kubectl("create", "clusterrolebinding", "pvleft-mcp-agent", "--clusterrole=pvleft-reader",
+                    f"--serviceaccount={NAMESPACE}:{ACCOUNT}")
+    try:
+        yield cluster.kubectl("create", "token", ACCOUNT, "-n", NAMESPACE).stdout.strip()
+    finally:
+        cluster.kubectl("delete", "clusterrolebinding", "pvleft-mcp-agent", check=False)
+        cluster.kubectl("delete", "pods", "--all", "-n", NAMESPACE, "--grace-period=0", "--force", check=False)
+        cluster.kubectl("delete", "namespace", NAMESPACE, "--wait=false", check=False)
+        cluster.kubectl("delete", "pv", "mcp-leftover-pv", "--wait=false", check=False)
+
+
+class Conversation:
+    """Everything the server said (each response as JSON) and what it printed on stderr."""
+
+    def __init__(self) -> None:
+        self.said: list[str] = []
+        self.stderr = ""
+        self.tools: dict[str, Any] = {}
+        self.answers: list[tuple[str, dict[str, Any], Any]] = []
+
+
+def converse(kubeconfig: Path, calls: list[tuple[str, dict[str, Any]]], tmp_path: Path,
+             *flags: str) -> Conversation:
+    """Start `kubectl-pvleft mcp` with the official stdio client, list its tools, make the calls in order."""
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    talk = Conversation()
+    errlog = tmp_path / f"mcp-stderr-{len(list(tmp_path.glob('mcp-stderr-*')))}.txt"
+
+    async def run() -> None:
+        params = StdioServerParameters(command=PLUGIN, args=["mcp", "--kubeconfig", str(kubeconfig), *flags])
+        with errlog.open("w") as err:
+            async with stdio_client(params, errlog=err) as (read, write), ClientSession(read, write) as session:
+                talk.said.append((await session.initialize()).model_dump_json(by_alias=True))
+                listed = await session.list_tools()
+                talk.said.append(listed.model_dump_json(by_alias=True))
+                talk.tools = {tool.name: tool for tool in listed.tools}
+                for name, arguments in calls:
+                    result = await session.call_tool(name, arguments)  # validates against the output schema
+                    talk.said.append(result.model_dump_json(by_alias=True))
+                    talk.answers.append((name, arguments, result))
+
+    anyio.run(run)
+    talk.stderr = errlog.read_text()
+    return talk
+
+
+def test_tools_are_listed_read_only_with_their_schemas(cluster: Any, seeded: str, tmp_path: Path) -> None:
+    talk = converse(token_kubeconfig(tmp_path / "agent.kc", cluster, seeded), [], tmp_path)
+    assert set(talk.tools) == TOOLS
+    for tool in talk.tools.values():
+        hints = tool.annotations
+        assert (hints.read_only_hint, hints.idempotent_hint, hints.destructive_hint) == (True, True, False), tool.name
+        for schema in (tool.input_schema, tool.output_schema):
+            jsonschema.Draft202012Validator.check_schema(schema)
+        inputs = tool.input_schema["properties"]
+        assert {"namespace", "all_namespaces", "label_selector", "names", "limit", "continue"} <= set(inputs)
+        assert tool.input_schema["additionalProperties"] is False
+    # The subcommands' own flags, generated from their declarations: the clouds' where a census may join (every
+    # extra is installed in the test venv), not where none can.
+    assert CLOUD_INPUTS <= set(talk.tools["leftovers"].input_schema["properties"])
+    assert CLOUD_INPUTS <= set(talk.tools["snapshots"].input_schema["properties"])
+    assert not CLOUD_INPUTS & set(talk.tools["claims"].input_schema["properties"])
+    assert {"older_than", "all", "exclude_namespaces"} <= set(talk.tools["claims"].input_schema["properties"])
+    assert "drift" in talk.tools["classes"].input_schema["properties"]
+    assert talk.tools["leftovers"].input_schema["properties"]["project"]["items"]["pattern"].startswith("^(?:")
+    assert talk.stderr == ""
+
+
+def test_every_tool_answers_the_facts_the_cli_prints(cluster: Any, seeded: str, tmp_path: Path) -> None:
+    """Each answer's items are the objects `kubectl pvleft ... -o json` prints (run as the `reader` user, bound to
+    the same ClusterRole), its verdicts the findings and read-only next looks of each."""
+    talk = converse(token_kubeconfig(tmp_path / "agent.kc", cluster, seeded), QUESTIONS, tmp_path)
+    assert talk.stderr == ""
+    seen = set()
+    for name, arguments, result in talk.answers:
+        assert not result.is_error, (name, result.structured_content)
+        doc = result.structured_content
+        assert json.loads(result.content[0].text) == doc  # the same answer for clients that read text only
+        words = shlex.split(doc["cli"])
+        assert words[:3] == ["kubectl", "pvleft", name] and words[-2:] == ["-o", "json"]
+        printed = run_plugin(cluster.kubeconfig("reader"), *words[2:])
+        assert printed.returncode == 0, printed.stderr
+        assert doc["items"] == items(printed.stdout), (name, arguments)
+        assert (doc["total"], doc["omitted"], doc["continue"]) == (len(doc["items"]), 0, None)
+        assert doc["warnings"] == [line.removeprefix("warning: ") for line in printed.stderr.splitlines()]
+        assert doc["context"] == "agent" and doc["partial"] is False and doc["errors"] == []
+        assert len(doc["verdicts"]) == len(doc["items"])
+        for verdict in doc["verdicts"]:
+            assert all(look.startswith(("kubectl describe ", "kubectl get ")) for look in verdict["next"])
+        seen.update((name, v["object"], tuple(v["findings"]) != ()) for v in doc["verdicts"])
+    assert ("leftovers", "persistentvolume/mcp-leftover-pv", True) in seen
+    assert ("pending", f"pod/{NAMESPACE}/web-0", True) in seen or ("pending", "pod/web-0", True) in seen, seen
+    claims = next(doc.structured_content for name, args, doc in talk.answers if args == {"namespace": NAMESPACE})
+    assert claims["namespace"] == NAMESPACE and "waiting" in {item["name"] for item in claims["items"]}
+
+
+def test_pages_add_up_to_the_whole_answer(cluster: Any, seeded: str, tmp_path: Path) -> None:
+    kubeconfig = token_kubeconfig(tmp_path / "agent.kc", cluster, seeded)
+    whole = converse(kubeconfig, [("claims", {"all_namespaces": True, "all": True})], tmp_path)
+    everything = whole.answers[0][2].structured_content
+    assert everything["total"] >= 3, everything
+    pages: list[dict[str, Any]] = []
+    cursor: str | None = None
+
+    async def walk() -> None:
+        nonlocal cursor
+        from mcp.client.session import ClientSession
+        from mcp.client.stdio import StdioServerParameters, stdio_client
+
+        params = StdioServerParameters(command=PLUGIN, args=["mcp", "--kubeconfig", str(kubeconfig)])
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            while True:
+                arguments: dict[str, Any] = {"all_namespaces": True, "all": True, "limit": 1}
+                if cursor is not None:
+                    arguments["continue"] = cursor
+                doc = (await session.call_tool("claims", arguments)).structured_content
+                pages.append(doc)
+                cursor = doc["continue"]
+                if cursor is None:
+                    break
+
+    anyio.run(walk)
+    assert [len(page["items"]) for page in pages] == [1] * everything["total"]
+    assert [page["omitted"] for page in pages] == list(range(everything["total"] - 1, -1, -1))
+    assert [item for page in pages for item in page["items"]] == everything["items"]
+
+
+def test_a_403_is_an_answer_with_what_could_not_be_read(cluster: Any, seeded: str, tmp_path: Path) -> None:
+    """`pvonly` may list PVs and nothing else: leftovers and pending answer with what they lean on unknown (null)
+    and the warnings the CLI prints; claims, whose claims it may not list, is a structured 403 with the CLI's own
+    line; snapshots too; the server answers the next call as before."""
+    talk = converse(cluster.kubeconfig("pvonly"), [("leftovers", {}), ("pending", {"all_namespaces": True}),
+                                                   ("claims", {"namespace": NAMESPACE}), ("snapshots", {}),
+                                                   ("classes", {})], tmp_path)
+    answers = {name: result for name, _, result in talk.answers}
+    for name in ("leftovers", "pending", "classes"):
+        doc = answers[name].structured_content
+        printed = run_plugin(cluster.kubeconfig("pvonly"), *shlex.split(doc["cli"])[2:])
+        assert not answers[name].is_error and doc["items"] == items(printed.stdout), name
+        assert doc["warnings"] == [line.removeprefix("warning: ") for line in printed.stderr.splitlines()], name
+    assert answers["leftovers"].structured_content["warnings"]
+    assert all(item["claim_missing"] is None for item in answers["leftovers"].structured_content["items"])
+    for name, resource in (("claims", "persistentvolumeclaims"), ("snapshots", "volumesnapshotcontents")):
+        assert answers[name].is_error
+        error = answers[name].structured_content["error"]
+        assert (error["kind"], error["status"], error["verb"]) == ("forbidden", 403, "list"), error
+        assert error["path"].endswith("/" + resource), error
+        cli = run_plugin(cluster.kubeconfig("pvonly"), name, "-n", NAMESPACE)
+        assert cli.returncode == 1 and cli.stderr.strip() == f"error: {error['message']}"
+    assert "Traceback" not in talk.stderr
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_an_unreachable_server_is_a_structured_error(cluster: Any, tmp_path: Path) -> None:
+    kubeconfig = token_kubeconfig(tmp_path / "gone.kc", cluster, "not-a-real-token",
+                                  server=f"https://127.0.0.1:{closed_port()}")
+    talk = converse(kubeconfig, [("leftovers", {}), ("claims", {"limit": 0}), ("nothing", {}),
+                                 ("claims", {"names": "not-a-list"}), ("leftovers", {"cost": True})], tmp_path)
+    kinds = [(result.is_error, result.structured_content["error"]["kind"]) for _, _, result in talk.answers]
+    assert kinds == [(True, "unreachable"), (True, "usage"), (True, "usage"), (True, "usage"), (True, "usage")]
+    cli = run_plugin(kubeconfig, "leftovers")
+    assert cli.stderr.strip() == "error: " + talk.answers[0][2].structured_content["error"]["message"]
+    assert "needs a cloud census" in talk.answers[4][2].structured_content["error"]["message"]
+    assert "Traceback" not in talk.stderr
+
+
+def test_no_token_in_any_answer_or_on_stderr(cluster: Any, seeded: str, tmp_path: Path) -> None:
+    """The server's token, and one the API server refuses, at the highest verbosity: in nothing the server said,
+    in nothing it printed on stderr."""
+    refused = seeded[:-8] + "AAAAAAAA"  # a token the API server cannot verify: every request a 401
+    for token in (seeded, refused):
+        kubeconfig = token_kubeconfig(tmp_path / "agent.kc", cluster, token)
+        talk = converse(kubeconfig, QUESTIONS, tmp_path, "-v", "9")
+        traffic = "\n".join(talk.said) + talk.stderr
+        assert talk.answers and talk.stderr  # -v 9 logged the requests
+        assert token not in traffic and token[-12:] not in traffic
+    assert talk.answers[0][2].structured_content["error"]["kind"] == "unauthorized"
+
+
+def test_the_audit_log_shows_only_reads_from_the_server(cluster: Any, seeded: str, tmp_path: Path) -> None:
+    talk = converse(token_kubeconfig(tmp_path / "agent.kc", cluster, seeded), QUESTIONS, tmp_path)
+    assert all(not result.is_error for _, _, result in talk.answers)
+    with cluster.audit_log.open() as log:
+        events = [json.loads(line) for line in log if ACCOUNT in line]
+    mine = [e for e in events if e.get("user", {}).get("username") == f"system:serviceaccount:{NAMESPACE}:{ACCOUNT}"]
+    verbs = {e["verb"] for e in mine}
+    assert verbs and verbs <= {"get", "list", "watch"}, sorted(verbs)
+    resources = {(e.get("objectRef") or {}).get("resource") for e in mine}
+    assert {"persistentvolumes", "persistentvolumeclaims", "storageclasses", "pods"} <= resources
