@@ -160,7 +160,8 @@ def checked(command: Command, arguments: Mapping[str, Any]) -> dict[str, Any]:
               else isinstance(value, str) if kind == "string"
               else isinstance(value, list) and all(isinstance(item, str) for item in value))
         if not ok:
-            raise UsageError(f"input {key!r} must be {'an array of strings' if kind == 'array' else 'a ' + kind}")
+            what = {"array": "an array of strings", "integer": "an integer"}.get(kind, f"a {kind}")
+            raise UsageError(f"input {key!r} must be {what}")
     limit = arguments.get(LIMIT, DEFAULT_LIMIT)
     if not 1 <= limit <= MAX_LIMIT:
         raise UsageError(f"input 'limit' must be between 1 and {MAX_LIMIT}")

@@ -21,9 +21,9 @@ from kubectl_pvleft.errors import TemplateRefused, UsageError
 from kubectl_pvleft.invocation import (
     BOOLEAN,
     DURATION,
+    MCP,
     NEEDS_CENSUS,
     REPEATED,
-    MCP,
     SERVE,
     SUBCOMMANDS,
     SUBCOMMANDS_BY_NAME,
