@@ -178,7 +178,12 @@ SERVE = Command(
 MCP = Command(
     name="mcp", summary="answer AI agents: every analysis as a read-only tool of a Model Context Protocol server on "
                         "stdin/stdout",
-    module="kubectl_pvleft.cli.mcp_server", kind="persistentvolumeclaims", selector_help="objects")
+    module="kubectl_pvleft.cli.mcp_server", kind="persistentvolumeclaims", selector_help="objects",
+    flags=(Flag(name="--listen", dest="listen", metavar="HOST:PORT",
+                pattern=r"(127\.0\.0\.1|localhost|\[::1\]):[0-9]{1,5}", what="a loopback HOST:PORT (127.0.0.1, "
+                                                                            "[::1] or localhost; port 0: any free one)",
+                help="answer on MCP's streamable HTTP at http://HOST:PORT/mcp instead of stdin/stdout; loopback only "
+                     "(no authentication: only this machine's clients may reach it)"),))
 SUBCOMMANDS = (*COMMANDS, SERVE, MCP)
 SUBCOMMANDS_BY_NAME = {command.name: command for command in SUBCOMMANDS}
 

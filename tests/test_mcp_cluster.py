@@ -250,6 +250,44 @@ def test_no_token_in_any_answer_or_on_stderr(cluster: Any, seeded: str, tmp_path
     assert talk.answers[0][2].structured_content["error"]["kind"] == "unauthorized"
 
 
+def test_streamable_http_on_loopback_answers_as_stdio_does(cluster: Any, seeded: str, tmp_path: Path) -> None:
+    """--listen 127.0.0.1:0: the SDK's streamable HTTP client gets the answer the stdio client gets; a request whose
+    Host is not loopback (DNS rebinding) is refused."""
+    import subprocess
+    import urllib.error
+    import urllib.request
+
+    from mcp.client.session import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    kubeconfig = token_kubeconfig(tmp_path / "agent.kc", cluster, seeded)
+    question = ("leftovers", {"all": True})
+    over_stdio = converse(kubeconfig, [question], tmp_path).answers[0][2].structured_content
+    server = subprocess.Popen([PLUGIN, "mcp", "--kubeconfig", str(kubeconfig), "--listen", "127.0.0.1:0"],
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        assert server.stderr is not None
+        line = server.stderr.readline()
+        assert line.startswith("answering MCP on http://127.0.0.1:") and line.rstrip().endswith("/mcp"), line
+        url = line.split()[-1]
+
+        async def ask() -> Any:
+            async with streamable_http_client(url) as (read, write), ClientSession(read, write) as session:
+                await session.initialize()
+                return await session.call_tool(*question)
+
+        over_http = anyio.run(ask)
+        assert not over_http.is_error and over_http.structured_content["items"] == over_stdio["items"]
+        rebinding = urllib.request.Request(url, data=b"{}", method="POST", headers={"Host": "evil.example"})
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(rebinding, timeout=10)
+        assert 400 <= refused.value.code < 500
+    finally:
+        server.terminate()
+        _, rest = server.communicate(timeout=30)
+    assert seeded not in line + rest and "Traceback" not in rest
+
+
 def test_the_audit_log_shows_only_reads_from_the_server(cluster: Any, seeded: str, tmp_path: Path) -> None:
     talk = converse(token_kubeconfig(tmp_path / "agent.kc", cluster, seeded), QUESTIONS, tmp_path)
     assert all(not result.is_error for _, _, result in talk.answers)

@@ -96,3 +96,15 @@ def test_the_connection_flags_are_the_clis() -> None:
     invocation = server_invocation("--context", "prod", "-n", "shop", "--request-timeout", "30s", "--as", "auditor")
     assert (invocation.selection.context, invocation.namespace, invocation.request_timeout,
             invocation.selection.impersonate_user) == ("prod", "shop", 30.0, "auditor")
+
+
+@pytest.mark.parametrize("listen", ["0.0.0.0:8080", ":8080", "10.0.0.1:80", "example.com:80", "[::]:80",
+                                    "127.0.0.2:80", "127.0.0.1:70000"])
+def test_http_answers_on_loopback_only(listen: str) -> None:
+    with pytest.raises(UsageError, match="loopback|no port"):
+        parse(["mcp", "--listen", listen], PROG)
+
+
+@pytest.mark.parametrize("listen", ["127.0.0.1:0", "[::1]:8080", "localhost:65535"])
+def test_a_loopback_address_is_taken(listen: str) -> None:
+    assert server_invocation("--listen", listen).flags["listen"] == listen

@@ -265,7 +265,8 @@ def serve_mcp(invocation: Invocation) -> int:
         raise PvleftError("mcp needs the mcp package: pip install 'kubectl-pvleft[mcp]'") from None
     import asyncio
 
-    asyncio.run(_serve_stdio(invocation))
+    listen = invocation.flags.get("listen")
+    asyncio.run(_serve_stdio(invocation) if listen is None else _serve_http(invocation, listen))
     return 0
 
 
@@ -320,3 +321,30 @@ async def _serve_stdio(invocation: Invocation) -> None:
     mcp_server = server(invocation)
     async with stdio_server() as (read, write):
         await mcp_server.run(read, write, mcp_server.create_initialization_options())
+
+
+async def _serve_http(invocation: Invocation, listen: str) -> None:
+    """MCP's streamable HTTP transport on a loopback address (the parser refuses any other): the SDK's Starlette
+    app, with its DNS-rebinding protection (Host and Origin must name a loopback address), served by uvicorn on a
+    socket bound here so that port 0 can say which port it got."""
+    import socket
+    import sys
+
+    import uvicorn
+
+    host, _, port = listen.rpartition(":")
+    host = host.strip("[]")
+    family = socket.AF_INET6 if host == "::1" else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(("127.0.0.1" if host == "localhost" else host, int(port)))
+    except OSError as exc:
+        sock.close()
+        raise PvleftError(f"cannot listen on {shown(listen)}: {exc.strerror or exc}") from None
+    app = server(invocation).streamable_http_app(host="::1" if host == "::1" else "127.0.0.1")
+    bound = sock.getsockname()[1]
+    shown_host = "[::1]" if host == "::1" else host
+    print(f"answering MCP on http://{shown_host}:{bound}/mcp", file=sys.stderr, flush=True)
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
+    await uvicorn.Server(config).serve(sockets=[sock])

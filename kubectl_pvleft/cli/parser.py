@@ -449,6 +449,9 @@ def check_combinations(invocation: Invocation) -> None:
         check_serve(invocation)
     if invocation.command is MCP:
         refuse_run_flags(invocation, "mcp (its tools take these per call, and answer in JSON)")
+        listen = invocation.flags.get("listen")
+        if listen is not None and not 0 <= int(listen.rpartition(":")[2]) < 65536:
+            raise UsageError(f"--listen {shown(listen)!r} has no port between 0 and 65535")
     if invocation.watch and invocation.clouds:
         from kubectl_pvleft.clouds import asking_flags
 
