@@ -101,7 +101,7 @@ def test_the_connection_flags_are_the_clis() -> None:
 @pytest.mark.parametrize("listen", ["0.0.0.0:8080", ":8080", "10.0.0.1:80", "example.com:80", "[::]:80",
                                     "127.0.0.2:80", "127.0.0.1:70000"])
 def test_http_answers_on_loopback_only(listen: str) -> None:
-    with pytest.raises(UsageError, match="loopback|no port"):
+    with pytest.raises(UsageError, match=r"loopback|no port"):
         parse(["mcp", "--listen", listen], PROG)
 
 
