@@ -108,3 +108,11 @@ def test_http_answers_on_loopback_only(listen: str) -> None:
 @pytest.mark.parametrize("listen", ["127.0.0.1:0", "[::1]:8080", "localhost:65535"])
 def test_a_loopback_address_is_taken(listen: str) -> None:
     assert server_invocation("--listen", listen).flags["listen"] == listen
+
+
+def test_docs_name_every_tool() -> None:
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "mcp.md").read_text()
+    for command in COMMANDS:
+        assert f"| `{command.name}` |" in text and f"`kubectl pvleft {command.name} -o json`" in text, command.name
