@@ -23,6 +23,7 @@ import jsonschema
 import pytest
 import yaml
 
+from mcp_client import converse
 from plugin_runner import PLUGIN, items, run_plugin
 from scenarios import apply, claim, seed_mariadb
 
@@ -72,43 +73,6 @@ def seeded(cluster: Any) -> Iterator[str]:
         cluster.kubectl("delete", "pods", "--all", "-n", NAMESPACE, "--grace-period=0", "--force", check=False)
         cluster.kubectl("delete", "namespace", NAMESPACE, "--wait=false", check=False)
         cluster.kubectl("delete", "pv", "mcp-leftover-pv", "--wait=false", check=False)
-
-
-class Conversation:
-    """Everything the server said (each response as JSON) and what it printed on stderr."""
-
-    def __init__(self) -> None:
-        self.said: list[str] = []
-        self.stderr = ""
-        self.tools: dict[str, Any] = {}
-        self.answers: list[tuple[str, dict[str, Any], Any]] = []
-
-
-def converse(kubeconfig: Path, calls: list[tuple[str, dict[str, Any]]], tmp_path: Path,
-             *flags: str) -> Conversation:
-    """Start `kubectl-pvleft mcp` with the official stdio client, list its tools, make the calls in order."""
-    from mcp.client.session import ClientSession
-    from mcp.client.stdio import StdioServerParameters, stdio_client
-
-    talk = Conversation()
-    errlog = tmp_path / f"mcp-stderr-{len(list(tmp_path.glob('mcp-stderr-*')))}.txt"
-
-    async def run() -> None:
-        params = StdioServerParameters(command=PLUGIN, args=["mcp", "--kubeconfig", str(kubeconfig), *flags])
-        with errlog.open("w") as err:
-            async with stdio_client(params, errlog=err) as (read, write), ClientSession(read, write) as session:
-                talk.said.append((await session.initialize()).model_dump_json(by_alias=True))
-                listed = await session.list_tools()
-                talk.said.append(listed.model_dump_json(by_alias=True))
-                talk.tools = {tool.name: tool for tool in listed.tools}
-                for name, arguments in calls:
-                    result = await session.call_tool(name, arguments)  # validates against the output schema
-                    talk.said.append(result.model_dump_json(by_alias=True))
-                    talk.answers.append((name, arguments, result))
-
-    anyio.run(run)
-    talk.stderr = errlog.read_text()
-    return talk
 
 
 def test_tools_are_listed_read_only_with_their_schemas(cluster: Any, seeded: str, tmp_path: Path) -> None:

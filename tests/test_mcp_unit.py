@@ -116,3 +116,29 @@ def test_docs_name_every_tool() -> None:
     text = (Path(__file__).resolve().parent.parent / "docs" / "mcp.md").read_text()
     for command in COMMANDS:
         assert f"| `{command.name}` |" in text and f"`kubectl pvleft {command.name} -o json`" in text, command.name
+
+
+@pytest.mark.integration  # the server is a child process; the API server a socket that never answers
+def test_a_call_ends_within_the_request_timeout(tmp_path: Any) -> None:
+    """A server that accepts the connection and never answers (a fault a real API server does not make on
+    purpose): each call is an error answer within --request-timeout and a margin, and the server answers the next."""
+    import socket
+
+    import yaml
+
+    from mcp_client import converse
+
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)
+        config = tmp_path / "silent.kc"
+        config.write_text(yaml.safe_dump({
+            "apiVersion": "v1", "kind": "Config", "current-context": "x",
+            "clusters": [{"name": "c", "cluster": {"server": f"https://127.0.0.1:{silent.getsockname()[1]}",
+                                                   "insecure-skip-tls-verify": True}}],
+            "users": [{"name": "u", "user": {"token": "not-a-real-token"}}],
+            "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}]}))
+        talk = converse(config, [("leftovers", {}), ("claims", {})], tmp_path, "--request-timeout", "2s")
+    for (name, _, result), seconds in zip(talk.answers, talk.seconds, strict=True):
+        assert result.is_error and result.structured_content["error"]["kind"] in ("timeout", "unreachable"), name
+        assert seconds < 2 + 3, (name, seconds)
