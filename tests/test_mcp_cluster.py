@@ -253,7 +253,9 @@ def test_streamable_http_on_loopback_answers_as_stdio_does(cluster: Any, seeded:
 
 
 def test_the_audit_log_shows_only_reads_from_the_server(cluster: Any, seeded: str, tmp_path: Path) -> None:
-    talk = converse(token_kubeconfig(tmp_path / "agent.kc", cluster, seeded), QUESTIONS, tmp_path)
+    """Every request the server's identity sent in this module (stdio, HTTP, pages) was a read; the server's
+    --chunk-size is its calls' (lists in pages of one here)."""
+    talk = converse(token_kubeconfig(tmp_path / "agent.kc", cluster, seeded), QUESTIONS, tmp_path, "--chunk-size", "1")
     assert all(not result.is_error for _, _, result in talk.answers)
     with cluster.audit_log.open() as log:
         events = [json.loads(line) for line in log if ACCOUNT in line]
@@ -262,3 +264,4 @@ def test_the_audit_log_shows_only_reads_from_the_server(cluster: Any, seeded: st
     assert verbs and verbs <= {"get", "list", "watch"}, sorted(verbs)
     resources = {(e.get("objectRef") or {}).get("resource") for e in mine}
     assert {"persistentvolumes", "persistentvolumeclaims", "storageclasses", "pods"} <= resources
+    assert any("limit=1&" in e["requestURI"] + "&" and "continue=" in e["requestURI"] for e in mine)

@@ -203,7 +203,7 @@ def answer(base: Invocation, command: Command, arguments: Mapping[str, Any]) -> 
     parsed = parse(argv, PROG)
     assert parsed is not None  # argv names the subcommand
     invocation = parsed.replace(selection=base.selection, request_timeout=base.request_timeout,
-                                verbosity=base.verbosity, output="json")
+                                verbosity=base.verbosity, chunk_size=base.chunk_size, output="json")
     # interactive=False: stdin is the protocol's channel, never a terminal a credential plugin may prompt on.
     with Session(invocation, interactive=False) as session:
         result = session.run()
