@@ -24,8 +24,9 @@ class Conversation:
 
 
 def converse(kubeconfig: Path, calls: list[tuple[str, dict[str, Any]]], tmp_path: Path,
-             *flags: str) -> Conversation:
-    """Start `kubectl-pvleft mcp` with the official stdio client, list its tools, make the calls in order."""
+             *flags: str, env: dict[str, str] | None = None) -> Conversation:
+    """Start `kubectl-pvleft mcp` with the official stdio client, list its tools, make the calls in order. ``env``:
+    variables set over the client's default environment (HOME, PATH, ...), as a client configuration sets them."""
     from mcp.client.session import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -33,7 +34,8 @@ def converse(kubeconfig: Path, calls: list[tuple[str, dict[str, Any]]], tmp_path
     errlog = tmp_path / f"mcp-stderr-{len(list(tmp_path.glob('mcp-stderr-*')))}.txt"
 
     async def run() -> None:
-        params = StdioServerParameters(command=PLUGIN, args=["mcp", "--kubeconfig", str(kubeconfig), *flags])
+        params = StdioServerParameters(command=PLUGIN, args=["mcp", "--kubeconfig", str(kubeconfig), *flags],
+                                       env=env)
         with errlog.open("w") as err:
             async with stdio_client(params, errlog=err) as (read, write), ClientSession(read, write) as session:
                 talk.said.append((await session.initialize()).model_dump_json(by_alias=True))

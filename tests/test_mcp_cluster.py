@@ -214,6 +214,42 @@ def test_no_token_in_any_answer_or_on_stderr(cluster: Any, seeded: str, tmp_path
     assert talk.answers[0][2].structured_content["error"]["kind"] == "unauthorized"
 
 
+def test_a_cloud_census_and_its_failure_are_answered_as_the_cli_prints_them(cluster: Any, seeded: str,
+                                                                           tmp_path: Path) -> None:
+    """`leftovers` with `aws_region` against moto in server mode: the census's rows (an orphan EBS volume) are in
+    the items as -o json prints them; with EC2 unreachable the answer is `partial` and `errors` holds the CLI's
+    error line, the cluster's rows still there."""
+    import subprocess
+
+    from aws_moto import FAKE_KEY_ID, FAKE_SECRET, MotoServer, aws_test_env, create_volume, csi_tags
+
+    moto = MotoServer(tmp_path / "moto.log").start()
+    try:
+        ec2 = moto.client("ec2", "us-east-1")
+        orphan = create_volume(ec2, "us-east-1b", 30, tags=csi_tags("pvc-mcp-orphan", NAMESPACE, "cart", "eks-mcp"))
+        keys = {"AWS_ACCESS_KEY_ID": FAKE_KEY_ID, "AWS_SECRET_ACCESS_KEY": FAKE_SECRET}
+        reachable = aws_test_env(tmp_path, AWS_ENDPOINT_URL_EC2=moto.endpoint, **keys)
+        unreachable = aws_test_env(tmp_path, AWS_ENDPOINT_URL_EC2=f"http://127.0.0.1:{closed_port()}", **keys)
+        question = ("leftovers", {"aws_region": ["us-east-1"], "aws_cluster_name": "eks-mcp"})
+        for env, partial in ((reachable, False), (unreachable, True)):
+            talk = converse(token_kubeconfig(tmp_path / "agent.kc", cluster, seeded), [question], tmp_path, env=env)
+            result = talk.answers[0][2]
+            assert not result.is_error, result.structured_content
+            doc = result.structured_content
+            printed = subprocess.run([PLUGIN, *shlex.split(doc["cli"])[2:], "--kubeconfig",
+                                      str(cluster.kubeconfig("reader"))], capture_output=True, text=True, env=env,
+                                     timeout=120, check=False)
+            assert printed.returncode == (4 if partial else 0), printed.stderr
+            assert doc["items"] == items(printed.stdout)
+            assert doc["partial"] is partial and bool(doc["errors"]) is partial
+            assert doc["errors"] == [line.removeprefix("error: ") for line in printed.stderr.splitlines()
+                                     if line.startswith("error: ")]
+            assert (orphan in json.dumps(doc["items"])) is not partial
+            assert "persistentvolume/mcp-leftover-pv" in {v["object"] for v in doc["verdicts"]}
+    finally:
+        moto.stop()
+
+
 def test_streamable_http_on_loopback_answers_as_stdio_does(cluster: Any, seeded: str, tmp_path: Path) -> None:
     """--listen 127.0.0.1:0: the SDK's streamable HTTP client gets the answer the stdio client gets; a request whose
     Host is not loopback (DNS rebinding) is refused."""
