@@ -125,6 +125,20 @@ def test_every_tool_answers_the_facts_the_cli_prints(cluster: Any, seeded: str, 
     assert claims["namespace"] == NAMESPACE and "waiting" in {item["name"] for item in claims["items"]}
 
 
+def test_names_asked_for_are_shown_and_those_that_do_not_exist_said(cluster: Any, seeded: str,
+                                                                    tmp_path: Path) -> None:
+    """NAMEs: the objects named, with or without findings, and kubectl's NotFound line for a name without one."""
+    question = ("claims", {"namespace": NAMESPACE, "names": ["idle-a", "no-such-claim"]})
+    doc = converse(token_kubeconfig(tmp_path / "agent.kc", cluster, seeded), [question],
+                   tmp_path).answers[0][2].structured_content
+    printed = run_plugin(cluster.kubeconfig("reader"), *shlex.split(doc["cli"])[2:])
+    assert printed.returncode == 1, (printed.stdout, printed.stderr, doc)
+    assert doc["items"] == items(printed.stdout)
+    assert [item["name"] for item in doc["items"]] == ["idle-a"]
+    assert list(doc["not_found"]) == ["no-such-claim"]
+    assert doc["not_found"]["no-such-claim"] in printed.stderr.splitlines()
+
+
 def test_pages_add_up_to_the_whole_answer(cluster: Any, seeded: str, tmp_path: Path) -> None:
     kubeconfig = token_kubeconfig(tmp_path / "agent.kc", cluster, seeded)
     whole = converse(kubeconfig, [("claims", {"all_namespaces": True, "all": True})], tmp_path)

@@ -10,7 +10,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from kubectl_pvleft.cli.mcp_server import argv_of, checked, input_schema, output_schema, tool_flags
+from kubectl_pvleft.cli.mcp_server import argv_of, checked, cli_line, input_schema, output_schema, tool_flags
 from kubectl_pvleft.cli.parser import parse
 from kubectl_pvleft.errors import UsageError
 from kubectl_pvleft.invocation import BOOLEAN, COMMANDS, COMMANDS_BY_NAME, DURATION, REPEATED, Flag, Invocation
@@ -65,6 +65,9 @@ def test_arguments_become_the_command_line_they_mean() -> None:
     assert invocation is not None
     assert (invocation.namespace, invocation.names) == ("shop", ("-odd", "b"))  # a value never reads as a flag
     assert (invocation.flags["older_than"], invocation.flags["exclude_namespaces"]) == (7 * 86400, ("kube-*",))
+    assert cli_line(argv) == ("kubectl pvleft claims --all --older-than=7d '--exclude-namespace=kube-*' "
+                              "--namespace=shop -o json -- -odd b")
+    assert cli_line(["claims"]) == "kubectl pvleft claims -o json"
     # The call's namespace wins over the server's default; -A on the server is every namespace by default.
     assert argv_of(CLAIMS, {"namespace": "web"}, server_invocation("-n", "shop")) == ["claims", "--namespace=web"]
     assert argv_of(CLAIMS, {}, server_invocation("-A")) == ["claims", "--all-namespaces"]

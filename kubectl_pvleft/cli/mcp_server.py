@@ -190,8 +190,15 @@ def argv_of(command: Command, arguments: Mapping[str, Any], base: Invocation) ->
             argv.append("--all-namespaces")
         elif base.namespace:
             argv.append(f"--namespace={base.namespace}")
-    names = arguments.get(NAMES) or ()
-    return [*argv, "--", *names] if names else argv
+    names = list(arguments.get(NAMES) or ())
+    # After "--" only when a name could read as a flag (no Kubernetes name starts with "-", a typo may).
+    return [*argv, "--", *names] if any(name.startswith("-") for name in names) else [*argv, *names]
+
+
+def cli_line(argv: list[str]) -> str:
+    """The command line a person would type for the same answer: ``-o json`` before a ``--`` that ends the flags."""
+    cut = argv.index("--") if "--" in argv else len(argv)
+    return shlex.join([*PROG.split(), *argv[:cut], "-o", "json", *argv[cut:]])
 
 
 def answer(base: Invocation, command: Command, arguments: Mapping[str, Any]) -> dict[str, Any]:
@@ -216,7 +223,7 @@ def answer(base: Invocation, command: Command, arguments: Mapping[str, Any]) -> 
     after = max(0, len(rows) - offset - len(page))
     warnings = list(dict.fromkeys(result.warnings + ([result.not_served] if result.not_served else [])))
     return {
-        "cli": shlex.join([*PROG.split(), *argv, "-o", "json"]),
+        "cli": cli_line(argv),
         "context": context,
         "namespace": namespace,
         "items": [report.to_json(row) for report, row in page],
