@@ -48,7 +48,12 @@ def test_a_flag_added_to_a_command_is_an_input_of_its_tool() -> None:
 
 
 def test_a_pattern_the_parser_checks_is_in_the_schema() -> None:
+    from kubectl_pvleft.clouds import installed
+
     schema = input_schema(COMMANDS_BY_NAME["leftovers"])
+    if not installed("gcp"):  # a venv without the cloud's extra (a census could not run): no input offers it
+        assert "project" not in schema["properties"]
+        return
     jsonschema.validate({"project": ["my-project-1"], "cost": True}, schema)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({"project": ["not a project"]}, schema)
