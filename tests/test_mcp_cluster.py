@@ -116,8 +116,11 @@ def test_every_tool_answers_the_facts_the_cli_prints(cluster: Any, seeded: str, 
         assert doc["warnings"] == [line.removeprefix("warning: ") for line in printed.stderr.splitlines()]
         assert doc["context"] == "agent" and doc["partial"] is False and doc["errors"] == []
         assert len(doc["verdicts"]) == len(doc["items"])
-        for verdict in doc["verdicts"]:
+        for verdict, item in zip(doc["verdicts"], doc["items"], strict=True):
             assert all(look.startswith(("kubectl describe ", "kubectl get ")) for look in verdict["next"])
+            assert verdict["next"] == item.get("next", verdict["next"])
+            assert bool(verdict["findings"]) == item.get("finding", bool(verdict["findings"])), (name, item)
+            assert verdict["set_aside"] == item.get("set_aside"), (name, item)
         seen.update((name, v["object"], tuple(v["findings"]) != ()) for v in doc["verdicts"])
     assert ("leftovers", "persistentvolume/mcp-leftover-pv", True) in seen
     assert ("pending", f"pod/{NAMESPACE}/web-0", True) in seen or ("pending", "pod/web-0", True) in seen, seen

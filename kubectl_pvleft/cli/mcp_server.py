@@ -111,10 +111,12 @@ def output_schema(command: Command) -> dict[str, Any]:
                                                      "items[], this page of them",
                       "items": {"type": "object", "additionalProperties": True}},
             "verdicts": {"type": "array", "description": "for each item, in order: the object, what is wrong with it "
-                                                        "(empty: nothing to act on) and the read-only next looks",
+                                                        "(empty: nothing to act on), why true evidence is set aside "
+                                                        "(kept, younger than older_than, so by design; null: it is "
+                                                        "not) and the read-only next looks",
                          "items": {"type": "object", "properties": {"object": {"type": "string"}, "findings": strings,
-                                                                    "next": strings},
-                                   "required": ["object", "findings", "next"]}},
+                                                                    "set_aside": maybe_string, "next": strings},
+                                   "required": ["object", "findings", "set_aside", "next"]}},
             "findings": {"type": "integer", "minimum": 0, "description": "objects with findings, over every page"},
             "total": {"type": "integer", "minimum": 0},
             "offset": {"type": "integer", "minimum": 0},
@@ -229,6 +231,7 @@ def answer(base: Invocation, command: Command, arguments: Mapping[str, Any]) -> 
         "items": [report.to_json(row) for report, row in page],
         "verdicts": [{"object": report.name(row),
                       "findings": list(report.findings(row)) if report.findings else [],
+                      "set_aside": report.set_aside(row) if report.set_aside else None,
                       "next": list(report.next(row)) if report.next else []} for report, row in page],
         "findings": result.findings,
         "total": len(rows),
