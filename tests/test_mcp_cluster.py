@@ -114,7 +114,7 @@ def test_every_tool_answers_the_facts_the_cli_prints(cluster: Any, seeded: str, 
         assert doc["items"] == items(printed.stdout), (name, arguments)
         assert (doc["total"], doc["omitted"], doc["continue"]) == (len(doc["items"]), 0, None)
         assert doc["warnings"] == [line.removeprefix("warning: ") for line in printed.stderr.splitlines()]
-        assert doc["context"] == "agent" and doc["partial"] is False and doc["errors"] == []
+        assert doc["context"] == "agent" and doc["partial"] is False and doc["errors"] == [] and doc["unread"] == []
         assert len(doc["verdicts"]) == len(doc["items"])
         for verdict, item in zip(doc["verdicts"], doc["items"], strict=True):
             assert all(look.startswith(("kubectl describe ", "kubectl get ")) for look in verdict["next"])
@@ -188,6 +188,9 @@ def test_a_403_is_an_answer_with_what_could_not_be_read(cluster: Any, seeded: st
         assert not answers[name].is_error and doc["items"] == items(printed.stdout), name
         assert doc["warnings"] == [line.removeprefix("warning: ") for line in printed.stderr.splitlines()], name
     assert answers["leftovers"].structured_content["warnings"]
+    unread = answers["leftovers"].structured_content["unread"]  # the same refusals, as data
+    assert {(u["resource"], u["verb"], u["status"]) for u in unread} >= {("persistentvolumeclaims", "list", 403)}
+    assert all(u["warning"] in answers["leftovers"].structured_content["warnings"] for u in unread)
     assert all(item["claim_missing"] is None for item in answers["leftovers"].structured_content["items"])
     for name, resource in (("claims", "persistentvolumeclaims"), ("snapshots", "volumesnapshotcontents")):
         assert answers[name].is_error

@@ -19,7 +19,7 @@ from typing import Any, Optional
 
 from kubectl_pvleft import __version__
 from kubectl_pvleft.cli.session import Session, describe_api_error
-from kubectl_pvleft.errors import ApiError, ConfigError, ConnectionFailed, Forbidden, PvleftError, UsageError
+from kubectl_pvleft.errors import ApiError, ConfigError, ConnectionFailed, Forbidden, PvleftError, Refusal, UsageError
 from kubectl_pvleft.invocation import BOOLEAN, COMMANDS, DURATION, REPEATED, VALUE, Command, Flag, Invocation
 from kubectl_pvleft.text import one_line, shown
 
@@ -126,13 +126,19 @@ def output_schema(command: Command) -> dict[str, Any]:
             "errors": {**strings, "description": "what made the answer partial, one line each"},
             "warnings": {**strings, "description": "what could not be read or told (a 403 on a kind the answer "
                                                   "leans on): the values it decides are null, never guessed"},
+            "unread": {"type": "array", "description": "the reads refused (403) whose values are null here: each "
+                                                      "with its warning line",
+                       "items": {"type": "object", "properties": {
+                           "resource": {"type": "string"}, "verb": {"type": "string"}, "path": {"type": "string"},
+                           "status": {"type": "integer"}, "warning": {"type": "string"}},
+                                 "required": ["resource", "verb", "path", "status", "warning"]}},
             "not_served": {"type": ["string", "null"], "description": "the kinds this tool reads are not served by "
                                                                     "this cluster (no CRDs): nothing to check"},
             "not_found": {"type": "object", "additionalProperties": {"type": "string"},
                           "description": "names asked for that have no object, with kubectl's line for each"},
         },
         "required": ["cli", "context", "namespace", "items", "verdicts", "findings", "total", "offset", "omitted",
-                     "continue", "partial", "errors", "warnings", "not_served", "not_found"],
+                     "continue", "partial", "errors", "warnings", "unread", "not_served", "not_found"],
     }
 
 
@@ -241,6 +247,8 @@ def answer(base: Invocation, command: Command, arguments: Mapping[str, Any]) -> 
         "partial": result.partial,
         "errors": list(result.errors),
         "warnings": warnings,
+        "unread": [{"resource": w.resource, "verb": w.verb, "path": w.path, "status": w.status, "warning": w}
+                   for w in warnings if isinstance(w, Refusal)],
         "not_served": result.not_served,
         "not_found": dict(result.not_found),
     }
