@@ -262,6 +262,7 @@ def test_a_cloud_census_and_its_failure_are_answered_as_the_cli_prints_them(clus
             assert printed.returncode == (4 if partial else 0), printed.stderr
             assert doc["items"] == items(printed.stdout)
             assert doc["partial"] is partial and bool(doc["errors"]) is partial
+            assert [(f["cloud"], f["part"]) for f in doc["failed"]] == ([("aws", "census")] if partial else [])
             assert doc["errors"] == [line.removeprefix("error: ") for line in printed.stderr.splitlines()
                                      if line.startswith("error: ")]
             assert (orphan in json.dumps(doc["items"])) is not partial

@@ -126,6 +126,11 @@ def output_schema(command: Command) -> dict[str, Any]:
             "errors": {**strings, "description": "what made the answer partial, one line each"},
             "warnings": {**strings, "description": "what could not be read or told (a 403 on a kind the answer "
                                                   "leans on): the values it decides are null, never guessed"},
+            "failed": {"type": "array", "description": "`errors` as data: the cloud (gce, aws, azure) and the part of "
+                                                      "its work (census, snapshots, prices) that failed",
+                       "items": {"type": "object", "properties": {
+                           "cloud": maybe_string, "part": maybe_string, "message": {"type": "string"}},
+                                 "required": ["cloud", "part", "message"]}},
             "unread": {"type": "array", "description": "the reads refused (403) whose values are null here: each "
                                                       "with its warning line",
                        "items": {"type": "object", "properties": {
@@ -138,7 +143,7 @@ def output_schema(command: Command) -> dict[str, Any]:
                           "description": "names asked for that have no object, with kubectl's line for each"},
         },
         "required": ["cli", "context", "namespace", "items", "verdicts", "findings", "total", "offset", "omitted",
-                     "continue", "partial", "errors", "warnings", "unread", "not_served", "not_found"],
+                     "continue", "partial", "errors", "failed", "warnings", "unread", "not_served", "not_found"],
     }
 
 
@@ -246,12 +251,26 @@ def answer(base: Invocation, command: Command, arguments: Mapping[str, Any]) -> 
         "continue": str(offset + len(page)) if after else None,
         "partial": result.partial,
         "errors": list(result.errors),
+        "failed": [failed(line) for line in result.errors],
         "warnings": warnings,
         "unread": [{"resource": w.resource, "verb": w.verb, "path": w.path, "status": w.status, "warning": w}
                    for w in warnings if isinstance(w, Refusal)],
         "not_served": result.not_served,
         "not_found": dict(result.not_found),
     }
+
+
+def failed(line: str) -> dict[str, Any]:
+    """A line that made the answer partial, as data: which cloud (its JSON ``source``) and which part of its work
+    (census, snapshots, prices) failed, read from the prefix the clouds' names give it; null where none matches."""
+    from kubectl_pvleft.clouds import cloud_modules
+
+    for cloud in cloud_modules():
+        for part in ("census", "snapshots", "prices"):
+            prefix = f"{cloud.NAME} {part}: "
+            if line.startswith(prefix):
+                return {"cloud": cloud.SOURCE, "part": part, "message": line[len(prefix):]}
+    return {"cloud": None, "part": None, "message": line}
 
 
 def failure(exc: BaseException) -> dict[str, Any]:
