@@ -117,7 +117,7 @@ def output_schema(command: Command) -> dict[str, Any]:
                          "items": {"type": "object", "properties": {"object": {"type": "string"}, "findings": strings,
                                                                     "set_aside": maybe_string, "next": strings},
                                    "required": ["object", "findings", "set_aside", "next"]}},
-            "findings": {"type": "integer", "minimum": 0, "description": "objects with findings, over every page"},
+            "findings": {"type": "integer", "minimum": 0, "description": "the findings, over every page: what --exit-code counts"},
             "total": {"type": "integer", "minimum": 0},
             "offset": {"type": "integer", "minimum": 0},
             "omitted": {"type": "integer", "minimum": 0, "description": "items after this page, left out"},
