@@ -116,6 +116,7 @@ def test_every_tool_answers_the_facts_the_cli_prints(cluster: Any, seeded: str, 
         assert doc["warnings"] == [line.removeprefix("warning: ") for line in printed.stderr.splitlines()]
         assert doc["context"] == "agent" and doc["partial"] is False and doc["errors"] == [] and doc["unread"] == []
         assert len(doc["verdicts"]) == len(doc["items"])
+        assert doc["findings"] == sum(len(v["findings"]) for v in doc["verdicts"])  # one page: all of them
         for verdict, item in zip(doc["verdicts"], doc["items"], strict=True):
             assert all(look.startswith(("kubectl describe ", "kubectl get ")) for look in verdict["next"])
             assert verdict["next"] == item.get("next", verdict["next"])
@@ -267,6 +268,7 @@ def test_a_cloud_census_and_its_failure_are_answered_as_the_cli_prints_them(clus
                                      if line.startswith("error: ")]
             assert (orphan in json.dumps(doc["items"])) is not partial
             assert "persistentvolume/mcp-leftover-pv" in {v["object"] for v in doc["verdicts"]}
+            assert doc["findings"] == sum(len(v["findings"]) for v in doc["verdicts"])
     finally:
         moto.stop()
 
