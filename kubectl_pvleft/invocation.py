@@ -189,7 +189,19 @@ WHY = Command(
     name="why", summary="one object's storage story: the chain Pod -> claims -> PV -> VolumeAttachment -> node -> CSI "
                         "driver (or a snapshot content's), each link's state, what blocks and who owns it",
     module="kubectl_pvleft.analyses.why", kind="pods", selector_help="objects")
-SUBCOMMANDS = (*COMMANDS, SERVE, WHY)
+# Not an analysis either: every analysis as a tool of a Model Context Protocol server, for AI agents (docs/mcp.md).
+# Each tool call is one run of that analysis, read-only, as `-o json` would print it; -n and -A set the tools'
+# default namespace, as they set a run's.
+MCP = Command(
+    name="mcp", summary="answer AI agents: every analysis as a read-only tool of a Model Context Protocol server on "
+                        "stdin/stdout",
+    module="kubectl_pvleft.cli.mcp_server", kind="persistentvolumeclaims", selector_help="objects",
+    flags=(Flag(name="--listen", dest="listen", metavar="HOST:PORT",
+                pattern=r"(127\.0\.0\.1|localhost|\[::1\]):[0-9]{1,5}", what="a loopback HOST:PORT (127.0.0.1, "
+                                                                            "[::1] or localhost; port 0: any free one)",
+                help="answer on MCP's streamable HTTP at http://HOST:PORT/mcp instead of stdin/stdout; loopback only "
+                     "(no authentication: only this machine's clients may reach it)"),))
+SUBCOMMANDS = (*COMMANDS, SERVE, WHY, MCP)
 SUBCOMMANDS_BY_NAME = {command.name: command for command in SUBCOMMANDS}
 
 

@@ -53,6 +53,11 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "kubectl pvleft serve --listen 127.0.0.1:9479 --stale-after 5m",
         "kubectl pvleft serve -n shop --max-finding-series 200",
     ),
+    "mcp": (
+        "kubectl pvleft mcp",
+        "kubectl pvleft mcp --context prod -n shop",
+        "kubectl pvleft mcp --request-timeout 30s",
+    ),
 }
 
 LEGENDS: dict[str, tuple[tuple[str, str], ...]] = {

@@ -21,6 +21,7 @@ from kubectl_pvleft.errors import TemplateRefused, UsageError
 from kubectl_pvleft.invocation import (
     BOOLEAN,
     DURATION,
+    MCP,
     NEEDS_CENSUS,
     REPEATED,
     SERVE,
@@ -599,6 +600,11 @@ def check_combinations(invocation: Invocation) -> None:
         check_serve(invocation)
     if invocation.command is WHY:
         check_why(invocation)
+    if invocation.command is MCP:
+        refuse_run_flags(invocation, "mcp (its tools take these per call, and answer in JSON)")
+        listen = invocation.flags.get("listen")
+        if listen is not None and not 0 <= int(listen.rpartition(":")[2]) < 65536:
+            raise UsageError(f"--listen {shown(listen)!r} has no port between 0 and 65535")
     if invocation.watch and invocation.clouds:
         from kubectl_pvleft.clouds import asking_flags
 
@@ -638,10 +644,17 @@ _NOT_FOR_SERVE = (("output", "-o/--output", "table"), ("watch", "-w/--watch", Fa
                   ("contexts", "--contexts", ()), ("max_concurrency", "--max-concurrency", None))
 
 
-def check_serve(invocation: Invocation) -> None:
+def refuse_run_flags(invocation: Invocation, why: str) -> None:
+    """A long-running subcommand that prints no report refuses the flags of one report (``why``: who it is)."""
     for field, flag, default in _NOT_FOR_SERVE:
         if getattr(invocation, field) != default:
-            raise UsageError(f"{flag} cannot be used with serve (it serves metrics for one context, every kind)")
+            raise UsageError(f"{flag} cannot be used with {why}")
+    if invocation.names:
+        raise UsageError(f"NAME arguments cannot be used with {why}")
+
+
+def check_serve(invocation: Invocation) -> None:
+    refuse_run_flags(invocation, "serve (it serves metrics for one context, every kind)")
     for dest, name in (("census_interval", "--census-interval"), ("stale_after", "--stale-after")):
         text = invocation.flags.get(dest)
         if text is not None:

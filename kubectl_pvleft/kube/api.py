@@ -15,7 +15,7 @@ from typing import Any, Generic, Optional, Protocol, TypeVar
 
 import msgspec
 
-from kubectl_pvleft.errors import BadResponse, Expired, Forbidden, NotFound
+from kubectl_pvleft.errors import BadResponse, Expired, Forbidden, NotFound, Refusal
 from kubectl_pvleft.kube.httpclient import Response, Timeouts
 from kubectl_pvleft.kube.httpframing import HTTPFailure
 from kubectl_pvleft.kube.kinds import (
@@ -454,5 +454,5 @@ def optional(read: Callable[[], T], warnings: list[str], message: str) -> Option
     try:
         return read()
     except Forbidden as exc:
-        warnings.append(message.format(reason=exc.api_message or "forbidden"))
+        warnings.append(Refusal.of(exc, message.format(reason=exc.api_message or "forbidden")))
         return None
