@@ -159,7 +159,7 @@ def test_a_stream_that_may_not_be_read_is_unknown_evidence_not_an_outage() -> No
     # Judged (claims unknown, never missing), live, and healthy: a 403 is an answer, not an outage.
     assert metrics["pvleft_analysis_up"] == [({"analysis": "leftovers"}, 1.0)]
     assert {series["state"] for series, _ in metrics["pvleft_finding_info"]} <= {"Released", "Failed", "claim-unknown"}
-    assert live.healthy(0) == (True, "ok")
+    assert live.healthy(0) == (True, "ok (may not read: persistentvolumeclaims/metadata)")
 
 
 def test_a_relist_keeps_what_it_holds_and_decodes_no_second_copy(tmp_path: Path) -> None:
@@ -431,3 +431,84 @@ def test_the_exporter_keeps_to_two_c_heaps() -> None:
     assert counts["live"] <= 2
     assert counts["default"] > 2  # glibc's own default, which the exporter changes
     assert few_heaps({"MALLOC_ARENA_MAX": "4"}) is False  # the operator's choice stands
+
+
+def every_analysis() -> Live:
+    from kubectl_pvleft.cli.serve import ANALYSES
+    from kubectl_pvleft.invocation import COMMANDS_BY_NAME
+
+    follows = [(name, COMMANDS_BY_NAME[name].load().follow(Options())) for name in ANALYSES]
+    return Live(None, follows, WatchSettings(), describe=str)  # type: ignore[arg-type]
+
+
+def test_each_kind_is_one_stream_shared_by_every_analysis_that_reads_it() -> None:
+    """pending asks for Pending Pods and claims for every Pod; claims asks for the events about claims and pending for
+    all: one stream each (the server asked once, one series per label set), and each analysis keeps what its own
+    selectors select."""
+    from kubectl_pvleft.records.pods import Event, Pod
+
+    live = every_analysis()
+    labels = [(shared.label, shared.stream.namespace) for shared in live.streams.values()]
+    assert len(labels) == len(set(labels))
+    by_label = {shared.label: shared for shared in live.streams.values()}
+    assert {"pods", "events"} <= set(by_label)
+    pods, events = by_label["pods"], by_label["events"]
+    assert (pods.stream.field_selector, events.stream.field_selector) == (None, None)  # every Pod, every event
+    assert sorted(r.analysis.name for r in pods.readers) == ["claims", "pending"]
+    assert sorted(r.analysis.name for r in events.readers) == ["claims", "pending"]
+    metrics = scrape(live)
+    stream_series = [tuple(sorted(labels.items())) for labels, _ in metrics["pvleft_stream_errors_total"]]
+    assert len(stream_series) == len(set(stream_series)) == len(live.streams)
+
+    def pod(name: str, phase: str, version: str = "1") -> Pod:
+        return Pod.from_wire({"metadata": {"name": name, "namespace": "a", "uid": f"uid-{name}",
+                                           "resourceVersion": version}, "status": {"phase": phase}})
+
+    def event(name: str, kind: str) -> Event:
+        return Event.from_wire({"metadata": {"name": name, "namespace": "a", "uid": f"uid-{name}",
+                                             "resourceVersion": "1"}, "involvedObject": {"kind": kind}})
+
+    live.take(pods, Synced("", (pod("waits", "Pending"), pod("runs", "Running")), "1"))
+    live.take(events, Synced("", (event("about-claim", "PersistentVolumeClaim"), event("about-pod", "Pod")), "1"))
+    stores = {(r.analysis.name, shared.label): r.analysis.stores.data[r.name]
+              for shared in (pods, events) for r in shared.readers}
+    assert set(stores["pending", "pods"]) == {"uid-waits"}
+    assert set(stores["claims", "pods"]) == {"uid-waits", "uid-runs"}
+    assert set(stores["claims", "events"]) == {"uid-about-claim"}
+    assert set(stores["pending", "events"]) == {"uid-about-claim", "uid-about-pod"}
+    # The Pending Pod starts: it leaves pending's store (as the server's DELETED would say), stays in claims'.
+    started = pod("waits", "Running")
+    live.take(pods, Changed("", "MODIFIED", started))
+    assert set(stores["pending", "pods"]) == set() and set(stores["claims", "pods"]) == {"uid-waits", "uid-runs"}
+    # A relist that shows it Pending again (a new version) brings it back; one that shows it Running keeps it out.
+    live.take(pods, Synced("", (pod("waits", "Pending", "3"), pod("runs", "Running")), "3"))
+    assert set(stores["pending", "pods"]) == {"uid-waits"}
+    live.take(pods, Synced("", (pod("waits", "Running", "4"), pod("runs", "Running")), "4"))
+    assert set(stores["pending", "pods"]) == set() and len(stores["claims", "pods"]) == 2
+
+
+def test_a_kind_one_analysis_cannot_do_without_refused_leaves_the_others_judged_and_ready() -> None:
+    """403 on Pods: pending (which needs them) has no rows and pvleft_analysis_readable 0; claims judges without them
+    (usage unknown); the stream is readable 0 and up 0, and /healthz stays 200 while other analyses work. Only when
+    no analysis can be judged at all is the exporter unready."""
+    from kubectl_pvleft.kube.watch import Notice
+
+    live = every_analysis()
+    for shared in live.streams.values():
+        if shared.label == "pods":
+            live.take(shared, Notice("pods", "cannot list pods", unavailable=True))
+        else:
+            live.take(shared, Synced("", (), "1"))
+    live.judge_once()
+    metrics = scrape(live)
+    pods = {"stream": "pods", "namespace": ""}
+    assert (pods, 0.0) in metrics["pvleft_stream_readable"] and (pods, 0.0) in metrics["pvleft_stream_up"]
+    readable = {labels["analysis"]: v for labels, v in metrics["pvleft_analysis_readable"]}
+    assert readable == {"leftovers": 1.0, "pending": 0.0, "classes": 1.0, "claims": 1.0, "snapshots": 1.0}
+    findings = {labels["analysis"]: v for labels, v in metrics["pvleft_findings"]}
+    assert "pending" not in findings and findings["claims"] == 0.0 and findings["leftovers"] == 0.0
+    assert live.healthy(0) == (True, "ok (may not read: pods)")
+    for shared in live.streams.values():  # now every kind is refused: nothing can be judged
+        live._refused(shared)
+    ok, why = live.healthy(0)
+    assert not ok and why.startswith("no analysis can be judged") and "pods" in why

@@ -40,7 +40,7 @@ from kubectl_pvleft.analyses.claim_problems import (
     condition_known,
     problems,
 )
-from kubectl_pvleft.analyses.claimwhy import CLAIM_EVENTS, reasons_from
+from kubectl_pvleft.analyses.claimwhy import CLAIM_EVENTS, about_a_claim, reasons_from
 from kubectl_pvleft.analyses.resize import StalledResize, stalled_resize
 from kubectl_pvleft.analyses.usage import NOT_JUDGED, Usage, needs_pods, usage_of, used_claims
 from kubectl_pvleft.invocation import Options, Result, kept_reason
@@ -247,7 +247,7 @@ def follow(options: Options) -> Follow[ClaimRow]:
                Stream("pods", PODS, options.namespace, unreadable=PODS_UNREADABLE.replace("{scope}", scope)),
                # Why a Pending claim is Pending: its newest event, as the one-shot run reads it.
                Stream("events", EVENTS, options.namespace, field_selector=CLAIM_EVENTS,
-                      unreadable=EVENTS_UNREADABLE.replace("{scope}", scope))]
+                      unreadable=EVENTS_UNREADABLE.replace("{scope}", scope), selects=about_a_claim)]
 
     def judge(stores: Stores) -> list[ClaimRow]:
         # "now" is each judgment's: a claim that has been unused long enough appears at the next recheck.

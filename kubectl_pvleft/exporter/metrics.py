@@ -56,13 +56,13 @@ class ServeCollector:
     def collect(self) -> Iterator[Metric]:
         live = self.live
         with live.lock:  # a consistent picture: the rows lists are replaced whole, the health mutated in place
-            analyses = [(a, a.rows, a.assessed, a.up, a.served) for a in live.analyses]
+            analyses = [(a, a.rows, a.assessed, a.up, a.served, not a.refused) for a in live.analyses]
             health = [(s.label, s.stream.namespace or "", _copy(s.health)) for s in live.streams.values()]
         yield from _process()
         yield from _streams(health)
         yield from _analyses(analyses)
         findings: list[Finding] = []
-        rows: dict[str, list[Any]] = {a.name: judged for a, judged, _, _, _ in analyses if judged is not None}
+        rows: dict[str, list[Any]] = {a.name: judged for a, judged, *_ in analyses if judged is not None}
         if "leftovers" in rows:
             yield from _leftovers(rows["leftovers"], findings)
         if "pending" in rows:
@@ -103,7 +103,7 @@ class ServeCollector:
 
 def _copy(health: Any) -> tuple[Any, ...]:
     return (health.listed, health.readable, health.up, health.last_list, health.last_event, health.relists,
-            health.errors, health.served)
+            health.errors, health.served, health.last_success)
 
 
 def _process() -> Iterator[Metric]:
@@ -114,10 +114,13 @@ def _process() -> Iterator[Metric]:
 
 def _streams(health: Iterable[tuple[str, str, tuple[Any, ...]]]) -> Iterator[Metric]:
     labels = ("stream", "namespace")
-    up = GaugeMetricFamily("pvleft_stream_up", "1 while the stream's list/watch is live; 0 before its first list "
-                           "and while it is re-established (its objects are then the last known)", labels=labels)
+    up = GaugeMetricFamily("pvleft_stream_up", "1 while the stream's list/watch is live (listed, or its watch "
+                           "answered by the server); 0 before its first list, while it is re-established (its "
+                           "objects are then the last known) and while it may not be read", labels=labels)
     readable = GaugeMetricFamily("pvleft_stream_readable", "0 when the stream may not be read (403): that evidence "
-                                 "is unknown", labels=labels)
+                                 "is unknown, and it is asked for again now and then", labels=labels)
+    last_success = GaugeMetricFamily("pvleft_stream_last_success_timestamp_seconds", "When the stream was last "
+                                     "seen live: a list, a watch the server answered, or an event", labels=labels)
     served = GaugeMetricFamily("pvleft_stream_served", "0 while the cluster does not serve the stream's kind (404: "
                                "its CRD is not installed; asked again now and then): it then has no up, readable "
                                "or timestamp series", labels=labels)
@@ -130,7 +133,7 @@ def _streams(health: Iterable[tuple[str, str, tuple[Any, ...]]]) -> Iterator[Met
     errors = CounterMetricFamily("pvleft_stream_errors", "Failures of the stream's list or watch (each retried)",
                                  labels=labels)
     for stream, namespace, (_listed, can_read, is_up, listed_at, event_at, relist_count, error_count,
-                            is_served) in health:
+                            is_served, success_at) in health:
         key = [stream, namespace]
         served.add_metric(key, 1 if is_served else 0)
         relists.add_metric(key, relist_count)
@@ -143,30 +146,37 @@ def _streams(health: Iterable[tuple[str, str, tuple[Any, ...]]]) -> Iterator[Met
             last_list.add_metric(key, listed_at)
         if event_at is not None:
             last_event.add_metric(key, event_at)
-    yield from (up, readable, served, last_list, last_event, relists, errors)
+        if success_at is not None:
+            last_success.add_metric(key, success_at)
+    yield from (up, readable, served, last_list, last_event, last_success, relists, errors)
 
 
-def _analyses(analyses: list[tuple[Analysis, Optional[list[Any]], Optional[float], bool, bool]]) -> Iterator[Metric]:
+def _analyses(analyses: list[tuple[Analysis, Optional[list[Any]], Optional[float], bool, bool, bool]]
+              ) -> Iterator[Metric]:
     up = GaugeMetricFamily("pvleft_analysis_up", "1 when the analysis is judged from live streams; 0 before its "
                            "first judgment and while a stream it reads is down (its series are then the last known)",
                            labels=("analysis",))
     served = GaugeMetricFamily("pvleft_analysis_served", "0 while a kind the analysis reads is not served by "
                                "this cluster (no CRDs): it has nothing to report, and no finding series",
                                labels=("analysis",))
+    readable = GaugeMetricFamily("pvleft_analysis_readable", "0 while a kind the analysis cannot do without may not "
+                                 "be read (403; pvleft_stream_readable says which): it has no finding series until "
+                                 "it may", labels=("analysis",))
     assessed = GaugeMetricFamily("pvleft_analysis_last_assessed_timestamp_seconds", "When the analysis was last "
                                  "judged", labels=("analysis",))
     findings = GaugeMetricFamily("pvleft_findings", "Rows the analysis reports (0 is a judged, clean answer; "
                                  "absent: not judged yet)", labels=("analysis",))
-    for analysis, rows, at, is_up, is_served in analyses:
+    for analysis, rows, at, is_up, is_served, can_read in analyses:
         served.add_metric([analysis.name], 1 if is_served else 0)
         if not is_served:
             continue  # nothing to judge here: neither up nor down, and no findings (absent, never zero)
         up.add_metric([analysis.name], 1 if is_up else 0)
+        readable.add_metric([analysis.name], 1 if can_read else 0)
         if at is not None:
             assessed.add_metric([analysis.name], at)
         if rows is not None:
             findings.add_metric([analysis.name], len(rows))
-    yield from (up, served, assessed, findings)
+    yield from (up, served, readable, assessed, findings)
 
 
 def _leftovers(rows: list[Any], findings: list[Finding]) -> Iterator[Metric]:

@@ -72,6 +72,9 @@ class Stream(Struct, frozen=True):
     label_selector: Optional[str] = None
     required: bool = False  # a 403 on a required stream is an error; on the others, unknown evidence
     unreadable: str = ""  # the warning for a 403 on an optional stream ({reason}: the server's words)
+    # What the selectors select, judged here: a reader that asks for fewer objects than another one of the same kind
+    # can then share its stream (serve lists and watches each kind once) and keep only these. None: not known here.
+    selects: Optional[Callable[[Any], bool]] = None
 
 
 class Synced(Struct, frozen=True):
@@ -108,7 +111,8 @@ def transient(exc: ApiError) -> bool:
 
 class Observer:
     """Told of every failure and every sign of life of one stream, as they happen (the exporter's health series);
-    the items a reflector yields say neither: a failure is a Notice only after ``warn_after``."""
+    the items a reflector yields say neither: a failure is a Notice only after ``warn_after``. A sign of life is a
+    list that answered, a watch the server answered 200 (established, before any event), or an event."""
 
     def failed(self, reason: str) -> None:
         pass
@@ -205,7 +209,8 @@ class _Reflector:
         # in the same second.
         timeout = int(self.settings.timeout_seconds * (1.0 + random.random()))
         for event in self.api.watch(s.kind, s.namespace, self.resource_version or "", field_selector=s.field_selector,
-                                    label_selector=s.label_selector, timeout_seconds=timeout):
+                                    label_selector=s.label_selector, timeout_seconds=timeout,
+                                    opened=self._established):
             self.resource_version = event.resource_version or self.resource_version
             self.expired_in_a_row, seen = 0, seen + 1
             yield from self._up()
@@ -231,6 +236,12 @@ class _Reflector:
         if not self.listed_once or (isinstance(exc, ApiError) and not transient(exc)):
             raise exc  # the first list fails like any command: one error, exit 1
         return str(exc) or "the connection closed"
+
+    def _established(self) -> None:
+        """The server answered the watch 200: the stream is live again now, not at its first event (a quiet kind
+        sends none for minutes, and its bookmarks come about once a minute)."""
+        self.observer.alive()
+        self.delay = self.settings.backoff_initial
 
     def _up(self) -> Iterator[StreamItem]:
         self.observer.alive()
