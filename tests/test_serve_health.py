@@ -1,0 +1,164 @@
+"""`serve`'s health tells readable from up: a stream whose watch is answered again is up again, with no event to
+say so; one that is readable but has not listed yet is down and not ready; a 403 is readable 0 (test_serve_unit).
+
+The server here is a raw socket on loopback that answers lists at once and holds each watch open, silent, after its
+200: a quiet kind, where the first event after a reconnect is a bookmark a minute away. It can go away (its
+listener closed, its open watches cut) and come back on the same port, as a restarted API server does."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from kubectl_pvleft.analyses import leftovers
+from kubectl_pvleft.exporter.live import Live
+from kubectl_pvleft.invocation import Options
+from kubectl_pvleft.kube.api import KubeAPI
+from kubectl_pvleft.kube.kubeconfig import Selection, load_connection
+from kubectl_pvleft.kube.watch import WatchSettings
+
+SETTINGS = WatchSettings(timeout_seconds=300, backoff_initial=0.2, backoff_max=1.0, warn_after=3600, settle=0.0)
+
+
+class QuietServer:
+    """Lists answered at once (empty, resourceVersion 5); watches answered 200 and then silent until cut."""
+
+    def __init__(self) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.held: list[socket.socket] = []
+        self.hold_lists = threading.Event()  # set: lists are answered only once it is cleared
+        self.closed = threading.Event()
+        self.watches = 0
+        self._serve(self.listener)
+
+    def _serve(self, listener: socket.socket) -> None:
+        listener.settimeout(0.05)
+
+        def accept() -> None:
+            while not self.closed.is_set():
+                try:
+                    conn, _ = listener.accept()
+                except (TimeoutError, OSError):
+                    if listener.fileno() < 0:
+                        return
+                    continue
+                threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
+
+        threading.Thread(target=accept, daemon=True).start()
+
+    def _handle(self, conn: socket.socket) -> None:
+        data = b""
+        conn.settimeout(10)
+        try:
+            while b"\r\n\r\n" not in data:
+                chunk = conn.recv(65536)
+                if not chunk:
+                    return conn.close()
+                data += chunk
+        except OSError:
+            return conn.close()
+        target = data.split(b" ", 2)[1].decode()
+        if "watch=true" in target:
+            self.watches += 1
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")
+            self.held.append(conn)  # silent until the server goes away
+            return
+        while self.hold_lists.is_set() and not self.closed.is_set():
+            time.sleep(0.02)
+        body = json.dumps({"kind": "List", "apiVersion": "v1", "metadata": {"resourceVersion": "5"},
+                           "items": []}).encode()
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n"
+                     b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+        conn.close()
+
+    def go_away(self) -> None:
+        self.listener.close()
+        for conn in self.held:
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            conn.close()
+        self.held.clear()
+
+    def come_back(self) -> None:
+        self.listener = socket.create_server(("127.0.0.1", self.port))  # SO_REUSEADDR: the same port at once
+        self._serve(self.listener)
+
+    def close(self) -> None:
+        self.closed.set()
+        self.go_away()
+
+    def kubeconfig(self, path: Path) -> Path:
+        path.write_text(yaml.safe_dump({
+            "apiVersion": "v1", "kind": "Config", "current-context": "quiet",
+            "clusters": [{"name": "quiet", "cluster": {"server": f"http://127.0.0.1:{self.port}"}}],
+            "users": [{"name": "quiet", "user": {}}],
+            "contexts": [{"name": "quiet", "context": {"cluster": "quiet", "user": "quiet"}}]}))
+        return path
+
+
+def until(what: Any, seconds: float) -> float:
+    started = time.monotonic()
+    while not what():
+        assert time.monotonic() - started < seconds, "not within the bound"
+        time.sleep(0.05)
+    return time.monotonic() - started
+
+
+def test_a_stream_down_but_readable_is_up_again_when_its_watch_is_answered(tmp_path: Path) -> None:
+    """The API server goes away for 5 s and comes back: every stream is up again (and /healthz ready) within 30 s,
+    though no event ever comes, because each watch the server answers 200 is established. Down meanwhile, and still
+    readable: what the stream-down alert (up 0 and readable 1) must fire on."""
+    server = QuietServer()
+    api = KubeAPI(load_connection(Selection(kubeconfig=str(server.kubeconfig(tmp_path / "kc")))))
+    live = Live(api, [("leftovers", leftovers.follow(Options()))], SETTINGS, describe=str)
+    healths = [shared.health for shared in live.streams.values()]
+    live.start()
+    try:
+        until(lambda: all(h.up for h in healths) and server.watches >= len(healths), 20)
+        assert live.healthy(2) == (True, "ok")
+        server.go_away()
+        until(lambda: not any(h.up for h in healths), 10)
+        assert all(h.readable for h in healths)  # down, not refused: an outage
+        time.sleep(5)
+        assert live.healthy(2)[0] is False and "down for" in live.healthy(2)[1]
+        watches = server.watches
+        server.come_back()
+        took = until(lambda: all(h.up for h in healths), 30)
+        assert live.healthy(2) == (True, "ok"), took
+        assert server.watches > watches  # up because the watches were answered: no event came
+        assert all(h.relists == 0 for h in healths)  # resumed from where they were, no list needed
+        assert all(h.last_success is not None and time.time() - h.last_success < 30 for h in healths)
+    finally:
+        live.stop()
+        api.close()
+        server.close()
+
+
+def test_a_stream_readable_but_not_listed_yet_is_down_and_not_ready(tmp_path: Path) -> None:
+    server = QuietServer()
+    server.hold_lists.set()
+    api = KubeAPI(load_connection(Selection(kubeconfig=str(server.kubeconfig(tmp_path / "kc")))))
+    live = Live(api, [("leftovers", leftovers.follow(Options()))], SETTINGS, describe=str)
+    live.start()
+    try:
+        time.sleep(1)
+        healths = {shared.label: shared.health for shared in live.streams.values()}
+        assert all(h.readable and not h.up and not h.listed for h in healths.values())
+        ok, why = live.healthy(3600)
+        assert not ok and why.endswith("not listed yet")
+        server.hold_lists.clear()
+        until(lambda: live.healthy(3600)[0], 20)
+        assert all(h.up and h.listed for h in healths.values())
+    finally:
+        live.stop()
+        api.close()
+        server.close()
