@@ -34,6 +34,8 @@ sys.path.insert(0, str(ROOT / "deploy" / "rules"))
     (["-l", "app=x"], "-l/--selector cannot be used with serve"),
     (["--all-contexts"], "--all-contexts cannot be used with serve"),
     (["--listen", "9479"], "--listen '9479' is not a [HOST]:PORT address"),
+    (["--listen", ""], "--listen '' is not a [HOST]:PORT address"),
+    (["--listen", "[::1]"], "--listen '[::1]' is not a [HOST]:PORT address"),
     (["--listen", ":99999"], "has no port between 0 and 65535"),
     (["--census-interval", "0s"], "--census-interval '0s' is not a duration of at least 1s"),
     (["--stale-after", "soon"], "--stale-after 'soon' is not a duration"),

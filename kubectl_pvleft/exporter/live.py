@@ -222,8 +222,9 @@ class Live:
             for opens, readers in opened:
                 label = stream_label(opens)
                 if len(opened) > 1 and selectors(opens) != (None, None):  # asked differently: said in its label
+                    field, labels = selectors(opens)
                     label += "?" + "&".join(f"{name}={value}" for name, value in
-                                           zip(("fieldSelector", "labelSelector"), selectors(opens)) if value)
+                                           (("fieldSelector", field), ("labelSelector", labels)) if value)
                 shared = self.streams[(key, selectors(opens))] = Shared(opens, self.lock, label)
                 for analysis, stream in pairs:
                     if any(stream is reader for reader in readers):
@@ -423,9 +424,14 @@ class Live:
     def _census_loop(self) -> None:
         assert self.census_run is not None
         leftovers = next((a for a in self.analyses if a.name == "leftovers"), None)
+        from kubectl_pvleft.clouds.bounded import still_running
+
         while not self.stopping.is_set():
             volumes = self._volumes(leftovers)
             if volumes is None:  # the PVs have not listed yet: a census now would call every disk an orphan
+                self.stopping.wait(1.0)
+                continue
+            if still_running():  # the last run, past its time, still waits on an SDK call: never two at once
                 self.stopping.wait(1.0)
                 continue
             self._take_census(volumes)
