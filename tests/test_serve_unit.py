@@ -514,3 +514,18 @@ def test_a_kind_one_analysis_cannot_do_without_refused_leaves_the_others_judged_
         live._refused(shared)
     ok, why = live.healthy(0)
     assert not ok and why.startswith("no analysis can be judged") and "pods" in why
+
+
+def test_a_pod_pending_on_cpu_is_a_finding_but_not_on_storage() -> None:
+    """pvleft_pending_on_storage, which PvleftPodPendingOnStorage reads: 0 for the scheduler's "Insufficient cpu",
+    1 for a claim's evidence or the volumebinding plugin's words (kubernetes pkg/scheduler/framework/plugins/
+    volumebinding/binder.go: ErrReasonNodeConflict "node(s) had volume node affinity conflict")."""
+    from kubectl_pvleft.analyses.pending.rules import Verdict, on_storage
+
+    cpu = Verdict("default-scheduler", "FailedScheduling", "0/3 nodes are available: 3 Insufficient cpu.", "pod-event")
+    image = Verdict("kubelet", "ImagePullBackOff", "back-off pulling image", "container")
+    affinity = Verdict("default-scheduler", "VolumeNodeAffinityConflict", "0/3 nodes are available: 1 Insufficient "
+                       "cpu, 2 node(s) had volume node affinity conflict.", "pod-event")
+    provisioning = Verdict("ebs.csi.aws.com", "ProvisioningFailed", "could not create volume", "claim-event", "data")
+    mount = Verdict("kubelet", "FailedMount", "MountVolume.SetUp failed", "pod-event")
+    assert [on_storage(v) for v in (cpu, image, affinity, provisioning, mount)] == [False, False, True, True, True]

@@ -18,6 +18,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoM
 
 from kubectl_pvleft import __version__
 from kubectl_pvleft.analyses.claim_problems import UNUSED
+from kubectl_pvleft.analyses.pending.rules import on_storage
 from kubectl_pvleft.exporter.live import Analysis, Live
 from kubectl_pvleft.records.quantity import parse_quantity
 
@@ -38,13 +39,15 @@ class Finding:
     """One object an alert can name: its labels, when the object was created (for "older than a week"), and when
     its state began where the evidence says (for "unused for 30 days": a claim's Unused condition)."""
 
-    __slots__ = ("created", "labels", "since")
+    __slots__ = ("created", "labels", "on_storage", "since")
 
     def __init__(self, analysis: str, kind: str, namespace: Optional[str], name: str, state: str,
-                 created: Optional[datetime], since: Optional[datetime] = None) -> None:
+                 created: Optional[datetime], since: Optional[datetime] = None,
+                 on_storage: Optional[bool] = None) -> None:
         self.labels = (analysis, kind, namespace or "", name, state)
         self.created = timestamp(created)
         self.since = timestamp(since)
+        self.on_storage = on_storage  # a Pending Pod's: does it wait on storage (not on CPU, a taint, an image)
 
 
 class ServeCollector:
@@ -86,16 +89,21 @@ class ServeCollector:
         since = GaugeMetricFamily("pvleft_finding_since_timestamp_seconds", "When the finding's state began, where "
                                   "the evidence says (an unused claim: its Unused condition); absent where unknown",
                                   labels=FINDING_LABELS)
+        storage = GaugeMetricFamily("pvleft_pending_on_storage", "1 when a Pending Pod of pvleft_finding_info waits "
+                                    "on storage (a claim, a volume, an attach or a mount), 0 when on something else "
+                                    "(CPU, memory, a taint, an image)", labels=FINDING_LABELS)
         unique = {f.labels: f for f in findings}  # one series per label set, whatever the analyses repeat
         kept = sorted(unique)[:self.max_finding_series]
         for labels in kept:
             info.add_metric(labels, 1)
             finding = unique[labels]
+            if finding.on_storage is not None:
+                storage.add_metric(labels, 1 if finding.on_storage else 0)
             if finding.created is not None:
                 created.add_metric(labels, finding.created)
             if finding.since is not None:
                 since.add_metric(labels, finding.since)
-        yield from (info, created, since)
+        yield from (info, created, since, storage)
         # A gauge, not a counter: how many are left out now, which goes down as findings resolve.
         yield GaugeMetricFamily("pvleft_finding_series_omitted", "Findings left out of pvleft_finding_info by "
                                 "--max-finding-series", value=len(unique) - len(kept))
@@ -198,7 +206,8 @@ def _pending(rows: list[Any], findings: list[Finding]) -> Iterator[Metric]:
     count: Counter[tuple[str, ...]] = Counter()
     for row in rows:
         count[(row.namespace, row.verdict.owner, row.verdict.reason)] += 1
-        findings.append(Finding("pending", "Pod", row.namespace, row.name, row.verdict.reason, row.pod.meta.created))
+        findings.append(Finding("pending", "Pod", row.namespace, row.name, row.verdict.reason, row.pod.meta.created,
+                                on_storage=on_storage(row.verdict)))
     yield _gauge("pvleft_pending_pods", "Pending Pods, by the controller that owns the blocker and the reason",
                  ("namespace", "owner", "reason"), count)
 

@@ -73,6 +73,10 @@ SCHEDULER_STORAGE_CAUSES: tuple[tuple[str, str], ...] = (
     ("did not have enough free storage", "InsufficientStorage"),
     ("bound to non-existent pv", "VolumeNotFound"),
 )
+# Verdicts that blame storage whatever their source: the scheduler's words about a volume, the attach/detach
+# controller's, the kubelet's mount. A verdict read from a claim blames storage too (on_storage).
+STORAGE_REASONS = frozenset({reason for _, reason in SCHEDULER_STORAGE_CAUSES} | ATTACH_REASONS |
+                            {"FailedMount", "FailedMapVolume", "ClaimNotFound", "ClaimTerminating"})
 EVENTS_EXPIRE = ("events expire after about an hour (kube-apiserver --event-ttl), so an older blocker "
                  "may have left no trace")
 _EXTERNAL_PROVISIONER = re.compile(r"external provisioner '([^']+)'")
@@ -138,6 +142,14 @@ class Verdict(Struct, frozen=True):
     @property
     def key(self) -> tuple[str, str, str]:
         return (self.owner, self.reason, self.message)
+
+
+def on_storage(verdict: Verdict) -> bool:
+    """The Pod waits on storage (a claim, a volume, an attach, a mount), not on CPU, memory, a taint or an image:
+    what PvleftPodPendingOnStorage alerts on. A scheduler message that names a volume cause among others
+    ("1 Insufficient cpu, 2 node(s) had volume node affinity conflict") is storage: it is what the volumebinding
+    plugin (kubernetes pkg/scheduler/framework/plugins/volumebinding) refused on those nodes."""
+    return verdict.claim is not None or verdict.source in ("claim", "claim-event") or verdict.reason in STORAGE_REASONS
 
 
 class Triage(Struct, frozen=True):
