@@ -97,15 +97,18 @@ def scrape(port: int, timeout: float) -> float:
     return time.perf_counter() - started
 
 
-def burst(port: int, n: int = 200, timeout: float = 10.0) -> tuple[list[float], int]:
+def burst(port: int, n: int = 200, timeout: float = 10.0) -> tuple[list[float], int, int]:
+    """Latencies of the answered scrapes, the scrapes refused or reset, and those unanswered after ``timeout``."""
     times: list[float] = []
-    failures = [0]
+    failures = [0, 0]
     gate = threading.Barrier(n)
 
     def one() -> None:
         gate.wait()
         try:
             times.append(scrape(port, timeout))
+        except TimeoutError:
+            failures[1] += 1
         except OSError:
             failures[0] += 1
 
@@ -114,7 +117,7 @@ def burst(port: int, n: int = 200, timeout: float = 10.0) -> tuple[list[float], 
         thread.start()
     for thread in threads:
         thread.join()
-    return sorted(times), failures[0]
+    return sorted(times), failures[0], failures[1]
 
 
 def measure(kind: str) -> dict[str, object]:
@@ -124,13 +127,13 @@ def measure(kind: str) -> dict[str, object]:
         port = int(port_text)
         scrape(port, 10)
         idle = rss_kib(child.pid)
-        times, failures = burst(port)
+        times, failures, late = burst(port)
         half_open = []
         for _ in range(20):
             sock = socket.create_connection(("127.0.0.1", port))
             sock.sendall(b"GET /metrics HTTP/1.1\r\n")  # and never the rest
             half_open.append(sock)
-        held_times, held_failures = burst(port)
+        held_times, held_failures, held_late = burst(port)
         for sock in half_open:
             sock.close()
         peak = rss_kib(child.pid)
@@ -142,8 +145,8 @@ def measure(kind: str) -> dict[str, object]:
         return round(values[min(len(values) - 1, int(len(values) * p))] * 1000, 1) if values else float("nan")
 
     return {"server": kind, "startup_ms": float(startup_ms), "p50_ms": pct(times, 0.5), "p99_ms": pct(times, 0.99),
-            "failed": failures, "half_open_p50_ms": pct(held_times, 0.5), "half_open_p99_ms": pct(held_times, 0.99),
-            "half_open_failed": held_failures, "rss_idle_mib": round(idle / 1024, 1),
+            "refused": failures, "late": late, "half_open_p50_ms": pct(held_times, 0.5), "half_open_p99_ms": pct(held_times, 0.99),
+            "half_open_refused": held_failures, "half_open_late": held_late, "rss_idle_mib": round(idle / 1024, 1),
             "rss_after_mib": round(peak / 1024, 1)}
 
 

@@ -79,3 +79,57 @@ def test_a_stream_readable_but_not_listed_yet_is_down_and_not_ready(tmp_path: Pa
         live.stop()
         api.close()
         server.close()
+
+
+def test_a_list_that_never_ends_is_given_up_at_its_deadline_and_what_it_added_goes(tmp_path: Path) -> None:
+    """A server that pages without end (a new continue token each page, new objects on each): the relist is given
+    up at the exporter's list deadline, counted as the stream's error, and what it put in the stores goes with it;
+    asked again, the same. Threads stay bounded (no page reader left behind), the store never keeps the pages."""
+    import threading
+
+    from fake_apiserver import FakeAPIServer
+
+    pages = [0]
+
+    def handler(path: str, query: dict[str, list[str]]) -> tuple[int, dict]:
+        if query.get("watch") == ["true"]:
+            time.sleep(0.2)
+            return 200, {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "5"}}}
+        items: list[dict] = []
+        meta: dict[str, Any] = {"resourceVersion": "5"}
+        if path.endswith("/persistentvolumes"):
+            pages[0] += 1
+            n = pages[0]
+            items = [{"metadata": {"name": f"pv-{n}-{i}", "uid": f"uid-{n}-{i}", "resourceVersion": str(n)},
+                      "spec": {}, "status": {"phase": "Available"}} for i in range(50)]
+            meta["continue"] = f"token-{n}"
+        return 200, {"kind": "List", "apiVersion": "v1", "metadata": meta, "items": items}
+
+    with FakeAPIServer(handler) as server:
+        api = KubeAPI(load_connection(Selection(kubeconfig=str(server.kubeconfig(tmp_path / "kc")))))
+        live = Live(api, [("leftovers", leftovers.follow(Options()))],
+                    WatchSettings(backoff_initial=0.05, backoff_max=0.1, settle=0.0), describe=str, list_seconds=1.0)
+        pvs = next(s for s in live.streams.values() if s.label == "persistentvolumes")
+        store = live.analyses[0].stores.data
+        live.start()
+        threads = []
+        try:
+            until(lambda: pvs.health.errors >= 1, 30)
+            started = len(live.threads)
+            while pvs.health.errors < 4:
+                # Ours only (the fake server has a thread per request): the page readers and the exporter's own.
+                names = [t.name for t in threading.enumerate()]
+                threads.append((sum(n.startswith("list ") for n in names), sum(n.startswith("pvleft-serve") for n in names)))
+                until(lambda: True, 1)
+                time.sleep(0.05)
+                assert len(threads) < 1200, "never four errors"
+            errors = pvs.health.errors
+        finally:
+            live.stop()
+            api.close()
+    assert "did not end within 1s" in pvs.health.last_error and errors >= 4
+    assert pages[0] > 8  # it did page, on and on
+    assert threads and max(readers for readers, _ in threads) <= 1, threads  # one list at a time, none left behind
+    assert {own for _, own in threads} == {started}
+    assert len(store["volumes"] or {}) < pages[0] * 50 / 2  # a given-up list leaves what it added behind: never all
+    assert not pvs.health.listed and live.analyses[0].rows is None  # never judged on half a list

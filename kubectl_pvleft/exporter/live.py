@@ -14,13 +14,22 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Optional
 
-from kubectl_pvleft.errors import NotFound
+from kubectl_pvleft.errors import NotFound, PvleftError
 from kubectl_pvleft.exporter.heap import few_heaps, release_free_memory
 from kubectl_pvleft.kube.api import KubeAPI, Unchanged
 from kubectl_pvleft.kube.watch import Changed, Follow, Notice, Observer, Stores, Stream, Synced, WatchSettings, reflect, uid_of
 from kubectl_pvleft.text import one_line, shown
 
 Describe = Callable[[BaseException], str]
+
+# A (re)list not read whole by then is given up and asked again later (counted as the stream's error), what it had
+# put in the stores taken out: a server that pages without end (a new continue token each time) must not hold a
+# stream, the list gate and a growing store forever. A real list of 100,000 objects reads in well under a minute.
+LIST_SECONDS = 300.0
+
+
+class ListTooLong(PvleftError):
+    """A relist past LIST_SECONDS."""
 
 
 def stream_key(stream: Stream) -> Hashable:
@@ -204,8 +213,9 @@ class Live:
     def __init__(self, api: KubeAPI, analyses: Sequence[tuple[str, Follow[Any]]], settings: WatchSettings,
                  describe: Describe, census: Optional[Callable[[list[Any]], Any]] = None,
                  clouds: Mapping[str, str] = MappingProxyType({}), census_interval: float = 3600.0,
-                 judge_every: float = 0.0) -> None:
+                 judge_every: float = 0.0, list_seconds: float = LIST_SECONDS) -> None:
         self.api, self.settings, self.describe = api, settings, describe
+        self.list_seconds = list_seconds
         self.lister: Any = OneListAtATime(api)
         self.judge_every = judge_every  # at most one judgment per this many seconds, however busy the streams
         self.lock = threading.Lock()
@@ -364,17 +374,36 @@ class Live:
                 if readable_again:
                     reader.analysis.stores.data[reader.name] = {}
         seen: set[str] = set()
-        for obj in item.objects:  # a page that fails raises here: the pump counts it and lists again
-            if isinstance(obj, Unchanged):  # held already, at this version: nothing to replace
-                seen.add(obj.uid)
-                continue
-            with self.lock:
-                seen.add(uid_of(obj))
-                for reader in shared.readers:
-                    if reader.wants(obj):
-                        reader.analysis.stores.refill(reader.name, obj)
-                    else:  # selected no more (a Pod that left Pending): out of this reader's store
-                        reader.analysis.stores.apply(Changed(reader.name, "DELETED", obj))
+        fresh: list[set[str]] = [set() for _ in shared.readers]  # what this list added, by reader
+        deadline = time.monotonic() + self.list_seconds
+        try:
+            for obj in item.objects:  # a page that fails raises here: the pump counts it and lists again
+                if time.monotonic() > deadline:
+                    raise ListTooLong(f"the list did not end within {self.list_seconds:g}s; asking again")
+                if isinstance(obj, Unchanged):  # held already, at this version: nothing to replace
+                    seen.add(obj.uid)
+                    continue
+                uid = uid_of(obj)
+                with self.lock:
+                    seen.add(uid)
+                    for reader, added in zip(shared.readers, fresh, strict=True):
+                        store = reader.analysis.stores.data.get(reader.name)
+                        if store is not None and uid not in store:
+                            added.add(uid)
+                        if reader.wants(obj):
+                            reader.analysis.stores.refill(reader.name, obj)
+                        else:  # selected no more (a Pod that left Pending): out of this reader's store
+                            reader.analysis.stores.apply(Changed(reader.name, "DELETED", obj))
+        except BaseException:
+            close = getattr(item.objects, "close", None)
+            if close is not None:  # the list ends now: its page reader and the list gate are released at once
+                close()
+            with self.lock:  # a list given up: what only it had added goes with it (memory, and half evidence)
+                for reader, added in zip(shared.readers, fresh, strict=True):
+                    store = reader.analysis.stores.data.get(reader.name)
+                    for uid in added if store is not None else ():
+                        store.pop(uid, None)  # type: ignore[union-attr]
+            raise
         with self.lock:
             for reader in shared.readers:
                 reader.analysis.stores.refilled(reader.name, seen)

@@ -13,7 +13,6 @@ that ends is reopened; it never looks like "all is well".
 
 from __future__ import annotations
 
-import itertools
 import os
 import queue
 import random
@@ -183,7 +182,7 @@ class _Reflector:
                     first = next(pages, _END)  # a list refused at once fails here, as an eager one would
                     self.listed_once = True
                     yield from self._up()
-                    yield Synced(s.name, pages if first is _END else itertools.chain((first,), pages), "")
+                    yield Synced(s.name, pages if first is _END else _handed_over(first, pages), "")
                     self.resource_version = listing.resource_version or ""  # known once the pages are read
                 else:
                     objects = tuple(listing)
@@ -260,6 +259,18 @@ class _Reflector:
                                            f"{now - self.down_since:.0f}s ({failure}); still trying")
         self.stop.wait(self.delay * random.uniform(0.8, 1.2))  # jitter: many watchers should not retry in step
         self.delay = min(self.delay * 2, self.settings.backoff_max)
+
+
+def _handed_over(first: Any, pages: Iterator[Any]) -> Iterator[Any]:
+    """The list's objects, the first one already read; closing this closes the list (its page reader, its gate),
+    which a consumer that gives a list up must be able to do at once, not when the collector gets to it."""
+    try:
+        yield first
+        yield from pages
+    finally:
+        close = getattr(pages, "close", None)
+        if close is not None:
+            close()
 
 
 def uid_of(obj: Object) -> str:
