@@ -9,7 +9,9 @@ while 200 scrapes run again. Run: python benchmarks/serve_http.py [--rounds 3]
   stdlib      the exporter's server before this work: http.server.ThreadingHTTPServer, a thread per connection
   wsgiref     prometheus_client.start_http_server (wsgiref's server with a thread per connection)
   waitress    waitress 3 with prometheus_client.make_wsgi_app (one I/O thread, 4 workers, connection limit,
-              channel timeout, backlog 1024): what serve uses now
+              channel timeout, backlog 1024)
+  serve       what serve runs: waitress as above, through cli/serve.py's _server (its adjustments, and scrapes
+              that ask the same within a second sharing one exposition)
 """
 
 from __future__ import annotations
@@ -66,6 +68,13 @@ elif kind == "wsgiref":
     server, _thread = start_http_server(0, "127.0.0.1", registry)
     port = server.server_address[1]
     run = lambda: time.sleep(3600)
+elif kind == "serve":
+    import types
+    from kubectl_pvleft.cli.serve import _port, _server
+    live = types.SimpleNamespace(healthy=lambda stale_after: (True, "ok"))
+    server = _server(("127.0.0.1", 0), registry, live, 60.0)
+    port = _port(server)
+    run = server.run
 else:
     from prometheus_client import make_wsgi_app
     from waitress.server import create_server
@@ -153,7 +162,7 @@ def measure(kind: str) -> dict[str, object]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--servers", default="stdlib,wsgiref,waitress")
+    parser.add_argument("--servers", default="stdlib,wsgiref,waitress,serve")
     args = parser.parse_args()
     for kind in args.servers.split(","):
         rounds = [measure(kind) for _ in range(args.rounds)]

@@ -529,3 +529,31 @@ def test_a_pod_pending_on_cpu_is_a_finding_but_not_on_storage() -> None:
     provisioning = Verdict("ebs.csi.aws.com", "ProvisioningFailed", "could not create volume", "claim-event", "data")
     mount = Verdict("kubelet", "FailedMount", "MountVolume.SetUp failed", "pod-event")
     assert [on_storage(v) for v in (cpu, image, affinity, provisioning, mount)] == [False, False, True, True, True]
+
+
+def test_scrapes_that_ask_the_same_within_a_second_share_one_exposition() -> None:
+    """200 parallel scrapes built the exposition 200 times; now once per second and per way of asking, and a
+    client that varies its headers cannot make it keep more than SHARED_ANSWERS answers."""
+    import time
+
+    from kubectl_pvleft.cli.serve import SHARED_ANSWERS, _Shared
+
+    built: list[str] = []
+
+    def app(environ: dict, start_response: Callable) -> list[bytes]:
+        built.append(environ["HTTP_ACCEPT"])
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        return [f"answer {len(built)}".encode()]
+
+    shared = _Shared(app, 0.3)
+
+    def ask(accept: str) -> bytes:
+        return b"".join(shared({"REQUEST_METHOD": "GET", "HTTP_ACCEPT": accept}, lambda status, headers: None))
+
+    assert {ask("text/plain") for _ in range(50)} == {b"answer 1"}
+    assert ask("application/openmetrics-text") == b"answer 2"
+    time.sleep(0.35)
+    assert ask("text/plain") == b"answer 3"  # a second later: built again, never older than that
+    for n in range(100):
+        ask(f"text/plain; q={n}")
+    assert len(shared.recent) <= SHARED_ANSWERS
