@@ -189,12 +189,25 @@ def test_after_a_5s_outage_every_stream_is_up_and_ready_again_within_30s(cluster
     try:
         wait_for("the exporter's /healthz", lambda: _ok(f"{url}/healthz"), timeout=60)
         wait_for("every stream up", lambda: streams() and all(v == 1.0 for _, v in streams()), timeout=60)
-        outage = threading.Thread(target=cluster.restart_apiserver, kwargs={"down_for": 5.0})
-        outage.start()
-        wait_for("a stream down", lambda: any(v == 0.0 for _, v in streams()), timeout=30)
-        assert set(readable()) == {1.0}  # down, not refused: what PvleftStreamDown fires on
-        outage.join()
+        seen: list[tuple[list[float], list[float]]] = []  # (up, readable) while the API server is away
+        watching = threading.Event()
+
+        def watch_the_outage() -> None:  # a thread of its own: the plane's processes die with the thread that
+            while not watching.is_set():  # started them (PR_SET_PDEATHSIG), so the restart stays in this one
+                seen.append(([v for _, v in streams()], readable()))
+                time.sleep(0.2)
+
+        watcher = threading.Thread(target=watch_the_outage)
+        watcher.start()
+        try:
+            cluster.restart_apiserver(down_for=5.0)
+        finally:
+            watching.set()
+            watcher.join()
         restarted = time.monotonic()
+        down = [(up, can_read) for up, can_read in seen if 0.0 in up]
+        assert down, seen  # it did see the outage
+        assert all(set(can_read) == {1.0} for _, can_read in down)  # down, not refused: PvleftStreamDown's case
         wait_for("every stream up again", lambda: all(v == 1.0 for _, v in streams()), timeout=30)
         wait_for("/healthz ready again", lambda: _ok(f"{url}/healthz"), timeout=max(1.0, 30 - (time.monotonic() - restarted)))
         assert time.monotonic() - restarted < 30
