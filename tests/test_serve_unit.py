@@ -557,3 +557,21 @@ def test_scrapes_that_ask_the_same_within_a_second_share_one_exposition() -> Non
     for n in range(100):
         ask(f"text/plain; q={n}")
     assert len(shared.recent) <= SHARED_ANSWERS
+
+
+def test_a_kind_refused_then_not_served_is_not_called_unreadable() -> None:
+    """After an API server restart a kind without its CRD is refused (403) until the RBAC cache syncs, then 404: from
+    then on it is not served, and neither unreadable in /healthz's answer nor a reason its analysis is unreadable."""
+    from kubectl_pvleft.analyses import snapshots
+    from kubectl_pvleft.kube.watch import Notice
+
+    live = Live(None, [("snapshots", snapshots.follow(Options()))], WatchSettings(), describe=str)  # type: ignore[arg-type]
+    for shared in live.streams.values():
+        live.take(shared, Notice(shared.label, "forbidden", unavailable=True))
+    assert live.healthy(0)[0] is False  # nothing can be judged while every kind is refused
+    for shared in live.streams.values():
+        live.not_served(shared)
+    assert live.healthy(0) == (True, "ok")
+    metrics = scrape(live)
+    assert metrics["pvleft_analysis_served"] == [({"analysis": "snapshots"}, 0.0)]
+    assert "pvleft_stream_readable" not in metrics and "pvleft_analysis_readable" not in metrics

@@ -348,10 +348,13 @@ class Live:
             if health.served:
                 _log(f"{shared.label} is not served by this cluster (no CRD): its analyses report nothing until "
                      f"it is; asking again every {self.settings.backoff_max:.0f}s")
+            # A 404 is an answer past authorization: a 403 said before (a restarted server's RBAC cache) is over.
             health.served, health.listed, health.up, health.down_since = False, True, False, None
+            health.readable = True
             for reader in shared.readers:
                 reader.analysis.stores.data[reader.name] = {}
                 reader.analysis.unsynced.add(reader.name)
+                reader.analysis.refused.discard(shared.label)
                 reader.analysis.rows = None
         self.changed.set()
 
@@ -518,7 +521,7 @@ class Live:
             if served and all(a.refused for a in served):
                 refused = sorted({label for a in served for label in a.refused})
                 return False, f"no analysis can be judged: it may not read {', '.join(refused)} (403)"
-            unreadable = sorted(s.label for s in self.streams.values() if not s.health.readable)
+            unreadable = sorted(s.label for s in self.streams.values() if s.health.served and not s.health.readable)
         return True, "ok" + (f" (may not read: {', '.join(unreadable)})" if unreadable else "")
 
 
