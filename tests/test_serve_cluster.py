@@ -219,6 +219,43 @@ def test_after_a_5s_outage_every_stream_is_up_and_ready_again_within_30s(cluster
         settled(cluster)
 
 
+def test_a_kind_the_identity_may_not_read_is_readable_0_and_the_others_stay_judged_and_ready(cluster,
+                                                                                           tmp_path: Path) -> None:
+    """The real RBAC's 403: an identity that may read PVs, Pods, events, StorageClasses and CSIDrivers but no claims
+    and no snapshots (the plane's "pvonly" user). The claim streams are readable 0 and up 0; the claims analysis
+    (which cannot do without claims) has no findings and pvleft_analysis_readable 0; leftovers, pending and classes
+    judge without them (that evidence unknown); /healthz is 200 and names what it may not read."""
+    port = free_port()
+    log = (tmp_path / "serve.log").open("w+")
+    process = subprocess.Popen([PLUGIN or "kubectl-pvleft", "serve", "--kubeconfig", str(cluster.kubeconfig("pvonly")),
+                                "--listen", f"127.0.0.1:{port}"], stdout=log, stderr=subprocess.STDOUT, text=True,
+                               env={**os.environ, **WATCH_ENV})
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_for("the exporter's /healthz", lambda: _ok(f"{url}/healthz"), timeout=60)
+        status, why = fetch(f"{url}/healthz")
+        exposition = wait_for("leftovers, pending and classes judged", lambda: (lambda body: all(
+            f'pvleft_findings{{analysis="{name}"}}' in body for name in ("leftovers", "pending", "classes")) and body)(
+            fetch(f"{url}/metrics")[1]), timeout=60)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=10)
+        log.seek(0)
+        output = log.read()
+        print(output)
+    assert status == 200 and why.startswith("ok (may not read: ") and "persistentvolumeclaims" in why, why
+    readable = {labels["stream"]: v for labels, v in samples(exposition, "pvleft_stream_readable")}
+    up = {labels["stream"]: v for labels, v in samples(exposition, "pvleft_stream_up")}
+    for stream in ("persistentvolumeclaims", "persistentvolumeclaims/metadata"):
+        assert (readable[stream], up[stream]) == (0.0, 0.0), stream
+    for stream in ("persistentvolumes", "pods", "events", "storageclasses", "csidrivers/metadata"):
+        assert (readable[stream], up[stream]) == (1.0, 1.0), stream
+    analyses = {labels["analysis"]: v for labels, v in samples(exposition, "pvleft_analysis_readable")}
+    assert analyses["claims"] == 0.0 and analyses["leftovers"] == analyses["pending"] == analyses["classes"] == 1.0
+    assert 'pvleft_findings{analysis="claims"}' not in exposition  # absent, never zero
+    assert "Traceback" not in output and output.count("cannot list/watch persistentvolumeclaims (") == 1
+
+
 def compact_etcd(cluster) -> None:
     """Compact etcd to its current revision (its gRPC gateway on loopback): a watch resumed from before is a 410."""
     base = f"http://127.0.0.1:{cluster.ports['etcd']}"

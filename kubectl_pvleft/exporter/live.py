@@ -127,8 +127,10 @@ class Shared:
         with a warning that says which analyses lose what."""
         blocked = [r.analysis.name for r in self.readers if r.required]
         partial = [r.analysis.name for r in self.readers if not r.required]
-        effects = ([f"{' and '.join(blocked)} report nothing while it may not be read"] if blocked else []) + \
-                  ([f"{' and '.join(partial)} judge without it (that evidence is unknown)"] if partial else [])
+        effects = ([f"{' and '.join(blocked)} {_verb(blocked, 'reports')} nothing while it may not be read"]
+                   if blocked else []) + \
+                  ([f"{' and '.join(partial)} {_verb(partial, 'judges')} without it (that evidence is unknown)"]
+                   if partial else [])
         unreadable = f"cannot list/watch {self.label} ({{reason}}): " + "; ".join(effects)
         stream = self.stream
         return Stream(self.label, stream.kind, stream.namespace, stream.field_selector, stream.label_selector,
@@ -523,6 +525,10 @@ class Live:
                 return False, f"no analysis can be judged: it may not read {', '.join(refused)} (403)"
             unreadable = sorted(s.label for s in self.streams.values() if s.health.served and not s.health.readable)
         return True, "ok" + (f" (may not read: {', '.join(unreadable)})" if unreadable else "")
+
+
+def _verb(subjects: Sequence[str], singular: str) -> str:
+    return singular if len(subjects) == 1 else singular[:-1]
 
 
 def _log(message: str) -> None:
