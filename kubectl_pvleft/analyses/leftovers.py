@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 from msgspec import Struct, field
 
 from kubectl_pvleft.analyses.looks import describe, events, looks
-from kubectl_pvleft.invocation import Options, Result, kept_reason
+from kubectl_pvleft.invocation import KEEP_ANNOTATION, Options, Result, kept_reason
 from kubectl_pvleft.kube.api import CLAIM_IDENTITIES, PERSISTENT_VOLUMES, STORAGE_CLASSES, Reader, begin, optional
-from kubectl_pvleft.output.report import UNSET, Column, Report, actionable, age, utcnow
+from kubectl_pvleft.output.report import UNSET, Column, Report, Verdict, actionable, age, finding_count, utcnow
 from kubectl_pvleft.records import Absent, ClaimIdentity, PersistentVolume, StorageClass, iso
 
 if TYPE_CHECKING:  # --watch alone needs the watch runtime: imported in follow()
@@ -34,6 +34,10 @@ if TYPE_CHECKING:  # --watch alone needs the watch runtime: imported in follow()
 
 # CLAIM STATE: the seed's words, shown as they are.
 MISSING, REPLACED, PRESENT, UNKNOWN = "missing", "replaced", "present", "unknown"
+# An administrator's pre-binding: a claimRef with no uid, naming a claim not created yet. The PV controller keeps
+# such a PV Available for that claim (syncVolume: "volume is pre-bound to claim ... waiting for the claim"), so
+# nothing is gone.
+PRE_BOUND = "pre-bound"
 LEFTOVER_PHASES = ("Released", "Failed")
 CLAIMS_UNREADABLE = ("cannot list persistentvolumeclaims {scope} ({reason}); claim state is unknown (claim_missing: "
                      "null). Grant get/list on persistentvolumeclaims to know whether claims are gone.")
@@ -70,7 +74,7 @@ class Leftover(Struct, frozen=True):
         """The seed's finding: True only when we know the claim is gone; None when we could not look."""
         if self.claim_state == UNKNOWN:
             return None
-        return self.claim_state == MISSING
+        return self.claim_state == MISSING  # pre-bound: the claim is not gone, it is yet to come
 
     @property
     def claim(self) -> Optional[str]:
@@ -92,7 +96,7 @@ def claim_state(pv: PersistentVolume, claims: Optional[ClaimIndex]) -> Optional[
         return UNKNOWN
     live_uid = claims.uid(ref.namespace or "", ref.name)
     if live_uid is None:
-        return MISSING
+        return MISSING if ref.uid or pv.phase in LEFTOVER_PHASES else PRE_BOUND
     if ref.uid and live_uid != ref.uid:
         return REPLACED
     return PRESENT
@@ -101,13 +105,29 @@ def claim_state(pv: PersistentVolume, claims: Optional[ClaimIndex]) -> Optional[
 def is_leftover(row: Leftover) -> bool:
     if row.pv.phase in LEFTOVER_PHASES:
         return True
-    # A claimRef without a uid is an administrator's pre-binding to a claim not created yet, not a dead pointer.
+    # A claimRef without a uid is an administrator's pre-binding (PRE_BOUND when that claim does not exist yet);
+    # replaced by name without a uid is that claim, created: the PV controller binds them.
     return row.claim_state in (MISSING, REPLACED) and bool(row.pv.claim_ref and row.pv.claim_ref.uid)
 
 
-def is_finding(row: Leftover) -> bool:
-    """A leftover that counts: not intentionally kept, and old enough for --older-than."""
-    return is_leftover(row) and row.kept is None and not row.young
+def set_aside(row: Leftover) -> Optional[str]:
+    """Why a leftover is not a finding: intentionally kept, or in its phase for less than --older-than."""
+    if row.kept is not None:
+        return f"kept ({KEEP_ANNOTATION}): {row.kept}"
+    if row.young:
+        return "in its phase for less than --older-than"
+    return None
+
+
+def leftover_evidence(row: Leftover) -> tuple[str, ...]:
+    if not is_leftover(row):
+        return ()
+    claim = f"; claim {row.claim} is {row.claim_state}" if row.claim else ""
+    return (f"{row.pv.phase} PV, reclaim policy {row.pv.reclaim_policy or UNSET}{claim}",)
+
+
+VERDICT: Verdict[Leftover] = Verdict(leftover_evidence, set_aside)
+is_finding = VERDICT.is_finding  # a leftover that counts: not kept, and old enough for --older-than
 
 
 def phase_age(pv: PersistentVolume, now: datetime) -> Optional[float]:
@@ -213,15 +233,16 @@ def run(api: Reader, options: Options) -> Result:
     result = find_leftovers(api, include_all=options.show_all, claim_namespace=claim_namespace(options),
                             keep_every_pv=census_asked, older_than=options.older_than, excluded=options.excluded,
                             label_selector=options.label_selector, field_selector=options.field_selector)
-    findings = sum(1 for row in result.rows if is_finding(row))
     if not census_asked:
-        return Result(report(result, show_kept=options.show_all), findings, result.warnings)
+        shown = report(result, show_kept=options.show_all)
+        return Result(shown, finding_count(shown), result.warnings)
     taken = census.take(options, result.all_pvs, prices)
     leftovers = [row.pv.name for row in result.rows if is_finding(row)]
-    return Result(report(result, disks=taken.disks, show_kept=options.show_all,
-                         priced=taken.priced if taken.costing else None),
-                  findings + len(taken.findings), result.warnings + taken.warnings, partial=bool(taken.errors),
-                  sections=census.sections(taken, leftovers, show_all=options.show_all), errors=taken.errors)
+    shown = report(result, disks=taken.disks, show_kept=options.show_all, priced=taken.priced if taken.costing else None,
+                   evidence=taken.placements)
+    sections = census.sections(taken, leftovers, show_all=options.show_all)
+    return Result(shown, finding_count(shown) + sum(finding_count(section) for section in sections),
+                  result.warnings + taken.warnings, partial=bool(taken.errors), sections=sections, errors=taken.errors)
 
 
 def follow(options: Options) -> Follow[Leftover]:
@@ -255,7 +276,8 @@ def follow(options: Options) -> Follow[Leftover]:
 # -- how the rows are shown -----------------------------------------------------------------
 
 def to_json(row: Leftover, disks: Optional[Mapping[str, Any]] = None,
-            priced: Optional[Callable[[Any], Any]] = None) -> dict[str, Any]:
+            priced: Optional[Callable[[Any], Any]] = None,
+            evidence: Optional[Mapping[str, Any]] = None) -> dict[str, Any]:
     pv = row.pv
     doc = {
         # The seed's keys, in the seed's order and meaning.
@@ -277,12 +299,15 @@ def to_json(row: Leftover, disks: Optional[Mapping[str, Any]] = None,
         "message": pv.message,
         "last_phase_transition_time": iso(pv.last_phase_transition),
         "kept": row.kept,
-        "finding": is_finding(row),
+        "finding": VERDICT.is_finding(row),  # the verdict every output reads (actionable adds `set_aside` after)
     }
     if disks is not None:  # a cloud census ran: the disk behind the PV, as that client saw it
         disk = disks.get(pv.name)  # a CloudDisk, Absent.MISSING / UNKNOWN, or None: not a cloud's volume
         doc["disk"] = None if disk is None or isinstance(disk, Absent) else disk.to_json()
         doc["disk_missing"] = None if disk is None or disk is Absent.UNKNOWN else disk is Absent.MISSING
+        # A disk not seen: where the PV places it, what the census listed in full, and if unknown, why.
+        placed = (evidence or {}).get(pv.name) if disk is None or isinstance(disk, Absent) else None
+        doc["disk_evidence"] = placed.to_json() if placed is not None else None
         if priced is not None:  # --cost: what that disk bills per month, or why that is unknown
             cost = priced(disk)
             doc["monthly_cost"] = cost.to_json() if cost is not None else None
@@ -291,7 +316,8 @@ def to_json(row: Leftover, disks: Optional[Mapping[str, Any]] = None,
 
 def report(result: LeftoverResult, now: Optional[datetime] = None,
            disks: Optional[Mapping[str, Any]] = None, show_kept: bool = False,
-           priced: Optional[Callable[[Any], Any]] = None) -> Report[Leftover]:
+           priced: Optional[Callable[[Any], Any]] = None,
+           evidence: Optional[Mapping[str, Any]] = None) -> Report[Leftover]:
     columns: list[Column[Leftover]] = [
         Column("NAME", lambda r: r.pv.name),
         Column("STATUS", lambda r: r.pv.phase),
@@ -299,7 +325,7 @@ def report(result: LeftoverResult, now: Optional[datetime] = None,
         Column("CLASS RECLAIM", lambda r: r.class_reclaim),
         # kubectl get pv leaves these blank when unset; so do we.
         Column("CLAIM", lambda r: r.claim, empty=""),
-        Column("CLAIM STATE", lambda r: r.claim_state),
+        Column("CLAIM STATE", claim_cell),
         Column("STORAGECLASS", lambda r: r.pv.storage_class, empty=""),
         Column("CAPACITY", lambda r: r.pv.capacity),
         Column("AGE", lambda r: age(r.pv.last_phase_transition or r.pv.meta.created, now or utcnow())),
@@ -318,23 +344,23 @@ def report(result: LeftoverResult, now: Optional[datetime] = None,
             columns.insert(10, Column("MONTHLY", lambda r: cell(priced(disks.get(r.pv.name)))))
     if show_kept:  # kept PVs are shown only with --all: then say why each is kept
         columns.insert(9, Column("KEPT", lambda r: r.kept, empty=""))
-    return actionable(Report(rows=result.rows, columns=columns, to_json=lambda r: to_json(r, disks, priced),
+    return actionable(Report(rows=result.rows, columns=columns, to_json=lambda r: to_json(r, disks, priced, evidence),
                              name=lambda r: f"persistentvolume/{r.pv.name}",
                              labels=lambda r: r.pv.meta.labels),
-                      leftover_finding, next_looks)
+                      VERDICT, next_looks)
 
 
-def leftover_finding(row: Leftover) -> tuple[str, ...]:
-    if not is_leftover(row):
-        return ()
-    claim = f"; claim {row.claim} is {row.claim_state}" if row.claim else ""
-    return (f"{row.pv.phase} PV, reclaim policy {row.pv.reclaim_policy or UNSET}{claim}",)
+def claim_cell(row: Leftover) -> Optional[str]:
+    """CLAIM STATE: a pre-bound PV says which claim it waits for."""
+    if row.claim_state == PRE_BOUND:
+        return f"pre-bound, waiting for claim {row.claim}"
+    return row.claim_state
 
 
 def next_looks(row: Leftover) -> tuple[str, ...]:
     """The PV and its events; the claim, when it still exists (replaced: the new one holds the name)."""
     ref = row.pv.claim_ref
-    claim = describe("pvc", ref.name, ref.namespace) if ref and ref.name and row.claim_state not in (MISSING,) else None
+    claim = describe("pvc", ref.name, ref.namespace) if ref and ref.name and row.claim_state not in (MISSING, PRE_BOUND) else None
     return looks(describe("pv", row.pv.name), claim, events(row.pv.meta.uid))
 
 

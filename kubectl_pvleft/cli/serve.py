@@ -1,6 +1,6 @@
 """`kubectl-pvleft serve`: the exporter's process. Connects as every command does (kubeconfig, or in-cluster with
-the projected token re-read as it rotates), keeps every analysis live (exporter/live.py), serves /metrics and
-/healthz, and ends within a second of SIGTERM or Ctrl-C.
+the projected token re-read as it rotates), keeps every analysis live (exporter/live.py), serves /metrics,
+/healthz and /livez, and ends within a second of SIGTERM or Ctrl-C.
 
 prometheus_client and waitress are the ``serve`` extra: imported here only, so the plugin itself never needs them.
 """
@@ -150,7 +150,7 @@ SHARED_ANSWERS = 8  # at most this many kept at once (text, OpenMetrics, each gz
 
 def _server(where: tuple[str, int], registry: Any, live: Any, stale_after: float) -> Any:
     """waitress serving prometheus_client's WSGI app (gzip when asked, OpenMetrics when Accept asks for it, name[]
-    filters) at /metrics, and /healthz; nothing else."""
+    filters) at /metrics, /healthz and /livez; nothing else."""
     import logging
 
     from prometheus_client import make_wsgi_app
@@ -169,7 +169,9 @@ def _server(where: tuple[str, int], registry: Any, live: Any, stale_after: float
         if path == "/healthz":
             ok, why = live.healthy(stale_after)
             return _answer(start_response, "200 OK" if ok else "503 Service Unavailable", (why + "\n").encode())
-        return _answer(start_response, "404 Not Found", b"not found: /metrics and /healthz are served\n")
+        if path == "/livez":  # the liveness probe: this server answers; no scrape, no stream's health
+            return _answer(start_response, "200 OK", b"ok\n")
+        return _answer(start_response, "404 Not Found", b"not found: /metrics, /healthz and /livez are served\n")
 
     quiet = logging.getLogger("waitress")
     quiet.propagate = False  # a client that hangs up, a busy queue: nothing to tell an operator

@@ -8,17 +8,18 @@ SDKs are imported only here, and this module only when one of the flags is given
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from importlib import import_module
 from shlex import quote
 from typing import TYPE_CHECKING, Any, Optional, Union
 
-from kubectl_pvleft.clouds.base import CloudDisk, CloudError, CloudFinding, join
+from kubectl_pvleft.clouds.base import NOT_A_VOLUME, CloudDisk, CloudError, CloudFinding, Placement, join
 from kubectl_pvleft.clouds.refs import volume_ref
 from kubectl_pvleft.invocation import Options
-from kubectl_pvleft.output.report import Column, Report, age, utcnow
+from kubectl_pvleft.output.report import Column, Report, Verdict, actionable, age, utcnow
 from kubectl_pvleft.records import Absent
+from kubectl_pvleft.text import shown
 
 if TYPE_CHECKING:  # --cost alone imports the pricing
     from kubectl_pvleft.clouds.cost import Priced, PriceFile, Total
@@ -47,10 +48,14 @@ def listed_in_time(census: Any, seconds: float, from_flag: bool) -> list[CloudDi
 class CensusOutcome:
     """What the censuses found, handed back to leftovers, which builds its own table from it."""
 
-    __slots__ = ("costing", "disks", "errors", "findings", "not_volumes", "set_aside", "taken", "warnings")
+    __slots__ = ("costing", "disks", "errors", "findings", "not_volumes", "placements", "set_aside", "taken",
+                 "warnings")
 
     def __init__(self) -> None:
         self.disks: dict[str, Union[CloudDisk, Absent]] = {}  # the DISK of each PV: found, missing or unknown
+        # The evidence for each PV whose disk was not seen: where it places the disk, what was listed in full, and
+        # for an unknown one why it cannot be called missing.
+        self.placements: dict[str, Placement] = {}
         self.findings: list[CloudFinding] = []
         self.not_volumes: list[CloudFinding] = []  # a VM's own disks: shown with --all, never counted as findings
         # Orphans a human set aside: kept (the keep label or tag) or younger than --older-than. Not findings;
@@ -95,6 +100,10 @@ def take(options: Options, pvs: Sequence[Any], prices: Optional[PriceFile] = Non
                                                        options.request_timeout is not None))
         except CloudError as exc:
             outcome.errors.append(f"{cloud.NAME} census: {exc}")
+            for ref in refs:  # nothing is said of its PVs' disks but that the census failed
+                if ref.driver in cloud.DRIVERS and ref.pv_name not in outcome.disks:
+                    outcome.placements.setdefault(ref.pv_name, Placement(
+                        None, "", False, f"the {cloud.NAME} census failed: {exc}"))
             continue
         outcome.taken.append(cloud.NAME)
         if options.label_selector:
@@ -104,12 +113,19 @@ def take(options: Options, pvs: Sequence[Any], prices: Optional[PriceFile] = Non
         outcome.not_volumes += joined.not_volumes if options.show_all else []
         outcome.disks.update(joined.disks_by_pv)
         outcome.disks.update({f.pv_name: Absent.MISSING for f in joined.findings if f.pv_name is not None})
+        outcome.placements.update({f.pv_name: f.placement for f in joined.findings
+                                   if f.pv_name is not None and f.placement is not None})
+        outcome.placements.update(joined.unknown)
+        if joined.unknown:
+            outcome.warnings.append(unknown_note(cloud.NAME, joined.unknown))
         if joined.other_clusters and hasattr(implementation, "other_clusters_note"):
             outcome.warnings.append(implementation.other_clusters_note(joined.other_clusters, options.flags))
         outcome.warnings += census.notes
     for ref in refs:  # a cloud's PV whose disk no census placed: not looked at, or the census failed
         if ref.pv_name not in outcome.disks and ref.driver in drivers:
             outcome.disks[ref.pv_name] = Absent.UNKNOWN
+            outcome.placements.setdefault(ref.pv_name, Placement(
+                None, "", False, "its handle names no disk a census could match (see the warnings)"))
     if options.flags.get("cost") and outcome.taken:
         from kubectl_pvleft.clouds.pricing import price, provenance_note
 
@@ -123,6 +139,18 @@ def take(options: Options, pvs: Sequence[Any], prices: Optional[PriceFile] = Non
         if note:
             outcome.warnings.append(note)
     return outcome
+
+
+def unknown_note(name: str, unknown: dict[str, Placement]) -> str:
+    """One line for the PVs whose disk was not seen where the census looked, yet cannot be called missing."""
+    by_reason: dict[str, list[str]] = {}
+    for pv_name, placed in sorted(unknown.items()):
+        by_reason.setdefault(placed.reason or "", []).append(pv_name)
+    said = "; ".join(f"{', '.join(shown(n) for n in names[:5])}"
+                     f"{f' and {len(names) - 5} more' if len(names) > 5 else ''}: {shown(reason)}"
+                     for reason, names in by_reason.items())
+    return (f"{name} census: the disk of {len(unknown)} PersistentVolume(s) was not seen, and is not called "
+            f"missing ({said})")
 
 
 def _set_aside(finding: CloudFinding, older_than: Optional[float], now: datetime) -> bool:
@@ -148,8 +176,9 @@ def sections(outcome: CensusOutcome, leftover_pvs: Sequence[str] = (), show_all:
     if show_all:
         rows = sorted(outcome.findings + outcome.set_aside + outcome.not_volumes,
                       key=lambda f: (f.kind, f.handle, f.pv_name or ""))
+    aside = {(f.source, f.handle): set_aside_reason(f) for f in outcome.set_aside}
     found: list[Report[Any]] = [findings_report(rows, taken=outcome.taken, show_kept=show_all,
-                                                costing=outcome.costing)]
+                                                costing=outcome.costing, set_aside=aside)]
     if outcome.costing is not None:
         from kubectl_pvleft.clouds.cost import totals
 
@@ -218,6 +247,8 @@ def finding_json(finding: CloudFinding, costing: Optional[Costing] = None) -> di
         "pv": finding.pv_name,
         "message": finding.message,
         "disk": finding.disk.to_json() if finding.disk else None,
+        # a missing disk: where the PV places it, and what was listed in full there
+        "evidence": finding.placement.to_json() if finding.placement else None,
     }
     if costing is not None:
         from kubectl_pvleft.clouds.cost import json_of
@@ -232,9 +263,20 @@ def location_in(handle: str) -> Optional[str]:
     return parts[3] if len(parts) == 6 and parts[2] in ("zones", "regions") else None
 
 
+def set_aside_reason(finding: CloudFinding) -> str:
+    """Why an orphan take() set aside is not a finding (_set_aside: kept, else younger than --older-than)."""
+    if finding.disk is not None and finding.disk.kept is not None:
+        return f"kept (the cloud's keep label or tag): {finding.disk.kept}"
+    return "disk created less than --older-than ago"
+
+
 def findings_report(findings: list[CloudFinding], now: Optional[datetime] = None,
                     taken: Sequence[str] = ("cloud",), show_kept: bool = False,
-                    costing: Optional[Costing] = None) -> Report[CloudFinding]:
+                    costing: Optional[Costing] = None,
+                    set_aside: Optional[Mapping[tuple[str, str], str]] = None) -> Report[CloudFinding]:
+    """The census's rows: its findings; with --all, the orphans ``set_aside`` names (by source and handle, with
+    why) and the disks that are not volumes, shown and never findings."""
+    aside = set_aside or {}
     def disk(attr: str) -> Any:
         return lambda f: getattr(f.disk, attr) if f.disk is not None else None
 
@@ -259,9 +301,10 @@ def findings_report(findings: list[CloudFinding], now: Optional[datetime] = None
         columns.insert(10, Column("MONTHLY", lambda f: cell(costing.of(f.disk))))
     if show_kept:
         columns.insert(10, Column("KEPT", lambda f: f.disk.kept if f.disk else None, empty=""))
-    return Report(rows=findings, columns=columns, to_json=lambda f: finding_json(f, costing),
-                  name=lambda f: f"{f.source}/{f.handle}",
-                  # Every row is a finding (-o markdown lists it, -o junit fails it); the PV it concerns, if any.
-                  findings=lambda f: (f"{f.kind}: {f.message}" if f.message else f.kind,),
-                  next=lambda f: (f"kubectl describe pv {quote(f.pv_name)}",) if f.pv_name else (),
-                  empty_message=f"No orphaned or missing disks found by the {' and '.join(taken)} census")
+    verdict: Verdict[CloudFinding] = Verdict(
+        lambda f: () if f.kind == NOT_A_VOLUME else (f"{f.kind}: {f.message}" if f.message else f.kind,),
+        lambda f: aside.get((f.source, f.handle)))
+    return actionable(Report(rows=findings, columns=columns, to_json=lambda f: finding_json(f, costing),
+                             name=lambda f: f"{f.source}/{f.handle}",
+                             empty_message=f"No orphaned or missing disks found by the {' and '.join(taken)} census"),
+                      verdict, lambda f: (f"kubectl describe pv {quote(f.pv_name)}",) if f.pv_name else ())
