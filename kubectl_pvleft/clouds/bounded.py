@@ -10,16 +10,18 @@ each cloud's page loop calls ``page_read()``. The exporter starts no census whil
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Mapping
 from typing import TypeVar, Union
 
 from kubectl_pvleft.clouds.base import CloudError
 
 T = TypeVar("T")
 
-# How long a run past its time is waited for, to stop at its next page: an endless pager stops within a page; an SDK
-# call that hangs ends by its own timeout, and the exporter waits for it before the next run.
-STOP_GRACE_SECONDS = 5.0
+# How long a run past its time is waited for, to stop at its next page (an endless pager stops within a page), so
+# that what it read is freed before the caller goes on; --request-timeout is overrun by at most this. An SDK call
+# that hangs ends by its own timeout, in the background: the exporter waits for it before its next run.
+STOP_GRACE_SECONDS = 0.5
 
 _this_run = threading.local()
 _running: set[threading.Thread] = set()
@@ -40,33 +42,45 @@ def page_read() -> None:
 def run_bounded(work: Callable[[], T], seconds: float, name: str, late: str) -> T:
     """``work()`` in a thread of its own, its result or its exception; CloudError(``late``) once ``seconds`` have
     passed, after telling the run to stop and giving it STOP_GRACE_SECONDS to do so."""
-    outcome: list[Union[T, BaseException]] = []
+    outcome = run_together({name: work}, seconds).get(name)
+    if outcome is None:
+        raise CloudError(late)
+    if isinstance(outcome, BaseException):
+        raise outcome
+    return outcome
+
+
+def run_together(works: Mapping[str, Callable[[], T]], seconds: float) -> dict[str, Union[T, BaseException]]:
+    """Each work in a thread of its own, at the same time, under one deadline: what each returned or raised, by
+    name; a work still running at the deadline is told to stop (STOP_GRACE_SECONDS to do so) and has no entry."""
+    outcomes: dict[str, Union[T, BaseException]] = {}
     stop = threading.Event()
 
-    def run() -> None:
+    def run(name: str, work: Callable[[], T]) -> None:
         _this_run.stop = stop
         try:
-            outcome.append(work())
-        except BaseException as exc:  # handed to the caller, raised there
-            outcome.append(exc)
-        finally:
-            with _running_lock:
-                _running.discard(threading.current_thread())
+            result: Union[T, BaseException] = work()
+        except BaseException as exc:  # handed to the caller
+            result = exc
+        if not stop.is_set():
+            outcomes[name] = result
+        with _running_lock:
+            _running.discard(threading.current_thread())
 
-    worker = threading.Thread(target=run, name=name, daemon=True)
+    workers = [threading.Thread(target=run, args=(name, work), name=name, daemon=True) for name, work in works.items()]
     with _running_lock:
-        _running.add(worker)
-    worker.start()
-    worker.join(seconds)
-    if not outcome:
-        stop.set()
-        worker.join(STOP_GRACE_SECONDS)
-        outcome.clear()  # a result that came in the grace is late all the same: memory goes with the run
-        raise CloudError(late)
-    result = outcome[0]
-    if isinstance(result, BaseException):
-        raise result
-    return result
+        _running.update(workers)
+    for worker in workers:
+        worker.start()
+    deadline = time.monotonic() + seconds
+    for worker in workers:
+        worker.join(max(0.0, deadline - time.monotonic()))
+    if any(worker.is_alive() for worker in workers):
+        stop.set()  # the late ones stop at their next page; what they read goes with them
+        grace = time.monotonic() + STOP_GRACE_SECONDS
+        for worker in workers:
+            worker.join(max(0.0, grace - time.monotonic()))
+    return {name: outcomes[name] for name in works if name in outcomes}
 
 
 def still_running() -> int:
