@@ -78,7 +78,7 @@ class ServeCollector:
         if "pending" in rows:
             yield from _pending(rows["pending"], findings)
         if "claims" in rows:
-            judged_claims = next(judged for a, judged, _, _, _ in analyses if a.name == "claims")
+            judged_claims = next(judged for a, judged, *_ in analyses if a.name == "claims")
             yield from _claims(rows["claims"], findings, judged_claims or [])
         if "classes" in rows:
             yield from _classes(rows["classes"], findings)
