@@ -579,7 +579,7 @@ def test_a_kind_one_analysis_cannot_do_without_refused_leaves_the_others_judged_
     pods = {"stream": "pods", "namespace": ""}
     assert (pods, 0.0) in metrics["pvleft_stream_readable"] and (pods, 0.0) in metrics["pvleft_stream_up"]
     readable = {labels["analysis"]: v for labels, v in metrics["pvleft_analysis_readable"]}
-    assert readable == {"leftovers": 1.0, "pending": 0.0, "classes": 1.0, "claims": 1.0, "snapshots": 1.0}
+    assert readable.pop("pending") == 0.0 and set(readable.values()) == {1.0} and {"leftovers", "claims"} <= set(readable)
     findings = {labels["analysis"]: v for labels, v in metrics["pvleft_findings"]}
     assert "pending" not in findings and findings["claims"] == 0.0 and findings["leftovers"] == 0.0
     assert live.healthy(0) == (True, "ok (may not read: pods)")
