@@ -26,6 +26,7 @@ from typing import Any, Optional
 from kubectl_pvleft.clouds import base
 from kubectl_pvleft.clouds.aws import CSI_DRIVERS, IN_TREE_DRIVERS, MANAGED_DRIVER, SOURCE
 from kubectl_pvleft.clouds.base import CloudDisk, CloudError, Placement, VolumeRef
+from kubectl_pvleft.clouds.bounded import page_read
 
 PERMISSION = "ec2:DescribeVolumes"
 DEFAULT_PAGE_SIZE = 500
@@ -187,6 +188,7 @@ class AwsCensus:
         pages = client.get_paginator("describe_volumes").paginate(**params)
         try:
             for page in pages:
+                page_read()  # a census past its time stops here (clouds/bounded.py)
                 self.pages_read += 1
                 check_describe_volumes(page, region)
                 for volume in page["Volumes"]:

@@ -23,6 +23,7 @@ from functools import partial
 from typing import Any, Optional, Union
 
 from kubectl_pvleft.clouds.base import CloudDisk, CloudError, CloudSnapshot
+from kubectl_pvleft.clouds.bounded import page_read
 from kubectl_pvleft.clouds.cost import (
     ARCHIVE_SNAPSHOT,
     CAPACITY,
@@ -128,6 +129,7 @@ class PriceListPrices:
         try:
             for page in self._client.get_paginator("get_products").paginate(
                     ServiceCode="AmazonEC2", Filters=filters, FormatVersion="aws_v1"):
+                page_read()  # a price list past its time stops here (clouds/bounded.py)
                 self.pages_read += 1
                 # botocore hands each entry over as the JSON string the API sends
                 products += [json.loads(item) if isinstance(item, str) else item for item in page.get("PriceList") or ()]

@@ -21,6 +21,7 @@ from typing import Any, Optional
 from kubectl_pvleft.clouds import base
 from kubectl_pvleft.clouds.azure import DRIVERS, SOURCE
 from kubectl_pvleft.clouds.base import CloudDisk, CloudError, Placement, VolumeRef
+from kubectl_pvleft.clouds.bounded import page_read
 
 # The Disks API version this census reads, pinned to the one azure-mgmt-compute's Disks operations send by default
 # (the SDK's models, which the tests judge the local Resource Manager by, are generated from that version's
@@ -218,6 +219,7 @@ class AzureCensus:
             pager = (client.disks.list_by_resource_group(group, **options) if group
                      else client.disks.list(**options))
             for page in pager.by_page():
+                page_read()  # a census past its time stops here (clouds/bounded.py)
                 self.pages_read += 1
                 for disk in page:
                     record = disk.as_dict() if hasattr(disk, "as_dict") else dict(disk)

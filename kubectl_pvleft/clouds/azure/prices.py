@@ -38,6 +38,7 @@ from typing import Any, NamedTuple, Optional, Union
 from urllib.parse import urlsplit
 
 from kubectl_pvleft.clouds.base import CloudDisk, CloudError
+from kubectl_pvleft.clouds.bounded import page_read
 from kubectl_pvleft.clouds.cost import CANONICAL, CAPACITY, DISK, IOPS, THROUGHPUT, UNITS, Need, Rate, the_one
 
 SOURCE_NAME = "Azure Retail Prices API"
@@ -222,6 +223,7 @@ class RetailPrices:
         seen: set[str] = set()
         while True:
             page = self._get(link, query)
+            page_read()  # a price list past its time stops here (clouds/bounded.py)
             self.pages_read += 1
             yield from page["Items"]
             link = page.get("NextPageLink") or None

@@ -19,6 +19,7 @@ from typing import Any, Optional
 from msgspec import Struct
 
 from kubectl_pvleft.clouds.base import CloudDisk, CloudError, Placement, VolumeRef
+from kubectl_pvleft.clouds.bounded import page_read
 from kubectl_pvleft.clouds.gce import CSI_DRIVER, IN_TREE_DRIVER, SOURCE
 
 # The PD CSI driver's placeholders (pkg/constants): a handle may leave project, zone or region for the driver
@@ -240,6 +241,7 @@ class GceCensus:
 
         try:
             for page in call().pages:
+                page_read()  # a census past its time stops here (clouds/bounded.py)
                 if page.kind not in LIST_KINDS:
                     # A 200 that is not Compute's list (a captive portal's JSON, a proxy's page) would read as
                     # "no disks" and call every PV's data gone: the census was not taken.

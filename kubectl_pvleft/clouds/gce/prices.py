@@ -22,6 +22,7 @@ from functools import partial
 from typing import Any, Optional, Union
 
 from kubectl_pvleft.clouds.base import CloudDisk, CloudError, CloudSnapshot
+from kubectl_pvleft.clouds.bounded import page_read
 from kubectl_pvleft.clouds.cost import (
     ARCHIVE_SNAPSHOT,
     CANONICAL,
@@ -195,6 +196,7 @@ class CatalogPrices:
                                              **({"currency_code": self._currency} if self._currency else {}))
         try:
             for page in self._client.list_skus(request=request, timeout=self._timeout).pages:
+                page_read()  # a price list past its time stops here (clouds/bounded.py)
                 self.pages_read += 1
                 yield from page.skus
         except (GoogleAPIError, GoogleAuthError, OSError, ValueError) as exc:
