@@ -2,7 +2,22 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Optional
+
+CONTAINER_IMAGE = "ghcr.io/kubectl-pvleft/kubectl-pvleft"  # pip's package with every extra (Containerfile)
+
+
+def needs_extra(what: str, needs: str, extra: str) -> str:
+    """The line for a flag whose optional package is not installed, saying how to get it where this program
+    runs: pip's extra; in the krew bundle (PyInstaller sets ``sys.frozen``), where there is no pip, what the
+    bundle carries and where the rest is."""
+    if getattr(sys, "frozen", False):
+        return (f"{what} needs {needs}, which the krew bundle does not carry (it holds the cluster commands "
+                f"leftovers, pending, classes, claims and snapshots, not serve or the cloud censuses): install the "
+                f"package with pipx install 'kubectl-pvleft[{extra}]', or run the container image {CONTAINER_IMAGE}, "
+                "which has every extra")
+    return f"{what} needs {needs}: pip install 'kubectl-pvleft[{extra}]'"
 
 
 class PvleftError(Exception):

@@ -74,8 +74,7 @@ def test_object_names_after_the_subcommand_as_kubectl_get_offers_them(cluster) -
           claim("complete-other", "data-9", storage_class="complete-slow"),
           pod("complete-names", "web-0"), pod("complete-other", "web-9"))
     for ours, kind, extra in (("leftovers", "pv", ()), ("classes", "storageclass", ()),
-                              ("claims", "pvc", ("-n", "complete-names")), ("pending", "pods", ("-n", "complete-names")),
-                              ("claims", "pvc", ("-A",))):
+                              ("claims", "pvc", ("-n", "complete-names")), ("pending", "pods", ("-n", "complete-names"))):
         theirs = kubectl_get_complete(cluster, kind, *extra, "", kubeconfig=admin)
         names, directive = kubectl_complete("--kubeconfig", admin, ours, *extra, "")
         assert (sorted(set(theirs[0])), theirs[1]) == (names, directive), (ours, extra)
@@ -88,7 +87,10 @@ def test_object_names_after_the_subcommand_as_kubectl_get_offers_them(cluster) -
     assert kubectl_get_complete(cluster, "pv", "complete-pv-a", "complete-pv-", kubeconfig=admin) == (
         ["complete-pv-b"], 4)
     assert kubectl_complete("--kubeconfig", admin, "-n", "complete-names", "claims", "d") == (["data-0", "data-1"], 4)
+    # -A: every namespace's names, as the positional names then match in every namespace. (kubectl's
+    # CompGetFromTemplate never sets AllNamespaces: `kubectl get pvc -A <TAB>` offers the context's namespace's.)
     assert kubectl_complete("--kubeconfig", admin, "claims", "-A", "data-") == (["data-0", "data-1", "data-9"], 4)
+    assert kubectl_get_complete(cluster, "pvc", "-A", "data-", kubeconfig=admin) == ([], 4)
     assert kubectl_complete("--kubeconfig", admin, "pending", "--namespace=complete-other", "") == (["web-9"], 4)
     assert kubectl_complete("--kubeconfig", admin, "classes", "complete-") == (["complete-fast", "complete-slow"], 4)
     # serve takes no names; snapshots' kind is not served on this plane (no CRDs): nothing, quietly.

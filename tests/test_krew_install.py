@@ -110,10 +110,26 @@ def validator(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return gobin / "validate-krew-manifest"
 
 
-def test_committed_manifest_is_ready_to_submit(validator: Path, tmp_path: Path) -> None:
-    """krew-manifest.yaml as the krew-index pull request carries it (plugins/pvleft.yaml)."""
+def test_every_platforms_manifest_is_ready_to_submit(validator: Path, tmp_path: Path) -> None:
+    """The manifest the release workflow assembles from all six platforms' entries (plugin/krew.py manifest, as
+    in .github/workflows/release.yml), as the krew-index pull request carries it (plugins/pvleft.yaml). The
+    archives here are stand-ins: the validator checks the manifest's structure, and the caveats generated from
+    clusterrole.yaml."""
+    entries = tmp_path / "entries"
+    entries.mkdir()
+    version = f"v{kubectl_pvleft.__version__}"
+    for os_name in ("linux", "darwin", "windows"):
+        for arch in ("amd64", "arm64"):
+            bundle = tmp_path / f"{os_name}-{arch}" / "kubectl-pvleft"
+            bundle.mkdir(parents=True)
+            exe = bundle / ("kubectl-pvleft.exe" if os_name == "windows" else "kubectl-pvleft")
+            exe.write_bytes(b"stand-in")
+            run([sys.executable, ROOT / "plugin" / "krew.py", "archive", "--bundle", bundle, "--out", entries,
+                 "--os", os_name, "--arch", arch])
     submitted = tmp_path / "pvleft.yaml"
-    shutil.copy(ROOT / "krew-manifest.yaml", submitted)
+    run([sys.executable, ROOT / "plugin" / "krew.py", "manifest", "--platforms", entries, "--out", submitted])
+    assert len(yaml.safe_load(submitted.read_text())["spec"]["platforms"]) == 6
+    assert yaml.safe_load(submitted.read_text())["spec"]["version"] == version
     result = run([validator, "-manifest", submitted, "-skip-install"])
     assert "structural validation OK" in result.stderr
     broken = tmp_path / "broken" / "pvleft.yaml"

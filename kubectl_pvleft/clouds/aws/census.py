@@ -26,10 +26,11 @@ from typing import Any, Optional
 from kubectl_pvleft.clouds import base
 from kubectl_pvleft.clouds.aws import CSI_DRIVERS, IN_TREE_DRIVERS, SOURCE
 from kubectl_pvleft.clouds.base import CloudDisk, CloudError, VolumeRef
+from kubectl_pvleft.errors import needs_extra
 
 PERMISSION = "ec2:DescribeVolumes"
 DEFAULT_PAGE_SIZE = 500
-INSTALL_HINT = "--aws-region needs boto3: pip install 'kubectl-pvleft[aws]'"
+INSTALL_HINT = needs_extra("--aws-region", "boto3", "aws")
 
 
 CLUSTER_TAG_PREFIX = "kubernetes.io/cluster/"

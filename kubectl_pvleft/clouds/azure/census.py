@@ -21,13 +21,14 @@ from typing import Any, Optional
 from kubectl_pvleft.clouds import base
 from kubectl_pvleft.clouds.azure import DRIVERS, SOURCE
 from kubectl_pvleft.clouds.base import CloudDisk, CloudError, VolumeRef
+from kubectl_pvleft.errors import needs_extra
 
 # The Disks API version this census reads, pinned to the one azure-mgmt-compute's Disks operations send by default
 # (the SDK's models, which the tests judge the local Resource Manager by, are generated from that version's
 # description); ARM serves a version for years, and an SDK upgrade cannot change what is asked behind our back.
 API_VERSION = "2026-03-02"
 PERMISSION = "Microsoft.Compute/disks/read"
-INSTALL_HINT = "--azure-subscription needs azure-mgmt-compute and azure-identity: pip install 'kubectl-pvleft[azure]'"
+INSTALL_HINT = needs_extra("--azure-subscription", "azure-mgmt-compute and azure-identity", "azure")
 CREDENTIALS_HINT = ("set AZURE_CLIENT_ID, AZURE_TENANT_ID and AZURE_CLIENT_SECRET, give the Pod workload identity "
                     "on AKS, or run `az login`")
 # A local or private Resource Manager (Azure Stack Hub, tests): its URL; the token is asked for its own audience,

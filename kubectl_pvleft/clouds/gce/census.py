@@ -20,6 +20,7 @@ from msgspec import Struct
 
 from kubectl_pvleft.clouds.base import CloudDisk, CloudError, VolumeRef
 from kubectl_pvleft.clouds.gce import CSI_DRIVER, IN_TREE_DRIVER, SOURCE
+from kubectl_pvleft.errors import needs_extra
 
 # The PD CSI driver's placeholders (pkg/constants): a handle may leave project, zone or region for the driver
 # to fill in, and a "multi-zone" handle names same-named disks in several zones, each carrying MULTI_ZONE_LABEL.
@@ -41,7 +42,7 @@ PAGE_SIZE = 500  # the most a Compute list returns per page
 CALL_TIMEOUT = 60.0  # seconds per request
 RETRY_DEADLINE = 120.0  # the client's own default retries 503s for ten minutes
 
-INSTALL_HINT = "--project needs the google-cloud-compute package: pip install 'kubectl-pvleft[gcp]'"
+INSTALL_HINT = needs_extra("--project", "the google-cloud-compute package", "gcp")
 ADC_HINT = ("run `gcloud auth application-default login`, or on GKE give the Pod's ServiceAccount "
             "Workload Identity")
 
