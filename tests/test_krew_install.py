@@ -88,6 +88,19 @@ def test_manifest_is_generated_from_the_archive(release: tuple[Path, Path]) -> N
     assert doc["spec"]["version"] == f"v{kubectl_pvleft.__version__}"
 
 
+def test_a_second_build_gives_the_manifests_sha(release: tuple[Path, Path], tmp_path: Path) -> None:
+    """On one machine the bundle and its archive are byte for byte reproducible (PYTHONHASHSEED, mtime 0, sorted
+    entries): building again gives the sha256 the manifest carries. Another machine's Python and libraries give
+    another bundle, which is why no manifest is committed and each release runner writes its own entry."""
+    _, manifest = release
+    again = tmp_path / "again"
+    run(["bash", ROOT / "plugin" / "build-bundle.sh", again], timeout=1800)
+    packed = run([sys.executable, ROOT / "plugin" / "krew.py", "archive", "--bundle", again / "kubectl-pvleft",
+                  "--out", tmp_path / "out"])
+    [platform] = yaml.safe_load(manifest.read_text())["spec"]["platforms"]
+    assert packed.stdout.split()[1] == platform["sha256"]
+
+
 def test_validate_krew_manifest(krew_tools: Path, release: tuple[Path, Path], tmp_path: Path) -> None:
     _, manifest = release
     # Installing from the manifest's URI needs the network: krew install --archive does that part below.
