@@ -27,6 +27,7 @@ from kubectl_pvleft.clouds import base
 from kubectl_pvleft.clouds.aws import CSI_DRIVERS, IN_TREE_DRIVERS, SOURCE
 from kubectl_pvleft.clouds.base import CloudDisk, CloudError, VolumeRef
 from kubectl_pvleft.errors import needs_extra
+from kubectl_pvleft.progress import Tally
 
 PERMISSION = "ec2:DescribeVolumes"
 DEFAULT_PAGE_SIZE = 500
@@ -136,6 +137,7 @@ class AwsCensus:
         self.page_size = page_size
         self.profile = profile
         self.pages_read = 0  # DescribeVolumes pages received, every region
+        self.tally = Tally("EBS volumes", "volumes")  # the status line on a terminal
         self.notes: list[str] = []  # the Census interface's warnings; EBS has none of its own yet
         self.instance_volumes: set[str] = set()  # seen, set aside: they end with their instance
         self._locations: dict[str, set[tuple[Optional[str], Optional[str]]]] = {}
@@ -180,6 +182,7 @@ class AwsCensus:
             for page in pages:
                 self.pages_read += 1
                 check_describe_volumes(page, region)
+                self.tally.page(len(page["Volumes"]))
                 for volume in page["Volumes"]:
                     if dies_with_instance(volume):
                         self.instance_volumes.add(volume["VolumeId"])

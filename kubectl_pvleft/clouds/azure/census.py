@@ -22,6 +22,7 @@ from kubectl_pvleft.clouds import base
 from kubectl_pvleft.clouds.azure import DRIVERS, SOURCE
 from kubectl_pvleft.clouds.base import CloudDisk, CloudError, VolumeRef
 from kubectl_pvleft.errors import needs_extra
+from kubectl_pvleft.progress import Tally
 
 # The Disks API version this census reads, pinned to the one azure-mgmt-compute's Disks operations send by default
 # (the SDK's models, which the tests judge the local Resource Manager by, are generated from that version's
@@ -175,6 +176,7 @@ class AzureCensus:
         self.cluster_name = cluster_name
         self.notes: list[str] = []
         self.pages_read = 0
+        self.tally = Tally("Azure managed disks", "disks")  # the status line on a terminal
         self.call_timeout = CALL_TIMEOUT
 
     match_key = staticmethod(match_key)
@@ -210,7 +212,9 @@ class AzureCensus:
                      else client.disks.list(**options))
             for page in pager.by_page():
                 self.pages_read += 1
+                self.tally.page()
                 for disk in page:
+                    self.tally.item()
                     record = disk.as_dict() if hasattr(disk, "as_dict") else dict(disk)
                     if not isinstance(record.get("id"), str) or parse_disk_id(record["id"]) is None:
                         raise CloudError(f"Azure's answer for disks in {where} was not a disk list (a disk without "
