@@ -54,6 +54,7 @@ def start(stream: Optional[TextIO] = None) -> bool:
     stream = sys.stderr if stream is None else stream
     with _LINE.lock:
         _LINE.stream = stream if wanted(stream) else None
+        _LINE.shown, _LINE.drawn_at = "", 0.0
         return _LINE.stream is not None
 
 
