@@ -231,15 +231,12 @@ def object_names(selection: Selection, plural: str, all_namespaces: bool) -> lis
     """The names of one kind's objects, in the selected namespace (-n, else the context's) or, with
     ``all_namespaces``, in all; read as metadata only, with the user's own credentials."""
     from kubectl_pvleft.cli.session import connect
-    from kubectl_pvleft.kube.api import KINDS
-    from kubectl_pvleft.kube.kinds import Kind
-    from kubectl_pvleft.records.volumes import Named
+    from kubectl_pvleft.kube.kinds import names_only
 
-    kind = KINDS[plural]
+    kind = names_only(plural)
     api, namespace = connect(selection, LOOKUP_TIMEOUT, timeout_from_flag=False)
     try:
-        names_only = Kind(kind.plural, kind.prefix, kind.namespaced, Named, metadata_only=True)
-        return [item.name for item in api.list(names_only, None if all_namespaces else namespace)]
+        return [item.name for item in api.list(kind, None if all_namespaces else namespace)]
     finally:
         api.close()
 
