@@ -5,18 +5,18 @@ from __future__ import annotations
 import sys
 from typing import Any, Optional
 
-CONTAINER_IMAGE = "ghcr.io/kubectl-pvleft/kubectl-pvleft"  # pip's package with every extra (Containerfile)
+CONTAINER_IMAGE = "ghcr.io/kubectl-pvleft/kubectl-pvleft"  # the package with serve's and the clouds' extras (Containerfile)
 
 
-def needs_extra(what: str, needs: str, extra: str) -> str:
+def needs_extra(what: str, needs: str, extra: str, in_image: bool = True) -> str:
     """The line for a flag whose optional package is not installed, saying how to get it where this program
     runs: pip's extra; in the krew bundle (PyInstaller sets ``sys.frozen``), where there is no pip, what the
-    bundle carries and where the rest is."""
+    bundle carries and where the rest is (``in_image``: the container image has this extra)."""
     if getattr(sys, "frozen", False):
-        return (f"{what} needs {needs}, which the krew bundle does not carry (it holds the cluster commands "
-                f"leftovers, pending, classes, claims and snapshots, not serve or the cloud censuses): install the "
-                f"package with pipx install 'kubectl-pvleft[{extra}]', or run the container image {CONTAINER_IMAGE}, "
-                "which has every extra")
+        image = f", or run the container image {CONTAINER_IMAGE}, which has it" if in_image else ""
+        return (f"{what} needs {needs}, which the krew bundle does not carry (it carries the cluster commands, not "
+                f"the optional packages of serve, mcp and the cloud censuses): install the package with pipx "
+                f"install 'kubectl-pvleft[{extra}]'{image}")
     return f"{what} needs {needs}: pip install 'kubectl-pvleft[{extra}]'"
 
 
@@ -97,3 +97,21 @@ class ExecutionError(TemplateError):
     def __init__(self, reason: str, partial: Optional[list[Any]] = None, message: Optional[str] = None) -> None:
         super().__init__(message or reason, reason)
         self.partial = partial or []
+
+
+class Refusal(str):
+    """A warning line that says an optional read was refused (a 403 made its values unknown), still the line every
+    output prints, carrying what was refused as data for the readers that want it (the MCP server's `unread`)."""
+
+    status: int
+    verb: str
+    path: str
+    resource: str
+
+    @classmethod
+    def of(cls, exc: ApiError, line: str) -> Refusal:
+        refusal = cls(line)
+        path = exc.path.split("?", 1)[0]
+        refusal.status, refusal.verb, refusal.path = exc.status, exc.verb, path
+        refusal.resource = str((exc.details or {}).get("kind") or path.rstrip("/").rsplit("/", 1)[-1])
+        return refusal

@@ -147,10 +147,10 @@ def caveats(role_text: str) -> str:
     groups = [f"{_words(resources)}" + (f" ({group})" if group else "") for group, resources, _ in rules]
     needs = (f"It needs {_words(verbs)} on {'; '.join(groups)}: apply the pvleft-reader ClusterRole in "
              "clusterrole.yaml (in the plugin's folder) and bind it.")
-    rest = ("This program carries the cluster commands. serve (the Prometheus exporter) and the cloud censuses "
-            "(--project, --aws-region, --azure-subscription) need the Python package with its extras, e.g. "
-            "pipx install 'kubectl-pvleft[serve,gcp,aws,azure]', or the container image "
-            "ghcr.io/kubectl-pvleft/kubectl-pvleft.")
+    rest = ("This program carries the cluster commands. serve (the Prometheus exporter), mcp and the cloud "
+            "censuses (--project, --aws-region, --azure-subscription) need the Python package with their extras, "
+            "e.g. pipx install 'kubectl-pvleft[serve,mcp,gcp,aws,azure]'; the container image "
+            "ghcr.io/kubectl-pvleft/kubectl-pvleft has serve and the censuses.")
     lines = [line for paragraph in (needs, rest) for line in [*_wrap(paragraph), ""]][:-1]
     return "".join(f"    {line}\n" if line else "\n" for line in lines)
 

@@ -93,6 +93,13 @@ def test_object_names_after_the_subcommand_as_kubectl_get_offers_them(cluster) -
     assert kubectl_get_complete(cluster, "pvc", "-A", "data-", kubeconfig=admin) == ([], 4)
     assert kubectl_complete("--kubeconfig", admin, "pending", "--namespace=complete-other", "") == (["web-9"], 4)
     assert kubectl_complete("--kubeconfig", admin, "classes", "complete-") == (["complete-fast", "complete-slow"], 4)
+    # why: one KIND/NAME, the kind as typed (kubectl's short names too), its names in the namespace.
+    assert kubectl_complete("--kubeconfig", admin, "-n", "complete-names", "why", "pod/") == (["pod/web-0"], 4)
+    assert kubectl_complete("--kubeconfig", admin, "-n", "complete-names", "why", "pvc/data-") == (
+        ["pvc/data-0", "pvc/data-1"], 4)
+    assert kubectl_complete("--kubeconfig", admin, "why", "pv/complete-pv-") == (
+        ["pv/complete-pv-a", "pv/complete-pv-b"], 4)
+    assert kubectl_complete("--kubeconfig", admin, "why", "pv/complete-pv-a", "") == ([], 4)
     # serve takes no names; snapshots' kind is not served on this plane (no CRDs): nothing, quietly.
     assert kubectl_complete("--kubeconfig", admin, "serve", "") == ([], 4)
     result = run_completer("--kubeconfig", admin, "snapshots", "")

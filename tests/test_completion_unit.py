@@ -85,6 +85,12 @@ def test_subcommands() -> None:
     # server to ask, none at all.
     assert complete("leftovers", "", env={"KUBECONFIG": os.devnull}) == ([], 4)
     assert complete("serve", "", env={"KUBECONFIG": os.devnull}) == ([], 4)
+    assert complete("mcp", "", env={"KUBECONFIG": os.devnull}) == ([], 4)
+    # why takes one KIND/NAME: first the kinds, with no space after the slash (directive 2 added to 4).
+    assert complete("why", "", env={"KUBECONFIG": os.devnull}) == (
+        ["pod/", "pv/", "pvc/", "volumesnapshotcontent/"], 6)
+    assert complete("why", "pv", env={"KUBECONFIG": os.devnull}) == (["pv/", "pvc/"], 6)
+    assert complete("why", "nope/x", env={"KUBECONFIG": os.devnull}) == ([], 4)
 
 
 def test_flags_long_and_short_of_the_subcommand() -> None:

@@ -133,7 +133,7 @@ def complete(words: Sequence[str], parser: argparse.ArgumentParser) -> tuple[lis
         found += [f"{name}\t{summary}" for name, (summary, _) in BUILT_IN.items()  # help, options, version
                   if name.startswith(current) and name not in done]
         return found, NO_FILE_COMPLETION
-    return _object_names(typed, current, parser), NO_FILE_COMPLETION
+    return _object_names(typed, current, parser)
 
 
 def _flag_names(typed: _Typed, current: str) -> list[str]:
@@ -182,21 +182,36 @@ def _context_list(current: str, typed: _Typed) -> list[str]:
     return sorted(head + name for name in names if name.startswith(last) and name not in chosen)
 
 
-def _object_names(typed: _Typed, current: str, parser: argparse.ArgumentParser) -> list[str]:
+def _object_names(typed: _Typed, current: str, parser: argparse.ArgumentParser) -> tuple[list[str], int]:
     """After a subcommand, the names of the objects it takes positionally, as ``kubectl get KIND <TAB>`` offers
     them: the namespace's (or every namespace's with -A) for a namespaced kind; names already typed are not
-    offered again (kubectl's ResourceTypeAndNameCompletionFunc drops them too)."""
-    from kubectl_pvleft.invocation import SERVE, SUBCOMMANDS_BY_NAME
+    offered again (kubectl's ResourceTypeAndNameCompletionFunc drops them too). ``why`` takes one KIND/NAME:
+    first the kinds it takes, as ``pod/`` (no space after), then that kind's names."""
+    from kubectl_pvleft.invocation import MCP, SERVE, SUBCOMMANDS_BY_NAME, WHY
 
     command = SUBCOMMANDS_BY_NAME.get(typed.subcommand or "")
-    if command is None or command is SERVE:
-        return []
+    if command is None or command in (SERVE, MCP):
+        return [], NO_FILE_COMPLETION
+    plural, prefix, partial = command.kind, "", current
+    if command is WHY:
+        from kubectl_pvleft.analyses.why import KIND_WORDS, PLURALS
+
+        if typed.names:
+            return [], NO_FILE_COMPLETION
+        word, slash, partial = current.partition("/")
+        if not slash:
+            kinds = sorted(f"{kind}/" for kind in PLURALS if kind.startswith(current))
+            return kinds, NO_FILE_COMPLETION | NO_SPACE
+        if word.lower() not in KIND_WORDS:
+            return [], NO_FILE_COMPLETION
+        plural, prefix = PLURALS[KIND_WORDS[word.lower()]], f"{word}/"
     args, _ = parser.parse_known_args(typed.words)
     from kubectl_pvleft.cli.parser import selection_of
 
     everywhere = bool(getattr(args, "all_namespaces", False))
-    names = object_names(selection_of(args), command.kind, all_namespaces=everywhere)
-    return sorted({name for name in names if name.startswith(current) and name not in typed.names})
+    names = object_names(selection_of(args), plural, all_namespaces=everywhere)
+    return sorted({prefix + name for name in names if name.startswith(partial) and name not in typed.names}), \
+        NO_FILE_COMPLETION
 
 
 def kubeconfig_names(section: str, explicit: Optional[str]) -> list[str]:
