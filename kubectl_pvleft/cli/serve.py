@@ -18,7 +18,7 @@ from typing import Any, Optional
 
 from kubectl_pvleft.cli.durations import go_duration
 from kubectl_pvleft.cli.session import connect, describe_api_error
-from kubectl_pvleft.errors import ApiError, PvleftError
+from kubectl_pvleft.errors import ApiError, PvleftError, needs_extra
 from kubectl_pvleft.invocation import COMMANDS_BY_NAME, Invocation
 from kubectl_pvleft.text import one_line, shown
 
@@ -63,8 +63,7 @@ def serve(invocation: Invocation) -> int:
         from prometheus_client import CollectorRegistry
         from prometheus_client.process_collector import ProcessCollector
     except ImportError:
-        raise PvleftError("serve needs the prometheus_client and waitress packages: pip install "
-                          "'kubectl-pvleft[serve]'") from None
+        raise PvleftError(needs_extra("serve", "the prometheus_client and waitress packages", "serve")) from None
     from kubectl_pvleft.exporter.live import Live
     from kubectl_pvleft.exporter.metrics import ServeCollector
     from kubectl_pvleft.kube.watch import WatchSettings

@@ -36,10 +36,11 @@ from kubectl_pvleft.clouds.cost import (
     snapshot_needs,
     the_one,
 )
+from kubectl_pvleft.errors import needs_extra
 
 SOURCE_NAME = "AWS Price List Query API"
 PRICING_REGION = "us-east-1"
-INSTALL_HINT = "--cost with --aws-region needs boto3: pip install 'kubectl-pvleft[aws]'"
+INSTALL_HINT = needs_extra("--cost with --aws-region", "boto3", "aws")
 # What each volume type bills for beyond capacity, and what it includes at no charge.
 PROVISIONED = {"io1": {IOPS: 0}, "io2": {IOPS: 0}, "gp3": {IOPS: 3000, THROUGHPUT: 125}}
 IO2_TIER = 32000  # io2 IOPS up to here bill at the first tier's price

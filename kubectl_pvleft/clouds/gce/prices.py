@@ -36,10 +36,11 @@ from kubectl_pvleft.clouds.cost import (
     snapshot_needs,
     the_one,
 )
+from kubectl_pvleft.errors import needs_extra
 
 SERVICE = "services/6F81-5844-456A"  # Compute Engine's service id in the catalog
 SOURCE_NAME = "Cloud Billing Catalog API"
-INSTALL_HINT = "--cost with --project needs the google-cloud-billing package: pip install 'kubectl-pvleft[gcp]'"
+INSTALL_HINT = needs_extra("--cost with --project", "the google-cloud-billing package", "gcp")
 SCOPE = "https://www.googleapis.com/auth/cloud-billing.readonly"
 PAGE_SIZE = 5000  # the API's default and largest page
 
