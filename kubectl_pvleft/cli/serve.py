@@ -103,7 +103,8 @@ def serve(invocation: Invocation) -> int:
 
 def _census(options: Any) -> tuple[Optional[Callable[[list[Any]], Any]], dict[str, str]]:
     """The cloud censuses the flags ask for, as one function of the PVs, and their names -> the metrics' label
-    (the short name findings carry as their source); none when no flag asks."""
+    (the short name findings carry as their source); none when no flag asks. With --cost, each run prices the
+    disks it shows too (pvleft_monthly_cost)."""
     from kubectl_pvleft.clouds.census import asked
 
     clouds = asked(options)
@@ -111,7 +112,8 @@ def _census(options: Any) -> tuple[Optional[Callable[[list[Any]], Any]], dict[st
         return None, {}
     from kubectl_pvleft.clouds import census
 
-    return (lambda volumes: census.take(options, volumes)), {cloud.NAME: cloud.SOURCE for cloud in clouds}
+    prices = census.price_file(options)  # --cost --price-file: read once, before anything is asked (a bad one: exit 2)
+    return (lambda volumes: census.take(options, volumes, prices)), {cloud.NAME: cloud.SOURCE for cloud in clouds}
 
 
 def _on_signals(stop: Callable[[], None]) -> None:

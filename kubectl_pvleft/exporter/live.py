@@ -110,6 +110,10 @@ class CensusState:
         self.names = dict(clouds)  # the census's NAME (what its outcome calls it) -> the metrics' cloud label
         self.clouds = tuple(clouds.values())
         self.findings: Optional[list[Any]] = None  # None until a census answered
+        # With --cost, from the same run as ``findings``: each PV's disk (found, missing or unknown) by PV name, to
+        # price the leftover PVs a scrape names, and the prices (clouds/pricing.py's Costing); None without --cost.
+        self.disks: Mapping[str, Any] = {}
+        self.costing: Optional[Any] = None
         self.last_success: dict[str, float] = {}
         self.failures: dict[str, int] = dict.fromkeys(self.clouds, 0)
         self.duration: Optional[float] = None
@@ -388,7 +392,10 @@ class Live:
         if outcome is not None and outcome.taken:
             # Only the clouds that answered have findings (a failed one has none: its series go, and its
             # pvleft_census_last_success_timestamp_seconds says why).
-            state.findings = list(outcome.findings)
+            with self.lock:  # one run's findings, disks and prices together: a scrape never mixes two runs
+                state.findings = list(outcome.findings)
+                state.disks = outcome.disks if outcome.costing is not None else {}
+                state.costing = outcome.costing
 
     # -- what a scrape and /healthz read -----------------------------------------------------------------
 
