@@ -97,7 +97,8 @@ def test_the_helm_chart_lints_renders_and_passes_server_side_dry_run(cluster, op
                                "--set", "extraArgs={--aws-region=eu-west-1}"], check=False, capture_output=True,
                               text=True)
     assert rendered.returncode == 0, rendered.stderr
-    assert kinds(rendered.stdout) == KINDS - {"Namespace"}  # helm installs into a namespace it does not own
+    # helm installs into a namespace it does not own; the chart adds the Grafana dashboard's ConfigMap
+    assert kinds(rendered.stdout) == (KINDS - {"Namespace"}) | {"ConfigMap"}
     out = dry_run(cluster, rendered.stdout)
     assert "deployment.apps/pvleft-exporter created (server dry run)" in out
     deployment = next(d for d in yaml.safe_load_all(rendered.stdout) if d and d["kind"] == "Deployment")
@@ -105,3 +106,6 @@ def test_the_helm_chart_lints_renders_and_passes_server_side_dry_run(cluster, op
     assert args[:2] == ["serve", "--listen=:9479"] and "--aws-region=eu-west-1" in args
     rule = next(d for d in yaml.safe_load_all(rendered.stdout) if d and d["kind"] == "PrometheusRule")
     assert rule["spec"] == yaml.safe_load((DEPLOY / "rules" / "pvleft.rules.yaml").read_text())
+    dashboard = next(d for d in yaml.safe_load_all(rendered.stdout) if d and d["kind"] == "ConfigMap")
+    assert dashboard["metadata"]["labels"]["grafana_dashboard"] == "1"  # what Grafana's sidecar selects by default
+    assert dashboard["data"] == {"pvleft-dashboard.json": (DEPLOY / "grafana" / "pvleft-dashboard.json").read_text()}
