@@ -483,5 +483,5 @@ def test_monthly_cost_of_leftover_disks_and_orphans_by_kind_namespace_class_and_
           "currency": "USD"}, 0.4),
         ({"kind": "orphan-disk", "namespace": "shop", "storage_class": "", "cloud": "gce", "currency": "USD"}, 0.4),
     ]
-    assert metrics["pvleft_monthly_cost_unpriced_disks"] == [
+    assert metrics["pvleft_monthly_cost_unpriced"] == [
         ({"kind": "orphan-disk", "namespace": "", "storage_class": "", "cloud": "gce"}, 1.0)]

@@ -158,20 +158,21 @@ def build() -> Dashboard:
                           (f"sum by (cloud) (pvleft_missing_disks{s()})", "{{cloud}}"), span=8))
 
         .with_row(Row("Monthly cost (serve --cost)"))
-        .with_panel(bars("By kind", "leftover-pv: a leftover PV's disk; orphan-disk: a disk no PV names", "none",
+        .with_panel(bars("By kind", "leftover-pv: a leftover PV's disk; orphan-disk: a disk no PV names; snapshot: "
+                         "the cloud snapshot behind a VolumeSnapshotContent with findings", "none",
                          f"sum by (kind, currency) (pvleft_monthly_cost{s()})", "{{kind}} {{currency}}", span=6))
         .with_panel(bars("By namespace", "A leftover PV's claim's namespace; an orphan's, as its CSI driver "
                          "recorded it", "none",
                          f"sum by (namespace, currency) (pvleft_monthly_cost{s()})", "{{namespace}} {{currency}}",
                          span=6))
-        .with_panel(bars("By class", "A leftover PV's StorageClass (an orphan disk has none)", "none",
+        .with_panel(bars("By class", "A leftover PV's StorageClass (an orphan disk or a snapshot has none)", "none",
                          f"sum by (storage_class, currency) (pvleft_monthly_cost{s()})",
                          "{{storage_class}} {{currency}}", span=6))
         .with_panel(bars("By cloud", "", "none", f"sum by (cloud, currency) (pvleft_monthly_cost{s()})",
                          "{{cloud}} {{currency}}", span=6))
-        .with_panel(graph("Disks whose price is unknown", "Never counted as 0 in the cost: the reason is in the "
+        .with_panel(graph("Disks and snapshots whose price is unknown", "Never counted as 0 in the cost: the reason is in the "
                           "exporter's log", "short",
-                          (f"sum by (kind, cloud) (pvleft_monthly_cost_unpriced_disks{s()})", "{{kind}} {{cloud}}"),
+                          (f"sum by (kind, cloud) (pvleft_monthly_cost_unpriced{s()})", "{{kind}} {{cloud}}"),
                           span=24))
 
         .with_row(Row("The exporter"))

@@ -79,7 +79,7 @@ def serve(invocation: Invocation) -> int:
         census, clouds = _census(options)
         live = Live(api, analyses, WatchSettings.from_env(), describe, census=census, clouds=clouds,
                     census_interval=seconds(flags.get("census_interval") or DEFAULT_CENSUS_INTERVAL),
-                    judge_every=judge_every())
+                    judge_every=judge_every(), snapshot_census=_snapshot_census(options))
         registry = CollectorRegistry()
         ProcessCollector(registry=registry)  # process_resident_memory_bytes, process_cpu_seconds_total
         registry.register(ServeCollector(live, int(flags.get("max_finding_series") or DEFAULT_MAX_FINDING_SERIES)))
@@ -114,6 +114,18 @@ def _census(options: Any) -> tuple[Optional[Callable[[list[Any]], Any]], dict[st
 
     prices = census.price_file(options)  # --cost --price-file: read once, before anything is asked (a bad one: exit 2)
     return (lambda volumes: census.take(options, volumes, prices)), {cloud.NAME: cloud.SOURCE for cloud in clouds}
+
+
+def _snapshot_census(options: Any) -> Optional[Callable[[list[Any]], Any]]:
+    """With --cost and a cloud's flag: the snapshots behind the snapshot contents with findings, looked up and
+    priced on each census interval (as `snapshots --cost` does once), as one function of the analysis's rows."""
+    if not (options.flags.get("cost") and options.clouds):
+        return None
+    from kubectl_pvleft.analyses.snapshots import wanted_of
+    from kubectl_pvleft.clouds import snapshot_census
+
+    prices = snapshot_census.price_file(options)
+    return lambda rows: snapshot_census.take(options, [wanted_of(row) for row in rows if row.counted], prices)
 
 
 def _on_signals(stop: Callable[[], None]) -> None:

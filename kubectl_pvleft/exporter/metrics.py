@@ -23,6 +23,7 @@ from kubectl_pvleft.records.quantity import parse_quantity
 
 GIB = 1 << 30
 ORPHAN_DISK = "orphan-disk"  # the cost's kind for an orphan, whatever the cloud calls it (EBS: orphan-volume)
+SNAPSHOT = "snapshot"  # the cost's kind for the cloud snapshot behind a VolumeSnapshotContent with findings
 FINDING_LABELS = ("analysis", "kind", "namespace", "name", "state")
 
 
@@ -60,6 +61,7 @@ class ServeCollector:
             analyses = [(a, a.rows, a.assessed, a.up, a.served) for a in live.analyses]
             health = [(s.label, s.stream.namespace or "", _copy(s.health)) for s in live.streams.values()]
             census = (live.census.findings, live.census.disks, live.census.costing)
+            snapshots = (live.census.snapshots, live.census.snapshot_costing)
         yield from _process()
         yield from _streams(health)
         yield from _analyses(analyses)
@@ -77,8 +79,9 @@ class ServeCollector:
             yield from _snapshots(rows["snapshots"], findings)
         if live.census_run is not None:
             yield from _census(live, census[0], findings)
-            if census[2] is not None:
-                yield from _monthly_cost(census[0] or (), census[1], census[2], rows.get("leftovers") or ())
+            if census[2] is not None or snapshots[1] is not None:
+                yield from _monthly_cost(census[0] or (), census[1], census[2], rows.get("leftovers") or (),
+                                         snapshots, rows.get("snapshots") or ())
         yield from self._findings(findings)
 
     def _findings(self, findings: list[Finding]) -> Iterator[Metric]:
@@ -291,37 +294,48 @@ def _census(live: Live, found: Optional[list[Any]], findings: list[Finding]) -> 
 COST_LABELS = ("kind", "namespace", "storage_class", "cloud")
 
 
-def _monthly_cost(found: Iterable[Any], disks: Mapping[str, Any], costing: Any,
-                  leftovers: Iterable[Any]) -> Iterator[Metric]:
-    """``--cost``: what the leftover PVs' disks and the orphan disks bill per month, summed by kind, namespace, class
-    and cloud (never per object: pvleft_finding_info names them). The same rows as the one-shot command's totals
-    (clouds/census.py ``sections``). A disk whose price is unknown is counted apart, never summed as 0."""
-    from kubectl_pvleft.clouds.base import CloudDisk
+def _monthly_cost(found: Iterable[Any], disks: Mapping[str, Any], costing: Any, leftovers: Iterable[Any],
+                  snapshots: tuple[Mapping[str, Any], Any], contents: Iterable[Any]) -> Iterator[Metric]:
+    """``--cost``: what the leftover PVs' disks, the orphan disks and the snapshots of the contents with findings
+    bill per month, summed by kind, namespace, class and cloud (never per object: pvleft_finding_info names them).
+    The same rows as the one-shot commands' totals (clouds/census.py ``sections``, snapshots' totals). A disk or
+    snapshot whose price is unknown is counted apart, never summed as 0."""
+    from kubectl_pvleft.clouds.base import CloudDisk, CloudSnapshot
     from kubectl_pvleft.clouds.census import LEFTOVER_PV
     from kubectl_pvleft.clouds.cost import MonthlyCost
 
     amount: dict[tuple[str, ...], float] = {}
     unpriced: Counter[tuple[str, ...]] = Counter()
-    # An orphan: the claim its CSI driver made it for says the namespace, if any (a missing disk bills nothing).
-    billed: list[tuple[str, str, str, Any]] = [(ORPHAN_DISK, _made_for_namespace(f.disk), "", f.disk)
-                                               for f in found if f.disk is not None]
-    for row in leftovers:
-        disk = disks.get(row.pv.name)
-        if isinstance(disk, CloudDisk):
-            billed.append((LEFTOVER_PV, _claim_namespace(row.pv), row.pv.storage_class or "", disk))
-    for kind, namespace, storage_class, disk in billed:
-        priced = costing.of(disk)
+    billed: list[tuple[str, str, str, Any, Any]] = []  # kind, namespace, class, what bills, its price
+    if costing is not None:
+        # An orphan: the claim its CSI driver made it for says the namespace, if any (a missing disk bills nothing).
+        billed += [(ORPHAN_DISK, _made_for_namespace(f.disk), "", f.disk, costing.of(f.disk))
+                   for f in found if f.disk is not None]
+        for row in leftovers:
+            disk = disks.get(row.pv.name)
+            if isinstance(disk, CloudDisk):
+                billed.append((LEFTOVER_PV, _claim_namespace(row.pv), row.pv.storage_class or "", disk,
+                               costing.of(disk)))
+    found_snapshots, snapshot_costing = snapshots
+    if snapshot_costing is not None:
+        for row in contents:  # a content with findings: its VolumeSnapshot's namespace (a snapshot has no class)
+            snapshot = found_snapshots.get(row.content.name)
+            if row.counted and isinstance(snapshot, CloudSnapshot):
+                billed.append((SNAPSHOT, row.content.snapshot_ref.namespace or "", "", snapshot,
+                               snapshot_costing.of(snapshot)))
+    for kind, namespace, storage_class, disk, priced in billed:
         key = (kind, namespace, storage_class, disk.source)
         if isinstance(priced, MonthlyCost):
             priced_key = (*key, priced.currency)
             amount[priced_key] = amount.get(priced_key, 0.0) + priced.amount
         else:
             unpriced[key] += 1
-    yield _gauge("pvleft_monthly_cost", "What the leftover PVs' disks (kind leftover-pv) and the orphan disks (kind "
-                 "orphan-disk) bill per month, in currency units, from the clouds' price lists or --price-file "
-                 "(--cost)", (*COST_LABELS, "currency"), amount)
-    yield _gauge("pvleft_monthly_cost_unpriced_disks", "Disks of those kinds whose monthly price is unknown (the "
-                 "reason is on stderr): never counted as 0 in pvleft_monthly_cost", COST_LABELS, unpriced)
+    yield _gauge("pvleft_monthly_cost", "What the leftover PVs' disks (kind leftover-pv), the orphan disks (kind "
+                 "orphan-disk) and the snapshots of the contents with findings (kind snapshot) bill per month, in "
+                 "currency units, from the clouds' price lists or --price-file (--cost)", (*COST_LABELS, "currency"),
+                 amount)
+    yield _gauge("pvleft_monthly_cost_unpriced", "Disks and snapshots of those kinds whose monthly price is unknown "
+                 "(the reason is on stderr): never counted as 0 in pvleft_monthly_cost", COST_LABELS, unpriced)
 
 
 def _made_for_namespace(disk: Any) -> str:
