@@ -15,8 +15,6 @@ from pathlib import Path
 from typing import Any, Optional
 from urllib.parse import quote
 
-import complexity
-
 COUNTED = {
     "persistentvolumes": "/api/v1/persistentvolumes",
     "persistentvolumeclaims": "/api/v1/persistentvolumeclaims",
@@ -119,10 +117,6 @@ def machine() -> dict[str, Any]:
         total_kib = int(f.readline().split()[1])
     return {"cores": os.cpu_count(), "cpu": model, "memory_gib": round(total_kib / 2**20, 1),
             "kernel": platform.release(), "load_average": [round(x, 2) for x in os.getloadavg()]}
-
-
-def static_checks(package: Path) -> dict[str, Any]:
-    return complexity.check(package)
 
 
 def save_json(path: Path, results: dict[str, Any]) -> None:
@@ -252,13 +246,6 @@ def targets(results: dict[str, Any]) -> list[tuple[str, str, Optional[bool]]]:
         h = small["help"]
         rows.append(("`kubectl-pvleft --help` ≤ 0.15 s CPU", f"{h.median('cpu'):.3f} s (user+sys, median)",
                      h.median("cpu") <= 0.15))
-    static = results["static"]
-    rows.append((f"no module over {static['max_lines']} lines",
-                 ", ".join(f"{m} {n}" for m, n in static["too_long"]) or f"longest {static['longest'][0][1]}",
-                 not static["too_long"]))
-    rows.append((f"no function over complexity {static['max_complexity']}",
-                 f"{len(static['too_complex'])} over" if static["too_complex"]
-                 else f"highest {static['most_complex'][0][1]}", not static["too_complex"]))
     return rows
 
 
@@ -292,7 +279,6 @@ def render(label: str, results: dict[str, Any], note: str, scenarios: Sequence[A
         lines += [f"`kubectl-pvleft --help`: {h.median('cpu'):.3f} s CPU (user+sys), {_s(h.median())} s wall, "
                   f"{h.peak('rss_mib'):.0f} MiB peak RSS (median of {len(h.samples)}).", ""]
         lines += _import_lines(small.get("imports") or {})
-    lines += _static_lines(results["static"])
     return "\n".join(lines)
 
 
@@ -392,13 +378,3 @@ def _mix_text(mix: dict[str, int]) -> str:
     return ", ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in mix.items() if v and k not in ("pods", "events"))
 
 
-def _static_lines(static: dict[str, Any]) -> list[str]:
-    lines = ["### Static checks", "",
-             f"`{static['package']}`: {static['modules']} modules, {static['lines']:,} lines, "
-             f"{static['functions']} functions (`python benchmarks/complexity.py`).", "",
-             "- Longest modules: " + ", ".join(f"{m} ({n})" for m, n in static["longest"]) + ".",
-             f"- Over {static['max_lines']} lines: "
-             + (", ".join(f"{m} ({n})" for m, n in static["too_long"]) or "none") + ".",
-             f"- Over complexity {static['max_complexity']}: "
-             + (", ".join(f"`{w}` ({n})" for w, n in static["too_complex"]) or "none") + "."]
-    return [*lines, ""]

@@ -492,7 +492,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 kept.release()
             for cp in planes:
                 cp.stop(keep_logs=False)
-        results["static"] = report.static_checks(Path(results["versions"]["plugin_package"]))
     results["machine"] = report.machine()
     report.save_json(HERE / "results" / f"{report.slug(label)}.json", results)
     report.write_section(args.output, label, report.render(label, results, args.note, SCENARIOS, SMALL))

@@ -1,7 +1,7 @@
 """Unused claims on a server that does not write the `Unused` condition: a control plane of this module's own with
 the feature gate PersistentVolumeClaimUnusedSinceTime off on kube-apiserver and kube-controller-manager (as a
 1.36 server, or one where the gate is turned off). Whether a claim is used is then read from the Pods alone, and
-since when it is unused is unknown, said as such. The server that writes it: test_housekeeping_cluster.py.
+since when it is unused is unknown, said as such. The server that writes it: test_unused_age_keep_cluster.py.
 """
 
 from __future__ import annotations

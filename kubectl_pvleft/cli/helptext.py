@@ -98,7 +98,7 @@ def wrapped(text: str, indent: int, width: int = 110) -> str:
 
 def epilog(command: str, exit_codes: str) -> str:
     examples = "\n".join(f"  {line}" for line in EXAMPLES[command])
-    if command not in LEGENDS:  # serve prints no table: its metrics are in the README
+    if command not in LEGENDS:  # serve prints no table: its metrics are in docs/serve.md
         return f"examples:\n{examples}\n\n{exit_codes}"
     width = max(len(header) for header, _ in (*LEGENDS[command], NEXT_LEGEND))
     legend = "\n".join(f"  {header.ljust(width)}  {wrapped(text, width + 4)}"

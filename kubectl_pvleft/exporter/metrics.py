@@ -4,7 +4,7 @@ finding that resolved is simply not there at the next scrape (and Prometheus mar
 Names follow Prometheus' conventions: the ``pvleft_`` prefix, base units (``_bytes``, ``_seconds``), ``_total`` on
 counters, ``_info`` on a series whose labels are the information. An analysis not judged yet has no finding series
 at all (absent, never zero); one whose streams are down keeps its last values and ``pvleft_analysis_up`` 0.
-README's "Metrics" section lists each with its labels and an example query.
+docs/serve.md's "Metrics" section lists each with its labels and an example query.
 """
 
 from __future__ import annotations

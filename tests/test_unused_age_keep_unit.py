@@ -1,6 +1,6 @@
-"""#23's pure parts: --older-than's syntax, unused claims (condition or Pods), ages against a given now, the keep
-annotation, label and tag, namespace exclusion, and the watch's recheck. The cluster: test_housekeeping_cluster.py,
-test_unused_cluster.py."""
+"""Which rows count as findings, in-process: --older-than's syntax, unused claims (condition or Pods), ages against
+a given now, the keep annotation, label and tag, namespace exclusion, and the watch's recheck. The cluster:
+test_unused_age_keep_cluster.py, test_unused_cluster.py."""
 
 from __future__ import annotations
 

@@ -1,9 +1,8 @@
-"""Issue #23 on the real control plane: unused claims (the PVC protection controller's `Unused` condition, gate
-PersistentVolumeClaimUnusedSinceTime on), `--older-than`, the `pvleft.io/keep` annotation and
-`--exclude-namespace`, in one-shot runs, `--watch` and a fleet run. Pods are bound straight to nodes or left to
-the scheduler; no kubelet runs, so they stay Pending (a Pending Pod still uses its claim). Ages come from
-objects made at different times, never from a fake clock. The server without the condition: test_unused_cluster.py.
-"""
+"""Which rows count as findings, on the real control plane: unused claims (the PVC protection controller's `Unused`
+condition, gate PersistentVolumeClaimUnusedSinceTime on), `--older-than`, the `pvleft.io/keep` annotation and
+`--exclude-namespace`, in one-shot runs, `--watch` and a fleet run. Pods are bound straight to nodes or left to the
+scheduler; no kubelet runs, so they stay Pending (a Pending Pod still uses its claim). Ages come from objects made
+at different times, never from a fake clock. The server without the condition: test_unused_cluster.py."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""kubectl's habits and output a person can act on, against the real control plane: positional NAMEs on every
+"""Positional NAMEs and output a person can act on, against the real control plane: positional NAMEs on every
 subcommand (rows first, then kubectl's own NotFound lines, exit 1, compared with kubectl 1.33 on the same
 names), why a claim is Pending, read-only next looks in -o wide and JSON, and -o markdown / -o junit for one
 context and for a fleet, parsed back (JUnit validated against the schema CI systems read)."""
@@ -26,7 +26,7 @@ from plugin_runner import items, run_plugin
 from recording.classes_claims import cleanup
 from recording.pending import pod
 from scenarios import apply, claim, host_path_pv, namespace, storage_class, wait_for, wait_pv_phase
-from test_habits_unit import WRITE_VERBS
+from test_report_formats_unit import WRITE_VERBS
 
 pytestmark = pytest.mark.cluster
 
