@@ -30,6 +30,7 @@ PROJECT, REGION, ZONE = "pvleft-dash", "europe-west1", "europe-west1-b"
 NS = "dash-apps"
 GIB = 2**30
 PD_DRIVER = "pd.csi.storage.gke.io"
+KUBECTL = "/usr/lib/google-cloud-sdk/bin/kubectl.1.33"  # its kustomize, as test_serve_deploy_cluster renders deploy/base
 
 
 def pd_pv(name: str, disk: str, size: str, storage_class: str, claim_ref: Any = None) -> dict[str, Any]:
@@ -131,3 +132,23 @@ def test_leftovers_and_unused_claims_total_by_namespace_and_class(stored: Promet
         f'sum by (namespace, storage_class) (pvleft_unused_claims{{namespace="{NS}"}})'), "namespace",
         "storage_class"), timeout=60)
     assert unused == {(NS, "dash-local"): 1.0}
+
+
+def test_kustomize_makes_the_sidecars_configmap_from_the_one_file(cluster) -> None:
+    """`kubectl apply -k deploy/grafana`: rendered by kubectl 1.33's kustomize, accepted by a server-side dry run,
+    holding the file byte for byte under the label Grafana's sidecar selects."""
+    import subprocess
+
+    import yaml
+
+    from prometheus_server import DASHBOARD
+
+    rendered = subprocess.run([KUBECTL, "kustomize", str(DASHBOARD.parent)], capture_output=True, text=True,
+                              check=True).stdout
+    (config_map,) = [doc for doc in yaml.safe_load_all(rendered) if doc]
+    assert config_map["kind"] == "ConfigMap" and config_map["metadata"]["labels"]["grafana_dashboard"] == "1"
+    assert config_map["data"] == {"pvleft-dashboard.json": DASHBOARD.read_text()}
+    cluster.kubectl("create", "namespace", "pvleft", check=False)
+    applied = cluster.kubectl("apply", "--dry-run=server", "-f", "-", input=rendered, check=False)
+    assert applied.returncode == 0 and "configmap/pvleft-dashboard created (server dry run)" in applied.stdout, (
+        applied.stdout + applied.stderr)
