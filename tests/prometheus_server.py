@@ -73,9 +73,11 @@ def prometheus(workdir: Path, config: dict[str, Any], extra_args: Sequence[str] 
     port = free_port()
     (workdir / "prometheus.yml").write_text(json.dumps(config))  # JSON is YAML
     log = workdir / "prometheus.log"
+    # An agent keeps only its write-ahead log, under a flag of its own (it refuses --storage.tsdb.path).
+    storage = "--storage.agent.path" if "--enable-feature=agent" in extra_args else "--storage.tsdb.path"
     with log.open("w") as out:
         process = subprocess.Popen([PROMETHEUS, f"--config.file={workdir / 'prometheus.yml'}",
-                                    f"--storage.tsdb.path={workdir / 'data'}", f"--web.listen-address=127.0.0.1:{port}",
+                                    f"{storage}={workdir / 'data'}", f"--web.listen-address=127.0.0.1:{port}",
                                     *extra_args], stdout=out, stderr=subprocess.STDOUT)
     try:
         wait_for(f"Prometheus ready (log: {log})", lambda: answers(f"http://127.0.0.1:{port}/-/ready"), timeout=60)

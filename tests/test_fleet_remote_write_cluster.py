@@ -1,5 +1,6 @@
 """The fleet path operators already run (docs/fleet.md), end to end on real parts: two real control planes, each with
-`kubectl-pvleft serve` and its own Prometheus that scrapes it, labels what it sends with ``external_labels:
+`kubectl-pvleft serve` and its own Prometheus (a server in one, agent mode in the other) that scrapes it, labels
+what it sends with ``external_labels:
 {cluster: a|b}`` and remote-writes it into a third Prometheus started with ``--web.enable-remote-write-receiver``
 (the protocol Thanos Receive, Mimir and Cortex take too). The shipped dashboard's queries, asked of that central
 Prometheus, show each cluster's series apart and the fleet's totals.
@@ -23,6 +24,9 @@ pytestmark = [pytest.mark.cluster,
               pytest.mark.skipif(not PROMETHEUS, reason="needs Debian's prometheus package (apt-get install prometheus)")]
 
 LEFTOVERS = {"a": 1, "b": 2}  # leftover PVs made in each cluster: the fleet holds 3
+# How each cluster's Prometheus runs: a server, and one in agent mode (it scrapes and forwards, stores nothing to
+# query): both shapes operators run, sending the same protocol.
+MODES = {"a": (), "b": ("--enable-feature=agent",)}
 # Panels that need a cloud census (none runs here): their series are test_dashboard_cluster.py's to show.
 CENSUS_ONLY = ("pvleft_monthly_cost", "pvleft_census", "disk")
 
@@ -55,7 +59,7 @@ def central(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Prometheus]:
                 "global": {"external_labels": {"cluster": name}},
                 "remote_write": [{"url": f"{store.url}/api/v1/write",
                                   "queue_config": {"batch_send_deadline": "1s", "min_backoff": "100ms"}}]})
-            stack.enter_context(prometheus(tmp / f"prometheus-{name}", config))
+            stack.enter_context(prometheus(tmp / f"prometheus-{name}", config, MODES[name]))
         wait_for("both clusters' leftovers written to the central Prometheus",
                  lambda: len(store.query("pvleft_leftover_volumes")) >= 2, timeout=120)
         yield store
@@ -88,6 +92,7 @@ def test_per_cluster_series_and_the_fleet_total(central: Prometheus) -> None:
     assert float(fleet["value"][1]) == sum(LEFTOVERS.values())
     (only_b,) = central.query(panel("Leftover PVs", cluster="b"))  # the variable set to one cluster
     assert float(only_b["value"][1]) == LEFTOVERS["b"]
+    assert central.query(panel("Leftover PVs", cluster="c")) == []  # a cluster that sent nothing shows nothing
     # The fleet total by the other labels, as an operator's own query would write it.
     by_state = central.query("sum without (cluster, instance, job) (pvleft_leftover_volumes)")
     assert [float(s["value"][1]) for s in by_state] == [3.0]
