@@ -3,6 +3,9 @@ it did not write (a name, a path, a server's message, a flag value)."""
 
 from __future__ import annotations
 
+import sys
+from typing import Optional, TextIO
+
 
 def shown(text: str) -> str:
     """Undecodable bytes (surrogate escapes) and control characters escaped, never sent raw to a terminal: a
@@ -16,3 +19,9 @@ def shown(text: str) -> str:
 def one_line(text: str) -> str:
     """Runs of blanks and line breaks as one space: a message that must stay one line."""
     return " ".join(text.split())
+
+
+def warn(message: str, err: Optional[TextIO] = None) -> None:
+    """One ``warning:`` line on stderr, escaped and kept on one line, as the ``error:`` line is: a name from a
+    kubeconfig or a server (a context's user name with a line break in it) can never print a line of its own."""
+    print(f"warning: {one_line(shown(message))}", file=err or sys.stderr, flush=True)

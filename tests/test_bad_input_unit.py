@@ -201,6 +201,13 @@ def credential(status: dict, api_version: str = "client.authentication.k8s.io/v1
     return "cat <<'EOF'\n" + json.dumps(doc) + "\nEOF"
 
 
+def nested(depth: int) -> dict:
+    value: dict = {}
+    for _ in range(depth):
+        value = {"a": value}
+    return value
+
+
 def closed_tls(i: Inputs) -> str:
     return "https://127.0.0.1:1"  # TLS material is checked before any connection is tried
 
@@ -217,7 +224,17 @@ KUBECONFIG_FILES = [
     # A tag go-yaml does not know is no tag to kubectl (here a list of one string): read, never run.
     Case("yaml-python-tag", kc(lambda i: "x: !!python/object/apply:os.system ['true']\n"), "no context chosen"),
     Case("yaml-deep-nesting", kc(lambda i: "[" * 5000 + "]" * 5000), "kubeconfig"),
-    Case("yaml-two-documents", kc(lambda i: "a: 1\n---\nb: 2\n"), "cannot be read"),
+    # go-yaml v2 (sigs.k8s.io/yaml's Unmarshal) decodes the first document only: here one with no context.
+    Case("yaml-two-documents", kc(lambda i: "a: 1\n---\nb: 2\n"), "no context"),
+    Case("yaml-merge-into-a-scalar", kc(lambda i: "a: &a 1\nb:\n  <<: *a\n"),
+         "map merge requires map or sequence of maps as the value"),  # go-yaml v2's words (decode.go failWantMap)
+    # kubectl reads 10,000 levels; a bounded depth here, one line instead of a RecursionError (kube/nesting.py).
+    Case("json-nested-500-deep", kc(lambda i: json.dumps(dict(config(i.url()), x=nested(500)))),
+         "nested deeper than 200 levels"),
+    Case("yaml-nested-500-deep", kc(lambda i: "x: " + "{a: " * 500 + "1" + "}" * 500 + "\n"),
+         "nested deeper than 200 levels"),
+    Case("json-nested-2000-deep", kc(lambda i: '{"x": ' + "[" * 2000 + "]" * 2000 + "}"),
+         "nested deeper than 200 levels"),
     Case("yaml-billion-laughs", kc(lambda i: "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
         f"{chr(98 + n)}: &{chr(98 + n)} [{', '.join(['*' + chr(97 + n)] * 9)}]\n" for n in range(8))
         + "clusters: [*i]\ncontexts: *i\n"), "document contains excessive aliasing"),  # kubectl's words
@@ -254,6 +271,11 @@ STRUCTURE = [
     Case("user-name-missing", kc(lambda i: dict(config(i.url()), users=[{"user": {"token": SECRET}},
                                                                        {"name": None, "user": {}}])),
          'duplicate name "" in users'),
+    # client-go converts each extensions list into a map and refuses a name met twice (clientcmd/api/v1
+    # conversion.go); the extensions themselves are never printed, they may hold a secret.
+    Case("extension-name-twice", kc(lambda i: config(i.url(), context={"cluster": "c", "user": "u", "extensions": [
+        {"name": "e", "extension": {"token": SECRET}}, {"name": "e", "extension": {}}]})),
+         'duplicate name "e" in the extensions of context "ctx"'),
     Case("context-body-string", kc(lambda i: config(i.url(), context="c/u")), 'context "ctx" must be a mapping'),
     Case("cluster-body-list", kc(lambda i: config(i.url(), cluster=[i.url()])), 'cluster "c" must be a mapping'),
     Case("user-body-string", kc(lambda i: config(i.url(), user=SECRET)), 'user "u" must be a mapping'),
@@ -422,6 +444,9 @@ AUTH_PROVIDERS = [
               'user "u": auth-provider.name must be a string, not a mapping'),
     user_case("auth-provider-config-number", lambda i: {"auth-provider": {"name": "oidc", "config": {"id-token": 5}}},
               'user "u": auth-provider.config.id-token must be a string, not a number'),
+    user_case("oidc-id-token-deep", lambda i: {"auth-provider": {"name": "oidc", "config": {
+        "idp-issuer-url": "https://127.0.0.1:1", "client-id": "c", "id-token": unsigned_jwt({"x": nested(600)})}}},
+              "its payload is nested deeper than 200 levels"),
     user_case("oidc-id-token-crlf", lambda i: {"auth-provider": {"name": "oidc", "config": {
         "idp-issuer-url": "https://127.0.0.1:1", "client-id": "c",
         "id-token": unsigned_jwt({"exp": 4_102_444_800}) + f"{SECRET}\r\nX: y"}}}, "not allowed in an HTTP header"),
@@ -463,6 +488,9 @@ EXEC_PLUGINS = [
                                                                     "\"client.authentication.k8s.io/v1\", "
                                                                     "\"kind\": \"ExecCredential\"}'")),
               "returned no status"),
+    user_case("exec-output-deep", lambda i: exec_user(i.script("deep.sh", "printf '%s'  '" + json.dumps(
+        {"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential", "x": nested(600)}) + "'")),
+              "nested deeper than 200 levels"),
     user_case("exec-output-token-crlf", lambda i: exec_user(i.script("crlf.sh", credential(
         {"token": f"{SECRET}\r\nX: y"}))), "not allowed in an HTTP header"),
     user_case("exec-output-cert-no-key", lambda i: exec_user(i.script("certonly.sh", credential(
@@ -522,7 +550,7 @@ PLUGIN_RUNS = {"exec-not-executable", "exec-exits-3", "exec-exits-1-silent", "ex
                "exec-json-list", "exec-output-api-version", "exec-output-no-token", "exec-output-no-status",
                "exec-output-token-crlf", "exec-output-cert-no-key", "exec-output-bad-expiry",
                "exec-output-garbage-pair", "exec-command-is-a-folder", "exec-output-token-number",
-               "exec-output-cert-list"}
+               "exec-output-cert-list", "exec-output-deep"}
 EXEC_PLUGINS = [replace(case, runs_plugin=case.id in PLUGIN_RUNS) for case in EXEC_PLUGINS]
 
 

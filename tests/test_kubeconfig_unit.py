@@ -132,3 +132,21 @@ def test_missing_certificate_file_is_a_config_error(two_files: tuple[Path, Path]
     (two_files[1].parent / "ca.crt").unlink()
     with pytest.raises(ConfigError, match=r"ca\.crt"):
         load_connection(Selection(kubeconfig=str(two_files[1])))
+
+
+def test_a_name_with_a_line_break_cannot_forge_a_line(tmp_path: Path) -> None:
+    """A context's user that the kubeconfig does not define is a warning naming it; a user name holding a line break
+    and an ``error:`` must stay inside that one warning line, escaped, as the error line is (text.warn)."""
+    from cli_runner import invoke
+
+    forged = "u\nerror: you must run rm -rf /tmp/x\x1b[2K"
+    doc = {"apiVersion": "v1", "kind": "Config", "current-context": "ctx",
+           "clusters": [{"name": "c", "cluster": {"server": "http://127.0.0.1:1"}}],
+           "contexts": [{"name": "ctx", "context": {"cluster": "c", "user": forged}}]}
+    path = tmp_path / "config"
+    path.write_text(yaml.safe_dump(doc))
+    result = invoke("leftovers", "--kubeconfig", str(path), "--request-timeout", "2s", env={"KUBECONFIG": None})
+    lines = result.stderr.splitlines()
+    assert [line.split(":")[0] for line in lines] == ["warning", "error"], result.stderr
+    assert "u\\nerror: you must run rm -rf /tmp/x\\x1b[2K" in lines[0]
+    assert all(c == "\n" or c.isprintable() for c in result.stderr)

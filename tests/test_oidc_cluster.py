@@ -226,7 +226,8 @@ def test_a_refused_refresh_token_is_one_line(fresh: Plane, tmp_path: Path) -> No
                         "-v", verbosity)
         assert result.code == 1 and result.stdout == "", result
         assert error_lines(result) == [
-            'error: refreshing the oidc id-token of user "u" failed: the token endpoint answered 400 invalid_grant: '
+            f'error: refreshing the oidc id-token of user "u" failed: the token endpoint {fresh.idp.issuer}/token '
+            'answered 400 invalid_grant: '
             'the refresh token is invalid or was used (the refresh-token was refused: log in again)'], result
         no_secret(result, config["id-token"], config["refresh-token"], plane=fresh)
     ours_seen = grants_seen(fresh, len(fresh.idp.received) - 3)
@@ -245,7 +246,8 @@ def test_an_answer_without_id_token_is_one_line(fresh: Plane, tmp_path: Path) ->
     config = oidc_config(fresh, fresh.idp.id_token(lifetime=-120), fresh.idp.refresh_token())
     result = invoke("leftovers", "--kubeconfig", str(write_kubeconfig(tmp_path / "ours", fresh, config)), "-v", "9")
     assert result.code == 1 and error_lines(result) == [
-        'error: refreshing the oidc id-token of user "u" failed: the answer has no id_token: either the scope '
+        f'error: refreshing the oidc id-token of user "u" failed: the answer of the token endpoint {fresh.idp.issuer}/token '
+        'has no id_token: either the scope '
         '"openid" was not requested at login, or the provider does not return id_tokens when refreshing'], result
     no_secret(result, config["id-token"], config["refresh-token"], plane=fresh)
     config["refresh-token"] = fresh.idp.refresh_token()

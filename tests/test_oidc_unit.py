@@ -216,8 +216,8 @@ def test_a_refused_refresh_token_is_one_line(server, idp, tmp_path: Path, verbos
     result = run(kubeconfig(tmp_path / "kc", server, provider_config(idp, expired, wrong)), "-v", verbosity)
     line = [x for x in result.stderr.splitlines() if x.startswith("error:")]
     assert result.code == 1 and len(line) == 1 and "Traceback" not in result.stderr, result
-    assert line[0] == ('error: refreshing the oidc id-token of user "u" failed: the token endpoint answered 400 '
-                       'invalid_grant: the refresh token is invalid or was used (the refresh-token was refused: '
+    assert line[0] == (f'error: refreshing the oidc id-token of user "u" failed: the token endpoint {idp.issuer}/token '
+                       'answered 400 invalid_grant: the refresh token is invalid or was used (the refresh-token was refused: '
                        'log in again)')
     # Go's oauth2 probes: a failure with the client in HTTP Basic is tried once more with it in the form.
     grants = idp.token_requests()
@@ -232,8 +232,8 @@ def test_a_wrong_client_secret_is_one_line(server, idp, tmp_path: Path) -> None:
     config = provider_config(idp, idp.id_token(lifetime=-60), idp.refresh_token(), **{"client-secret": "wrong-1234"})
     result = run(kubeconfig(tmp_path / "kc", server, config), "-v", "9")
     line = [x for x in result.stderr.splitlines() if x.startswith("error:")]
-    assert result.code == 1 and line == ['error: refreshing the oidc id-token of user "u" failed: the token endpoint '
-                                         'answered 401 invalid_client: client authentication failed'], result
+    assert result.code == 1 and line == [f'error: refreshing the oidc id-token of user "u" failed: the token endpoint '
+                                         f'{idp.issuer}/token answered 401 invalid_client: client authentication failed'], result
     secrets_absent(result, "wrong-1234", idp=idp)
 
 
@@ -244,7 +244,8 @@ def test_an_answer_without_id_token_is_one_line(server, idp, tmp_path: Path) -> 
                  "-v", "9")
     line = [x for x in result.stderr.splitlines() if x.startswith("error:")]
     assert result.code == 1 and line == [
-        'error: refreshing the oidc id-token of user "u" failed: the answer has no id_token: either the scope '
+        f'error: refreshing the oidc id-token of user "u" failed: the answer of the token endpoint {idp.issuer}/token '
+        'has no id_token: either the scope '
         '"openid" was not requested at login, or the provider does not return id_tokens when refreshing'], result
     secrets_absent(result, refresh, idp=idp)
 
@@ -412,11 +413,11 @@ def _no_access_token(form: dict) -> tuple[int, str, bytes]:
 
 
 @pytest.mark.parametrize("grant, words", [
-    (_echo_error, "the token endpoint answered 400 invalid_grant: bad token <redacted> \\x1b[31mred (the "
+    (_echo_error, "the token endpoint {token} answered 400 invalid_grant: bad token <redacted> \\x1b[31mred (the "
                   "refresh-token was refused: log in again)"),
-    (_html_500, "the token endpoint answered 500 Internal Server Error: <html> <body>upstream down</body> </html>"),
-    (_error_with_200, "the token endpoint answered 200 invalid_grant (the refresh-token was refused: log in again)"),
-    (_no_access_token, "the token endpoint's answer has no access_token"),
+    (_html_500, "the token endpoint {token} answered 500 Internal Server Error: <html> <body>upstream down</body> </html>"),
+    (_error_with_200, "the token endpoint {token} answered 200 invalid_grant (the refresh-token was refused: log in again)"),
+    (_no_access_token, "the answer of the token endpoint {token} has no access_token"),
 ], ids=["echoes-the-token", "html-500", "error-with-200", "no-access-token"])
 def test_what_a_token_endpoint_says_is_one_safe_line(server, idp, tmp_path: Path, grant, words: str) -> None:
     idp.scripted_grant = grant
@@ -424,6 +425,7 @@ def test_what_a_token_endpoint_says_is_one_safe_line(server, idp, tmp_path: Path
     result = run(kubeconfig(tmp_path / "kc", server, provider_config(idp, idp.id_token(lifetime=-60), refresh)),
                  "-v", "9")
     lines = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    words = words.replace("{token}", f"{idp.issuer}/token")  # the refusal names the provider that said it
     assert result.code == 1 and lines == [f'error: refreshing the oidc id-token of user "u" failed: {words}'], result
     assert "\x1b" not in result.stderr
     secrets_absent(result, refresh, idp=idp)

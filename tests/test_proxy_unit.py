@@ -198,3 +198,40 @@ def test_an_unparsable_proxy_value_is_one_line_without_its_credentials(value):
         with pytest.raises(ConfigError, match=r"^invalid proxy address '") as caught:
             call()
         assert "hunter2" not in str(caught.value)
+
+
+# Answers of Go's own ProxyFunc (golang.org/x/net/http/httpproxy proxy.go: config.useProxy, canonicalAddr), asked
+# on this machine with x/net v0.57.0, the version tests/cluster/go.mod pins: what kubectl does with each.
+@pytest.mark.parametrize("server,want", [
+    ("https://[::ffff:127.0.0.1]:6443", None),  # IPv4-mapped loopback: net.IP.IsLoopback looks at To4()
+    ("https://[::1]:6443", None),
+    ("https://localhost:6443", None),
+    ("https://LOCALHOST", "http://proxy:3128"),  # useProxy compares with "localhost" before it lower-cases
+])
+def test_loopback_as_go_sees_it(server, want):
+    proxy = from_environment(server, {"HTTPS_PROXY": "proxy:3128"})
+    assert (proxy.display if proxy else None) == want
+
+
+def test_an_ipv4_mapped_address_is_inside_an_ipv4_no_proxy_cidr():
+    """Go's IPNet.Contains takes an IPv4-mapped address as its IPv4 address (golang/go src/net/ip.go)."""
+    assert from_environment("https://[::ffff:10.1.2.3]:6443", {"HTTPS_PROXY": "proxy", "NO_PROXY": "10.0.0.0/8"}) is None
+
+
+def test_port_zero_is_dialled_as_zero_not_as_the_default():
+    """Go's ProxyFunc hands back http://proxy:0 and the transport dials port 0; never port 80 instead."""
+    assert Proxy("http://proxy:0", "HTTPS_PROXY").port == 0
+    assert Proxy("http://proxy", "HTTPS_PROXY").port == 80
+
+
+@pytest.mark.parametrize("value", ["http://proxy:3128\t", "http://proxy\n:3128", "http://%zz", "http://u:p%zz@proxy",
+                                   "http://proxy/%zz"])
+def test_a_value_go_cannot_parse_is_refused_never_trimmed(value):
+    """url.Parse refuses a control character and a "%" that is no escape (golang/go src/net/url/url.go parse,
+    unescape), and kubectl then ignores the variable. Python's urlsplit drops tabs and line breaks and keeps "%zz";
+    here such a value is one error line (docs/networks: a deliberate refusal), never another proxy than the one
+    written, and never its credentials."""
+    with pytest.raises(ConfigError, match=r"^invalid proxy address '") as caught:
+        from_environment("https://example.com", {"HTTPS_PROXY": value})
+    assert "p%zz" not in str(caught.value)
+    assert "\t" not in str(caught.value) and "\n" not in str(caught.value)

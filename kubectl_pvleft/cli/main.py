@@ -30,7 +30,7 @@ from kubectl_pvleft.cli.parser import (
 from kubectl_pvleft.cli.session import Session, describe_api_error
 from kubectl_pvleft.errors import ApiError, PvleftError
 from kubectl_pvleft.invocation import SERVE, Invocation, Result
-from kubectl_pvleft.text import one_line, shown
+from kubectl_pvleft.text import one_line, shown, warn
 
 # The CLI's public face: what tests, completion and the bundle's entry call.
 __all__ = ["EXIT_CODES_HELP", "EXIT_USAGE", "build_parser", "describe_api_error", "entry", "main",
@@ -79,7 +79,7 @@ def print_and_exit(result: Result, invocation: Invocation, *, fleet: bool, conte
     """Print a report the way every run prints it (warnings once, then the report and its sections, then the
     errors that made it partial) and the exit code it earns. One context's run gives the context it read (None
     in-cluster) and its namespace; a fleet's rows name their own contexts."""
-    from kubectl_pvleft.output.printer import print_result, warn
+    from kubectl_pvleft.output.printer import print_result
 
     report = result.report
     printing = invocation.print_options()
@@ -139,7 +139,7 @@ def run_fleet(invocation: Invocation) -> int:
 def watch_fleet(invocation: Invocation, contexts: list[str]) -> int:
     from kubectl_pvleft.cli import fleet
     from kubectl_pvleft.kube.watch import Notice, WatchSettings
-    from kubectl_pvleft.output.printer import formatter, warn
+    from kubectl_pvleft.output.printer import formatter
     from kubectl_pvleft.output.watchprint import change_report
 
     options = invocation.options("default")
@@ -164,7 +164,7 @@ def watch_and_print(session: Session) -> NoReturn:
     """Print each row change until interrupted. It never returns: a stream that ends is reopened, and an
     error the streams cannot survive is raised."""
     from kubectl_pvleft.kube.watch import Notice, WatchSettings
-    from kubectl_pvleft.output.printer import formatter, warn
+    from kubectl_pvleft.output.printer import formatter
     from kubectl_pvleft.output.watchprint import change_report
 
     options = session.options

@@ -291,10 +291,12 @@ def _end_group(process: Any) -> None:
 
 
 def _parse_exec_output(stdout: bytes, api_version: str, label: str) -> Issued:
-    import json
+    from kubectl_pvleft.kube.nesting import TooDeep, loads
 
     try:
-        doc = json.loads(stdout)
+        doc = loads(stdout)
+    except TooDeep as exc:
+        raise CredentialError(f"getting credentials: decoding stdout of {label}: {exc}") from None
     except ValueError:
         raise CredentialError(f"getting credentials: decoding stdout of {label}: not a JSON ExecCredential") from None
     if not isinstance(doc, dict) or doc.get("kind") != "ExecCredential":

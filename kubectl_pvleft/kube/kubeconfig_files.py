@@ -76,6 +76,7 @@ def _read(path: Path) -> dict[str, Any]:
     if not isinstance(doc, dict):
         raise ConfigError(f"kubeconfig {path} is not a kubeconfig document (expected a mapping at the top)")
     check_types(doc, path)
+    _check_extension_names(doc, path)
     version, kind = doc.get("apiVersion") or "v1", doc.get("kind") or "Config"  # empty: kubectl's defaults
     if (version, kind) != ("v1", "Config"):
         raise ConfigError(f'kubeconfig {path}: no kind "{shown(kind)}" is registered for version "{shown(version)}" '
@@ -101,6 +102,29 @@ def _read_yaml(text: str, path: Path) -> Any:
         raise ConfigError(f"kubeconfig {path} cannot be read: {type(exc).__name__}") from None
 
 
+def _check_extension_names(doc: dict[str, Any], path: Path) -> None:
+    """client-go turns every ``extensions`` list of the file (the top level's, preferences', each cluster's, user's
+    and context's) into a map, and refuses the whole file at a name met twice in one list (k8s.io/client-go
+    tools/clientcmd/api/v1/conversion.go, Convert_Slice_v1_NamedExtension_To_Map_string_To_runtime_Object)."""
+    preferences = doc.get("preferences")
+    lists: list[tuple[str, Any]] = [("the file's extensions", doc.get("extensions")),
+                                    ("preferences", preferences.get("extensions") if isinstance(preferences, dict) else None)]
+    for section in ("clusters", "users", "contexts"):
+        entries = doc.get(section)
+        for entry in entries if isinstance(entries, list) else ():
+            body = entry.get(section[:-1]) if isinstance(entry, dict) else None
+            if isinstance(body, dict):
+                lists.append((f'{section[:-1]} "{shown(str(entry.get("name") or ""))}"', body.get("extensions")))
+    for where, extensions in lists:
+        seen: set[str] = set()
+        for extension in extensions if isinstance(extensions, list) else ():
+            name = str(extension.get("name") or "") if isinstance(extension, dict) else ""
+            if name in seen:  # kubectl prints the list itself too: never here, an extension may hold a secret
+                raise ConfigError(f'error loading config file "{shown(str(path))}": duplicate name "{shown(name)}" in '
+                                  f"the extensions of {where}")
+            seen.add(name)
+
+
 def _entries(doc: dict[str, Any], section: str, path: Path) -> list[dict[str, Any]]:
     """A section's named entries, each checked to be {name: string, <kind>: mapping}."""
     entries = doc.get(section)
@@ -118,7 +142,8 @@ def _entries(doc: dict[str, Any], section: str, path: Path) -> list[dict[str, An
         if not isinstance(entry.get("name"), str):
             raise ConfigError(f"kubeconfig {path}: {section}[{index}].name must be a string")
         if entry["name"] in names:  # kubectl refuses the file (and prints the entries: never here, they hold secrets)
-            raise ConfigError(f'error loading config file "{path}": duplicate name "{entry["name"]}" in {section}')
+            raise ConfigError(f'error loading config file "{shown(str(path))}": duplicate name "{shown(entry["name"])}" '
+                              f"in {section}")
         names.add(entry["name"])
         body = entry.get(body_key)
         if body is not None and not isinstance(body, dict):

@@ -20,10 +20,8 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import os
 import ssl
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -34,8 +32,9 @@ from kubectl_pvleft.deadline import Deadline, OutOfTime
 from kubectl_pvleft.errors import CredentialError
 from kubectl_pvleft.kube.httpclient import Pool, Response, Server, Timeouts
 from kubectl_pvleft.kube.httpframing import ConnectFailed, Cut, HTTPFailure, Malformed, TimedOut, TLSFailed, TooLarge
+from kubectl_pvleft.kube.nesting import TooDeep, loads
 from kubectl_pvleft.kube.proxy import ProxyFailed, from_environment
-from kubectl_pvleft.text import one_line, shown
+from kubectl_pvleft.text import one_line, shown, warn
 
 EXPIRY_SKEW_SECONDS = 10  # client-go's expiryDelta: a token this close to its exp is already expired
 REFRESH_TIMEOUT_SECONDS = 60.0  # without --request-timeout, as long as an exec plugin may take
@@ -100,7 +99,8 @@ class OIDCProvider:
         id_token = answer.get("id_token")
         if not isinstance(id_token, str) or not id_token:
             raise CredentialError(self._failed(
-                "the answer has no id_token: either the scope \"openid\" was not requested at login, or the provider "
+                f"the answer of the token endpoint {_display(endpoint)} has no id_token: either the scope "
+                "\"openid\" was not requested at login, or the provider "
                 "does not return id_tokens when refreshing"))
         rotated = answer.get("refresh_token")
         if isinstance(rotated, str) and rotated:
@@ -108,8 +108,8 @@ class OIDCProvider:
         self._id_token = id_token
         if not self._said_unsaved:
             self._said_unsaved = True
-            print(f"warning: the oidc id-token of {self._who} was refreshed for this run only; kubectl would have "
-                  "saved the new tokens in the kubeconfig (this plugin never writes it)", file=sys.stderr)
+            warn(f"the oidc id-token of {self._who} was refreshed for this run only; kubectl would have "
+                 "saved the new tokens in the kubeconfig (this plugin never writes it)")
 
     # -- the exchanges ----------------------------------------------------------------------------------
 
@@ -124,9 +124,9 @@ class OIDCProvider:
             raise CredentialError(self._failed(f"the discovery document {_display(url)} answered "
                                                f"{response.status} {response.reason}: {self._quoted(cut)}"))
         try:
-            document = json.loads(body)
-        except ValueError:
-            raise CredentialError(self._failed(f"the discovery document {_display(url)} is not JSON")) from None
+            document = loads(body)
+        except ValueError as exc:
+            raise CredentialError(self._failed(f"the discovery document {_display(url)} {_not_json(exc)}")) from None
         endpoint = document.get("token_endpoint") if isinstance(document, dict) else None
         if not isinstance(endpoint, str) or not endpoint:
             raise CredentialError(self._failed(f"the discovery document {_display(url)} has no token_endpoint"))
@@ -159,31 +159,35 @@ class OIDCProvider:
             fields = {k: v[0] for k, v in parse_qs(answer.decode("utf-8", "replace"), keep_blank_values=True).items()}
         else:
             try:
-                decoded: Any = json.loads(answer)
-            except ValueError:
+                decoded: Any = loads(answer)
+            except ValueError as exc:
                 decoded = None
                 if not failed:
-                    raise CredentialError(self._failed("the token endpoint's answer is not JSON")) from None
+                    raise CredentialError(self._failed(f"the answer of the token endpoint {_display(endpoint)} "
+                                                       f"{_not_json(exc)}")) from None
             if isinstance(decoded, dict):
                 fields = decoded
         code = fields.get("error")
         if failed or code:
-            raise CredentialError(self._failed(self._grant_error(response, answer, fields)))
+            raise CredentialError(self._failed(self._grant_error(endpoint, response, answer, fields)))
         if not fields.get("access_token"):  # oauth2 refuses an answer without one, id_token or not
-            raise CredentialError(self._failed("the token endpoint's answer has no access_token"))
+            raise CredentialError(self._failed(f"the answer of the token endpoint {_display(endpoint)} has no "
+                                               "access_token"))
         return fields
 
-    def _grant_error(self, response: Response, answer: bytes, fields: dict[str, Any]) -> str:
+    def _grant_error(self, endpoint: str, response: Response, answer: bytes, fields: dict[str, Any]) -> str:
+        """The refusal in the IdP's own words, naming the endpoint that said it (which provider refused is the first
+        thing to know when several contexts use several)."""
         code = fields.get("error")
         if isinstance(code, str) and code:
-            text = f"the token endpoint answered {response.status} {code}"
+            text = f"the token endpoint {_display(endpoint)} answered {response.status} {code}"
             description = fields.get("error_description")
             if isinstance(description, str) and description:
                 text += f": {self._quoted(description.encode('utf-8', 'replace'))}"
             if code == "invalid_grant":
                 text += " (the refresh-token was refused: log in again)"
             return text
-        return (f"the token endpoint answered {response.status} {response.reason}"
+        return (f"the token endpoint {_display(endpoint)} answered {response.status} {response.reason}"
                 + (f": {self._quoted(answer[:BODY_SHOWN * 4])}" if answer.strip() else ""))
 
     def _exchange(self, method: str, url: str, headers: list[tuple[str, str]], body: Optional[bytes],
@@ -296,9 +300,9 @@ def token_expiry(token: str, who: str) -> float:
     if not set(payload) <= BASE64URL or len(payload) % 4 == 1:
         raise CredentialError(f"the oidc id-token of {who} is not a valid JWT: its payload is not base64url")
     try:
-        claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
-    except ValueError:
-        raise CredentialError(f"the oidc id-token of {who} is not a valid JWT: its payload is not JSON") from None
+        claims = loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    except ValueError as exc:
+        raise CredentialError(f"the oidc id-token of {who} is not a valid JWT: its payload {_not_json(exc)}") from None
     if not isinstance(claims, dict):
         raise CredentialError(f"the oidc id-token of {who} is not a valid JWT: its payload is not a JSON object")
     exp = claims.get("exp", 0)
@@ -347,3 +351,7 @@ def _display(url: str) -> str:
     if "@" in parts.netloc:  # user:password in an issuer URL is never shown
         parts = parts._replace(netloc="<redacted>@" + parts.netloc.rsplit("@", 1)[1])
     return shown(parts._replace(query="", fragment="").geturl())
+
+
+def _not_json(exc: ValueError) -> str:
+    return f"is {exc}" if isinstance(exc, TooDeep) else "is not JSON"

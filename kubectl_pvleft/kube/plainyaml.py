@@ -187,8 +187,18 @@ def read(text: str) -> Optional[dict[str, Any]]:
         except (_Unsupported, RecursionError):
             return None
     if doc is not None:
+        _within_depth(doc)
         check_json(doc)
     return doc
+
+
+def _within_depth(doc: Any) -> None:
+    from kubectl_pvleft.kube.nesting import TooDeep, check_depth
+
+    try:
+        check_depth(doc)
+    except TooDeep as exc:
+        raise Refused(str(exc)) from None
 
 
 def _json(text: str) -> Optional[dict[str, Any]]:
@@ -198,8 +208,13 @@ def _json(text: str) -> Optional[dict[str, Any]]:
         return None
     try:
         doc = json.loads(text, parse_constant=_not_json)
-    except (ValueError, RecursionError):  # not JSON (YAML's flow style is wider): read_yaml says what is wrong
+    except ValueError:  # not JSON (YAML's flow style is wider): read_yaml says what is wrong
         return None
+    except RecursionError:  # nested past Python's own limit, so past the bound too
+        from kubectl_pvleft.kube.nesting import TooDeep
+
+        raise Refused(str(TooDeep())) from None
+    _within_depth(doc)
     # go-yaml reads every JSON number as ParseInt/ParseFloat do, except those out of their range ("1e400" is a
     # string to it): only documents without such numbers are read here.
     return doc if isinstance(doc, dict) and not _has_wide_number(doc) else None
@@ -330,17 +345,33 @@ def read_yaml(text: str) -> Any:
 
     if "\\/" in text:
         _refuse_slash_escape(text, yaml)
-    loader = _go_loader()(text)
     try:
-        node = loader.get_single_node()
+        node, loader = _first_document(text, _go_loader())
+    except yaml.composer.ComposerError as exc:
+        if "duplicate anchor" not in str(exc.context or ""):
+            raise
+        node, loader = _first_document(text, _go_loader(anchors_redefined=True))
+    try:
         if node is None:
             return None
         _check_aliases(node, yaml)
         doc = loader.construct_document(node)
     finally:
         loader.dispose()
+    _within_depth(doc)
     check_json(doc)
     return doc
+
+
+def _first_document(text: str, loader_class: type) -> tuple[Any, Any]:
+    """The first document's node and its loader: go-yaml v2 (sigs.k8s.io/yaml's Unmarshal) decodes the first
+    document of a stream and never looks at what follows a ``---``."""
+    loader = loader_class(text)
+    try:
+        return (loader.get_node() if loader.check_node() else None), loader
+    except BaseException:
+        loader.dispose()
+        raise
 
 
 def _check_aliases(root: Any, yaml: Any) -> None:
@@ -426,18 +457,20 @@ def _refuse_slash_escape(text: str, yaml: Any) -> None:
                           "escape to kubectl's YAML reader)")
 
 
-_LOADER: list[type] = []
+_LOADERS: dict[bool, type] = {}
 
 
-def _go_loader() -> type:
+def _go_loader(anchors_redefined: bool = False) -> type:
     """PyYAML's safe loader with go-yaml v2's typing: plain scalars by resolve(), map keys by map_key(), a tag it
     does not know read as no tag (a string, a list, a map), the explicit !!int, !!float, !!bool and !!null checked
-    as go-yaml checks them."""
-    if _LOADER:
-        return _LOADER[0]
+    as go-yaml checks them, merge keys merged in go-yaml's order. ``anchors_redefined``: PyYAML's own composer in
+    Python, taught go-yaml's rule that an anchor defined again names its new value from there on (libyaml's
+    composer, faster, refuses the document)."""
+    if anchors_redefined in _LOADERS:
+        return _LOADERS[anchors_redefined]
     import yaml
 
-    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    base = yaml.SafeLoader if anchors_redefined else getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
     class GoLoader(base):  # type: ignore[misc,valid-type]
         # PyYAML's own class-level tables, replaced for this loader alone (shared by every instance, by design).
@@ -448,11 +481,35 @@ def _go_loader() -> type:
                                             "tag:yaml.org,2002:pairs", "tag:yaml.org,2002:timestamp")}
 
         def construct_mapping(self, node: Any, deep: bool = False) -> dict[str, Any]:
-            self.flatten_mapping(node)  # merge keys, which go-yaml merges the same way
             out: dict[str, Any] = {}
-            for key_node, value_node in node.value:
-                out[map_key(self.construct_object(key_node, deep=True))] = self.construct_object(value_node, deep=deep)
+            self._decode_into(node, out, deep)
             return out
+
+        def _decode_into(self, node: Any, out: dict[str, Any], deep: bool) -> None:
+            """go-yaml v2's decoder.mapping: the pairs in order, each setting its key; a merge key ("<<") decodes its
+            map into the same map where it stands, so it overrides the keys set before it and is overridden by those
+            after; a list of maps is merged last item first, so the first one wins (go.yaml.in/yaml/v2 decode.go,
+            decoder.merge). PyYAML's flatten_mapping lets the explicit keys win wherever they stand."""
+            for key_node, value_node in node.value:
+                if not _is_merge_key(key_node, yaml):
+                    out[map_key(self.construct_object(key_node, deep=True))] = self.construct_object(value_node, deep=deep)
+                elif isinstance(value_node, yaml.MappingNode):
+                    self._decode_into(value_node, out, deep)
+                elif isinstance(value_node, yaml.SequenceNode) and all(
+                        isinstance(item, yaml.MappingNode) for item in value_node.value):
+                    for item in reversed(value_node.value):
+                        self._decode_into(item, out, deep)
+                else:
+                    raise Refused(f"line {value_node.start_mark.line + 1}: map merge requires map or sequence of maps "
+                                  "as the value")
+
+        if anchors_redefined:
+            def compose_node(self, parent: Any, index: Any) -> Any:
+                if not self.check_event(yaml.AliasEvent):
+                    anchor = self.peek_event().anchor
+                    if anchor is not None:
+                        self.anchors.pop(anchor, None)  # go-yaml: the newest definition wins
+                return super().compose_node(parent, index)
 
     def untagged(loader: Any, node: Any) -> Any:
         if isinstance(node, yaml.ScalarNode):
@@ -478,5 +535,5 @@ def _go_loader() -> type:
     typed("float", lambda v: isinstance(v, (int, float)) and not isinstance(v, bool))
     typed("bool", lambda v: isinstance(v, bool))
     typed("null", lambda v: v is None)
-    _LOADER.append(GoLoader)
+    _LOADERS[anchors_redefined] = GoLoader
     return GoLoader

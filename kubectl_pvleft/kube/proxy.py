@@ -15,6 +15,7 @@ alike) sends the host name to the proxy, which resolves it. Credentials in the p
 
 from __future__ import annotations
 
+import re
 import socket
 import ssl
 from collections.abc import Mapping
@@ -53,7 +54,7 @@ class Proxy:
             raise ConfigError(f"invalid proxy address {_redacted(parts)} ({origin}): bad port") from None
         if not self.host:
             raise ConfigError(f"invalid proxy address {_redacted(parts)} ({origin}): no host")
-        self.port = port or DEFAULT_PORTS.get(self.scheme, 0)
+        self.port = port if port is not None else DEFAULT_PORTS.get(self.scheme, 0)  # :0 is dialled as :0, as Go does
         self.username = unquote(parts.username) if parts.username is not None else None
         self.password = unquote(parts.password) if parts.password is not None else None
         self.display = _redacted(parts)
@@ -249,12 +250,22 @@ def _os_words(exc: OSError) -> str:
     return (exc.strerror or type(exc).__name__).lower()
 
 
+# What Go's url.Parse refuses and Python's urlsplit lets through: a control character anywhere (urlsplit drops tabs
+# and line breaks silently, so "http://proxy:3128<TAB>" would become another URL), and a "%" that is not an escape
+# (golang/go src/net/url/url.go: parse -> "invalid control character in URL"; unescape -> EscapeError).
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
+
+
 def _split(url: str, origin: str) -> SplitResult:
+    safe = "<redacted>@" + url.rsplit("@", 1)[1] if "@" in url else url  # repr() below escapes what is left
+    before_query = url.split("?", 1)[0].split("#", 1)[0]  # Go checks the escapes of the query only when asked
+    if _CONTROL.search(url) or _BAD_ESCAPE.search(before_query):
+        raise ConfigError(f"invalid proxy address {safe!r} ({origin})")
     try:
         return urlsplit(url)
     except ValueError:  # "http://[::1": an unclosed IPv6 literal
-        shown = "<redacted>@" + url.rsplit("@", 1)[1] if "@" in url else url
-        raise ConfigError(f"invalid proxy address {shown!r} ({origin})") from None
+        raise ConfigError(f"invalid proxy address {safe!r} ({origin})") from None
 
 
 def _redacted(parts: SplitResult) -> str:
@@ -325,11 +336,27 @@ def from_environment(server_url: str, environ: Mapping[str, str]) -> Optional[Pr
         return None
     if not value:
         return None
-    host = (parts.hostname or "").lower()
-    port = str(parts.port or DEFAULT_PORTS[scheme])
+    host, port = _host_port(parts.netloc)
+    if not port:
+        port = str(DEFAULT_PORTS[scheme])
     if not use_proxy(host, port, _env(environ, "NO_PROXY", "no_proxy")[1]):
         return None
     return _parse_env_proxy(value, name)
+
+
+def _host_port(netloc: str) -> tuple[str, str]:
+    """Go's URL.Hostname() and Port(): the host as written (not lower-cased: Go's proxy choice compares it with
+    "localhost" before it lowers it, so https://LOCALHOST goes through the proxy), brackets removed."""
+    host = netloc.rpartition("@")[2]
+    port = ""
+    colon = host.rfind(":")
+    if colon >= 0 and host[colon + 1:].isdigit() and "]" not in host[colon:]:
+        host, port = host[:colon], host[colon + 1:]
+    elif colon >= 0 and colon == len(host) - 1:
+        host = host[:colon]
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    return unquote(host), port
 
 
 def choose(server_url: str, proxy_url: Optional[str], environ: Mapping[str, str]) -> Optional[Proxy]:
@@ -340,12 +367,16 @@ def choose(server_url: str, proxy_url: Optional[str], environ: Mapping[str, str]
 
 
 def _ip(text: str) -> Any:
+    """Go's net.ParseIP, with an IPv4-mapped IPv6 address as its IPv4 address (Go's IP.To4 makes them one: ::ffff:127.0.0.1
+    is loopback and inside 127.0.0.0/8, golang/go src/net/ip.go IsLoopback, IPNet.Contains)."""
     import ipaddress  # only when a proxy is set in the environment
 
     try:
-        return ipaddress.ip_address(text.split("%", 1)[0] if ":" in text else text)
+        ip = ipaddress.ip_address(text.split("%", 1)[0] if ":" in text else text)
     except ValueError:
         return None
+    mapped = getattr(ip, "ipv4_mapped", None)
+    return mapped if mapped is not None else ip
 
 
 def _idna(name: str) -> str:

@@ -25,7 +25,7 @@ from kubectl_pvleft.kube.httpframing import ConnectFailed, Cut, HTTPFailure, Mal
 from kubectl_pvleft.kube.kubeconfig import TLS, Connection
 from kubectl_pvleft.kube.proxy import choose as choose_proxy
 from kubectl_pvleft.text import one_line as text_one_line
-from kubectl_pvleft.text import shown
+from kubectl_pvleft.text import shown, warn
 
 USER_AGENT = f"kubectl-pvleft/{__version__}"
 BODY_LOG_LIMIT = 10 * 1024  # kubectl cuts logged bodies too
@@ -193,10 +193,10 @@ class Transport:
         self._pool_cert: Optional[bytes] = None
         self._static_headers = self._impersonation()
         for note in connection.notes:
-            print(f"warning: {note}", file=sys.stderr)
+            warn(note)
         if connection.withheld_from:  # kubectl is silent here; a request that goes out as nobody must not be
-            print(f"warning: {self.shown_server} is not a TLS server: the credentials of {connection.withheld_from} "
-                  "are not sent to it (as kubectl does), so requests go out anonymous", file=sys.stderr)
+            warn(f"{self.shown_server} is not a TLS server: the credentials of {connection.withheld_from} "
+                 "are not sent to it (as kubectl does), so requests go out anonymous")
 
     def _impersonation(self) -> dict[str, Any]:
         c = self.connection

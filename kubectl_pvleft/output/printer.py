@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from typing import Any, Optional, TextIO, TypeVar
+from typing import Any, TypeVar
 
 from kubectl_pvleft.output.formats import Formatter, JsonFormatter, JsonLinesFormatter, NameFormatter, TableFormatter, YamlFormatter
 from kubectl_pvleft.output.names import DOCUMENT_FORMATS, TEMPLATE_FORMATS
@@ -63,7 +63,3 @@ def print_result(report: Report[Any], sections: Sequence[Report[Any]], options: 
         if options.format in ("table", "wide") and section.rows and report.rows:
             print(file=options.out or sys.stdout)
         formatter(section, options).whole(section.rows)
-
-
-def warn(message: str, err: Optional[TextIO] = None) -> None:
-    print(f"warning: {message}", file=err or sys.stderr)
