@@ -28,6 +28,16 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "deploy" / "rules"))
 
 
+def test_a_bad_price_file_is_a_usage_error_before_any_connection(tmp_path: Path, capsys) -> None:
+    """serve --cost --price-file reads the file once, before connecting (no kubeconfig is needed to be told)."""
+    bad = tmp_path / "prices.yaml"
+    bad.write_text("currency: USD\nprices: [{cloud: gce, location: '*', type: pd-standard}]\n")
+    assert main(["serve", "--kubeconfig", str(tmp_path / "none"), "--project", "p", "--cost", "--price-file",
+                 str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: --price-file {bad}: prices[1]: `unit_price` must be a number, 0 or more\n", err
+
+
 @pytest.mark.parametrize("args, words", [
     (["-o", "json"], "-o/--output cannot be used with serve"),
     (["--watch"], "-w/--watch cannot be used with serve"),

@@ -14,12 +14,15 @@ import sys
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from kubectl_pvleft.cli.durations import go_duration
 from kubectl_pvleft.cli.session import connect, describe_api_error
 from kubectl_pvleft.errors import ApiError, PvleftError
 from kubectl_pvleft.invocation import COMMANDS_BY_NAME, Invocation
+
+if TYPE_CHECKING:  # --cost alone imports the pricing
+    from kubectl_pvleft.clouds.cost import PriceFile
 
 DEFAULT_LISTEN = ":9479"
 DEFAULT_CENSUS_INTERVAL = "1h"
@@ -67,6 +70,7 @@ def serve(invocation: Invocation) -> int:
     from kubectl_pvleft.kube.watch import WatchSettings
 
     flags = invocation.flags
+    prices = _price_file(flags) if invocation.clouds else None  # a bad --price-file: exit 2, before connecting
     api, namespace = connect(invocation.selection, invocation.request_timeout, invocation.request_timeout is not None,
                              interactive=False)  # a daemon never waits for a human at a terminal
     stopping = threading.Event()
@@ -76,10 +80,10 @@ def serve(invocation: Invocation) -> int:
         # Every analysis, whatever the cluster serves now: a kind it does not serve (the snapshot CRDs) is asked for
         # again now and then, and pvleft_analysis_served says which (exporter/live.py).
         analyses = [(name, COMMANDS_BY_NAME[name].load().follow(options)) for name in ANALYSES]
-        census, clouds = _census(options)
+        census, clouds = _census(options, prices)
         live = Live(api, analyses, WatchSettings.from_env(), describe, census=census, clouds=clouds,
                     census_interval=seconds(flags.get("census_interval") or DEFAULT_CENSUS_INTERVAL),
-                    judge_every=judge_every(), snapshot_census=_snapshot_census(options))
+                    judge_every=judge_every(), snapshot_census=_snapshot_census(options, prices))
         registry = CollectorRegistry()
         ProcessCollector(registry=registry)  # process_resident_memory_bytes, process_cpu_seconds_total
         registry.register(ServeCollector(live, int(flags.get("max_finding_series") or DEFAULT_MAX_FINDING_SERIES)))
@@ -101,7 +105,16 @@ def serve(invocation: Invocation) -> int:
     return 0
 
 
-def _census(options: Any) -> tuple[Optional[Callable[[list[Any]], Any]], dict[str, str]]:
+def _price_file(flags: Any) -> Optional[PriceFile]:
+    """--cost --price-file, read once for every census run of the process."""
+    if not flags.get("cost"):
+        return None
+    from kubectl_pvleft.clouds.pricing import check
+
+    return check(flags)
+
+
+def _census(options: Any, prices: Optional[PriceFile]) -> tuple[Optional[Callable[[list[Any]], Any]], dict[str, str]]:
     """The cloud censuses the flags ask for, as one function of the PVs, and their names -> the metrics' label
     (the short name findings carry as their source); none when no flag asks. With --cost, each run prices the
     disks it shows too (pvleft_monthly_cost)."""
@@ -112,11 +125,10 @@ def _census(options: Any) -> tuple[Optional[Callable[[list[Any]], Any]], dict[st
         return None, {}
     from kubectl_pvleft.clouds import census
 
-    prices = census.price_file(options)  # --cost --price-file: read once, before anything is asked (a bad one: exit 2)
     return (lambda volumes: census.take(options, volumes, prices)), {cloud.NAME: cloud.SOURCE for cloud in clouds}
 
 
-def _snapshot_census(options: Any) -> Optional[Callable[[list[Any]], Any]]:
+def _snapshot_census(options: Any, prices: Optional[PriceFile]) -> Optional[Callable[[list[Any]], Any]]:
     """With --cost and a cloud's flag: the snapshots behind the snapshot contents with findings, looked up and
     priced on each census interval (as `snapshots --cost` does once), as one function of the analysis's rows."""
     if not (options.flags.get("cost") and options.clouds):
@@ -124,7 +136,6 @@ def _snapshot_census(options: Any) -> Optional[Callable[[list[Any]], Any]]:
     from kubectl_pvleft.analyses.snapshots import wanted_of
     from kubectl_pvleft.clouds import snapshot_census
 
-    prices = snapshot_census.price_file(options)
     return lambda rows: snapshot_census.take(options, [wanted_of(row) for row in rows if row.counted], prices)
 
 
