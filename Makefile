@@ -28,6 +28,7 @@ demo-stop: $(PY)
 # Lint first: a finding fails in seconds, before the control plane is built.
 test: install lint
 	bash tests/cluster/build.sh
+	bash tests/cluster/helm.sh
 	timeout 3600 $(PY) -m pytest -q
 	timeout 1500 bash .ci/floors
 

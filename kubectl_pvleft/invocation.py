@@ -183,12 +183,14 @@ class Invocation(_Frozen):
     __slots__ = (
         "all_contexts",
         "all_namespaces",
+        "chunk_size",
         "clouds",
         "command",
         "contexts",
         "exit_code",
         "field_selector",
         "flags",
+        "label_columns",
         "label_selector",
         "max_concurrency",
         "names",
@@ -210,6 +212,8 @@ class Invocation(_Frozen):
     _default_contexts = ()
     _default_clouds = ()
     _default_names = ()
+    _default_label_columns = ()
+    _default_chunk_size = 500  # kubectl's --chunk-size; 0: every list in one answer
 
     command: Command
     selection: Selection
@@ -231,6 +235,8 @@ class Invocation(_Frozen):
     contexts: tuple[str, ...]
     max_concurrency: Optional[int]
     names: tuple[str, ...]  # positional NAMEs: only these objects, shown whether or not they have findings
+    label_columns: tuple[str, ...]  # -L: a table column for each of these label keys
+    chunk_size: int
 
     @property
     def fleet(self) -> bool:
@@ -263,7 +269,8 @@ class Invocation(_Frozen):
 
         return PrintOptions(output=self.output, command=self.command.name,
                             all_namespaces=self.all_namespaces and not self.command.cluster_scoped,
-                            no_headers=self.no_headers, show_labels=self.show_labels)
+                            no_headers=self.no_headers, show_labels=self.show_labels,
+                            label_columns=self.label_columns)
 
 
 class Options(_Frozen):

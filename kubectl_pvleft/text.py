@@ -25,3 +25,11 @@ def warn(message: str, err: Optional[TextIO] = None) -> None:
     """One ``warning:`` line on stderr, escaped and kept on one line, as the ``error:`` line is: a name from a
     kubeconfig or a server (a context's user name with a line break in it) can never print a line of its own."""
     print(f"warning: {one_line(shown(message))}", file=err or sys.stderr, flush=True)
+
+
+def cut_at_a_word(text: str, width: int) -> str:
+    """``text`` on at most ``width`` characters: cut after a whole word, never inside one, "..." saying it was cut."""
+    if len(text) <= width:
+        return text
+    cut = text[:width - 3].rsplit(" ", 1)[0].rstrip(" ,;:")
+    return cut + "..."

@@ -589,7 +589,8 @@ FLAGS = [
     Case("timeout-nan", flags("--request-timeout", "nan"), "Invalid timeout value", code=2),
     Case("timeout-exponent", flags("--request-timeout", "1e3s"), "Invalid timeout value", code=2),
     Case("timeout-two-dots", flags("--request-timeout", "1.5.5s"), "Invalid timeout value", code=2),
-    Case("output-xml", flags("-o", "xml"), "invalid choice: 'xml'", code=2),
+    # kubectl's words and exit code (cli-runtime's NoCompatiblePrinterError): a runtime error, 1.
+    Case("output-xml", flags("-o", "xml"), 'unable to match a printer suitable for the output format "xml"', code=1),
     Case("output-jsonpath-empty", flags("-o", "jsonpath="), "format specified but no template given", code=1),
     Case("output-custom-columns-empty", flags("-o", "custom-columns="), "format specified but no", code=1),
     # 1,000 columns were a RecursionError (the tabwriter recurses per column) once rows came.
@@ -617,11 +618,12 @@ FLAGS = [
                                    "--azure-resource-group", "rg/../x"),
          "--azure-resource-group 'rg/../x' is not an Azure resource group name", code=2, subcommands=("leftovers",)),
     Case("output-template-file", flags("-o", "templatefile=x"), "not supported", code=2),
-    Case("output-undecodable", flags("-o", "\udcff"), "invalid choice", code=2),
+    Case("output-undecodable", flags("-o", "\udcff"), "unable to match a printer", code=1),
     Case("all-namespaces-maybe", flags("-A=maybe"), 'invalid argument "maybe" for "-A', code=2),
     Case("watch-two", flags("--watch=2"), 'invalid argument "2" for "', code=2),
     Case("no-headers-yes", flags("--no-headers=yes"), 'for "--no-headers" flag', code=2),
-    Case("verbosity-word", flags("-v", "loud"), "invalid int value", code=2),
+    Case("verbosity-word", flags("-v", "loud"), 'invalid argument "loud" for "-v, --v" flag: strconv.ParseInt',
+         code=2),  # pflag's words
     Case("unknown-flag-token-like", flags(f"--tokn={SECRET}"), "unknown flag: --tokn", code=2),
     Case("unknown-flag-client-secret", flags("--client-secret", SECRET), "unknown flag: --client-secret", code=2),
     Case("unknown-flag-password-file", flags(f"--password-file={SECRET}"), "unknown flag: --password-file", code=2),

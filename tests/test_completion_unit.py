@@ -29,10 +29,11 @@ COMPLETER = shutil.which("kubectl_complete-pvleft", path=str(BIN)) or shutil.whi
 
 
 def subcommands() -> list[str]:
-    """The command line's subcommands, in its order, as argparse holds them, then `help` (as cobra offers it)."""
+    """The command line's subcommands, in its order, as argparse holds them, then `help`, `options` and `version`
+    (kubectl's own, as cobra offers them)."""
     parser = build_parser("kubectl pvleft")
     return [name for action in parser._actions if isinstance(action, argparse._SubParsersAction)
-            for name in action.choices] + ["help"]
+            for name in action.choices] + ["help", "options", "version"]
 
 
 def completer(*words: str, env: Optional[dict] = None) -> Result:

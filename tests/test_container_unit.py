@@ -23,6 +23,10 @@ def pod_spec() -> dict:
     return yaml.safe_load((DEPLOY / "base" / "deployment.yaml").read_text())["spec"]["template"]["spec"]
 
 
+def chart_values() -> dict:
+    return yaml.safe_load((DEPLOY / "helm" / "kubectl-pvleft" / "values.yaml").read_text())
+
+
 def test_the_stages_share_one_base_and_the_final_copies_from_the_build_stage() -> None:
     args, (build, final) = parse(CONTAINERFILE.read_text())
     # One base, python:3.12-slim unless the build says otherwise (the test passes its stand-in so): the venv's
@@ -43,16 +47,14 @@ def test_the_image_user_is_the_deployments_non_root_uid_and_gid() -> None:
     context = pod_spec()["securityContext"]
     assert context["runAsNonRoot"] is True
     assert (context["runAsUser"], context["runAsGroup"]) == (int(uid), int(gid))
-    chart = (DEPLOY / "helm" / "kubectl-pvleft" / "templates" / "deployment.yaml").read_text()
-    assert f"runAsUser: {uid}\n" in chart and f"runAsGroup: {gid}\n" in chart and "runAsNonRoot: true\n" in chart
+    assert chart_values()["podSecurityContext"] == context  # the chart's default is the base's
 
 
 def test_the_container_has_a_read_only_root_and_no_way_to_gain_privileges() -> None:
     context = pod_spec()["containers"][0]["securityContext"]
     assert context == {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True, "capabilities": {"drop": ["ALL"]}}
     assert "volumes" not in pod_spec()  # no writable emptyDir either: the exporter needs no disk at all
-    chart = (DEPLOY / "helm" / "kubectl-pvleft" / "templates" / "deployment.yaml").read_text()
-    assert "readOnlyRootFilesystem: true\n" in chart and "allowPrivilegeEscalation: false\n" in chart
+    assert chart_values()["securityContext"] == context
 
 
 def test_exposed_port_is_where_serve_listens_and_what_deploy_names() -> None:

@@ -4,7 +4,6 @@ analyses can put in their state columns. kubectl itself is the oracle in test_su
 
 from __future__ import annotations
 
-import re
 import shlex
 
 import pytest
@@ -62,14 +61,18 @@ def test_a_mistyped_flag_gets_the_same_words() -> None:
 def test_help_command_is_the_subcommands_help(command: str) -> None:
     via_help, via_flag = invoke("help", command), invoke(command, "--help")
     assert via_help.code == via_flag.code == 0 and via_help.stdout == via_flag.stdout
-    assert "\nexamples:\n" in via_help.stdout and "\ncolumns:\n" in via_help.stdout
+    # kubectl's layout (cobra's template): description, Examples, Options, Usage, then the line for `options`
+    sections = [line for line in via_help.stdout.splitlines() if line in ("Examples:", "Columns:", "Options:", "Usage:")]
+    assert sections == ["Examples:", "Columns:", "Options:", "Usage:"]
+    assert via_help.stdout.endswith('\nUse "kubectl pvleft options" for a list of global command-line options '
+                                    "(applies to all commands).\n")
 
 
 def test_help_alone_and_an_unknown_topic_as_kubectl() -> None:
     alone = invoke("help")
     assert alone.code == 0 and alone.stdout == invoke("--help").stdout
     unknown = invoke("help", "gett")
-    assert unknown.code == 0 and unknown.stdout.startswith("Unknown help topic [`gett`]\nusage: ")
+    assert unknown.code == 0 and unknown.stdout == "Unknown help topic [`gett`]\n" + alone.stdout
 
 
 @pytest.mark.parametrize("command", [c.name for c in COMMANDS])
@@ -88,18 +91,14 @@ def legend(command: str) -> str:
 
 
 def test_legends_name_every_value_the_analyses_can_put_in_their_state_columns() -> None:
-    from kubectl_pvleft.analyses import claim_problems, claims, classes, snapshots
+    from kubectl_pvleft.analyses import claims, classes, snapshots
     from kubectl_pvleft.analyses.pending import rules
 
     assert all(v in legend("leftovers") for v in (leftovers.MISSING, leftovers.REPLACED, leftovers.PRESENT,
                                                   leftovers.UNKNOWN, *leftovers.LEFTOVER_PHASES))
     assert all(v in legend("pending") for v in (rules.SCHEDULER, rules.PV_CONTROLLER, rules.ATTACH_DETACH,
                                                 rules.KUBELET, rules.EPHEMERAL_CONTROLLER, rules.NO_SIGNAL))
-    problems = (claims.PENDING, claim_problems.LOST, claim_problems.RESIZING, claim_problems.RESIZE_FAILED,
-                claim_problems.RESIZE_ERROR, claims.RESIZE_NOT_STARTED, claim_problems.MODIFY_PENDING,
-                claim_problems.MODIFYING, claim_problems.MODIFY_INFEASIBLE, claim_problems.MODIFY_ERROR,
-                claim_problems.UNHEALTHY, claim_problems.UNKNOWN)
-    assert all(re.search(rf"(^|[ (]){re.escape(v)}[,;) ]", legend("claims")) for v in problems)
+    assert claims.PENDING in problem_values() and claims.RESIZE_NOT_STARTED in problem_values()
     assert all(v in legend("classes") for v in (classes.MULTIPLE_DEFAULTS, classes.MISSING_CLASS,
                                                classes.MISSING_CSIDRIVER, classes.RECLAIM_DRIFT, classes.CSI,
                                                classes.IN_TREE, classes.EXTERNAL, classes.NO_PROVISIONER))
@@ -108,9 +107,43 @@ def test_legends_name_every_value_the_analyses_can_put_in_their_state_columns() 
                                                  snapshots.NOT_READY))
 
 
+def problem_values() -> list[str]:
+    """The values `help claims` lists for PROBLEM: the comma-separated words before the legend's first sentence
+    end, each without its parenthesized gloss."""
+    text = dict(helptext.LEGENDS["claims"])["PROBLEM"]
+    depth, plain = 0, ""
+    for char in text:  # the glosses hold commas and full stops of their own
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        plain += char if depth == 0 and char != ")" else ""
+    return [v.strip() for v in plain.split(". ")[0].split(",")]
+
+
+def test_help_claims_lists_exactly_the_problems_the_code_can_give() -> None:
+    """Both ways: every kind claim_problems.problems() can give (PROBLEM_KINDS, built from the tables it reads) is
+    in `help claims`, and the legend names nothing else; and every Problem(...) the module builds takes its kind
+    from those constants or tables, so a new kind cannot bypass PROBLEM_KINDS."""
+    import ast
+    import inspect
+
+    from kubectl_pvleft.analyses import claim_problems
+
+    assert sorted(problem_values()) == sorted(claim_problems.PROBLEM_KINDS)
+    assert claim_problems.UNUSED in problem_values()
+    kinds = {name for name, value in vars(claim_problems).items() if name.isupper() and value in
+             claim_problems.PROBLEM_KINDS}
+    tree = ast.parse(inspect.getsource(claim_problems))
+    for call in ast.walk(tree):
+        if isinstance(call, ast.Call) and getattr(call.func, "id", None) == "Problem":
+            first = call.args[0]
+            # A constant of the module, or `kind` read from one of its tables (RESIZE_STATUSES, CONDITIONS...).
+            assert (isinstance(first, ast.Name) and (first.id in kinds or first.id == "kind")) or (
+                isinstance(first, ast.Subscript) and getattr(first.value, "id", "") in (
+                    "PHASE_PROBLEMS", "CONDITIONS")), ast.unparse(call)
+
+
 def test_legend_lines_are_wrapped_under_their_column() -> None:
     text = invoke("help", "claims").stdout
-    block = text.split("\ncolumns:\n")[1].split("\n\n")[0].splitlines()
+    block = text.split("\nColumns:\n")[1].split("\n\n")[0].splitlines()
     assert all(len(line) <= 110 for line in block)
     assert block[0].startswith("  STATUS ") and block[1].startswith("  PROBLEM  ")
-    assert block[2].startswith(" " * 11 + "modifying")  # a legend's next line starts under its text
+    assert block[2].startswith(" " * 11) and block[2][11] != " "  # a legend's next line starts under its text

@@ -222,6 +222,7 @@ def settled(cluster) -> None:
 def test_healthz_and_the_exposition_pass_promtool(exporter) -> None:
     status, body = fetch(f"{exporter.url}/healthz")
     assert (status, body) == (200, "ok\n")
+    assert fetch(f"{exporter.url}/livez") == (200, "ok\n")
     assert fetch(f"{exporter.url}/nothing")[0] == 404
     status, exposition = fetch(f"{exporter.url}/metrics")
     assert status == 200
@@ -231,6 +232,31 @@ def test_healthz_and_the_exposition_pass_promtool(exporter) -> None:
     for name in ("pvleft_stream_up", "pvleft_stream_relists_total", "pvleft_stream_errors_total",
                  "pvleft_analysis_up", "pvleft_findings", "pvleft_build_info", "process_resident_memory_bytes"):
         assert f"\n{name}" in exposition, name
+
+
+@pytest.mark.integration
+def test_livez_answers_while_healthz_says_the_api_server_is_out_of_reach(tmp_path: Path) -> None:
+    """The charts' liveness probe asks /livez: a Pod whose API server is unreachable is unready (/healthz 503), never
+    restarted for it (a restart would not bring the server back), and /livez reads no stream and scrapes nothing."""
+    dead = free_port()  # nothing listens there
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "dead",
+        "clusters": [{"name": "dead", "cluster": {"server": f"https://127.0.0.1:{dead}", "insecure-skip-tls-verify": True}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [{"name": "dead", "context": {"cluster": "dead", "user": "u"}}]}))
+    port = free_port()
+    process = subprocess.Popen([PLUGIN or "kubectl-pvleft", "serve", "--kubeconfig", str(kubeconfig), "--listen",
+                                f"127.0.0.1:{port}"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               env={**os.environ, **WATCH_ENV})
+    try:
+        wait_for("/livez", lambda: _ok(f"http://127.0.0.1:{port}/livez"), timeout=60)
+        assert fetch(f"http://127.0.0.1:{port}/livez") == (200, "ok\n")
+        assert fetch(f"http://127.0.0.1:{port}/healthz")[0] == 503
+    finally:
+        process.send_signal(signal.SIGTERM)
+        output, _ = process.communicate(timeout=10)
+    assert "Traceback" not in output
 
 
 def test_in_cluster_with_a_cloud_census_serves_orphan_disks_and_says_when_the_census_fails(cluster,

@@ -51,6 +51,12 @@ MODIFY_STATUSES = {"Pending": MODIFY_PENDING, "InProgress": MODIFYING, "Infeasib
 # status.healthStatus.healthConditions[].status: every entry is an adverse condition.
 HEALTH_STATUSES = ("Inaccessible", "DataLoss", "Degraded")
 
+# Every kind problems() can give, from the tables above that it reads (`help claims` lists exactly these as the
+# PROBLEM values: a test compares).
+PROBLEM_KINDS: tuple[str, ...] = tuple(dict.fromkeys((
+    UNUSED, *PHASE_PROBLEMS.values(), *RESIZE_STATUSES.values(), *(k for k in CONDITIONS.values() if k is not None),
+    RESIZE_NOT_STARTED, *MODIFY_STATUSES.values(), MODIFY_ERROR, UNHEALTHY, UNKNOWN)))
+
 
 class Problem(Struct, frozen=True):
     kind: str

@@ -43,9 +43,9 @@ from kubectl_pvleft.analyses.claim_problems import (
 from kubectl_pvleft.analyses.claimwhy import CLAIM_EVENTS, reasons_from
 from kubectl_pvleft.analyses.resize import StalledResize, stalled_resize
 from kubectl_pvleft.analyses.usage import NOT_JUDGED, Usage, needs_pods, usage_of, used_claims
-from kubectl_pvleft.invocation import Options, Result, kept_reason
+from kubectl_pvleft.invocation import KEEP_ANNOTATION, Options, Result, kept_reason
 from kubectl_pvleft.kube.api import EVENTS, PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, PODS, STORAGE_CLASSES, Reader, optional
-from kubectl_pvleft.output.report import UNSET, Column, Report, actionable, age, clause_cut, utcnow
+from kubectl_pvleft.output.report import UNSET, Column, Report, Verdict, actionable, age, clause_cut, finding_count, utcnow
 from kubectl_pvleft.records import (
     CLAIM_PHASES,
     Condition,
@@ -82,7 +82,8 @@ class ClaimRow(Struct, frozen=True):
 
     @property
     def in_trouble(self) -> bool:
-        return bool(self.problems) and self.kept is None
+        """A finding: the claims' VERDICT (problems, none of them set aside)."""
+        return VERDICT.is_finding(self)
 
     @property
     def status(self) -> str:
@@ -234,7 +235,7 @@ def run(api: Reader, options: Options) -> Result:
     report_ = report(result, show_kept=options.show_all, why=why, wide=options.wide)
     if not options.show_all:  # healthy claims may exist: say what was looked for
         report_ = report_.with_empty_message("No claims in trouble found")
-    return Result(report_, result.trouble_count, result.warnings)
+    return Result(report_, finding_count(report_), result.warnings)
 
 
 def follow(options: Options) -> Follow[ClaimRow]:
@@ -391,22 +392,32 @@ def report(result: ClaimCensus, now: Optional[datetime] = None, show_kept: bool 
                              to_json=lambda r: {**to_json(r), "pending_reason": reasons.get(r.claim.meta.uid) or r.why},
                              name=lambda r: f"persistentvolumeclaim/{r.claim.name}",
                              namespace=lambda r: r.claim.namespace, labels=lambda r: r.claim.meta.labels),
-                      lambda r: claim_findings(r, {**({r.claim.meta.uid: r.why} if r.why else {}), **reasons}),
-                      claim_looks)
+                      VERDICT.with_evidence(lambda r: claim_findings(r, reasons)), claim_looks)
 
 
 WHY_WIDTH = 60
 
 
-def claim_findings(row: ClaimRow, why: Mapping[str, str]) -> tuple[str, ...]:
-    """Each problem, the pending one with why."""
+def claim_findings(row: ClaimRow, why: Optional[Mapping[str, str]] = None) -> tuple[str, ...]:
+    """Each problem, the pending one with why (``why`` by claim uid: what the run read; else the row's own)."""
+    reason = (why or {}).get(row.claim.meta.uid) or row.why
     found = []
     for p in row.problems:
         text = p.kind if p.known and p.field == "status.phase" else f"{p.kind}: {p.detail or p.value}"
-        if p.kind == PENDING and row.claim.meta.uid in why:
-            text = f"{p.kind}: {why[row.claim.meta.uid]}"
+        if p.kind == PENDING and reason:
+            text = f"{p.kind}: {reason}"
         found.append(text)
     return tuple(dict.fromkeys(found))
+
+
+def set_aside(row: ClaimRow) -> Optional[str]:
+    """Why a claim's problems are not a finding: intentionally kept. (--older-than is judged per problem, in
+    _young: an unused or pending claim younger than the threshold has no such problem at all, while its other
+    problems still count.)"""
+    return f"kept ({KEEP_ANNOTATION}): {row.kept}" if row.kept is not None else None
+
+
+VERDICT: Verdict[ClaimRow] = Verdict(claim_findings, set_aside)
 
 
 def claim_looks(row: ClaimRow) -> tuple[str, ...]:

@@ -29,7 +29,7 @@ from kubectl_pvleft.kube.api import (
     begin,
     optional,
 )
-from kubectl_pvleft.output.report import Column, Report, actionable, age, utcnow
+from kubectl_pvleft.output.report import Column, Report, Verdict, actionable, age, finding_count, utcnow
 from kubectl_pvleft.records import PV_PHASES, Absent, PersistentVolume, PersistentVolumeClaim, StorageClass, iso
 
 if TYPE_CHECKING:  # --watch alone needs the watch runtime: imported in follow()
@@ -239,8 +239,10 @@ def census(api: Reader, *, label_selector: Optional[str] = None, field_selector:
 def run(api: Reader, options: Options) -> Result:
     result = census(api, label_selector=options.label_selector, field_selector=options.field_selector)
     if options.drift:
-        return Result(drift_report(result), len(result.drift), result.warnings)
-    return Result(report(result), result.finding_count, result.warnings)
+        drift = drift_report(result)
+        return Result(drift, finding_count(drift), result.warnings)
+    shown = report(result)
+    return Result(shown, finding_count(shown), result.warnings)
 
 
 def follow(options: Options) -> Follow[Any]:
@@ -349,7 +351,11 @@ def report(result: ClassCensus, now: Optional[datetime] = None) -> Report[ClassR
     return actionable(Report(rows=result.rows, columns=columns, to_json=to_json,
                              name=lambda r: f"storageclass.storage.k8s.io/{r.name}",  # kubectl's -o name
                              labels=lambda r: r.storage_class.meta.labels if r.storage_class else {}),
-                      lambda r: tuple(f"{f.kind}: {f.message}" for f in r.findings), class_looks)
+                      VERDICT, class_looks)
+
+
+# Every finding of a class counts (a class cannot be kept: it is what provisions).
+VERDICT: Verdict[ClassRow] = Verdict(lambda row: tuple(f"{f.kind}: {f.message}" for f in row.findings))
 
 
 def class_looks(row: ClassRow) -> tuple[str, ...]:
@@ -396,7 +402,7 @@ def drift_report(result: ClassCensus, now: Optional[datetime] = None) -> Report[
     return actionable(Report(rows=result.drift, columns=columns, to_json=drift_to_json,
                              name=lambda d: f"persistentvolume/{d.pv.name}", labels=lambda d: d.pv.meta.labels,
                              empty_message="No PersistentVolumes differ from their class's reclaim policy"),
-                      lambda d: (f"{RECLAIM_DRIFT}: reclaim policy {d.pv.reclaim_policy}, its class's "
-                                 f"{d.class_reclaim_policy}",),
+                      Verdict(lambda d: (f"{RECLAIM_DRIFT}: reclaim policy {d.pv.reclaim_policy}, its class's "
+                                         f"{d.class_reclaim_policy}",)),
                       lambda d: looks(describe("pv", d.pv.name), describe("storageclass", d.pv.storage_class or "")
                                       if d.pv.storage_class else None))

@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 from msgspec import Struct, field
 
 from kubectl_pvleft.analyses.looks import describe, events, looks
-from kubectl_pvleft.invocation import Options, Result, kept_reason
+from kubectl_pvleft.invocation import KEEP_ANNOTATION, Options, Result, kept_reason
 from kubectl_pvleft.kube.api import CLAIM_IDENTITIES, PERSISTENT_VOLUMES, STORAGE_CLASSES, Reader, begin, optional
-from kubectl_pvleft.output.report import UNSET, Column, Report, actionable, age, utcnow
+from kubectl_pvleft.output.report import UNSET, Column, Report, Verdict, actionable, age, finding_count, utcnow
 from kubectl_pvleft.records import Absent, ClaimIdentity, PersistentVolume, StorageClass, iso
 
 if TYPE_CHECKING:  # --watch alone needs the watch runtime: imported in follow()
@@ -105,9 +105,24 @@ def is_leftover(row: Leftover) -> bool:
     return row.claim_state in (MISSING, REPLACED) and bool(row.pv.claim_ref and row.pv.claim_ref.uid)
 
 
-def is_finding(row: Leftover) -> bool:
-    """A leftover that counts: not intentionally kept, and old enough for --older-than."""
-    return is_leftover(row) and row.kept is None and not row.young
+def set_aside(row: Leftover) -> Optional[str]:
+    """Why a leftover is not a finding: intentionally kept, or in its phase for less than --older-than."""
+    if row.kept is not None:
+        return f"kept ({KEEP_ANNOTATION}): {row.kept}"
+    if row.young:
+        return "in its phase for less than --older-than"
+    return None
+
+
+def leftover_evidence(row: Leftover) -> tuple[str, ...]:
+    if not is_leftover(row):
+        return ()
+    claim = f"; claim {row.claim} is {row.claim_state}" if row.claim else ""
+    return (f"{row.pv.phase} PV, reclaim policy {row.pv.reclaim_policy or UNSET}{claim}",)
+
+
+VERDICT: Verdict[Leftover] = Verdict(leftover_evidence, set_aside)
+is_finding = VERDICT.is_finding  # a leftover that counts: not kept, and old enough for --older-than
 
 
 def phase_age(pv: PersistentVolume, now: datetime) -> Optional[float]:
@@ -213,15 +228,15 @@ def run(api: Reader, options: Options) -> Result:
     result = find_leftovers(api, include_all=options.show_all, claim_namespace=claim_namespace(options),
                             keep_every_pv=census_asked, older_than=options.older_than, excluded=options.excluded,
                             label_selector=options.label_selector, field_selector=options.field_selector)
-    findings = sum(1 for row in result.rows if is_finding(row))
     if not census_asked:
-        return Result(report(result, show_kept=options.show_all), findings, result.warnings)
+        shown = report(result, show_kept=options.show_all)
+        return Result(shown, finding_count(shown), result.warnings)
     taken = census.take(options, result.all_pvs, prices)
     leftovers = [row.pv.name for row in result.rows if is_finding(row)]
-    return Result(report(result, disks=taken.disks, show_kept=options.show_all,
-                         priced=taken.priced if taken.costing else None),
-                  findings + len(taken.findings), result.warnings + taken.warnings, partial=bool(taken.errors),
-                  sections=census.sections(taken, leftovers, show_all=options.show_all), errors=taken.errors)
+    shown = report(result, disks=taken.disks, show_kept=options.show_all, priced=taken.priced if taken.costing else None)
+    sections = census.sections(taken, leftovers, show_all=options.show_all)
+    return Result(shown, finding_count(shown) + sum(finding_count(section) for section in sections),
+                  result.warnings + taken.warnings, partial=bool(taken.errors), sections=sections, errors=taken.errors)
 
 
 def follow(options: Options) -> Follow[Leftover]:
@@ -277,7 +292,7 @@ def to_json(row: Leftover, disks: Optional[Mapping[str, Any]] = None,
         "message": pv.message,
         "last_phase_transition_time": iso(pv.last_phase_transition),
         "kept": row.kept,
-        "finding": is_finding(row),
+        "finding": VERDICT.is_finding(row),  # the verdict every output reads (actionable adds `set_aside` after)
     }
     if disks is not None:  # a cloud census ran: the disk behind the PV, as that client saw it
         disk = disks.get(pv.name)  # a CloudDisk, Absent.MISSING / UNKNOWN, or None: not a cloud's volume
@@ -321,14 +336,7 @@ def report(result: LeftoverResult, now: Optional[datetime] = None,
     return actionable(Report(rows=result.rows, columns=columns, to_json=lambda r: to_json(r, disks, priced),
                              name=lambda r: f"persistentvolume/{r.pv.name}",
                              labels=lambda r: r.pv.meta.labels),
-                      leftover_finding, next_looks)
-
-
-def leftover_finding(row: Leftover) -> tuple[str, ...]:
-    if not is_leftover(row):
-        return ()
-    claim = f"; claim {row.claim} is {row.claim_state}" if row.claim else ""
-    return (f"{row.pv.phase} PV, reclaim policy {row.pv.reclaim_policy or UNSET}{claim}",)
+                      VERDICT, next_looks)
 
 
 def next_looks(row: Leftover) -> tuple[str, ...]:

@@ -30,9 +30,9 @@ from msgspec import Struct, field
 
 from kubectl_pvleft.analyses.looks import Finding, describe, events, looks
 from kubectl_pvleft.errors import ApiError, Forbidden, NotFound
-from kubectl_pvleft.invocation import Options, Result, kept_reason
+from kubectl_pvleft.invocation import KEEP_ANNOTATION, Options, Result, kept_reason
 from kubectl_pvleft.kube.api import VOLUME_SNAPSHOT_CLASSES, VOLUME_SNAPSHOT_CONTENTS, VOLUME_SNAPSHOTS, Reader, optional
-from kubectl_pvleft.output.report import Column, Report, actionable, age, utcnow
+from kubectl_pvleft.output.report import Column, Report, Verdict, actionable, age, finding_count, utcnow
 from kubectl_pvleft.records import Absent, VolumeSnapshot, VolumeSnapshotClass, VolumeSnapshotContent, iso
 
 if TYPE_CHECKING:  # --watch alone needs the watch runtime: imported in follow(); a cloud, only with its flags
@@ -83,8 +83,8 @@ class ContentRow(Struct, frozen=True):
 
     @property
     def counted(self) -> int:
-        """The findings that count: none when kept or young."""
-        return 0 if self.kept is not None or self.young else len(self.findings)
+        """The findings that count: the snapshots' VERDICT (none when kept or young)."""
+        return len(VERDICT.findings(self))
 
     @property
     def snapshot_key(self) -> Optional[str]:
@@ -148,6 +148,18 @@ def findings(content: VolumeSnapshotContent, state: Optional[str], live: Optiona
         when = f" (at {iso(error.time)})" if error.time else ""
         found.append(Finding(NOT_READY, f"not ready: {error.message or 'an error with no message'}{when}"))
     return tuple(found)
+
+
+def set_aside(row: ContentRow) -> Optional[str]:
+    """Why a content's findings do not count: intentionally kept, or created less than --older-than ago."""
+    if row.kept is not None:
+        return f"kept ({KEEP_ANNOTATION}): {row.kept}"
+    if row.young:
+        return "created less than --older-than ago"
+    return None
+
+
+VERDICT: Verdict[ContentRow] = Verdict(lambda row: tuple(f"{f.kind}: {f.message}" for f in row.findings), set_aside)
 
 
 def _young(content: VolumeSnapshotContent, older_than: Optional[float], now: Optional[datetime]) -> bool:
@@ -248,15 +260,16 @@ def run(api: Reader, options: Options) -> Result:
     if result is None:
         return not_served()
     if not options.clouds:
-        return Result(_shown(report(result, show_kept=options.show_all), options), result.finding_count,
-                      result.warnings)
+        shown = _shown(report(result, show_kept=options.show_all), options)
+        return Result(shown, finding_count(shown), result.warnings)
     # Only the rows that will be shown: with NAMEs, the CLI keeps theirs, so the cloud is asked about them alone.
     wanted = [wanted_of(row) for row in result.rows if not options.names or row.content.name in options.names]
     taken = snapshot_census.take(options, wanted, prices)
     looked = taken if taken.taken or taken.errors else None  # no cloud looks up snapshots: no column to show
-    return Result(_shown(report(result, show_kept=options.show_all, cloud=looked), options),
-                  result.finding_count + len(taken.findings), result.warnings + taken.warnings,
-                  partial=bool(taken.errors), sections=snapshot_census.sections(taken, wanted), errors=taken.errors)
+    shown = _shown(report(result, show_kept=options.show_all, cloud=looked), options)
+    sections = snapshot_census.sections(taken, wanted)
+    return Result(shown, finding_count(shown) + sum(finding_count(section) for section in sections),
+                  result.warnings + taken.warnings, partial=bool(taken.errors), sections=sections, errors=taken.errors)
 
 
 def _shown(report_: Report[ContentRow], options: Options) -> Report[ContentRow]:
@@ -270,7 +283,8 @@ def wanted_of(row: ContentRow) -> Wanted:
     from kubectl_pvleft.clouds.snapshot_census import Wanted
 
     return Wanted(row.content.name, row.content.spec.driver or None, row.content.snapshot_handle,
-                  ",".join(f.kind for f in row.findings) or "no-finding", counted=row.counted > 0)
+                  ",".join(f.kind for f in row.findings) or "no-finding", counted=row.counted > 0,
+                  set_aside=set_aside(row))
 
 
 def not_served() -> Result:
@@ -395,7 +409,7 @@ def report(result: SnapshotCensus, now: Optional[datetime] = None, show_kept: bo
     return actionable(Report(rows=result.rows, columns=columns, to_json=lambda r: to_json(r, cloud),
                              name=lambda r: f"volumesnapshotcontent.snapshot.storage.k8s.io/{r.content.name}",
                              labels=lambda r: r.content.meta.labels),
-                      lambda r: tuple(f"{f.kind}: {f.message}" for f in r.findings), next_looks)
+                      VERDICT, next_looks)
 
 
 def next_looks(row: ContentRow) -> tuple[str, ...]:

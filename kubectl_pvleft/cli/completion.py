@@ -20,6 +20,8 @@ from collections.abc import Iterable, Sequence
 from contextlib import redirect_stderr
 from typing import TYPE_CHECKING, Optional
 
+from kubectl_pvleft.text import cut_at_a_word
+
 if TYPE_CHECKING:  # the kubeconfig reader is imported only when a completion needs the server
     from kubectl_pvleft.kube.kubeconfig import Selection
 
@@ -101,7 +103,7 @@ def _first_sentence(text: str) -> str:
     text = " ".join((text or "").split())
     for stop in (": ", " (", ". "):
         text = text.split(stop)[0]
-    return text[:80]
+    return cut_at_a_word(text, 80)
 
 
 def complete(words: Sequence[str], parser: argparse.ArgumentParser) -> tuple[list[str], int]:
@@ -120,8 +122,10 @@ def complete(words: Sequence[str], parser: argparse.ArgumentParser) -> tuple[lis
     if typed.subcommand is None:
         found = [f"{name}\t{_first_sentence(summary)}" for name, (_, summary) in _subcommands(typed.parser).items()
                  if name.startswith(current)]
-        if "help" not in done and "help".startswith(current):  # `help [COMMAND]`, cobra's words for it
-            found.append("help\tHelp about any command")
+        from kubectl_pvleft.cli.parser import BUILT_IN
+
+        found += [f"{name}\t{summary}" for name, (summary, _) in BUILT_IN.items()  # help, options, version
+                  if name.startswith(current) and name not in done]
         return found, NO_FILE_COMPLETION
     return [], NO_FILE_COMPLETION
 

@@ -106,6 +106,7 @@ def lift(report: Report[Any], by_context: Optional[dict[str, Report[Any]]] = Non
         labels=None if report.labels is None else (lambda r: own(r).labels(r.row)),  # type: ignore[misc]
         context=lambda r: r.context,
         findings=None if report.findings is None else (lambda r: own(r).findings(r.row)),  # type: ignore[misc]
+        set_aside=None if report.set_aside is None else (lambda r: own(r).set_aside(r.row)),  # type: ignore[misc]
         next=None if report.next is None else (lambda r: own(r).next(r.row)),  # type: ignore[misc]
     )
 

@@ -65,9 +65,11 @@ LEGENDS: dict[str, tuple[tuple[str, str], ...]] = {
     ),
     "claims": (
         ("STATUS", "the claim's phase: Pending, Bound, Lost; Terminating once deleted"),
-        ("PROBLEM", "pending, lost, resizing, resize-failed, resize-error, resize-not-started, modify-pending, "
+        ("PROBLEM", "unused (Bound, and no Pod that has not finished names it; UNUSED SINCE says since when), "
+                    "pending, lost, resizing, resize-failed, resize-error, resize-not-started, modify-pending, "
                     "modifying, modify-infeasible, modify-error, unhealthy, unknown (a value this version does not "
-                    "know, with where it is)"),
+                    "know, with where it is). A claim annotated pvleft.io/keep is never in trouble; with "
+                    "--older-than, unused and pending count only once they have lasted that long"),
         ("WHY", "why a Pending claim is Pending: its latest event, else what its own fields say"),
     ),
     "snapshots": (
@@ -96,11 +98,11 @@ def wrapped(text: str, indent: int, width: int = 110) -> str:
     return ("\n" + " " * indent).join([*lines, line])
 
 
-def epilog(command: str, exit_codes: str) -> str:
-    examples = "\n".join(f"  {line}" for line in EXAMPLES[command])
-    if command not in LEGENDS:  # serve prints no table: its metrics are in docs/serve.md
-        return f"examples:\n{examples}\n\n{exit_codes}"
+def legend(command: str) -> str:
+    """The values a subcommand's state columns can take, one column a line ('' for serve: it prints no table; its
+    metrics are in docs/serve.md)."""
+    if command not in LEGENDS:
+        return ""
     width = max(len(header) for header, _ in (*LEGENDS[command], NEXT_LEGEND))
-    legend = "\n".join(f"  {header.ljust(width)}  {wrapped(text, width + 4)}"
-                       for header, text in (*LEGENDS[command], NEXT_LEGEND))
-    return f"examples:\n{examples}\n\ncolumns:\n{legend}\n\n{exit_codes}"
+    return "\n".join(f"  {header.ljust(width)}  {wrapped(text, width + 4)}"
+                     for header, text in (*LEGENDS[command], NEXT_LEGEND))

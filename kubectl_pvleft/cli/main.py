@@ -43,6 +43,18 @@ def run(argv: Sequence[str], prog: str) -> int:
 
         print(help_text(argv[1:], prog), end="")
         return EXIT_OK
+    from kubectl_pvleft.cli.parser import command_word
+
+    word = command_word(argv, prog)
+    if word == "options" or (word == "version" and ("-h" in argv or "--help" in argv)):
+        from kubectl_pvleft.cli.parser import help_text
+
+        print(help_text([word], prog), end="")
+        return EXIT_OK
+    if word == "version":
+        from kubectl_pvleft.cli.version import version
+
+        return version(argv, prog)
     invocation = parse(argv, prog)
     if invocation is None:
         build_parser(prog).print_help()

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, Optional
 
 from kubectl_pvleft import __version__
 from kubectl_pvleft.cli.durations import go_duration, parse_age, parse_request_timeout
-from kubectl_pvleft.cli.helptext import epilog
+from kubectl_pvleft.cli.helplayout import GLOBAL_OPTIONS
 from kubectl_pvleft.cli.suggest import unknown_command, unknown_flag
 from kubectl_pvleft.errors import TemplateRefused, UsageError
 from kubectl_pvleft.invocation import (
@@ -39,7 +39,9 @@ if TYPE_CHECKING:  # the kubeconfig reader is imported when a selection is made,
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_FINDINGS, EXIT_PARTIAL = 0, 1, 2, 3, 4
 EXIT_INTERRUPTED, EXIT_PIPE_CLOSED = 130, 141
 
-EXIT_CODES_HELP = """exit codes:
+EXIT_CODES_SHORT = ("Exit codes: 0 success, 1 error (one \"error:\" line), 2 usage error, 3 findings (only with "
+                    "--exit-code), 4 partial report (a census, its prices or a context failed; 4 wins over 3).")
+EXIT_CODES_HELP = """Exit codes:
   0    success
   1    error: the API server, the connection or the kubeconfig failed (one "error:" line on stderr), or a
        NAME given does not exist (kubectl's NotFound line, after the rows that do)
@@ -50,7 +52,7 @@ EXIT_CODES_HELP = """exit codes:
   130  interrupted (Ctrl-C)
   141  the reader closed the pipe (e.g. | head)
 
-output formats (-o): table, wide, json, yaml, jsonl, name, markdown (a report for a ticket), junit (a CI test
+Output formats (-o): table, wide, json, yaml, jsonl, name, markdown (a report for a ticket), junit (a CI test
   report: one testcase per object, a failure per finding), jsonpath=TEMPLATE, jsonpath-as-json=TEMPLATE,
   jsonpath-file=FILE, custom-columns=SPEC, custom-columns-file=FILE (kubectl's JSONPath dialect, over the
   objects -o json prints; go-template is not supported)"""
@@ -71,6 +73,24 @@ def program_name(argv0: str) -> str:
 
 
 
+
+
+DEFAULT_CHUNK_SIZE = 500  # kubectl's, and the page every list is read in unless --chunk-size says otherwise
+
+
+def chunk_size(text: str) -> int:
+    """pflag's int: a Go integer, with pflag's words for what is not one; a page cannot hold fewer than 0."""
+    try:
+        value: Optional[int] = int(text, 0) if text == text.strip() else None  # strconv.ParseInt(text, 0, 64)
+    except ValueError:
+        value = None
+    if value is None:
+        raise argparse.ArgumentTypeError(f'invalid argument "{shown(text)}" for "--chunk-size" flag: '
+                                         f'strconv.ParseInt: parsing "{shown(text)}": invalid syntax')
+    if value < 0:
+        raise argparse.ArgumentTypeError(f'invalid argument "{shown(text)}" for "--chunk-size" flag: '
+                                         "a page holds 0 objects or more (0: one answer, unpaged)")
+    return value
 
 
 def header_value(what: str) -> Callable[[str], str]:
@@ -94,8 +114,9 @@ def output_format(text: str) -> str:
                          else "template format specified but no template given")
     if name in REFUSED_FORMATS:
         raise argparse.ArgumentTypeError(f"-o {name} is not supported: use jsonpath=... or custom-columns=...")
-    raise argparse.ArgumentTypeError(f"invalid choice: {shown(text)!r} (choose from "
-                                     + ", ".join(PLAIN_FORMATS + tuple(f'{t}=...' for t in TEMPLATE_FORMATS)) + ")")
+    # kubectl's words and exit code 1 (k8s.io/cli-runtime pkg/genericclioptions NoCompatiblePrinterError)
+    raise TemplateRefused(f'unable to match a printer suitable for the output format "{shown(text)}", allowed formats '
+                          f"are: {','.join(sorted((*PLAIN_FORMATS, *TEMPLATE_FORMATS)))}")
 
 
 def validate_namespace(namespace: str) -> str:
@@ -111,7 +132,9 @@ def validate_namespace(namespace: str) -> str:
 
 class _Parser(argparse.ArgumentParser):
     secrets: tuple[str, ...] = ()
+    argv: tuple[str, ...] = ()  # what was typed, for pflag's words (which form of a flag lacked its value)
     pending: Optional[Callable[[], None]] = None  # a subcommand's flags, added when it is first used
+    render_help: Optional[Callable[[], str]] = None  # --help in kubectl's layout (cli/helplayout.py)
 
     def materialize(self) -> _Parser:
         """Add this subcommand's flags now: a run builds only its own (each set costs ~1 ms of start-up)."""
@@ -124,10 +147,6 @@ class _Parser(argparse.ArgumentParser):
         self.materialize()  # argparse hands the chosen subcommand's arguments to its parser here
         return super().parse_known_args(args, namespace)
 
-    def format_help(self) -> str:
-        self.materialize()
-        return super().format_help()
-
     def format_usage(self) -> str:
         self.materialize()
         return super().format_usage()
@@ -136,21 +155,78 @@ class _Parser(argparse.ArgumentParser):
         typed = re.match(r"argument SUBCOMMAND: invalid choice: '(.*)' \(choose from", message)
         if typed:
             raise unknown_command(typed.group(1), self.prog)
+        message = pflag_words(message, self.argv)
         for secret in sorted(self.secrets, key=len, reverse=True):
             message = message.replace(secret, "<redacted>")
         raise UsageError(f"{shown(message)} (see '{self.prog} --help')")
 
+    def format_help(self) -> str:
+        self.materialize()
+        return self.render_help() if self.render_help is not None else super().format_help()
+
+
+def pflag_words(message: str, argv: Sequence[str]) -> str:
+    """argparse's error in the words pflag uses for the same mistake (spf13/pflag flag.go: "flag needs an argument:
+    'n' in -n", "flag needs an argument: --namespace", and for a value that is not a number, `invalid argument "x"
+    for "--max-concurrency" flag: strconv.ParseInt: parsing "x": invalid syntax`); a type's own words without
+    argparse's "argument X:" prefix."""
+    said = re.fullmatch(r"argument (\S+): (.*)", message, re.S)
+    if not said:
+        return message
+    names, text = said.group(1).split("/"), said.group(2)
+    if text == "expected one argument":
+        typed = next((arg for arg in reversed(argv) if arg in names), names[-1])
+        return f"flag needs an argument: '{typed[1:]}' in {typed}" if len(typed) == 2 else \
+            f"flag needs an argument: {typed}"
+    number = re.fullmatch(r"invalid int value: '(.*)'", text, re.S)
+    if number:
+        return (f'invalid argument "{number.group(1)}" for "{", ".join(names)}" flag: strconv.ParseInt: parsing '
+                f'"{number.group(1)}": invalid syntax')
+    return text
+
 
 def help_text(topics: Sequence[str], prog: str) -> str:
-    """`kubectl pvleft help [COMMAND]`: that subcommand's --help, or the program's; kubectl's line for a topic
-    it does not know, then the program's help."""
+    """`kubectl pvleft help [COMMAND]`: that subcommand's --help, `options`' or the program's; kubectl's line for a
+    topic it does not know, then the program's help."""
     parser = build_parser(prog)
     if topics and topics[0] in SUBCOMMANDS_BY_NAME:
         sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
         chosen: argparse.ArgumentParser = sub.choices[topics[0]]
         return chosen.format_help()
+    if topics and topics[0] in BUILT_IN:
+        return BUILT_IN[topics[0]][1](parser, prog)
     unknown = f"Unknown help topic [`{shown(' '.join(topics))}`]\n" if topics else ""
     return unknown + parser.format_help()
+
+
+def _options_text(parser: argparse.ArgumentParser, prog: str) -> str:
+    from kubectl_pvleft.cli.helplayout import options_help
+
+    return options_help(parser, prog)
+
+
+def _version_text(parser: argparse.ArgumentParser, prog: str) -> str:
+    from kubectl_pvleft.cli.helplayout import simple_help
+
+    return simple_help(prog, "version", "Print the client and server version information for the current context",
+                       ("kubectl pvleft version", "kubectl pvleft version --client -o json"),
+                       (("--client", "false", "if true, shows client version only (no server required)"),
+                        ("-o, --output", "''", "one of 'yaml' or 'json'")))
+
+
+def _help_about_help(parser: argparse.ArgumentParser, prog: str) -> str:
+    from kubectl_pvleft.cli.helplayout import simple_help
+
+    return simple_help(prog, "help", "Help provides help for any command in the application", (
+        "kubectl pvleft help leftovers",), (), usage="[command] ")
+
+
+# The commands that are not analyses, as kubectl has them: (summary, help).
+BUILT_IN: dict[str, tuple[str, Callable[[argparse.ArgumentParser, str], str]]] = {
+    "help": ("Help about any command", _help_about_help),
+    "options": ("Print the list of flags inherited by all commands", _options_text),
+    "version": ("Print the client and server version information", _version_text),
+}
 
 
 class _Bool(argparse.Action):
@@ -164,7 +240,7 @@ class _Bool(argparse.Action):
         setattr(namespace, self.dest, not (option_string or "").startswith("--pvleft-false-"))
 
 
-BOOL_FLAGS = {"-A": "all_namespaces", "--all-namespaces": "all_namespaces", "--no-headers": "no_headers",
+BOOL_FLAGS = {"--client": "client", "-A": "all_namespaces", "--all-namespaces": "all_namespaces", "--no-headers": "no_headers",
               "--exit-code": "exit_code", "--insecure-skip-tls-verify": "insecure_skip_tls_verify",
               "--show-labels": "show_labels", "-w": "watch", "--watch": "watch", "--all-contexts": "all_contexts"}
 
@@ -222,67 +298,90 @@ def secret_values(argv: Sequence[str]) -> tuple[str, ...]:
     return tuple(found)
 
 
-def _flags(parser: argparse.ArgumentParser, top: bool) -> None:
+def _defaults(top: bool) -> Callable[[Any], Any]:
     # The same flags on the top parser and every subcommand, as kubectl accepts them before or after the
     # subcommand; on subcommands they default to SUPPRESS so a flag given earlier is not reset.
-    def default(value: Any) -> Any:
-        return value if top else argparse.SUPPRESS
+    return lambda value: value if top else argparse.SUPPRESS
 
-    def boolean(group: Any, *names: str, help: str) -> None:
-        dest = BOOL_FLAGS[names[-1]]
-        group.add_argument(*names, action=_Bool, dest=dest, default=default(False if dest != "insecure_skip_tls_verify"
-                                                                            else None), help=help)
-        group.add_argument(f"--pvleft-false-{dest}", action=_Bool, dest=dest, default=argparse.SUPPRESS,
-                           help=argparse.SUPPRESS)
 
-    g = parser.add_argument_group("kubectl flags")
+def _boolean(group: Any, default: Callable[[Any], Any], *names: str, help: str) -> None:
+    dest = BOOL_FLAGS[names[-1]]
+    group.add_argument(*names, action=_Bool, dest=dest, default=default(False if dest != "insecure_skip_tls_verify"
+                                                                        else None), help=help)
+    group.add_argument(f"--pvleft-false-{dest}", action=_Bool, dest=dest, default=argparse.SUPPRESS,
+                       help=argparse.SUPPRESS)
+
+
+def _flags(parser: argparse.ArgumentParser, top: bool) -> None:
+    _global_flags(parser, top)
+    _command_flags(parser, top)
+
+
+def _global_flags(parser: argparse.ArgumentParser, top: bool) -> None:
+    """What `kubectl pvleft options` lists, as `kubectl options` lists kubectl's: where to connect and as whom.
+    The connection flags override the kubeconfig, as kubectl's do."""
+    default = _defaults(top)
+    g = parser.add_argument_group(GLOBAL_OPTIONS)
     g.add_argument("--kubeconfig", default=default(None), metavar="FILE",
                    help="path to one kubeconfig file (default: $KUBECONFIG, merged as kubectl merges, else ~/.kube/config)")
     g.add_argument("--context", default=default(None), help="the kubeconfig context to use")
     g.add_argument("--cluster", default=default(None), help="the kubeconfig cluster to use")
     g.add_argument("--user", default=default(None), help="the kubeconfig user to use")
     g.add_argument("-n", "--namespace", default=default(None), help="the namespace (default: the context's, else default)")
-    boolean(g, "-A", "--all-namespaces", help="look in every namespace")
-    g.add_argument("-l", "--selector", default=default(None), metavar="SELECTOR",
-                   help="label selector, sent to the server (=, ==, !=, in, notin, exists)")
-    g.add_argument("--field-selector", default=default(None), metavar="SELECTOR",
-                   help="field selector on the subcommand's main kind, sent to the server (e.g. metadata.name=x)")
-    g.add_argument("-o", "--output", type=output_format, default=default("table"), metavar="FORMAT",
-                   help="table (default), wide, json, yaml, jsonl, name, markdown, junit, jsonpath=..., "
-                        "custom-columns=...")
-    g.add_argument("--sort-by", default=default(None), metavar="JSONPATH",
-                   help="sort rows by a JSONPath over the objects -o json prints (e.g. .capacity)")
-    boolean(g, "--no-headers", help="omit table headers")
-    boolean(g, "--show-labels", help="show the objects' labels as the last column")
-    boolean(g, "-w", "--watch", help="keep watching; print a line when a row appears, changes or resolves")
-    boolean(g, "--exit-code", help="exit 3 when there are findings (for cron and CI)")
     g.add_argument("--request-timeout", type=parse_request_timeout, default=default(None), metavar="DURATION",
                    help="give up on a single server request after this long (e.g. 30s, 2m; 0 = never)")
     g.add_argument("-v", "--v", dest="verbosity", type=int, default=default(0), metavar="LEVEL",
                    help="log requests on stderr: 6 method/URL/status, 8 response bodies, 9 curl (credentials masked)")
-    f = parser.add_argument_group("fleet: many clusters in one run")
-    boolean(f, "--all-contexts", help="run in every context of the kubeconfig, concurrently (adds a CONTEXT column)")
-    f.add_argument("--contexts", action="append", default=default([]), metavar="A,B,...",
-                   help="run in these contexts (comma-separated, repeatable; glob patterns such as 'prod-*')")
-    f.add_argument("--max-concurrency", type=int, default=default(None), metavar="N",
-                   help="contexts read at once (default 8)")
-    c = parser.add_argument_group("connection flags (override the kubeconfig, as kubectl's do)")
-    c.add_argument("-s", "--server", default=default(None), metavar="URL", help="the API server's address")
-    c.add_argument("--token", default=default(None), metavar="TOKEN", help="bearer token")
-    c.add_argument("--certificate-authority", default=default(None), metavar="FILE", help="CA certificate file")
-    c.add_argument("--client-certificate", default=default(None), metavar="FILE", help="client certificate file")
-    c.add_argument("--client-key", default=default(None), metavar="FILE", help="client key file")
-    boolean(c, "--insecure-skip-tls-verify", help="do not verify the server's certificate (insecure)")
-    c.add_argument("--tls-server-name", default=default(None), metavar="NAME",
+    g.add_argument("-s", "--server", default=default(None), metavar="URL", help="the API server's address")
+    g.add_argument("--token", default=default(None), metavar="TOKEN", help="bearer token")
+    g.add_argument("--certificate-authority", default=default(None), metavar="FILE", help="CA certificate file")
+    g.add_argument("--client-certificate", default=default(None), metavar="FILE", help="client certificate file")
+    g.add_argument("--client-key", default=default(None), metavar="FILE", help="client key file")
+    _boolean(g, default, "--insecure-skip-tls-verify", help="do not verify the server's certificate (insecure)")
+    g.add_argument("--tls-server-name", default=default(None), metavar="NAME",
                    help="server name for certificate validation (and SNI)")
-    c.add_argument("--username", default=default(None), help=argparse.SUPPRESS)
-    c.add_argument("--password", default=default(None), help=argparse.SUPPRESS)
-    c.add_argument("--as", dest="as_user", type=header_value("--as"), default=default(None), metavar="USER",
+    g.add_argument("--username", default=default(None), help=argparse.SUPPRESS)
+    g.add_argument("--password", default=default(None), help=argparse.SUPPRESS)
+    g.add_argument("--as", dest="as_user", type=header_value("--as"), default=default(None), metavar="USER",
                    help="impersonate this user")
-    c.add_argument("--as-group", action="append", type=header_value("--as-group"), default=default([]),
+    g.add_argument("--as-group", action="append", type=header_value("--as-group"), default=default([]),
                    metavar="GROUP", help="impersonate this group (repeatable)")
-    c.add_argument("--as-uid", type=header_value("--as-uid"), default=default(None), metavar="UID",
+    g.add_argument("--as-uid", type=header_value("--as-uid"), default=default(None), metavar="UID",
                    help="impersonate this uid")
+
+
+def _command_flags(parser: argparse.ArgumentParser, top: bool) -> None:
+    """What every analysis takes, as `kubectl get --help` lists its own options: the scope, the output, the fleet."""
+    default = _defaults(top)
+    o = parser.add_argument_group("options")
+    _boolean(o, default, "-A", "--all-namespaces", help="look in every namespace")
+    o.add_argument("-l", "--selector", default=default(None), metavar="SELECTOR",
+                   help="label selector, sent to the server (=, ==, !=, in, notin, exists)")
+    o.add_argument("--field-selector", default=default(None), metavar="SELECTOR",
+                   help="field selector on the subcommand's main kind, sent to the server (e.g. metadata.name=x)")
+    o.add_argument("-o", "--output", type=output_format, default=default("table"), metavar="FORMAT",
+                   help="output format, one of: table (the default), wide, json, yaml, jsonl, name, markdown, junit, "
+                        "jsonpath=..., jsonpath-as-json=..., jsonpath-file=..., custom-columns=..., "
+                        "custom-columns-file=...")
+    o.add_argument("--sort-by", default=default(None), metavar="JSONPATH",
+                   help="sort rows by a JSONPath over the objects -o json prints (e.g. .capacity)")
+    _boolean(o, default, "--no-headers", help="omit table headers")
+    _boolean(o, default, "--show-labels", help="show the objects' labels as the last column")
+    o.add_argument("-L", "--label-columns", action="append", default=default([]), metavar="LABEL",
+                   help="a column for each of these labels, after the others (comma-separated or repeated, "
+                        "case-sensitive: -L app -L tier), as kubectl get -L")
+    _boolean(o, default, "-w", "--watch", help="keep watching; print a line when a row appears, changes or resolves")
+    _boolean(o, default, "--exit-code", help="exit 3 when there are findings (for cron and CI)")
+    o.add_argument("--chunk-size", type=chunk_size, default=default(DEFAULT_CHUNK_SIZE), metavar="N",
+                   help="read large lists in pages of this many objects rather than all at once; 0 reads each list "
+                        "in one answer, as kubectl's --chunk-size")
+    # fleet: many clusters in one run
+    _boolean(o, default, "--all-contexts", help="run in every context of the kubeconfig, concurrently (adds a CONTEXT "
+                                               "column)")
+    o.add_argument("--contexts", action="append", default=default([]), metavar="A,B,...",
+                   help="run in these contexts (comma-separated, repeatable; glob patterns such as 'prod-*')")
+    o.add_argument("--max-concurrency", type=int, default=default(None), metavar="N",
+                   help="contexts read at once (default 8)")
 
 
 class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -306,23 +405,37 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
 
 @functools.lru_cache(maxsize=4)  # a parser is reusable; building one costs more than a run's parsing
 def build_parser(prog: str) -> argparse.ArgumentParser:
-    parser = _Parser(
-        prog=prog, allow_abbrev=False,  # pflag takes no abbreviations: --all is not --all-namespaces
-        description="Read-only storage diagnostics: leftover PVs, Pending Pods, StorageClasses, troubled claims. "
-                    "Only get, list and watch are ever sent to the API server. "
-                    "`%(prog)s help SUBCOMMAND` shows a subcommand's flags, examples and columns.",
-        epilog=EXIT_CODES_HELP, formatter_class=_HelpFormatter,
-    )
-    parser.add_argument("--version", action="version", version=f"kubectl-pvleft {__version__}")
+    parser = _Parser(prog=prog, allow_abbrev=False,  # pflag takes no abbreviations: --all is not --all-namespaces
+                     formatter_class=_HelpFormatter)
+    parser.add_argument("--version", action="version", version=f"kubectl-pvleft {__version__}",
+                        help="print the plugin's version and exit")
     _flags(parser, top=True)
     # prog given: argparse would format the parent's usage to find it (no positional precedes SUBCOMMAND).
     sub = parser.add_subparsers(dest="command", metavar="SUBCOMMAND", parser_class=_Parser, prog=prog)
     for command in SUBCOMMANDS:
-        p = sub.add_parser(command.name, help=command.summary, description=command.summary,
-                           epilog=epilog(command.name, EXIT_CODES_HELP), formatter_class=_HelpFormatter,
-                           allow_abbrev=False)
+        p = sub.add_parser(command.name, help=command.summary, formatter_class=_HelpFormatter, allow_abbrev=False)
         p.pending = functools.partial(_subcommand_flags, p, command)
+        p.render_help = functools.partial(_subcommand_help, p, command, prog)
+    parser.render_help = functools.partial(_program_help, prog)
     return parser
+
+
+def _program_help(prog: str) -> str:
+    from kubectl_pvleft.cli.helplayout import program_help
+
+    commands = [(c.name, c.summary) for c in SUBCOMMANDS] + [(name, summary) for name, (summary, _) in BUILT_IN.items()]
+    return program_help(prog, "Read-only storage diagnostics: leftover PVs, Pending Pods, StorageClasses, troubled "
+                              "claims and snapshots",
+                        "Only get, list and watch are ever sent to the API server (and to a cloud, under its flags).",
+                        commands, EXIT_CODES_HELP)
+
+
+def _subcommand_help(parser: argparse.ArgumentParser, command: Command, prog: str) -> str:
+    from kubectl_pvleft.cli.helplayout import command_help
+    from kubectl_pvleft.cli.helptext import EXAMPLES, legend
+
+    return command_help(parser, build_parser(prog), prog, command.name, command.summary, EXIT_CODES_SHORT,
+                        EXAMPLES[command.name], legend(command.name), "" if command is SERVE else "[NAME ...] ")
 
 
 def _subcommand_flags(parser: argparse.ArgumentParser, command: Command) -> None:
@@ -355,6 +468,41 @@ def _add(parser: Any, flag: Flag) -> None:
                             help=flag.help)
     else:
         parser.add_argument(flag.name, dest=flag.dest, default=None, metavar=flag.metavar, help=flag.help)
+
+
+def command_word(argv: Sequence[str], prog: str) -> Optional[str]:
+    """The subcommand argv names, flags before it skipped as argparse would skip them (kubectl takes
+    `kubectl pvleft --context x version`)."""
+    actions = build_parser(prog)._option_string_actions
+    index = 0
+    while index < len(argv):
+        arg = argv[index]
+        if arg == "--":
+            return argv[index + 1] if index + 1 < len(argv) else None
+        if not arg.startswith("-") or arg == "-":
+            return arg
+        action = actions.get(arg)  # "--flag value" takes the next word; "--flag=value" and "-nvalue" do not
+        index += 2 if action is not None and action.nargs is None else 1
+    return None
+
+
+def parse_version_flags(argv: Sequence[str], prog: str) -> argparse.Namespace:
+    """`version`'s own flags and the global ones, as kubectl's version takes them (no others)."""
+    parser = _Parser(prog=f"{prog} version", allow_abbrev=False, add_help=False)
+    _global_flags(parser, top=True)
+    parser.add_argument("--client", action=_Bool, dest="client", default=False)
+    parser.add_argument("--pvleft-false-client", action=_Bool, dest="client", default=argparse.SUPPRESS)
+    parser.add_argument("-o", "--output", dest="version_output", default=None)
+    words = rewrite_bool_forms([*argv])
+    words.remove("version")
+    _Parser.secrets, _Parser.argv = secret_values(words), tuple(words)
+    args: argparse.Namespace
+    args, extras = parser.parse_known_args(words)
+    if extras:
+        flag = next((e for e in extras if e.startswith("-")), None)
+        raise UsageError(f"unknown flag: {shown(flag.split('=', 1)[0])} (see '{prog} version --help')" if flag else
+                         f"unknown command {shown(extras[0])!r} for \"{prog} version\"")
+    return args
 
 
 # -- the one invocation ---------------------------------------------------------------------------------
@@ -390,7 +538,9 @@ def invocation_of(args: argparse.Namespace) -> Invocation:
         exit_code=args.exit_code, request_timeout=args.request_timeout, verbosity=args.verbosity,
         flags=MappingProxyType(flags), clouds=_clouds_asked(command, flags), all_contexts=args.all_contexts,
         contexts=patterns, names=tuple(dict.fromkeys(getattr(args, "names", None) or ())),
-        max_concurrency=args.max_concurrency)
+        max_concurrency=args.max_concurrency, chunk_size=args.chunk_size,
+        label_columns=tuple(key.strip() for value in args.label_columns or () for key in value.split(",")
+                            if key.strip()))
 
 
 def _clouds_asked(command: Command, flags: dict[str, Any]) -> tuple[str, ...]:
@@ -405,7 +555,7 @@ def parse(argv: Sequence[str], prog: str) -> Optional[Invocation]:
     """The invocation argv asks for; None when it names no subcommand (the caller prints the help)."""
     argv = rewrite_bool_forms(list(argv))
     parser = build_parser(prog)
-    _Parser.secrets = secret_values(argv)
+    _Parser.secrets, _Parser.argv = secret_values(argv), tuple(argv)
     args, extras = parser.parse_known_args(argv)
     if extras:  # like kubectl: name the first unknown flag, never what follows it (it may be a secret)
         flag = next((e for e in extras if e.startswith("-")), None)
@@ -455,6 +605,7 @@ def check_combinations(invocation: Invocation) -> None:
 # What serve cannot honour: it prints nothing, runs in one context, and watches several kinds (a selector is one
 # kind's). Each is a usage error rather than silently ignored.
 _NOT_FOR_SERVE = (("output", "-o/--output", "table"), ("watch", "-w/--watch", False), ("exit_code", "--exit-code", False),
+                  ("label_columns", "-L/--label-columns", ()),
                   ("sort_by", "--sort-by", None), ("no_headers", "--no-headers", False),
                   ("show_labels", "--show-labels", False), ("label_selector", "-l/--selector", None),
                   ("field_selector", "--field-selector", None), ("all_contexts", "--all-contexts", False),

@@ -1,6 +1,6 @@
 """`kubectl-pvleft serve`: the exporter's process. Connects as every command does (kubeconfig, or in-cluster with
-the projected token re-read as it rotates), keeps every analysis live (exporter/live.py), serves /metrics and
-/healthz, and ends within a second of SIGTERM or Ctrl-C.
+the projected token re-read as it rotates), keeps every analysis live (exporter/live.py), serves /metrics,
+/healthz and /livez, and ends within a second of SIGTERM or Ctrl-C.
 
 prometheus_client is the ``serve`` extra: imported here only, so the plugin itself never needs it.
 """
@@ -172,8 +172,10 @@ def _server(where: tuple[str, int], registry: Any, live: Any, stale_after: float
             elif path == "/healthz":
                 ok, why = live.healthy(stale_after)
                 self._answer(200 if ok else 503, "text/plain; charset=utf-8", (why + "\n").encode())
+            elif path == "/livez":  # the liveness probe: this server answers; no scrape, no stream's health
+                self._answer(200, "text/plain; charset=utf-8", b"ok\n")
             else:
-                self._answer(404, "text/plain; charset=utf-8", b"not found: /metrics and /healthz are served\n")
+                self._answer(404, "text/plain; charset=utf-8", b"not found: /metrics, /healthz and /livez are served\n")
 
         def _answer(self, status: int, content_type: str, body: bytes) -> None:
             self.send_response(status)

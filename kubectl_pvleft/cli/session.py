@@ -18,14 +18,15 @@ if TYPE_CHECKING:
 
 
 def connect(selection: Selection, request_timeout: Optional[float], timeout_from_flag: bool,
-            interactive: Optional[bool] = None) -> tuple[KubeAPI, str]:
-    """The API of the selected context, and that context's namespace."""
-    from kubectl_pvleft.kube.api import KubeAPI
+            interactive: Optional[bool] = None, chunk_size: Optional[int] = None) -> tuple[KubeAPI, str]:
+    """The API of the selected context, and that context's namespace. ``chunk_size``: the page every list is read
+    in (kubectl's --chunk-size; 0: one answer); None: the default."""
+    from kubectl_pvleft.kube.api import DEFAULT_PAGE_SIZE, KubeAPI
     from kubectl_pvleft.kube.kubeconfig import load_connection
 
     connection = load_connection(selection)
     api = KubeAPI(connection, request_timeout=request_timeout, timeout_from_flag=timeout_from_flag,
-                  interactive=interactive)
+                  interactive=interactive, page_size=DEFAULT_PAGE_SIZE if chunk_size is None else chunk_size)
     return api, connection.namespace
 
 
@@ -43,7 +44,7 @@ class Session:
             selection = replace(selection, context=context)
         self.invocation = invocation
         self.api, namespace = connect(selection, invocation.request_timeout, invocation.request_timeout is not None,
-                                      interactive)
+                                      interactive, invocation.chunk_size)
         self.options: Options = invocation.options(namespace)
         self.module: Any = invocation.command.load()
 

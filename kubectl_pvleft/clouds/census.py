@@ -8,16 +8,16 @@ SDKs are imported only here, and this module only when one of the flags is given
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from importlib import import_module
 from shlex import quote
 from typing import TYPE_CHECKING, Any, Optional, Union
 
-from kubectl_pvleft.clouds.base import CloudDisk, CloudError, CloudFinding, join
+from kubectl_pvleft.clouds.base import NOT_A_VOLUME, CloudDisk, CloudError, CloudFinding, join
 from kubectl_pvleft.clouds.refs import volume_ref
 from kubectl_pvleft.invocation import Options
-from kubectl_pvleft.output.report import Column, Report, age, utcnow
+from kubectl_pvleft.output.report import Column, Report, Verdict, actionable, age, utcnow
 from kubectl_pvleft.records import Absent
 
 if TYPE_CHECKING:  # --cost alone imports the pricing
@@ -162,8 +162,9 @@ def sections(outcome: CensusOutcome, leftover_pvs: Sequence[str] = (), show_all:
     if show_all:
         rows = sorted(outcome.findings + outcome.set_aside + outcome.not_volumes,
                       key=lambda f: (f.kind, f.handle, f.pv_name or ""))
+    aside = {(f.source, f.handle): set_aside_reason(f) for f in outcome.set_aside}
     found: list[Report[Any]] = [findings_report(rows, taken=outcome.taken, show_kept=show_all,
-                                                costing=outcome.costing)]
+                                                costing=outcome.costing, set_aside=aside)]
     if outcome.costing is not None:
         from kubectl_pvleft.clouds.cost import totals
 
@@ -246,9 +247,20 @@ def location_in(handle: str) -> Optional[str]:
     return parts[3] if len(parts) == 6 and parts[2] in ("zones", "regions") else None
 
 
+def set_aside_reason(finding: CloudFinding) -> str:
+    """Why an orphan take() set aside is not a finding (_set_aside: kept, else younger than --older-than)."""
+    if finding.disk is not None and finding.disk.kept is not None:
+        return f"kept (the cloud's keep label or tag): {finding.disk.kept}"
+    return "disk created less than --older-than ago"
+
+
 def findings_report(findings: list[CloudFinding], now: Optional[datetime] = None,
                     taken: Sequence[str] = ("cloud",), show_kept: bool = False,
-                    costing: Optional[Costing] = None) -> Report[CloudFinding]:
+                    costing: Optional[Costing] = None,
+                    set_aside: Optional[Mapping[tuple[str, str], str]] = None) -> Report[CloudFinding]:
+    """The census's rows: its findings; with --all, the orphans ``set_aside`` names (by source and handle, with
+    why) and the disks that are not volumes, shown and never findings."""
+    aside = set_aside or {}
     def disk(attr: str) -> Any:
         return lambda f: getattr(f.disk, attr) if f.disk is not None else None
 
@@ -273,9 +285,10 @@ def findings_report(findings: list[CloudFinding], now: Optional[datetime] = None
         columns.insert(10, Column("MONTHLY", lambda f: cell(costing.of(f.disk))))
     if show_kept:
         columns.insert(10, Column("KEPT", lambda f: f.disk.kept if f.disk else None, empty=""))
-    return Report(rows=findings, columns=columns, to_json=lambda f: finding_json(f, costing),
-                  name=lambda f: f"{f.source}/{f.handle}",
-                  # Every row is a finding (-o markdown lists it, -o junit fails it); the PV it concerns, if any.
-                  findings=lambda f: (f"{f.kind}: {f.message}" if f.message else f.kind,),
-                  next=lambda f: (f"kubectl describe pv {quote(f.pv_name)}",) if f.pv_name else (),
-                  empty_message=f"No orphaned or missing disks found by the {' and '.join(taken)} census")
+    verdict: Verdict[CloudFinding] = Verdict(
+        lambda f: () if f.kind == NOT_A_VOLUME else (f"{f.kind}: {f.message}" if f.message else f.kind,),
+        lambda f: aside.get((f.source, f.handle)))
+    return actionable(Report(rows=findings, columns=columns, to_json=lambda f: finding_json(f, costing),
+                             name=lambda f: f"{f.source}/{f.handle}",
+                             empty_message=f"No orphaned or missing disks found by the {' and '.join(taken)} census"),
+                      verdict, lambda f: (f"kubectl describe pv {quote(f.pv_name)}",) if f.pv_name else ())

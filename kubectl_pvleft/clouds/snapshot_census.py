@@ -21,7 +21,7 @@ from msgspec import Struct
 from kubectl_pvleft.clouds.base import CloudError, CloudSnapshot, SnapshotLookup
 from kubectl_pvleft.clouds.census import asked, census_seconds, totals_report
 from kubectl_pvleft.invocation import Options
-from kubectl_pvleft.output.report import Column, Report
+from kubectl_pvleft.output.report import Column, Report, Verdict, actionable
 from kubectl_pvleft.records import Absent
 
 if TYPE_CHECKING:  # --cost alone imports the pricing
@@ -39,6 +39,7 @@ class Wanted(Struct, frozen=True):
     handle: Optional[str]
     kind: str  # its findings' kinds, for the totals ("retained-orphan", "class-missing" ...)
     counted: bool = True  # its findings count: it is in the totals
+    set_aside: Optional[str] = None  # why the content is no finding whatever the cloud says (kept, young)
 
 
 class SnapshotFinding(Struct, frozen=True):
@@ -174,7 +175,8 @@ def sections(outcome: SnapshotOutcome, wanted: Sequence[Wanted]) -> list[Report[
     bill; none when no cloud answered (an empty table would read as "all there")."""
     if not outcome.taken:
         return []
-    found: list[Report[Any]] = [findings_report(outcome.findings, outcome.taken)]
+    aside = {want.content: want.set_aside for want in wanted if want.set_aside is not None}
+    found: list[Report[Any]] = [findings_report(outcome.findings, outcome.taken, aside)]
     if outcome.costing is not None:
         from kubectl_pvleft.clouds.cost import totals
 
@@ -187,7 +189,11 @@ def sections(outcome: SnapshotOutcome, wanted: Sequence[Wanted]) -> list[Report[
     return found
 
 
-def findings_report(findings: list[SnapshotFinding], taken: Sequence[str]) -> Report[SnapshotFinding]:
+def findings_report(findings: list[SnapshotFinding], taken: Sequence[str],
+                    set_aside: Optional[Mapping[str, str]] = None) -> Report[SnapshotFinding]:
+    """The snapshots the clouds say are gone; one whose content is set aside (``set_aside``, by content: kept,
+    younger than --older-than) is shown and is no finding, as its content is none."""
+    aside = set_aside or {}
     columns: list[Column[SnapshotFinding]] = [
         Column("SOURCE", lambda f: f.source),
         Column("FINDING", lambda f: f.kind),
@@ -196,12 +202,13 @@ def findings_report(findings: list[SnapshotFinding], taken: Sequence[str]) -> Re
         Column("HANDLE", lambda f: f.handle, wide_only=True),
         Column("MESSAGE", lambda f: f.message, wide_only=True),
     ]
-    return Report(rows=findings, columns=columns, name=lambda f: f"{f.source}/{f.handle}",
-                  to_json=lambda f: {"kind": f.kind, "source": f.source, "handle": f.handle,
-                                     "volume_snapshot_content": f.content, "message": f.message},
-                  findings=lambda f: (f"{f.kind}: {f.message}",),
-                  next=lambda f: (f"kubectl describe volumesnapshotcontent {f.content}",),
-                  empty_message=f"No missing snapshots found by the {' and '.join(taken)} lookup")
+    verdict: Verdict[SnapshotFinding] = Verdict(lambda f: (f"{f.kind}: {f.message}",),
+                                                lambda f: aside.get(f.content))
+    return actionable(Report(rows=findings, columns=columns, name=lambda f: f"{f.source}/{f.handle}",
+                             to_json=lambda f: {"kind": f.kind, "source": f.source, "handle": f.handle,
+                                                "volume_snapshot_content": f.content, "message": f.message},
+                             empty_message=f"No missing snapshots found by the {' and '.join(taken)} lookup"),
+                      verdict, lambda f: (f"kubectl describe volumesnapshotcontent {f.content}",))
 
 
 def summary(snapshot: Union[CloudSnapshot, Absent, None]) -> Union[str, Absent, None]:

@@ -17,14 +17,19 @@ from typing import Any, Optional
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Metric
 
 from kubectl_pvleft import __version__
+from kubectl_pvleft.analyses import claims, classes, leftovers, pending, snapshots
 from kubectl_pvleft.analyses.claim_problems import UNUSED
 from kubectl_pvleft.exporter.live import Analysis, Live
+from kubectl_pvleft.output.report import Verdict
 from kubectl_pvleft.records.quantity import parse_quantity
 
 GIB = 1 << 30
 ORPHAN_DISK = "orphan-disk"  # the cost's kind for an orphan, whatever the cloud calls it (EBS: orphan-volume)
 SNAPSHOT = "snapshot"  # the cost's kind for the cloud snapshot behind a VolumeSnapshotContent with findings
 FINDING_LABELS = ("analysis", "kind", "namespace", "name", "state")
+# Each analysis's verdict: which of its rows are findings (never a kept one), as every output of a run says.
+VERDICTS: dict[str, Verdict[Any]] = {"leftovers": leftovers.VERDICT, "pending": pending.VERDICT, "claims": claims.VERDICT,
+            "classes": classes.VERDICT, "snapshots": snapshots.VERDICT}
 
 
 def quantity_bytes(text: Optional[str]) -> int:
@@ -66,7 +71,9 @@ class ServeCollector:
         yield from _streams(health)
         yield from _analyses(analyses)
         findings: list[Finding] = []
-        rows: dict[str, list[Any]] = {a.name: judged for a, judged, _, _, _ in analyses if judged is not None}
+        # Only the rows that are findings by their analysis's verdict: a row set aside (kept) is in no series.
+        rows: dict[str, list[Any]] = {a.name: [r for r in judged if VERDICTS[a.name].is_finding(r)]
+                                      for a, judged, _, _, _ in analyses if judged is not None}
         if "leftovers" in rows:
             yield from _leftovers(rows["leftovers"], findings)
         if "pending" in rows:
@@ -162,8 +169,8 @@ def _analyses(analyses: list[tuple[Analysis, Optional[list[Any]], Optional[float
                                labels=("analysis",))
     assessed = GaugeMetricFamily("pvleft_analysis_last_assessed_timestamp_seconds", "When the analysis was last "
                                  "judged", labels=("analysis",))
-    findings = GaugeMetricFamily("pvleft_findings", "Rows the analysis reports (0 is a judged, clean answer; "
-                                 "absent: not judged yet)", labels=("analysis",))
+    findings = GaugeMetricFamily("pvleft_findings", "Rows the analysis reports as findings (0 is a judged, clean "
+                                 "answer; absent: not judged yet)", labels=("analysis",))
     for analysis, rows, at, is_up, is_served in analyses:
         served.add_metric([analysis.name], 1 if is_served else 0)
         if not is_served:
@@ -172,7 +179,7 @@ def _analyses(analyses: list[tuple[Analysis, Optional[list[Any]], Optional[float
         if at is not None:
             assessed.add_metric([analysis.name], at)
         if rows is not None:
-            findings.add_metric([analysis.name], len(rows))
+            findings.add_metric([analysis.name], sum(1 for r in rows if VERDICTS[analysis.name].is_finding(r)))
     yield from (up, served, assessed, findings)
 
 

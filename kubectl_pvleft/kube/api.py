@@ -275,7 +275,8 @@ def _page_bodies(api: KubeAPI, kind: Kind[Any], namespace: Optional[str], params
     token: Optional[str] = None
     followed: set[str] = set()  # continue tokens already asked with: one given again would page forever
     while True:
-        query = dict(params, limit=str(api.page_size), **({"continue": token} if token else {}))
+        query = dict(params, **({"limit": str(api.page_size)} if api.page_size else {}),  # 0: unpaged, no limit sent
+                     **({"continue": token} if token else {}))
         try:
             response = api.transport.open(path, query, kind.accept, "list")
             body = api.transport.read(response)

@@ -48,6 +48,11 @@ class Kind(Generic[R]):
         self.plural, self.prefix, self.namespaced, self.record = plural, prefix, namespaced, record
         self.metadata_only = metadata_only  # list as PartialObjectMetadataList: names and uids, not whole objects
 
+    @property
+    def group(self) -> str:
+        """The API group, as RBAC names it: "" for the core group (``/api/v1``)."""
+        return "" if self.prefix.startswith("/api/") else self.prefix.split("/")[2]
+
     def __repr__(self) -> str:
         return f"Kind({self.prefix}/{self.plural}{', metadata only' if self.metadata_only else ''})"
 
@@ -94,6 +99,9 @@ VOLUME_SNAPSHOTS = Kind("volumesnapshots", SNAPSHOT_API, True, VolumeSnapshot)
 VOLUME_SNAPSHOT_CONTENTS = Kind("volumesnapshotcontents", SNAPSHOT_API, False, VolumeSnapshotContent)
 VOLUME_SNAPSHOT_CLASSES = Kind("volumesnapshotclasses", SNAPSHOT_API, False, VolumeSnapshotClass)
 
+
+# The only verbs api.py speaks, on every kind: the read-only ClusterRole grants these on KINDS and nothing else.
+VERBS = ("get", "list", "watch")
 
 # Every kind by its plural, as RBAC and error messages name it: where it lives and whether it is namespaced.
 KINDS: dict[str, Kind[Any]] = {kind.plural: kind for kind in (

@@ -45,6 +45,10 @@ class TableFormatter(Formatter[T]):
             self.headers.insert(0, "CONTEXT")
         if self._with_namespace:
             self.headers.insert(int(report.context is not None), "NAMESPACE")
+        # -L: a column per label key, headed by its last path segment in capitals, before LABELS (kubectl's
+        # printers: formatLabelHeaders, then --show-labels).
+        self.label_keys = options.label_columns if report.labels is not None else ()
+        self.headers.extend(key.rsplit("/", 1)[-1].upper() for key in self.label_keys)
         if options.show_labels and report.labels is not None:
             self.headers.append("LABELS")
         self.widths: list[int] = []
@@ -60,6 +64,9 @@ class TableFormatter(Formatter[T]):
             cells.insert(0, safe_text(self.report.namespace(row) or ""))  # type: ignore[misc]
         if self.report.context is not None:
             cells.insert(0, safe_text(self.report.context(row)))
+        if self.label_keys:
+            labels = self.report.labels(row) or {}  # type: ignore[misc]
+            cells.extend(safe_text(labels.get(key, "")) for key in self.label_keys)
         if self.options.show_labels and self.report.labels is not None:
             cells.append(labels_text(self.report.labels(row)))
         return cells
@@ -112,17 +119,22 @@ class JsonFormatter(Formatter[T]):
         self.out.flush()
 
 
+def yaml_text(doc: Any) -> str:
+    """A document as kubectl prints YAML: block style, keys in their order, go-yaml's double quotes."""
+    import yaml  # only for -o yaml
+
+    class KubectlDumper(yaml.SafeDumper):
+        # kubectl's YAML (go-yaml) quotes with double quotes where PyYAML uses single: resourceVersion: ""
+        def choose_scalar_style(self) -> str:
+            style = super().choose_scalar_style()
+            return '"' if style == "'" else style
+
+    return yaml.dump(doc, Dumper=KubectlDumper, sort_keys=False, default_flow_style=False, allow_unicode=True)
+
+
 class YamlFormatter(Formatter[T]):
     def _dump(self, doc: Any) -> str:
-        import yaml  # only for -o yaml
-
-        class KubectlDumper(yaml.SafeDumper):
-            # kubectl's YAML (go-yaml) quotes with double quotes where PyYAML uses single: resourceVersion: ""
-            def choose_scalar_style(self) -> str:
-                style = super().choose_scalar_style()
-                return '"' if style == "'" else style
-
-        return yaml.dump(doc, Dumper=KubectlDumper, sort_keys=False, default_flow_style=False, allow_unicode=True)
+        return yaml_text(doc)
 
     def whole(self, rows: Sequence[T]) -> None:
         self.out.write(self._dump(kubectl_list(self.objects(rows))))

@@ -1,5 +1,6 @@
 """-o markdown: a report for a ticket or a review. Per subcommand and context: a heading, when and where it
-was taken, the table (the same columns as -o wide), then the findings with the read-only next looks."""
+was taken, the table (the same columns as -o wide), then the findings with the read-only next looks, and what was
+set aside (kept with pvleft.io/keep, younger than --older-than) with why: never among the findings."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 
 from kubectl_pvleft.output.formats import Formatter
 from kubectl_pvleft.output.report import Report, utcnow, word
-from kubectl_pvleft.output.reports import Part, findings_of, next_of, parts, stamp
+from kubectl_pvleft.output.reports import Part, findings_of, next_of, parts, set_aside_of, stamp
 
 
 def cell(text: str) -> str:
@@ -45,6 +46,12 @@ def findings(part: Part) -> list[str]:
     return lines
 
 
+def set_aside(part: Part) -> list[str]:
+    report = part.report
+    return [f"- **{cell(word(report.name(row)))}**: {cell(word(reason))}" for row in part.rows
+            for reason in [set_aside_of(report, row)] if reason is not None]
+
+
 def document(reports: Sequence[Report[Any]], command: str, context: Any, now: str) -> str:
     out = []
     for part in parts(reports, _options(context)):
@@ -54,8 +61,10 @@ def document(reports: Sequence[Report[Any]], command: str, context: Any, now: st
         if not part.rows:
             out += [word(part.report.empty_message), ""]
             continue
-        found = findings(part)
+        found, aside = findings(part), set_aside(part)
         out += table(part) + ["", f"### Findings ({len(found)})", ""] + (found or ["None."]) + [""]
+        if aside:
+            out += [f"### Set aside, not findings ({len(aside)})", "", *aside, ""]
     return "\n".join(out)
 
 

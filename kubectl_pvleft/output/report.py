@@ -52,9 +52,13 @@ class Report(msgspec.Struct, Generic[T], frozen=True):
     empty_message: str = "No resources found"
     labels: Optional[Callable[[T], dict[str, str]]] = None  # --show-labels, where the object has labels
     context: Optional[Callable[[T], str]] = None  # a leading CONTEXT column when reading several clusters
-    # What is wrong with a row, one line per finding (empty: nothing to act on); what -o markdown lists and
-    # -o junit makes failures of. None: the subcommand does not judge rows.
+    # What is wrong with a row, one line per finding that counts (empty: nothing to act on); what -o markdown
+    # lists, -o junit makes failures of, JSON's `finding` and --exit-code read. None: the subcommand does not
+    # judge rows. Built by ``actionable`` from a ``Verdict``: a row set aside has none.
     findings: Optional[Callable[[T], Sequence[str]]] = None
+    # Why a row's findings were set aside (kept, younger than --older-than...): -o junit skips the row with it,
+    # -o markdown lists it apart, JSON's `set_aside`. None for a row with nothing set aside.
+    set_aside: Optional[Callable[[T], Optional[str]]] = None
     # Read-only commands to look at next (kubectl describe/get), in -o wide's NEXT column and JSON's `next`.
     next: Optional[Callable[[T], Sequence[str]]] = None
 
@@ -72,6 +76,7 @@ class PrintOptions(msgspec.Struct, frozen=True):
     all_namespaces: bool = False
     no_headers: bool = False
     show_labels: bool = False
+    label_columns: tuple[str, ...] = ()  # -L: a column per label key, before LABELS (kubectl's order)
     out: Optional[TextIO] = None
     err: Optional[TextIO] = None
 
@@ -132,17 +137,61 @@ def truncate(text: Optional[str], width: int) -> Optional[str]:
     return one_line if len(one_line) <= width else one_line[: width - 3] + "..."
 
 
-def actionable(report: Report[T], findings: Callable[[T], Sequence[str]],
-               next_looks: Callable[[T], Sequence[str]]) -> Report[T]:
-    """The report with what each row's findings are and where to look next: a NEXT column in -o wide, `next`
-    in JSON (after the subcommand's own keys)."""
-    to_json = report.to_json
+class Verdict(Generic[T]):
+    """The one place that says whether a row is a finding, read by every output path (the rows a table shows
+    without --all, JSON's `finding`, -o markdown, -o junit, --exit-code, serve's metrics and alerts).
 
-    def with_next(row: T) -> dict[str, Any]:
-        return {**to_json(row), "next": list(next_looks(row))}
+    ``evidence``: what is wrong with the row, one line each (empty: nothing). ``set_aside``: why that evidence is
+    not a finding although it is true - the user chose so (``pvleft.io/keep``), it is younger than
+    ``--older-than``, or the state is so by design; it returns None when the evidence counts (and is None itself
+    for a subcommand that never sets a row aside). A row is a finding when it has evidence not set aside."""
+
+    __slots__ = ("evidence", "set_aside")
+
+    def __init__(self, evidence: Callable[[T], Sequence[str]],
+                 set_aside: Optional[Callable[[T], Optional[str]]] = None) -> None:
+        self.evidence, self.set_aside = evidence, set_aside
+
+    def findings(self, row: T) -> Sequence[str]:
+        """The evidence that counts: none for a row set aside."""
+        return () if self.set_aside is not None and self.set_aside(row) is not None else self.evidence(row)
+
+    def is_finding(self, row: T) -> bool:
+        return bool(self.findings(row))
+
+    def held(self, row: T) -> Optional[str]:
+        """Why the row's evidence was set aside; None when it has none, or it counts."""
+        reason = self.set_aside(row) if self.set_aside is not None else None
+        return reason if reason is not None and self.evidence(row) else None
+
+    def with_evidence(self, evidence: Callable[[T], Sequence[str]]) -> Verdict[T]:
+        """The same decision, its evidence worded with what a run read beside the rows."""
+        return Verdict(evidence, self.set_aside)
+
+
+def actionable(report: Report[T], verdict: Verdict[T], next_looks: Callable[[T], Sequence[str]]) -> Report[T]:
+    """The report with what each row's findings are and where to look next: a NEXT column in -o wide; in JSON,
+    after the subcommand's own keys, `finding` (the verdict's), `set_aside` (why not, for a subcommand that sets
+    rows aside) and `next`."""
+    to_json = report.to_json
+    sets_aside = verdict.set_aside is not None
+
+    def judged(row: T) -> dict[str, Any]:
+        doc = {**to_json(row), "finding": verdict.is_finding(row)}
+        if sets_aside:
+            doc["set_aside"] = verdict.held(row)
+        doc["next"] = list(next_looks(row))
+        return doc
 
     columns = [*report.columns, Column("NEXT", lambda r: "; ".join(next_looks(r)), wide_only=True)]
-    return msgspec.structs.replace(report, columns=columns, to_json=with_next, findings=findings, next=next_looks)
+    return msgspec.structs.replace(report, columns=columns, to_json=judged, findings=verdict.findings,
+                                   set_aside=verdict.held if sets_aside else None, next=next_looks)
+
+
+def finding_count(report: Report[Any]) -> int:
+    """The findings among a report's rows, as its verdict counts them: what --exit-code reads. (Every row that is a
+    finding is among the rows: only --all adds rows that are not.)"""
+    return 0 if report.findings is None else sum(len(report.findings(row)) for row in report.rows)
 
 
 _CLAUSE_END = re.compile(r"[.;](?=\s)|\s(?=\()|\s[-\u2014](?=\s)")

@@ -1,5 +1,6 @@
 """What -o markdown and -o junit share: a run's reports cut into parts (one per context in a fleet, the main
-report and each section after it), and each row's name and findings."""
+report and each section after it), and each row's name, findings and what was set aside (both from the
+subcommand's Verdict, as JSON's `finding` and --exit-code)."""
 
 from __future__ import annotations
 
@@ -34,7 +35,13 @@ def parts(reports: Sequence[Report[Any]], options: PrintOptions) -> list[Part]:
 
 
 def findings_of(report: Report[Any], row: Any) -> Sequence[str]:
+    """The row's findings that count (its verdict's: none when set aside)."""
     return report.findings(row) if report.findings is not None else ()
+
+
+def set_aside_of(report: Report[Any], row: Any) -> Optional[str]:
+    """Why the row's evidence is not a finding (kept, younger than --older-than...); None: nothing set aside."""
+    return report.set_aside(row) if report.set_aside is not None else None
 
 
 def next_of(report: Report[Any], row: Any) -> Sequence[str]:

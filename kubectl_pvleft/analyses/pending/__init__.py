@@ -34,7 +34,7 @@ from kubectl_pvleft.kube.api import (
     begin,
     optional,
 )
-from kubectl_pvleft.output.report import Column, Report, actionable, age, clause_cut, utcnow, word
+from kubectl_pvleft.output.report import Column, Report, Verdict, actionable, age, clause_cut, finding_count, utcnow, word
 from kubectl_pvleft.records import Event, Pod, StorageClass, iso
 
 if TYPE_CHECKING:  # --watch alone needs the watch runtime: imported in follow()
@@ -218,7 +218,8 @@ def _list_scopes(namespace: Optional[str], namespaces: set[str], limit: int) -> 
 def run(api: Reader, options: Options) -> Result:
     result = triage(api, namespace=options.namespace, label_selector=options.label_selector,
                     field_selector=options.field_selector, excluded=options.excluded)
-    return Result(report(result, wide=options.wide), len(result.rows), result.warnings)
+    shown = report(result, wide=options.wide)
+    return Result(shown, finding_count(shown), result.warnings)
 
 
 # -- --watch: the same kinds as streams, the same rules over what they show ------------------------------
@@ -364,9 +365,12 @@ def finding(row: Triage) -> tuple[str, ...]:
     return (f"{verdict.owner}: {verdict.reason}: {' '.join(verdict.message.split())}",)
 
 
+VERDICT: Verdict[Triage] = Verdict(finding)  # nothing is set aside: a Pod waits now, whoever chose what
+
+
 def report(result: TriageResult, now: Optional[datetime] = None, *, wide: bool = False) -> Report[Triage]:
     return actionable(Report(rows=result.rows, columns=columns(now, wide), to_json=to_json,
                              name=lambda r: f"pod/{r.pod.name}", namespace=lambda r: r.pod.namespace,
                              empty_message="No Pending Pods found", labels=lambda r: r.pod.meta.labels),
-                      finding, next_looks)
+                      VERDICT, next_looks)
 
