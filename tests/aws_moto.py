@@ -175,8 +175,15 @@ def _ec2_error(code: str, message: str, status: int) -> tuple[int, bytes]:
 class PagingProxy(_Server):
     """EC2's DescribeVolumes pagination in front of moto, which ignores MaxResults."""
 
-    def __init__(self, moto: MotoServer, snapshot_page: Optional[int] = None) -> None:
+    def __init__(self, moto: MotoServer, snapshot_page: Optional[int] = None,
+                 fail_after: Optional[int] = None, volume_page: Optional[int] = None) -> None:
         self.moto = moto
+        # With volume_page set, DescribeVolumes answers are cut into pages of that many whatever MaxResults says
+        # (EC2 may return fewer than asked): a client that sends the default 500 still reads several pages.
+        self.volume_page = volume_page
+        # With fail_after set, DescribeVolumes pages after that many are refused (EC2's UnauthorizedOperation): a
+        # listing that fails part-way.
+        self.fail_after = fail_after
         self.describe_requests: list[dict[str, str]] = []
         # DescribeSnapshots by id: EC2 may answer in pages (a NextToken) even when no MaxResults was sent; with
         # snapshot_page set, moto's answer is cut into pages of that many, to prove the reader follows them.
@@ -199,7 +206,11 @@ class _PagingHandler(_QuietHandler):
             status, payload = error.code, error.read()
         if form.get("Action") == "DescribeVolumes" and status == 200:
             proxy.describe_requests.append(form)
-            status, payload = self._page(form, payload)
+            status, payload = self._page({**form, "MaxResults": str(proxy.volume_page)} if proxy.volume_page
+                                         else form, payload)
+            if proxy.fail_after is not None and len(proxy.describe_requests) > proxy.fail_after:
+                status, payload = _ec2_error("UnauthorizedOperation",
+                                             "You are not authorized to perform this operation.", 403)
         if form.get("Action") == "DescribeSnapshots" and status == 200 and proxy.snapshot_page:
             proxy.snapshot_requests.append(form)
             status, payload = self._page({**form, "MaxResults": str(proxy.snapshot_page)}, payload, "snapshotSet",

@@ -11,7 +11,7 @@ import pytest
 
 from aws_moto import MotoServer, PagingProxy, create_volume, csi_tags, use_fake_credentials
 from kubectl_pvleft.clouds.aws.census import AwsCensus, disk_from_volume, open_census, parse_volume_id, zone_in_region
-from kubectl_pvleft.clouds.base import CloudDisk, VolumeRef, join
+from kubectl_pvleft.clouds.base import CloudDisk, CloudError, VolumeRef, join
 
 
 @pytest.fixture(scope="module")
@@ -137,7 +137,8 @@ def test_boot_volumes_are_set_aside() -> None:
     from kubectl_pvleft.clouds.aws.census import dies_with_instance
     assert (dies_with_instance(boot), dies_with_instance(csi)) == (True, False)
     census.instance_volumes.add("vol-0b007")
-    assert not census.covers("vol-0b007")  # seen, only set aside: never called missing
+    boot_pv = VolumeRef("boot", "ebs.csi.aws.com", "vol-0b007", zone="us-east-1a")
+    assert not census.placement(boot_pv, "vol-0b007").full  # seen, only set aside: never called missing
     assert disk_from_volume(csi, None).users == ("i-1",)
 
 
@@ -173,13 +174,26 @@ def test_handles_and_coverage(moto: MotoServer, ec2) -> None:
     assert one.handle_of(VolumeRef("gce", "pd.csi.storage.gke.io", "projects/p/zones/z/disks/d")) is None
     assert one.handle_of(VolumeRef("efs", "efs.csi.aws.com", "fs-0123::fsap-0456")) is None
     assert one.handle_of(VolumeRef("nohandle", "ebs.csi.aws.com", None)) is None
-    assert [one.covers(h) for h in ("vol-0aaa1", "vol-0aaa3", "vol-0aaa5", "vol-0aaa6")] == [True, True, False, False]
+    placed = {pv.pv_name: one.placement(pv, one.handle_of(pv) or "") for pv in (
+        VolumeRef("csi", "ebs.csi.aws.com", "vol-0aaa1"),
+        VolumeRef("tree", "awsElasticBlockStore", "aws://us-east-1a/vol-0aaa3"),
+        VolumeRef("far", "awsElasticBlockStore", "aws://eu-west-1a/vol-0aaa5"),
+        VolumeRef("labelled", "ebs.csi.aws.com", "vol-0aaa6", region="eu-west-1"),
+        VolumeRef("zoned", "ebs.csi.aws.com", "vol-0aaa7", zone="us-east-1c"))}
+    assert {name: p.full for name, p in placed.items()} == {
+        "csi": False, "tree": True, "far": False, "labelled": False, "zoned": True}
+    # The evidence: where the PV places the volume, and what was listed in full.
+    assert (placed["tree"].named, placed["tree"].listed) == ("zone us-east-1a (its volume handle)", "region us-east-1")
+    assert placed["zoned"].named == "zone us-east-1c (the PV topology)"
+    assert placed["csi"].reason == "the PV names no zone or region (a volume id carries none); only us-east-1 was listed"
+    assert placed["far"].reason == "the PV places it in zone eu-west-1a, which was not listed"
 
     two = open_census(["us-east-1", "eu-west-1"], endpoint_url=moto.endpoint)
-    two.handle_of(VolumeRef("csi", "ebs.csi.aws.com", "vol-0aaa1"))
-    two.handle_of(VolumeRef("zoned", "ebs.csi.aws.com", "vol-0aaa7", zone="eu-west-1b"))
-    # No location on the PV and two regions listed: which one it lives in is unknown, so it is not covered.
-    assert (two.covers("vol-0aaa1"), two.covers("vol-0aaa7")) == (False, True)
+    bare = VolumeRef("csi", "ebs.csi.aws.com", "vol-0aaa1")
+    zoned = VolumeRef("zoned", "ebs.csi.aws.com", "vol-0aaa7", zone="eu-west-1b")
+    assert (two.placement(bare, "vol-0aaa1").full, two.placement(zoned, "vol-0aaa7").full) == (False, True)
+    assert two.placement(bare, "vol-0aaa1").reason == (
+        "the PV names no zone or region (a volume id carries none); us-east-1, eu-west-1 were listed")
 
 
 def shape(finding) -> str:
@@ -211,6 +225,7 @@ def test_join_names_orphans_and_missing_volumes(moto: MotoServer, ec2) -> None:
         VolumeRef("bare-pv", "awsElasticBlockStore", bare, phase="Failed"),
         VolumeRef("ghost", "ebs.csi.aws.com", "vol-0deadbeef0000001", zone="us-east-1a", phase="Released"),
         VolumeRef("unlabelled-ghost", "ebs.csi.aws.com", "vol-0deadbeef0000002", phase="Released"),
+        VolumeRef("region-ghost", "ebs.csi.aws.com", "vol-0deadbeef0000004", region="us-east-1"),
         VolumeRef("elsewhere", "awsElasticBlockStore", "aws://eu-west-1a/vol-0deadbeef0000003"),
         VolumeRef("on-gke", "pd.csi.storage.gke.io", "projects/p/zones/us-east1-b/disks/d"),
         VolumeRef("adopted", "ebs.csi.aws.com", adopted, zone="us-east-1b", phase="Bound"),
@@ -221,9 +236,15 @@ def test_join_names_orphans_and_missing_volumes(moto: MotoServer, ec2) -> None:
     assert found == {
         ("orphan", orphan, None),
         ("missing", "vol-0deadbeef0000001", "ghost"),
-        # One region listed and nothing on the PV says where: taken to be in it (see AwsCensus.covers).
-        ("missing", "vol-0deadbeef0000002", "unlabelled-ghost"),
+        ("missing", "vol-0deadbeef0000004", "region-ghost"),
     }
+    # One region listed and nothing on the PV says where: the listed region is not the PV's word, so unknown.
+    assert sorted(report.unknown) == ["elsewhere", "unlabelled-ghost"]
+    assert report.unknown["unlabelled-ghost"].full is False
+    ghost = next(f for f in report.findings if f.pv_name == "ghost")
+    assert ghost.placement is not None and ghost.placement.to_json() == {
+        "pv_names": "zone us-east-1a (the PV topology)", "listed": "region us-east-1", "listed_in_full": True,
+        "unknown_because": None}
     assert {f.source for f in report.findings} == {"aws"}
     messages = {f.handle: f.message for f in report.findings}
     assert "kubernetes.io/created-for/pvc/name=cart" in messages[orphan]
@@ -244,7 +265,8 @@ def test_findings_carry_the_ebs_names(moto: MotoServer, ec2) -> None:
     orphan = create_volume(ec2, "us-east-1a")
     census = open_census(["us-east-1"], endpoint_url=moto.endpoint)
     assert (census.orphan_kind, census.missing_kind) == ("orphan-volume", "missing-volume")
-    report = join(census, [VolumeRef("ghost", "ebs.csi.aws.com", "vol-0deadbeef0000001")], census.disks())
+    report = join(census, [VolumeRef("ghost", "ebs.csi.aws.com", "vol-0deadbeef0000001", zone="us-east-1b")],
+                  census.disks())
     assert {(f.kind, f.handle) for f in report.findings} == {
         ("orphan-volume", orphan), ("missing-volume", "vol-0deadbeef0000001")}
 
@@ -261,3 +283,36 @@ def test_fields_read_are_botocores() -> None:
     assert {"Key", "Value"} <= set(tag)
     paginator = botocore.session.get_session().get_paginator_model("ec2").get_paginator("DescribeVolumes")
     assert (paginator["limit_key"], paginator["result_key"]) == ("MaxResults", "Volumes")
+
+
+@pytest.mark.integration
+def test_a_volume_in_a_region_not_listed_is_unknown_never_missing(moto: MotoServer, ec2) -> None:
+    """The volume of a PV that names no zone or region lives in eu-west-1; only us-east-1 is listed. A bare volume id
+    names no region (the EBS CSI driver's volumeHandle, pkg/driver/controller.go CreateVolume), so the census
+    cannot say it is gone: unknown, with the reason, and no finding. Listing its region finds it."""
+    far = create_volume(moto.client("ec2", "eu-west-1"), "eu-west-1a", 20, tags=csi_tags("pvc-far", "shop", "far"))
+    pv = VolumeRef("pvc-far", "ebs.csi.aws.com", far, phase="Released")
+
+    east = open_census(["us-east-1"], endpoint_url=moto.endpoint)
+    report = join(east, [pv], east.disks())
+    assert [f for f in report.findings if f.pv_name] == []
+    assert report.unknown["pvc-far"].to_json() == {
+        "pv_names": None, "listed": "region us-east-1", "listed_in_full": False,
+        "unknown_because": "the PV names no zone or region (a volume id carries none); only us-east-1 was listed"}
+
+    both = open_census(["us-east-1", "eu-west-1"], endpoint_url=moto.endpoint)
+    assert join(both, [pv], both.disks()).disks_by_pv["pvc-far"].location == "eu-west-1a"
+
+
+@pytest.mark.integration
+def test_a_listing_that_failed_part_way_is_a_failed_census(moto: MotoServer, ec2) -> None:
+    """EC2 refuses the second DescribeVolumes page: what was read is not the region in full, so the census fails
+    (CloudError) instead of handing the join a part of the region, where every volume on the unread pages would
+    read as gone."""
+    for _ in range(6):
+        create_volume(ec2, "us-east-1a")
+    with PagingProxy(moto, fail_after=1) as proxy:
+        census = open_census(["us-east-1"], endpoint_url=proxy.endpoint, page_size=5)
+        with pytest.raises(CloudError, match="UnauthorizedOperation"):
+            list(census.disks())
+    assert census.pages_read == 1

@@ -79,8 +79,13 @@ def test_resource_groups_narrow_to_their_lists_in_any_case(arm: FakeArm) -> None
     assert sorted(d.name for d in c.disks()) == ["node-0", "node-1", "node-2"]
     assert {p for _, p, _ in arm.requests} == {
         f"/subscriptions/{SUB}/resourceGroups/mc_rg_aks_eastus/providers/Microsoft.Compute/disks"}
-    assert c.covers(disk_id(SUB, NODE_RG, "x")) and c.covers(disk_id(SUB.upper(), NODE_RG.upper(), "x"))
-    assert not c.covers(disk_id(SUB, APP_RG, "x")) and not c.covers(disk_id(OTHER_SUB, NODE_RG, "x"))
+    def full(handle: str) -> bool:
+        return c.placement(csi("pv", handle), handle).full
+
+    assert full(disk_id(SUB, NODE_RG, "x")) and full(disk_id(SUB.upper(), NODE_RG.upper(), "x"))
+    assert not full(disk_id(SUB, APP_RG, "x")) and not full(disk_id(OTHER_SUB, NODE_RG, "x"))
+    assert c.placement(csi("pv", disk_id(SUB, APP_RG, "x")), disk_id(SUB, APP_RG, "x")).reason == (
+        f"resource group {APP_RG} was not listed")
 
 
 def test_disk_facts_come_from_the_disk_resource(arm: FakeArm) -> None:
@@ -129,6 +134,11 @@ def test_orphan_not_a_volume_missing_and_other_clusters_disk(arm: FakeArm) -> No
         (ORPHAN_DISK, "azure", None, "untagged"),
     ]
     assert "it is tagged for this cluster" in report.findings[1].message
+    # The disk ID names subscription and resource group: the evidence for pv-gone, and the reason for pv-elsewhere.
+    gone = report.findings[0].placement
+    assert gone is not None and (gone.named, gone.listed) == (
+        f"resource group {NODE_RG} of subscription {SUB} (its disk ID)", f"subscription {SUB}")
+    assert report.unknown["pv-elsewhere"].reason == f"subscription {OTHER_SUB} was not listed"
     assert "may belong to another cluster" in report.findings[2].message
     assert [(f.kind, f.disk.users) for f in report.not_volumes] == [(NOT_A_VOLUME, ("aks-nodepool1-vm0",))]
     assert [d.name for d in report.other_clusters] == ["pvc-foreign"]

@@ -88,10 +88,18 @@ def test_zone_and_region_narrow_to_per_scope_lists_each_read_to_the_last_page(fa
                      (f"/compute/v1/projects/{PROJECT}/zones/us-central1-a/disks", "2"),
                      (f"/compute/v1/projects/{PROJECT}/regions/us-central1/disks", None),
                      (f"/compute/v1/projects/{PROJECT}/regions/us-central1/disks", "2")]
-    assert c.covers(f"projects/{PROJECT}/zones/us-central1-a/disks/x")
-    assert c.covers(f"projects/{PROJECT}/regions/us-central1/disks/x")
-    assert not c.covers(f"projects/{PROJECT}/zones/us-central1-b/disks/x")
-    assert not c.covers("projects/other-project/zones/us-central1-a/disks/x")
+    def full(handle: str) -> bool:
+        return c.placement(VolumeRef("pv", CSI_DRIVER, handle), handle).full
+
+    assert full(f"projects/{PROJECT}/zones/us-central1-a/disks/x")
+    assert full(f"projects/{PROJECT}/regions/us-central1/disks/x")
+    assert not full(f"projects/{PROJECT}/zones/us-central1-b/disks/x")
+    assert not full("projects/other-project/zones/us-central1-a/disks/x")
+    outside = f"projects/{PROJECT}/zones/us-central1-b/disks/x"
+    assert c.placement(VolumeRef("pv", CSI_DRIVER, outside), outside).to_json() == {
+        "pv_names": f"zone us-central1-b of project {PROJECT} (its volume handle)",
+        "listed": f"zone us-central1-a, region us-central1 of project {PROJECT}", "listed_in_full": False,
+        "unknown_because": "zone us-central1-b was not listed"}
 
 
 def test_disk_facts_come_from_the_disk_resource(fake: FakeCompute) -> None:
@@ -150,6 +158,9 @@ def test_unreachable_scope_is_never_called_missing(fake: FakeCompute) -> None:
     report = join(c, [csi("pv-b", f"projects/{PROJECT}/zones/us-central1-b/disks/unknown")], c.disks())
 
     assert [f.kind for f in report.findings] == [ORPHAN_DISK]  # "seen"; pv-b is not called missing
+    # The aggregated list read to its last page, but Google named zones/us-central1-b unreachable: the zone the PV
+    # names was not listed in full, so its disk is unknown, with that reason.
+    assert report.unknown["pv-b"].reason == "Compute Engine could not list zones/us-central1-b"
     assert c.notes == [f"Compute Engine could not list disks in zones/us-central1-b of project {PROJECT}: "
                        f"no PersistentVolume there is called missing"]
 
@@ -234,12 +245,18 @@ def test_underspecified_handles_are_placed_by_the_census(fake: FakeCompute) -> N
     assert report.disks_by_pv["pv-unspecified"].location == "us-central1-b"
     assert report.disks_by_pv["pv-multi-zone"].name == "pvc-mz"
     assert [(f.kind, f.handle) for f in report.findings] == [
-        (MISSING_DISK, f"projects/{PROJECT}/zones/UNSPECIFIED/disks/never-was"),
         (ORPHAN_DISK, f"projects/{PROJECT}/zones/us-central1-a/disks/twin"),
         (ORPHAN_DISK, f"projects/{PROJECT}/zones/us-central1-b/disks/twin"),
     ]
     assert c.notes == ["PersistentVolume in-tree-twin names disk twin without saying where, and 2 disks have "
                        "that name: it is matched to none of them"]
+    # An in-tree PD names neither project nor zone (pdName only; the in-tree plugin took the cluster's own project
+    # from its cloud config): the project listed is not the PV's word, so a disk not seen is unknown, never missing.
+    assert report.unknown["in-tree-gone"].to_json() == {
+        "pv_names": "no zone or region, no project (the PV topology)", "listed": f"every zone and region of project {PROJECT}",
+        "listed_in_full": False,
+        "unknown_because": "the PV names no project (an in-tree PD lives in the cluster's own project, which the PV "
+                           f"does not say); every zone and region of project {PROJECT} was listed"}
 
 
 def test_in_tree_pd_across_several_projects_is_matched_by_name_and_zone(fake: FakeCompute) -> None:
@@ -251,8 +268,7 @@ def test_in_tree_pd_across_several_projects_is_matched_by_name_and_zone(fake: Fa
 
     assert report.disks_by_pv["orders-pv"].handle == "projects/shop-staging/zones/us-central1-a/disks/orders-disk"
     assert report.findings == []  # lost-pv: no project can be told, so it is not called missing
-    assert c.notes == ["PersistentVolume lost-pv names disk lost-disk without a project, and no listed project "
-                       "has it: it cannot be called missing"]
+    assert report.unknown["lost-pv"].reason is not None and "names no project" in report.unknown["lost-pv"].reason
 
 
 def test_a_project_given_by_number_matches_handles_that_name_its_id(fake: FakeCompute) -> None:

@@ -155,17 +155,39 @@ def test_ebs_every_page_of_an_answer_is_read(moto: MotoServer) -> None:
 
 
 def test_ebs_a_notfound_batch_is_halved_until_the_gone_ids_stand_alone(moto: MotoServer) -> None:
+    """EC2's NotFound for a whole batch names no id: each half is asked alone until the gone id stands alone. It is
+    gone only where its source volume lives (CreateSnapshot makes a snapshot in its volume's region: the EBS CSI
+    driver's pkg/driver/controller.go CreateSnapshot calls it in the driver's region, the volume's)."""
     moto.reset()
     kept = ec2_snapshots(moto, 5)
+    volume = moto.client("ec2", "us-east-1").create_volume(AvailabilityZone="us-east-1b", Size=8)["VolumeId"]
     gone = ["snap-0123456789abcdef0", "snap-0fedcba9876543210"]
     lookups = aws_lookup(moto, ("us-east-1",), batch=4)
-    found = lookups.look_up([kept[0], gone[0], *kept[1:3], gone[1], *kept[3:], "vol-0abc"])
+    asked = [kept[0], gone[0], *kept[1:3], gone[1], *kept[3:], "vol-0abc"]
+    found = lookups.look_up(asked, sources={gone[0]: volume, gone[1]: None})
     assert sorted(found.found) == sorted(kept)
-    assert found.missing == {g: f"EC2 says snapshot {g} does not exist in us-east-1" for g in gone}
-    assert found.unknown == {"vol-0abc": "not an EBS snapshot id (snap-...)"}
+    assert found.missing == {gone[0]: f"EC2 says snapshot {gone[0]} does not exist in us-east-1, where its source "
+                                      f"volume {volume} is"}
+    # A content that names no source volume (pre-provisioned): one region listed is not the snapshot's word.
+    assert found.unknown == {"vol-0abc": "not an EBS snapshot id (snap-...)",
+                             gone[1]: "EC2 says it does not exist in us-east-1, and nothing places it there: a "
+                                      "snapshot id names no region, and the content no source volume"}
     assert found.found[kept[0]].source_size_gb == 100 and found.found[kept[0]].location == "us-east-1"
     # two batches of four and three; each NotFound batch split in halves down to the gone id
     assert lookups.calls > 2 and found.errors == []
+
+
+def test_ebs_a_snapshot_whose_volume_is_in_another_region_is_unknown_never_gone(moto: MotoServer) -> None:
+    """One region asked (us-east-1); the snapshot's source volume lives in eu-west-1, not listed: EC2's NotFound in
+    us-east-1 says nothing of eu-west-1, so the snapshot is unknown, not missing."""
+    moto.reset()
+    volume = moto.client("ec2", "eu-west-1").create_volume(AvailabilityZone="eu-west-1a", Size=8)["VolumeId"]
+    found = aws_lookup(moto, ("us-east-1",)).look_up(["snap-0123456789abcdef0"],
+                                                     sources={"snap-0123456789abcdef0": volume})
+    assert found.missing == {}
+    assert found.unknown == {"snap-0123456789abcdef0": (
+        f"EC2 says it does not exist in us-east-1, and its source volume {volume} was not seen there: a snapshot "
+        "id names no region, so where it lived is unknown")}
 
 
 def test_ebs_with_several_regions_a_snapshot_none_has_is_unknown_never_gone(moto: MotoServer) -> None:
@@ -174,8 +196,9 @@ def test_ebs_with_several_regions_a_snapshot_none_has_is_unknown_never_gone(moto
     found = aws_lookup(moto, ("us-east-1", "eu-west-1")).look_up([west, "snap-0123456789abcdef0"])
     assert list(found.found) == [west] and found.found[west].location == "eu-west-1"
     assert found.missing == {}
-    assert found.unknown == {"snap-0123456789abcdef0": "none of us-east-1, eu-west-1 has it, and nothing on the "
-                                                       "content says which region it was in"}
+    assert found.unknown == {"snap-0123456789abcdef0": "EC2 says it does not exist in us-east-1, eu-west-1, and "
+                                                       "nothing places it there: a snapshot id names no region, and "
+                                                       "the content no source volume"}
 
 
 # -- prices -----------------------------------------------------------------------------------------------------

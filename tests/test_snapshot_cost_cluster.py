@@ -77,9 +77,13 @@ def world(tmp_path_factory: pytest.TempPathFactory, moto: MotoServer) -> Iterato
                     "ebs-orphan": (EBS_DRIVER, ebs_snapshot), "ebs-gone": (EBS_DRIVER, GONE_EBS),
                     "other": ("csi.example.com", "other-7")}
         apply(plane, *(volume_snapshot(NS, name) for name in contents))
+        # ebs-gone was taken of a volume EC2 has in us-east-1: that places the snapshot there, so EC2's NotFound in
+        # us-east-1 means it is gone (a snapshot id names no region).
+        sources = {"ebs-gone": volume}
         for name, (driver, handle) in contents.items():
             apply(plane, content(f"{P}{name}", driver=driver, ns=NS, snapshot=name,
-                                 uid=uid(plane, snapshot_path(NS, name)), volume_handle=f"vol-{name}"))
+                                 uid=uid(plane, snapshot_path(NS, name)),
+                                 volume_handle=sources.get(name, f"vol-{name}")))
             write_status(plane, content_path(f"{P}{name}", "status"), ready(handle))
             delete(plane, snapshot_path(NS, name))  # Retain: the snapshot outlives its VolumeSnapshot
         # Healthy in Kubernetes (its VolumeSnapshot is there), gone in the cloud: only the lookup finds it.

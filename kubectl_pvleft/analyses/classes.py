@@ -1,9 +1,11 @@
 """`kubectl pvleft classes`: the recipe, the copies, and what `kubectl get storageclass` cannot tell.
 
-A StorageClass is the recipe; each PV is the copy its provisioner wrote at create time. When the two
-reclaim policies disagree, someone changed one of them later: both values are reported, neither is
-fixed. Per class this counts PVs by phase and Pending claims, and it flags more than one default class,
-classes that PVs or claims name but that do not exist, and CSI provisioners with no CSIDriver object.
+A StorageClass is the recipe; each PV its provisioner made (pv.kubernetes.io/provisioned-by) is the copy it
+wrote at create time. When the two reclaim policies disagree, someone changed one of them later: both values are
+reported, neither is fixed; a hand-made static PV never had the class's policy and is not compared. Per class this
+counts PVs by phase and Pending claims, and it flags more than one default class, class names that do not exist
+where the object is needed (Pending claims, provisioned PVs; binding itself compares names only), and CSI
+provisioners with no CSIDriver object.
 
 Reads: StorageClasses, PersistentVolumes, PersistentVolumeClaims, CSIDrivers (metadata only), one
 paginated list each. Writes: nothing.
@@ -29,6 +31,7 @@ from kubectl_pvleft.kube.api import (
     begin,
     optional,
 )
+from kubectl_pvleft.migration import csi_driver, effective_provisioner
 from kubectl_pvleft.output.report import Column, Report, Verdict, actionable, age, finding_count, utcnow
 from kubectl_pvleft.records import PV_PHASES, Absent, PersistentVolume, PersistentVolumeClaim, StorageClass, iso
 
@@ -43,10 +46,13 @@ MISSING_CLASS = "missing-class"
 MISSING_CSIDRIVER = "missing-csidriver"
 RECLAIM_DRIFT = "reclaim-drift"
 
-# What kind of thing provisions a class's volumes; only CSI provisioners register a CSIDriver.
-NO_PROVISIONER, IN_TREE, CSI, EXTERNAL = "none", "in-tree", "csi", "external"
+# What kind of thing provisions a class's volumes; only CSI provisioners register a CSIDriver. A class naming an
+# in-tree plugin that CSI migration hands to a CSI driver (kubectl_pvleft.migration) is "csi-migrated": that driver
+# provisions its volumes, and without its CSIDriver nothing does.
+NO_PROVISIONER, IN_TREE, CSI, EXTERNAL, MIGRATED = "none", "in-tree", "csi", "external", "csi-migrated"
 NO_PROVISIONER_NAME = "kubernetes.io/no-provisioner"
 IN_TREE_PREFIX = "kubernetes.io/"
+PROVISIONED_BY = "pv.kubernetes.io/provisioned-by"
 
 PVS_UNREADABLE = ("cannot list persistentvolumes ({reason}); PV counts, reclaim drift and classes named only by PVs "
                   "are unknown.")
@@ -120,6 +126,8 @@ def provisioner_type(provisioner: str, pvs: Iterable[PersistentVolume]) -> str:
     already has PVs and none of them is a CSI volume (e.g. a local-path provisioner writing hostPath PVs)."""
     if provisioner == NO_PROVISIONER_NAME:
         return NO_PROVISIONER
+    if csi_driver(provisioner) is not None:
+        return MIGRATED
     if provisioner.startswith(IN_TREE_PREFIX):
         return IN_TREE
     pvs = list(pvs)
@@ -128,12 +136,20 @@ def provisioner_type(provisioner: str, pvs: Iterable[PersistentVolume]) -> str:
     return CSI
 
 
+def provisioned(pv: PersistentVolume) -> bool:
+    """A PV a provisioner made (the PV controller's provisionClaimOperation and the external-provisioner write
+    pv.kubernetes.io/provisioned-by); a hand-made static PV carries no such annotation."""
+    return bool(pv.meta.annotations.get(PROVISIONED_BY))
+
+
 def find_drift(pvs: Iterable[PersistentVolume], classes: dict[str, StorageClass]) -> list[Drift]:
-    """PVs whose reclaim policy differs from their existing class's. A PV without a policy is not compared."""
+    """Provisioned PVs whose reclaim policy differs from their existing class's. A class's reclaimPolicy is only
+    what its provisioner writes into the PVs it makes: a hand-made static PV of that class name never had it, and
+    a PV without a policy is not compared."""
     found = []
     for pv in pvs:
         sc = classes.get(pv.storage_class or "")
-        if sc is not None and pv.reclaim_policy and pv.reclaim_policy != sc.reclaim_policy:
+        if sc is not None and pv.reclaim_policy and pv.reclaim_policy != sc.reclaim_policy and provisioned(pv):
             found.append(Drift(pv, sc.reclaim_policy))
     found.sort(key=lambda d: d.pv.name)
     return found
@@ -164,23 +180,44 @@ def _class_findings(name: str, sc: Optional[StorageClass], class_pvs: Optional[l
                     ctx: _Context) -> tuple[list[Finding], Optional[str], Optional[bool]]:
     """The findings of one class name, its provisioner type, and whether its CSIDriver is registered."""
     if sc is None:
-        users = [f"{len(class_pvs)} PV(s)" if class_pvs else "", f"{len(class_claims)} claim(s)" if class_claims else ""]
-        return [Finding(MISSING_CLASS, f"no StorageClass {name!r}, named by {' and '.join(u for u in users if u)}")], \
-            None, None
+        return _missing_class(name, class_pvs, class_claims), None, None
     findings: list[Finding] = []
     kind = provisioner_type(sc.provisioner, class_pvs or ())
     if sc.is_default and len(ctx.defaults) > 1:
         findings.append(Finding(MULTIPLE_DEFAULTS, f"{len(ctx.defaults)} default classes ({', '.join(ctx.defaults)}); "
                                                    f"new claims without a class get {ctx.chosen!r}, the newest"))
     registered = None
-    if kind == CSI and ctx.csi_drivers is not None:
-        registered = sc.provisioner in ctx.csi_drivers
+    if kind in (CSI, MIGRATED) and ctx.csi_drivers is not None:
+        driver = effective_provisioner(sc.provisioner)
+        registered = driver in ctx.csi_drivers
         if not registered:
-            findings.append(Finding(MISSING_CSIDRIVER, f"no CSIDriver {sc.provisioner!r} is registered"))
+            via = (f": the class names the in-tree {sc.provisioner!r}, which CSI migration hands to {driver!r}"
+                   if kind == MIGRATED else "")
+            findings.append(Finding(MISSING_CSIDRIVER, f"no CSIDriver {driver!r} is registered{via}"))
     if ctx.drift_by_class.get(name):
         findings.append(Finding(RECLAIM_DRIFT, f"{ctx.drift_by_class[name]} PV(s) do not have the class's "
                                                f"reclaim policy {sc.reclaim_policy}"))
     return findings, kind, registered
+
+
+def _missing_class(name: str, class_pvs: Optional[list[PersistentVolume]],
+                   class_claims: Optional[list[PersistentVolumeClaim]]) -> list[Finding]:
+    """A class name with no StorageClass is a problem only where the object is needed. Binding compares names
+    alone (a static PV of class "manual" binds a claim of class "manual" with no StorageClass "manual"), so
+    static PVs and the claims bound to them need nothing; a Pending claim can then only bind to such a PV and
+    never be provisioned, and the claims of a provisioner's PVs cannot be resized (resize admission reads the
+    class's allowVolumeExpansion)."""
+    pending = [c for c in class_claims or () if c.phase == "Pending"]
+    made = [pv for pv in class_pvs or () if provisioned(pv)]
+    said = []
+    if pending:
+        said.append(f"{len(pending)} Pending claim(s) name it: they can bind only to a matching PV of class "
+                    f"{name!r} and nothing can provision one")
+    if made:
+        said.append(f"{len(made)} PV(s) its provisioner made name it: their claims cannot be resized")
+    if not said:
+        return []  # static PVs, and claims bound to them: a class name needs no object
+    return [Finding(MISSING_CLASS, f"no StorageClass {name!r}; " + "; ".join(said))]
 
 
 def _of(grouped: Optional[dict[str, list[T]]], name: str) -> Optional[list[T]]:
@@ -303,6 +340,8 @@ def to_json(row: ClassRow) -> dict[str, Any]:
         "effective_default": row.effective_default,
         "provisioner": sc.provisioner if sc else None,
         "provisioner_type": row.provisioner_type,
+        # The CSI driver that provisions the class's volumes (a migrated in-tree class's), null when not CSI.
+        "csi_driver": effective_provisioner(sc.provisioner) if sc and row.provisioner_type in (CSI, MIGRATED) else None,
         "reclaim_policy": sc.reclaim_policy if sc else None,
         "volume_binding_mode": sc.volume_binding_mode if sc else None,
         # kubectl shows an unset allowVolumeExpansion as false, and so do we.
@@ -382,6 +421,7 @@ def drift_to_json(row: Drift) -> dict[str, Any]:
         "capacity": pv.capacity,
         "driver": pv.driver,
         "volume_handle": pv.volume_handle,
+        "provisioned_by": pv.meta.annotations.get(PROVISIONED_BY),
         "creation_timestamp": iso(pv.meta.created),
     }
 

@@ -284,7 +284,8 @@ def wanted_of(row: ContentRow) -> Wanted:
 
     return Wanted(row.content.name, row.content.spec.driver or None, row.content.snapshot_handle,
                   ",".join(f.kind for f in row.findings) or "no-finding", counted=row.counted > 0,
-                  set_aside=set_aside(row))
+                  set_aside=set_aside(row),
+                  source_volume=row.content.spec.source.volume_handle or None)
 
 
 def not_served() -> Result:

@@ -26,8 +26,11 @@ shared types and the join are in ``base``; ``census`` runs the asked ones.
 - ``Census.source``: ``"gce"``, ``"aws"`` or ``"azure"``.
 - ``Census.handle_of(pv: VolumeRef) -> Optional[str]``: the canonical handle a PV names on this cloud (the
   same string ``CloudDisk.handle`` carries for that disk), or None when the PV is not this cloud's.
-- ``Census.covers(handle: str) -> bool``: whether that handle lies in what this census listed (a project,
-  region or zone it looked at). A PV whose disk lies outside is never called missing.
+- ``Census.placement(pv: VolumeRef, handle: str) -> base.Placement``: for a PV whose disk was not seen, where
+  the PV itself places it (its handle, its topology) and whether that place was listed in full (every page read, no
+  error, no refusal, no filter that left it out). Only then is the disk missing; otherwise it is unknown, with the
+  reason. A location the census was asked for is never taken to be the PV's: a bare EBS volume id names no region,
+  an in-tree PD no project.
 - ``Census.disks() -> Iterator[CloudDisk]``: every disk, paginated to the last page, read-only calls only.
   Raises ``CloudError`` (a 403 names the missing permission).
 - ``Census.notes``: lines for stderr about what the census could not tell (printed as warnings).

@@ -21,6 +21,23 @@ MADE_FOR_KEYS = (
 )
 
 
+class Placement(Struct, frozen=True):
+    """Where a PV places its disk and what the census listed in full: the evidence a missing verdict rests on.
+
+    A disk is missing only when ``full``: the PV itself (its handle, its topology labels or node affinity) names a
+    location, and that location was listed in full (every page read, no error, no refusal, no filter that left it
+    out). Otherwise nothing is said of the disk but ``reason``."""
+
+    named: Optional[str]  # where the PV places its disk and by what ("zone us-east-1a (node affinity)"); None: nowhere
+    listed: str  # what the census listed in full ("region us-east-1")
+    full: bool  # the named location lies in what was listed in full: a disk not seen there does not exist
+    reason: Optional[str] = None  # when not full: why the disk cannot be called missing
+
+    def to_json(self) -> dict[str, Any]:
+        return {"pv_names": self.named, "listed": self.listed, "listed_in_full": self.full,
+                "unknown_because": self.reason}
+
+
 class CloudError(Exception):
     """The cloud census could not be taken: one line for stderr. The Kubernetes findings still print."""
 
@@ -132,7 +149,7 @@ class Census(Protocol):
 
     def handle_of(self, pv: VolumeRef) -> Optional[str]: ...
 
-    def covers(self, handle: str) -> bool: ...
+    def placement(self, pv: VolumeRef, handle: str) -> Placement: ...
 
     def disks(self) -> Iterator[CloudDisk]: ...
 
@@ -144,6 +161,7 @@ class CloudFinding(Struct, frozen=True):
     pv_name: Optional[str]  # None for an orphan
     handle: str
     message: str
+    placement: Optional[Placement] = None  # a missing disk: where the PV places it and what was listed in full
 
 
 class CloudReport(Struct):
@@ -151,6 +169,8 @@ class CloudReport(Struct):
     disks_by_pv: dict[str, CloudDisk]  # facts for the PV rows: every PV whose disk was found
     other_clusters: list[CloudDisk] = field(default_factory=list)  # no PV here names them; tagged for others
     not_volumes: list[CloudFinding] = field(default_factory=list)  # NOT_A_VOLUME rows: shown with --all, not findings
+    # PVs whose disk was not seen and cannot be called missing: the PV places it nowhere listed in full
+    unknown: dict[str, Placement] = field(default_factory=dict)
 
 
 def _same(handle: str) -> str:
@@ -162,12 +182,12 @@ def join(census: Census, pvs: Iterable[VolumeRef], disks: Iterable[CloudDisk]) -
     ``match_key`` when it has one (Azure's ARM IDs are case-insensitive). A disk a VM uses that no PV names and no
     CSI driver made for a claim (a node's boot disk) is NOT_A_VOLUME, not an orphan."""
     key: Callable[[str], str] = getattr(census, "match_key", None) or _same
-    named: dict[str, list[str]] = {}
+    named: dict[str, list[VolumeRef]] = {}
     written: dict[str, str] = {}  # match key -> the handle as the PV wrote it
     for pv in pvs:
         handle = census.handle_of(pv)
         if handle:
-            named.setdefault(key(handle), []).append(pv.pv_name)
+            named.setdefault(key(handle), []).append(pv)
             written.setdefault(key(handle), handle)
     seen: set[str] = set()
     findings: list[CloudFinding] = []
@@ -178,8 +198,8 @@ def join(census: Census, pvs: Iterable[VolumeRef], disks: Iterable[CloudDisk]) -
         seen.add(key(disk.handle))
         owners = named.get(key(disk.handle))
         if owners:
-            for pv_name in owners:
-                by_pv[pv_name] = disk
+            for pv in owners:
+                by_pv[pv.pv_name] = disk
             continue
         if disk.other_cluster:  # the user named this cluster and the tags name others: not ours to report
             other_clusters.append(disk)
@@ -197,14 +217,21 @@ def join(census: Census, pvs: Iterable[VolumeRef], disks: Iterable[CloudDisk]) -
         findings.append(CloudFinding(
             getattr(census, "orphan_kind", ORPHAN_DISK), census.source, disk, None, disk.handle,
             f"no PersistentVolume in this cluster names {disk.handle} ({made_for}); {whose}"))
-    for matched, pv_names in sorted(named.items()):
-        handle = written[matched]
-        if matched in seen or not census.covers(handle):
+    unknown: dict[str, Placement] = {}
+    for matched, refs in sorted(named.items()):
+        if matched in seen:
             continue
-        findings.extend(CloudFinding(
-            getattr(census, "missing_kind", MISSING_DISK), census.source, None, pv_name, handle,
-            f"PersistentVolume {pv_name} names {handle}, which does not exist: its data is already gone")
-            for pv_name in pv_names)
+        handle = written[matched]
+        for pv in refs:
+            # Not seen: gone only where the PV itself places the disk and the census listed that place in full.
+            placed = census.placement(pv, handle)
+            if not placed.full:
+                unknown[pv.pv_name] = placed
+                continue
+            findings.append(CloudFinding(
+                getattr(census, "missing_kind", MISSING_DISK), census.source, None, pv.pv_name, handle,
+                f"PersistentVolume {pv.pv_name} names {handle}, which does not exist in {placed.named}, listed in "
+                f"full: its data is already gone", placed))
     findings.sort(key=lambda f: (f.kind, f.handle, f.pv_name or ""))
     not_volumes.sort(key=lambda f: f.handle)
-    return CloudReport(findings, by_pv, other_clusters, not_volumes)
+    return CloudReport(findings, by_pv, other_clusters, not_volumes, unknown)

@@ -14,11 +14,12 @@ from importlib import import_module
 from shlex import quote
 from typing import TYPE_CHECKING, Any, Optional, Union
 
-from kubectl_pvleft.clouds.base import NOT_A_VOLUME, CloudDisk, CloudError, CloudFinding, join
+from kubectl_pvleft.clouds.base import NOT_A_VOLUME, CloudDisk, CloudError, CloudFinding, Placement, join
 from kubectl_pvleft.clouds.refs import volume_ref
 from kubectl_pvleft.invocation import Options
 from kubectl_pvleft.output.report import Column, Report, Verdict, actionable, age, utcnow
 from kubectl_pvleft.records import Absent
+from kubectl_pvleft.text import shown
 
 if TYPE_CHECKING:  # --cost alone imports the pricing
     from kubectl_pvleft.clouds.cost import Priced, PriceFile, Total
@@ -61,10 +62,14 @@ def listed_in_time(census: Any, seconds: float, from_flag: bool) -> list[CloudDi
 class CensusOutcome:
     """What the censuses found, handed back to leftovers, which builds its own table from it."""
 
-    __slots__ = ("costing", "disks", "errors", "findings", "not_volumes", "set_aside", "taken", "warnings")
+    __slots__ = ("costing", "disks", "errors", "findings", "not_volumes", "placements", "set_aside", "taken",
+                 "warnings")
 
     def __init__(self) -> None:
         self.disks: dict[str, Union[CloudDisk, Absent]] = {}  # the DISK of each PV: found, missing or unknown
+        # The evidence for each PV whose disk was not seen: where it places the disk, what was listed in full, and
+        # for an unknown one why it cannot be called missing.
+        self.placements: dict[str, Placement] = {}
         self.findings: list[CloudFinding] = []
         self.not_volumes: list[CloudFinding] = []  # a VM's own disks: shown with --all, never counted as findings
         # Orphans a human set aside: kept (the keep label or tag) or younger than --older-than. Not findings;
@@ -109,6 +114,10 @@ def take(options: Options, pvs: Sequence[Any], prices: Optional[PriceFile] = Non
                                                        options.request_timeout is not None))
         except CloudError as exc:
             outcome.errors.append(f"{cloud.NAME} census: {exc}")
+            for ref in refs:  # nothing is said of its PVs' disks but that the census failed
+                if ref.driver in cloud.DRIVERS and ref.pv_name not in outcome.disks:
+                    outcome.placements.setdefault(ref.pv_name, Placement(
+                        None, "", False, f"the {cloud.NAME} census failed: {exc}"))
             continue
         outcome.taken.append(cloud.NAME)
         if options.label_selector:
@@ -118,12 +127,19 @@ def take(options: Options, pvs: Sequence[Any], prices: Optional[PriceFile] = Non
         outcome.not_volumes += joined.not_volumes if options.show_all else []
         outcome.disks.update(joined.disks_by_pv)
         outcome.disks.update({f.pv_name: Absent.MISSING for f in joined.findings if f.pv_name is not None})
+        outcome.placements.update({f.pv_name: f.placement for f in joined.findings
+                                   if f.pv_name is not None and f.placement is not None})
+        outcome.placements.update(joined.unknown)
+        if joined.unknown:
+            outcome.warnings.append(unknown_note(cloud.NAME, joined.unknown))
         if joined.other_clusters and hasattr(implementation, "other_clusters_note"):
             outcome.warnings.append(implementation.other_clusters_note(joined.other_clusters, options.flags))
         outcome.warnings += census.notes
     for ref in refs:  # a cloud's PV whose disk no census placed: not looked at, or the census failed
         if ref.pv_name not in outcome.disks and ref.driver in drivers:
             outcome.disks[ref.pv_name] = Absent.UNKNOWN
+            outcome.placements.setdefault(ref.pv_name, Placement(
+                None, "", False, "its handle names no disk a census could match (see the warnings)"))
     if options.flags.get("cost") and outcome.taken:
         from kubectl_pvleft.clouds.pricing import price, provenance_note
 
@@ -137,6 +153,18 @@ def take(options: Options, pvs: Sequence[Any], prices: Optional[PriceFile] = Non
         if note:
             outcome.warnings.append(note)
     return outcome
+
+
+def unknown_note(name: str, unknown: dict[str, Placement]) -> str:
+    """One line for the PVs whose disk was not seen where the census looked, yet cannot be called missing."""
+    by_reason: dict[str, list[str]] = {}
+    for pv_name, placed in sorted(unknown.items()):
+        by_reason.setdefault(placed.reason or "", []).append(pv_name)
+    said = "; ".join(f"{', '.join(shown(n) for n in names[:5])}"
+                     f"{f' and {len(names) - 5} more' if len(names) > 5 else ''}: {shown(reason)}"
+                     for reason, names in by_reason.items())
+    return (f"{name} census: the disk of {len(unknown)} PersistentVolume(s) was not seen, and is not called "
+            f"missing ({said})")
 
 
 def _set_aside(finding: CloudFinding, older_than: Optional[float], now: datetime) -> bool:
@@ -233,6 +261,8 @@ def finding_json(finding: CloudFinding, costing: Optional[Costing] = None) -> di
         "pv": finding.pv_name,
         "message": finding.message,
         "disk": finding.disk.to_json() if finding.disk else None,
+        # a missing disk: where the PV places it, and what was listed in full there
+        "evidence": finding.placement.to_json() if finding.placement else None,
     }
     if costing is not None:
         from kubectl_pvleft.clouds.cost import json_of

@@ -29,6 +29,6 @@ def volume_ref(pv: Any) -> VolumeRef:
         handle=pv.volume_handle,
         # CSI drivers record the zone in the PV's node affinity rather than in a label.
         zone=_first(labels, ZONE_LABELS) or getattr(pv, "affinity_zone", None),
-        region=_first(labels, REGION_LABELS),
+        region=_first(labels, REGION_LABELS) or getattr(pv, "affinity_region", None),
         phase=pv.phase or None,
     )

@@ -39,6 +39,9 @@ class Wanted(Struct, frozen=True):
     handle: Optional[str]
     kind: str  # its findings' kinds, for the totals ("retained-orphan", "class-missing" ...)
     counted: bool = True  # its findings count: it is in the totals
+    # The volume a dynamic snapshot was taken of (spec.source.volumeHandle): where a snapshot id that names no
+    # location lives (an EBS snapshot is made in its volume's region). None for a pre-provisioned content.
+    source_volume: Optional[str] = None
     set_aside: Optional[str] = None  # why the content is no finding whatever the cloud says (kept, young)
 
 
@@ -95,7 +98,7 @@ def take(options: Options, wanted: Sequence[Wanted], prices: Optional[PriceFile]
             outcome.taken.append(cloud.NAME)
             continue
         try:
-            lookup = _look_up(cloud, options, [w.handle for w in mine if w.handle])
+            lookup = _look_up(cloud, options, {w.handle: w.source_volume for w in mine if w.handle})
         except CloudError as exc:
             outcome.errors.append(f"{cloud.NAME} snapshots: {exc}")
             outcome.snapshots.update({w.content: Absent.UNKNOWN for w in mine})
@@ -108,8 +111,9 @@ def take(options: Options, wanted: Sequence[Wanted], prices: Optional[PriceFile]
     return outcome
 
 
-def _look_up(cloud: Any, options: Options, handles: list[str]) -> SnapshotLookup:
-    """The cloud's lookups, bounded as a census is (its SDK's retries are per call)."""
+def _look_up(cloud: Any, options: Options, handles: Mapping[str, Optional[str]]) -> SnapshotLookup:
+    """The cloud's lookups, bounded as a census is (its SDK's retries are per call). ``handles``: each snapshot
+    handle, and the volume it was taken of when the content says."""
     import threading
 
     seconds = census_seconds(options)
@@ -118,7 +122,7 @@ def _look_up(cloud: Any, options: Options, handles: list[str]) -> SnapshotLookup
     def work() -> None:
         try:
             module = import_module(cloud.__name__ + ".snapshots")
-            outcome.append(module.open(options.flags, seconds).look_up(handles))
+            outcome.append(module.open(options.flags, seconds).look_up(handles, sources=handles))
         except BaseException as exc:  # handed to the caller, raised there
             outcome.append(exc)
 

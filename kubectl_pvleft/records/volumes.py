@@ -47,6 +47,7 @@ class VolumeNodeAffinity(Record, frozen=True):
 
 ZONE_KEYS = ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone", "topology.ebs.csi.aws.com/zone",
              "topology.gke.io/zone")
+REGION_KEYS = ("topology.kubernetes.io/region", "failure-domain.beta.kubernetes.io/region")
 
 
 class PersistentVolumeSpec(Record, frozen=True):
@@ -178,6 +179,15 @@ class PersistentVolume(Object, frozen=True):
                  for expr in term.match_expressions if expr.key in ZONE_KEYS and expr.operator == "In"
                  for v in expr.values}
         return zones.pop() if len(zones) == 1 else None
+
+    @property
+    def affinity_region(self) -> Optional[str]:
+        """The one region the PV's node affinity pins it to, if exactly one."""
+        required = self.spec.node_affinity.required if self.spec.node_affinity else None
+        regions = {v for term in (required.node_selector_terms if required else ())
+                   for expr in term.match_expressions if expr.key in REGION_KEYS and expr.operator == "In"
+                   for v in expr.values}
+        return regions.pop() if len(regions) == 1 else None
 
 
 class ClaimIdentity(Object, frozen=True):
@@ -366,8 +376,16 @@ class VolumeAttachmentSpec(Record, frozen=True):
     source: VolumeAttachmentSource = VolumeAttachmentSource()
 
 
+class VolumeError(Record, frozen=True):
+    """status.attachError / detachError: what the attacher last failed with."""
+
+    message: Optional[str] = None
+    time: Optional[datetime] = None
+
+
 class VolumeAttachmentStatus(Record, frozen=True):
     attached: bool = False
+    attach_error: Optional[VolumeError] = None
 
 
 class VolumeAttachment(Object, frozen=True):
@@ -385,3 +403,7 @@ class VolumeAttachment(Object, frozen=True):
     @property
     def attached(self) -> bool:
         return self.status.attached
+
+    @property
+    def attach_error(self) -> Optional[VolumeError]:
+        return self.status.attach_error

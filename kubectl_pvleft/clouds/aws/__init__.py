@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubectl_pvleft.invocation import REPEATED, VALUE, Flag
+from kubectl_pvleft.migration import names_of
 
 SOURCE = "aws"
 NAME = "EBS"  # how messages name this census
@@ -22,10 +23,11 @@ FLAGS = (
          help="this cluster's name in EBS tags: volumes tagged for other clusters are told apart"),
 )
 # The EBS CSI driver, and EKS Auto Mode's managed copy of it; both put the bare volume id in volumeHandle.
-CSI_DRIVERS = frozenset({"ebs.csi.aws.com", "ebs.csi.eks.amazonaws.com"})
-# The in-tree source key (records.py names in-tree PVs by it) and the in-tree plugin's name. CSI-migrated PVs
-# keep this spec, so they arrive here too.
-IN_TREE_DRIVERS = frozenset({"awsElasticBlockStore", "kubernetes.io/aws-ebs"})
+MANAGED_DRIVER = "ebs.csi.eks.amazonaws.com"
+CSI_DRIVERS = frozenset({"ebs.csi.aws.com", MANAGED_DRIVER})
+# The in-tree source key (records name in-tree PVs by it) and plugin name of what CSI migration hands to the EBS
+# driver (kubectl_pvleft.migration): a migrated PV keeps its in-tree spec, and its handle names the same volume.
+IN_TREE_DRIVERS = names_of(frozenset({"ebs.csi.aws.com"})) - {"ebs.csi.aws.com"}
 DRIVERS = CSI_DRIVERS | IN_TREE_DRIVERS  # the PVs whose volumes this census answers for
 
 

@@ -24,8 +24,8 @@ from datetime import timezone
 from typing import Any, Optional
 
 from kubectl_pvleft.clouds import base
-from kubectl_pvleft.clouds.aws import CSI_DRIVERS, IN_TREE_DRIVERS, SOURCE
-from kubectl_pvleft.clouds.base import CloudDisk, CloudError, VolumeRef
+from kubectl_pvleft.clouds.aws import CSI_DRIVERS, IN_TREE_DRIVERS, MANAGED_DRIVER, SOURCE
+from kubectl_pvleft.clouds.base import CloudDisk, CloudError, Placement, VolumeRef
 
 PERMISSION = "ec2:DescribeVolumes"
 DEFAULT_PAGE_SIZE = 500
@@ -137,31 +137,39 @@ class AwsCensus:
         self.pages_read = 0  # DescribeVolumes pages received, every region
         self.notes: list[str] = []  # the Census interface's warnings; EBS has none of its own yet
         self.instance_volumes: set[str] = set()  # seen, set aside: they end with their instance
-        self._locations: dict[str, set[tuple[Optional[str], Optional[str]]]] = {}
+        # Regions listed without IncludeManagedResources (an older botocore): volumes AWS services manage (EKS Auto
+        # Mode's) may have been hidden there, so those regions are not listed in full for that driver's PVs.
+        self.managed_hidden: set[str] = set()
 
     def handle_of(self, pv: VolumeRef) -> Optional[str]:
         if not pv.handle or (pv.driver not in CSI_DRIVERS and pv.driver not in IN_TREE_DRIVERS):
             return None
-        volume_id, zone = parse_volume_id(pv.handle)
-        if volume_id is None:
-            return None
-        # The handle is the bare id, which carries no region: remember where the PV says it lives for covers().
-        self._locations.setdefault(volume_id, set()).add((zone or pv.zone, pv.region))
+        volume_id, _ = parse_volume_id(pv.handle)
         return volume_id
 
-    def covers(self, handle: str) -> bool:
+    def placement(self, pv: VolumeRef, handle: str) -> Placement:
+        """Where the PV places its volume: the zone in an in-tree ``aws://ZONE/vol-...`` handle, else the PV's
+        topology (zone or region labels, node affinity). A bare volume id names no region, and the region a census
+        was asked for is not the PV's word: with nothing on the PV, the volume is unknown, never missing."""
+        listed = "region " + ", ".join(self.regions) if len(self.regions) == 1 else "regions " + ", ".join(self.regions)
         if handle in self.instance_volumes:
-            return False  # it exists; it was only left out of the list
-        places = self._locations.get(handle, set())
-        zones = {zone for zone, _ in places if zone}
-        regions = {region for _, region in places if region}
-        if zones or regions:
-            return (any(zone_in_region(zone, listed) for zone in zones for listed in self.regions)
-                    or bool(regions & set(self.regions)))
-        # Nothing on the PV says where its volume lives. An EKS cluster lives in one region, so with exactly one
-        # region listed we take it to be the cluster's; with several we cannot tell which was meant, and a volume
-        # is never called missing on a guess.
-        return len(self.regions) == 1
+            return Placement(None, listed, False, "it exists: it is attached with DeleteOnTermination (an "
+                                                  "instance's own volume) and was left out of the list")
+        _, handle_zone = parse_volume_id(pv.handle or "")
+        zone, region = handle_zone or pv.zone, pv.region
+        if not zone and not region:
+            only = "only " if len(self.regions) == 1 else ""
+            return Placement(None, listed, False, f"the PV names no zone or region (a volume id carries none); "
+                                                  f"{only}{listed.split(' ', 1)[1]} {'was' if only else 'were'} listed")
+        named = (f"zone {zone} ({'its volume handle' if handle_zone else 'the PV topology'})" if zone
+                 else f"region {region} (the PV topology)")
+        home = next((r for r in self.regions if (zone and zone_in_region(zone, r)) or region == r), None)
+        if home is None:
+            return Placement(named, listed, False, f"the PV places it in {named.split(' (')[0]}, which was not listed")
+        if pv.driver == MANAGED_DRIVER and home in self.managed_hidden:
+            return Placement(named, listed, False, f"{home} was listed without IncludeManagedResources (botocore "
+                                                   "too old to send it): EKS Auto Mode's volumes may be hidden")
+        return Placement(named, listed, True)
 
     def disks(self) -> Iterator[CloudDisk]:
         for region, client in self._clients.items():
@@ -174,6 +182,8 @@ class AwsCensus:
         if "IncludeManagedResources" in operation.input_shape.members:  # an older botocore does not know it
             # Volumes that AWS services manage (EKS Auto Mode's) can be hidden by default; a PV may name one.
             params["IncludeManagedResources"] = True
+        else:
+            self.managed_hidden.add(region)
         pages = client.get_paginator("describe_volumes").paginate(**params)
         try:
             for page in pages:

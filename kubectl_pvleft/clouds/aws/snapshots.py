@@ -6,8 +6,10 @@ snapshots), and a ``NextToken`` EC2 returns anyway is followed.
 EC2 answers an id that does not exist with ``InvalidSnapshot.NotFound`` for the whole call, and leaves out, with
 no error, an id it exists for but these credentials may not see. So a batch that gets NotFound is split in halves
 until the id it is about stands alone: only EC2's NotFound for that one id says it is gone, never its absence
-from an answer. A snapshot id carries no region: with one region listed, it is taken to be the cluster's (as the
-volume census does), and NotFound there means gone; with several, a snapshot none of them has is unknown.
+from an answer. A snapshot id carries no region, and the region a lookup was asked for is not the content's word:
+EC2's NotFound in a region means gone only when the snapshot's source volume (the content's
+``spec.source.volumeHandle``; CreateSnapshot makes a snapshot in its volume's region) is seen there by
+``ec2:DescribeVolumes``. A pre-provisioned content names no volume: its snapshot, not found, is unknown.
 
 What bills, and what DescribeSnapshots says of it:
 
@@ -66,7 +68,9 @@ class AwsSnapshots:
         self.batch = batch
         self.calls = 0  # DescribeSnapshots requests, every region and page
 
-    def look_up(self, handles: Iterable[str]) -> SnapshotLookup:
+    def look_up(self, handles: Iterable[str], sources: Optional[Mapping[str, Optional[str]]] = None) -> SnapshotLookup:
+        """Each handle found, gone (EC2's NotFound in the region its source volume is seen in) or unknown.
+        ``sources``: the volume each snapshot was taken of, when its content says."""
         found = SnapshotLookup()
         wanted = []
         for handle in dict.fromkeys(handles):
@@ -82,16 +86,49 @@ class AwsSnapshots:
         for handle, regions in not_found.items():
             if handle in found.found or handle in found.unknown:
                 continue
-            if len(self._clients) == 1:
-                found.missing[handle] = f"EC2 says snapshot {handle} does not exist in {regions[0]}"
+            volume = (sources or {}).get(handle)
+            home = self._volume_region(volume, regions, found) if volume else None
+            if home is not None:
+                found.missing[handle] = (f"EC2 says snapshot {handle} does not exist in {home}, where its source "
+                                         f"volume {volume} is")
+            elif volume:
+                found.unknown.setdefault(handle, (
+                    f"EC2 says it does not exist in {', '.join(regions)}, and its source volume {volume} was not "
+                    "seen there: a snapshot id names no region, so where it lived is unknown"))
             else:
-                found.unknown[handle] = (f"none of {', '.join(regions)} has it, and nothing on the content says "
-                                         "which region it was in")
+                found.unknown[handle] = (f"EC2 says it does not exist in {', '.join(regions)}, and nothing places it "
+                                         "there: a snapshot id names no region, and the content no source volume")
         for handle in wanted:
             if handle not in found.found and handle not in found.missing and handle not in found.unknown:
                 found.unknown[handle] = ("EC2 did not return it: it exists, and these credentials may not see it "
                                          "(DescribeSnapshots leaves out what they cannot)")
         return found
+
+    def _volume_region(self, volume: str, regions: list[str], found: SnapshotLookup) -> Optional[str]:
+        """The region among ``regions`` whose DescribeVolumes shows ``volume``, else None (not seen, or the call
+        failed: then the reason is an error line)."""
+        import botocore.exceptions
+
+        volume_id = volume.rsplit("/", 1)[-1]  # an in-tree aws://ZONE/vol-... names the same id
+        for region in regions:
+            try:
+                self.calls += 1
+                answer = self._clients[region].describe_volumes(VolumeIds=[volume_id])
+            except botocore.exceptions.ClientError as exc:
+                if (exc.response.get("Error") or {}).get("Code") in ("InvalidVolume.NotFound", "InvalidVolumeID.Malformed"):
+                    continue
+                reason = _error(exc, region).replace(PERMISSION, "ec2:DescribeVolumes")
+                if reason not in found.errors:
+                    found.errors.append(reason)
+                continue
+            except _failures() as exc:
+                reason = f"ec2:DescribeVolumes in {region} failed ({type(exc).__name__}: {_one_line(str(exc))[:200]})"
+                if reason not in found.errors:
+                    found.errors.append(reason)
+                continue
+            if any(v.get("VolumeId") == volume_id for v in answer.get("Volumes") or ()):
+                return region
+        return None
 
     def _describe(self, region: str, client: Any, ids: list[str], found: SnapshotLookup,
                   not_found: dict[str, list[str]]) -> None:

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubectl_pvleft.invocation import REPEATED, VALUE, Flag
+from kubectl_pvleft.migration import names_of
 
 SOURCE = "azure"
 NAME = "Azure"  # how messages name this census
@@ -26,10 +27,10 @@ FLAGS = (
          help="this cluster's name in disk tags: disks tagged for other clusters are told apart"),
 )
 CSI_DRIVER = "disk.csi.azure.com"
-# The in-tree source key (records name in-tree PVs by it) and the in-tree plugin's name; CSI-migrated PVs keep the
-# in-tree spec, so they arrive here too.
-IN_TREE_DRIVERS = frozenset({"azureDisk", "kubernetes.io/azure-disk"})
-DRIVERS = frozenset({CSI_DRIVER}) | IN_TREE_DRIVERS  # the PVs whose disks this census answers for
+# The in-tree source key (records name in-tree PVs by it) and plugin name of what CSI migration hands to the Azure
+# Disk driver (kubectl_pvleft.migration): a migrated PV keeps its in-tree spec; its diskURI is the disk's ARM ID.
+DRIVERS = names_of(frozenset({CSI_DRIVER}))  # the PVs whose disks this census answers for
+IN_TREE_DRIVERS = DRIVERS - {CSI_DRIVER}
 
 
 def asked(flags: Mapping[str, Any]) -> bool:

@@ -20,7 +20,7 @@ from typing import Any, Optional
 
 from kubectl_pvleft.clouds import base
 from kubectl_pvleft.clouds.azure import DRIVERS, SOURCE
-from kubectl_pvleft.clouds.base import CloudDisk, CloudError, VolumeRef
+from kubectl_pvleft.clouds.base import CloudDisk, CloudError, Placement, VolumeRef
 
 # The Disks API version this census reads, pinned to the one azure-mgmt-compute's Disks operations send by default
 # (the SDK's models, which the tests judge the local Resource Manager by, are generated from that version's
@@ -183,15 +183,25 @@ class AzureCensus:
             return None
         return (pv.handle or "").strip()
 
-    def covers(self, handle: str) -> bool:
-        """A disk of a listed subscription (and resource group, when narrowed): only there can it be called gone."""
+    def listed(self) -> str:
+        subscriptions = ", ".join(self.subscriptions)
+        if self.resource_groups:
+            return f"resource group {', '.join(self.resource_groups)} of subscription {subscriptions}"
+        return f"subscription {subscriptions}"
+
+    def placement(self, pv: VolumeRef, handle: str) -> Placement:
+        """A disk's ARM ID names its subscription and resource group: it is missing only when both were listed."""
+        listed = self.listed()
         parsed = parse_disk_id(handle)
         if parsed is None:
-            return False
+            return Placement(None, listed, False, "the PV names no managed disk ARM ID")
         subscription, group, _ = parsed
+        named = f"resource group {group} of subscription {subscription} (its disk ID)"
         if subscription.lower() not in {s.lower() for s in self.subscriptions}:
-            return False
-        return not self.resource_groups or group.lower() in {g.lower() for g in self.resource_groups}
+            return Placement(named, listed, False, f"subscription {subscription} was not listed")
+        if self.resource_groups and group.lower() not in {g.lower() for g in self.resource_groups}:
+            return Placement(named, listed, False, f"resource group {group} was not listed")
+        return Placement(named, listed, True)
 
     def disks(self) -> Iterator[CloudDisk]:
         for subscription, client in self._clients.items():

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubectl_pvleft.invocation import REPEATED, Flag
+from kubectl_pvleft.migration import names_of
 
 SOURCE = "gce"
 NAME = "Compute Engine"  # how messages name this census
@@ -27,7 +28,8 @@ FLAGS = (
 )
 CSI_DRIVER = "pd.csi.storage.gke.io"
 IN_TREE_DRIVER = "gcePersistentDisk"
-DRIVERS = frozenset({CSI_DRIVER, IN_TREE_DRIVER})  # the PVs whose disks this census answers for
+# The driver, and what CSI migration hands to it (kubectl_pvleft.migration): a migrated PV keeps its in-tree spec.
+DRIVERS = names_of(frozenset({CSI_DRIVER}))  # the PVs whose disks this census answers for
 
 
 def asked(flags: Mapping[str, Any]) -> bool:

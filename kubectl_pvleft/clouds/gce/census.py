@@ -18,7 +18,7 @@ from typing import Any, Optional
 
 from msgspec import Struct
 
-from kubectl_pvleft.clouds.base import CloudDisk, CloudError, VolumeRef
+from kubectl_pvleft.clouds.base import CloudDisk, CloudError, Placement, VolumeRef
 from kubectl_pvleft.clouds.gce import CSI_DRIVER, IN_TREE_DRIVER, SOURCE
 
 # The PD CSI driver's placeholders (pkg/constants): a handle may leave project, zone or region for the driver
@@ -299,35 +299,56 @@ class GceCensus:
             self.notes.append(f"PersistentVolume {pv.pv_name} names disk {key.name} without saying where, and "
                               f"{len(candidates)} disks have that name: it is matched to none of them")
             return None
-        if key.project == UNSPECIFIED and len(self.projects) > 1:
-            self.notes.append(f"PersistentVolume {pv.pv_name} names disk {key.name} without a project, and no "
-                              f"listed project has it: it cannot be called missing")
-            return None
-        project = self.projects[0] if key.project == UNSPECIFIED else key.project
-        return DiskKey(project, key.scope, key.location, key.name).handle
+        # Not listed anywhere it could be. A project the PV does not name is left UNSPECIFIED, never taken to be
+        # the one listed: placement() then says the disk is unknown, not missing.
+        return key.handle
 
     def _known(self, name: str) -> list[DiskKey]:
         if self._listed is None:
             self.disks()
         return self._keys.get(name, [])
 
-    def covers(self, handle: str) -> bool:
-        """Whether this census looked where that disk would be; a PV whose disk lies outside is never missing."""
+    def listed(self) -> str:
+        """What this census listed, in words: every zone and region of its projects, or the ones named."""
+        projects = ", ".join(self.projects)
+        if not (self.zones or self.regions):
+            return f"every zone and region of project {projects}"
+        scopes = [f"zone {z}" for z in self.zones] + [f"region {r}" for r in self.regions]
+        return f"{', '.join(scopes)} of project {projects}"
+
+    def placement(self, pv: VolumeRef, handle: str) -> Placement:
+        """Whether this census listed, in full, where the PV places its disk: the project and zone or region its
+        CSI handle names, or (in-tree, or a handle the driver left UNSPECIFIED) its zone label. A project the PV
+        does not name is never taken to be the one listed, and a zone Google could not list is not listed."""
+        listed = self.listed()
         key = parse_handle(handle)
         if key is None:
-            return False
+            return Placement(None, listed, False, "the PV names no disk this census can place")
         project = self._aliases.get(key.project, key.project)
+        where = (f"{key.scope[:-1]} {key.location}" if key.location not in (UNSPECIFIED, MULTI_ZONE)
+                 else "any zone" if key.location == MULTI_ZONE else "no zone or region")
+        named = f"{where} of project {project}" if project != UNSPECIFIED else f"{where}, no project"
+        named += " (its volume handle)" if pv.driver == CSI_DRIVER and parse_handle(pv.handle) else " (the PV topology)"
+        if project == UNSPECIFIED:
+            return Placement(named, listed, False, f"the PV names no project (an in-tree PD lives in the cluster's "
+                                                   f"own project, which the PV does not say); {listed} was listed")
         if project not in self.projects:
-            return False
+            return Placement(named, listed, False, f"project {project} was not listed")
         narrowed = bool(self.zones or self.regions)
         if key.location in (UNSPECIFIED, MULTI_ZONE):
             # Somewhere in the project: only a census of every zone and region, all reached, can say it is gone.
-            return not narrowed and not any(p == project for p, _ in self._unreachable)
+            if narrowed:
+                return Placement(named, listed, False, f"the PV names no one zone or region, and only {listed} "
+                                                       "was listed")
+            unreachable = sorted(s for p, s in self._unreachable if p == project)
+            if unreachable:
+                return Placement(named, listed, False, f"Compute Engine could not list {', '.join(unreachable)}")
+            return Placement(named, listed, True)
         if (project, f"{key.scope}/{key.location}") in self._unreachable:
-            return False
-        if narrowed:
-            return key.location in (self.zones if key.scope == "zones" else self.regions)
-        return True
+            return Placement(named, listed, False, f"Compute Engine could not list {key.scope}/{key.location}")
+        if narrowed and key.location not in (self.zones if key.scope == "zones" else self.regions):
+            return Placement(named, listed, False, f"{key.scope[:-1]} {key.location} was not listed")
+        return Placement(named, listed, True)
 
 
 def disk_record(disk: Any, project: str) -> CloudDisk:

@@ -73,7 +73,8 @@ class GceSnapshots:
         self.call_timeout, self.retry_deadline = min(CALL_TIMEOUT, timeout), min(RETRY_DEADLINE, timeout)
         self._refused: dict[str, str] = {}  # project -> why its snapshots cannot be read
 
-    def look_up(self, handles: Iterable[str]) -> SnapshotLookup:
+    def look_up(self, handles: Iterable[str], sources: Optional[Mapping[str, Optional[str]]] = None) -> SnapshotLookup:
+        """``sources`` (each snapshot's volume) is not needed here: a Compute snapshot handle names its project."""
         found = SnapshotLookup()
         for handle in dict.fromkeys(handles):
             key = parse_handle(handle)
