@@ -83,8 +83,8 @@ def test_a_default_install_succeeds_on_a_bare_cluster_without_a_service_monitor(
     """The issue's failure: `no matches for kind "ServiceMonitor" in version "monitoring.coreos.com/v1"`."""
     out = install(plane, "pvleft", NAMESPACES[0])
     assert "STATUS: deployed" in out and "No ServiceMonitor" in out
-    assert manifest_kinds(plane, "pvleft", NAMESPACES[0]) == {
-        "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Deployment", "Service", "NetworkPolicy"}
+    assert manifest_kinds(plane, "pvleft", NAMESPACES[0]) == {  # ConfigMap: the Grafana dashboard
+        "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Deployment", "Service", "NetworkPolicy", "ConfigMap"}
     deployment = json.loads(plane.kubectl("get", "deployment", "pvleft-kubectl-pvleft", "-n", NAMESPACES[0],
                                           "-o", "json").stdout)
     assert deployment["spec"]["template"]["spec"]["serviceAccountName"] == "pvleft-kubectl-pvleft"
