@@ -135,11 +135,17 @@ def run_fleet(invocation: Invocation) -> int:
     contexts = fleet.context_names(invocation.selection.kubeconfig, invocation.contexts, invocation.all_contexts)
     if invocation.watch:
         return watch_fleet(invocation, contexts)
-    outcomes = fleet.run_contexts(contexts, invocation)
+    taken = None
+    if invocation.clouds:  # one census of the whole estate: each account's disks against every context's PVs
+        outcomes, taken = fleet.census_contexts(contexts, invocation)
+    else:
+        outcomes = fleet.run_contexts(contexts, invocation)
     if invocation.verbosity:
         for outcome in outcomes:
             print(fleet.summary(outcome), file=sys.stderr)
     report, result = fleet.combine(outcomes)
+    if taken is not None:
+        fleet.census_result(result, outcomes, taken, invocation.shows_all)
     if report is None:  # no context answered: their errors are the report
         for message in result.errors:
             error(message)

@@ -16,6 +16,8 @@ reads it on every ``leftovers`` run), and its ``census`` module implements (impo
   ``CloudError`` (one line, what is missing and how to get it) when credentials or the SDK are absent;
 - optionally ``census.other_clusters_note(disks, flags) -> str``: what it set aside as other clusters' disks
   (``base.other_clusters_note`` in the cloud's words);
+- optionally ``ONE_CLUSTER_FLAGS``: its flags that name one cluster as "this" one (``--aws-cluster-name``),
+  refused with ``--all-contexts``/``--contexts``;
 - optionally ``SNAPSHOT_DRIVERS`` and a ``snapshots`` module, for ``snapshots`` with the cloud's flags:
   ``snapshots.open(flags, timeout).look_up(handles) -> base.SnapshotLookup`` (read-only; a snapshot is missing only
   on the cloud's own not-found for it), and its ``prices.needs`` takes a ``CloudSnapshot`` too.
@@ -75,6 +77,12 @@ def cloud_modules() -> list[Any]:
 def asking_flags() -> list[str]:
     """The flag that asks for each cloud's census (its first), in registry order: what usage errors name."""
     return [cloud.FLAGS[0].name for cloud in cloud_modules()]
+
+
+def one_cluster_flags() -> list[Flag]:
+    """The flags that name one cluster as "this" one (a cloud's optional ``ONE_CLUSTER_FLAGS``): a fleet census,
+    which joins against many clusters, refuses them."""
+    return [flag for cloud in cloud_modules() for flag in getattr(cloud, "ONE_CLUSTER_FLAGS", ())]
 
 
 def census_flags() -> tuple[Flag, ...]:

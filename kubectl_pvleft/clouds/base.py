@@ -162,6 +162,7 @@ class CloudFinding(Struct, frozen=True):
     handle: str
     message: str
     placement: Optional[Placement] = None  # a missing disk: where the PV places it and what was listed in full
+    context: Optional[str] = None  # a fleet census: the context whose PV names it (None: an orphan, or one cluster)
 
 
 class CloudReport(Struct):
@@ -177,9 +178,11 @@ def _same(handle: str) -> str:
     return handle
 
 
-def join(census: Census, pvs: Iterable[VolumeRef], disks: Iterable[CloudDisk]) -> CloudReport:
+def join(census: Census, pvs: Iterable[VolumeRef], disks: Iterable[CloudDisk],
+         where: str = "this cluster") -> CloudReport:
     """Pure: match disks to PVs by canonical handle (never by name alone), compared through the census's
-    ``match_key`` when it has one (Azure's ARM IDs are case-insensitive). A disk a VM uses that no PV names and no
+    ``match_key`` when it has one (Azure's ARM IDs are case-insensitive). ``where``: whose PVs these are, as an
+    orphan's message says it. A disk a VM uses that no PV names and no
     CSI driver made for a claim (a node's boot disk) is NOT_A_VOLUME, not an orphan."""
     key: Callable[[str], str] = getattr(census, "match_key", None) or _same
     named: dict[str, list[VolumeRef]] = {}
@@ -216,7 +219,7 @@ def join(census: Census, pvs: Iterable[VolumeRef], disks: Iterable[CloudDisk]) -
                  else "it is tagged for this cluster")
         findings.append(CloudFinding(
             getattr(census, "orphan_kind", ORPHAN_DISK), census.source, disk, None, disk.handle,
-            f"no PersistentVolume in this cluster names {disk.handle} ({made_for}); {whose}"))
+            f"no PersistentVolume in {where} names {disk.handle} ({made_for}); {whose}"))
     unknown: dict[str, Placement] = {}
     for matched, refs in sorted(named.items()):
         if matched in seen:

@@ -8,13 +8,16 @@ SDKs are imported only here, and this module only when one of the flags is given
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from importlib import import_module
 from shlex import quote
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Optional, Union
 
-from kubectl_pvleft.clouds.base import NOT_A_VOLUME, CloudDisk, CloudError, CloudFinding, Placement, join
+from msgspec.structs import replace
+
+from kubectl_pvleft.clouds.base import NOT_A_VOLUME, CloudDisk, CloudError, CloudFinding, CloudReport, Placement, join
 from kubectl_pvleft.clouds.refs import volume_ref
 from kubectl_pvleft.invocation import Options
 from kubectl_pvleft.output.report import Column, Report, Verdict, actionable, age, utcnow
@@ -59,26 +62,48 @@ def listed_in_time(census: Any, seconds: float, from_flag: bool) -> list[CloudDi
     return outcome[0]
 
 
-class CensusOutcome:
-    """What the censuses found, handed back to leftovers, which builds its own table from it."""
+class VolumeDisks:
+    """One cluster's side of a census: the DISK of each of its PVs and the evidence for each disk not seen."""
 
-    __slots__ = ("costing", "disks", "errors", "findings", "not_volumes", "placements", "set_aside", "taken",
-                 "warnings")
+    __slots__ = ("disks", "placements")
 
     def __init__(self) -> None:
         self.disks: dict[str, Union[CloudDisk, Absent]] = {}  # the DISK of each PV: found, missing or unknown
         # The evidence for each PV whose disk was not seen: where it places the disk, what was listed in full, and
         # for an unknown one why it cannot be called missing.
         self.placements: dict[str, Placement] = {}
+
+
+class CensusOutcome:
+    """What the censuses found, handed back to leftovers, which builds its own table from it. ``volumes``: each
+    cluster's side by context (one cluster: the key None; ``disks`` and ``placements`` are its)."""
+
+    __slots__ = ("costing", "errors", "findings", "not_volumes", "set_aside", "set_aside_why", "taken", "volumes",
+                 "warnings")
+
+    def __init__(self) -> None:
+        self.volumes: dict[Optional[str], VolumeDisks] = {}
         self.findings: list[CloudFinding] = []
         self.not_volumes: list[CloudFinding] = []  # a VM's own disks: shown with --all, never counted as findings
-        # Orphans a human set aside: kept (the keep label or tag) or younger than --older-than. Not findings;
-        # shown with --all.
+        # Orphans a human set aside: kept (the keep label or tag) or younger than --older-than; in a fleet census,
+        # the disks no context read names while a context could not be read. Not findings; shown with --all.
         self.set_aside: list[CloudFinding] = []
+        self.set_aside_why: dict[tuple[str, str], str] = {}  # (source, handle) -> why, when not set_aside_reason's
         self.taken: list[str] = []  # the censuses that answered, by name
         self.errors: list[str] = []  # one line per census that failed: the report is partial
         self.warnings: list[str] = []
         self.costing: Optional[Costing] = None  # --cost: each disk's monthly price, or why it has none
+
+    def of(self, context: Optional[str]) -> VolumeDisks:
+        return self.volumes.setdefault(context, VolumeDisks())
+
+    @property
+    def disks(self) -> dict[str, Union[CloudDisk, Absent]]:
+        return self.of(None).disks
+
+    @property
+    def placements(self) -> dict[str, Placement]:
+        return self.of(None).placements
 
     def priced(self, disk: Union[CloudDisk, Absent, None]) -> Optional[Priced]:
         return self.costing.of(disk) if self.costing is not None and isinstance(disk, CloudDisk) else None
@@ -99,9 +124,22 @@ def price_file(options: Options) -> Optional[PriceFile]:
 
 
 def take(options: Options, pvs: Sequence[Any], prices: Optional[PriceFile] = None) -> CensusOutcome:
-    """Join every PV (not only the leftovers: a Bound PV's disk is not an orphan) with each asked cloud's disks;
-    with ``--cost``, price every disk a row shows."""
-    refs = [volume_ref(pv) for pv in pvs]
+    """Join every PV of one cluster (not only the leftovers: a Bound PV's disk is not an orphan) with each asked
+    cloud's disks; with ``--cost``, price every disk a row shows."""
+    return take_estate(options, {None: pvs}, (), prices)
+
+
+def take_estate(options: Options, volumes: Mapping[Optional[str], Sequence[Any]], unread: Sequence[str] = (),
+                prices: Optional[PriceFile] = None) -> CensusOutcome:
+    """The census of several clusters at once (``volumes``: every PV of each context read, by context; one
+    cluster: the key None). Each asked cloud's disks are listed once and joined against every context's PVs: a
+    disk is an orphan only when no context read names it, and while a context in ``unread`` could not be read,
+    such a disk is no orphan but set aside (that cluster may name it). A PV's disk, found, missing or unknown, is
+    told under its own context."""
+    refs = {context: [volume_ref(pv) for pv in pvs] for context, pvs in volumes.items()}
+    fleet = list(volumes) != [None]
+    where = ("this cluster" if not fleet else
+             f"the {len(refs)} context(s) read ({', '.join(shown(c or '') for c in sorted(c or '' for c in refs))})")
     outcome = CensusOutcome()
     now = utcnow()
     drivers: set[str] = set()
@@ -110,42 +148,56 @@ def take(options: Options, pvs: Sequence[Any], prices: Optional[PriceFile] = Non
         try:
             implementation = import_module(cloud.__name__ + ".census")
             census = implementation.open(options.flags, census_seconds(options))
-            joined = join(census, refs, listed_in_time(census, census_seconds(options),
-                                                       options.request_timeout is not None))
+            disks = listed_in_time(census, census_seconds(options), options.request_timeout is not None)
+            joins = {context: join(census, context_refs, disks, where) for context, context_refs in refs.items()}
         except CloudError as exc:
             outcome.errors.append(f"{cloud.NAME} census: {exc}")
-            for ref in refs:  # nothing is said of its PVs' disks but that the census failed
-                if ref.driver in cloud.DRIVERS and ref.pv_name not in outcome.disks:
-                    outcome.placements.setdefault(ref.pv_name, Placement(
-                        None, "", False, f"the {cloud.NAME} census failed: {exc}"))
+            for context, context_refs in refs.items():  # nothing is said of its PVs' disks but that it failed
+                side = outcome.of(context)
+                for ref in context_refs:
+                    if ref.driver in cloud.DRIVERS and ref.pv_name not in side.disks:
+                        side.placements.setdefault(ref.pv_name, Placement(
+                            None, "", False, f"the {cloud.NAME} census failed: {exc}"))
             continue
         outcome.taken.append(cloud.NAME)
+        orphans, not_volumes, other_clusters = _named_by_none(list(joins.values()))
+        if unread and orphans:
+            _unread_set_aside(orphans, unread, cloud.NAME, outcome)
+            orphans = []
         if options.label_selector:
-            _hold_back_orphans(joined, cloud.NAME, options, outcome.warnings)
-        for finding in joined.findings:
+            _hold_back_orphans(orphans, not_volumes, cloud.NAME, options, outcome.warnings)
+        for finding in orphans:
             (outcome.set_aside if _set_aside(finding, options.older_than, now) else outcome.findings).append(finding)
-        outcome.not_volumes += joined.not_volumes if options.show_all else []
-        outcome.disks.update(joined.disks_by_pv)
-        outcome.disks.update({f.pv_name: Absent.MISSING for f in joined.findings if f.pv_name is not None})
-        outcome.placements.update({f.pv_name: f.placement for f in joined.findings
-                                   if f.pv_name is not None and f.placement is not None})
-        outcome.placements.update(joined.unknown)
-        if joined.unknown:
-            outcome.warnings.append(unknown_note(cloud.NAME, joined.unknown))
-        if joined.other_clusters and hasattr(implementation, "other_clusters_note"):
-            outcome.warnings.append(implementation.other_clusters_note(joined.other_clusters, options.flags))
+        outcome.not_volumes += not_volumes if options.show_all else []
+        for context, joined in joins.items():
+            side = outcome.of(context)
+            missing = [replace(f, context=context) for f in joined.findings if f.pv_name is not None]
+            outcome.findings += missing
+            side.disks.update(joined.disks_by_pv)
+            side.disks.update({f.pv_name: Absent.MISSING for f in missing if f.pv_name is not None})
+            side.placements.update({f.pv_name: f.placement for f in missing
+                                    if f.pv_name is not None and f.placement is not None})
+            side.placements.update(joined.unknown)
+            if joined.unknown:
+                outcome.warnings.append((f"context {context}: " if context is not None else "")
+                                        + unknown_note(cloud.NAME, joined.unknown))
+        if other_clusters and hasattr(implementation, "other_clusters_note"):
+            outcome.warnings.append(implementation.other_clusters_note(other_clusters, options.flags))
         outcome.warnings += census.notes
-    for ref in refs:  # a cloud's PV whose disk no census placed: not looked at, or the census failed
-        if ref.pv_name not in outcome.disks and ref.driver in drivers:
-            outcome.disks[ref.pv_name] = Absent.UNKNOWN
-            outcome.placements.setdefault(ref.pv_name, Placement(
-                None, "", False, "its handle names no disk a census could match (see the warnings)"))
+    outcome.findings.sort(key=lambda f: (f.kind, f.handle, f.context or "", f.pv_name or ""))
+    for context, context_refs in refs.items():  # a cloud's PV whose disk no census placed: not looked at, or failed
+        side = outcome.of(context)
+        for ref in context_refs:
+            if ref.pv_name not in side.disks and ref.driver in drivers:
+                side.disks[ref.pv_name] = Absent.UNKNOWN
+                side.placements.setdefault(ref.pv_name, Placement(
+                    None, "", False, "its handle names no disk a census could match (see the warnings)"))
     if options.flags.get("cost") and outcome.taken:
         from kubectl_pvleft.clouds.pricing import price, provenance_note
 
-        shown = [f.disk for f in outcome.findings if f.disk is not None]
-        shown += [d for d in outcome.disks.values() if isinstance(d, CloudDisk)]
-        outcome.costing = price(options.flags, list({d.handle: d for d in shown}.values()), census_seconds(options),
+        priced = [f.disk for f in outcome.findings + outcome.set_aside if f.disk is not None]
+        priced += [d for side in outcome.volumes.values() for d in side.disks.values() if isinstance(d, CloudDisk)]
+        outcome.costing = price(options.flags, list({d.handle: d for d in priced}.values()), census_seconds(options),
                                 prices)
         outcome.errors += outcome.costing.errors
         outcome.warnings += outcome.costing.warnings
@@ -153,6 +205,29 @@ def take(options: Options, pvs: Sequence[Any], prices: Optional[PriceFile] = Non
         if note:
             outcome.warnings.append(note)
     return outcome
+
+
+def _named_by_none(joins: Sequence[CloudReport]) -> tuple[list[CloudFinding], list[CloudFinding], list[CloudDisk]]:
+    """The orphans, a VM's own disks and the disks set aside as other clusters' that no join's PVs name: each
+    context's join lists the disks its own PVs do not name, so a disk is none's when it is in every one."""
+    def common(rows: Sequence[Sequence[Any]], handle: Callable[[Any], str]) -> list[Any]:
+        everywhere = set.intersection(*({handle(x) for x in row} for row in rows)) if rows else set()
+        return [x for x in rows[0] if handle(x) in everywhere] if rows else []
+
+    orphans = common([[f for f in j.findings if f.pv_name is None] for j in joins], lambda f: f.handle)
+    not_volumes = common([j.not_volumes for j in joins], lambda f: f.handle)
+    other_clusters = common([j.other_clusters for j in joins], lambda d: d.handle)
+    return orphans, not_volumes, other_clusters
+
+
+def _unread_set_aside(orphans: list[CloudFinding], unread: Sequence[str], name: str, outcome: CensusOutcome) -> None:
+    """A context that could not be read may name any disk the others do not: none of those is an orphan."""
+    contexts = ", ".join(shown(c) for c in unread)
+    why = f"no context read names it, and context(s) {contexts} could not be read: it is unknown, not an orphan"
+    outcome.set_aside += orphans
+    outcome.set_aside_why.update({(f.source, f.handle): why for f in orphans})
+    outcome.warnings.append(f"{name} census: {len(orphans)} disk(s) no context read names are not called orphans: "
+                            f"context(s) {contexts} could not be read, and may name them (shown with --all)")
 
 
 def unknown_note(name: str, unknown: dict[str, Placement]) -> str:
@@ -180,27 +255,34 @@ def _set_aside(finding: CloudFinding, older_than: Optional[float], now: datetime
     return disk.created is None or (now - disk.created).total_seconds() < older_than
 
 
-def sections(outcome: CensusOutcome, leftover_pvs: Sequence[str] = (), show_all: bool = False) -> list[Report[Any]]:
-    """The findings table under the PVs, and with ``--cost`` the totals of what the leftover PVs' disks and the
-    orphans bill; none when no census could be taken: an empty one would read as "no orphans found". With --all,
-    the orphans set aside (kept, younger) and a VM's own disks too, with a KEPT column (never in the totals)."""
+def sections(outcome: CensusOutcome, leftover_pvs: Mapping[Optional[str], Sequence[str]] = MappingProxyType({}),
+             show_all: bool = False) -> list[Report[Any]]:
+    """The findings table under the PVs, and with ``--cost`` the totals of what the leftover PVs' disks
+    (``leftover_pvs``: their names by context) and the orphans bill, each disk once however many contexts name it;
+    none when no census could be taken: an empty one would read as "no orphans found". With --all, the orphans set
+    aside (kept, younger, unknown) and a VM's own disks too, with a KEPT column (never in the totals)."""
     if not outcome.taken:
         return []
     rows = outcome.findings
     if show_all:
         rows = sorted(outcome.findings + outcome.set_aside + outcome.not_volumes,
-                      key=lambda f: (f.kind, f.handle, f.pv_name or ""))
-    aside = {(f.source, f.handle): set_aside_reason(f) for f in outcome.set_aside}
+                      key=lambda f: (f.kind, f.handle, f.context or "", f.pv_name or ""))
+    aside = {(f.source, f.handle): outcome.set_aside_why.get((f.source, f.handle)) or set_aside_reason(f)
+             for f in outcome.set_aside}
+    fleet = list(outcome.volumes) != [None]
     found: list[Report[Any]] = [findings_report(rows, taken=outcome.taken, show_kept=show_all,
-                                                costing=outcome.costing, set_aside=aside)]
+                                                costing=outcome.costing, set_aside=aside, fleet=fleet)]
     if outcome.costing is not None:
         from kubectl_pvleft.clouds.cost import totals
 
-        priced = [(f.kind, f.disk, outcome.priced(f.disk)) for f in outcome.findings if f.disk is not None]
-        for name in leftover_pvs:
-            disk = outcome.disks.get(name)
-            if isinstance(disk, CloudDisk):
-                priced.append((LEFTOVER_PV, disk, outcome.priced(disk)))
+        counted: set[str] = set()
+        priced = []
+        for kind, disk in ([(f.kind, f.disk) for f in outcome.findings] +
+                           [(LEFTOVER_PV, outcome.of(context).disks.get(name))
+                            for context, names in leftover_pvs.items() for name in names]):
+            if isinstance(disk, CloudDisk) and disk.handle not in counted:
+                counted.add(disk.handle)
+                priced.append((kind, disk, outcome.priced(disk)))
         found.append(totals_report(totals(priced), outcome.costing))
     return found
 
@@ -232,15 +314,15 @@ def totals_report(rows: list[Total], costing: Costing, counted: str = "DISKS") -
                   empty_message=f"No {counted.lower()[:-1]} to price")
 
 
-def _hold_back_orphans(joined: Any, name: str, options: Options, warnings: list[str]) -> None:
+def _hold_back_orphans(orphans: list[CloudFinding], not_volumes: list[CloudFinding], name: str, options: Options,
+                       warnings: list[str]) -> None:
     """Only the selected PVs were read: a disk named by a PV outside the selection would be a false orphan."""
-    dropped = [f for f in joined.findings if f.pv_name is None]
-    if dropped:
+    if orphans:
         warnings.append(f"{name} census: -l {options.label_selector} selected the PersistentVolumes "
-                        f"joined, so {len(dropped)} disk(s) no selected PV names are not reported as orphans; "
+                        f"joined, so {len(orphans)} disk(s) no selected PV names are not reported as orphans; "
                         "run without -l to see them")
-    joined.findings[:] = [f for f in joined.findings if f.pv_name is not None]
-    joined.not_volumes.clear()  # a PV outside the selection may name those too
+    orphans.clear()
+    not_volumes.clear()  # a PV outside the selection may name those too
 
 
 def disk_summary(disk: Union[CloudDisk, Absent, None]) -> Union[str, Absent, None]:
@@ -253,8 +335,9 @@ def disk_summary(disk: Union[CloudDisk, Absent, None]) -> Union[str, Absent, Non
     return f"{disk.source} {size} {disk.type or ''}".rstrip() + f", {use}"
 
 
-def finding_json(finding: CloudFinding, costing: Optional[Costing] = None) -> dict[str, Any]:
-    doc = {
+def finding_json(finding: CloudFinding, costing: Optional[Costing] = None, fleet: bool = False) -> dict[str, Any]:
+    doc: dict[str, Any] = {"context": finding.context} if fleet else {}
+    doc |= {
         "kind": finding.kind,
         "source": finding.source,
         "handle": finding.handle,
@@ -287,9 +370,11 @@ def set_aside_reason(finding: CloudFinding) -> str:
 def findings_report(findings: list[CloudFinding], now: Optional[datetime] = None,
                     taken: Sequence[str] = ("cloud",), show_kept: bool = False,
                     costing: Optional[Costing] = None,
-                    set_aside: Optional[Mapping[tuple[str, str], str]] = None) -> Report[CloudFinding]:
+                    set_aside: Optional[Mapping[tuple[str, str], str]] = None,
+                    fleet: bool = False) -> Report[CloudFinding]:
     """The census's rows: its findings; with --all, the orphans ``set_aside`` names (by source and handle, with
-    why) and the disks that are not volumes, shown and never findings."""
+    why) and the disks that are not volumes, shown and never findings. ``fleet``: a CONTEXT column first (the
+    context whose PV names the disk; none for an orphan), ``context`` in JSON."""
     aside = set_aside or {}
     def disk(attr: str) -> Any:
         return lambda f: getattr(f.disk, attr) if f.disk is not None else None
@@ -309,16 +394,19 @@ def findings_report(findings: list[CloudFinding], now: Optional[datetime] = None
         Column("HANDLE", lambda f: f.handle, wide_only=True),
         Column("MESSAGE", lambda f: f.message, wide_only=True),
     ]
+    if fleet:
+        columns.insert(0, Column("CONTEXT", lambda f: f.context))
     if costing is not None:
         from kubectl_pvleft.clouds.cost import cell
 
-        columns.insert(10, Column("MONTHLY", lambda f: cell(costing.of(f.disk))))
+        columns.insert(10 + fleet, Column("MONTHLY", lambda f: cell(costing.of(f.disk))))
     if show_kept:
-        columns.insert(10, Column("KEPT", lambda f: f.disk.kept if f.disk else None, empty=""))
+        columns.insert(10 + fleet, Column("KEPT", lambda f: f.disk.kept if f.disk else None, empty=""))
     verdict: Verdict[CloudFinding] = Verdict(
         lambda f: () if f.kind == NOT_A_VOLUME else (f"{f.kind}: {f.message}" if f.message else f.kind,),
         lambda f: aside.get((f.source, f.handle)))
-    return actionable(Report(rows=findings, columns=columns, to_json=lambda f: finding_json(f, costing),
+    return actionable(Report(rows=findings, columns=columns, to_json=lambda f: finding_json(f, costing, fleet),
                              name=lambda f: f"{f.source}/{f.handle}",
                              empty_message=f"No orphaned or missing disks found by the {' and '.join(taken)} census"),
-                      verdict, lambda f: (f"kubectl describe pv {quote(f.pv_name)}",) if f.pv_name else ())
+                      verdict, lambda f: (("kubectl" + (f" --context {quote(f.context)}" if f.context else "")
+                                           + f" describe pv {quote(f.pv_name)}"),) if f.pv_name else ())

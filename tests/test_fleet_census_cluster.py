@@ -1,0 +1,183 @@
+"""One census for the whole estate: `leftovers --contexts ... --aws-region` joins one account's EBS volumes (moto,
+server mode, with the EBS CSI driver's tag shapes) against the PVs of two real control planes at once.
+
+A disk is an orphan only when no context read names it; a disk another context's PV names is that context's; the
+totals count each disk once however many contexts name it; a context that cannot be read makes every disk the others
+do not name unknown, never an orphan. The PV phases are the real PV controller's (pkg/controller/volume/persistentvolume
+pv_controller.go syncVolume: a bound claim deleted leaves a Retain PV Released).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from aws_moto import MotoServer, create_volume, csi_tags
+from controlplane import ControlPlane
+from plugin_runner import PLUGIN, items
+from scenarios import apply, claim, delete_claim, namespace, wait_pv_phase
+from test_aws_cluster import csi, ebs_pv
+from test_census_cli import env_for, error_lines
+from test_fleet_cluster import free_port, merged_kubeconfig
+
+pytestmark = pytest.mark.cluster
+
+EAST, WEST, DEAD = "estate-east", "estate-west", "dead-port"
+GHOST_VOLUME = "vol-0e57a7e0dead0001"
+
+
+@pytest.fixture(scope="module")
+def west(tmp_path_factory: pytest.TempPathFactory, cluster: ControlPlane) -> Iterator[ControlPlane]:
+    cp = ControlPlane(tmp_path_factory.mktemp("estate-west"))
+    cp.start()
+    try:
+        yield cp
+    finally:
+        cp.stop(keep_logs=False)
+
+
+@pytest.fixture(scope="module")
+def moto(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MotoServer]:
+    server = MotoServer(tmp_path_factory.mktemp("moto-estate") / "moto.log").start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def released(cp: ControlPlane, ns: str, pv: dict[str, Any]) -> None:
+    """The PV bound by a claim, then the claim deleted: the PV controller marks it Released."""
+    name = pv["metadata"]["name"]
+    apply(cp, pv, claim(ns, name, size="20Gi", storage_class="", volume_name=name))
+    wait_pv_phase(cp, name, "Bound")
+    delete_claim(cp, ns, name)
+    wait_pv_phase(cp, name, "Released")
+
+
+@pytest.fixture(scope="module")
+def estate(tmp_path_factory: pytest.TempPathFactory, cluster: ControlPlane, west: ControlPlane,
+           moto: MotoServer) -> Iterator[dict[str, Any]]:
+    """us-east-1 holds five volumes. east-only: a Released PV of the east plane names it. west-only: an Available PV
+    of the west plane names it (made by the west cluster's driver). shared: a Released PV in each plane names it
+    (a volume handed from one cluster to the other). gone: the driver of a cluster no context reaches made it, and no
+    PV names it. The east plane has a PV whose volume does not exist (node affinity us-east-1a, listed in full)."""
+    tag = uuid.uuid4().hex[:5]
+    ec2 = moto.client("ec2", "us-east-1")
+    pv = {name: f"estate-{tag}-{name}" for name in ("east-only", "west-only", "shared-east", "shared-west", "ghost")}
+    ids = {
+        "east-only": create_volume(ec2, "us-east-1a", 20, "gp2", csi_tags(pv["east-only"], "shop", "a", EAST)),
+        "west-only": create_volume(ec2, "us-east-1a", 30, "gp2", csi_tags(pv["west-only"], "shop", "b", WEST)),
+        "shared": create_volume(ec2, "us-east-1b", 50, "gp2", {"Name": "handed-over"}),
+        "gone": create_volume(ec2, "us-east-1c", 40, "gp2", csi_tags("pvc-0ld", "shop", "c", "gone-cluster")),
+    }
+    ns = f"estate-{tag}"
+    for cp in (cluster, west):
+        apply(cp, namespace(ns))
+    released(cluster, ns, ebs_pv(pv["east-only"], csi(ids["east-only"]), zone="us-east-1a"))
+    released(cluster, ns, ebs_pv(pv["shared-east"], csi(ids["shared"]), zone="us-east-1b"))
+    released(west, ns, ebs_pv(pv["shared-west"], csi(ids["shared"]), zone="us-east-1b"))
+    apply(west, ebs_pv(pv["west-only"], csi(ids["west-only"]), zone="us-east-1a"))
+    apply(cluster, ebs_pv(pv["ghost"], csi(GHOST_VOLUME), zone="us-east-1a"))
+    home = tmp_path_factory.mktemp("estate")
+    login = home / "login.sh"
+    login.write_text("#!/bin/sh\nread -r answer\n")
+    login.chmod(0o755)
+    kubeconfig = merged_kubeconfig({EAST: cluster, WEST: west}, home / "estate.kubeconfig", free_port(), login)
+    prices = home / "prices.yaml"
+    prices.write_text(textwrap.dedent("""\
+        currency: USD
+        prices:
+          - {cloud: aws, location: us-east-1, type: gp2, unit_price: 0.10}
+        """))
+    yield {"kubeconfig": kubeconfig, "pv": pv, "ids": ids, "prices": prices, "home": home}
+    for name in (pv["east-only"], pv["shared-east"], pv["ghost"]):  # the session's plane is shared: take it back
+        cluster.kubectl("delete", "pv", name, "--wait=false", check=False)
+    cluster.kubectl("delete", "namespace", ns, "--wait=false", check=False)
+
+
+def fleet(estate: dict[str, Any], moto: MotoServer, *args: str) -> Any:
+    command = [PLUGIN or sys.executable, *([] if PLUGIN else ["-m", "kubectl_pvleft"]), "leftovers",
+               "--aws-region", "us-east-1", *args, "--kubeconfig", str(estate["kubeconfig"])]
+    result = subprocess.run(command, capture_output=True, text=True, env=env_for(estate["home"], moto=moto),
+                            timeout=180, check=False)
+    print(result.stdout, result.stderr, sep="\n--- stderr ---\n")
+    return result
+
+
+def split(result: Any, estate: dict[str, Any]) -> tuple[dict[tuple[str, str], Any], list[Any], list[Any]]:
+    """This module's PV rows by (context, name), its findings (by our volumes or PVs), and the totals."""
+    ours_pv, ours_disk = set(estate["pv"].values()), set(estate["ids"].values()) | {GHOST_VOLUME}
+    rows, findings, totals = {}, [], []
+    for item in items(result.stdout):
+        if item.get("kind") == "monthly-cost-total":
+            totals.append(item)
+        elif "source" in item:
+            if item["handle"] in ours_disk or item["pv"] in ours_pv:
+                findings.append(item)
+        elif item.get("name") in ours_pv:
+            rows[(item["context"], item["name"])] = item
+    return rows, findings, totals
+
+
+def test_a_disk_another_context_names_is_not_an_orphan_and_each_disk_counts_once(
+        estate: dict[str, Any], moto: MotoServer) -> None:
+    """Two clusters, one account: the west plane's volume is no orphan of the east, the volume both name is each
+    one's, and the totals count it once; the volume no context names is the one orphan."""
+    pv, ids = estate["pv"], estate["ids"]
+    result = fleet(estate, moto, "--contexts", f"{EAST},{WEST}", "--cost", "--price-file", str(estate["prices"]),
+                   "-o", "json")
+    assert result.returncode == 0 and error_lines(result.stderr) == [], result.stderr
+    rows, findings, totals = split(result, estate)
+    assert {key: row["disk"]["handle"] for key, row in rows.items()} == {
+        (EAST, pv["east-only"]): ids["east-only"], (EAST, pv["shared-east"]): ids["shared"],
+        (WEST, pv["shared-west"]): ids["shared"]}
+    assert sorted((f["kind"], f["handle"], f["context"], f["pv"]) for f in findings) == [
+        ("missing-volume", GHOST_VOLUME, EAST, pv["ghost"]),
+        ("orphan-volume", ids["gone"], None, None)]
+    orphan = next(f for f in findings if f["kind"] == "orphan-volume")
+    assert f"the 2 context(s) read ({EAST}, {WEST})" in orphan["message"]
+    by = {(t["by"], t["name"]): (t["disks"], t["amount"]) for t in totals}
+    # east-only 20 GiB + shared 50 GiB (named by two contexts, counted once) + the 40 GiB orphan, at 0.10 a GiB.
+    assert by[("kind", "leftover-pv")] == (2, pytest.approx(7.0))
+    assert by[("kind", "orphan-volume")] == (1, pytest.approx(4.0))
+    assert by[("cloud", "aws")] == (3, pytest.approx(11.0))
+
+
+def test_one_context_alone_calls_the_others_disk_an_orphan(estate: dict[str, Any], moto: MotoServer) -> None:
+    """The contrast: read without the west plane, the west plane's volume is no PV's (the join is what differs)."""
+    result = fleet(estate, moto, "--contexts", EAST, "-o", "json")
+    _, findings, _ = split(result, estate)
+    orphans = {f["handle"] for f in findings if f["kind"] == "orphan-volume"}
+    assert orphans == {estate["ids"]["gone"], estate["ids"]["west-only"]}
+
+
+def test_an_unreadable_context_makes_the_unnamed_disks_unknown_said_once(
+        estate: dict[str, Any], moto: MotoServer) -> None:
+    """A context that cannot be read may name any volume: none is an orphan, one warning says why, and --all shows
+    them set aside with the reason; a PV's own missing volume is still missing (its evidence is its own)."""
+    result = fleet(estate, moto, "--contexts", f"{EAST},{WEST},{DEAD}", "--all", "-o", "json")
+    assert result.returncode == 4, result.stderr
+    assert [line for line in error_lines(result.stderr) if "context" in line] == [
+        line for line in error_lines(result.stderr) if line.startswith(f"error: context {DEAD}:")]
+    unknown = [line for line in result.stderr.splitlines() if "are not called orphans" in line]
+    assert unknown == [f"warning: EBS census: 1 disk(s) no context read names are not called orphans: context(s) "
+                       f"{DEAD} could not be read, and may name them (shown with --all)"]
+    _, findings, _ = split(result, estate)
+    gone = next(f for f in findings if f["handle"] == estate["ids"]["gone"])
+    assert gone["finding"] is False and f"context(s) {DEAD} could not be read" in gone["set_aside"]
+    assert [f["pv"] for f in findings if f["finding"]] == [estate["pv"]["ghost"]]
+
+
+def test_the_findings_table_leads_with_the_context(estate: dict[str, Any], moto: MotoServer) -> None:
+    result = fleet(estate, moto, "--contexts", f"{EAST},{WEST}")
+    assert result.returncode == 0, result.stderr
+    blocks = result.stdout.strip("\n").split("\n\n")
+    assert blocks[-1].splitlines()[0].split()[:3] == ["CONTEXT", "SOURCE", "FINDING"]
+    ghost = next(line for line in blocks[-1].splitlines() if GHOST_VOLUME in line)
+    assert ghost.split()[:3] == [EAST, "aws", "missing-volume"]
