@@ -63,10 +63,13 @@ def released(cp: ControlPlane, ns: str, pv: dict[str, Any]) -> None:
 @pytest.fixture(scope="module")
 def estate(tmp_path_factory: pytest.TempPathFactory, cluster: ControlPlane, west: ControlPlane,
            moto: MotoServer) -> Iterator[dict[str, Any]]:
-    """us-east-1 holds five volumes. east-only: a Released PV of the east plane names it. west-only: an Available PV
+    """us-east-1 holds six volumes. east-only: a Released PV of the east plane names it. west-only: an Available PV
     of the west plane names it (made by the west cluster's driver). shared: a Released PV in each plane names it
     (a volume handed from one cluster to the other). gone: the driver of a cluster no context reaches made it, and no
-    PV names it. The east plane has a PV whose volume does not exist (node affinity us-east-1a, listed in full)."""
+    PV names it; east-lost: the east cluster's driver made it (tags name the cluster, as the context is named), no PV
+    names it; dead-made: the in-tree provider's KubernetesCluster tag names the cluster of the context on a closed
+    port (by its kubeconfig cluster name), no PV names it. The east plane has a PV whose volume does not exist (node
+    affinity us-east-1a, listed in full)."""
     tag = uuid.uuid4().hex[:5]
     ec2 = moto.client("ec2", "us-east-1")
     pv = {name: f"estate-{tag}-{name}" for name in ("east-only", "west-only", "shared-east", "shared-west", "ghost")}
@@ -75,6 +78,8 @@ def estate(tmp_path_factory: pytest.TempPathFactory, cluster: ControlPlane, west
         "west-only": create_volume(ec2, "us-east-1a", 30, "gp2", csi_tags(pv["west-only"], "shop", "b", WEST)),
         "shared": create_volume(ec2, "us-east-1b", 50, "gp2", {"Name": "handed-over"}),
         "gone": create_volume(ec2, "us-east-1c", 40, "gp2", csi_tags("pvc-0ld", "shop", "c", "gone-cluster")),
+        "east-lost": create_volume(ec2, "us-east-1a", 10, "gp2", csi_tags("pvc-1ost", "shop", "d", EAST)),
+        "dead-made": create_volume(ec2, "us-east-1a", 5, "gp2", {"KubernetesCluster": f"{DEAD}-cluster"}),
     }
     ns = f"estate-{tag}"
     for cp in (cluster, west):
@@ -137,24 +142,38 @@ def test_a_disk_another_context_names_is_not_an_orphan_and_each_disk_counts_once
     assert {key: row["disk"]["handle"] for key, row in rows.items()} == {
         (EAST, pv["east-only"]): ids["east-only"], (EAST, pv["shared-east"]): ids["shared"],
         (WEST, pv["shared-west"]): ids["shared"]}
-    assert sorted((f["kind"], f["handle"], f["context"], f["pv"]) for f in findings) == [
+    assert sorted((f["kind"], f["handle"], f["context"], f["pv"]) for f in findings) == sorted([
         ("missing-volume", GHOST_VOLUME, EAST, pv["ghost"]),
-        ("orphan-volume", ids["gone"], None, None)]
-    orphan = next(f for f in findings if f["kind"] == "orphan-volume")
-    assert f"the 2 context(s) read ({EAST}, {WEST})" in orphan["message"]
+        ("orphan-volume", ids["gone"], None, None), ("orphan-volume", ids["east-lost"], None, None),
+        ("orphan-volume", ids["dead-made"], None, None)])
+    made_by = {f["handle"]: f["made_by"] for f in findings if f["kind"] == "orphan-volume"}
+    assert made_by == {
+        ids["gone"]: {"cluster": "gone-cluster", "evidence": "tag kubernetes.io/cluster/gone-cluster",
+                      "state": "not-in-kubeconfig", "context": None},
+        ids["east-lost"]: {"cluster": EAST, "evidence": f"tag kubernetes.io/cluster/{EAST}", "state": "read",
+                           "context": EAST},
+        ids["dead-made"]: {"cluster": f"{DEAD}-cluster", "evidence": "tag KubernetesCluster", "state": "not-read",
+                           "context": DEAD}}
+    messages = {f["handle"]: f["message"] for f in findings}
+    assert messages[ids["gone"]].startswith(f"no PersistentVolume in the 2 context(s) read ({EAST}, {WEST}) names ")
+    assert messages[ids["gone"]].endswith("; made by cluster gone-cluster (tag kubernetes.io/cluster/gone-cluster), "
+                                          "which none of the kubeconfig's contexts reach")
+    assert messages[ids["dead-made"]].endswith("of the kubeconfig, which was not among those read")
     by = {(t["by"], t["name"]): (t["disks"], t["amount"]) for t in totals}
-    # east-only 20 GiB + shared 50 GiB (named by two contexts, counted once) + the 40 GiB orphan, at 0.10 a GiB.
+    # east-only 20 GiB + shared 50 GiB (named by two contexts, counted once); orphans 40 + 10 + 5 GiB; 0.10 a GiB.
     assert by[("kind", "leftover-pv")] == (2, pytest.approx(7.0))
-    assert by[("kind", "orphan-volume")] == (1, pytest.approx(4.0))
-    assert by[("cloud", "aws")] == (3, pytest.approx(11.0))
+    assert by[("kind", "orphan-volume")] == (3, pytest.approx(5.5))
+    assert by[("cloud", "aws")] == (5, pytest.approx(12.5))
 
 
 def test_one_context_alone_calls_the_others_disk_an_orphan(estate: dict[str, Any], moto: MotoServer) -> None:
     """The contrast: read without the west plane, the west plane's volume is no PV's (the join is what differs)."""
     result = fleet(estate, moto, "--contexts", EAST, "-o", "json")
     _, findings, _ = split(result, estate)
-    orphans = {f["handle"] for f in findings if f["kind"] == "orphan-volume"}
-    assert orphans == {estate["ids"]["gone"], estate["ids"]["west-only"]}
+    orphans = {f["handle"]: f["made_by"] for f in findings if f["kind"] == "orphan-volume"}
+    ids = estate["ids"]
+    assert set(orphans) == {ids["gone"], ids["west-only"], ids["east-lost"], ids["dead-made"]}
+    assert (orphans[ids["west-only"]]["state"], orphans[ids["west-only"]]["context"]) == ("not-read", WEST)
 
 
 def test_an_unreadable_context_makes_the_unnamed_disks_unknown_said_once(
@@ -166,11 +185,13 @@ def test_an_unreadable_context_makes_the_unnamed_disks_unknown_said_once(
     assert [line for line in error_lines(result.stderr) if "context" in line] == [
         line for line in error_lines(result.stderr) if line.startswith(f"error: context {DEAD}:")]
     unknown = [line for line in result.stderr.splitlines() if "are not called orphans" in line]
-    assert unknown == [f"warning: EBS census: 1 disk(s) no context read names are not called orphans: context(s) "
+    assert unknown == [f"warning: EBS census: 3 disk(s) no context read names are not called orphans: context(s) "
                        f"{DEAD} could not be read, and may name them (shown with --all)"]
     _, findings, _ = split(result, estate)
     gone = next(f for f in findings if f["handle"] == estate["ids"]["gone"])
     assert gone["finding"] is False and f"context(s) {DEAD} could not be read" in gone["set_aside"]
+    dead = next(f for f in findings if f["handle"] == estate["ids"]["dead-made"])
+    assert (dead["made_by"]["state"], dead["made_by"]["context"]) == ("unreadable", DEAD)
     assert [f["pv"] for f in findings if f["finding"]] == [estate["pv"]["ghost"]]
 
 

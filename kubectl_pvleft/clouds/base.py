@@ -154,6 +154,32 @@ class Census(Protocol):
     def disks(self) -> Iterator[CloudDisk]: ...
 
 
+# Whose a cluster a disk's tags name is, from the contexts of the kubeconfig (MadeBy.state).
+READ, UNREADABLE, NOT_READ, NOT_IN_KUBECONFIG = "read", "unreadable", "not-read", "not-in-kubeconfig"
+
+
+class MadeBy(Struct, frozen=True):
+    """The cluster a disk's tags, labels or description say made it, and what the fleet knows of that cluster:
+    ``state`` READ (a context read reaches it: its PVs do not name the disk), UNREADABLE (its context could not be
+    read), NOT_READ (a context of the kubeconfig not among those asked for), NOT_IN_KUBECONFIG (no context reaches
+    it: a cluster deleted, or another team's)."""
+
+    cluster: str
+    evidence: str  # the tag, label or resource group that says it: "tag KubernetesCluster"
+    state: str
+    context: Optional[str] = None  # the context that reaches it, when one does
+
+    def words(self) -> str:
+        where = {READ: f"context {self.context}, read: none of its PVs names it",
+                 UNREADABLE: f"context {self.context}, which could not be read",
+                 NOT_READ: f"context {self.context} of the kubeconfig, which was not among those read",
+                 NOT_IN_KUBECONFIG: "which none of the kubeconfig's contexts reach"}[self.state]
+        return f"made by cluster {self.cluster} ({self.evidence}), {where}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"cluster": self.cluster, "evidence": self.evidence, "state": self.state, "context": self.context}
+
+
 class CloudFinding(Struct, frozen=True):
     kind: str  # ORPHAN_DISK | MISSING_DISK
     source: str  # the client that saw it
@@ -163,6 +189,7 @@ class CloudFinding(Struct, frozen=True):
     message: str
     placement: Optional[Placement] = None  # a missing disk: where the PV places it and what was listed in full
     context: Optional[str] = None  # a fleet census: the context whose PV names it (None: an orphan, or one cluster)
+    made_by: Optional[MadeBy] = None  # a fleet census's orphan: the cluster its tags say made it
 
 
 class CloudReport(Struct):

@@ -17,7 +17,20 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 
 from msgspec.structs import replace
 
-from kubectl_pvleft.clouds.base import NOT_A_VOLUME, CloudDisk, CloudError, CloudFinding, CloudReport, Placement, join
+from kubectl_pvleft.clouds.base import (
+    NOT_A_VOLUME,
+    NOT_IN_KUBECONFIG,
+    NOT_READ,
+    READ,
+    UNREADABLE,
+    CloudDisk,
+    CloudError,
+    CloudFinding,
+    CloudReport,
+    MadeBy,
+    Placement,
+    join,
+)
 from kubectl_pvleft.clouds.refs import volume_ref
 from kubectl_pvleft.invocation import Options
 from kubectl_pvleft.output.report import Column, Report, Verdict, actionable, age, utcnow
@@ -130,12 +143,14 @@ def take(options: Options, pvs: Sequence[Any], prices: Optional[PriceFile] = Non
 
 
 def take_estate(options: Options, volumes: Mapping[Optional[str], Sequence[Any]], unread: Sequence[str] = (),
-                prices: Optional[PriceFile] = None) -> CensusOutcome:
+                prices: Optional[PriceFile] = None,
+                kubeconfig: Sequence[tuple[str, Optional[str], str]] = ()) -> CensusOutcome:
     """The census of several clusters at once (``volumes``: every PV of each context read, by context; one
     cluster: the key None). Each asked cloud's disks are listed once and joined against every context's PVs: a
     disk is an orphan only when no context read names it, and while a context in ``unread`` could not be read,
     such a disk is no orphan but set aside (that cluster may name it). A PV's disk, found, missing or unknown, is
-    told under its own context."""
+    told under its own context. ``kubeconfig``: every context of the kubeconfig as (context, its cluster's name,
+    MadeBy state): each orphan then says which cluster its tags say made it, and what the fleet knows of it."""
     refs = {context: [volume_ref(pv) for pv in pvs] for context, pvs in volumes.items()}
     fleet = list(volumes) != [None]
     where = ("this cluster" if not fleet else
@@ -161,6 +176,8 @@ def take_estate(options: Options, volumes: Mapping[Optional[str], Sequence[Any]]
             continue
         outcome.taken.append(cloud.NAME)
         orphans, not_volumes, other_clusters = _named_by_none(list(joins.values()))
+        if kubeconfig:
+            orphans = [_attributed(f, implementation, kubeconfig) for f in orphans]
         if unread and orphans:
             _unread_set_aside(orphans, unread, cloud.NAME, outcome)
             orphans = []
@@ -205,6 +222,33 @@ def take_estate(options: Options, volumes: Mapping[Optional[str], Sequence[Any]]
         if note:
             outcome.warnings.append(note)
     return outcome
+
+
+def _attributed(finding: CloudFinding, implementation: Any,
+                kubeconfig: Sequence[tuple[str, Optional[str], str]]) -> CloudFinding:
+    """The orphan with the cluster its tags say made it (``made_by``), and what the kubeconfig knows of that
+    cluster: a context read, one that could not be read, one not asked for, or none."""
+    names: list[tuple[str, str]] = (getattr(implementation, "made_by", lambda disk: [])(finding.disk)
+                                    if finding.disk is not None else [])
+    parse = getattr(implementation, "kubeconfig_cluster", lambda name: None)
+    rank = {READ: 0, UNREADABLE: 1, NOT_READ: 2}
+    reaching: dict[str, tuple[str, str]] = {}  # cluster name -> (context, state), the best-known context first
+    for context, cluster, state in kubeconfig:
+        for name in {context, cluster, parse(context), parse(cluster or "")} - {None, ""}:
+            known = reaching.get(str(name).lower())
+            if known is None or rank[state] < rank[known[1]]:
+                reaching[str(name).lower()] = (context, state)
+    made: Optional[MadeBy] = None
+    for name, evidence in names:  # in any case: ARM writes an AKS node resource group's name upper-cased
+        if name.lower() in reaching:
+            context, state = reaching[name.lower()]
+            made = MadeBy(name, evidence, state, context)
+            break
+    if made is None and names:
+        made = MadeBy(names[0][0], names[0][1], NOT_IN_KUBECONFIG)
+    said, _, _ = finding.message.rpartition("; ")
+    whose = shown(made.words()) if made is not None else "no tag or label says which cluster made it"
+    return replace(finding, made_by=made, message=f"{said}; {whose}")
 
 
 def _named_by_none(joins: Sequence[CloudReport]) -> tuple[list[CloudFinding], list[CloudFinding], list[CloudDisk]]:
@@ -337,6 +381,8 @@ def disk_summary(disk: Union[CloudDisk, Absent, None]) -> Union[str, Absent, Non
 
 def finding_json(finding: CloudFinding, costing: Optional[Costing] = None, fleet: bool = False) -> dict[str, Any]:
     doc: dict[str, Any] = {"context": finding.context} if fleet else {}
+    if fleet:  # an orphan: the cluster its tags say made it, and whether a context read reaches it
+        doc["made_by"] = finding.made_by.to_json() if finding.made_by else None
     doc |= {
         "kind": finding.kind,
         "source": finding.source,
@@ -396,12 +442,13 @@ def findings_report(findings: list[CloudFinding], now: Optional[datetime] = None
     ]
     if fleet:
         columns.insert(0, Column("CONTEXT", lambda f: f.context))
+        columns.insert(10, Column("MADE BY", lambda f: f.made_by.cluster if f.made_by else None))
     if costing is not None:
         from kubectl_pvleft.clouds.cost import cell
 
-        columns.insert(10 + fleet, Column("MONTHLY", lambda f: cell(costing.of(f.disk))))
+        columns.insert(10 + 2 * fleet, Column("MONTHLY", lambda f: cell(costing.of(f.disk))))
     if show_kept:
-        columns.insert(10 + fleet, Column("KEPT", lambda f: f.disk.kept if f.disk else None, empty=""))
+        columns.insert(10 + 2 * fleet, Column("KEPT", lambda f: f.disk.kept if f.disk else None, empty=""))
     verdict: Verdict[CloudFinding] = Verdict(
         lambda f: () if f.kind == NOT_A_VOLUME else (f"{f.kind}: {f.message}" if f.message else f.kind,),
         lambda f: aside.get((f.source, f.handle)))
