@@ -35,8 +35,10 @@ def gce_disk(project: str, name: str, *, zone: Optional[str] = None, region: Opt
              replica_zones: Iterable[str] = (), size_gb: int = 20, disk_type: str = "pd-balanced",
              description: Optional[str] = None, labels: Optional[dict[str, str]] = None,
              users: Iterable[str] = (), status: str = "READY",
-             created: str = "2026-03-03T09:12:33.421-08:00", disk_id: Optional[str] = None) -> dict[str, Any]:
-    """A Disk resource as Compute returns it (zonal when ``zone``, regional when ``region``)."""
+             created: str = "2026-03-03T09:12:33.421-08:00", disk_id: Optional[str] = None,
+             detached: Optional[str] = None) -> dict[str, Any]:
+    """A Disk resource as Compute returns it (zonal when ``zone``, regional when ``region``; ``detached``: its
+    lastDetachTimestamp, as Compute keeps it once a disk was detached)."""
     assert (zone is None) != (region is None), "a disk lives in a zone or in a region"
     scope = f"projects/{project}/zones/{zone}" if zone else f"projects/{project}/regions/{region}"
     disk: dict[str, Any] = {
@@ -58,6 +60,8 @@ def gce_disk(project: str, name: str, *, zone: Optional[str] = None, region: Opt
         disk["replicaZones"] = [f"{SELF_LINK}projects/{project}/zones/{z}" for z in replica_zones]
     if description is not None:
         disk["description"] = description
+    if detached is not None:
+        disk["lastAttachTimestamp"], disk["lastDetachTimestamp"] = created, detached
     if labels:
         disk["labels"] = dict(labels)
     users = list(users)

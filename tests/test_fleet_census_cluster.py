@@ -14,15 +14,20 @@ import sys
 import textwrap
 import uuid
 from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
 
 from aws_moto import MotoServer, create_volume, csi_tags
+from azure_fake import FakeArm, azure_disk, disk_id
+from azure_fake import csi_tags as azure_tags
 from controlplane import ControlPlane
+from gce_fake import FakeCompute, csi_description, gce_disk
 from plugin_runner import PLUGIN, items
 from scenarios import apply, claim, delete_claim, namespace, wait_pv_phase
 from test_aws_cluster import csi, ebs_pv
+from test_azure_cluster import azure_env
 from test_census_cli import env_for, error_lines
 from test_fleet_cluster import free_port, merged_kubeconfig
 
@@ -106,10 +111,12 @@ def estate(tmp_path_factory: pytest.TempPathFactory, cluster: ControlPlane, west
     cluster.kubectl("delete", "namespace", ns, "--wait=false", check=False)
 
 
-def fleet(estate: dict[str, Any], moto: MotoServer, *args: str) -> Any:
+def fleet(estate: dict[str, Any], moto: MotoServer, *args: str, env: dict[str, str] | None = None,
+          clouds: tuple[str, ...] = ("--aws-region", "us-east-1")) -> Any:
     command = [PLUGIN or sys.executable, *([] if PLUGIN else ["-m", "kubectl_pvleft"]), "leftovers",
-               "--aws-region", "us-east-1", *args, "--kubeconfig", str(estate["kubeconfig"])]
-    result = subprocess.run(command, capture_output=True, text=True, env=env_for(estate["home"], moto=moto),
+               *clouds, *args, "--kubeconfig", str(estate["kubeconfig"])]
+    result = subprocess.run(command, capture_output=True, text=True,
+                            env=env if env is not None else env_for(estate["home"], moto=moto),
                             timeout=180, check=False)
     print(result.stdout, result.stderr, sep="\n--- stderr ---\n")
     return result
@@ -202,3 +209,66 @@ def test_the_findings_table_leads_with_the_context(estate: dict[str, Any], moto:
     assert blocks[-1].splitlines()[0].split()[:3] == ["CONTEXT", "SOURCE", "FINDING"]
     ghost = next(line for line in blocks[-1].splitlines() if GHOST_VOLUME in line)
     assert ghost.split()[:3] == [EAST, "aws", "missing-volume"]
+
+
+# -- Compute Engine and Azure: who made an orphan, and how long it has been unattached ---------------------------
+
+PROJECT, ZONE = "estate-gke", "us-central1-a"
+SUB = "5d2c8e1a-3f4b-4a6c-9e7d-1b0a2c3d4e5f"
+NODE_RG = "MC_estate-rg_estate-gone_eastus"  # AKS's node resource group of cluster estate-gone
+
+
+def ago(days: float, azure: bool = False) -> str:
+    """A time ``days`` before now, as Compute (RFC 3339 with an offset) or ARM (seven fractional digits) writes it."""
+    moment = datetime.now(timezone.utc) - timedelta(days=days)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%f") + ("0+00:00" if azure else "-00:00")
+
+
+@pytest.fixture(scope="module")
+def compute() -> Iterator[FakeCompute]:
+    """Two orphans made by the west cluster's PD CSI driver (GKE's labels), created 300 days ago: one detached
+    yesterday, one 200 days ago."""
+    gke = {"goog-k8s-cluster-name": WEST, "goog-k8s-cluster-location": "us-central1", "goog-gke-volume": ""}
+    with FakeCompute(page_size=2) as server:
+        server.add_project(PROJECT, zones=(ZONE,), regions=("us-central1",))
+        for name, detached in (("pvc-fresh", 1), ("pvc-stale", 200)):
+            server.add_disk(gce_disk(PROJECT, name, zone=ZONE, description=csi_description(name, "shop", name),
+                                     labels=gke, created=ago(300), detached=ago(detached)))
+        yield server
+    assert server.drift == [], "the fake's answers drifted from the Compute discovery document"
+
+
+@pytest.fixture(scope="module")
+def arm() -> Iterator[FakeArm]:
+    """In a node resource group of an AKS cluster no context reaches: one Unattached disk, created 300 days ago,
+    let go of by its VM 100 days ago."""
+    with FakeArm(page_size=2) as server:
+        server.add_disk(azure_disk(SUB, NODE_RG, "pvc-aks-left", tags=azure_tags("pvc-aks-left", "shop", "x"),
+                                   created=ago(300, azure=True), ownership_updated=ago(100, azure=True)))
+        yield server
+    assert server.drift == [], "the fake's answers drifted from azure-mgmt-compute's models"
+
+
+def test_gke_labels_and_the_aks_node_resource_group_say_who_made_it_and_the_last_detach_how_long_ago(
+        estate: dict[str, Any], moto: MotoServer, compute: FakeCompute, arm: FakeArm) -> None:
+    """--older-than 30d counts an orphan from its last detach where the cloud records it (Compute Engine's
+    lastDetachTimestamp, Azure's LastOwnershipUpdateTime), not from its creation: the disk detached yesterday is
+    set aside though it was made 300 days ago."""
+    env = azure_env(estate["home"], arm)
+    env["PVLEFT_COMPUTE_ENDPOINT"] = compute.endpoint
+    result = fleet(estate, moto, "--contexts", f"{EAST},{WEST}", "--older-than", "30d", "--all", "-o", "json",
+                   env=env, clouds=("--project", PROJECT, "--azure-subscription", SUB))
+    assert result.returncode == 0 and error_lines(result.stderr) == [], result.stderr
+    found = {f["handle"].rsplit("/", 1)[-1]: f for f in items(result.stdout) if "source" in f}
+    assert set(found) == {"pvc-fresh", "pvc-stale", "pvc-aks-left"}
+    fresh, stale, aks = found["pvc-fresh"], found["pvc-stale"], found["pvc-aks-left"]
+    assert (fresh["finding"], stale["finding"], aks["finding"]) == (False, True, True)
+    assert fresh["set_aside"] == "disk detached less than --older-than ago (its lastDetachTimestamp)"
+    assert stale["unattached_since"]["from"] == "lastDetachTimestamp"
+    assert aks["unattached_since"]["from"] == "LastOwnershipUpdateTime"
+    assert aks["unattached_since"]["time"][:10] == ago(100)[:10]
+    assert stale["made_by"] == {"cluster": WEST, "evidence": "label goog-k8s-cluster-name, in us-central1",
+                                "state": "read", "context": WEST}
+    assert aks["made_by"] == {"cluster": "ESTATE-GONE", "evidence": f"node resource group {NODE_RG.upper()}",
+                              "state": "not-in-kubeconfig", "context": None}
+    assert aks["handle"] == disk_id(SUB, NODE_RG.upper(), "pvc-aks-left")

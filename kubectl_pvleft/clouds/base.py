@@ -71,6 +71,18 @@ class CloudDisk(Struct, frozen=True):
     # Intentionally kept (a `pvleft-keep` label on GCE, a `pvleft.io/keep` tag on AWS): the reason, else None.
     kept: Optional[str] = None
     use: Optional[str] = None  # the DISK column's words in the cloud's own terms (Azure: Unattached); None: generic
+    # An unattached disk: when the cloud says it was last detached, and the field that says it (Compute Engine's
+    # lastDetachTimestamp, Azure's LastOwnershipUpdateTime); None when the cloud records none (EBS, a disk never
+    # attached): then only its creation tells how long it may have been unattached.
+    detached: Optional[datetime] = None
+    detached_field: Optional[str] = None
+
+    @property
+    def unattached_since(self) -> tuple[Optional[datetime], str]:
+        """Since when it has been unattached at the latest, and by what: its last detach, else its creation."""
+        if self.detached is not None:
+            return self.detached, self.detached_field or "last detach"
+        return self.created, "creation"
 
     @property
     def made_for(self) -> Optional[str]:
@@ -86,6 +98,7 @@ class CloudDisk(Struct, frozen=True):
             "created": self.created.isoformat().replace("+00:00", "Z") if self.created else None,
             "state": self.state, "users": list(self.users), "provenance": dict(self.provenance),
             "other_cluster": self.other_cluster, "kept": self.kept, "iops": self.iops, "throughput": self.throughput,
+            "last_detached": self.detached.isoformat().replace("+00:00", "Z") if self.detached else None,
         }
 
 

@@ -91,10 +91,11 @@ class CensusOutcome:
     """What the censuses found, handed back to leftovers, which builds its own table from it. ``volumes``: each
     cluster's side by context (one cluster: the key None; ``disks`` and ``placements`` are its)."""
 
-    __slots__ = ("costing", "errors", "findings", "not_volumes", "set_aside", "set_aside_why", "taken", "volumes",
-                 "warnings")
+    __slots__ = ("costing", "errors", "findings", "fleet", "not_volumes", "set_aside", "set_aside_why", "taken",
+                 "volumes", "warnings")
 
     def __init__(self) -> None:
+        self.fleet = False  # several contexts' PVs joined (take_estate): the findings say their context
         self.volumes: dict[Optional[str], VolumeDisks] = {}
         self.findings: list[CloudFinding] = []
         self.not_volumes: list[CloudFinding] = []  # a VM's own disks: shown with --all, never counted as findings
@@ -156,6 +157,7 @@ def take_estate(options: Options, volumes: Mapping[Optional[str], Sequence[Any]]
     where = ("this cluster" if not fleet else
              f"the {len(refs)} context(s) read ({', '.join(shown(c or '') for c in sorted(c or '' for c in refs))})")
     outcome = CensusOutcome()
+    outcome.fleet = fleet
     now = utcnow()
     drivers: set[str] = set()
     for cloud in asked(options):
@@ -287,8 +289,9 @@ def unknown_note(name: str, unknown: dict[str, Placement]) -> str:
 
 
 def _set_aside(finding: CloudFinding, older_than: Optional[float], now: datetime) -> bool:
-    """An orphan that is kept, or younger than --older-than (by the disk's creation; unknown counts as young). A
-    missing disk has no age and no label: it is always a finding."""
+    """An orphan that is kept, or unattached for less than --older-than (since its last detach where the cloud
+    records it, else its creation; unknown counts as young). A missing disk has no age and no label: it is always a
+    finding."""
     disk = finding.disk
     if disk is None:
         return False
@@ -296,7 +299,8 @@ def _set_aside(finding: CloudFinding, older_than: Optional[float], now: datetime
         return True
     if older_than is None:
         return False
-    return disk.created is None or (now - disk.created).total_seconds() < older_than
+    since, _ = disk.unattached_since
+    return since is None or (now - since).total_seconds() < older_than
 
 
 def sections(outcome: CensusOutcome, leftover_pvs: Mapping[Optional[str], Sequence[str]] = MappingProxyType({}),
@@ -313,9 +317,8 @@ def sections(outcome: CensusOutcome, leftover_pvs: Mapping[Optional[str], Sequen
                       key=lambda f: (f.kind, f.handle, f.context or "", f.pv_name or ""))
     aside = {(f.source, f.handle): outcome.set_aside_why.get((f.source, f.handle)) or set_aside_reason(f)
              for f in outcome.set_aside}
-    fleet = list(outcome.volumes) != [None]
     found: list[Report[Any]] = [findings_report(rows, taken=outcome.taken, show_kept=show_all,
-                                                costing=outcome.costing, set_aside=aside, fleet=fleet)]
+                                                costing=outcome.costing, set_aside=aside, fleet=outcome.fleet)]
     if outcome.costing is not None:
         from kubectl_pvleft.clouds.cost import totals
 
@@ -390,6 +393,8 @@ def finding_json(finding: CloudFinding, costing: Optional[Costing] = None, fleet
         "pv": finding.pv_name,
         "message": finding.message,
         "disk": finding.disk.to_json() if finding.disk else None,
+        # an unattached disk: since when at the latest, from its last detach (the cloud's field) or its creation
+        "unattached_since": _since_json(finding.disk),
         # a missing disk: where the PV places it, and what was listed in full there
         "evidence": finding.placement.to_json() if finding.placement else None,
     }
@@ -398,6 +403,13 @@ def finding_json(finding: CloudFinding, costing: Optional[Costing] = None, fleet
 
         doc["monthly_cost"] = json_of(costing.of(finding.disk))
     return doc
+
+
+def _since_json(disk: Optional[CloudDisk]) -> Optional[dict[str, Any]]:
+    if disk is None or disk.users:
+        return None
+    since, field = disk.unattached_since
+    return {"time": since.isoformat().replace("+00:00", "Z") if since else None, "from": field}
 
 
 def location_in(handle: str) -> Optional[str]:
@@ -410,7 +422,10 @@ def set_aside_reason(finding: CloudFinding) -> str:
     """Why an orphan take() set aside is not a finding (_set_aside: kept, else younger than --older-than)."""
     if finding.disk is not None and finding.disk.kept is not None:
         return f"kept (the cloud's keep label or tag): {finding.disk.kept}"
-    return "disk created less than --older-than ago"
+    since = finding.disk.unattached_since[1] if finding.disk is not None else "creation"
+    if since == "creation":
+        return "disk created less than --older-than ago (the cloud records no detach time for it)"
+    return f"disk detached less than --older-than ago (its {since})"
 
 
 def findings_report(findings: list[CloudFinding], now: Optional[datetime] = None,
@@ -437,6 +452,10 @@ def findings_report(findings: list[CloudFinding], now: Optional[datetime] = None
         Column("USERS", lambda f: ",".join(f.disk.users) if f.disk and f.disk.users else None),
         Column("MADE FOR", lambda f: f.disk.made_for if f.disk else None),
         Column("AGE", lambda f: age(f.disk.created, now or utcnow()) if f.disk else None),
+        # How long an orphan has been unattached: since its last detach where the cloud records it, else since
+        # its creation (JSON unattached_since says which).
+        Column("UNATTACHED", lambda f: age(f.disk.unattached_since[0], now or utcnow())
+               if f.disk is not None and not f.disk.users else None, wide_only=True),
         Column("HANDLE", lambda f: f.handle, wide_only=True),
         Column("MESSAGE", lambda f: f.message, wide_only=True),
     ]

@@ -160,6 +160,11 @@ def disk_record(disk: Mapping[str, Any], cluster_name: Optional[str]) -> CloudDi
         # ARM's diskMBpsReadWrite is in MB/s ("powers of 10", its description says), kept as ARM says it: the
         # prices module converts, as Azure lists throughput per MB/s.
         throughput=_count(properties.get("diskMBpsReadWrite")) if provisioned else None,
+        # "The UTC time when the ownership state of the disk was last changed i.e., the time the disk was last
+        # attached or detached from a VM or the time when the VM to which the disk was attached was deallocated or
+        # started" (the Disk model's LastOwnershipUpdateTime): for a disk no VM holds, its last detach.
+        detached=parse_time(properties.get("LastOwnershipUpdateTime")) if not users else None,
+        detached_field="LastOwnershipUpdateTime",
     )
 
 

@@ -378,6 +378,10 @@ def disk_record(disk: Any, project: str) -> CloudDisk:
         kept=(labels[KEEP_LABEL] or "(no reason given)") if KEEP_LABEL in labels else None,
         iops=int(disk.provisioned_iops) if "provisioned_iops" in disk else None,  # pd-extreme, hyperdisk: they bill
         throughput=int(disk.provisioned_throughput) if "provisioned_throughput" in disk else None,
+        # Compute records when a disk was last detached; only an unattached disk has been so since.
+        detached=(parse_timestamp(disk.last_detach_timestamp)
+                  if not disk.users and "last_detach_timestamp" in disk else None),
+        detached_field="lastDetachTimestamp",
     )
 
 
