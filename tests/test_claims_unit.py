@@ -227,7 +227,8 @@ def test_json_keys_are_stable_and_complete() -> None:
                          "requested", "capacity", "allocated_resources", "allocated_resource_statuses", "conditions",
                          "volume_attributes_class", "current_volume_attributes_class", "modify_volume_status",
                          "health_conditions", "creation_timestamp", "deletion_timestamp", "in_trouble", "problems",
-                         "stalled_resize", "unused", "unused_since", "unused_evidence", "kept"]
+                         "stalled_resize", "unused", "unused_since", "unused_evidence", "waiting_for_first_consumer",
+                         "kept"]
     assert doc["modify_volume_status"] == {"status": "Infeasible",
                                            "target_volume_attributes_class_name": "cc-rec-gold-io", "known": True}
     assert (doc["volume_attributes_class"], doc["current_volume_attributes_class"]) == ("cc-rec-gold-io",
@@ -240,6 +241,11 @@ def test_json_keys_are_stable_and_complete() -> None:
 
 # -- the subcommand over real HTTP, the recorded list served back ----------------------------------
 
+WAIT_CLASS = {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "cc-rec-claims-wait"},
+              "provisioner": "kubernetes.io/no-provisioner", "reclaimPolicy": "Delete",
+              "volumeBindingMode": "WaitForFirstConsumer"}
+
+
 def serve(seen: list[str]):
     def handler(path: str, query: dict[str, list[str]]) -> tuple[int, dict]:
         seen.append(path)
@@ -248,6 +254,11 @@ def serve(seen: list[str]):
             if path.startswith("/api/v1/namespaces/") and "/cc-rec-claims/" not in path:
                 body["items"] = []
             return 200, body
+        if path.endswith("/pods"):  # no Pod uses any of them
+            return 200, {"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": "1"}, "items": []}
+        if path == "/apis/storage.k8s.io/v1/storageclasses":  # the recording's class of cc-rec-pending
+            return 200, {"kind": "StorageClassList", "apiVersion": "storage.k8s.io/v1",
+                         "metadata": {"resourceVersion": "1"}, "items": [WAIT_CLASS]}
         return 404, status(404, "NotFound", "the server could not find the requested resource")
     return handler
 
@@ -261,13 +272,16 @@ def test_cli_scope_is_one_list(tmp_path: Path, args: list[str], path: str) -> No
     seen: list[str] = []
     with FakeAPIServer(serve(seen)) as server:
         result = invoke("claims", *args, "--exit-code", "--kubeconfig", str(server.kubeconfig(tmp_path / "kc")))
-    # Pending claims (the fixtures have one outside `default`): their events, read once, say why.
-    assert seen == [path] + ([path.replace("persistentvolumeclaims", "events")] if "default" not in path else [])
+    # The Bound claims the server has not judged need the Pods; the Pending one (WaitForFirstConsumer, no Pod uses
+    # it) its class: waiting by design, it is not in trouble, so no event is read to say why it is Pending.
+    extra = [path.replace("persistentvolumeclaims", "pods"), "/apis/storage.k8s.io/v1/storageclasses"]
+    assert seen == [path] + (extra if "default" not in path else [])
     if path == "/api/v1/namespaces/default/persistentvolumeclaims":
         assert (result.returncode, result.stdout, result.stderr) == (
             0, "", "No claims in trouble found in default namespace.\n")
     else:
-        assert result.returncode == 3 and len(result.stdout.splitlines()) == 9
+        assert result.returncode == 3 and len(result.stdout.splitlines()) == 8
+        assert "cc-rec-pending" not in result.stdout
         assert result.stdout.startswith("NAMESPACE " if args == ["-A"] else "NAME ")
 
 
@@ -276,7 +290,9 @@ def test_cli_all_json(tmp_path: Path) -> None:
         config = server.kubeconfig(tmp_path / "kc")
         result = invoke("claims", "-A", "--all", "-o", "json", "--kubeconfig", str(config))
     rows = list_items(result.stdout)
-    assert len(rows) == 8 and sum(r["in_trouble"] for r in rows) == 8
+    assert len(rows) == 8 and sum(r["in_trouble"] for r in rows) == 7
+    waiting = next(r for r in rows if r["name"] == "cc-rec-pending")
+    assert (waiting["in_trouble"], waiting["waiting_for_first_consumer"], waiting["problems"]) == (False, True, [])
     assert [r["unused_since"] for r in rows if r["name"] == "cc-rec-healthy"] == ["2026-12-02T16:13:43Z"]
 
 

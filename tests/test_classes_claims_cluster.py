@@ -61,13 +61,15 @@ def test_classes_counts_drift_missing_class_and_csidriver(cluster, prefix: str) 
           storage_class(f"{p}local", binding="WaitForFirstConsumer"))
     apply(cluster,
           csi_pv(f"{p}bound", driver=driver, storage_class=f"{p}gold", claim_ref=(ns, "data")),
-          csi_pv(f"{p}drift", driver=unregistered, storage_class=f"{p}fast", reclaim="Retain"),
+          csi_pv(f"{p}drift", driver=unregistered, storage_class=f"{p}fast", reclaim="Retain", provisioned=True),
+          csi_pv(f"{p}hand-made", driver=unregistered, storage_class=f"{p}fast", reclaim="Retain"),
           host_path_pv(f"{p}orphan", storage_class=f"{p}nowhere", path=f"/cc-pvleft-no-such-dir/{p}orphan"),
           claim(ns, "data", size="1Gi", storage_class=f"{p}gold", volume_name=f"{p}bound"),
           claim(ns, "waiting", storage_class=f"{p}gold"),
           claim(ns, "ghost", storage_class=f"{p}nowhere-too"))
     wait_pv_phase(cluster, f"{p}bound", "Bound")
     wait_pv_phase(cluster, f"{p}drift", "Available")
+    wait_pv_phase(cluster, f"{p}hand-made", "Available")
 
     result = run_plugin(cluster.kubeconfig("reader"), "classes", "-o", "json", check=True)
     assert result.stderr == ""
@@ -75,9 +77,11 @@ def test_classes_counts_drift_missing_class_and_csidriver(cluster, prefix: str) 
     assert sorted(rows) == [f"{p}fast", f"{p}gold", f"{p}local", f"{p}nowhere", f"{p}nowhere-too"]
     gold, fast = rows[f"{p}gold"], rows[f"{p}fast"]
     assert (gold["pvs"]["bound"], gold["pending_claims"], kinds(gold), gold["csi_driver_registered"]) == (1, 1, [], True)
-    assert kinds(fast) == ["missing-csidriver", "reclaim-drift"] and fast["pvs"]["available"] == 1
+    assert kinds(fast) == ["missing-csidriver", "reclaim-drift"] and fast["pvs"]["available"] == 2
+    assert fast["reclaim_drift"] == 1  # the hand-made PV never had the class's policy
     assert kinds(rows[f"{p}local"]) == [] and rows[f"{p}local"]["provisioner_type"] == "none"
-    assert kinds(rows[f"{p}nowhere"]) == kinds(rows[f"{p}nowhere-too"]) == ["missing-class"]
+    # Only a static PV names nowhere: binding compares names, no object needed. A Pending claim names nowhere-too.
+    assert kinds(rows[f"{p}nowhere"]) == [] and kinds(rows[f"{p}nowhere-too"]) == ["missing-class"]
     assert (rows[f"{p}nowhere"]["pvs"]["available"], rows[f"{p}nowhere-too"]["pending_claims"]) == (1, 1)
 
     drift = mine(items(run_plugin(cluster.kubeconfig("reader"), "classes", "--drift", "-o", "json",
@@ -181,9 +185,12 @@ def test_claims_statuses_written_through_the_status_subresource(cluster, claims_
     result = run_plugin(cluster.kubeconfig("reader"), "claims", "-n", ns, "-o", "json", "--exit-code")
     assert (result.returncode, result.stderr) == (3, "")
     rows = {r["name"].removeprefix(p): r for r in items(result.stdout)}
-    # No Pod uses any of them: every Bound claim is also unused (the 1.37 controller's Unused condition).
-    assert sorted(rows) == ["future", "healthy", "lost", "modify", "node-resize", "pending", "resize-failed",
-                            "resizing"]
+    # No Pod uses any of them: every Bound claim is also unused (the 1.37 controller's Unused condition). The
+    # Pending claim's class is WaitForFirstConsumer and no Pod uses it: it waits by design, not in trouble (#31).
+    assert sorted(rows) == ["future", "healthy", "lost", "modify", "node-resize", "resize-failed", "resizing"]
+    every = {r["name"].removeprefix(p): r for r in items(run_plugin(
+        cluster.kubeconfig("reader"), "claims", "-n", ns, "-o", "json", "--all", check=True).stdout)}
+    assert (every["pending"]["in_trouble"], every["pending"]["waiting_for_first_consumer"]) == (False, True)
     problem_kinds = {name: [x["kind"] for x in r["problems"]] for name, r in rows.items()}
     assert problem_kinds == {
         "future": ["unused", "unknown", "unknown"],
@@ -191,7 +198,6 @@ def test_claims_statuses_written_through_the_status_subresource(cluster, claims_
         "lost": ["lost"],
         "modify": ["unused", "modify-error", "modify-infeasible"],
         "node-resize": ["unused", "resizing", "resizing"],
-        "pending": ["pending"],
         "resize-failed": ["unused", "resize-failed", "resize-error"],
         "resizing": ["unused", "resizing", "resizing"],
     }

@@ -261,6 +261,7 @@ def test_unused_claims_and_their_bytes_with_since_for_the_30_day_alert() -> None
     live.take(streams["claims"], Synced("", tuple(PersistentVolumeClaim.from_wire(o) for o in [*wire, older]), "1"))
     live.take(streams["pods"], Synced("", (), "1"))
     live.take(streams["events"], Synced("", (), "1"))
+    live.take(streams["classes"], Synced("", (), "1"))  # whether a Pending claim waits for its first consumer
     live.judge_once()
     metrics = scrape(live)
     labels = {"namespace": "cc-rec-claims", "storage_class": "cc-rec-claims-csi"}
@@ -431,3 +432,32 @@ def test_the_exporter_keeps_to_two_c_heaps() -> None:
     assert counts["live"] <= 2
     assert counts["default"] > 2  # glibc's own default, which the exporter changes
     assert few_heaps({"MALLOC_ARENA_MAX": "4"}) is False  # the operator's choice stands
+
+
+def test_a_claim_waiting_for_its_first_consumer_is_no_finding_and_no_trouble() -> None:
+    """#31: the recorded cc-rec-pending (class WaitForFirstConsumer, no Pod uses it) waits by design (pv_controller.go
+    syncUnboundClaim -> emitEventForUnboundDelayBindingClaim): serve counts it in no trouble gauge and no finding,
+    so no alert fires; with its class unknown it stays pending."""
+    from kubectl_pvleft.analyses import claims
+    from kubectl_pvleft.records import PersistentVolumeClaim
+
+    wire = items("claims_persistentvolumeclaims")
+    wait_class = StorageClass.from_wire({"metadata": {"name": "cc-rec-claims-wait"},
+                                         "provisioner": "kubernetes.io/no-provisioner",
+                                         "volumeBindingMode": "WaitForFirstConsumer"})
+
+    def judged(classes: tuple[StorageClass, ...]) -> dict[str, list[tuple[dict[str, str], float]]]:
+        live = Live(None, [("claims", claims.follow(Options()))], WatchSettings(), describe=str)  # type: ignore[arg-type]
+        streams = {shared.stream.name: shared for shared in live.streams.values()}
+        live.take(streams["claims"], Synced("", tuple(PersistentVolumeClaim.from_wire(o) for o in wire), "1"))
+        live.take(streams["pods"], Synced("", (), "1"))
+        live.take(streams["events"], Synced("", (), "1"))
+        live.take(streams["classes"], Synced("", classes, "1"))
+        live.judge_once()
+        return scrape(live)
+
+    waiting = judged((wait_class,))
+    assert "cc-rec-pending" not in {s["name"] for s, _ in waiting["pvleft_finding_info"]}
+    assert not [v for s, v in waiting["pvleft_troubled_claims"] if s["problem"] == "pending" and v]
+    unknown = judged(())  # its class is gone: the PV controller binds it as Immediate, so it is pending
+    assert ("cc-rec-pending", "pending") in {(s["name"], s["state"]) for s, _ in unknown["pvleft_finding_info"]}

@@ -83,8 +83,8 @@ def halfway(older: str, newer: str) -> str:
 
 
 def scene(cluster: Any, ns: str) -> dict[str, dict[str, Any]]:
-    """For leftovers and claims: the objects by role, the selection that reads them, and the --older-than that
-    leaves the young one young. The real and the kept are made first; the young at least 6 s later."""
+    """For leftovers and claims: the objects by role, the selection that reads them, and how to make the
+    --older-than that leaves the young one young. The real and the kept are made first; the young at least 6 s later."""
     pvs = {role: released(cluster, ns, role) for role in (REAL, KEPT)}
     for role in (REAL, KEPT):
         bound(cluster, ns, role, f"{ns}-claim-{role}")
@@ -99,9 +99,9 @@ def scene(cluster: Any, ns: str) -> dict[str, dict[str, Any]]:
     phase = {role: get(cluster, f"/api/v1/persistentvolumes/{pv}")["status"]["lastPhaseTransitionTime"]
              for role, pv in pvs.items()}
     return {
-        "leftovers": {"names": pvs, "scope": [], "older_than": halfway(phase[KEPT], phase[YOUNG])},
+        "leftovers": {"names": pvs, "scope": [], "older_than": lambda: halfway(phase[KEPT], phase[YOUNG])},
         "claims": {"names": {role: role for role in (REAL, KEPT, YOUNG)}, "scope": ["-n", ns],
-                   "older_than": halfway(since[KEPT], since[YOUNG])},
+                   "older_than": lambda: halfway(since[KEPT], since[YOUNG])},
     }
 
 
@@ -127,7 +127,9 @@ def test_kept_and_young_are_no_finding_on_any_output_of_leftovers_and_claims(clu
 
         def run(*args: str, code: int = 0, labels: str = f"sa={ns}", command: str = command,
                 seen: dict[str, Any] = seen) -> str:
-            result = run_plugin(reader, command, *seen["scope"], "-l", labels, "--older-than", seen["older_than"],
+            # Halfway between the two ages at the moment of the run: both age alike, so however slow the machine, the
+            # young one stays younger than the bound and the older ones older.
+            result = run_plugin(reader, command, *seen["scope"], "-l", labels, "--older-than", seen["older_than"](),
                                 *args)
             assert result.returncode == code, (command, args, result.returncode, result.stderr)
             return str(result.stdout)

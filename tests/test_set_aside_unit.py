@@ -216,7 +216,7 @@ def scrape(live: Live) -> dict[str, list[tuple[dict[str, str], float]]]:
 
 STREAMS: dict[str, dict[str, Sequence[Any]]] = {
     "leftovers": {"volumes": PVS, "claims": (), "classes": ()},
-    "claims": {"claims": CLAIMS, "pods": (), "events": ()},
+    "claims": {"claims": CLAIMS, "pods": (), "events": (), "classes": ()},
     "snapshots": {"contents": CONTENTS, "snapshots": (), "classes": ()},
 }
 

@@ -1,7 +1,8 @@
 """`kubectl pvleft claims`: PersistentVolumeClaims in trouble, read from their status as the API defines it.
 
-A claim is in trouble when it is not Bound (Pending, Lost), when it is Bound and no Pod uses it (unused), when
-a resize is in progress or failed,
+A claim is in trouble when it is not Bound (Pending, Lost; not a Pending claim that waits for its first consumer
+by design: a WaitForFirstConsumer class, no node selected, no Pod using it), when it is Bound and no Pod uses it
+(unused), when a resize is in progress, failed or never started,
 when a VolumeAttributesClass modification is pending, in progress, failed or infeasible, when the
 volume reports adverse health, or when any of those fields holds a value this version does not know.
 Enumerations are open (the API says new values may come): an unknown value is shown as sent and
@@ -18,7 +19,8 @@ A claim annotated ``pvleft.io/keep`` is intentionally kept: shown with --all, wi
 trouble. ``--older-than`` makes an unused (or pending) claim count only once it has been so for that long.
 
 Reads: PersistentVolumeClaims (one paginated list, one namespace or all); Pods, only when a Bound claim
-carries no Unused condition (one list, the same scope). Writes: nothing.
+carries no Unused condition or a Pending claim may wait for its first consumer (one list, the same scope);
+StorageClasses, only for the latter. Writes: nothing.
 """
 
 from __future__ import annotations
@@ -66,6 +68,8 @@ EVENTS_UNREADABLE = ("cannot list events {scope} ({reason}); why a Pending claim
 PODS_UNREADABLE = ("cannot list pods {scope} ({reason}); whether claims without an Unused condition are used "
                    "is unknown (unused: null). Grant get/list on pods, or run a 1.37+ server that writes the "
                    "condition.")
+CLASSES_UNREADABLE = ("cannot list storageclasses ({reason}); whether a Pending claim waits for its first consumer "
+                      "by design (WaitForFirstConsumer) is unknown, so it counts as pending.")
 SINCE_UNKNOWN = ("{count} unused claim(s) carry no Unused condition, so how long they have been unused is unknown: "
                  "--older-than leaves them out (run with --all to see them)")
 
@@ -79,6 +83,9 @@ class ClaimRow(Struct, frozen=True):
     usage: Usage = NOT_JUDGED
     kept: Optional[str] = None  # pvleft.io/keep's reason: intentionally kept, never in trouble
     why: Optional[str] = None  # why a Pending claim is Pending, when a watch judged it (a one-shot run passes why=)
+    # A Pending claim of a WaitForFirstConsumer class that no Pod uses yet: it waits by design, not in trouble.
+    # None: not such a claim, or its class or the Pods could not be read (then it stays "pending").
+    waiting_for_consumer: Optional[bool] = None
 
     @property
     def in_trouble(self) -> bool:
@@ -128,12 +135,41 @@ def _young(found: tuple[Problem, ...], claim: PersistentVolumeClaim, usage: Usag
     return tuple(kept), unknown_since
 
 
+def may_wait_for_consumer(claim: PersistentVolumeClaim) -> bool:
+    """A Pending claim the scheduler has not chosen a node for, that names a class and no volume: whether it
+    waits by design depends on its class's binding mode and on the Pods."""
+    return (claim.phase == "Pending" and not claim.meta.deleted and bool(claim.storage_class)
+            and not claim.volume_name and not claim.selected_node)
+
+
+def waits_for_consumer(claim: PersistentVolumeClaim, classes: Optional[Mapping[str, StorageClass]],
+                       used: Optional[set[tuple[str, str]]]) -> Optional[bool]:
+    """Pure: True when the claim waits for its first consumer by design (its class is WaitForFirstConsumer, no
+    node is selected and no non-terminal Pod uses it); False when it does not; None when the class or the Pods
+    could not be read. A missing class is not delayed binding (the PV controller treats it as Immediate)."""
+    if not may_wait_for_consumer(claim):
+        return False
+    if classes is None:
+        return None
+    sc = classes.get(claim.storage_class or "")
+    if sc is None or sc.volume_binding_mode != "WaitForFirstConsumer":
+        return False
+    if used is None:
+        return None
+    return (claim.namespace, claim.name) not in used
+
+
 def judge(claim: PersistentVolumeClaim, used: Optional[set[tuple[str, str]]], criteria: Criteria,
-          stalled: Optional[StalledResize] = None) -> tuple[ClaimRow, bool]:
+          stalled: Optional[StalledResize] = None,
+          classes: Optional[Mapping[str, StorageClass]] = None) -> tuple[ClaimRow, bool]:
     """Pure: one claim's row, and whether --older-than left it out for want of a since."""
     usage = usage_of(claim, used)
     found, unknown_since = _young(problems(claim, stalled, usage), claim, usage, criteria)
-    return ClaimRow(claim, found, stalled, usage, kept_reason(claim.meta.annotations)), unknown_since
+    waiting = waits_for_consumer(claim, classes, used) if claim.phase == "Pending" else None
+    if waiting:  # waiting by design (the PV controller's WaitForFirstConsumer): not a problem
+        found = tuple(p for p in found if p.kind != PENDING)
+    return ClaimRow(claim, found, stalled, usage, kept_reason(claim.meta.annotations),
+                    waiting_for_consumer=waiting), unknown_since
 
 
 def assess(claims: list[PersistentVolumeClaim], *, include_all: bool = False,
@@ -149,7 +185,7 @@ def assess(claims: list[PersistentVolumeClaim], *, include_all: bool = False,
     for c in claims:
         if excluded(c.namespace):
             continue
-        row, unknown_since = judge(c, used, criteria, stalled_resize(c, classes, volumes))
+        row, unknown_since = judge(c, used, criteria, stalled_resize(c, classes, volumes), classes)
         rows.append(row)
         unknown += unknown_since
     rows.sort(key=lambda r: (r.claim.namespace, r.claim.name))
@@ -170,9 +206,10 @@ def census(api: Reader, *, namespace: Optional[str] = None, include_all: bool = 
     waiting: list[PersistentVolumeClaim] = []  # Bound claims the server has not judged: the Pods will
     warnings: list[str] = []
 
-    def take(claim: PersistentVolumeClaim, used: Optional[set[tuple[str, str]]]) -> None:
+    def take(claim: PersistentVolumeClaim, used: Optional[set[tuple[str, str]]],
+             classes: Optional[Mapping[str, StorageClass]] = None) -> None:
         nonlocal trouble, unknown
-        row, unknown_since = judge(claim, used, criteria, stalled_resize(claim))
+        row, unknown_since = judge(claim, used, criteria, stalled_resize(claim), classes)
         trouble += row.in_trouble
         unknown += unknown_since
         if criteria.include_all or row.in_trouble:
@@ -182,7 +219,7 @@ def census(api: Reader, *, namespace: Optional[str] = None, include_all: bool = 
                           field_selector=field_selector):
         if excluded(claim.namespace):
             continue
-        if needs_pods(claim):
+        if needs_pods(claim) or may_wait_for_consumer(claim):
             waiting.append(claim)
         else:
             take(claim, None)
@@ -190,8 +227,12 @@ def census(api: Reader, *, namespace: Optional[str] = None, include_all: bool = 
         scope = f'in namespace "{namespace}"' if namespace else "cluster-wide"
         used = optional(lambda: used_claims(api.list(PODS, namespace)), warnings,
                         PODS_UNREADABLE.replace("{scope}", scope))
+        classes = None
+        if any(may_wait_for_consumer(c) for c in waiting):  # is it WaitForFirstConsumer? its class says
+            classes = optional(lambda: {sc.name: sc for sc in api.list(STORAGE_CLASSES)}, warnings,
+                               CLASSES_UNREADABLE)
         for claim in waiting:
-            take(claim, used)
+            take(claim, used, classes)
     if unknown:
         warnings.append(SINCE_UNKNOWN.format(count=unknown))
     grown = [r.claim for r in rows if r.stalled_resize is not None]
@@ -207,7 +248,7 @@ def _with_reason(row: ClaimRow, classes: Any, volumes: Any) -> ClaimRow:
     remaining = {(p.kind, p.field) for p in row.problems}  # what --older-than left out stays out
     found = tuple(p for p in problems(row.claim, stalled, row.usage) if (p.kind, p.field) in remaining
                   or p.kind == RESIZE_NOT_STARTED)
-    return ClaimRow(row.claim, found, stalled, row.usage, row.kept)
+    return replace(row, problems=found, stalled_resize=stalled)
 
 
 def _resize_evidence(api: Reader, grown: list[PersistentVolumeClaim], warnings: list[str]) -> tuple[Any, Any]:
@@ -248,18 +289,22 @@ def follow(options: Options) -> Follow[ClaimRow]:
                Stream("pods", PODS, options.namespace, unreadable=PODS_UNREADABLE.replace("{scope}", scope)),
                # Why a Pending claim is Pending: its newest event, as the one-shot run reads it.
                Stream("events", EVENTS, options.namespace, field_selector=CLAIM_EVENTS,
-                      unreadable=EVENTS_UNREADABLE.replace("{scope}", scope))]
+                      unreadable=EVENTS_UNREADABLE.replace("{scope}", scope)),
+               # Whether a Pending claim waits for its first consumer by design: its class's binding mode.
+               Stream("classes", STORAGE_CLASSES, unreadable=CLASSES_UNREADABLE)]
 
     def judge(stores: Stores) -> list[ClaimRow]:
         # "now" is each judgment's: a claim that has been unused long enough appears at the next recheck.
         criteria = Criteria(include_all=options.show_all, older_than=options.older_than)
-        rows = assess(stores["claims"] or [], pods=stores["pods"], criteria=criteria, excluded=options.excluded).rows
+        classes = stores["classes"]
+        rows = assess(stores["claims"] or [], pods=stores["pods"], criteria=criteria, excluded=options.excluded,
+                      classes=None if classes is None else {sc.name: sc for sc in classes}).rows
         why = reasons_from((r.claim for r in rows), stores["events"])
         return [replace(r, why=why[r.claim.meta.uid]) if r.claim.meta.uid in why else r for r in rows]
 
     return Follow(streams, "claims", judge, key=lambda r: r.claim.meta.uid,
                   signature=lambda r: (r.status, r.claim.capacity, r.claim.requested, r.problems, r.usage, r.kept,
-                                       r.why),
+                                       r.why, r.waiting_for_consumer),
                   gone="no longer in trouble", departure=lambda c: "the claim was deleted",
                   recheck=recheck_for(options.older_than))
 
@@ -342,6 +387,7 @@ def to_json(row: ClaimRow) -> dict[str, Any]:
         "unused": row.usage.unused,
         "unused_since": iso(row.usage.since),
         "unused_evidence": row.usage.evidence,
+        "waiting_for_first_consumer": row.waiting_for_consumer,
         "kept": row.kept,
     }
 
@@ -361,7 +407,7 @@ def report(result: ClaimCensus, now: Optional[datetime] = None, show_kept: bool 
     reasons: Mapping[str, str] = why or {}
 
     def why_cell(r: ClaimRow) -> Optional[str]:
-        text = reasons.get(r.claim.meta.uid) or r.why
+        text = why_of(r, reasons.get(r.claim.meta.uid) or r.why)
         return " ".join(text.split()) if wide and text else clause_cut(text, WHY_WIDTH)
 
     columns: list[Column[ClaimRow]] = [
@@ -389,13 +435,26 @@ def report(result: ClaimCensus, now: Optional[datetime] = None, show_kept: bool 
     if show_kept:  # kept claims are shown only with --all: then say why each is kept
         columns.insert(9, Column("KEPT", lambda r: r.kept, empty=""))
     return actionable(Report(rows=result.rows, columns=columns,
-                             to_json=lambda r: {**to_json(r), "pending_reason": reasons.get(r.claim.meta.uid) or r.why},
+                             to_json=lambda r: {**to_json(r),
+                                                "pending_reason": why_of(r, reasons.get(r.claim.meta.uid) or r.why)},
                              name=lambda r: f"persistentvolumeclaim/{r.claim.name}",
                              namespace=lambda r: r.claim.namespace, labels=lambda r: r.claim.meta.labels),
                       VERDICT.with_evidence(lambda r: claim_findings(r, reasons)), claim_looks)
 
 
 WHY_WIDTH = 60
+# The PV controller says "waiting for first consumer" only when no unscheduled Pod uses the claim
+# (findNonScheduledPodsByPVC skips Pods with spec.nodeName); a Pod that uses it and was placed by the scheduler
+# would have had a node selected. So with a Pod using it, that Pod bypassed the scheduler.
+BYPASSED = ("; yet a Pod uses it: a Pod that sets spec.nodeName bypasses the scheduler, which alone selects a node "
+            "for a WaitForFirstConsumer claim, so it never binds (see `kubectl pvleft pending`)")
+
+
+def why_of(row: ClaimRow, text: Optional[str]) -> Optional[str]:
+    """Why a Pending claim is Pending, with what its newest event cannot say: that a Pod uses it after all."""
+    if text and row.waiting_for_consumer is False and text.startswith("WaitForFirstConsumer:"):
+        return text + BYPASSED
+    return text
 
 
 def claim_findings(row: ClaimRow, why: Optional[Mapping[str, str]] = None) -> tuple[str, ...]:
@@ -405,7 +464,7 @@ def claim_findings(row: ClaimRow, why: Optional[Mapping[str, str]] = None) -> tu
     for p in row.problems:
         text = p.kind if p.known and p.field == "status.phase" else f"{p.kind}: {p.detail or p.value}"
         if p.kind == PENDING and reason:
-            text = f"{p.kind}: {reason}"
+            text = f"{p.kind}: {why_of(row, reason)}"
         found.append(text)
     return tuple(dict.fromkeys(found))
 

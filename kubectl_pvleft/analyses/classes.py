@@ -1,9 +1,11 @@
 """`kubectl pvleft classes`: the recipe, the copies, and what `kubectl get storageclass` cannot tell.
 
-A StorageClass is the recipe; each PV is the copy its provisioner wrote at create time. When the two
-reclaim policies disagree, someone changed one of them later: both values are reported, neither is
-fixed. Per class this counts PVs by phase and Pending claims, and it flags more than one default class,
-classes that PVs or claims name but that do not exist, and CSI provisioners with no CSIDriver object.
+A StorageClass is the recipe; each PV its provisioner made (pv.kubernetes.io/provisioned-by) is the copy it
+wrote at create time. When the two reclaim policies disagree, someone changed one of them later: both values are
+reported, neither is fixed; a hand-made static PV never had the class's policy and is not compared. Per class this
+counts PVs by phase and Pending claims, and it flags more than one default class, class names that do not exist
+where the object is needed (Pending claims, provisioned PVs; binding itself compares names only), and CSI
+provisioners with no CSIDriver object.
 
 Reads: StorageClasses, PersistentVolumes, PersistentVolumeClaims, CSIDrivers (metadata only), one
 paginated list each. Writes: nothing.
@@ -50,6 +52,7 @@ RECLAIM_DRIFT = "reclaim-drift"
 NO_PROVISIONER, IN_TREE, CSI, EXTERNAL, MIGRATED = "none", "in-tree", "csi", "external", "csi-migrated"
 NO_PROVISIONER_NAME = "kubernetes.io/no-provisioner"
 IN_TREE_PREFIX = "kubernetes.io/"
+PROVISIONED_BY = "pv.kubernetes.io/provisioned-by"
 
 PVS_UNREADABLE = ("cannot list persistentvolumes ({reason}); PV counts, reclaim drift and classes named only by PVs "
                   "are unknown.")
@@ -133,12 +136,20 @@ def provisioner_type(provisioner: str, pvs: Iterable[PersistentVolume]) -> str:
     return CSI
 
 
+def provisioned(pv: PersistentVolume) -> bool:
+    """A PV a provisioner made (the PV controller's provisionClaimOperation and the external-provisioner write
+    pv.kubernetes.io/provisioned-by); a hand-made static PV carries no such annotation."""
+    return bool(pv.meta.annotations.get(PROVISIONED_BY))
+
+
 def find_drift(pvs: Iterable[PersistentVolume], classes: dict[str, StorageClass]) -> list[Drift]:
-    """PVs whose reclaim policy differs from their existing class's. A PV without a policy is not compared."""
+    """Provisioned PVs whose reclaim policy differs from their existing class's. A class's reclaimPolicy is only
+    what its provisioner writes into the PVs it makes: a hand-made static PV of that class name never had it, and
+    a PV without a policy is not compared."""
     found = []
     for pv in pvs:
         sc = classes.get(pv.storage_class or "")
-        if sc is not None and pv.reclaim_policy and pv.reclaim_policy != sc.reclaim_policy:
+        if sc is not None and pv.reclaim_policy and pv.reclaim_policy != sc.reclaim_policy and provisioned(pv):
             found.append(Drift(pv, sc.reclaim_policy))
     found.sort(key=lambda d: d.pv.name)
     return found
@@ -169,9 +180,7 @@ def _class_findings(name: str, sc: Optional[StorageClass], class_pvs: Optional[l
                     ctx: _Context) -> tuple[list[Finding], Optional[str], Optional[bool]]:
     """The findings of one class name, its provisioner type, and whether its CSIDriver is registered."""
     if sc is None:
-        users = [f"{len(class_pvs)} PV(s)" if class_pvs else "", f"{len(class_claims)} claim(s)" if class_claims else ""]
-        return [Finding(MISSING_CLASS, f"no StorageClass {name!r}, named by {' and '.join(u for u in users if u)}")], \
-            None, None
+        return _missing_class(name, class_pvs, class_claims), None, None
     findings: list[Finding] = []
     kind = provisioner_type(sc.provisioner, class_pvs or ())
     if sc.is_default and len(ctx.defaults) > 1:
@@ -189,6 +198,26 @@ def _class_findings(name: str, sc: Optional[StorageClass], class_pvs: Optional[l
         findings.append(Finding(RECLAIM_DRIFT, f"{ctx.drift_by_class[name]} PV(s) do not have the class's "
                                                f"reclaim policy {sc.reclaim_policy}"))
     return findings, kind, registered
+
+
+def _missing_class(name: str, class_pvs: Optional[list[PersistentVolume]],
+                   class_claims: Optional[list[PersistentVolumeClaim]]) -> list[Finding]:
+    """A class name with no StorageClass is a problem only where the object is needed. Binding compares names
+    alone (a static PV of class "manual" binds a claim of class "manual" with no StorageClass "manual"), so
+    static PVs and the claims bound to them need nothing; a Pending claim can then only bind to such a PV and
+    never be provisioned, and the claims of a provisioner's PVs cannot be resized (resize admission reads the
+    class's allowVolumeExpansion)."""
+    pending = [c for c in class_claims or () if c.phase == "Pending"]
+    made = [pv for pv in class_pvs or () if provisioned(pv)]
+    said = []
+    if pending:
+        said.append(f"{len(pending)} Pending claim(s) name it: they can bind only to a matching PV of class "
+                    f"{name!r} and nothing can provision one")
+    if made:
+        said.append(f"{len(made)} PV(s) its provisioner made name it: their claims cannot be resized")
+    if not said:
+        return []  # static PVs, and claims bound to them: a class name needs no object
+    return [Finding(MISSING_CLASS, f"no StorageClass {name!r}; " + "; ".join(said))]
 
 
 def _of(grouped: Optional[dict[str, list[T]]], name: str) -> Optional[list[T]]:
@@ -392,6 +421,7 @@ def drift_to_json(row: Drift) -> dict[str, Any]:
         "capacity": pv.capacity,
         "driver": pv.driver,
         "volume_handle": pv.volume_handle,
+        "provisioned_by": pv.meta.annotations.get(PROVISIONED_BY),
         "creation_timestamp": iso(pv.meta.created),
     }
 

@@ -34,6 +34,10 @@ if TYPE_CHECKING:  # --watch alone needs the watch runtime: imported in follow()
 
 # CLAIM STATE: the seed's words, shown as they are.
 MISSING, REPLACED, PRESENT, UNKNOWN = "missing", "replaced", "present", "unknown"
+# An administrator's pre-binding: a claimRef with no uid, naming a claim not created yet. The PV controller keeps
+# such a PV Available for that claim (syncVolume: "volume is pre-bound to claim ... waiting for the claim"), so
+# nothing is gone.
+PRE_BOUND = "pre-bound"
 LEFTOVER_PHASES = ("Released", "Failed")
 CLAIMS_UNREADABLE = ("cannot list persistentvolumeclaims {scope} ({reason}); claim state is unknown (claim_missing: "
                      "null). Grant get/list on persistentvolumeclaims to know whether claims are gone.")
@@ -70,7 +74,7 @@ class Leftover(Struct, frozen=True):
         """The seed's finding: True only when we know the claim is gone; None when we could not look."""
         if self.claim_state == UNKNOWN:
             return None
-        return self.claim_state == MISSING
+        return self.claim_state == MISSING  # pre-bound: the claim is not gone, it is yet to come
 
     @property
     def claim(self) -> Optional[str]:
@@ -92,7 +96,7 @@ def claim_state(pv: PersistentVolume, claims: Optional[ClaimIndex]) -> Optional[
         return UNKNOWN
     live_uid = claims.uid(ref.namespace or "", ref.name)
     if live_uid is None:
-        return MISSING
+        return MISSING if ref.uid or pv.phase in LEFTOVER_PHASES else PRE_BOUND
     if ref.uid and live_uid != ref.uid:
         return REPLACED
     return PRESENT
@@ -101,7 +105,8 @@ def claim_state(pv: PersistentVolume, claims: Optional[ClaimIndex]) -> Optional[
 def is_leftover(row: Leftover) -> bool:
     if row.pv.phase in LEFTOVER_PHASES:
         return True
-    # A claimRef without a uid is an administrator's pre-binding to a claim not created yet, not a dead pointer.
+    # A claimRef without a uid is an administrator's pre-binding (PRE_BOUND when that claim does not exist yet);
+    # replaced by name without a uid is that claim, created: the PV controller binds them.
     return row.claim_state in (MISSING, REPLACED) and bool(row.pv.claim_ref and row.pv.claim_ref.uid)
 
 
@@ -341,7 +346,7 @@ def report(result: LeftoverResult, now: Optional[datetime] = None,
         Column("CLASS RECLAIM", lambda r: r.class_reclaim),
         # kubectl get pv leaves these blank when unset; so do we.
         Column("CLAIM", lambda r: r.claim, empty=""),
-        Column("CLAIM STATE", lambda r: r.claim_state),
+        Column("CLAIM STATE", claim_cell),
         Column("STORAGECLASS", lambda r: r.pv.storage_class, empty=""),
         Column("CAPACITY", lambda r: r.pv.capacity),
         Column("AGE", lambda r: age(r.pv.last_phase_transition or r.pv.meta.created, now or utcnow())),
@@ -366,10 +371,17 @@ def report(result: LeftoverResult, now: Optional[datetime] = None,
                       VERDICT, next_looks)
 
 
+def claim_cell(row: Leftover) -> Optional[str]:
+    """CLAIM STATE: a pre-bound PV says which claim it waits for."""
+    if row.claim_state == PRE_BOUND:
+        return f"pre-bound, waiting for claim {row.claim}"
+    return row.claim_state
+
+
 def next_looks(row: Leftover) -> tuple[str, ...]:
     """The PV and its events; the claim, when it still exists (replaced: the new one holds the name)."""
     ref = row.pv.claim_ref
-    claim = describe("pvc", ref.name, ref.namespace) if ref and ref.name and row.claim_state not in (MISSING,) else None
+    claim = describe("pvc", ref.name, ref.namespace) if ref and ref.name and row.claim_state not in (MISSING, PRE_BOUND) else None
     return looks(describe("pv", row.pv.name), claim, events(row.pv.meta.uid))
 
 

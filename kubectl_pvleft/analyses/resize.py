@@ -2,8 +2,9 @@
 a resize is under way or failed.
 
 The expand controller, the external-resizer and the kubelet each leave a trace when they act
-(allocatedResources, allocatedResourceStatuses, a Resizing or *ResizeError condition). A claim with none
-of them has been asked to grow and nobody picked it up: it is in trouble. Since when is the last time the
+(allocatedResources, allocatedResourceStatuses, a Resizing or *ResizeError condition). allocatedResources stays
+after a success, so a request above both the capacity and allocatedResources, with no resize status or condition,
+has been asked to grow and nobody picked it up: it is in trouble. Since when is the last time the
 server recorded a write of spec.resources.requests (managedFields); the likely reason is what the server
 can tell: a class that does not allow expansion (perhaps set after the claim was made), or a volume type
 nothing resizes. Quantities are compared as quantities (resource.Quantity's rules), never as strings.
@@ -29,15 +30,18 @@ class StalledResize(Struct, frozen=True):
     capacity: str
     since: Optional[datetime]  # the last write of spec.resources.requests the server recorded
     reason: Optional[str]  # what the server can tell about why nothing acts; None: it cannot tell
+    allocated: Optional[str] = None  # status.allocatedResources.storage: the size an earlier resize reached
 
     def text(self) -> str:
         since = f" since {iso(self.since)}" if self.since else " (since when is unknown)"
         why = f": {self.reason}" if self.reason else ""
-        return f"requested {self.requested} > capacity {self.capacity}{since}, and no resize has started{why}"
+        before = f" (allocatedResources {self.allocated}, from an earlier resize)" if self.allocated else ""
+        return (f"requested {self.requested} > capacity {self.capacity}{before}{since}, and no resize has "
+                f"started{why}")
 
     def to_json(self) -> dict[str, Any]:
-        return {"requested": self.requested, "capacity": self.capacity, "since": iso(self.since),
-                "likely_reason": self.reason}
+        return {"requested": self.requested, "capacity": self.capacity, "allocated": self.allocated,
+                "since": iso(self.since), "likely_reason": self.reason}
 
 
 def quantity(text: Optional[str]) -> Optional[Any]:
@@ -50,17 +54,24 @@ def quantity(text: Optional[str]) -> Optional[Any]:
 
 def stalled_resize(claim: PersistentVolumeClaim, classes: Optional[Mapping[str, StorageClass]] = None,
                    volumes: Optional[Mapping[str, PersistentVolume]] = None) -> Optional[StalledResize]:
+    """requested > max(capacity, allocatedResources), and no resize status nor condition: never started.
+
+    The resizer (the expand controller's, kubernetes-csi/external-resizer) records the size it works towards in
+    status.allocatedResources when it starts, with a status while it runs, and keeps allocatedResources after a
+    success: a claim resized before carries its last size there, so the field alone never says "under way"."""
     if claim.phase != "Bound" or not claim.requested or not claim.capacity or claim.requested == claim.capacity:
         return None  # the same text is the same quantity: most claims end here, unparsed
-    if claim.allocated_resources.get("storage") or claim.allocated_resource_statuses:
+    if claim.allocated_resource_statuses or any(c.type in RESIZE_CONDITIONS for c in claim.conditions):
         return None
-    if any(c.type in RESIZE_CONDITIONS for c in claim.conditions):
-        return None
-    wanted, have = quantity(claim.requested), quantity(claim.capacity)
+    allocated_text = claim.allocated_resources.get("storage")
+    wanted, have, allocated = quantity(claim.requested), quantity(claim.capacity), quantity(allocated_text)
     if wanted is None or have is None or wanted <= have:
         return None
+    if allocated is not None and wanted <= allocated:
+        return None  # the resizer took this request up
     since = claim.meta.last_write_of(b'"f:resources"', b'"f:requests"')
-    return StalledResize(claim.requested, claim.capacity, since, likely_reason(claim, classes, volumes))
+    return StalledResize(claim.requested, claim.capacity, since, likely_reason(claim, classes, volumes),
+                         allocated_text)
 
 
 def likely_reason(claim: PersistentVolumeClaim, classes: Optional[Mapping[str, StorageClass]],

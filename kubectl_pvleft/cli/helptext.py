@@ -45,21 +45,24 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
 LEGENDS: dict[str, tuple[tuple[str, str], ...]] = {
     "leftovers": (
         ("STATUS", "the PV's phase: Released, Failed (leftovers), Bound, Available, Pending (with --all or a NAME)"),
-        ("CLAIM STATE", "missing (the claim is gone), replaced (a new claim took its name), present, unknown "
+        ("CLAIM STATE", "missing (the claim is gone), replaced (a new claim took its name), present, pre-bound, "
+                        "waiting for claim NS/NAME (reserved for a claim not created yet: never a finding), unknown "
                         "(claims cannot be read), <none> (no claimRef)"),
         ("CLASS RECLAIM", "Delete, Retain, Recycle; <none> (no class), <missing> (the class is gone), <unknown> "
                           "(classes cannot be read)"),
     ),
     "pending": (
         ("OWNER", "who must act: kube-scheduler, persistentvolume-controller, attachdetach-controller, kubelet, "
-                  "ephemeral-volume-controller, a CSI provisioner's name, unknown"),
+                  "ephemeral-volume-controller, a CSI provisioner's or attacher's name, pod-spec (the Pod's own spec "
+                  "blocks it), unknown"),
         ("REASON", "the event or condition reason that shows the blocker (FailedScheduling, ProvisioningFailed, "
                    "FailedAttachVolume, FailedMount, ...), NoSignal when nothing explains it"),
         ("MESSAGE", "what is wrong and who must act, cut between clauses; -o wide and JSON have all of it"),
     ),
     "classes": (
-        ("FINDINGS", "multiple-defaults, missing-class (PVs or claims name a class that does not exist), "
-                     "missing-csidriver, reclaim-drift; <none>"),
+        ("FINDINGS", "multiple-defaults, missing-class (Pending claims or provisioned PVs name a class that does "
+                     "not exist; static PVs need none), missing-csidriver, reclaim-drift (provisioned PVs only); "
+                     "<none>"),
         ("PROVISIONERTYPE", "csi, in-tree, external, none (kubernetes.io/no-provisioner) (-o wide)"),
         ("CSIDRIVER", "registered, missing, <none> (not a CSI provisioner) (-o wide)"),
     ),
@@ -70,7 +73,8 @@ LEGENDS: dict[str, tuple[tuple[str, str], ...]] = {
                     "modifying, modify-infeasible, modify-error, unhealthy, unknown (a value this version does not "
                     "know, with where it is). A claim annotated pvleft.io/keep is never in trouble; with "
                     "--older-than, unused and pending count only once they have lasted that long"),
-        ("WHY", "why a Pending claim is Pending: its latest event, else what its own fields say"),
+        ("WHY", "why a Pending claim is Pending: its latest event (and, for a WaitForFirstConsumer claim a Pod "
+                "uses, that the Pod bypassed the scheduler), else what its own fields say"),
     ),
     "snapshots": (
         ("SNAPSHOT STATE", "missing (the VolumeSnapshot is gone), replaced (a new one took its name), present, "

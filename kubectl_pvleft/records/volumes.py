@@ -376,8 +376,16 @@ class VolumeAttachmentSpec(Record, frozen=True):
     source: VolumeAttachmentSource = VolumeAttachmentSource()
 
 
+class VolumeError(Record, frozen=True):
+    """status.attachError / detachError: what the attacher last failed with."""
+
+    message: Optional[str] = None
+    time: Optional[datetime] = None
+
+
 class VolumeAttachmentStatus(Record, frozen=True):
     attached: bool = False
+    attach_error: Optional[VolumeError] = None
 
 
 class VolumeAttachment(Object, frozen=True):
@@ -395,3 +403,7 @@ class VolumeAttachment(Object, frozen=True):
     @property
     def attached(self) -> bool:
         return self.status.attached
+
+    @property
+    def attach_error(self) -> Optional[VolumeError]:
+        return self.status.attach_error

@@ -38,9 +38,12 @@ def csi_driver(name: str) -> dict[str, Any]:
 
 
 def csi_pv(name: str, *, driver: str, storage_class: str, size: str = "1Gi", reclaim: str = "Retain",
-           claim_ref: Optional[tuple[str, str]] = None) -> dict[str, Any]:
+           claim_ref: Optional[tuple[str, str]] = None, provisioned: bool = False) -> dict[str, Any]:
+    """provisioned: the annotation the external-provisioner writes on the PVs it makes (controller.go,
+    AnnDynamicallyProvisioned = pv.kubernetes.io/provisioned-by, set to its driver name)."""
     pv: dict[str, Any] = {
-        "apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": name},
+        "apiVersion": "v1", "kind": "PersistentVolume",
+        "metadata": {"name": name, "annotations": {"pv.kubernetes.io/provisioned-by": driver} if provisioned else {}},
         "spec": {"capacity": {"storage": size}, "accessModes": ["ReadWriteOnce"],
                  "persistentVolumeReclaimPolicy": reclaim, "storageClassName": storage_class,
                  "csi": {"driver": driver, "volumeHandle": f"vol-{name}"}},
@@ -178,8 +181,9 @@ def build_classes(cp: ControlPlane, p: str = PREFIX) -> dict[str, str]:
     apply(cp,
           csi_pv(f"{p}pv-bound", driver=driver, storage_class=f"{p}gold", claim_ref=(ns, f"{p}data")),
           released(csi_pv(f"{p}pv-released", driver=driver, storage_class=f"{p}gold"), ns, f"{p}gone"),
-          csi_pv(f"{p}pv-drift-retain", driver=unregistered, storage_class=f"{p}fast", reclaim="Retain"),
-          csi_pv(f"{p}pv-drift-delete", driver=driver, storage_class=f"{p}gold", reclaim="Delete"),
+          csi_pv(f"{p}pv-drift-retain", driver=unregistered, storage_class=f"{p}fast", reclaim="Retain",
+                 provisioned=True),
+          csi_pv(f"{p}pv-drift-delete", driver=driver, storage_class=f"{p}gold", reclaim="Delete", provisioned=True),
           released(host_path_pv(f"{p}pv-failed", reclaim="Delete", storage_class=f"{p}local",
                                 path=f"{NO_SUCH_PATH}/{p}pv-failed"), ns, f"{p}gone"),
           host_path_pv(f"{p}pv-orphan", storage_class=f"{p}missing", path=f"{NO_SUCH_PATH}/{p}pv-orphan"),

@@ -18,7 +18,7 @@ from msgspec.structs import replace
 
 from kubectl_pvleft.analyses.looks import describe, events, looks
 from kubectl_pvleft.analyses.pending.parties import names_attachment, names_rwop_holder
-from kubectl_pvleft.analyses.pending.rules import ClaimView, Evidence, Triage, TriageResult, assess, is_external
+from kubectl_pvleft.analyses.pending.rules import ClaimView, Evidence, Triage, TriageResult, assess, is_external, unattached_volumes
 from kubectl_pvleft.invocation import Options, Result
 from kubectl_pvleft.kube.api import (
     CSI_DRIVERS,
@@ -58,8 +58,8 @@ DRIVERS_UNREADABLE = "cannot list csidrivers ({reason}); whether a provisioner i
 VOLUMES_UNREADABLE = ("cannot read persistentvolumes ({reason}); the volumes that claims name in spec.volumeName are "
                       "unknown.")
 PODS_UNREADABLE = "cannot list pods ({reason}); the Pods holding a claim or a volume cannot be named."
-ATTACHMENTS_UNREADABLE = ("cannot list volumeattachments ({reason}); the node a volume is attached to cannot be "
-                          "named.")
+ATTACHMENTS_UNREADABLE = ("cannot list volumeattachments ({reason}); the node a volume is attached to, and why an "
+                          "attach failed, cannot be read.")
 EVENTS_UNREADABLE = ("cannot read events ({reason}); the Pods' and claims' events are unknown, so verdicts rest on "
                      "conditions and claim state alone. Grant get/list on events.")
 
@@ -148,12 +148,14 @@ class _Gatherer:
         said = " ".join(_blocker_messages(pods, evidence))
         rwop = any(names_rwop_holder(said, c.access_modes) for c in claims)
         multi_attach = names_attachment(said)
+        # A kubelet waiting for an attach: the VolumeAttachment's attachError may say why.
+        unattached = bool(unattached_volumes(said))
         holders, attachments = None, None
         if rwop or multi_attach:
             namespaces = sorted({p.namespace for p in pods})
             holders = optional(lambda: [p for ns in namespaces for p in self.api.list(PODS, ns)], self.warnings,
                                PODS_UNREADABLE)
-        if multi_attach:
+        if multi_attach or unattached:
             attachments = optional(lambda: list(self.api.list(VOLUME_ATTACHMENTS)), self.warnings,
                                    ATTACHMENTS_UNREADABLE)
         return replace(evidence, others=None if others is None else {**(evidence.claims or {}), **others},

@@ -48,6 +48,7 @@ PV_CONTROLLER = "persistentvolume-controller"
 ATTACH_DETACH = "attachdetach-controller"
 KUBELET = "kubelet"
 EPHEMERAL_CONTROLLER = "ephemeral-volume-controller"
+POD_SPEC = "pod-spec"  # whoever writes the Pod: its own spec is what blocks
 UNKNOWN = "unknown"
 NO_SIGNAL = "NoSignal"
 
@@ -73,10 +74,28 @@ SCHEDULER_STORAGE_CAUSES: tuple[tuple[str, str], ...] = (
     ("had no available volume zone", "VolumeZoneConflict"),
     ("did not have enough free storage", "InsufficientStorage"),
     ("bound to non-existent pv", "VolumeNotFound"),
+    ("didn't find available persistent volumes to bind", "NoVolumeToBind"),
+    ("exceed max volume count", "MaxVolumeCountExceeded"),
 )
+# Who must act on them, said after the scheduler's words. volumebinding's ErrReasonBindConflict: an unbound
+# WaitForFirstConsumer claim that no Available PV matches on the node (class name, size, access modes, selector,
+# node affinity), and whose class cannot provision there (kubernetes.io/no-provisioner, or allowedTopologies
+# excluding the node). nodevolumelimits' ErrReasonMaxVolumeCountExceeded: the node already has as many volumes of
+# the driver as its CSINode allocatable.count says it can attach.
+SCHEDULER_WHO_ACTS = {
+    "NoVolumeToBind": ("no Available PersistentVolume matches the Pod's unbound WaitForFirstConsumer claim(s) "
+                       "on any node it may use, and their class cannot provision one there: whoever makes the "
+                       "static PVs of that class (an administrator, a local-volume provisioner) must create a "
+                       "matching one on a node the Pod may use, or the claim must name a class that provisions"),
+    "MaxVolumeCountExceeded": ("every node the Pod may use already has as many volumes of the driver attached as "
+                               "the driver allows (the node's CSINode allocatable.count): the cluster's capacity "
+                               "owner must add nodes (or nodes that attach more volumes), or volumes must be "
+                               "freed on a node; `kubectl get csinode -o yaml` shows each node's limit"),
+}
 EVENTS_EXPIRE = ("events expire after about an hour (kube-apiserver --event-ttl), so an older blocker "
                  "may have left no trace")
 _EXTERNAL_PROVISIONER = re.compile(r"external provisioner '([^']+)'")
+_UNATTACHED = re.compile(r"unattached volumes=\[([^\]]*)\]")
 
 
 
@@ -254,10 +273,19 @@ def _claim_state_verdict(claim: ClaimView, pod: Pod, evidence: Evidence) -> Opti
     if pvc.volume_name:
         return _prebound_verdict(claim, pvc, evidence)
     if pvc.storage_class and evidence.classes is not None and pvc.storage_class not in evidence.classes:
-        return Verdict(PV_CONTROLLER, "ClassNotFound",
-                       f'storageclass.storage.k8s.io "{pvc.storage_class}" not found: claim "{claim.name}" can be '
-                       "neither provisioned nor bound to a PV of that class by the PV controller", "claim", claim.name)
+        return _class_not_found(claim.name, pvc.storage_class)
     return None
+
+
+def _class_not_found(claim: str, name: str) -> Verdict:
+    """Binding compares class names only (a PV of class "manual" binds with no StorageClass "manual"); only
+    provisioning needs the object. A Pending claim of a missing class is one no PV of that name matched yet."""
+    return Verdict(PV_CONTROLLER, "ClassNotFound",
+                   f'storageclass.storage.k8s.io "{name}" not found, and no PersistentVolume of class "{name}" '
+                   f'matches claim "{claim}": the PV controller binds by class name alone, so a matching PV of class '
+                   f'"{name}" would still bind it, but it cannot provision one without the StorageClass. Create a '
+                   f'PV of class "{name}" that matches the claim, or the StorageClass to provision one',
+                   "claim", claim)
 
 
 def _lost_verdict(claim: ClaimView, pvc: PersistentVolumeClaim) -> Verdict:
@@ -359,6 +387,27 @@ def _scheduler_reason(message: str, fallback: str) -> str:
     return fallback
 
 
+def _unbound_delayed(claims: Sequence[ClaimView], evidence: Evidence) -> list[str]:
+    """The Pod's claims the scheduler has to place: Pending, unnamed volume, WaitForFirstConsumer class."""
+    names = []
+    for claim in claims:
+        pvc = claim.pvc
+        if pvc is None or not claim.pending or pvc.volume_name or not pvc.storage_class:
+            continue
+        sc = (evidence.classes or {}).get(pvc.storage_class)
+        if sc is not None and sc.volume_binding_mode == "WaitForFirstConsumer":
+            names.append(f'claim "{claim.name}" (class "{sc.name}", provisioner "{sc.provisioner}")')
+    return names
+
+
+def _who_acts(reason: str, claims: Sequence[ClaimView], evidence: Evidence) -> str:
+    hint = SCHEDULER_WHO_ACTS.get(reason)
+    if hint is None:
+        return ""
+    named = _unbound_delayed(claims, evidence) if reason == "NoVolumeToBind" else []
+    return f" ({'; '.join(named) + ': ' if named else ''}{hint})"
+
+
 def _affinity_hint(reason: str, claims: Sequence[ClaimView]) -> str:
     if reason != "VolumeNodeAffinityConflict":
         return ""
@@ -370,22 +419,85 @@ def _affinity_hint(reason: str, claims: Sequence[ClaimView]) -> str:
             "matches it)")
 
 
-def _pod_verdict(pod: Pod, claims: Sequence[ClaimView], events: Sequence[Event]) -> Verdict:
+def _pod_verdict(pod: Pod, claims: Sequence[ClaimView], events: Sequence[Event], evidence: Evidence) -> Verdict:
     if pod.node_name:
-        return _node_verdict(pod, events)
-    return _scheduler_verdict(pod, claims, events) or _silent_verdict(pod)
+        return _node_verdict(pod, claims, events, evidence)
+    return _scheduler_verdict(pod, claims, events, evidence) or _silent_verdict(pod)
 
 
-def _node_verdict(pod: Pod, events: Sequence[Event]) -> Verdict:
+def _node_name_bypass(pod: Pod, claims: Sequence[ClaimView], evidence: Evidence) -> Optional[Verdict]:
+    """A Pod that sets spec.nodeName skips the scheduler, and only the scheduler writes a WaitForFirstConsumer
+    claim's volume.kubernetes.io/selected-node; the PV controller never binds nor provisions such a claim
+    without it, so the claim stays Pending and the kubelet waits for it."""
+    for claim in claims:
+        pvc = claim.pvc
+        if pvc is None or not claim.pending or pvc.volume_name or pvc.selected_node or not pvc.storage_class:
+            continue
+        sc = (evidence.classes or {}).get(pvc.storage_class)
+        if sc is None or sc.volume_binding_mode != "WaitForFirstConsumer":
+            continue
+        return Verdict(POD_SPEC, "NodeNameBypassesScheduler",
+                       f'the Pod sets spec.nodeName ("{pod.node_name}"), so the scheduler never selects a node for '
+                       f'its WaitForFirstConsumer claim "{claim.name}" (class "{sc.name}"): no '
+                       "volume.kubernetes.io/selected-node is written, the claim is neither bound nor provisioned, "
+                       "and the kubelet waits for it. Whoever writes the Pod must let the scheduler place it "
+                       "(spec.nodeSelector or nodeAffinity on kubernetes.io/hostname instead of spec.nodeName)",
+                       "claim", claim.name)
+    return None
+
+
+def unattached_volumes(message: str) -> list[str]:
+    """The volumes a kubelet FailedMount names as not attached (volume_manager.go WaitForAttachAndMount:
+    "unmounted volumes=[a b], unattached volumes=[a], ..."); [] when it names none."""
+    found = _UNATTACHED.search(message)
+    return found.group(1).split() if found else []
+
+
+def _attach_side(pod: Pod, claims: Sequence[ClaimView], event: Event, volumes: list[str],
+                 events: Sequence[Event], evidence: Evidence) -> Verdict:
+    """The kubelet only waits for an attach: the attach side (the attach/detach controller, and a CSI driver's
+    external-attacher through its VolumeAttachment) owns it, and says why in FailedAttachVolume or attachError."""
+    said = (f"{event.message} (the kubelet waits for volume(s) {', '.join(volumes)} to be attached to node "
+            f'"{pod.node_name}": the attach side must act, not the node')
+    failed = next((e for e in events if e.reason in ATTACH_REASONS), None)
+    if failed is not None:
+        said += f"; the attach/detach controller said: {failed.reason}: {failed.message})"
+        return Verdict(ATTACH_DETACH, "VolumeNotAttached", said, "pod-event", observed=event.observed)
+    for claim in claims:
+        pvc = claim.pvc
+        if pvc is None or not pvc.volume_name:
+            continue
+        for attachment in evidence.attachments or ():
+            error = attachment.attach_error
+            if (attachment.persistent_volume_name == pvc.volume_name and attachment.node_name == pod.node_name
+                    and error is not None and error.message):
+                said += (f'; VolumeAttachment "{attachment.name}" of CSI driver "{attachment.spec.attacher}" '
+                         f"says: {error.message})")
+                return Verdict(attachment.spec.attacher or ATTACH_DETACH, "VolumeNotAttached", said, "pod-event",
+                               claim=claim.name, observed=event.observed)
+    if evidence.attachments is None:  # not read (--watch reads none) or not readable: unknown, not absent
+        said += "; no FailedAttachVolume event says why, and VolumeAttachments were not read)"
+    else:
+        said += "; no FailedAttachVolume event or VolumeAttachment attachError says why)"
+    return Verdict(ATTACH_DETACH, "VolumeNotAttached", said, "pod-event", observed=event.observed)
+
+
+def _node_verdict(pod: Pod, claims: Sequence[ClaimView], events: Sequence[Event], evidence: Evidence) -> Verdict:
     """A Pod on a node: the attach/detach controller's or the kubelet's blocker."""
     if pod.meta.deleted is not None:
         return Verdict(KUBELET, "Terminating",
                        f'the Pod was deleted, and the kubelet on node "{pod.node_name}" has not confirmed it stopped',
                        "pod-condition", observed=pod.meta.deleted)
+    bypass = _node_name_bypass(pod, claims, evidence)
+    if bypass is not None:
+        return bypass
     for event in events:  # newest first; scheduling events of a scheduled Pod are history
         if event.reason in ATTACH_REASONS:
             return Verdict(ATTACH_DETACH, event.reason, event.message, "pod-event", observed=event.observed)
         if event.reason in KUBELET_REASONS:
+            volumes = unattached_volumes(event.message) if event.reason == "FailedMount" else []
+            if volumes:
+                return _attach_side(pod, claims, event, volumes, events, evidence)
             return Verdict(KUBELET, event.reason, event.message, "pod-event", observed=event.observed)
     # ContainerCreating is the kubelet's generic word; a sharper one (ErrImagePull...) says more.
     waiting = [w for w in pod.waiting if w.reason != "ContainerCreating"] or list(pod.waiting)
@@ -402,7 +514,8 @@ def _node_verdict(pod: Pod, events: Sequence[Event]) -> Verdict:
                    f"the Pod is still Pending, and no event explains it; {EVENTS_EXPIRE}", "container")
 
 
-def _scheduler_verdict(pod: Pod, claims: Sequence[ClaimView], events: Sequence[Event]) -> Optional[Verdict]:
+def _scheduler_verdict(pod: Pod, claims: Sequence[ClaimView], events: Sequence[Event],
+                       evidence: Evidence) -> Optional[Verdict]:
     """FailedScheduling and PodScheduled=False: the condition holds the scheduler's whole message (the
     event's note is cut at 1 KiB), the event names a second scheduler and says when."""
     failed = next((e for e in events if e.reason in SCHEDULER_REASONS), None)
@@ -414,7 +527,8 @@ def _scheduler_verdict(pod: Pod, claims: Sequence[ClaimView], events: Sequence[E
     times = [t for t in (failed.observed if failed else None, condition.last_transition_time if condition else None)
              if t]
     reason = _scheduler_reason(message, fallback)
-    return Verdict(_scheduler_name(pod, failed), reason, message + _affinity_hint(reason, claims),
+    return Verdict(_scheduler_name(pod, failed), reason,
+                   message + _affinity_hint(reason, claims) + _who_acts(reason, claims, evidence),
                    "pod-event" if failed else "pod-condition", observed=max(times, default=None))
 
 
@@ -453,7 +567,9 @@ def _claim_verdict(pod: Pod, claims: Sequence[ClaimView], evidence: Evidence) ->
 def _scheduled(pod: Pod, claims: Sequence[ClaimView], events: Sequence[Event], evidence: Evidence) -> Verdict:
     """A Pod already on a node is never the scheduler's: the attach/detach controller or the kubelet owns
     what blocks it, and whatever its claims look like is context in the message, not the blocker."""
-    verdict = _pod_verdict(pod, claims, events)
+    verdict = _pod_verdict(pod, claims, events, evidence)
+    if verdict.reason == "NodeNameBypassesScheduler":
+        return verdict  # the claim is what blocks, and the verdict already names it
     context = _claim_verdict(pod, claims, evidence)
     if context is not None:
         verdict = replace(verdict, claim=verdict.claim or context.claim, other=verdict.other or context.other,
@@ -488,7 +604,7 @@ def classify(pod: Pod, evidence: Evidence) -> Triage:
     if pod.node_name:
         verdict = _scheduled(pod, claims, pod_events, evidence)
     else:
-        verdict = _claim_verdict(pod, claims, evidence) or _pod_verdict(pod, claims, pod_events)
+        verdict = _claim_verdict(pod, claims, evidence) or _pod_verdict(pod, claims, pod_events, evidence)
     verdict = _name_other_party(pod, verdict, claims, evidence)
     shown = [(f"Pod/{pod.name}", e) for e in pod_events]
     shown += [(f"PersistentVolumeClaim/{c.name}", e) for c in claims for e in c.events]
