@@ -272,3 +272,64 @@ def test_gke_labels_and_the_aks_node_resource_group_say_who_made_it_and_the_last
     assert aks["made_by"] == {"cluster": "ESTATE-GONE", "evidence": f"node resource group {NODE_RG.upper()}",
                               "state": "not-in-kubeconfig", "context": None}
     assert aks["handle"] == disk_id(SUB, NODE_RG.upper(), "pvc-aks-left")
+
+
+# -- the reverse snapshot census: the account's CSI snapshots no VolumeSnapshotContent names -------------------
+
+@pytest.fixture(scope="module")
+def snapshotted(west: ControlPlane, moto: MotoServer) -> dict[str, str]:
+    """On the west plane (this module's: its CRDs change nothing for other tests), one pre-provisioned content
+    naming an EBS CSI snapshot. In us-east-1: that snapshot, one more the EBS CSI driver made that no content names
+    (with its cluster's tag), and one it did not make (an AMI's or a backup's: no CSI tags)."""
+    from recording.snapshots import content, install_crds, volume_snapshot
+
+    ec2 = moto.client("ec2", "us-east-1")
+    volume = create_volume(ec2, "us-east-1a", 30, "gp2")
+
+    def snapshot(tags: dict[str, str]) -> str:
+        spec: dict[str, Any] = {"VolumeId": volume}
+        if tags:
+            spec["TagSpecifications"] = [{"ResourceType": "snapshot",
+                                          "Tags": [{"Key": k, "Value": v} for k, v in tags.items()]}]
+        return str(ec2.create_snapshot(**spec)["SnapshotId"])
+
+    # The tags aws-ebs-csi-driver's CreateSnapshot writes (pkg/driver/controller.go): its name and the driver's mark.
+    csi = {"CSIVolumeSnapshotName": "snapshot-0b5e", "ebs.csi.aws.com/cluster": "true"}
+    ids = {"named": snapshot(csi), "orphan": snapshot({**csi, "CSIVolumeSnapshotName": "snapshot-9f1a",
+                                                        "kubernetes.io/cluster/estate-gone": "owned"}),
+           "foreign": snapshot({}), "volume": volume}
+    install_crds(west)
+    apply(west, namespace("estate-snap"), volume_snapshot("estate-snap", "kept"),
+          content("estate-named", driver="ebs.csi.aws.com", ns="estate-snap", snapshot="kept", uid=None,
+                  snapshot_handle=ids["named"]))
+    return ids
+
+
+def snapshots_run(estate: dict[str, Any], moto: MotoServer, *args: str) -> Any:
+    command = [PLUGIN or sys.executable, *([] if PLUGIN else ["-m", "kubectl_pvleft"]), "snapshots", "--aws-region",
+               "us-east-1", "--context", WEST, *args, "--kubeconfig", str(estate["kubeconfig"])]
+    result = subprocess.run(command, capture_output=True, text=True, env=env_for(estate["home"], moto=moto),
+                            timeout=180, check=False)
+    print(result.stdout, result.stderr, sep="\n--- stderr ---\n")
+    return result
+
+
+def test_a_csi_snapshot_no_content_names_is_an_orphan_with_its_source_disk(
+        estate: dict[str, Any], moto: MotoServer, snapshotted: dict[str, str]) -> None:
+    """DescribeSnapshots OwnerIds=self lists the account's snapshots: the one the EBS CSI driver made that no
+    content names is an orphan-snapshot, with the volume it was taken of; the named one is not, and neither is one
+    the driver did not make. With -l, contents outside the selection were not read (here: none was selected, so the
+    named one is unnamed too): no orphan, said once."""
+    result = snapshots_run(estate, moto, "-o", "json")
+    assert result.returncode == 0, result.stderr
+    found = [i for i in items(result.stdout) if i.get("kind") == "orphan-snapshot"]
+    assert [(f["handle"], f["volume_snapshot_content"]) for f in found] == [(snapshotted["orphan"], None)]
+    [orphan] = found
+    assert orphan["cloud_snapshot"]["source_volume"] == snapshotted["volume"]
+    assert orphan["cloud_snapshot"]["provenance"]["kubernetes.io/cluster/estate-gone"] == "owned"
+    assert f"taken of {snapshotted['volume']}" in orphan["message"] and orphan["finding"] is True
+    selected = snapshots_run(estate, moto, "-l", "nothing=here", "-o", "json")
+    assert [i for i in items(selected.stdout) if i.get("kind") == "orphan-snapshot"] == []
+    assert [line for line in selected.stderr.splitlines() if "not reported as orphans" in line] == [
+        "warning: EBS snapshots: -l nothing=here selected the VolumeSnapshotContents read, so 2 snapshot(s) no "
+        "selected content names are not reported as orphans; run without -l to see them"]

@@ -118,6 +118,8 @@ class CloudSnapshot(Struct, frozen=True):
     created: Optional[datetime] = None
     state: Optional[str] = None  # READY / completed ... as the cloud says it
     multi_region: bool = False
+    source_volume: Optional[str] = None  # the disk it was taken of, as the cloud names it (EBS VolumeId)
+    provenance: Mapping[str, str] = field(default_factory=dict)  # what the CSI driver tagged it with
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -126,7 +128,7 @@ class CloudSnapshot(Struct, frozen=True):
             "stored_size_unknown": self.unsized, "stored_gib_at_most": self.bound_gib,
             "source_size_gb": self.source_size_gb,
             "created": self.created.isoformat().replace("+00:00", "Z") if self.created else None,
-            "state": self.state,
+            "state": self.state, "source_volume": self.source_volume, "provenance": dict(self.provenance),
         }
 
 
