@@ -9,6 +9,7 @@ pv_controller.go syncVolume: a bound claim deleted leaves a Retain PV Released).
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -333,3 +334,32 @@ def test_a_csi_snapshot_no_content_names_is_an_orphan_with_its_source_disk(
     assert [line for line in selected.stderr.splitlines() if "not reported as orphans" in line] == [
         "warning: EBS snapshots: -l nothing=here selected the VolumeSnapshotContents read, so 2 snapshot(s) no "
         "selected content names are not reported as orphans; run without -l to see them"]
+
+
+def test_a_pd_csi_snapshot_no_content_names_is_an_orphan_of_the_project(
+        estate: dict[str, Any], moto: MotoServer, compute: FakeCompute, snapshotted: dict[str, str],
+        west: ControlPlane) -> None:
+    """snapshots.list, every page (the fake's pages hold two): the snapshot the PD CSI driver made (its description,
+    as gce-compute.go CreateSnapshot writes it) that no content names is an orphan, with its source disk; the one a
+    content names is not, nor is one the driver did not make."""
+    from gce_fake import gce_snapshot
+    from recording.snapshots import content, volume_snapshot
+
+    tags = json.dumps({"kubernetes.io/created-for/volumesnapshot/name": "kept-gce",
+                       "storage.gke.io/created-by": "pd.csi.storage.gke.io"}, sort_keys=True, separators=(",", ":"))
+    for name, description in (("snapshot-named", tags), ("snapshot-left", "Snapshot created by GCE-PD CSI Driver"),
+                              ("image-base", None), ("snapshot-other", "nightly backup")):
+        compute.add_snapshot(gce_snapshot(PROJECT, name, description=description, source_disk=f"pvc-{name}",
+                                          zone=ZONE))
+    apply(west, volume_snapshot("estate-snap", "kept-gce"),
+          content("estate-named-gce", driver="pd.csi.storage.gke.io", ns="estate-snap", snapshot="kept-gce", uid=None,
+                  snapshot_handle=f"projects/{PROJECT}/global/snapshots/snapshot-named"))
+    env = env_for(estate["home"], compute=compute)
+    command = [PLUGIN or sys.executable, *([] if PLUGIN else ["-m", "kubectl_pvleft"]), "snapshots", "--project",
+               PROJECT, "--context", WEST, "-o", "json", "--kubeconfig", str(estate["kubeconfig"])]
+    result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=180, check=False)
+    assert result.returncode == 0 and error_lines(result.stderr) == [], result.stderr
+    found = [i for i in items(result.stdout) if i.get("kind") == "orphan-snapshot"]
+    assert [f["handle"] for f in found] == [f"projects/{PROJECT}/global/snapshots/snapshot-left"]
+    assert found[0]["cloud_snapshot"]["source_volume"] == f"projects/{PROJECT}/zones/{ZONE}/disks/pvc-snapshot-left"
+    assert ("GET", f"/compute/v1/projects/{PROJECT}/global/snapshots") in {(v, p) for v, p, _ in compute.requests}
