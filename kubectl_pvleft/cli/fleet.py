@@ -148,17 +148,24 @@ def run_context(context: str, invocation: Invocation,
 
 
 def run_contexts(contexts: list[str], invocation: Invocation,
+                 on_done: Optional[Callable[[ContextOutcome], None]] = None,
                  task: Optional[Callable[[Session], Any]] = None) -> list[ContextOutcome]:
-    """Every context's outcome, in the order given, at most ``--max-concurrency`` at once.
+    """Every context's outcome, in the order given, at most ``--max-concurrency`` at once; ``on_done`` is called
+    with each as it finishes, on this thread (``task``: what each context reads, else the command's run). On a
+    terminal the status line counts them and names the ones still running, the slowest first, redrawn every second
+    while nothing finishes (kubectl_pvleft.progress).
 
     Daemon threads rather than a ThreadPoolExecutor, whose exit joins its workers: Ctrl-C must end the
     run at once, not when the slowest (or a hung) context gives up."""
+    from kubectl_pvleft import progress
+
     workers = max(1, min(invocation.max_concurrency or DEFAULT_CONCURRENCY, len(contexts)))
     todo: queue.SimpleQueue[tuple[int, str]] = queue.SimpleQueue()
     for index, context in enumerate(contexts):
         todo.put((index, context))
     outcomes: list[Optional[ContextOutcome]] = [None] * len(contexts)
-    finished: queue.SimpleQueue[Optional[BaseException]] = queue.SimpleQueue()
+    finished: queue.SimpleQueue[tuple[Optional[ContextOutcome], Optional[BaseException]]] = queue.SimpleQueue()
+    running: dict[str, float] = {}  # context -> when it started (written by the workers, read here)
 
     def work() -> None:
         while True:
@@ -166,20 +173,51 @@ def run_contexts(contexts: list[str], invocation: Invocation,
                 index, context = todo.get_nowait()
             except queue.Empty:
                 return
+            running[context] = time.monotonic()
             try:
                 outcomes[index] = run_context(context, invocation, task)
             except BaseException as exc:  # a bug of ours: raised on the main thread
-                finished.put(exc)
+                finished.put((None, exc))
                 return
-            finished.put(None)
+            running.pop(context, None)
+            finished.put((outcomes[index], None))
 
     for number in range(workers):
         threading.Thread(target=work, daemon=True, name=f"pvleft-context-{number}").start()
-    for _ in contexts:
-        failure = finished.get()
+    done = failed = 0
+    while done < len(contexts):
+        if progress.active():
+            progress.status(waiting_line(invocation.command.name, done, failed, len(contexts), dict(running)), now=True)
+        try:
+            outcome, failure = finished.get(timeout=STATUS_EVERY)
+        except queue.Empty:
+            continue
         if failure is not None:
             raise failure
+        assert outcome is not None
+        done += 1
+        failed += outcome.error is not None
+        if on_done is not None:
+            on_done(outcome)
     return outcomes  # type: ignore[return-value]
+
+
+STATUS_EVERY = 1.0  # seconds: the waiting contexts' clocks tick on the status line
+SLOW_AFTER = 1.0  # seconds before a running context is named on the status line
+
+
+def waiting_line(command: str, done: int, failed: int, total: int, running: dict[str, float]) -> str:
+    """``leftovers: 12 of 20 contexts done (1 failed); waiting for prod-eu (14s), lab (3s)``: the status line of a
+    fleet run, the longest-running context first (names escaped: they come from the kubeconfig)."""
+    from kubectl_pvleft.text import shown
+
+    line = f"{command}: {done} of {total} contexts done" + (f" ({failed} failed)" if failed else "")
+    clock = time.monotonic()
+    slow = sorted(((clock - began, name) for name, began in running.items() if clock - began >= SLOW_AFTER),
+                  reverse=True)
+    if slow:
+        line += "; waiting for " + ", ".join(f"{shown(name)} ({seconds:.0f}s)" for seconds, name in slow)
+    return line
 
 
 def _rows_by_context(results: list[tuple[str, Result]]) -> Optional[Report[InContext]]:
@@ -206,7 +244,8 @@ def combine(outcomes: list[ContextOutcome]) -> tuple[Optional[Report[InContext]]
     return report, result
 
 
-def census_contexts(contexts: list[str], invocation: Invocation) -> tuple[list[ContextOutcome], Any]:
+def census_contexts(contexts: list[str], invocation: Invocation,
+                    on_done: Optional[Callable[[ContextOutcome], None]] = None) -> tuple[list[ContextOutcome], Any]:
     """``leftovers`` with a cloud census across contexts: each context's PVs read (failures apart, as every
     fleet run), then each asked cloud's disks listed once and joined against them all (census.take_estate); each
     context's rows then get their DISK. Returns the outcomes (each with its result) and the census's outcome, or
@@ -216,8 +255,8 @@ def census_contexts(contexts: list[str], invocation: Invocation) -> tuple[list[C
 
     options = invocation.options("")  # what the census reads of the flags; no context's namespace matters to it
     prices = census.price_file(options)  # a bad --price-file stops the run before any request
-    outcomes = run_contexts(contexts, invocation, lambda session: (session.options,
-                                                                   leftovers.read(session.api, session.options)))
+    outcomes = run_contexts(contexts, invocation, on_done,
+                            task=lambda session: (session.options, leftovers.read(session.api, session.options)))
     read = {o.context: o.read for o in outcomes if o.read is not None}
     if not read:
         return outcomes, None
@@ -264,6 +303,8 @@ def census_result(result: Result, outcomes: list[ContextOutcome], taken: Any, sh
 
 def summary(outcome: ContextOutcome) -> str:
     rows = len(outcome.result.report.rows) if outcome.result is not None else 0
+    if outcome.result is None and isinstance(outcome.read, tuple):  # a fleet census's context: the rows it read
+        rows = len(getattr(outcome.read[-1], "rows", ()))
     state = "failed" if outcome.error is not None else f"{rows} row{'' if rows == 1 else 's'}"
     requests = f"{outcome.requests} request{'' if outcome.requests == 1 else 's'}"
     return f"context {outcome.context}: {state} in {outcome.seconds:.2f}s, {requests}"

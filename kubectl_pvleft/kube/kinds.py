@@ -140,3 +140,10 @@ KINDS: dict[str, Kind[Any]] = {kind.plural: kind for kind in (
     PERSISTENT_VOLUMES, PERSISTENT_VOLUME_CLAIMS, PODS, EVENTS, STORAGE_CLASSES, CSI_DRIVERS, NAMESPACES,
     VOLUME_ATTACHMENTS, CSI_NODES, NODES, VOLUME_SNAPSHOTS, VOLUME_SNAPSHOT_CONTENTS, VOLUME_SNAPSHOT_CLASSES)}
 KINDS.update((kind.plural, kind) for kind in WORKLOAD_KINDS)
+
+
+def names_only(plural: str) -> Kind[Named]:
+    """A kind of KINDS read as metadata only (names and uids): what shell completion offers after a subcommand.
+    The same resource and verbs as the kind itself, so the ClusterRole covers it."""
+    kind = KINDS[plural]
+    return Kind(kind.plural, kind.prefix, kind.namespaced, Named, metadata_only=True)

@@ -31,6 +31,7 @@ from typing import Any, Optional
 from kubectl_pvleft.clouds.aws import SOURCE
 from kubectl_pvleft.clouds.aws.census import CLUSTER_NAME_TAGS, CLUSTER_TAG_PREFIX, INSTALL_HINT, _one_line
 from kubectl_pvleft.clouds.base import CloudError, CloudSnapshot, SnapshotLookup
+from kubectl_pvleft.clouds.bounded import page_read
 
 PERMISSION = "ec2:DescribeSnapshots"
 BATCH = 200  # ids per DescribeSnapshots call (EC2 documents no limit; this keeps a request's size modest)
@@ -113,6 +114,7 @@ class AwsSnapshots:
                 pages = client.get_paginator("describe_snapshots").paginate(
                     OwnerIds=["self"], PaginationConfig={"PageSize": 1000})
                 for page in pages:
+                    page_read()  # a list past its time stops here (clouds/bounded.py)
                     self.calls += 1
                     for snapshot in page.get("Snapshots") or ():
                         if snapshot.get("SnapshotId"):
@@ -158,6 +160,7 @@ class AwsSnapshots:
 
         try:
             for page in client.get_paginator("describe_snapshots").paginate(SnapshotIds=ids):
+                page_read()  # a lookup past its time stops here (clouds/bounded.py)
                 self.calls += 1
                 for snapshot in page.get("Snapshots") or ():
                     if snapshot.get("SnapshotId") in ids:

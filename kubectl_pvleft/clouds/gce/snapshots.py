@@ -19,6 +19,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Optional
 
 from kubectl_pvleft.clouds.base import CloudError, CloudSnapshot, SnapshotLookup
+from kubectl_pvleft.clouds.bounded import page_read
 from kubectl_pvleft.clouds.gce import SOURCE
 from kubectl_pvleft.clouds.gce.census import (
     CALL_TIMEOUT,
@@ -102,6 +103,7 @@ class GceSnapshots:
                                                   retry=retry.Retry(predicate=retry.if_exception_type(
                                                       api.ServiceUnavailable, api.DeadlineExceeded),
                                                       deadline=self.retry_deadline)):
+                    page_read()  # a list past its time stops here (clouds/bounded.py); the pager reads by pages
                     yield snapshot_record(snapshot, f"projects/{project}/global/snapshots/{snapshot.name}")
             except (api.GoogleAPIError, GoogleAuthError, RequestException, OSError, ValueError) as exc:
                 raise CloudError(_error(exc, project).replace(PERMISSION, "compute.snapshots.list")) from None
