@@ -281,7 +281,8 @@ def test_gke_labels_and_the_aks_node_resource_group_say_who_made_it_and_the_last
 def snapshotted(west: ControlPlane, moto: MotoServer) -> dict[str, str]:
     """On the west plane (this module's: its CRDs change nothing for other tests), one pre-provisioned content
     naming an EBS CSI snapshot. In us-east-1: that snapshot, one more the EBS CSI driver made that no content names
-    (with its cluster's tag), and one it did not make (an AMI's or a backup's: no CSI tags)."""
+    (with its cluster's tag), one such that a human tagged pvleft.io/keep, and one the driver did not make (an AMI's
+    or a backup's: no CSI tags)."""
     from recording.snapshots import content, install_crds, volume_snapshot
 
     ec2 = moto.client("ec2", "us-east-1")
@@ -298,7 +299,8 @@ def snapshotted(west: ControlPlane, moto: MotoServer) -> dict[str, str]:
     csi = {"CSIVolumeSnapshotName": "snapshot-0b5e", "ebs.csi.aws.com/cluster": "true"}
     ids = {"named": snapshot(csi), "orphan": snapshot({**csi, "CSIVolumeSnapshotName": "snapshot-9f1a",
                                                         "kubernetes.io/cluster/estate-gone": "owned"}),
-           "foreign": snapshot({}), "volume": volume}
+           "foreign": snapshot({}), "kept": snapshot({**csi, "CSIVolumeSnapshotName": "snapshot-7c2d",
+                                                         "pvleft.io/keep": "legal hold"}), "volume": volume}
     install_crds(west)
     apply(west, namespace("estate-snap"), volume_snapshot("estate-snap", "kept"),
           content("estate-named", driver="ebs.csi.aws.com", ns="estate-snap", snapshot="kept", uid=None,
@@ -329,10 +331,16 @@ def test_a_csi_snapshot_no_content_names_is_an_orphan_with_its_source_disk(
     assert orphan["cloud_snapshot"]["source_volume"] == snapshotted["volume"]
     assert orphan["cloud_snapshot"]["provenance"]["kubernetes.io/cluster/estate-gone"] == "owned"
     assert f"taken of {snapshotted['volume']}" in orphan["message"] and orphan["finding"] is True
+    # The kept one is shown with --all, set aside; --older-than (by creation) sets the young orphan aside too.
+    shown = {i["handle"]: i for i in items(snapshots_run(estate, moto, "--all", "--older-than", "1d", "-o",
+                                                         "json").stdout) if i.get("kind") == "orphan-snapshot"}
+    assert {h: (i["finding"], i["set_aside"]) for h, i in shown.items()} == {
+        snapshotted["orphan"]: (False, "snapshot created less than --older-than ago"),
+        snapshotted["kept"]: (False, "kept (the cloud's keep label or tag): legal hold")}
     selected = snapshots_run(estate, moto, "-l", "nothing=here", "-o", "json")
     assert [i for i in items(selected.stdout) if i.get("kind") == "orphan-snapshot"] == []
     assert [line for line in selected.stderr.splitlines() if "not reported as orphans" in line] == [
-        "warning: EBS snapshots: -l nothing=here selected the VolumeSnapshotContents read, so 2 snapshot(s) no "
+        "warning: EBS snapshots: -l nothing=here selected the VolumeSnapshotContents read, so 3 snapshot(s) no "
         "selected content names are not reported as orphans; run without -l to see them"]
 
 

@@ -272,7 +272,7 @@ def run(api: Reader, options: Options) -> Result:
     taken = snapshot_census.take(options, wanted, prices, None if options.names else result.named)
     looked = taken if taken.taken or taken.errors else None  # no cloud looks up snapshots: no column to show
     shown = _shown(report(result, show_kept=options.show_all, cloud=looked), options)
-    sections = snapshot_census.sections(taken, wanted)
+    sections = snapshot_census.sections(taken, wanted, show_all=options.show_all)
     return Result(shown, finding_count(shown) + sum(finding_count(section) for section in sections),
                   result.warnings + taken.warnings, partial=bool(taken.errors), sections=sections, errors=taken.errors)
 

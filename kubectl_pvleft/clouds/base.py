@@ -120,6 +120,7 @@ class CloudSnapshot(Struct, frozen=True):
     multi_region: bool = False
     source_volume: Optional[str] = None  # the disk it was taken of, as the cloud names it (EBS VolumeId)
     provenance: Mapping[str, str] = field(default_factory=dict)  # what the CSI driver tagged it with
+    kept: Optional[str] = None  # the keep tag's or label's reason (pvleft.io/keep, GCE pvleft-keep), else None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -129,6 +130,7 @@ class CloudSnapshot(Struct, frozen=True):
             "source_size_gb": self.source_size_gb,
             "created": self.created.isoformat().replace("+00:00", "Z") if self.created else None,
             "state": self.state, "source_volume": self.source_volume, "provenance": dict(self.provenance),
+            "kept": self.kept,
         }
 
 

@@ -12,6 +12,7 @@ is partial; the Kubernetes findings still print.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from functools import partial
 from importlib import import_module
 from importlib.util import find_spec
@@ -22,7 +23,7 @@ from msgspec import Struct
 from kubectl_pvleft.clouds.base import CloudError, CloudSnapshot, SnapshotLookup
 from kubectl_pvleft.clouds.census import asked, census_seconds, totals_report
 from kubectl_pvleft.invocation import Options
-from kubectl_pvleft.output.report import Column, Report, Verdict, actionable
+from kubectl_pvleft.output.report import Column, Report, Verdict, actionable, utcnow
 from kubectl_pvleft.records import Absent
 
 if TYPE_CHECKING:  # --cost alone imports the pricing
@@ -54,6 +55,7 @@ class SnapshotFinding(Struct, frozen=True):
     handle: str
     message: str
     snapshot: Optional[CloudSnapshot] = None  # an orphan snapshot: what the cloud says of it
+    set_aside: Optional[str] = None  # an orphan snapshot that is no finding: kept, or younger than --older-than
 
 
 class SnapshotOutcome:
@@ -155,13 +157,25 @@ def orphans(options: Options, named: set[str], outcome: SnapshotOutcome) -> None
                     f"so {len(unnamed)} snapshot(s) no selected content names are not reported as orphans; run "
                     "without -l to see them")
             continue
+        now = utcnow()
         for snapshot in sorted(unnamed, key=lambda s: s.handle):
             made = ", ".join(f"{k}={v}" for k, v in sorted(snapshot.provenance.items()))
             source = f"taken of {snapshot.source_volume}" if snapshot.source_volume else "its source disk unknown"
             outcome.findings.append(SnapshotFinding(
                 ORPHAN_SNAPSHOT, cloud.SOURCE, None, snapshot.handle,
                 f"no VolumeSnapshotContent in this cluster names {snapshot.handle} ({made}), {source}; it may "
-                "belong to another cluster in the same account", snapshot))
+                "belong to another cluster in the same account", snapshot, _orphan_aside(snapshot, options, now)))
+
+
+def _orphan_aside(snapshot: CloudSnapshot, options: Options, now: datetime) -> Optional[str]:
+    """Why an orphan snapshot is no finding: the cloud's keep tag or label, or created less than --older-than ago
+    (unknown creation counts as young)."""
+    if snapshot.kept is not None:
+        return f"kept (the cloud's keep label or tag): {snapshot.kept}"
+    if options.older_than is not None and (snapshot.created is None or
+                                           (now - snapshot.created).total_seconds() < options.older_than):
+        return "snapshot created less than --older-than ago"
+    return None
 
 
 def _every(module: Any, options: Options) -> list[CloudSnapshot]:
@@ -225,13 +239,14 @@ def _price(outcome: SnapshotOutcome, options: Options, wanted: Sequence[Wanted],
         outcome.warnings.append(note)
 
 
-def sections(outcome: SnapshotOutcome, wanted: Sequence[Wanted]) -> list[Report[Any]]:
+def sections(outcome: SnapshotOutcome, wanted: Sequence[Wanted], show_all: bool = False) -> list[Report[Any]]:
     """The snapshots the clouds say are gone, and with ``--cost`` the totals of what the counted contents' snapshots
     bill; none when no cloud answered (an empty table would read as "all there")."""
     if not outcome.taken:
         return []
     aside = {want.content: want.set_aside for want in wanted if want.set_aside is not None}
-    found: list[Report[Any]] = [findings_report(outcome.findings, outcome.taken, aside, outcome.costing,
+    shown = [f for f in outcome.findings if show_all or f.set_aside is None]  # a set-aside orphan: with --all
+    found: list[Report[Any]] = [findings_report(shown, outcome.taken, aside, outcome.costing,
                                                 outcome.listed)]
     if outcome.costing is not None:
         from kubectl_pvleft.clouds.cost import totals
@@ -242,7 +257,7 @@ def sections(outcome: SnapshotOutcome, wanted: Sequence[Wanted]) -> list[Report[
             if want.counted and isinstance(snapshot, CloudSnapshot):
                 rows.append((want.kind, snapshot, outcome.priced(want.content)))
         rows += [(f.kind, f.snapshot, outcome.costing.of(f.snapshot)) for f in outcome.findings
-                 if f.snapshot is not None]
+                 if f.snapshot is not None and f.set_aside is None]
         found.append(totals_report(totals(rows), outcome.costing, counted="SNAPSHOTS"))
     return found
 
@@ -278,7 +293,7 @@ def findings_report(findings: list[SnapshotFinding], taken: Sequence[str],
         return doc
 
     verdict: Verdict[SnapshotFinding] = Verdict(lambda f: (f"{f.kind}: {f.message}",),
-                                                lambda f: aside.get(f.content) if f.content else None)
+                                                lambda f: aside.get(f.content) if f.content else f.set_aside)
     return actionable(Report(rows=findings, columns=columns, name=lambda f: f"{f.source}/{f.handle}",
                              to_json=to_json,
                              empty_message=(f"No missing snapshots found by the {' and '.join(taken)} lookup"

@@ -29,7 +29,7 @@ from datetime import timezone
 from typing import Any, Optional
 
 from kubectl_pvleft.clouds.aws import SOURCE
-from kubectl_pvleft.clouds.aws.census import CLUSTER_NAME_TAGS, CLUSTER_TAG_PREFIX, INSTALL_HINT, _one_line
+from kubectl_pvleft.clouds.aws.census import CLUSTER_NAME_TAGS, CLUSTER_TAG_PREFIX, INSTALL_HINT, KEEP_TAG, _one_line
 from kubectl_pvleft.clouds.base import CloudError, CloudSnapshot, SnapshotLookup
 from kubectl_pvleft.clouds.bounded import page_read
 
@@ -214,7 +214,8 @@ def snapshot_record(snapshot: Mapping[str, Any], region: str) -> CloudSnapshot:
         created=created.astimezone(timezone.utc) if created else None, state=snapshot.get("State"),
         source_volume=snapshot.get("VolumeId") or None,
         provenance={k: v for k, v in tags.items() if k in CSI_SNAPSHOT_TAGS or k in CLUSTER_NAME_TAGS
-                    or k.startswith(CLUSTER_TAG_PREFIX)})
+                    or k.startswith(CLUSTER_TAG_PREFIX)},
+        kept=(tags[KEEP_TAG].strip() or "(no reason given)") if KEEP_TAG in tags else None)
 
 
 def made_by_csi(snapshot: CloudSnapshot) -> bool:

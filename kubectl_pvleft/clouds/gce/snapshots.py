@@ -24,6 +24,7 @@ from kubectl_pvleft.clouds.gce import SOURCE
 from kubectl_pvleft.clouds.gce.census import (
     CALL_TIMEOUT,
     INSTALL_HINT,
+    KEEP_LABEL,
     RETRY_DEADLINE,
     default_credentials,
     parse_timestamp,
@@ -181,7 +182,8 @@ def snapshot_record(snapshot: Any, handle: str) -> CloudSnapshot:
         created=parse_timestamp(snapshot.creation_timestamp), state=snapshot.status or None,
         multi_region=bool(location) and not any(ch.isdigit() for ch in location),
         source_volume=_disk_handle(snapshot.source_disk) if snapshot.source_disk else None,
-        provenance=_provenance(snapshot.description or ""))
+        provenance=_provenance(snapshot.description or ""),
+        kept=((snapshot.labels[KEEP_LABEL] or "(no reason given)") if KEEP_LABEL in snapshot.labels else None))
 
 
 def _disk_handle(url: str) -> str:
