@@ -220,8 +220,12 @@ def test_a_refused_lookup_is_unknown_never_missing_and_the_run_partial(world: di
         compute.snapshots_forbidden.discard(PROJECT)
     assert done.returncode == 4, done.stderr
     errors = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
+    # Each refused call names its own missing permission: the lookups' get, and the reverse census's list (which
+    # then reports no orphan: only a list read in full may).
     assert errors == ["error: Compute Engine snapshots: Compute Engine denied reading snapshots in project shop-prod: "
-                      "the credentials lack compute.snapshots.get"]
+                      "the credentials lack compute.snapshots.get",
+                      "error: Compute Engine snapshots: Compute Engine denied reading snapshots in project shop-prod: "
+                      "the credentials lack compute.snapshots.list"]
     contents, gone, _ = (table(part) for part in done.stdout.split("\n\n"))
     assert contents[f"{P}gce-gone"]["CLOUD SNAPSHOT"] == "<unknown>"
     assert [row["CONTENT"] for row in gone.values()] == [f"{P}ebs-gone"]
