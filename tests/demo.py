@@ -118,6 +118,7 @@ def main() -> int:
     run("which StorageClass made that legal?", "classes", env=env)
     run("PVs whose policy drifted from their class", "classes", "--drift", env=env)
     run("claims in trouble", "claims", "-A", env=env)
+    run("one Pod's whole storage story, and the link that blocks", "why", "pod/orders-0", "-n", "shop", env=env)
     run("as a user who may not read PVCs: unknown, never missing", "leftovers", "-o", "jsonl",
         "--kubeconfig", str(cp.kubeconfig("pvonly")), env=env)
     print(f"""
