@@ -4,14 +4,16 @@ enumerations are open)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Optional
 
 from msgspec import Struct
 
+from kubectl_pvleft.analyses.deletion import TERMINATING, claim_hold, pod_list
 from kubectl_pvleft.analyses.resize import StalledResize
 from kubectl_pvleft.analyses.usage import FROM_CONDITION, NOT_JUDGED, UNUSED_CONDITION, Usage
 from kubectl_pvleft.output.report import UNSET
-from kubectl_pvleft.records import Condition, PersistentVolumeClaim
+from kubectl_pvleft.records import Condition, PersistentVolumeClaim, Pod, iso
 
 PENDING, LOST = "pending", "lost"
 RESIZING, RESIZE_FAILED, RESIZE_ERROR = "resizing", "resize-failed", "resize-error"
@@ -54,7 +56,7 @@ HEALTH_STATUSES = ("Inaccessible", "DataLoss", "Degraded")
 # Every kind problems() can give, from the tables above that it reads (`help claims` lists exactly these as the
 # PROBLEM values: a test compares).
 PROBLEM_KINDS: tuple[str, ...] = tuple(dict.fromkeys((
-    UNUSED, *PHASE_PROBLEMS.values(), *RESIZE_STATUSES.values(), *(k for k in CONDITIONS.values() if k is not None),
+    TERMINATING, UNUSED, *PHASE_PROBLEMS.values(), *RESIZE_STATUSES.values(), *(k for k in CONDITIONS.values() if k is not None),
     RESIZE_NOT_STARTED, *MODIFY_STATUSES.values(), MODIFY_ERROR, UNHEALTHY, UNKNOWN)))
 
 
@@ -81,13 +83,20 @@ def condition_known(condition: Condition) -> bool:
 
 
 def problems(claim: PersistentVolumeClaim, stalled: Optional[StalledResize] = None,
-             usage: Usage = NOT_JUDGED) -> tuple[Problem, ...]:
-    """Pure: every piece of status evidence that the claim is not simply Bound and well."""
+             usage: Usage = NOT_JUDGED, holders: Optional[Sequence[Pod]] = None) -> tuple[Problem, ...]:
+    """Pure: every piece of status evidence that the claim is not simply Bound and well. ``holders``: the Pods the
+    pvc-protection controller counts as using the claim (podUsesPVC), None when the Pods were not read."""
     found: list[Problem] = []
+    if claim.meta.deleted:  # first: what holds it is what an operator asks about a claim that will not go
+        found.append(Problem(TERMINATING, "metadata.deletionTimestamp", iso(claim.meta.deleted) or "",
+                             detail=claim_hold(claim.meta, holders)))
     if usage.unused:
+        # A finished Pod does not use the claim, but a scheduled one still holds it against deletion.
+        waits = (f"; deleting it will wait for {pod_list(holders)}, which still names it (pvc-protection)"
+                 if holders else "")
         found.append(Problem(UNUSED, f"status.conditions[{UNUSED_CONDITION}]" if usage.evidence == FROM_CONDITION
                              else "pods", "True" if usage.evidence == FROM_CONDITION else "no Pod",
-                             reason=usage.reason, detail=usage.evidence))
+                             reason=usage.reason, detail=(usage.evidence or "") + waits))
     if stalled is not None:
         found.append(Problem(RESIZE_NOT_STARTED, "spec.resources.requests.storage", stalled.requested,
                              reason=stalled.reason, message=stalled.text(),

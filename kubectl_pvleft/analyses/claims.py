@@ -43,6 +43,7 @@ from kubectl_pvleft.analyses.claim_problems import (
     problems,
 )
 from kubectl_pvleft.analyses.claimwhy import CLAIM_EVENTS, reasons_from
+from kubectl_pvleft.analyses.deletion import TERMINATING, claim_holders
 from kubectl_pvleft.analyses.resize import StalledResize, stalled_resize
 from kubectl_pvleft.analyses.usage import NOT_JUDGED, Usage, needs_pods, usage_of, used_claims
 from kubectl_pvleft.invocation import KEEP_ANNOTATION, Options, Result, kept_reason
@@ -86,6 +87,8 @@ class ClaimRow(Struct, frozen=True):
     # A Pending claim of a WaitForFirstConsumer class that no Pod uses yet: it waits by design, not in trouble.
     # None: not such a claim, or its class or the Pods could not be read (then it stays "pending").
     waiting_for_consumer: Optional[bool] = None
+    # The Pods pvc-protection counts as holding the claim (scheduled, naming it); None: the Pods were not read.
+    holders: Optional[tuple[Pod, ...]] = None
 
     @property
     def in_trouble(self) -> bool:
@@ -127,8 +130,8 @@ def _young(found: tuple[Problem, ...], claim: PersistentVolumeClaim, usage: Usag
                 continue
             if (now - usage.since).total_seconds() < criteria.older_than:
                 continue
-        elif problem.kind == PENDING:
-            created = claim.meta.created
+        elif problem.kind in (PENDING, TERMINATING):
+            created = claim.meta.deleted if problem.kind == TERMINATING else claim.meta.created
             if created is None or (now - created).total_seconds() < criteria.older_than:
                 continue
         kept.append(problem)
@@ -161,15 +164,18 @@ def waits_for_consumer(claim: PersistentVolumeClaim, classes: Optional[Mapping[s
 
 def judge(claim: PersistentVolumeClaim, used: Optional[set[tuple[str, str]]], criteria: Criteria,
           stalled: Optional[StalledResize] = None,
-          classes: Optional[Mapping[str, StorageClass]] = None) -> tuple[ClaimRow, bool]:
-    """Pure: one claim's row, and whether --older-than left it out for want of a since."""
+          classes: Optional[Mapping[str, StorageClass]] = None,
+          holding: Optional[Mapping[tuple[str, str], tuple[Pod, ...]]] = None) -> tuple[ClaimRow, bool]:
+    """Pure: one claim's row, and whether --older-than left it out for want of a since. ``holding``: claim_holders
+    of the Pods read (None: not read)."""
     usage = usage_of(claim, used)
-    found, unknown_since = _young(problems(claim, stalled, usage), claim, usage, criteria)
+    holders = None if holding is None else holding.get((claim.namespace, claim.name), ())
+    found, unknown_since = _young(problems(claim, stalled, usage, holders), claim, usage, criteria)
     waiting = waits_for_consumer(claim, classes, used) if claim.phase == "Pending" else None
     if waiting:  # waiting by design (the PV controller's WaitForFirstConsumer): not a problem
         found = tuple(p for p in found if p.kind != PENDING)
     return ClaimRow(claim, found, stalled, usage, kept_reason(claim.meta.annotations),
-                    waiting_for_consumer=waiting), unknown_since
+                    waiting_for_consumer=waiting, holders=holders), unknown_since
 
 
 def assess(claims: list[PersistentVolumeClaim], *, include_all: bool = False,
@@ -180,12 +186,14 @@ def assess(claims: list[PersistentVolumeClaim], *, include_all: bool = False,
     """Pure: the claims in trouble (every claim with include_all), in kubectl's namespace/name order.
     ``pods`` None: they could not be read (whether a claim is used is then unknown)."""
     criteria = criteria or Criteria(include_all=include_all)
+    pods = None if pods is None else list(pods)
     used = None if pods is None else used_claims(pods)
+    holding = None if pods is None else claim_holders(pods)
     rows, unknown = [], 0
     for c in claims:
         if excluded(c.namespace):
             continue
-        row, unknown_since = judge(c, used, criteria, stalled_resize(c, classes, volumes), classes)
+        row, unknown_since = judge(c, used, criteria, stalled_resize(c, classes, volumes), classes, holding)
         rows.append(row)
         unknown += unknown_since
     rows.sort(key=lambda r: (r.claim.namespace, r.claim.name))
@@ -207,9 +215,10 @@ def census(api: Reader, *, namespace: Optional[str] = None, include_all: bool = 
     warnings: list[str] = []
 
     def take(claim: PersistentVolumeClaim, used: Optional[set[tuple[str, str]]],
-             classes: Optional[Mapping[str, StorageClass]] = None) -> None:
+             classes: Optional[Mapping[str, StorageClass]] = None,
+             holding: Optional[Mapping[tuple[str, str], tuple[Pod, ...]]] = None) -> None:
         nonlocal trouble, unknown
-        row, unknown_since = judge(claim, used, criteria, stalled_resize(claim), classes)
+        row, unknown_since = judge(claim, used, criteria, stalled_resize(claim), classes, holding)
         trouble += row.in_trouble
         unknown += unknown_since
         if criteria.include_all or row.in_trouble:
@@ -219,20 +228,21 @@ def census(api: Reader, *, namespace: Optional[str] = None, include_all: bool = 
                           field_selector=field_selector):
         if excluded(claim.namespace):
             continue
-        if needs_pods(claim) or may_wait_for_consumer(claim):
+        if needs_pods(claim) or may_wait_for_consumer(claim) or claim.meta.deleted:  # deleted: which Pods hold it
             waiting.append(claim)
         else:
             take(claim, None)
     if waiting:
         scope = f'in namespace "{namespace}"' if namespace else "cluster-wide"
-        used = optional(lambda: used_claims(api.list(PODS, namespace)), warnings,
-                        PODS_UNREADABLE.replace("{scope}", scope))
+        pods = optional(lambda: list(api.list(PODS, namespace)), warnings, PODS_UNREADABLE.replace("{scope}", scope))
+        used = None if pods is None else used_claims(pods)
+        holding = None if pods is None else claim_holders(pods)
         classes = None
         if any(may_wait_for_consumer(c) for c in waiting):  # is it WaitForFirstConsumer? its class says
             classes = optional(lambda: {sc.name: sc for sc in api.list(STORAGE_CLASSES)}, warnings,
                                CLASSES_UNREADABLE)
         for claim in waiting:
-            take(claim, used, classes)
+            take(claim, used, classes, holding)
     if unknown:
         warnings.append(SINCE_UNKNOWN.format(count=unknown))
     grown = [r.claim for r in rows if r.stalled_resize is not None]
@@ -324,7 +334,7 @@ def problem_text(found: tuple[Problem, ...]) -> Optional[str]:
     grouped: dict[str, list[str]] = {}
     for p in found:
         values = grouped.setdefault(p.kind, [])
-        if p.known and (p.field == "status.phase" or p.kind == UNUSED):  # UNUSED SINCE says the rest
+        if p.known and (p.field == "status.phase" or p.kind in (UNUSED, TERMINATING)):  # UNUSED SINCE, WHY say the rest
             continue
         value = (p.detail or p.value) if p.known else f"{p.field.removeprefix('status.')}={p.value or '<none>'}"
         if value not in values:
@@ -389,6 +399,10 @@ def to_json(row: ClaimRow) -> dict[str, Any]:
         "unused_evidence": row.usage.evidence,
         "waiting_for_first_consumer": row.waiting_for_consumer,
         "kept": row.kept,
+        # Being deleted: what holds it (the finalizers, and the Pods pvc-protection counts; null: Pods not read).
+        "finalizers": list(c.meta.finalizers),
+        "held_by": held_by(row),
+        "holding_pods": None if row.holders is None else [p.name for p in row.holders],
     }
 
 
@@ -407,7 +421,7 @@ def report(result: ClaimCensus, now: Optional[datetime] = None, show_kept: bool 
     reasons: Mapping[str, str] = why or {}
 
     def why_cell(r: ClaimRow) -> Optional[str]:
-        text = why_of(r, reasons.get(r.claim.meta.uid) or r.why)
+        text = why_of(r, reasons.get(r.claim.meta.uid) or r.why) or held_by(r)
         return " ".join(text.split()) if wide and text else clause_cut(text, WHY_WIDTH)
 
     columns: list[Column[ClaimRow]] = [
@@ -448,6 +462,11 @@ WHY_WIDTH = 60
 # would have had a node selected. So with a Pod using it, that Pod bypassed the scheduler.
 BYPASSED = ("; yet a Pod uses it: a Pod that sets spec.nodeName bypasses the scheduler, which alone selects a node "
             "for a WaitForFirstConsumer claim, so it never binds (see `kubectl pvleft pending`)")
+
+
+def held_by(row: ClaimRow) -> Optional[str]:
+    """For a claim being deleted: the finalizer that holds it and who must act (the Pods that still name it)."""
+    return next((p.detail for p in row.problems if p.kind == TERMINATING), None)
 
 
 def why_of(row: ClaimRow, text: Optional[str]) -> Optional[str]:
