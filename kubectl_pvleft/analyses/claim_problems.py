@@ -4,7 +4,7 @@ enumerations are open)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 from typing import Any, Optional
 
 from msgspec import Struct
@@ -19,6 +19,9 @@ PENDING, LOST = "pending", "lost"
 RESIZING, RESIZE_FAILED, RESIZE_ERROR = "resizing", "resize-failed", "resize-error"
 RESIZE_NOT_STARTED = "resize-not-started"  # requested > capacity, and nothing says a resize is under way
 MODIFY_PENDING, MODIFYING, MODIFY_INFEASIBLE, MODIFY_ERROR = "modify-pending", "modifying", "modify-infeasible", "modify-error"
+# spec.volumeAttributesClassName differs from the class the volume has, and nothing says a modification started
+MODIFY_NOT_STARTED = "modify-not-started"
+MODIFY_CONDITIONS = ("ModifyingVolume", "ModifyVolumeError")
 UNHEALTHY = "unhealthy"
 UNUSED = "unused"  # Bound, and no non-terminal Pod references it
 UNKNOWN = "unknown"  # a value this version does not know, in any of the fields above
@@ -57,7 +60,7 @@ HEALTH_STATUSES = ("Inaccessible", "DataLoss", "Degraded")
 # PROBLEM values: a test compares).
 PROBLEM_KINDS: tuple[str, ...] = tuple(dict.fromkeys((
     TERMINATING, UNUSED, *PHASE_PROBLEMS.values(), *RESIZE_STATUSES.values(), *(k for k in CONDITIONS.values() if k is not None),
-    RESIZE_NOT_STARTED, *MODIFY_STATUSES.values(), MODIFY_ERROR, UNHEALTHY, UNKNOWN)))
+    RESIZE_NOT_STARTED, MODIFY_NOT_STARTED, *MODIFY_STATUSES.values(), MODIFY_ERROR, UNHEALTHY, UNKNOWN)))
 
 
 class Problem(Struct, frozen=True):
@@ -83,9 +86,11 @@ def condition_known(condition: Condition) -> bool:
 
 
 def problems(claim: PersistentVolumeClaim, stalled: Optional[StalledResize] = None,
-             usage: Usage = NOT_JUDGED, holders: Optional[Sequence[Pod]] = None) -> tuple[Problem, ...]:
+             usage: Usage = NOT_JUDGED, holders: Optional[Sequence[Pod]] = None,
+             attribute_classes: Optional[Container[str]] = None) -> tuple[Problem, ...]:
     """Pure: every piece of status evidence that the claim is not simply Bound and well. ``holders``: the Pods the
-    pvc-protection controller counts as using the claim (podUsesPVC), None when the Pods were not read."""
+    pvc-protection controller counts as using the claim (podUsesPVC), None when the Pods were not read;
+    ``attribute_classes``: the VolumeAttributesClasses that exist, None when not read."""
     found: list[Problem] = []
     if claim.meta.deleted:  # first: what holds it is what an operator asks about a claim that will not go
         found.append(Problem(TERMINATING, "metadata.deletionTimestamp", iso(claim.meta.deleted) or "",
@@ -107,7 +112,7 @@ def problems(claim: PersistentVolumeClaim, stalled: Optional[StalledResize] = No
         kind = RESIZE_STATUSES.get(value)
         found.append(Problem(kind, path, value) if kind else _unknown(path, value))
     found += _condition_problems(claim.conditions)
-    found += _modify_problems(claim)
+    found += _modify_problems(claim, attribute_classes)
     for health in claim.health_conditions:
         path = "status.healthStatus.healthConditions"
         if health.status in HEALTH_STATUSES:
@@ -138,14 +143,51 @@ def _condition_problems(conditions: tuple[Condition, ...]) -> list[Problem]:
     return found
 
 
-def _modify_problems(claim: PersistentVolumeClaim) -> list[Problem]:
+def modification_wanted(claim: PersistentVolumeClaim) -> bool:
+    """A Bound claim whose spec names a VolumeAttributesClass other than the one its volume has: the external-resizer
+    (kubernetes-csi/external-resizer pkg/modifycontroller modify_volume.go ``modify``) acts on exactly these."""
+    return (claim.phase == "Bound" and not claim.meta.deleted and bool(claim.volume_attributes_class)
+            and claim.volume_attributes_class != claim.current_volume_attributes_class)
+
+
+def _missing_class(name: Optional[str], attribute_classes: Optional[Container[str]]) -> Optional[str]:
+    if not name or attribute_classes is None or name in attribute_classes:
+        return None
+    return f'VolumeAttributesClass "{name}" does not exist'
+
+
+def _modify_problems(claim: PersistentVolumeClaim, attribute_classes: Optional[Container[str]] = None) -> list[Problem]:
+    """The external-resizer's modify controller (pkg/modifycontroller modify_volume.go): it marks the claim
+    InProgress when the target class exists, Pending when it does not (validateVACAndModifyVolumeWithTarget),
+    Infeasible when the driver answers InvalidArgument (then it retries only slowly: another class is needed), and
+    ModifyVolumeError on other failures; a claim it never reached has no modifyVolumeStatus at all."""
     modify = claim.modify_volume_status
+    wanted = claim.volume_attributes_class
     if modify is None:
-        return []
+        if not modification_wanted(claim) or any(c.type in MODIFY_CONDITIONS for c in claim.conditions):
+            return []
+        since = claim.meta.last_write_of(b'"f:volumeAttributesClassName"')
+        when = f" since {iso(since)}" if since else " (since when is unknown)"
+        missing = _missing_class(wanted, attribute_classes)
+        why = (f": {missing}" if missing else
+               ": is the external-resizer of the volume's CSI driver running, with VolumeAttributesClass on?")
+        return [Problem(MODIFY_NOT_STARTED, "spec.volumeAttributesClassName", wanted or "",
+                        detail=f"{claim.current_volume_attributes_class or UNSET}->{wanted}",
+                        message=f"asks for VolumeAttributesClass {wanted!r}{when}, and no modification has "
+                                f"started{why}")]
     path = "status.modifyVolumeStatus.status"
     kind = MODIFY_STATUSES.get(modify.status)
     if not kind:
         return [_unknown(path, modify.status)]
     # The modification in question: from the class the volume has to the one being applied.
-    change = f"{claim.current_volume_attributes_class or UNSET}->{modify.target_class or UNSET}"
-    return [Problem(kind, path, modify.status, detail=change)]
+    target = modify.target_class or wanted
+    change = f"{claim.current_volume_attributes_class or UNSET}->{target or UNSET}"
+    message = None
+    if kind == MODIFY_PENDING:
+        missing = _missing_class(target, attribute_classes)
+        message = (f"{missing}: the external-resizer waits for it" if missing
+                   else "the external-resizer has not started it")
+    elif kind == MODIFY_INFEASIBLE:
+        message = (f"the driver rejected VolumeAttributesClass {target!r} as invalid (InvalidArgument); the "
+                   "external-resizer retries it only slowly: another class, or the previous one, is needed")
+    return [Problem(kind, path, modify.status, detail=change, message=message)]

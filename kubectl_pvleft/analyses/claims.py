@@ -34,20 +34,34 @@ from msgspec.structs import replace
 
 from kubectl_pvleft.analyses.claim_problems import (
     HEALTH_STATUSES,
+    MODIFY_INFEASIBLE,
+    MODIFY_NOT_STARTED,
+    MODIFY_PENDING,
     MODIFY_STATUSES,
     PENDING,
     RESIZE_NOT_STARTED,
     UNUSED,
     Problem,
     condition_known,
+    modification_wanted,
     problems,
 )
 from kubectl_pvleft.analyses.claimwhy import CLAIM_EVENTS, reasons_from
 from kubectl_pvleft.analyses.deletion import TERMINATING, claim_holders
 from kubectl_pvleft.analyses.resize import StalledResize, stalled_resize
 from kubectl_pvleft.analyses.usage import NOT_JUDGED, Usage, needs_pods, usage_of, used_claims
+from kubectl_pvleft.errors import NotFound
 from kubectl_pvleft.invocation import KEEP_ANNOTATION, Options, Result, kept_reason
-from kubectl_pvleft.kube.api import EVENTS, PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, PODS, STORAGE_CLASSES, Reader, optional
+from kubectl_pvleft.kube.api import (
+    EVENTS,
+    PERSISTENT_VOLUME_CLAIMS,
+    PERSISTENT_VOLUMES,
+    PODS,
+    STORAGE_CLASSES,
+    VOLUME_ATTRIBUTES_CLASSES,
+    Reader,
+    optional,
+)
 from kubectl_pvleft.output.report import UNSET, Column, Report, Verdict, actionable, age, clause_cut, finding_count, utcnow
 from kubectl_pvleft.records import (
     CLAIM_PHASES,
@@ -69,6 +83,10 @@ EVENTS_UNREADABLE = ("cannot list events {scope} ({reason}); why a Pending claim
 PODS_UNREADABLE = ("cannot list pods {scope} ({reason}); whether claims without an Unused condition are used "
                    "is unknown (unused: null). Grant get/list on pods, or run a 1.37+ server that writes the "
                    "condition.")
+VACS_UNREADABLE = ("cannot list volumeattributesclasses ({reason}); whether the VolumeAttributesClass a claim's "
+                   "modification names exists is unknown.")
+VACS_NOT_SERVED = ("volumeattributesclasses are not served by this cluster (storage.k8s.io/v1 has them since 1.34); "
+                   "whether the class a claim's modification names exists is unknown.")
 CLASSES_UNREADABLE = ("cannot list storageclasses ({reason}); whether a Pending claim waits for its first consumer "
                       "by design (WaitForFirstConsumer) is unknown, so it counts as pending.")
 SINCE_UNKNOWN = ("{count} unused claim(s) carry no Unused condition, so how long they have been unused is unknown: "
@@ -165,12 +183,13 @@ def waits_for_consumer(claim: PersistentVolumeClaim, classes: Optional[Mapping[s
 def judge(claim: PersistentVolumeClaim, used: Optional[set[tuple[str, str]]], criteria: Criteria,
           stalled: Optional[StalledResize] = None,
           classes: Optional[Mapping[str, StorageClass]] = None,
-          holding: Optional[Mapping[tuple[str, str], tuple[Pod, ...]]] = None) -> tuple[ClaimRow, bool]:
+          holding: Optional[Mapping[tuple[str, str], tuple[Pod, ...]]] = None,
+          attribute_classes: Optional[set[str]] = None) -> tuple[ClaimRow, bool]:
     """Pure: one claim's row, and whether --older-than left it out for want of a since. ``holding``: claim_holders
-    of the Pods read (None: not read)."""
+    of the Pods read (None: not read); ``attribute_classes``: the VolumeAttributesClasses' names (None: not read)."""
     usage = usage_of(claim, used)
     holders = None if holding is None else holding.get((claim.namespace, claim.name), ())
-    found, unknown_since = _young(problems(claim, stalled, usage, holders), claim, usage, criteria)
+    found, unknown_since = _young(problems(claim, stalled, usage, holders, attribute_classes), claim, usage, criteria)
     waiting = waits_for_consumer(claim, classes, used) if claim.phase == "Pending" else None
     if waiting:  # waiting by design (the PV controller's WaitForFirstConsumer): not a problem
         found = tuple(p for p in found if p.kind != PENDING)
@@ -182,7 +201,8 @@ def assess(claims: list[PersistentVolumeClaim], *, include_all: bool = False,
            classes: Optional[Mapping[str, StorageClass]] = None,
            volumes: Optional[Mapping[str, PersistentVolume]] = None,
            pods: Optional[Iterable[Pod]] = None, criteria: Optional[Criteria] = None,
-           excluded: Callable[[Optional[str]], bool] = lambda namespace: False) -> ClaimCensus:
+           excluded: Callable[[Optional[str]], bool] = lambda namespace: False,
+           attribute_classes: Optional[set[str]] = None) -> ClaimCensus:
     """Pure: the claims in trouble (every claim with include_all), in kubectl's namespace/name order.
     ``pods`` None: they could not be read (whether a claim is used is then unknown)."""
     criteria = criteria or Criteria(include_all=include_all)
@@ -193,7 +213,8 @@ def assess(claims: list[PersistentVolumeClaim], *, include_all: bool = False,
     for c in claims:
         if excluded(c.namespace):
             continue
-        row, unknown_since = judge(c, used, criteria, stalled_resize(c, classes, volumes), classes, holding)
+        row, unknown_since = judge(c, used, criteria, stalled_resize(c, classes, volumes), classes, holding,
+                                   attribute_classes)
         rows.append(row)
         unknown += unknown_since
     rows.sort(key=lambda r: (r.claim.namespace, r.claim.name))
@@ -213,12 +234,14 @@ def census(api: Reader, *, namespace: Optional[str] = None, include_all: bool = 
     rows, trouble, unknown = [], 0, 0
     waiting: list[PersistentVolumeClaim] = []  # Bound claims the server has not judged: the Pods will
     warnings: list[str] = []
+    modified: list[PersistentVolumeClaim] = []  # a modification to explain: the VolumeAttributesClasses will
+    attribute_classes: Optional[set[str]] = None
 
     def take(claim: PersistentVolumeClaim, used: Optional[set[tuple[str, str]]],
              classes: Optional[Mapping[str, StorageClass]] = None,
              holding: Optional[Mapping[tuple[str, str], tuple[Pod, ...]]] = None) -> None:
         nonlocal trouble, unknown
-        row, unknown_since = judge(claim, used, criteria, stalled_resize(claim), classes, holding)
+        row, unknown_since = judge(claim, used, criteria, stalled_resize(claim), classes, holding, attribute_classes)
         trouble += row.in_trouble
         unknown += unknown_since
         if criteria.include_all or row.in_trouble:
@@ -230,8 +253,14 @@ def census(api: Reader, *, namespace: Optional[str] = None, include_all: bool = 
             continue
         if needs_pods(claim) or may_wait_for_consumer(claim) or claim.meta.deleted:  # deleted: which Pods hold it
             waiting.append(claim)
+        elif explains_modification(claim):
+            modified.append(claim)
         else:
             take(claim, None)
+    if modified or any(explains_modification(c) for c in waiting):
+        attribute_classes = attribute_class_names(api, warnings)
+    for claim in modified:
+        take(claim, None)
     if waiting:
         scope = f'in namespace "{namespace}"' if namespace else "cluster-wide"
         pods = optional(lambda: list(api.list(PODS, namespace)), warnings, PODS_UNREADABLE.replace("{scope}", scope))
@@ -251,6 +280,22 @@ def census(api: Reader, *, namespace: Optional[str] = None, include_all: bool = 
         rows = [_with_reason(r, classes, volumes) if r.stalled_resize is not None else r for r in rows]
     rows.sort(key=lambda r: (r.claim.namespace, r.claim.name))
     return ClaimCensus(rows=rows, trouble_count=trouble, warnings=warnings)
+
+
+def explains_modification(claim: PersistentVolumeClaim) -> bool:
+    """Whether the VolumeAttributesClasses say something about this claim: a modification wanted that never started,
+    or one Pending (the resizer's word for a class that does not exist)."""
+    status = claim.modify_volume_status
+    return modification_wanted(claim) if status is None else status.status == "Pending"
+
+
+def attribute_class_names(api: Reader, warnings: list[str]) -> Optional[set[str]]:
+    """The VolumeAttributesClasses' names: None (one warning) when they may not be read or are not served."""
+    try:
+        return optional(lambda: {vac.name for vac in api.list(VOLUME_ATTRIBUTES_CLASSES)}, warnings, VACS_UNREADABLE)
+    except NotFound:
+        warnings.append(VACS_NOT_SERVED)
+        return None
 
 
 def _with_reason(row: ClaimRow, classes: Any, volumes: Any) -> ClaimRow:
@@ -476,12 +521,17 @@ def why_of(row: ClaimRow, text: Optional[str]) -> Optional[str]:
     return text
 
 
+MODIFY_EXPLAINED = (MODIFY_NOT_STARTED, MODIFY_PENDING, MODIFY_INFEASIBLE)
+
+
 def claim_findings(row: ClaimRow, why: Optional[Mapping[str, str]] = None) -> tuple[str, ...]:
     """Each problem, the pending one with why (``why`` by claim uid: what the run read; else the row's own)."""
     reason = (why or {}).get(row.claim.meta.uid) or row.why
     found = []
     for p in row.problems:
         text = p.kind if p.known and p.field == "status.phase" else f"{p.kind}: {p.detail or p.value}"
+        if p.kind in MODIFY_EXPLAINED and p.message:  # who must act, and what is missing
+            text += f" ({p.message})"
         if p.kind == PENDING and reason:
             text = f"{p.kind}: {why_of(row, reason)}"
         found.append(text)

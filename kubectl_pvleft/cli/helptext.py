@@ -72,7 +72,9 @@ LEGENDS: dict[str, tuple[tuple[str, str], ...]] = {
         ("STATUS", "the claim's phase: Pending, Bound, Lost; Terminating once deleted"),
         ("PROBLEM", "terminating (deleted, and a finalizer holds it: WHY names it and the Pods that still name the "
                     "claim), unused (Bound, and no Pod that has not finished names it; UNUSED SINCE says since when), "
-                    "pending, lost, resizing, resize-failed, resize-error, resize-not-started, modify-pending, "
+                    "pending, lost, resizing, resize-failed, resize-error, resize-not-started, modify-not-started "
+                    "(spec.volumeAttributesClassName differs from the volume's class, and no modification has "
+                    "started), modify-pending (with whether its class exists), "
                     "modifying, modify-infeasible, modify-error, unhealthy, unknown (a value this version does not "
                     "know, with where it is). A claim annotated pvleft.io/keep is never in trouble; with "
                     "--older-than, unused and pending count only once they have lasted that long"),

@@ -30,6 +30,7 @@ from kubectl_pvleft.kube.kinds import (
     PODS,
     STORAGE_CLASSES,
     VOLUME_ATTACHMENTS,
+    VOLUME_ATTRIBUTES_CLASSES,
     VOLUME_SNAPSHOT_CLASSES,
     VOLUME_SNAPSHOT_CONTENTS,
     VOLUME_SNAPSHOTS,
@@ -51,9 +52,9 @@ T = TypeVar("T")
 
 # The kinds are read through this module, so they are named from it too (kinds.py is where they are declared).
 __all__ = ["CLAIM_IDENTITIES", "CSI_DRIVERS", "EVENTS", "KINDS", "NAMESPACES", "PERSISTENT_VOLUMES",
-           "PERSISTENT_VOLUME_CLAIMS", "PODS", "STORAGE_CLASSES", "VOLUME_ATTACHMENTS", "VOLUME_SNAPSHOTS",
-           "VOLUME_SNAPSHOT_CLASSES", "VOLUME_SNAPSHOT_CONTENTS", "Kind", "KubeAPI", "Listing", "Object", "Reader",
-           "StreamClosed", "Unchanged", "WatchEvent", "begin", "error_for", "optional"]
+           "PERSISTENT_VOLUME_CLAIMS", "PODS", "STORAGE_CLASSES", "VOLUME_ATTACHMENTS", "VOLUME_ATTRIBUTES_CLASSES",
+           "VOLUME_SNAPSHOTS", "VOLUME_SNAPSHOT_CLASSES", "VOLUME_SNAPSHOT_CONTENTS", "Kind", "KubeAPI", "Listing",
+           "Object", "Reader", "StreamClosed", "Unchanged", "WatchEvent", "begin", "error_for", "optional"]
 
 
 class WatchEvent(msgspec.Struct, Generic[T], frozen=True):

@@ -20,6 +20,7 @@ from kubectl_pvleft.records import (
     Pod,
     StorageClass,
     VolumeAttachment,
+    VolumeAttributesClass,
     VolumeSnapshot,
     VolumeSnapshotClass,
     VolumeSnapshotContent,
@@ -90,6 +91,7 @@ STORAGE_CLASSES = Kind("storageclasses", "/apis/storage.k8s.io/v1", False, Stora
 CSI_DRIVERS = Kind("csidrivers", "/apis/storage.k8s.io/v1", False, Named, metadata_only=True)
 NAMESPACES = Kind("namespaces", "/api/v1", False, Named, metadata_only=True)
 VOLUME_ATTACHMENTS = Kind("volumeattachments", "/apis/storage.k8s.io/v1", False, VolumeAttachment)
+VOLUME_ATTRIBUTES_CLASSES = Kind("volumeattributesclasses", "/apis/storage.k8s.io/v1", False, VolumeAttributesClass)
 
 
 # -- snapshot.storage.k8s.io: served only where the CSI snapshotter's CRDs are installed ---------------
@@ -106,4 +108,4 @@ VERBS = ("get", "list", "watch")
 # Every kind by its plural, as RBAC and error messages name it: where it lives and whether it is namespaced.
 KINDS: dict[str, Kind[Any]] = {kind.plural: kind for kind in (
     PERSISTENT_VOLUMES, PERSISTENT_VOLUME_CLAIMS, PODS, EVENTS, STORAGE_CLASSES, CSI_DRIVERS, NAMESPACES,
-    VOLUME_ATTACHMENTS, VOLUME_SNAPSHOTS, VOLUME_SNAPSHOT_CONTENTS, VOLUME_SNAPSHOT_CLASSES)}
+    VOLUME_ATTACHMENTS, VOLUME_ATTRIBUTES_CLASSES, VOLUME_SNAPSHOTS, VOLUME_SNAPSHOT_CONTENTS, VOLUME_SNAPSHOT_CLASSES)}

@@ -29,6 +29,7 @@ from kubectl_pvleft.records.volumes import (
     PersistentVolumeClaim,
     StorageClass,
     VolumeAttachment,
+    VolumeAttributesClass,
 )
 
 __all__ = [
@@ -62,6 +63,7 @@ __all__ = [
     "Status",
     "StorageClass",
     "VolumeAttachment",
+    "VolumeAttributesClass",
     "VolumeSnapshot",
     "VolumeSnapshotClass",
     "VolumeSnapshotContent",

@@ -364,6 +364,15 @@ class StorageClass(Object, frozen=True):
         return any(self.metadata.annotations.get(a) == "true" for a in DEFAULT_CLASS_ANNOTATIONS)
 
 
+# -- VolumeAttributesClass (storage.k8s.io/v1 since 1.34): the mutable parameters a claim asks its driver for ------
+
+class VolumeAttributesClass(Object, frozen=True):
+    """A class: its fields are at the top level, there is no spec."""
+
+    driver_name: str = ""
+    parameters: dict[str, str] = {}
+
+
 # -- VolumeAttachment: which node a volume is attached to -----------------------------------------------
 
 class VolumeAttachmentSource(Record, frozen=True):
