@@ -4,7 +4,7 @@
 PYTHON3 ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-EXTRAS := test,gcp,aws,azure
+EXTRAS := test,gcp,aws,azure,mcp
 # The tests run the console scripts as users do, from PATH: this venv's, not another install's.
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 

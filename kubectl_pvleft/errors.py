@@ -82,3 +82,21 @@ class ExecutionError(TemplateError):
     def __init__(self, reason: str, partial: Optional[list[Any]] = None, message: Optional[str] = None) -> None:
         super().__init__(message or reason, reason)
         self.partial = partial or []
+
+
+class Refusal(str):
+    """A warning line that says an optional read was refused (a 403 made its values unknown), still the line every
+    output prints, carrying what was refused as data for the readers that want it (the MCP server's `unread`)."""
+
+    status: int
+    verb: str
+    path: str
+    resource: str
+
+    @classmethod
+    def of(cls, exc: ApiError, line: str) -> Refusal:
+        refusal = cls(line)
+        path = exc.path.split("?", 1)[0]
+        refusal.status, refusal.verb, refusal.path = exc.status, exc.verb, path
+        refusal.resource = str((exc.details or {}).get("kind") or path.rstrip("/").rsplit("/", 1)[-1])
+        return refusal

@@ -135,11 +135,12 @@ COMMANDS = (
             module="kubectl_pvleft.analyses.classes", kind="storageclasses", selector_help="StorageClasses",
             flags=(Flag(name="--drift", dest="drift", kind=BOOLEAN,
                         help="list the PVs whose reclaim policy differs from their class's instead of the classes"),)),
-    Command(name="claims", summary="PersistentVolumeClaims in trouble: not bound, unused by any Pod, resizing, modify "
-                                   "failed, unhealthy, lost",
+    Command(name="claims", summary="PersistentVolumeClaims in trouble: not bound, unused (no Pod mounts it and no workload "
+                                   "will), resizing, modify failed, unhealthy, lost",
             module="kubectl_pvleft.analyses.claims", kind="persistentvolumeclaims",
             selector_help="PersistentVolumeClaims",
-            flags=(ALL.replace(help="list every claim, not only those in trouble (kept and younger ones too)"),
+            flags=(ALL.replace(help="list every claim, not only those in trouble (kept and younger ones too, and those "
+                                           "unused by design: a workload will mount them again)"),
                    OLDER_THAN.replace(help="unused or pending claims count only when unused (or pending) for longer "
                                            "than this (e.g. 7d, 36h)"),
                    EXCLUDE_NAMESPACE)),
@@ -154,6 +155,15 @@ COMMANDS = (
                    EXCLUDE_NAMESPACE.replace(help="leave out contents whose VolumeSnapshot is in this namespace "
                                                   "(repeatable; glob patterns such as 'kube-*')")), census=True,
             census_help="cloud snapshots beside the contents"),
+    Command(name="attachments", summary="VolumeAttachments and nodes in trouble: attach/detach errors, detaches held "
+                                        "by the attacher's finalizer, missing or NotReady nodes, missing PVs, drivers "
+                                        "not registered on a node, nodes at their attach limit",
+            module="kubectl_pvleft.analyses.attachments", kind="volumeattachments",
+            selector_help="VolumeAttachments",
+            flags=(ALL.replace(help="list every VolumeAttachment and CSINode, not only those in trouble (kept and "
+                                    "younger ones too)"),
+                   OLDER_THAN.replace(help="only troubles older than this (e.g. 30m, 7d): the error's time, the "
+                                           "deletion, the node's last Ready change"))),
 )
 COMMANDS_BY_NAME = {command.name: command for command in COMMANDS}
 
@@ -172,7 +182,26 @@ SERVE = Command(
                                             "pvleft_finding_series_omitted says how many were left out"),
            Flag(name="--stale-after", dest="stale_after", metavar="DURATION",
                 help="/healthz answers 503 while a stream has been down this long (default 2m)")))
-SUBCOMMANDS = (*COMMANDS, SERVE)
+# Not a census either: one object's story, told from GETs by name (``why pod/web-0``). One context, printed whole,
+# never watched; its KIND/NAME is its one positional argument. Its kind (Pods) decides what -n means: the namespace
+# of a Pod or claim, as kubectl's.
+WHY = Command(
+    name="why", summary="one object's storage story: the chain Pod -> claims -> PV -> VolumeAttachment -> node -> CSI "
+                        "driver (or a snapshot content's), each link's state, what blocks and who owns it",
+    module="kubectl_pvleft.analyses.why", kind="pods", selector_help="objects")
+# Not an analysis either: every analysis as a tool of a Model Context Protocol server, for AI agents (docs/mcp.md).
+# Each tool call is one run of that analysis, read-only, as `-o json` would print it; -n and -A set the tools'
+# default namespace, as they set a run's.
+MCP = Command(
+    name="mcp", summary="answer AI agents: every analysis as a read-only tool of a Model Context Protocol server on "
+                        "stdin/stdout",
+    module="kubectl_pvleft.cli.mcp_server", kind="persistentvolumeclaims", selector_help="objects",
+    flags=(Flag(name="--listen", dest="listen", metavar="HOST:PORT",
+                pattern=r"(127\.0\.0\.1|localhost|\[::1\]):[0-9]{1,5}", what="a loopback HOST:PORT (127.0.0.1, "
+                                                                            "[::1] or localhost; port 0: any free one)",
+                help="answer on MCP's streamable HTTP at http://HOST:PORT/mcp instead of stdin/stdout; loopback only "
+                     "(no authentication: only this machine's clients may reach it)"),))
+SUBCOMMANDS = (*COMMANDS, SERVE, WHY, MCP)
 SUBCOMMANDS_BY_NAME = {command.name: command for command in SUBCOMMANDS}
 
 

@@ -18,7 +18,7 @@ sys.path[:0] = [str(HERE), str(HERE / "cluster")]
 
 from controlplane import ControlPlane, build  # noqa: E402
 
-SCENARIOS = ("leftovers", "pending", "classes_claims", "snapshots")
+SCENARIOS = ("leftovers", "pending", "classes_claims", "snapshots", "workloads")
 OUT = HERE / "fixtures" / "wire"
 
 

@@ -227,8 +227,8 @@ def test_json_keys_are_stable_and_complete() -> None:
                          "requested", "capacity", "allocated_resources", "allocated_resource_statuses", "conditions",
                          "volume_attributes_class", "current_volume_attributes_class", "modify_volume_status",
                          "health_conditions", "creation_timestamp", "deletion_timestamp", "in_trouble", "problems",
-                         "stalled_resize", "unused", "unused_since", "unused_evidence", "waiting_for_first_consumer",
-                         "kept", "finalizers", "held_by", "holding_pods"]
+                         "stalled_resize", "unused", "usage", "unused_since", "unused_evidence", "mounted_again_by",
+                         "usage_unknown", "waiting_for_first_consumer", "kept", "finalizers", "held_by", "holding_pods"]
     assert doc["modify_volume_status"] == {"status": "Infeasible",
                                            "target_volume_attributes_class_name": "cc-rec-gold-io", "known": True}
     assert (doc["volume_attributes_class"], doc["current_volume_attributes_class"]) == ("cc-rec-gold-io",
@@ -241,6 +241,8 @@ def test_json_keys_are_stable_and_complete() -> None:
 
 # -- the subcommand over real HTTP, the recorded list served back ----------------------------------
 
+WORKLOADS = {"statefulsets": "apps/v1", "deployments": "apps/v1", "replicasets": "apps/v1", "daemonsets": "apps/v1",
+             "jobs": "batch/v1", "cronjobs": "batch/v1"}
 WAIT_CLASS = {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "cc-rec-claims-wait"},
               "provisioner": "kubernetes.io/no-provisioner", "reclaimPolicy": "Delete",
               "volumeBindingMode": "WaitForFirstConsumer"}
@@ -259,6 +261,8 @@ def serve(seen: list[str]):
         if path == "/apis/storage.k8s.io/v1/storageclasses":  # the recording's class of cc-rec-pending
             return 200, {"kind": "StorageClassList", "apiVersion": "storage.k8s.io/v1",
                          "metadata": {"resourceVersion": "1"}, "items": [WAIT_CLASS]}
+        if path.rsplit("/", 1)[-1] in WORKLOADS:  # none: every Bound claim no Pod mounts is plainly unused
+            return 200, {"kind": "List", "apiVersion": "v1", "metadata": {"resourceVersion": "1"}, "items": []}
         return 404, status(404, "NotFound", "the server could not find the requested resource")
     return handler
 
@@ -273,8 +277,12 @@ def test_cli_scope_is_one_list(tmp_path: Path, args: list[str], path: str) -> No
     with FakeAPIServer(serve(seen)) as server:
         result = invoke("claims", *args, "--exit-code", "--kubeconfig", str(server.kubeconfig(tmp_path / "kc")))
     # The Bound claims the server has not judged need the Pods; the Pending one (WaitForFirstConsumer, no Pod uses
-    # it) its class: waiting by design, it is not in trouble, so no event is read to say why it is Pending.
-    extra = [path.replace("persistentvolumeclaims", "pods"), "/apis/storage.k8s.io/v1/storageclasses"]
+    # it) its class: waiting by design, it is not in trouble, so no event is read to say why it is Pending. The
+    # Bound claims no Pod mounts (the fixtures' Unused condition): the workloads that could mount them again, each
+    # listed once in the same scope.
+    scope = path.removeprefix("/api/v1").removesuffix("/persistentvolumeclaims")
+    workloads = [f"/apis/{group}{scope}/{plural}" for plural, group in WORKLOADS.items()]
+    extra = [path.replace("persistentvolumeclaims", "pods"), "/apis/storage.k8s.io/v1/storageclasses", *workloads]
     assert seen == [path] + (extra if "default" not in path else [])
     if path == "/api/v1/namespaces/default/persistentvolumeclaims":
         assert (result.returncode, result.stdout, result.stderr) == (

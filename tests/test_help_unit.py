@@ -146,4 +146,5 @@ def test_legend_lines_are_wrapped_under_their_column() -> None:
     block = text.split("\nColumns:\n")[1].split("\n\n")[0].splitlines()
     assert all(len(line) <= 110 for line in block)
     assert block[0].startswith("  STATUS ") and block[1].startswith("  PROBLEM  ")
-    assert block[2].startswith(" " * 11) and block[2][11] != " "  # a legend's next line starts under its text
+    under = block[1].index("unused")  # where PROBLEM's text starts: after the widest header
+    assert block[2].startswith(" " * under) and block[2][under] != " "  # a legend's next line starts under its text

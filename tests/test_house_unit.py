@@ -238,7 +238,7 @@ def test_scope_comes_from_the_kind_table():
     from kubectl_pvleft.kube.api import KINDS
 
     assert {c.name: c.cluster_scoped for c in COMMANDS} == {
-        "leftovers": True, "pending": False, "classes": True, "claims": False, "snapshots": True}
+        "leftovers": True, "pending": False, "classes": True, "claims": False, "snapshots": True, "attachments": True}
     assert all(c.cluster_scoped is not KINDS[c.kind].namespaced for c in COMMANDS)
 
 

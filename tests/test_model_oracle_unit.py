@@ -19,6 +19,7 @@ import pytest
 kubernetes = pytest.importorskip("kubernetes")
 
 from kubectl_pvleft.records import Event, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass  # noqa: E402
+from kubectl_pvleft.records.workloads import CronJob, DaemonSet, Deployment, Job, ReplicaSet, StatefulSet  # noqa: E402
 
 WIRE = pathlib.Path(__file__).parent / "fixtures" / "wire"
 # A List's kind -> (our record, the generated model).
@@ -28,6 +29,12 @@ KINDS = {
     "PodList": (Pod, "V1Pod"),
     "StorageClassList": (StorageClass, "V1StorageClass"),
     "EventList": (Event, "CoreV1Event"),
+    "StatefulSetList": (StatefulSet, "V1StatefulSet"),
+    "DeploymentList": (Deployment, "V1Deployment"),
+    "ReplicaSetList": (ReplicaSet, "V1ReplicaSet"),
+    "DaemonSetList": (DaemonSet, "V1DaemonSet"),
+    "JobList": (Job, "V1Job"),
+    "CronJobList": (CronJob, "V1CronJob"),
 }
 
 
@@ -40,6 +47,11 @@ SHARED_SHAPES = {
                      "V1AzureDiskVolumeSource"),
     # One Event record reads both core/v1 and events.k8s.io/v1 events.
     "Event": ("CoreV1Event", "EventsV1Event"),
+    # One spec and one status record read all six workload kinds (each sends only its own fields).
+    "WorkloadSpec": ("V1StatefulSetSpec", "V1DeploymentSpec", "V1ReplicaSetSpec", "V1DaemonSetSpec", "V1JobSpec",
+                     "V1CronJobSpec"),
+    "WorkloadStatus": ("V1StatefulSetStatus", "V1DeploymentStatus", "V1ReplicaSetStatus", "V1DaemonSetStatus",
+                       "V1JobStatus", "V1CronJobStatus"),
 }
 # Fields newer than the oracle's models: kubernetes 37 (Kubernetes 1.37's models) needs python-dateutil>=3 and
 # botocore <3, so the test extra takes kubernetes<37 (1.36's models). Each entry says why it is not a typo.
@@ -132,7 +144,8 @@ CASES = list(_cases())
 
 def test_the_fixtures_cover_every_kind_with_a_model():
     assert {case.values[0] for case in CASES} >= {
-        "PersistentVolumeList", "PersistentVolumeClaimList", "PodList", "StorageClassList", "EventList"}
+        "PersistentVolumeList", "PersistentVolumeClaimList", "PodList", "StorageClassList", "EventList",
+        "StatefulSetList", "DeploymentList", "ReplicaSetList", "CronJobList"}
 
 
 @pytest.mark.parametrize("kind, item", CASES)

@@ -90,3 +90,44 @@ def test_truncate_keeps_one_line() -> None:
     assert truncate("a\nb  c", 20) == "a b c"
     assert truncate("x" * 30, 10) == "xxxxxxx..."
     assert truncate(None, 5) is None
+
+
+# -- -o json and -o yaml stream the List, byte for byte what the whole document writes ---------------------------
+
+def _json_values():
+    from hypothesis import strategies as st
+
+    scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | \
+        st.text(max_size=12)
+    return st.recursive(scalars, lambda inner: st.lists(inner, max_size=3)
+                        | st.dictionaries(st.text(max_size=6), inner, max_size=3), max_leaves=12)
+
+
+def _streamed_and_whole(objects: list, fmt: str) -> tuple[str, str]:
+    from kubectl_pvleft.output.formats import JsonFormatter, YamlFormatter, kubectl_list, yaml_text
+    from kubectl_pvleft.output.report import PrintOptions
+
+    out = io.StringIO()
+    report: Report = Report(rows=objects, columns=(), to_json=lambda o: o, name=lambda o: "")
+    formatter = {"json": JsonFormatter, "yaml": YamlFormatter}[fmt](report, PrintOptions(output=fmt, out=out))
+    formatter.whole(iter(objects))  # rows as they come: a generator, never a list held whole
+    whole = json.dumps(kubectl_list(objects), indent=4, ensure_ascii=False) + "\n" if fmt == "json" \
+        else yaml_text(kubectl_list(objects))
+    return out.getvalue(), whole
+
+
+@pytest.mark.parametrize("fmt", ["json", "yaml"])
+def test_the_streamed_list_is_the_whole_document_written_at_once(fmt: str) -> None:
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    @settings(max_examples=300, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    @given(st.lists(st.dictionaries(st.text(max_size=8), _json_values(), max_size=4), max_size=4))
+    def check(objects: list) -> None:
+        streamed, whole = _streamed_and_whole(objects, fmt)
+        assert streamed == whole
+
+    check()
+    for objects in ([], [{}], [{"name": "a\nb", "ü": ["ß", {}], "n": None}], [{"a": []}, {"b": {"c": "yes"}}]):
+        streamed, whole = _streamed_and_whole(objects, fmt)
+        assert streamed == whole, objects

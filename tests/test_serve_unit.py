@@ -144,6 +144,25 @@ def test_deploy_copies_match_their_sources() -> None:
         ROOT / "deploy" / "rules" / "pvleft.rules.yaml")
 
 
+def test_the_clusterrole_grants_get_list_watch_on_every_kind_the_plugin_reads() -> None:
+    """Every kind in the Kind table (the workloads `claims` reads to tell a claim unused by design among them), by
+    its API group, with get, list and watch and no other verb; the krew caveats name the workloads."""
+    import yaml
+
+    from kubectl_pvleft.kube.api import KINDS
+
+    role = yaml.safe_load((ROOT / "plugin" / "clusterrole.yaml").read_text())
+    granted = {(group, resource) for rule in role["rules"] for group in rule["apiGroups"]
+               for resource in rule["resources"]}
+    assert {tuple(rule["verbs"]) for rule in role["rules"]} == {("get", "list", "watch")}
+    for plural, kind in KINDS.items():
+        group = "" if kind.prefix == "/api/v1" else kind.prefix.split("/")[2]
+        assert (group, plural) in granted, plural
+    caveats = yaml.safe_load((ROOT / "krew-manifest.yaml").read_text())["spec"]["caveats"]
+    assert all(w in " ".join(caveats.split()) for w in ("statefulsets", "deployments", "replicasets", "daemonsets",
+                                                        "jobs", "cronjobs"))
+
+
 def test_a_stream_that_may_not_be_read_is_unknown_evidence_not_an_outage() -> None:
     from kubectl_pvleft.kube.watch import Notice
 
@@ -262,6 +281,8 @@ def test_unused_claims_and_their_bytes_with_since_for_the_30_day_alert() -> None
     live.take(streams["pods"], Synced("", (), "1"))
     live.take(streams["events"], Synced("", (), "1"))
     live.take(streams["classes"], Synced("", (), "1"))  # whether a Pending claim waits for its first consumer
+    for plural in WORKLOADS:
+        live.take(streams[plural], Synced("", (), "1"))
     live.judge_once()
     metrics = scrape(live)
     labels = {"namespace": "cc-rec-claims", "storage_class": "cc-rec-claims-csi"}
@@ -275,6 +296,57 @@ def test_unused_claims_and_their_bytes_with_since_for_the_30_day_alert() -> None
     info = {series["name"]: series["state"] for series, _ in metrics["pvleft_finding_info"]}
     assert info["cc-rec-healthy"] == info["cc-rec-older"] == "unused"
     assert set(since) == {name for name, state in info.items() if state == "unused"} - {"cc-rec-older"}
+
+
+WORKLOADS = ("statefulsets", "deployments", "replicasets", "daemonsets", "jobs", "cronjobs")
+
+
+def test_a_claim_a_workload_mounts_again_is_counted_apart_and_never_alerted() -> None:
+    """A Deployment at replicas 0 whose pod template names the recorded, Unused claim cc-rec-healthy (the
+    deployment controller keeps its template: pkg/controller/deployment/sync.go scales, never edits it): the
+    claim is unused by design. It leaves pvleft_unused_claims, pvleft_finding_info (so the 30-day alert, on
+    pvleft_finding_since_timestamp_seconds{state="unused"}, cannot fire) and pvleft_findings, and is counted in
+    pvleft_unused_by_design_claims. A StatefulSet list that may not be read makes the other Unused claims
+    unknown: never called unused."""
+    from kubectl_pvleft.analyses import claims
+    from kubectl_pvleft.kube.watch import Notice
+    from kubectl_pvleft.records import PersistentVolumeClaim
+    from kubectl_pvleft.records.workloads import Deployment
+
+    wire = items("claims_persistentvolumeclaims")
+    deployment = Deployment.from_wire({
+        "metadata": {"name": "shop", "namespace": "cc-rec-claims", "uid": "d-uid", "resourceVersion": "1"},
+        "spec": {"replicas": 0, "template": {"spec": {"volumes": [
+            {"name": "data", "persistentVolumeClaim": {"claimName": "cc-rec-healthy"}}]}}}})
+
+    def judged(statefulsets_readable: bool) -> dict[str, list[tuple[dict[str, str], float]]]:
+        live = Live(None, [("claims", claims.follow(Options()))], WatchSettings(), describe=str)  # type: ignore[arg-type]
+        streams = {shared.stream.name: shared for shared in live.streams.values()}
+        live.take(streams["claims"], Synced("", tuple(PersistentVolumeClaim.from_wire(o) for o in wire), "1"))
+        for name in ("pods", "events", "classes", *WORKLOADS):
+            if name == "statefulsets" and not statefulsets_readable:
+                live.take(streams[name], Notice(name, "cannot list statefulsets", unavailable=True))
+            else:
+                live.take(streams[name], Synced("", (deployment,) if name == "deployments" else (), "1"))
+        live.judge_once()
+        return scrape(live)
+
+    metrics = judged(statefulsets_readable=True)
+    labels = {"namespace": "cc-rec-claims", "storage_class": "cc-rec-claims-csi"}
+    assert metrics["pvleft_unused_by_design_claims"] == [({**labels, "workload_kind": "Deployment"}, 1.0)]
+    assert metrics["pvleft_unused_by_design_claim_capacity_bytes"] == [
+        ({**labels, "workload_kind": "Deployment"}, float(2**30))]
+    info = {series["name"]: series["state"] for series, _ in metrics["pvleft_finding_info"]}
+    since = {series["name"] for series, _ in metrics["pvleft_finding_since_timestamp_seconds"]}
+    assert "cc-rec-healthy" not in info and "cc-rec-healthy" not in since
+    bound = [o for o in wire if o["status"].get("phase") == "Bound"]
+    assert metrics["pvleft_unused_claims"] == [({**labels, "evidence": "condition"}, float(len(bound) - 1))]
+    assert metrics["pvleft_findings"] == [({"analysis": "claims"}, float(len(info)))]
+
+    unknown = judged(statefulsets_readable=False)
+    assert unknown.get("pvleft_unused_claims", []) == [] and unknown["pvleft_unused_by_design_claims"] == [
+        ({**labels, "workload_kind": "Deployment"}, 1.0)]
+    assert {s["state"] for s, _ in unknown["pvleft_finding_info"]} & {"unused"} == set()
 
 
 def test_snapshot_crds_installed_and_removed_while_serving(tmp_path: Path) -> None:
@@ -453,6 +525,8 @@ def test_a_claim_waiting_for_its_first_consumer_is_no_finding_and_no_trouble() -
         live.take(streams["pods"], Synced("", (), "1"))
         live.take(streams["events"], Synced("", (), "1"))
         live.take(streams["classes"], Synced("", classes, "1"))
+        for plural in WORKLOADS:
+            live.take(streams[plural], Synced("", (), "1"))
         live.judge_once()
         return scrape(live)
 

@@ -216,7 +216,8 @@ def scrape(live: Live) -> dict[str, list[tuple[dict[str, str], float]]]:
 
 STREAMS: dict[str, dict[str, Sequence[Any]]] = {
     "leftovers": {"volumes": PVS, "claims": (), "classes": ()},
-    "claims": {"claims": CLAIMS, "pods": (), "events": (), "classes": ()},
+    "claims": {"claims": CLAIMS, "pods": (), "events": (), "classes": (),  # and the workloads that mount claims
+               **dict.fromkeys(("statefulsets", "deployments", "replicasets", "daemonsets", "jobs", "cronjobs"), ())},
     "snapshots": {"contents": CONTENTS, "snapshots": (), "classes": ()},
 }
 

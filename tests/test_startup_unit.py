@@ -38,6 +38,7 @@ NOT_ON_COMMON_PATH = (
     # resize sizes only when a claim resizes
     "kubectl_pvleft.clouds.census", "kubectl_pvleft.clouds.base", "kubectl_pvleft.clouds.gce.census",
     "kubectl_pvleft.clouds.aws.census", "kubectl_pvleft.clouds.azure.census", "kubectl_pvleft.records.quantity",
+    "kubectl_pvleft.records.workloads",  # claims reads the workloads only for a claim no Pod mounts
     "google", "boto3", "botocore", "azure", "msal",  # the clouds' SDKs
     # --cost's pricing and the price APIs' SDKs: only under --cost
     "kubectl_pvleft.clouds.cost", "kubectl_pvleft.clouds.gce.prices", "kubectl_pvleft.clouds.aws.prices",
@@ -46,9 +47,12 @@ NOT_ON_COMMON_PATH = (
     "urllib3", "http.client", "email",  # our own HTTP/1.1 client (httpclient.py) replaced them
     "logging", "dataclasses", "queue", "shutil", "tempfile",  # -v's log is ours; Structs; a Condition; help only
     "encodings.idna",  # ASCII host names go to socket and ssl as bytes
+    # `mcp` alone: the MCP SDK and what it brings (pydantic, anyio, starlette), and our server over it
+    "mcp", "mcp_types", "pydantic", "anyio", "starlette", "kubectl_pvleft.cli.mcp_server",
 )
 NOT_FOR_HELP = ("msgspec", "dataclasses", "inspect", "kubectl_pvleft.kube.kubeconfig", "kubectl_pvleft.output.printer",
-                "kubectl_pvleft.kube.api", "kubectl_pvleft.kube.transport", "json", "yaml", "tabulate")
+                "kubectl_pvleft.kube.api", "kubectl_pvleft.kube.transport", "json", "yaml", "tabulate", "mcp", "mcp_types",
+                "pydantic", "kubectl_pvleft.cli.mcp_server")
 
 
 def closed_port() -> int:
@@ -116,7 +120,7 @@ def library_modules() -> frozenset[str]:
     return frozenset(done.stdout.split())
 
 
-@pytest.mark.parametrize("command", ["claims", "leftovers", "classes", "pending"])
+@pytest.mark.parametrize("command", ["claims", "leftovers", "classes", "pending", "snapshots"])
 @pytest.mark.integration  # a fresh interpreter: a child process
 def test_a_one_shot_run_imports_only_what_it_runs(tmp_path: Path, command: str) -> None:
     # A closed port: the run fails at its first request, after everything a run needs is imported.
@@ -150,6 +154,12 @@ def test_help_and_usage_errors_import_no_run_machinery(tmp_path: Path) -> None:
     modules, stderr = modules_after(["claims", "--no-such-flag"], tmp_path)
     assert stderr.startswith("error: unknown flag: --no-such-flag")
     assert loaded(modules, NOT_FOR_HELP) == []
+    for argv in (["mcp", "--help"], ["help", "mcp"]):  # the MCP SDK is the server's, not its help's
+        modules, _ = modules_after(argv, tmp_path)
+        assert loaded(modules, NOT_FOR_HELP) == [], argv
+    modules, stderr = modules_after(["mcp", "-o", "json"], tmp_path)  # nor a usage error's
+    assert stderr.startswith("error: -o/--output cannot be used with mcp")
+    assert loaded(modules, ("mcp", "mcp_types", "pydantic", "kubectl_pvleft.cli.mcp_server")) == []
 
 
 @pytest.mark.integration  # a fresh interpreter: a child process

@@ -9,7 +9,12 @@ Enumerations are open (the API says new values may come): an unknown value is sh
 marked unknown, never dropped. Fields the server does not send are simply absent.
 
 Unused: a Bound claim that no non-terminal Pod references (a Pending or failing Pod still uses its claim; a
-Succeeded, Failed or deleted one does not). Since Kubernetes 1.37 the PVC protection controller says so itself
+Succeeded, Failed or deleted one does not), and that no workload will mount again (reuse.py): a claim a
+StatefulSet can scale back to, or that a Deployment, ReplicaSet, DaemonSet, unfinished Job or CronJob names, is
+unused *by design* (never trouble; shown with --all, with the workload); when a workload list may not be read
+(403), or an operator's kind controls the claim, whether it is by design is unknown, and it is not called unused.
+
+Whether a Pod mounts it: since Kubernetes 1.37 the PVC protection controller says so itself
 (the condition ``Unused``, feature gate PersistentVolumeClaimUnusedSinceTime), and its lastTransitionTime is
 when the claim became unused: that is taken as it is. A claim without the condition (an older server, the gate
 off, a claim the controller has not looked at yet) is judged from the Pods alone, and how long it has been
@@ -20,7 +25,8 @@ trouble. ``--older-than`` makes an unused (or pending) claim count only once it 
 
 Reads: PersistentVolumeClaims (one paginated list, one namespace or all); Pods, only when a Bound claim
 carries no Unused condition or a Pending claim may wait for its first consumer (one list, the same scope);
-StorageClasses, only for the latter. Writes: nothing.
+StorageClasses, only for the latter; StatefulSets, Deployments, ReplicaSets, DaemonSets, Jobs and CronJobs, only
+when a Bound claim is mounted by no Pod (one list each, the same scope). Writes: nothing.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Optional
 from msgspec import Struct, field
 from msgspec.structs import replace
 
+from kubectl_pvleft.analyses import reuse
 from kubectl_pvleft.analyses.claim_problems import (
     HEALTH_STATUSES,
     MODIFY_INFEASIBLE,
@@ -49,7 +56,8 @@ from kubectl_pvleft.analyses.claim_problems import (
 from kubectl_pvleft.analyses.claimwhy import CLAIM_EVENTS, reasons_from
 from kubectl_pvleft.analyses.deletion import TERMINATING, claim_holders
 from kubectl_pvleft.analyses.resize import StalledResize, stalled_resize
-from kubectl_pvleft.analyses.usage import NOT_JUDGED, Usage, needs_pods, usage_of, used_claims
+from kubectl_pvleft.analyses.reuse import WORKLOADS_UNREADABLE, Workloads
+from kubectl_pvleft.analyses.usage import NOT_JUDGED, Usage, idle_of, needs_pods, usage_of, used_claims
 from kubectl_pvleft.errors import NotFound
 from kubectl_pvleft.invocation import KEEP_ANNOTATION, Options, Result, kept_reason
 from kubectl_pvleft.kube.api import (
@@ -59,6 +67,7 @@ from kubectl_pvleft.kube.api import (
     PODS,
     STORAGE_CLASSES,
     VOLUME_ATTRIBUTES_CLASSES,
+    WORKLOAD_KINDS,
     Reader,
     optional,
 )
@@ -114,6 +123,11 @@ class ClaimRow(Struct, frozen=True):
         return VERDICT.is_finding(self)
 
     @property
+    def by_design(self) -> bool:
+        """No Pod mounts it, and a workload will mount it again: never trouble, shown with --all."""
+        return bool(self.usage.mounts)
+
+    @property
     def status(self) -> str:
         """kubectl's STATUS: the phase, or Terminating once deletion has started."""
         return "Terminating" if self.claim.meta.deleted else self.claim.phase
@@ -126,11 +140,16 @@ class ClaimCensus(Struct):
 
 
 class Criteria(Struct, frozen=True):
-    """What makes a row shown and a finding, beyond its evidence: --all, --older-than (seconds), and when."""
+    """What makes a row shown and a finding, beyond its evidence: --all, --older-than (seconds), and when;
+    ``by_design``: keep the rows unused by design too (the exporter counts them apart, never as findings)."""
 
     include_all: bool = False
     older_than: Optional[float] = None
     now: Optional[datetime] = None
+    by_design: bool = False
+
+    def keeps(self, row: ClaimRow) -> bool:
+        return self.include_all or row.in_trouble or (self.by_design and row.by_design)
 
 
 def _young(found: tuple[Problem, ...], claim: PersistentVolumeClaim, usage: Usage,
@@ -181,13 +200,14 @@ def waits_for_consumer(claim: PersistentVolumeClaim, classes: Optional[Mapping[s
 
 
 def judge(claim: PersistentVolumeClaim, used: Optional[set[tuple[str, str]]], criteria: Criteria,
-          stalled: Optional[StalledResize] = None,
-          classes: Optional[Mapping[str, StorageClass]] = None,
+          stalled: Optional[StalledResize] = None, classes: Optional[Mapping[str, StorageClass]] = None,
+          workloads: Optional[Workloads] = None,
           holding: Optional[Mapping[tuple[str, str], tuple[Pod, ...]]] = None,
           attribute_classes: Optional[set[str]] = None) -> tuple[ClaimRow, bool]:
-    """Pure: one claim's row, and whether --older-than left it out for want of a since. ``holding``: claim_holders
-    of the Pods read (None: not read); ``attribute_classes``: the VolumeAttributesClasses' names (None: not read)."""
-    usage = usage_of(claim, used)
+    """Pure: one claim's row, and whether --older-than left it out for want of a since. ``workloads``: who
+    will mount a claim again (None: none was read, as for a claim a Pod mounts); ``holding``: claim_holders of the
+    Pods read (None: not read); ``attribute_classes``: the VolumeAttributesClasses' names (None: not read)."""
+    usage = usage_of(claim, used) if workloads is None else usage_of(claim, used, workloads.reuse)
     holders = None if holding is None else holding.get((claim.namespace, claim.name), ())
     found, unknown_since = _young(problems(claim, stalled, usage, holders, attribute_classes), claim, usage, criteria)
     waiting = waits_for_consumer(claim, classes, used) if claim.phase == "Pending" else None
@@ -202,24 +222,27 @@ def assess(claims: list[PersistentVolumeClaim], *, include_all: bool = False,
            volumes: Optional[Mapping[str, PersistentVolume]] = None,
            pods: Optional[Iterable[Pod]] = None, criteria: Optional[Criteria] = None,
            excluded: Callable[[Optional[str]], bool] = lambda namespace: False,
+           workloads: Optional[Workloads] = None,
            attribute_classes: Optional[set[str]] = None) -> ClaimCensus:
     """Pure: the claims in trouble (every claim with include_all), in kubectl's namespace/name order.
-    ``pods`` None: they could not be read (whether a claim is used is then unknown)."""
+    ``pods`` None: they could not be read (whether a claim is used is then unknown). ``workloads``: those that
+    can name a claim (None: none exist)."""
     criteria = criteria or Criteria(include_all=include_all)
     pods = None if pods is None else list(pods)
     used = None if pods is None else used_claims(pods)
     holding = None if pods is None else claim_holders(pods)
+    workloads = workloads or Workloads()
     rows, unknown = [], 0
     for c in claims:
         if excluded(c.namespace):
             continue
-        row, unknown_since = judge(c, used, criteria, stalled_resize(c, classes, volumes), classes, holding,
-                                   attribute_classes)
+        row, unknown_since = judge(c, used, criteria, stalled_resize(c, classes, volumes), classes, workloads,
+                                   holding, attribute_classes)
         rows.append(row)
         unknown += unknown_since
     rows.sort(key=lambda r: (r.claim.namespace, r.claim.name))
     trouble = sum(1 for r in rows if r.in_trouble)
-    return ClaimCensus(rows=[r for r in rows if criteria.include_all or r.in_trouble], trouble_count=trouble,
+    return ClaimCensus(rows=[r for r in rows if criteria.keeps(r)], trouble_count=trouble,
                        warnings=[SINCE_UNKNOWN.format(count=unknown)] if unknown else [])
 
 
@@ -228,30 +251,33 @@ def census(api: Reader, *, namespace: Optional[str] = None, include_all: bool = 
            criteria: Optional[Criteria] = None,
            excluded: Callable[[Optional[str]], bool] = lambda namespace: False) -> ClaimCensus:
     """One list of claims, in one namespace or all (None). A 403 is the answer, not a warning: it propagates.
-    Pods are listed (same scope) only when a Bound claim carries no Unused condition; a 403 there is a warning."""
+    Pods are listed (same scope) only when a Bound claim carries no Unused condition; a 403 there is a warning.
+    The workloads that can name a claim are listed (same scope) only when a Bound claim is mounted by no Pod."""
     criteria = criteria or Criteria(include_all=include_all)
     # Judged as the pages come (the next page is read meanwhile), and only the rows shown are kept.
     rows, trouble, unknown = [], 0, 0
-    waiting: list[PersistentVolumeClaim] = []  # Bound claims the server has not judged: the Pods will
+    waiting: list[PersistentVolumeClaim] = []  # Bound claims the server has not judged, or says no Pod mounts
     warnings: list[str] = []
     modified: list[PersistentVolumeClaim] = []  # a modification to explain: the VolumeAttributesClasses will
     attribute_classes: Optional[set[str]] = None
 
     def take(claim: PersistentVolumeClaim, used: Optional[set[tuple[str, str]]],
-             classes: Optional[Mapping[str, StorageClass]] = None,
+             classes: Optional[Mapping[str, StorageClass]] = None, workloads: Optional[Workloads] = None,
              holding: Optional[Mapping[tuple[str, str], tuple[Pod, ...]]] = None) -> None:
         nonlocal trouble, unknown
-        row, unknown_since = judge(claim, used, criteria, stalled_resize(claim), classes, holding, attribute_classes)
+        row, unknown_since = judge(claim, used, criteria, stalled_resize(claim), classes, workloads, holding,
+                                   attribute_classes)
         trouble += row.in_trouble
         unknown += unknown_since
-        if criteria.include_all or row.in_trouble:
+        if criteria.keeps(row):
             rows.append(row)
 
     for claim in api.list(PERSISTENT_VOLUME_CLAIMS, namespace, label_selector=label_selector,
                           field_selector=field_selector):
         if excluded(claim.namespace):
             continue
-        if needs_pods(claim) or may_wait_for_consumer(claim) or claim.meta.deleted:  # deleted: which Pods hold it
+        # deleted: which Pods still hold it
+        if needs_pods(claim) or may_wait_for_consumer(claim) or idle_of(claim, None).idle or claim.meta.deleted:
             waiting.append(claim)
         elif explains_modification(claim):
             modified.append(claim)
@@ -263,15 +289,22 @@ def census(api: Reader, *, namespace: Optional[str] = None, include_all: bool = 
         take(claim, None)
     if waiting:
         scope = f'in namespace "{namespace}"' if namespace else "cluster-wide"
-        pods = optional(lambda: list(api.list(PODS, namespace)), warnings, PODS_UNREADABLE.replace("{scope}", scope))
-        used = None if pods is None else used_claims(pods)
-        holding = None if pods is None else claim_holders(pods)
+        used = holding = None  # the Pods: for a claim the server has not judged, one that may wait for a consumer,
+        # or one being deleted (which Pods hold it)
+        if any(needs_pods(c) or may_wait_for_consumer(c) or c.meta.deleted for c in waiting):
+            pods = optional(lambda: list(api.list(PODS, namespace)), warnings,
+                            PODS_UNREADABLE.replace("{scope}", scope))
+            used = None if pods is None else used_claims(pods)
+            holding = None if pods is None else claim_holders(pods)
         classes = None
         if any(may_wait_for_consumer(c) for c in waiting):  # is it WaitForFirstConsumer? its class says
             classes = optional(lambda: {sc.name: sc for sc in api.list(STORAGE_CLASSES)}, warnings,
                                CLASSES_UNREADABLE)
+        # Who will mount a claim no Pod mounts again: read only when there is such a claim.
+        idle = any(idle_of(c, used).idle for c in waiting)
+        workloads = reuse.read(api, namespace, warnings) if idle else None
         for claim in waiting:
-            take(claim, used, classes, holding)
+            take(claim, used, classes, workloads, holding)
     if unknown:
         warnings.append(SINCE_UNKNOWN.format(count=unknown))
     grown = [r.claim for r in rows if r.stalled_resize is not None]
@@ -319,6 +352,7 @@ def _resize_evidence(api: Reader, grown: list[PersistentVolumeClaim], warnings: 
 
 
 def criteria_of(options: Options) -> Criteria:
+    """The one-shot run's: the rows unused by design are shown with --all only."""
     return Criteria(include_all=options.show_all, older_than=options.older_than)
 
 
@@ -346,20 +380,27 @@ def follow(options: Options) -> Follow[ClaimRow]:
                Stream("events", EVENTS, options.namespace, field_selector=CLAIM_EVENTS,
                       unreadable=EVENTS_UNREADABLE.replace("{scope}", scope)),
                # Whether a Pending claim waits for its first consumer by design: its class's binding mode.
-               Stream("classes", STORAGE_CLASSES, unreadable=CLASSES_UNREADABLE)]
+               Stream("classes", STORAGE_CLASSES, unreadable=CLASSES_UNREADABLE),
+               # Who will mount a claim no Pod mounts again: a scale-down, a CronJob's next run.
+               *(Stream(kind.plural, kind, options.namespace, unreadable=WORKLOADS_UNREADABLE.format(
+                   lists=kind.plural, scope=scope, reason="{reason}")) for kind in WORKLOAD_KINDS)]
 
     def judge(stores: Stores) -> list[ClaimRow]:
         # "now" is each judgment's: a claim that has been unused long enough appears at the next recheck.
-        criteria = Criteria(include_all=options.show_all, older_than=options.older_than)
+        # The rows unused by design are judged too (the exporter counts them); --watch prints them with --all.
+        criteria = Criteria(include_all=options.show_all, older_than=options.older_than, by_design=True)
         classes = stores["classes"]
+        workloads = reuse.from_stores({kind.plural: stores[kind.plural] for kind in WORKLOAD_KINDS})
         rows = assess(stores["claims"] or [], pods=stores["pods"], criteria=criteria, excluded=options.excluded,
-                      classes=None if classes is None else {sc.name: sc for sc in classes}).rows
+                      classes=None if classes is None else {sc.name: sc for sc in classes},
+                      workloads=workloads).rows
         why = reasons_from((r.claim for r in rows), stores["events"])
         return [replace(r, why=why[r.claim.meta.uid]) if r.claim.meta.uid in why else r for r in rows]
 
     return Follow(streams, "claims", judge, key=lambda r: r.claim.meta.uid,
                   signature=lambda r: (r.status, r.claim.capacity, r.claim.requested, r.problems, r.usage, r.kept,
                                        r.why, r.waiting_for_consumer),
+                  reported=lambda r: options.show_all or r.in_trouble,
                   gone="no longer in trouble", departure=lambda c: "the claim was deleted",
                   recheck=recheck_for(options.older_than))
 
@@ -440,8 +481,11 @@ def to_json(row: ClaimRow) -> dict[str, Any]:
         "problems": [p.to_json() for p in row.problems],
         "stalled_resize": row.stalled_resize.to_json() if row.stalled_resize else None,
         "unused": row.usage.unused,
+        "usage": row.usage.state,
         "unused_since": iso(row.usage.since),
         "unused_evidence": row.usage.evidence,
+        "mounted_again_by": [m.to_json() for m in row.usage.mounts],
+        "usage_unknown": row.usage.why_unknown,
         "waiting_for_first_consumer": row.waiting_for_consumer,
         "kept": row.kept,
         # Being deleted: what holds it (the finalizers, and the Pods pvc-protection counts; null: Pods not read).
@@ -452,8 +496,9 @@ def to_json(row: ClaimRow) -> dict[str, Any]:
 
 
 def unused_since(row: ClaimRow, now: datetime) -> Any:
-    """The UNUSED SINCE cell: how long, from the server's condition; from the Pods alone the start is unknown."""
-    if not row.usage.unused:
+    """The UNUSED SINCE cell: how long no Pod has mounted it, from the server's condition; from the Pods alone
+    the start is unknown."""
+    if not row.usage.idle:
         return None
     if row.usage.since is None:
         return "unknown (pods)"
@@ -491,8 +536,9 @@ def report(result: ClaimCensus, now: Optional[datetime] = None, show_kept: bool 
                else None, wide_only=True),
         Column("HEALTH", lambda r: _health(r.claim.health_conditions), wide_only=True),
     ]
-    if show_kept:  # kept claims are shown only with --all: then say why each is kept
+    if show_kept:  # kept claims, and those unused by design, are shown only with --all: then say why
         columns.insert(9, Column("KEPT", lambda r: r.kept, empty=""))
+        columns.insert(10, Column("BY DESIGN", lambda r: by_design_cell(r, wide), empty=""))
     return actionable(Report(rows=result.rows, columns=columns,
                              to_json=lambda r: {**to_json(r),
                                                 "pending_reason": why_of(r, reasons.get(r.claim.meta.uid) or r.why)},
@@ -522,6 +568,18 @@ def why_of(row: ClaimRow, text: Optional[str]) -> Optional[str]:
 
 
 MODIFY_EXPLAINED = (MODIFY_NOT_STARTED, MODIFY_PENDING, MODIFY_INFEASIBLE)
+
+
+def by_design_cell(row: ClaimRow, wide: bool) -> Optional[str]:
+    """What deleting a claim no Pod mounts would break (every workload that mounts it again), or why that is
+    unknown."""
+    mounts = row.usage.mounts
+    if mounts:  # the table: the first whole (cut, it would lose the workload's facts), and how many more
+        if wide or len(mounts) == 1:
+            return "; ".join(m.text() for m in mounts)
+        return f"{mounts[0].text()}; +{len(mounts) - 1} more"
+    unknown = row.usage.why_unknown if row.usage.idle else None
+    return f"unknown ({unknown})" if unknown else None
 
 
 def claim_findings(row: ClaimRow, why: Optional[Mapping[str, str]] = None) -> tuple[str, ...]:

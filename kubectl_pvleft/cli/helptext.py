@@ -35,10 +35,28 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "kubectl pvleft snapshots snapcontent-1234 -o wide",
         "kubectl pvleft snapshots --all -o json",
     ),
+    "attachments": (
+        "kubectl pvleft attachments",
+        "kubectl pvleft attachments csi-8d3c1f -o wide",
+        "kubectl pvleft attachments --all -o json",
+        "kubectl pvleft attachments --older-than 30m --exit-code -o junit > attachments.xml",
+        "kubectl pvleft attachments -w",
+    ),
+    "why": (
+        "kubectl pvleft why pod/web-0 -n shop",
+        "kubectl pvleft why pvc/orders -n shop -o json",
+        "kubectl pvleft why pv/pvc-0b1f2c3d",
+        "kubectl pvleft why volumesnapshotcontent/snapcontent-1234",
+    ),
     "serve": (
         "kubectl pvleft serve",
         "kubectl pvleft serve --listen 127.0.0.1:9479 --stale-after 5m",
         "kubectl pvleft serve -n shop --max-finding-series 200",
+    ),
+    "mcp": (
+        "kubectl pvleft mcp",
+        "kubectl pvleft mcp --context prod -n shop",
+        "kubectl pvleft mcp --request-timeout 30s",
     ),
 }
 
@@ -70,8 +88,9 @@ LEGENDS: dict[str, tuple[tuple[str, str], ...]] = {
     ),
     "claims": (
         ("STATUS", "the claim's phase: Pending, Bound, Lost; Terminating once deleted"),
-        ("PROBLEM", "terminating (deleted, and a finalizer holds it: WHY names it and the Pods that still name the "
-                    "claim), unused (Bound, and no Pod that has not finished names it; UNUSED SINCE says since when), "
+        ("PROBLEM", "unused (Bound, no Pod that has not finished names it, and no workload will mount it "
+                    "again; UNUSED SINCE says since when), terminating (deleted, and a finalizer holds it: WHY "
+                    "names it and the Pods that still name the claim), "
                     "pending, lost, resizing, resize-failed, resize-error, resize-not-started, modify-not-started "
                     "(spec.volumeAttributesClassName differs from the volume's class, and no modification has "
                     "started), modify-pending (with whether its class exists), "
@@ -81,6 +100,9 @@ LEGENDS: dict[str, tuple[tuple[str, str], ...]] = {
         ("WHY", "why a Pending claim is Pending: its latest event (and, for a WaitForFirstConsumer claim a Pod "
                 "uses, that the Pod bypassed the scheduler), else what its own fields say; for a claim being deleted, "
                 "the finalizer that holds it and who must act"),
+        ("BY DESIGN", "(--all) for a claim no Pod mounts: the workload that will mount it again, never a problem "
+                      "(a StatefulSet scaled down under whenScaled Retain, a Deployment, ReplicaSet, DaemonSet, "
+                      "unfinished Job or CronJob naming it); unknown (why) when a workload list may not be read"),
     ),
     "snapshots": (
         ("SNAPSHOT STATE", "missing (the VolumeSnapshot is gone), replaced (a new one took its name), present, "
@@ -90,6 +112,20 @@ LEGENDS: dict[str, tuple[tuple[str, str], ...]] = {
         ("CLOUD SNAPSHOT", "(with a cloud census's flags) the snapshot in the cloud: source, stored size (?GiB when "
                            "the cloud does not say it), tier, location; <missing> (the cloud says it does not exist: "
                            "a missing-snapshot finding), <unknown>"),
+    ),
+    "attachments": (
+        ("NAME", "volumeattachment/NAME (an attachment) or csinode/NODE (a node's registered drivers and limits)"),
+        ("NODE STATE", "Ready, NotReady, Unknown (the kubelet stopped reporting), missing (the node is gone); "
+                       "<unknown> (nodes cannot be read)"),
+        ("FINDINGS", "attach-error, detach-error (the attacher's status.attachError/detachError), detach-held "
+                     "(deleted, held by the external-attacher/<driver> finalizer), node-missing, node-not-ready, "
+                     "pv-missing, driver-not-registered (the node's CSINode lacks a driver its attachments use), "
+                     "attach-limit, near-attach-limit (attachments of a driver against CSINode allocatable.count; "
+                     "near: within a tenth); <none>"),
+        ("OWNER", "who must act: external-attacher of DRIVER, node/NODE (with the driver's node plugin), "
+                  "persistentvolume/PV"),
+        ("ATTACHMENTS/LIMIT", "(-o wide, node rows) DRIVER:ATTACHMENTS/ALLOCATABLE per driver; - when it sets no "
+                              "limit"),
     ),
 }
 

@@ -29,7 +29,7 @@ from kubectl_pvleft.cli.parser import (
 )
 from kubectl_pvleft.cli.session import Session, describe_api_error
 from kubectl_pvleft.errors import ApiError, PvleftError
-from kubectl_pvleft.invocation import SERVE, Invocation, Result
+from kubectl_pvleft.invocation import MCP, SERVE, WHY, Invocation, Result
 from kubectl_pvleft.text import one_line, shown, warn
 
 # The CLI's public face: what tests, completion and the bundle's entry call.
@@ -66,6 +66,14 @@ def run(argv: Sequence[str], prog: str) -> int:
         from kubectl_pvleft.cli.serve import serve
 
         return serve(invocation)
+    if invocation.command is WHY:  # one object's story, printed whole: not a report of rows
+        from kubectl_pvleft.cli.why import why
+
+        return why(invocation)
+    if invocation.command is MCP:  # long-running, answers on stdin/stdout: the MCP SDK's loop
+        from kubectl_pvleft.cli.mcp_server import serve_mcp
+
+        return serve_mcp(invocation)
     if "=" in invocation.output:
         from kubectl_pvleft.output.templates import check_template
 

@@ -21,11 +21,13 @@ from kubectl_pvleft.errors import TemplateRefused, UsageError
 from kubectl_pvleft.invocation import (
     BOOLEAN,
     DURATION,
+    MCP,
     NEEDS_CENSUS,
     REPEATED,
     SERVE,
     SUBCOMMANDS,
     SUBCOMMANDS_BY_NAME,
+    WHY,
     Command,
     Flag,
     Invocation,
@@ -596,10 +598,40 @@ def check_combinations(invocation: Invocation) -> None:
                     raise UsageError(f"{flag.name} {shown(value)!r} is not {flag.what}")
     if invocation.command is SERVE:
         check_serve(invocation)
+    if invocation.command is WHY:
+        check_why(invocation)
+    if invocation.command is MCP:
+        refuse_run_flags(invocation, "mcp (its tools take these per call, and answer in JSON)")
+        listen = invocation.flags.get("listen")
+        if listen is not None and not 0 <= int(listen.rpartition(":")[2]) < 65536:
+            raise UsageError(f"--listen {shown(listen)!r} has no port between 0 and 65535")
     if invocation.watch and invocation.clouds:
         from kubectl_pvleft.clouds import asking_flags
 
         raise UsageError(f"a cloud census ({', '.join(asking_flags())}) cannot be used with --watch")
+
+
+# What why cannot honour: it tells one object in one context, whole.
+_NOT_FOR_WHY = (("watch", "-w/--watch", False), ("label_columns", "-L/--label-columns", ()),
+                ("sort_by", "--sort-by", None), ("no_headers", "--no-headers", False),
+                ("show_labels", "--show-labels", False), ("label_selector", "-l/--selector", None),
+                ("field_selector", "--field-selector", None), ("all_contexts", "--all-contexts", False),
+                ("contexts", "--contexts", ()), ("all_namespaces", "-A/--all-namespaces", False))
+WHY_OUTPUTS = ("table", "json", "yaml")
+
+
+def check_why(invocation: Invocation) -> None:
+    for field, flag, default in _NOT_FOR_WHY:
+        if getattr(invocation, field) != default:
+            raise UsageError(f"{flag} cannot be used with why (it tells one object's story)")
+    if invocation.output not in WHY_OUTPUTS:
+        raise UsageError(f"why prints text, -o json or -o yaml, not -o {shown(invocation.output)}")
+    from kubectl_pvleft.analyses.why import subject
+
+    if len(invocation.names) != 1 or subject(invocation.names[0]) is None:
+        given = " ".join(shown(n) for n in invocation.names) or "nothing"
+        raise UsageError(f"why takes one KIND/NAME (pod/NAME, pvc/NAME, pv/NAME, volumesnapshotcontent/NAME), "
+                         f"not {given}")
 
 
 # What serve cannot honour: it prints nothing, runs in one context, and watches several kinds (a selector is one
@@ -612,10 +644,17 @@ _NOT_FOR_SERVE = (("output", "-o/--output", "table"), ("watch", "-w/--watch", Fa
                   ("contexts", "--contexts", ()), ("max_concurrency", "--max-concurrency", None))
 
 
-def check_serve(invocation: Invocation) -> None:
+def refuse_run_flags(invocation: Invocation, why: str) -> None:
+    """A long-running subcommand that prints no report refuses the flags of one report (``why``: who it is)."""
     for field, flag, default in _NOT_FOR_SERVE:
         if getattr(invocation, field) != default:
-            raise UsageError(f"{flag} cannot be used with serve (it serves metrics for one context, every kind)")
+            raise UsageError(f"{flag} cannot be used with {why}")
+    if invocation.names:
+        raise UsageError(f"NAME arguments cannot be used with {why}")
+
+
+def check_serve(invocation: Invocation) -> None:
+    refuse_run_flags(invocation, "serve (it serves metrics for one context, every kind)")
     for dest, name in (("census_interval", "--census-interval"), ("stale_after", "--stale-after")):
         text = invocation.flags.get(dest)
         if text is not None:

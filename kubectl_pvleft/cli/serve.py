@@ -26,7 +26,7 @@ DEFAULT_CENSUS_INTERVAL = "1h"
 DEFAULT_STALE_AFTER = "2m"
 DEFAULT_MAX_FINDING_SERIES = 1000
 DEFAULT_JUDGE_SECONDS = 5.0
-ANALYSES = ("leftovers", "pending", "classes", "claims", "snapshots")
+ANALYSES = ("leftovers", "pending", "classes", "claims", "snapshots", "attachments")
 
 
 def judge_every() -> float:

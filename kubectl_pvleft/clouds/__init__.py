@@ -10,7 +10,7 @@ reads it on every ``leftovers`` run), and its ``census`` module implements (impo
 
 - ``NAME`` (how messages name the census), ``SOURCE`` (``"gce"``, ``"aws"``, ``"azure"``: JSON ``source``), ``FLAGS`` (its
   ``invocation.Flag``s, the first one the flag that asks for it), ``DRIVERS`` (the CSI drivers and in-tree
-  sources whose PVs it answers for);
+  sources whose PVs it answers for), ``EXTRA`` (the setup.cfg extra that installs its SDK);
 - ``asked(flags) -> bool``: whether the parsed flags ask for this census;
 - ``census.open(flags, timeout) -> Census``: builds the SDK client (imported there); raises
   ``CloudError`` (one line, what is missing and how to get it) when credentials or the SDK are absent;
@@ -75,6 +75,26 @@ def cloud_modules() -> list[Any]:
 def asking_flags() -> list[str]:
     """The flag that asks for each cloud's census (its first), in registry order: what usage errors name."""
     return [cloud.FLAGS[0].name for cloud in cloud_modules()]
+
+
+def installed(extra: str) -> bool:
+    """Every package setup.cfg's ``extra`` names is installed (read from this package's metadata, nothing imported):
+    whether a census could run here, for the MCP tools that offer its flags only then."""
+    from importlib.metadata import PackageNotFoundError, requires, version
+
+    try:
+        wanted = [r for r in requires("kubectl-pvleft") or () if f'extra == "{extra}"' in r.replace("'", '"')]
+    except PackageNotFoundError:  # run from a source tree that was never installed: nothing can be said
+        return False
+    for requirement in wanted:
+        name = requirement.split(";")[0].strip()
+        for stop in "<>=!~[ (":
+            name = name.split(stop)[0]
+        try:
+            version(name)
+        except PackageNotFoundError:
+            return False
+    return bool(wanted)
 
 
 def census_flags() -> tuple[Flag, ...]:

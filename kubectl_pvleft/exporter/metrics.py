@@ -17,7 +17,7 @@ from typing import Any, Optional
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Metric
 
 from kubectl_pvleft import __version__
-from kubectl_pvleft.analyses import claims, classes, leftovers, pending, snapshots
+from kubectl_pvleft.analyses import attachments, claims, classes, leftovers, pending, snapshots
 from kubectl_pvleft.analyses.claim_problems import UNUSED
 from kubectl_pvleft.analyses.deletion import TERMINATING
 from kubectl_pvleft.exporter.live import Analysis, Live
@@ -28,7 +28,7 @@ GIB = 1 << 30
 FINDING_LABELS = ("analysis", "kind", "namespace", "name", "state")
 # Each analysis's verdict: which of its rows are findings (never a kept one), as every output of a run says.
 VERDICTS: dict[str, Verdict[Any]] = {"leftovers": leftovers.VERDICT, "pending": pending.VERDICT, "claims": claims.VERDICT,
-            "classes": classes.VERDICT, "snapshots": snapshots.VERDICT}
+            "classes": classes.VERDICT, "snapshots": snapshots.VERDICT, "attachments": attachments.VERDICT}
 
 
 def quantity_bytes(text: Optional[str]) -> int:
@@ -78,7 +78,8 @@ class ServeCollector:
         if "pending" in rows:
             yield from _pending(rows["pending"], findings)
         if "claims" in rows:
-            yield from _claims(rows["claims"], findings)
+            judged_claims = next(judged for a, judged, _, _, _ in analyses if a.name == "claims")
+            yield from _claims(rows["claims"], findings, judged_claims or [])
             _deleting("claims", (row.claim.meta for row in rows["claims"]), deleting)
         if "classes" in rows:
             yield from _classes(rows["classes"], findings)
@@ -89,6 +90,8 @@ class ServeCollector:
             yield _gauge("pvleft_terminating_objects", "Objects being deleted (kubectl's Terminating) that a "
                          "finalizer still holds, by analysis and finalizer (an object held by two counts under "
                          "each; finalizer \"\" when none is left)", ("analysis", "finalizer"), deleting)
+        if "attachments" in rows:
+            yield from _attachments(rows["attachments"], findings)
         if live.census_run is not None:
             yield from _census(live, findings)
         yield from self._findings(findings)
@@ -219,11 +222,21 @@ def _pending(rows: list[Any], findings: list[Finding]) -> Iterator[Metric]:
                  ("namespace", "owner", "reason"), count)
 
 
-def _claims(rows: list[Any], findings: list[Finding]) -> Iterator[Metric]:
+def _claims(rows: list[Any], findings: list[Finding], judged: list[Any]) -> Iterator[Metric]:
+    """``rows``: the findings; ``judged``: every row judged, among them the claims unused by design (never findings:
+    their own family)."""
     count: Counter[tuple[str, ...]] = Counter()
     size: Counter[tuple[str, ...]] = Counter()
     unused: Counter[tuple[str, ...]] = Counter()
     unused_size: Counter[tuple[str, ...]] = Counter()
+    by_design: Counter[tuple[str, ...]] = Counter()
+    by_design_size: Counter[tuple[str, ...]] = Counter()
+    for row in judged:
+        if row.usage.mounts:  # no Pod mounts it, and a workload will: visible, never a finding
+            claim = row.claim
+            key = (claim.namespace, claim.storage_class or "", row.usage.mounts[0].kind)
+            by_design[key] += 1
+            by_design_size[key] += quantity_bytes(claim.capacity or claim.requested)
     for row in rows:
         claim = row.claim
         for kind in dict.fromkeys(problem.kind for problem in row.problems):
@@ -247,6 +260,13 @@ def _claims(rows: list[Any], findings: list[Finding]) -> Iterator[Metric]:
                  "Unused condition (which says since when) or the Pods", labels, unused)
     yield _gauge("pvleft_unused_claim_capacity_bytes", "Storage the unused claims hold (their capacity, else their "
                  "request)", labels, unused_size)
+    labels = ("namespace", "storage_class", "workload_kind")
+    yield _gauge("pvleft_unused_by_design_claims", "Bound PersistentVolumeClaims no Pod mounts that a workload will "
+                 "mount again (a StatefulSet scaled down under whenScaled Retain, a Deployment at 0, a CronJob...), "
+                 "by the kind of the first such workload: never findings, never in pvleft_unused_claims", labels,
+                 by_design)
+    yield _gauge("pvleft_unused_by_design_claim_capacity_bytes", "Storage the claims unused by design hold (their "
+                 "capacity, else their request)", labels, by_design_size)
 
 
 def _classes(rows: list[Any], findings: list[Finding]) -> Iterator[Metric]:
@@ -272,6 +292,19 @@ def _snapshots(rows: list[Any], findings: list[Finding]) -> Iterator[Metric]:
                                     content.meta.created, content.meta.deleted))
     yield _gauge("pvleft_leftover_snapshot_contents", "VolumeSnapshotContents with a finding, by finding",
                  ("finding",), count)
+
+
+def _attachments(rows: list[Any], findings: list[Finding]) -> Iterator[Metric]:
+    count: Counter[tuple[str, ...]] = Counter()
+    for row in rows:
+        for trouble in row.troubles:
+            count[(trouble.kind, trouble.driver, row.node_name)] += 1
+        if row.troubles:
+            findings.append(Finding("attachments", row.subject, "", row.name, row.troubles[0].kind, row.created,
+                                    row.troubles[0].since))
+    yield _gauge("pvleft_attachment_findings", "Findings about VolumeAttachments (attach/detach errors, detaches held "
+                 "by the attacher's finalizer, missing or NotReady nodes, missing PVs) and nodes (drivers not "
+                 "registered, attach limits), by finding, CSI driver and node", ("finding", "driver", "node"), count)
 
 
 def _census(live: Live, findings: list[Finding]) -> Iterator[Metric]:

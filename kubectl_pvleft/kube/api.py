@@ -15,16 +15,18 @@ from typing import Any, Generic, Optional, Protocol, TypeVar
 
 import msgspec
 
-from kubectl_pvleft.errors import BadResponse, Expired, Forbidden, NotFound
+from kubectl_pvleft.errors import BadResponse, Expired, Forbidden, NotFound, Refusal
 from kubectl_pvleft.kube.httpclient import Response, Timeouts
 from kubectl_pvleft.kube.httpframing import HTTPFailure
 from kubectl_pvleft.kube.kinds import (
     CLAIM_IDENTITIES,
     CSI_DRIVERS,
+    CSI_NODES,
     EVENTS,
     JSON,
     KINDS,
     NAMESPACES,
+    NODES,
     PERSISTENT_VOLUME_CLAIMS,
     PERSISTENT_VOLUMES,
     PODS,
@@ -34,6 +36,7 @@ from kubectl_pvleft.kube.kinds import (
     VOLUME_SNAPSHOT_CLASSES,
     VOLUME_SNAPSHOT_CONTENTS,
     VOLUME_SNAPSHOTS,
+    WORKLOAD_KINDS,
     Kind,
     Object,
     R,
@@ -51,9 +54,10 @@ MAX_WATCH_EVENT_BYTES = 16 * 1024 * 1024
 T = TypeVar("T")
 
 # The kinds are read through this module, so they are named from it too (kinds.py is where they are declared).
-__all__ = ["CLAIM_IDENTITIES", "CSI_DRIVERS", "EVENTS", "KINDS", "NAMESPACES", "PERSISTENT_VOLUMES",
+__all__ = ["CLAIM_IDENTITIES", "CSI_DRIVERS", "CSI_NODES", "EVENTS", "KINDS", "NAMESPACES", "NODES", "PERSISTENT_VOLUMES",
            "PERSISTENT_VOLUME_CLAIMS", "PODS", "STORAGE_CLASSES", "VOLUME_ATTACHMENTS", "VOLUME_ATTRIBUTES_CLASSES",
-           "VOLUME_SNAPSHOTS", "VOLUME_SNAPSHOT_CLASSES", "VOLUME_SNAPSHOT_CONTENTS", "Kind", "KubeAPI", "Listing",
+           "VOLUME_SNAPSHOTS", "VOLUME_SNAPSHOT_CLASSES", "VOLUME_SNAPSHOT_CONTENTS", "WORKLOAD_KINDS", "Kind", "KubeAPI",
+           "Listing",
            "Object", "Reader", "StreamClosed", "Unchanged", "WatchEvent", "begin", "error_for", "optional"]
 
 
@@ -452,5 +456,5 @@ def optional(read: Callable[[], T], warnings: list[str], message: str) -> Option
     try:
         return read()
     except Forbidden as exc:
-        warnings.append(message.format(reason=exc.api_message or "forbidden"))
+        warnings.append(Refusal.of(exc, message.format(reason=exc.api_message or "forbidden")))
         return None

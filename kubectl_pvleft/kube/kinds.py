@@ -4,16 +4,19 @@ objects decode into. api.py reads by kind; RBAC and error messages name kinds by
 from __future__ import annotations
 
 from functools import cached_property
-from typing import Any, Generic, Optional, Protocol, TypeVar
+from importlib import import_module
+from typing import TYPE_CHECKING, Any, Generic, Optional, Protocol, TypeVar
 from urllib.parse import quote
 
 import msgspec
 
 from kubectl_pvleft.records import (
     ClaimIdentity,
+    CSINode,
     Event,
     ListMeta,
     Named,
+    Node,
     ObjectMeta,
     PersistentVolume,
     PersistentVolumeClaim,
@@ -25,6 +28,9 @@ from kubectl_pvleft.records import (
     VolumeSnapshotClass,
     VolumeSnapshotContent,
 )
+
+if TYPE_CHECKING:  # imported when first read (LateKind): only `claims` reads them, and only for an unused claim
+    from kubectl_pvleft.records.workloads import CronJob, DaemonSet, Deployment, Job, ReplicaSet, StatefulSet
 
 JSON = "application/json"
 # Ask for metadata only where the server can (every supported server can); plain JSON is the fallback.
@@ -82,6 +88,19 @@ class Kind(Generic[R]):
         return msgspec.json.Decoder(self.record)
 
 
+class LateKind(Kind[R]):
+    """A kind whose record is imported at its first read, not at start-up (``module``: under records/)."""
+
+    def __init__(self, plural: str, prefix: str, namespaced: bool, module: str, name: str) -> None:
+        self.plural, self.prefix, self.namespaced, self.metadata_only = plural, prefix, namespaced, False
+        self.module, self.name = module, name
+
+    @cached_property
+    def record(self) -> type[R]:  # type: ignore[override]
+        found: type[R] = getattr(import_module(f"kubectl_pvleft.records.{self.module}"), self.name)
+        return found
+
+
 PERSISTENT_VOLUMES = Kind("persistentvolumes", "/api/v1", False, PersistentVolume)
 PERSISTENT_VOLUME_CLAIMS = Kind("persistentvolumeclaims", "/api/v1", True, PersistentVolumeClaim)
 CLAIM_IDENTITIES = Kind("persistentvolumeclaims", "/api/v1", True, ClaimIdentity, metadata_only=True)
@@ -92,6 +111,19 @@ CSI_DRIVERS = Kind("csidrivers", "/apis/storage.k8s.io/v1", False, Named, metada
 NAMESPACES = Kind("namespaces", "/api/v1", False, Named, metadata_only=True)
 VOLUME_ATTACHMENTS = Kind("volumeattachments", "/apis/storage.k8s.io/v1", False, VolumeAttachment)
 VOLUME_ATTRIBUTES_CLASSES = Kind("volumeattributesclasses", "/apis/storage.k8s.io/v1", False, VolumeAttributesClass)
+CSI_NODES = Kind("csinodes", "/apis/storage.k8s.io/v1", False, CSINode)
+NODES = Kind("nodes", "/api/v1", False, Node)
+
+
+# -- the workloads that can name a claim (claims: whether an unused claim is unused by design) ----------
+
+STATEFUL_SETS: Kind[StatefulSet] = LateKind("statefulsets", "/apis/apps/v1", True, "workloads", "StatefulSet")
+DEPLOYMENTS: Kind[Deployment] = LateKind("deployments", "/apis/apps/v1", True, "workloads", "Deployment")
+REPLICA_SETS: Kind[ReplicaSet] = LateKind("replicasets", "/apis/apps/v1", True, "workloads", "ReplicaSet")
+DAEMON_SETS: Kind[DaemonSet] = LateKind("daemonsets", "/apis/apps/v1", True, "workloads", "DaemonSet")
+JOBS: Kind[Job] = LateKind("jobs", "/apis/batch/v1", True, "workloads", "Job")
+CRON_JOBS: Kind[CronJob] = LateKind("cronjobs", "/apis/batch/v1", True, "workloads", "CronJob")
+WORKLOAD_KINDS: tuple[Kind[Any], ...] = (STATEFUL_SETS, DEPLOYMENTS, REPLICA_SETS, DAEMON_SETS, JOBS, CRON_JOBS)
 
 
 # -- snapshot.storage.k8s.io: served only where the CSI snapshotter's CRDs are installed ---------------
@@ -108,4 +140,6 @@ VERBS = ("get", "list", "watch")
 # Every kind by its plural, as RBAC and error messages name it: where it lives and whether it is namespaced.
 KINDS: dict[str, Kind[Any]] = {kind.plural: kind for kind in (
     PERSISTENT_VOLUMES, PERSISTENT_VOLUME_CLAIMS, PODS, EVENTS, STORAGE_CLASSES, CSI_DRIVERS, NAMESPACES,
-    VOLUME_ATTACHMENTS, VOLUME_ATTRIBUTES_CLASSES, VOLUME_SNAPSHOTS, VOLUME_SNAPSHOT_CONTENTS, VOLUME_SNAPSHOT_CLASSES)}
+    VOLUME_ATTACHMENTS, VOLUME_ATTRIBUTES_CLASSES, CSI_NODES, NODES, VOLUME_SNAPSHOTS, VOLUME_SNAPSHOT_CONTENTS,
+    VOLUME_SNAPSHOT_CLASSES)}
+KINDS.update((kind.plural, kind) for kind in WORKLOAD_KINDS)

@@ -104,12 +104,28 @@ def kubectl_list(items: list[dict[str, Any]]) -> dict[str, Any]:
     return {"apiVersion": "v1", "items": items, "kind": "List", "metadata": {"resourceVersion": ""}}
 
 
+# kubectl's List around the items, as json.dumps(kubectl_list(items), indent=4) and PyYAML write it: the items are
+# written one by one between these, so memory holds one object's text at a time, never the whole document.
+_JSON_HEAD, _JSON_TAIL = '{\n    "apiVersion": "v1",\n    "items": [', ',\n    "kind": "List",\n    "metadata": {\n' \
+    '        "resourceVersion": ""\n    }\n}\n'
+_YAML_HEAD, _YAML_TAIL = "apiVersion: v1\nitems:\n", 'kind: List\nmetadata:\n  resourceVersion: ""\n'
+
+
 class JsonFormatter(Formatter[T]):
     def whole(self, rows: Sequence[T]) -> None:
+        """The List, streamed: each object encoded and written as it comes, byte for byte what encoding the whole
+        List at once writes (tests/test_printing_unit.py compares them)."""
         import json  # not for tables
 
-        print(json.dumps(kubectl_list(self.objects(rows)), indent=4, ensure_ascii=False), file=self.out)
-        self.out.flush()
+        out = self.out
+        out.write(_JSON_HEAD)
+        empty = True
+        for row in rows:
+            text = json.dumps(self.report.to_json(row), indent=4, ensure_ascii=False)
+            out.write(("\n" if empty else ",\n") + "\n".join("        " + line for line in text.split("\n")))
+            empty = False
+        out.write(("]" if empty else "\n    ]") + _JSON_TAIL)
+        out.flush()
 
     def batch(self, rows: Sequence[T]) -> None:
         import json
@@ -137,8 +153,15 @@ class YamlFormatter(Formatter[T]):
         return yaml_text(doc)
 
     def whole(self, rows: Sequence[T]) -> None:
-        self.out.write(self._dump(kubectl_list(self.objects(rows))))
-        self.out.flush()
+        """The List, streamed as the JSON one is: each object dumped as a one-item sequence, which is how PyYAML
+        writes that item inside the List's ``items``."""
+        out = self.out
+        empty = True
+        for row in rows:
+            out.write((_YAML_HEAD if empty else "") + self._dump([self.report.to_json(row)]))
+            empty = False
+        out.write(("apiVersion: v1\nitems: []\n" if empty else "") + _YAML_TAIL)
+        out.flush()
 
     def batch(self, rows: Sequence[T]) -> None:
         for obj in self.objects(rows):

@@ -1,6 +1,8 @@
 """Small typed records decoded straight from the API's response bytes (msgspec Structs that declare only
-the fields the analyses read, under their wire names). base: the Record base and the API's envelopes;
-volumes: PVs, claims, classes; pods: Pods and Events; snapshots: VolumeSnapshots, contents, classes."""
+the fields the analyses read, under their wire names). workloads.py (the workloads that name claims)
+is imported where it is read, never at start-up. base: the Record base and the API's envelopes;
+volumes: PVs, claims, classes, attachments; nodes: Nodes and CSINodes; pods: Pods and Events; snapshots:
+VolumeSnapshots, contents, classes."""
 
 from kubectl_pvleft.records.base import (
     BETA_CLASS_ANNOTATION,
@@ -13,10 +15,12 @@ from kubectl_pvleft.records.base import (
     Object,
     ObjectMeta,
     ObjectRef,
+    OwnerReference,
     Record,
     Status,
     iso,
 )
+from kubectl_pvleft.records.nodes import CSINode, CSINodeDriver, Node
 from kubectl_pvleft.records.pods import ClaimVolumeSource, ContainerStatus, ContainerWait, Event, Pod, PodSpec, PodStatus, PodVolume
 from kubectl_pvleft.records.snapshots import SnapshotError, VolumeSnapshot, VolumeSnapshotClass, VolumeSnapshotContent
 from kubectl_pvleft.records.volumes import (
@@ -30,6 +34,7 @@ from kubectl_pvleft.records.volumes import (
     StorageClass,
     VolumeAttachment,
     VolumeAttributesClass,
+    VolumeError,
 )
 
 __all__ = [
@@ -39,6 +44,8 @@ __all__ = [
     "PV_PHASES",
     "ZONE_KEYS",
     "Absent",
+    "CSINode",
+    "CSINodeDriver",
     "ClaimIdentity",
     "ClaimVolumeSource",
     "Condition",
@@ -49,9 +56,11 @@ __all__ = [
     "ListMeta",
     "ModifyVolumeStatus",
     "Named",
+    "Node",
     "Object",
     "ObjectMeta",
     "ObjectRef",
+    "OwnerReference",
     "PersistentVolume",
     "PersistentVolumeClaim",
     "Pod",
@@ -64,6 +73,7 @@ __all__ = [
     "StorageClass",
     "VolumeAttachment",
     "VolumeAttributesClass",
+    "VolumeError",
     "VolumeSnapshot",
     "VolumeSnapshotClass",
     "VolumeSnapshotContent",

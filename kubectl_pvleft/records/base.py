@@ -112,6 +112,17 @@ class ObjectRef(Record, frozen=True):
         return f"{self.namespace}/{self.name}" if self.namespace else (self.name or "")
 
 
+class OwnerReference(Record, frozen=True):
+    """metadata.ownerReferences[]: who the garbage collector deletes an object with, and (``controller``) which
+    controller manages it. ``uid`` is the identity."""
+
+    api_version: str = ""
+    kind: str = ""
+    name: str = ""
+    uid: str = ""
+    controller: Optional[bool] = None
+
+
 class Condition(Record, frozen=True):
     type: str = ""
     status: str = ""

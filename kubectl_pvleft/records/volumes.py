@@ -8,7 +8,16 @@ from typing import Any, Optional
 
 import msgspec
 
-from kubectl_pvleft.records.base import DEFAULT_CLASS_ANNOTATIONS, Condition, Object, ObjectMeta, ObjectRef, Record, _class_name
+from kubectl_pvleft.records.base import (
+    DEFAULT_CLASS_ANNOTATIONS,
+    Condition,
+    Object,
+    ObjectMeta,
+    ObjectRef,
+    OwnerReference,
+    Record,
+    _class_name,
+)
 
 # -- PersistentVolume ---------------------------------------------------------------------------------
 
@@ -265,6 +274,9 @@ class ClaimMeta(ObjectMeta, frozen=True):
     # Kept as bytes until asked: only a claim whose resize never started needs it, and building it for
     # every claim was most of the cost of decoding a claim list.
     managed_fields: msgspec.Raw = msgspec.Raw(b"[]")
+    # Who manages the claim: a StatefulSet (its retention policy), a Pod (a generic ephemeral volume, or a
+    # StatefulSet's whenScaled: Delete), or an operator's own kind.
+    owner_references: tuple[OwnerReference, ...] = ()
 
     def last_write_of(self, *field_keys: bytes) -> Optional[datetime]:
         """When the newest writer of the object itself (not its status) last set all of these fields."""
@@ -386,7 +398,7 @@ class VolumeAttachmentSpec(Record, frozen=True):
 
 
 class VolumeError(Record, frozen=True):
-    """status.attachError / detachError: what the attacher last failed with."""
+    """What the external-attacher wrote when ControllerPublish/Unpublish failed (status.attachError/detachError)."""
 
     message: Optional[str] = None
     time: Optional[datetime] = None
@@ -395,9 +407,16 @@ class VolumeError(Record, frozen=True):
 class VolumeAttachmentStatus(Record, frozen=True):
     attached: bool = False
     attach_error: Optional[VolumeError] = None
+    detach_error: Optional[VolumeError] = None
+
+
+class AttachmentMeta(ObjectMeta, frozen=True):
+    # The external-attacher's finalizer holds a deleted attachment until the volume is detached.
+    finalizers: tuple[str, ...] = ()
 
 
 class VolumeAttachment(Object, frozen=True):
+    metadata: AttachmentMeta = AttachmentMeta()
     spec: VolumeAttachmentSpec = VolumeAttachmentSpec()
     status: VolumeAttachmentStatus = VolumeAttachmentStatus()
 

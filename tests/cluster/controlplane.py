@@ -62,6 +62,13 @@ CONTROLLERS: tuple[str, ...] = (
     "root-ca-certificate-publisher-controller",  # kube-root-ca.crt, referenced by every Pod's token volume
     "namespace-controller",
     "garbage-collector-controller",
+    # The workloads that mount a claim again (claims: unused by design): their controllers create and scale the
+    # Pods and a StatefulSet's claims. Their Pods stay Pending or scheduled: the nodes have no kubelet.
+    "statefulset-controller",
+    "replicaset-controller",
+    "deployment-controller",
+    "job-controller",
+    "cronjob-controller",
 )
 
 # Feature gates given to kube-apiserver and kube-controller-manager alike. PersistentVolumeClaimUnusedSinceTime

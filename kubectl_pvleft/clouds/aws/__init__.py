@@ -10,6 +10,7 @@ from kubectl_pvleft.invocation import REPEATED, VALUE, Flag
 from kubectl_pvleft.migration import names_of
 
 SOURCE = "aws"
+EXTRA = "aws"  # the setup.cfg extra that installs its SDK: `pip install 'kubectl-pvleft[aws]'`
 NAME = "EBS"  # how messages name this census
 FLAGS = (
     Flag(name="--aws-region", dest="aws_region", kind=REPEATED, metavar="REGION",

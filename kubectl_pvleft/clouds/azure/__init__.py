@@ -10,6 +10,7 @@ from kubectl_pvleft.invocation import REPEATED, VALUE, Flag
 from kubectl_pvleft.migration import names_of
 
 SOURCE = "azure"
+EXTRA = "azure"  # the setup.cfg extra that installs its SDK: `pip install 'kubectl-pvleft[azure]'`
 NAME = "Azure"  # how messages name this census
 # ARM's own syntax, checked before any call: a subscription ID is a UUID ("The value must be an UUID"), a resource
 # group name is ResourceGroupNameParameter's pattern and length in ARM's common types.

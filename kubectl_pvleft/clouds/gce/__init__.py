@@ -10,6 +10,7 @@ from kubectl_pvleft.invocation import REPEATED, Flag
 from kubectl_pvleft.migration import names_of
 
 SOURCE = "gce"
+EXTRA = "gcp"  # the setup.cfg extra that installs its SDK: `pip install 'kubectl-pvleft[gcp]'`
 NAME = "Compute Engine"  # how messages name this census
 _NAME_PATTERN = r"[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?"
 # Compute Engine's parameter patterns, from its discovery document: a project ID or number (maybe domain-scoped),

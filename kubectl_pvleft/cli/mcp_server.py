@@ -1,0 +1,387 @@
+"""`kubectl-pvleft mcp`: every analysis as a read-only tool of a Model Context Protocol server on stdin/stdout, for
+AI agents (docs/mcp.md).
+
+A tool call is one run of the CLI: its arguments become the subcommand's own flags, parsed by the CLI's parser
+(the same checks, the same usage errors), run in a ``Session`` exactly as `kubectl pvleft NAME -o json` runs, and
+answered with the objects that command prints, a page at a time. Nothing here judges a row: the analyses do.
+The tools and their input schemas come from the commands' declarations (``invocation.COMMANDS``, their ``Flag``s,
+the clouds' flags when the cloud's extra is installed), so a new analysis or flag is a new tool or input.
+
+The official SDK (`mcp`, the ``mcp`` extra) is imported here only: the rest of the plugin never needs it. stdout is
+the protocol's channel: nothing else may write there (warnings are in the results, errors on stderr).
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping
+from typing import Any, Optional
+
+from kubectl_pvleft import __version__
+from kubectl_pvleft.cli.session import Session, describe_api_error
+from kubectl_pvleft.errors import ApiError, ConfigError, ConnectionFailed, Forbidden, PvleftError, Refusal, UsageError
+from kubectl_pvleft.invocation import BOOLEAN, COMMANDS, DURATION, REPEATED, VALUE, Command, Flag, Invocation
+from kubectl_pvleft.text import one_line, shown
+
+PROG = "kubectl pvleft"
+DEFAULT_LIMIT = 100
+MAX_LIMIT = 1000
+# A call with no --request-timeout still ends: an agent waiting on a tool cannot tell slow from hung.
+DEFAULT_CALL_SECONDS = 60.0
+CONCURRENT_CALLS = 2  # runs at once; more wait their turn (each run lists whole kinds)
+
+# kubectl's own flags a tool takes per call, by input name (as -o json's callers know them from the CLI).
+KUBECTL_INPUTS = (("namespace", "--namespace", VALUE), ("all_namespaces", "--all-namespaces", BOOLEAN),
+                  ("label_selector", "--selector", VALUE), ("field_selector", "--field-selector", VALUE))
+NAMES = "names"
+LIMIT = "limit"
+CONTINUE = "continue"
+
+INSTRUCTIONS = (
+    "kubectl-pvleft answers storage questions about one Kubernetes cluster, read-only: it only sends get, list and "
+    "watch. Each tool is one `kubectl pvleft` subcommand; its items are the objects that subcommand prints with "
+    "-o json, each finding with its evidence and `next`: read-only kubectl commands for a person to look further. "
+    "It never changes anything and never suggests a write. `warnings` and `errors` say what could not be read "
+    "(a 403, a failed cloud census): such values are null (unknown), never guessed.")
+
+
+# -- the tools, from the declarations ---------------------------------------------------------------------
+
+def tool_flags(command: Command) -> tuple[Flag, ...]:
+    """A tool's inputs that are flags: kubectl's per-call ones, the subcommand's own, and the clouds' when a census
+    may join it and that cloud's extra is installed (a flag whose census cannot run here is not offered)."""
+    kubectl = tuple(Flag(name=name, dest=dest, kind=kind, help=cli_help(name)) for dest, name, kind in KUBECTL_INPUTS)
+    own = tuple(command.flags)
+    if not command.census:
+        return kubectl + own
+    from kubectl_pvleft.clouds import FLAGS as SHARED
+    from kubectl_pvleft.clouds import cloud_modules, installed
+
+    clouds = tuple(flag for cloud in cloud_modules() if installed(cloud.EXTRA) for flag in cloud.FLAGS)
+    return kubectl + own + (clouds + tuple(SHARED) if clouds else ())
+
+
+def cli_help(option: str) -> str:
+    """The CLI's own help line for one of kubectl's flags."""
+    from kubectl_pvleft.cli.parser import build_parser
+
+    action = next(a for a in build_parser(PROG)._actions if option in a.option_strings)
+    return str(action.help or "")
+
+
+def flag_schema(flag: Flag) -> dict[str, Any]:
+    text: dict[str, Any] = {"type": "string"}
+    if flag.pattern:  # the same syntax the parser checks (fullmatch), anchored for JSON Schema's search
+        text["pattern"] = f"^(?:{flag.pattern})$"
+    help_text = flag.help or ""
+    if flag.kind == BOOLEAN:
+        return {"type": "boolean", "description": help_text}
+    if flag.kind == REPEATED:
+        return {"type": "array", "items": text, "description": help_text}
+    if flag.kind == DURATION:
+        return {**text, "description": f"{help_text} (a duration: 90s, 36h, 7d)"}
+    return {**text, "description": help_text}
+
+
+def input_schema(command: Command) -> dict[str, Any]:
+    properties = {flag.dest: flag_schema(flag) for flag in tool_flags(command)}
+    properties[NAMES] = {"type": "array", "items": {"type": "string"},
+                         "description": f"only these {command.selector_help} (by name), shown with or without "
+                                        "findings; a name that does not exist is in not_found"}
+    properties[LIMIT] = {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT,
+                         "description": "at most this many items in this answer; `omitted` counts the rest"}
+    properties[CONTINUE] = {"type": "string", "pattern": "^[0-9]+$",
+                            "description": "the `continue` of the previous answer: its next page (the analysis runs "
+                                           "again, so a page reflects the cluster as it is now)"}
+    return {"type": "object", "properties": properties, "additionalProperties": False}
+
+
+def output_schema(command: Command) -> dict[str, Any]:
+    strings = {"type": "array", "items": {"type": "string"}}
+    maybe_string = {"type": ["string", "null"]}
+    return {
+        "type": "object",
+        "properties": {
+            "cli": {"type": "string", "description": "the kubectl pvleft command line whose -o json items these are "
+                                                     "(connection flags left out)"},
+            "context": maybe_string,
+            "namespace": {"type": ["string", "null"], "description": "the namespace read; null: every namespace "
+                                                                   "(or, for cluster-scoped kinds, not narrowed)"},
+            "items": {"type": "array", "description": f"the objects `kubectl pvleft {command.name} -o json` prints in "
+                                                     "items[], this page of them",
+                      "items": {"type": "object", "additionalProperties": True}},
+            "verdicts": {"type": "array", "description": "for each item, in order: the object, what is wrong with it "
+                                                        "(empty: nothing to act on), why true evidence is set aside "
+                                                        "(kept, younger than older_than, so by design; null: it is "
+                                                        "not) and the read-only next looks",
+                         "items": {"type": "object", "properties": {"object": {"type": "string"}, "findings": strings,
+                                                                    "set_aside": maybe_string, "next": strings},
+                                   "required": ["object", "findings", "set_aside", "next"]}},
+            "findings": {"type": "integer", "minimum": 0, "description": "the findings, over every page: what --exit-code counts"},
+            "total": {"type": "integer", "minimum": 0},
+            "offset": {"type": "integer", "minimum": 0},
+            "omitted": {"type": "integer", "minimum": 0, "description": "items after this page, left out"},
+            "continue": {"type": ["string", "null"], "description": "pass as `continue` for the next page; null: last"},
+            "partial": {"type": "boolean", "description": "a cloud census or its prices failed: `errors` says which"},
+            "errors": {**strings, "description": "what made the answer partial, one line each"},
+            "warnings": {**strings, "description": "what could not be read or told (a 403 on a kind the answer "
+                                                  "leans on): the values it decides are null, never guessed"},
+            "failed": {"type": "array", "description": "`errors` as data: the cloud (gce, aws, azure) and the part of "
+                                                      "its work (census, snapshots, prices) that failed",
+                       "items": {"type": "object", "properties": {
+                           "cloud": maybe_string, "part": maybe_string, "message": {"type": "string"}},
+                                 "required": ["cloud", "part", "message"]}},
+            "unread": {"type": "array", "description": "the reads refused (403) whose values are null here: each "
+                                                      "with its warning line",
+                       "items": {"type": "object", "properties": {
+                           "resource": {"type": "string"}, "verb": {"type": "string"}, "path": {"type": "string"},
+                           "status": {"type": "integer"}, "warning": {"type": "string"}},
+                                 "required": ["resource", "verb", "path", "status", "warning"]}},
+            "not_served": {"type": ["string", "null"], "description": "the kinds this tool reads are not served by "
+                                                                    "this cluster (no CRDs): nothing to check"},
+            "not_found": {"type": "object", "additionalProperties": {"type": "string"},
+                          "description": "names asked for that have no object, with kubectl's line for each"},
+        },
+        "required": ["cli", "context", "namespace", "items", "verdicts", "findings", "total", "offset", "omitted",
+                     "continue", "partial", "errors", "failed", "warnings", "unread", "not_served", "not_found"],
+    }
+
+
+def tools() -> list[Any]:
+    import mcp.types as types
+
+    return [types.Tool(name=command.name, title=f"kubectl pvleft {command.name}", description=command.summary,
+                       input_schema=input_schema(command), output_schema=output_schema(command),
+                       annotations=types.ToolAnnotations(title=f"kubectl pvleft {command.name}", read_only_hint=True,
+                                                         destructive_hint=False, idempotent_hint=True,
+                                                         open_world_hint=True))
+            for command in COMMANDS]
+
+
+# -- one call ------------------------------------------------------------------------------------------------
+
+def checked(command: Command, arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """The arguments, each of the type its schema says (a usage error names the first that is not)."""
+    properties = input_schema(command)["properties"]
+    for key, value in arguments.items():
+        spec = properties.get(key)
+        if spec is None:
+            raise UsageError(f"{command.name} has no input {shown(key)!r} (it takes {', '.join(sorted(properties))})")
+        kind = spec["type"]
+        ok = (isinstance(value, bool) if kind == "boolean"
+              else isinstance(value, int) and not isinstance(value, bool) if kind == "integer"
+              else isinstance(value, str) if kind == "string"
+              else isinstance(value, list) and all(isinstance(item, str) for item in value))
+        if not ok:
+            what = {"array": "an array of strings", "integer": "an integer"}.get(kind, f"a {kind}")
+            raise UsageError(f"input {key!r} must be {what}")
+    limit = arguments.get(LIMIT, DEFAULT_LIMIT)
+    if not 1 <= limit <= MAX_LIMIT:
+        raise UsageError(f"input 'limit' must be between 1 and {MAX_LIMIT}")
+    offset = arguments.get(CONTINUE, "0")
+    if not offset.isdigit():
+        raise UsageError("input 'continue' must be the `continue` of a previous answer")
+    return dict(arguments)
+
+
+def argv_of(command: Command, arguments: Mapping[str, Any], base: Invocation) -> list[str]:
+    """The subcommand's command line the arguments mean (``--flag=value``: a value never reads as a flag), with the
+    server's -n/-A as the default namespace when the call names none."""
+    argv = [command.name]
+    for flag in tool_flags(command):
+        value = arguments.get(flag.dest)
+        if value is None:
+            continue
+        if flag.kind == BOOLEAN:
+            argv.append(flag.name if value else f"{flag.name}=false")
+        elif flag.kind == REPEATED:
+            argv.extend(f"{flag.name}={item}" for item in value)
+        else:
+            argv.append(f"{flag.name}={value}")
+    if "namespace" not in arguments and "all_namespaces" not in arguments:
+        if base.all_namespaces:
+            argv.append("--all-namespaces")
+        elif base.namespace:
+            argv.append(f"--namespace={base.namespace}")
+    names = list(arguments.get(NAMES) or ())
+    # After "--" only when a name could read as a flag (no Kubernetes name starts with "-", a typo may).
+    return [*argv, "--", *names] if any(name.startswith("-") for name in names) else [*argv, *names]
+
+
+def cli_line(argv: list[str]) -> str:
+    """The command line a person would type for the same answer: ``-o json`` before a ``--`` that ends the flags."""
+    cut = argv.index("--") if "--" in argv else len(argv)
+    return shlex.join([*PROG.split(), *argv[:cut], "-o", "json", *argv[cut:]])
+
+
+def answer(base: Invocation, command: Command, arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """One tool call: the run `kubectl pvleft ARGV -o json` makes, in the server's context, one page of it."""
+    from kubectl_pvleft.cli.parser import parse
+
+    arguments = checked(command, arguments)
+    argv = argv_of(command, arguments, base)
+    parsed = parse(argv, PROG)
+    assert parsed is not None  # argv names the subcommand
+    invocation = parsed.replace(selection=base.selection, request_timeout=base.request_timeout,
+                                verbosity=base.verbosity, chunk_size=base.chunk_size, output="json")
+    # interactive=False: stdin is the protocol's channel, never a terminal a credential plugin may prompt on.
+    with Session(invocation, interactive=False) as session:
+        result = session.run()
+        context = session.api.connection.context
+        namespace = session.options.namespace
+    reports = [result.report, *result.sections]
+    rows = [(report, row) for report in reports for row in report.rows]  # as -o json lists them: one List
+    offset, limit = int(arguments.get(CONTINUE, "0")), int(arguments.get(LIMIT, DEFAULT_LIMIT))
+    page = rows[offset:offset + limit]
+    after = max(0, len(rows) - offset - len(page))
+    warnings = list(dict.fromkeys(result.warnings + ([result.not_served] if result.not_served else [])))
+    return {
+        "cli": cli_line(argv),
+        "context": context,
+        "namespace": namespace,
+        "items": [report.to_json(row) for report, row in page],
+        "verdicts": [{"object": report.name(row),
+                      "findings": list(report.findings(row)) if report.findings else [],
+                      "set_aside": report.set_aside(row) if report.set_aside else None,
+                      "next": list(report.next(row)) if report.next else []} for report, row in page],
+        "findings": result.findings,
+        "total": len(rows),
+        "offset": offset,
+        "omitted": after,
+        "continue": str(offset + len(page)) if after else None,
+        "partial": result.partial,
+        "errors": list(result.errors),
+        "failed": [failed(line) for line in result.errors],
+        "warnings": warnings,
+        "unread": [{"resource": w.resource, "verb": w.verb, "path": w.path, "status": w.status, "warning": w}
+                   for w in warnings if isinstance(w, Refusal)],
+        "not_served": result.not_served,
+        "not_found": dict(result.not_found),
+    }
+
+
+def failed(line: str) -> dict[str, Any]:
+    """A line that made the answer partial, as data: which cloud (its JSON ``source``) and which part of its work
+    (census, snapshots, prices) failed, read from the prefix the clouds' names give it; null where none matches."""
+    from kubectl_pvleft.clouds import cloud_modules
+
+    for cloud in cloud_modules():
+        for part in ("census", "snapshots", "prices"):
+            prefix = f"{cloud.NAME} {part}: "
+            if line.startswith(prefix):
+                return {"cloud": cloud.SOURCE, "part": part, "message": line[len(prefix):]}
+    return {"cloud": None, "part": None, "message": line}
+
+
+def failure(exc: BaseException) -> dict[str, Any]:
+    """What went wrong, as data an agent can act on: never the text of an unexpected exception (it may hold a
+    value), never a credential."""
+    doc: dict[str, Any] = {"kind": "internal", "message": f"internal error ({type(exc).__name__})"}
+    if isinstance(exc, ApiError):
+        kind = "forbidden" if isinstance(exc, Forbidden) else "unauthorized" if exc.status == 401 else "api"
+        doc = {"kind": kind, "message": describe_api_error(exc), "status": exc.status, "verb": exc.verb,
+               "path": exc.path.split("?", 1)[0], "resource": (exc.details or {}).get("kind")}
+    elif isinstance(exc, UsageError):
+        doc = {"kind": "usage", "message": str(exc)}
+    elif isinstance(exc, ConnectionFailed):
+        doc = {"kind": "unreachable", "message": str(exc)}
+    elif isinstance(exc, ConfigError):
+        doc = {"kind": "config", "message": str(exc)}
+    elif isinstance(exc, PvleftError):
+        doc = {"kind": "error", "message": str(exc)}
+    doc["message"] = one_line(shown(doc["message"]))
+    return {"error": doc}
+
+
+# -- the server ----------------------------------------------------------------------------------------------
+
+def serve_mcp(invocation: Invocation) -> int:
+    try:
+        import mcp  # noqa: F401  (the extra: said in one line when absent)
+    except ImportError:
+        raise PvleftError("mcp needs the mcp package: pip install 'kubectl-pvleft[mcp]'") from None
+    import asyncio
+
+    listen = invocation.flags.get("listen")
+    asyncio.run(_serve_stdio(invocation) if listen is None else _serve_http(invocation, listen))
+    return 0
+
+
+def call_seconds(invocation: Invocation) -> Optional[float]:
+    """How long one call may take: --request-timeout (0: no bound, as kubectl's), else DEFAULT_CALL_SECONDS."""
+    if invocation.request_timeout is None:
+        return DEFAULT_CALL_SECONDS
+    return invocation.request_timeout or None
+
+
+def server(invocation: Invocation) -> Any:
+    import asyncio
+    import json
+
+    import mcp.types as types
+    from mcp.server.lowlevel import Server
+
+    bound = call_seconds(invocation)
+    # Every request of a run is bounded too, so a run abandoned at the call's deadline ends on its own.
+    base = invocation.replace(request_timeout=bound) if invocation.request_timeout is None else invocation
+    by_name = {command.name: command for command in COMMANDS}
+    listed = tools()
+    turns = asyncio.Semaphore(CONCURRENT_CALLS)
+
+    async def list_tools(ctx: Any, params: Any) -> Any:
+        return types.ListToolsResult(tools=listed)
+
+    async def call_tool(ctx: Any, params: Any) -> Any:
+        command = by_name.get(params.name)
+        try:
+            if command is None:
+                raise UsageError(f"no tool {shown(params.name)!r} (the tools: {', '.join(by_name)})")
+            async with turns:
+                doc = await asyncio.wait_for(asyncio.to_thread(answer, base, command, params.arguments or {}), bound)
+            error = False
+        except asyncio.TimeoutError:
+            doc = {"error": {"kind": "timeout", "message": f"{params.name} did not finish within {bound:g}s "
+                                                          "(--request-timeout)"}}
+            error = True
+        except Exception as exc:  # one call failed, the server goes on: a structured error, never a traceback
+            doc, error = failure(exc), True
+        return types.CallToolResult(content=[types.TextContent(type="text", text=json.dumps(doc, ensure_ascii=False))],
+                                    structured_content=doc, is_error=error)
+
+    return Server("kubectl-pvleft", version=__version__, title="kubectl pvleft", instructions=INSTRUCTIONS,
+                  on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+async def _serve_stdio(invocation: Invocation) -> None:
+    from mcp.server.stdio import stdio_server
+
+    mcp_server = server(invocation)
+    async with stdio_server() as (read, write):
+        await mcp_server.run(read, write, mcp_server.create_initialization_options())
+
+
+async def _serve_http(invocation: Invocation, listen: str) -> None:
+    """MCP's streamable HTTP transport on a loopback address (the parser refuses any other): the SDK's Starlette
+    app, with its DNS-rebinding protection (Host and Origin must name a loopback address), served by uvicorn on a
+    socket bound here so that port 0 can say which port it got."""
+    import socket
+    import sys
+
+    import uvicorn
+
+    host, _, port = listen.rpartition(":")
+    host = host.strip("[]")
+    family = socket.AF_INET6 if host == "::1" else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(("127.0.0.1" if host == "localhost" else host, int(port)))
+    except OSError as exc:
+        sock.close()
+        raise PvleftError(f"cannot listen on {shown(listen)}: {exc.strerror or exc}") from None
+    app = server(invocation).streamable_http_app(host="::1" if host == "::1" else "127.0.0.1")
+    bound = sock.getsockname()[1]
+    shown_host = "[::1]" if host == "::1" else host
+    print(f"answering MCP on http://{shown_host}:{bound}/mcp", file=sys.stderr, flush=True)
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
+    await uvicorn.Server(config).serve(sockets=[sock])

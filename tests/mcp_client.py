@@ -1,0 +1,54 @@
+"""The official MCP client (the SDK's `mcp.client.stdio`) talking to `kubectl-pvleft mcp`, as an agent would: what
+the MCP tests use to start the server, list its tools and call them, keeping everything the server said."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from plugin_runner import PLUGIN
+
+
+class Conversation:
+    """Everything the server said (each response as JSON) and what it printed on stderr."""
+
+    def __init__(self) -> None:
+        self.said: list[str] = []
+        self.stderr = ""
+        self.tools: dict[str, Any] = {}
+        self.answers: list[tuple[str, dict[str, Any], Any]] = []
+        self.seconds: list[float] = []  # each call's, as the client waited
+
+
+def converse(kubeconfig: Path, calls: list[tuple[str, dict[str, Any]]], tmp_path: Path,
+             *flags: str, env: dict[str, str] | None = None) -> Conversation:
+    """Start `kubectl-pvleft mcp` with the official stdio client, list its tools, make the calls in order. ``env``:
+    variables set over the client's default environment (HOME, PATH, ...), as a client configuration sets them."""
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    talk = Conversation()
+    errlog = tmp_path / f"mcp-stderr-{len(list(tmp_path.glob('mcp-stderr-*')))}.txt"
+
+    async def run() -> None:
+        params = StdioServerParameters(command=PLUGIN, args=["mcp", "--kubeconfig", str(kubeconfig), *flags],
+                                       env=env)
+        with errlog.open("w") as err:
+            async with stdio_client(params, errlog=err) as (read, write), ClientSession(read, write) as session:
+                talk.said.append((await session.initialize()).model_dump_json(by_alias=True))
+                listed = await session.list_tools()
+                talk.said.append(listed.model_dump_json(by_alias=True))
+                talk.tools = {tool.name: tool for tool in listed.tools}
+                for name, arguments in calls:
+                    started = time.monotonic()
+                    result = await session.call_tool(name, arguments)  # validates against the output schema
+                    talk.seconds.append(time.monotonic() - started)
+                    talk.said.append(result.model_dump_json(by_alias=True))
+                    talk.answers.append((name, arguments, result))
+
+    anyio.run(run)
+    talk.stderr = errlog.read_text()
+    return talk

@@ -1,0 +1,152 @@
+"""`kubectl-pvleft mcp` without a cluster: its tools and input schemas are generated from the commands' declarations
+(a flag added to a command is an input of its tool, with the parser's own syntax), a call's arguments become the
+command line they mean and go through the CLI's parser, and bad arguments or run-only flags are usage errors.
+The server itself, driven by the official client against the real plane, is in test_mcp_cluster.py."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jsonschema
+import pytest
+
+from kubectl_pvleft.cli.mcp_server import argv_of, checked, cli_line, input_schema, output_schema, tool_flags
+from kubectl_pvleft.cli.parser import parse
+from kubectl_pvleft.errors import UsageError
+from kubectl_pvleft.invocation import BOOLEAN, COMMANDS, COMMANDS_BY_NAME, DURATION, REPEATED, Flag, Invocation
+
+PROG = "kubectl pvleft"
+CLAIMS = COMMANDS_BY_NAME["claims"]
+JSON_TYPES = {BOOLEAN: "boolean", REPEATED: "array", DURATION: "string"}
+
+
+def server_invocation(*argv: str) -> Invocation:
+    invocation = parse(["mcp", *argv], PROG)
+    assert invocation is not None
+    return invocation
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: c.name)
+def test_every_declared_flag_is_an_input_of_its_tool(command: Any) -> None:
+    schema = input_schema(command)
+    jsonschema.Draft202012Validator.check_schema(schema)
+    jsonschema.Draft202012Validator.check_schema(output_schema(command))
+    properties = schema["properties"]
+    for flag in command.flags:
+        assert properties[flag.dest]["type"] == JSON_TYPES.get(flag.kind, "string"), flag.name
+        assert properties[flag.dest]["description"].startswith(flag.help or ""), flag.name
+    assert {flag.dest for flag in tool_flags(command)} | {"names", "limit", "continue"} == set(properties)
+
+
+def test_a_flag_added_to_a_command_is_an_input_of_its_tool() -> None:
+    """What other analyses add (a new claim state's flag) flows through: nothing here lists the fields."""
+    added = Flag(name="--by-design", dest="by_design", kind=BOOLEAN, help="claims unused by design too")
+    command = CLAIMS.replace(flags=(*CLAIMS.flags, added))
+    assert input_schema(command)["properties"]["by_design"] == {"type": "boolean",
+                                                                 "description": "claims unused by design too"}
+    assert argv_of(command, {"by_design": True}, server_invocation()) == ["claims", "--by-design"]
+
+
+def test_a_pattern_the_parser_checks_is_in_the_schema() -> None:
+    from kubectl_pvleft.clouds import installed
+
+    schema = input_schema(COMMANDS_BY_NAME["leftovers"])
+    if not installed("gcp"):  # a venv without the cloud's extra (a census could not run): no input offers it
+        assert "project" not in schema["properties"]
+        return
+    jsonschema.validate({"project": ["my-project-1"], "cost": True}, schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"project": ["not a project"]}, schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"token": "x"}, schema)  # connection flags are the server's, never a call's
+
+
+def test_arguments_become_the_command_line_they_mean() -> None:
+    arguments = {"older_than": "7d", "exclude_namespaces": ["kube-*"], "all": True, "names": ["-odd", "b"]}
+    argv = argv_of(CLAIMS, arguments, server_invocation("-n", "shop"))
+    assert argv == ["claims", "--all", "--older-than=7d", "--exclude-namespace=kube-*", "--namespace=shop", "--",
+                    "-odd", "b"]
+    invocation = parse(argv, PROG)
+    assert invocation is not None
+    assert (invocation.namespace, invocation.names) == ("shop", ("-odd", "b"))  # a value never reads as a flag
+    assert (invocation.flags["older_than"], invocation.flags["exclude_namespaces"]) == (7 * 86400, ("kube-*",))
+    assert cli_line(argv) == ("kubectl pvleft claims --all --older-than=7d '--exclude-namespace=kube-*' "
+                              "--namespace=shop -o json -- -odd b")
+    assert cli_line(["claims"]) == "kubectl pvleft claims -o json"
+    # The call's namespace wins over the server's default; -A on the server is every namespace by default.
+    assert argv_of(CLAIMS, {"namespace": "web"}, server_invocation("-n", "shop")) == ["claims", "--namespace=web"]
+    assert argv_of(CLAIMS, {}, server_invocation("-A")) == ["claims", "--all-namespaces"]
+    assert argv_of(CLAIMS, {"all_namespaces": False}, server_invocation("-A")) == ["claims",
+                                                                                  "--all-namespaces=false"]
+
+
+@pytest.mark.parametrize("arguments, words", [
+    ({"nope": 1}, "has no input 'nope'"),
+    ({"all": "yes"}, "input 'all' must be a boolean"),
+    ({"names": "a"}, "input 'names' must be an array of strings"),
+    ({"limit": 0}, "between 1 and"),
+    ({"limit": True}, "input 'limit' must be an integer"),
+    ({"continue": "abc"}, "`continue` of a previous answer"),
+])
+def test_bad_arguments_are_usage_errors(arguments: dict[str, Any], words: str) -> None:
+    with pytest.raises(UsageError, match=words.replace("(", r"\(")):
+        checked(CLAIMS, arguments)
+
+
+@pytest.mark.parametrize("argv", [["-o", "json"], ["-w"], ["--sort-by", ".name"], ["-l", "a=b"],
+                                  ["--field-selector", "a=b"], ["--exit-code"], ["--all-contexts"], ["some-name"]])
+def test_the_flags_of_one_report_are_refused(argv: list[str]) -> None:
+    with pytest.raises(UsageError, match="cannot be used with mcp"):
+        parse(["mcp", *argv], PROG)
+
+
+def test_the_connection_flags_are_the_clis() -> None:
+    invocation = server_invocation("--context", "prod", "-n", "shop", "--request-timeout", "30s", "--as", "auditor")
+    assert (invocation.selection.context, invocation.namespace, invocation.request_timeout,
+            invocation.selection.impersonate_user) == ("prod", "shop", 30.0, "auditor")
+
+
+@pytest.mark.parametrize("listen", ["0.0.0.0:8080", ":8080", "10.0.0.1:80", "example.com:80", "[::]:80",
+                                    "127.0.0.2:80", "127.0.0.1:70000"])
+def test_http_answers_on_loopback_only(listen: str) -> None:
+    with pytest.raises(UsageError, match=r"loopback|no port"):
+        parse(["mcp", "--listen", listen], PROG)
+
+
+@pytest.mark.parametrize("listen", ["127.0.0.1:0", "[::1]:8080", "localhost:65535"])
+def test_a_loopback_address_is_taken(listen: str) -> None:
+    assert server_invocation("--listen", listen).flags["listen"] == listen
+
+
+def test_docs_name_every_tool() -> None:
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "mcp.md").read_text()
+    for command in COMMANDS:
+        assert f"| `{command.name}` |" in text and f"`kubectl pvleft {command.name} -o json`" in text, command.name
+
+
+@pytest.mark.integration  # the server is a child process; the API server a socket that never answers
+def test_a_call_ends_within_the_request_timeout(tmp_path: Any) -> None:
+    """A server that accepts the connection and never answers (a fault a real API server does not make on
+    purpose): each call is an error answer within --request-timeout and a margin, and the server answers the next."""
+    import socket
+
+    import yaml
+
+    from mcp_client import converse
+
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)
+        config = tmp_path / "silent.kc"
+        config.write_text(yaml.safe_dump({
+            "apiVersion": "v1", "kind": "Config", "current-context": "x",
+            "clusters": [{"name": "c", "cluster": {"server": f"https://127.0.0.1:{silent.getsockname()[1]}",
+                                                   "insecure-skip-tls-verify": True}}],
+            "users": [{"name": "u", "user": {"token": "not-a-real-token"}}],
+            "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}]}))
+        talk = converse(config, [("leftovers", {}), ("claims", {})], tmp_path, "--request-timeout", "2s")
+    for (name, _, result), seconds in zip(talk.answers, talk.seconds, strict=True):
+        assert result.is_error and result.structured_content["error"]["kind"] in ("timeout", "unreachable"), name
+        assert seconds < 2 + 3, (name, seconds)
