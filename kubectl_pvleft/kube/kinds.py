@@ -12,6 +12,7 @@ import msgspec
 
 from kubectl_pvleft.records import (
     ClaimIdentity,
+    CSIDriver,
     CSINode,
     Event,
     ListMeta,
@@ -108,6 +109,7 @@ PODS = Kind("pods", "/api/v1", True, Pod)
 EVENTS = Kind("events", "/api/v1", True, Event)
 STORAGE_CLASSES = Kind("storageclasses", "/apis/storage.k8s.io/v1", False, StorageClass)
 CSI_DRIVERS = Kind("csidrivers", "/apis/storage.k8s.io/v1", False, Named, metadata_only=True)
+CSI_DRIVER_SPECS = Kind("csidrivers", "/apis/storage.k8s.io/v1", False, CSIDriver)  # whole: seLinuxMount
 NAMESPACES = Kind("namespaces", "/api/v1", False, Named, metadata_only=True)
 VOLUME_ATTACHMENTS = Kind("volumeattachments", "/apis/storage.k8s.io/v1", False, VolumeAttachment)
 VOLUME_ATTRIBUTES_CLASSES = Kind("volumeattributesclasses", "/apis/storage.k8s.io/v1", False, VolumeAttributesClass)

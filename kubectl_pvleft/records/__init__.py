@@ -26,6 +26,7 @@ from kubectl_pvleft.records.snapshots import SnapshotError, VolumeSnapshot, Volu
 from kubectl_pvleft.records.volumes import (
     ZONE_KEYS,
     ClaimIdentity,
+    CSIDriver,
     HealthCondition,
     ModifyVolumeStatus,
     Named,
@@ -44,6 +45,7 @@ __all__ = [
     "PV_PHASES",
     "ZONE_KEYS",
     "Absent",
+    "CSIDriver",
     "CSINode",
     "CSINodeDriver",
     "ClaimIdentity",

@@ -199,6 +199,16 @@ class PersistentVolume(Object, frozen=True):
         return regions.pop() if len(regions) == 1 else None
 
 
+class CSIDriverSpec(Record, frozen=True):
+    se_linux_mount: Optional[bool] = msgspec.field(default=None, name="seLinuxMount")
+
+
+class CSIDriver(Object, frozen=True):
+    """A CSIDriver read whole: what the driver declares (whether it mounts with -o context)."""
+
+    spec: CSIDriverSpec = CSIDriverSpec()
+
+
 class ClaimIdentity(Object, frozen=True):
     """What a metadata-only PVC list gives: enough to say whether a claimRef still points at a live claim."""
 
