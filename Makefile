@@ -72,6 +72,6 @@ bench-startup: install bundle
 bundle:
 	bash plugin/build-bundle.sh
 
-# The krew archive of this platform, and krew-manifest.yaml generated from it.
+# The krew archive of this platform, and dist/krew-manifest.yaml generated from it (never committed).
 release:
 	bash plugin/release.sh

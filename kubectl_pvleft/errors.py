@@ -2,7 +2,22 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Optional
+
+CONTAINER_IMAGE = "ghcr.io/kubectl-pvleft/kubectl-pvleft"  # the package with serve's and the clouds' extras (Containerfile)
+
+
+def needs_extra(what: str, needs: str, extra: str, in_image: bool = True) -> str:
+    """The line for a flag whose optional package is not installed, saying how to get it where this program
+    runs: pip's extra; in the krew bundle (PyInstaller sets ``sys.frozen``), where there is no pip, what the
+    bundle carries and where the rest is (``in_image``: the container image has this extra)."""
+    if getattr(sys, "frozen", False):
+        image = f", or run the container image {CONTAINER_IMAGE}, which has it" if in_image else ""
+        return (f"{what} needs {needs}, which the krew bundle does not carry (it carries the cluster commands, not "
+                f"the optional packages of serve, mcp and the cloud censuses): install the package with pipx "
+                f"install 'kubectl-pvleft[{extra}]'{image}")
+    return f"{what} needs {needs}: pip install 'kubectl-pvleft[{extra}]'"
 
 
 class PvleftError(Exception):

@@ -3,7 +3,6 @@ it did not write (a name, a path, a server's message, a flag value)."""
 
 from __future__ import annotations
 
-import sys
 from typing import Optional, TextIO
 
 
@@ -24,7 +23,12 @@ def one_line(text: str) -> str:
 def warn(message: str, err: Optional[TextIO] = None) -> None:
     """One ``warning:`` line on stderr, escaped and kept on one line, as the ``error:`` line is: a name from a
     kubeconfig or a server (a context's user name with a line break in it) can never print a line of its own."""
-    print(f"warning: {one_line(shown(message))}", file=err or sys.stderr, flush=True)
+    if err is None:  # above the status line, if one is shown
+        from kubectl_pvleft import progress
+
+        progress.line(f"warning: {one_line(shown(message))}")
+        return
+    print(f"warning: {one_line(shown(message))}", file=err, flush=True)
 
 
 def cut_at_a_word(text: str, width: int) -> str:

@@ -3,6 +3,10 @@ alternately many times; wall-clock median and min, and CPU (user+sys) median. Wr
 BENCHMARKS.md ("## Start-up: krew bundle vs pip install") and leaves every other section alone.
 
 Usage: python plugin/bench_startup.py --bundle dist/kubectl-pvleft [--pip-bin .venv/bin] [--runs 21] [--write]
+       [--before OTHER_BUNDLE] (a bundle built another way, e.g. from the previous spec, measured beside)
+
+``--pip-bin`` should be a lean install, as users get it: ``pipx install .`` without extras (the development venv
+holds the test extra, whose packages change what msgspec imports).
 """
 
 from __future__ import annotations
@@ -44,10 +48,10 @@ def section(samples: dict[tuple[str, str], list[tuple[float, float]]], runs: int
     size = sum(p.stat().st_size for p in bundle.rglob("*") if p.is_file())
     lines = [
         HEADING, "",
-        f"`python plugin/bench_startup.py --bundle {os.path.relpath(bundle, ROOT)} --write` ({runs} runs of each, "
+        f"`python plugin/bench_startup.py {' '.join(sys.argv[1:])}` ({runs} runs of each, "
         "alternated; load average {:.2f} {:.2f} {:.2f} at the end; Python {}; {} with {} cores). The bundle is "
         "what `kubectl krew install` puts in place (PyInstaller one-folder, {:.0f} MiB unpacked); pip is the "
-        "console script of `pip install .` in `.venv`. Run directly, without kubectl in front.".format(
+        "console script of the install in `--pip-bin`. Run directly, without kubectl in front.".format(
             *os.getloadavg(), platform.python_version(), platform.system(), os.cpu_count(), size / 2**20),
         "",
         "| command | install | wall median | wall min | CPU median |",
@@ -77,6 +81,7 @@ def main() -> None:
     parser.add_argument("--bundle", type=Path, default=ROOT / "dist" / "kubectl-pvleft")
     parser.add_argument("--pip-bin", type=Path, default=Path(sys.executable).parent)
     parser.add_argument("--runs", type=int, default=21)
+    parser.add_argument("--before", type=Path, help="another bundle to measure beside (e.g. the previous spec's)")
     parser.add_argument("--write", action="store_true", help="write the section into BENCHMARKS.md")
     args = parser.parse_args()
     program = str(args.bundle / "kubectl-pvleft")
@@ -87,6 +92,10 @@ def main() -> None:
         "kubectl __complete pvleft leftovers --": {
             "krew bundle": [program, "__complete", "leftovers", "--"], "pip": [pip_complete, "leftovers", "--"]},
     }
+    if args.before:
+        before = str(args.before / "kubectl-pvleft")
+        for installs in cases.values():
+            installs["krew bundle, before"] = [before, *installs["krew bundle"][1:]]
     text = section(bench(cases, args.runs), args.runs, args.bundle)
     print(text)
     if args.write:

@@ -6,6 +6,12 @@
              manifest's platform entry for it beside it (``.platform.json``: selector, uri, sha256, files, bin).
 ``manifest`` writes krew-manifest.yaml from plugin/krew-manifest.head.yaml and every platform entry of
              this version in a folder: the release workflow runs it on all platforms' entries, release.sh on one.
+             The caveats are generated from plugin/clusterrole.yaml, so they name every rule the role has.
+
+No manifest is committed: a sha256 is only true of the archive it was computed from, and the bundle inside is
+built per platform on the release runners (PyInstaller's output depends on the Python and libraries of the
+machine), so a committed one could never be proved. The release workflow writes krew-manifest.yaml and
+publishes it beside the archives.
 
 Standard library only, so any CI runner's Python runs it. Usage: python plugin/krew.py --help
 """
@@ -117,18 +123,63 @@ def _platform_yaml(entry: dict) -> str:
             f"    uri: {entry['uri']}\n    sha256: {entry['sha256']}\n    files:\n{files}    bin: {entry['bin']}\n")
 
 
-def render_manifest(head: str, version: str, entries: list[dict]) -> str:
+def role_rules(text: str) -> list[tuple[str, list[str], list[str]]]:
+    """(apiGroup, resources, verbs) of each rule of clusterrole.yaml, read as text (this script needs no YAML
+    library): the role is written with one-line flow lists, which tests/test_krew_unit.py holds against a YAML
+    parser's reading."""
+    rules: list[tuple[str, list[str], list[str]]] = []
+    for block in re.split(r"^  - ", text.split("\nrules:\n", 1)[1], flags=re.M)[1:]:
+        lists = {key: re.findall(r'"([^"]*)"', value)
+                 for key, value in re.findall(r"^\s*(apiGroups|resources|verbs): \[(.*)\]\s*$", block, re.M)}
+        rules += [(group, lists["resources"], lists["verbs"]) for group in lists["apiGroups"]]
+    return rules
+
+
+def _words(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
+def caveats(role_text: str) -> str:
+    """What a krew user must do before the first run, from the role itself, and what the bundle leaves out."""
+    rules = role_rules(role_text)
+    verbs = sorted({verb for _, _, rule_verbs in rules for verb in rule_verbs},
+                   key=["get", "list", "watch"].index)  # anything else would fail here: the role is read-only
+    groups = [f"{_words(resources)}" + (f" ({group})" if group else "") for group, resources, _ in rules]
+    needs = (f"It needs {_words(verbs)} on {'; '.join(groups)}: apply the pvleft-reader ClusterRole in "
+             "clusterrole.yaml (in the plugin's folder) and bind it.")
+    rest = ("This program carries the cluster commands. serve (the Prometheus exporter), mcp and the cloud "
+            "censuses (--project, --aws-region, --azure-subscription) need the Python package with their extras, "
+            "e.g. pipx install 'kubectl-pvleft[serve,mcp,gcp,aws,azure]'; the container image "
+            "ghcr.io/kubectl-pvleft/kubectl-pvleft has serve and the censuses.")
+    lines = [line for paragraph in (needs, rest) for line in [*_wrap(paragraph), ""]][:-1]
+    return "".join(f"    {line}\n" if line else "\n" for line in lines)
+
+
+def _wrap(text: str, width: int = 100) -> list[str]:
+    lines, line = [], ""
+    for word in text.split():
+        if line and len(line) + 1 + len(word) > width:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    return [*lines, line]
+
+
+def render_manifest(head: str, version: str, entries: list[dict], role_text: str) -> str:
     if not entries:
         raise SystemExit(f"error: no platform entries for {version}: run `plugin/krew.py archive` first")
     entries = sorted(entries, key=lambda e: (e["selector"]["matchLabels"]["os"], e["selector"]["matchLabels"]["arch"]))
-    return head.replace("{version}", version).rstrip("\n") + "\n  platforms:\n" + "".join(map(_platform_yaml, entries))
+    head = head.replace("{version}", version).replace("    {caveats}\n", caveats(role_text))
+    return head.rstrip("\n") + "\n  platforms:\n" + "".join(map(_platform_yaml, entries))
 
 
 def cmd_manifest(args: argparse.Namespace) -> None:
     version = args.version or package_version()
     entries = [json.loads(p.read_text()) for p in sorted(Path(args.platforms).glob(f"{NAME}-{version}-*.platform.json"))]
     head = (ROOT / "plugin" / "krew-manifest.head.yaml").read_text()
-    Path(args.out).write_text(render_manifest(head, version, entries))
+    role = (ROOT / "plugin" / "clusterrole.yaml").read_text()
+    Path(args.out).write_text(render_manifest(head, version, entries, role))
     print(f"{args.out}: {len(entries)} platform(s)")
 
 

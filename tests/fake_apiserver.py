@@ -4,8 +4,10 @@ in the client is patched."""
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Optional
@@ -154,3 +156,84 @@ def answer(status: int, body: bytes, content_type: str = "application/json", **k
 
 def close_at_once(conn: socket.socket) -> None:
     conn.shutdown(socket.SHUT_RDWR)
+
+
+class QuietServer:
+    """Lists answered at once (empty, resourceVersion 5); watches answered 200 and then silent until cut."""
+
+    def __init__(self) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.held: list[socket.socket] = []
+        self.hold_lists = threading.Event()  # set: lists are answered only once it is cleared
+        self.closed = threading.Event()
+        self.watches = 0
+        self._serve(self.listener)
+
+    def _serve(self, listener: socket.socket) -> None:
+        listener.settimeout(0.05)
+
+        def accept() -> None:
+            while not self.closed.is_set():
+                try:
+                    conn, _ = listener.accept()
+                except (TimeoutError, OSError):
+                    if listener.fileno() < 0:
+                        return
+                    continue
+                threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
+
+        threading.Thread(target=accept, daemon=True).start()
+
+    def _handle(self, conn: socket.socket) -> None:
+        data = b""
+        conn.settimeout(10)
+        try:
+            while b"\r\n\r\n" not in data:
+                chunk = conn.recv(65536)
+                if not chunk:
+                    conn.close()
+                    return
+                data += chunk
+        except OSError:
+            conn.close()
+            return
+        target = data.split(b" ", 2)[1].decode()
+        if "watch=true" in target:
+            self.watches += 1
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")
+            self.held.append(conn)  # silent until the server goes away
+            return
+        while self.hold_lists.is_set() and not self.closed.is_set():
+            time.sleep(0.02)
+        body = json.dumps({"kind": "List", "apiVersion": "v1", "metadata": {"resourceVersion": "5"},
+                           "items": []}).encode()
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n"
+                     b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+        conn.close()
+
+    def go_away(self) -> None:
+        self.listener.close()
+        for conn in self.held:
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            conn.close()
+        self.held.clear()
+
+    def come_back(self) -> None:
+        self.listener = socket.create_server(("127.0.0.1", self.port))  # SO_REUSEADDR: the same port at once
+        self._serve(self.listener)
+
+    def close(self) -> None:
+        self.closed.set()
+        self.go_away()
+
+    def kubeconfig(self, path: Path) -> Path:
+        path.write_text(yaml.safe_dump({
+            "apiVersion": "v1", "kind": "Config", "current-context": "quiet",
+            "clusters": [{"name": "quiet", "cluster": {"server": f"http://127.0.0.1:{self.port}"}}],
+            "users": [{"name": "quiet", "user": {}}],
+            "contexts": [{"name": "quiet", "context": {"cluster": "quiet", "user": "quiet"}}]}))
+        return path

@@ -116,6 +116,8 @@ class FakeCompute(LoopbackFake):
         self.snapshots_forbidden: set[str] = set()  # projects where the caller lacks compute.snapshots.get
         self.requests: list[tuple[str, str, dict[str, str]]] = []  # (HTTP method, path, query)
         self.drift: list[str] = []
+        # A hostile or broken Compute: every page names a next one, with disks never seen before (the list never ends).
+        self.endless = False
 
     def add_project(self, project: str, zones: Iterable[str] = ("us-central1-a", "us-central1-b"),
                     regions: Iterable[str] = ("us-central1",)) -> None:
@@ -184,6 +186,9 @@ class FakeCompute(LoopbackFake):
             return 400, _error(400, "Invalid value for field 'pageToken'", "invalid")
         size = min(int(query.get("maxResults", 500)), self.page_size)
         page, rest = disks[start:start + size], disks[start + size:]
+        if self.endless:
+            zone = next(s for s in sorted(self.scopes[project]) if s.startswith("zones/")).split("/", 1)[1]
+            page, rest = [gce_disk(project, f"endless-{start + i}", zone=zone) for i in range(size)], disks or [{}]
         base = f"{SELF_LINK}{path.split('/compute/v1/', 1)[1]}"
         if method_id == "compute.disks.aggregatedList":
             body: dict[str, Any] = {"kind": "compute#diskAggregatedList", "id": f"projects/{project}/aggregated/disks",

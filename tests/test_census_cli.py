@@ -514,3 +514,22 @@ def test_aws_keep_tag_and_older_than(cluster, volumes, moto: MotoServer, tmp_pat
     # Made seconds ago: younger than a day, so no orphan is a finding.
     aged = run(cluster, env, "--aws-region", "us-west-2", "-o", "json", "--older-than", "1d")
     assert census_findings(aged) == {}
+
+
+def test_a_census_on_a_terminal_counts_its_pages(cluster, compute: FakeCompute, volumes, tmp_path: Path) -> None:
+    """Compute Engine's pages (the fake serves 2 disks a page) counted on stderr's status line when it is a
+    terminal, cleared before the report; with stderr on a pipe, not a byte of it."""
+    from test_progress_cluster import on_a_terminal, screen
+
+    env = env_for(tmp_path, compute)
+    chunks, stdout, code = on_a_terminal(cluster.kubeconfig("reader"), "leftovers", "--project", PROJECT,
+                                         "-o", "json", env=env)
+    data = b"".join(data for _, data in chunks)
+    statuses = [s.decode() for s in re.findall(rb"\r\x1b\[K([^\r\n]+)", data)]
+    counted = [re.fullmatch(r"Compute Engine disks: (\d+) pages?, (\d+) disks read", s) for s in statuses]
+    assert counted and all(counted), statuses
+    assert int(counted[0].group(1)) >= 1 and b"\x1b" not in stdout
+    piped = run(cluster, env, "--project", PROJECT, "-o", "json")
+    assert (code, items(stdout.decode())) == (piped.returncode, items(piped.stdout))
+    assert screen(data) == piped.stderr.splitlines()  # the terminal ends as the pipe: the status line is gone
+    assert "\r" not in piped.stderr and "\x1b" not in piped.stderr and "read" not in piped.stderr

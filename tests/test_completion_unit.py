@@ -81,8 +81,16 @@ def test_subcommands() -> None:
     assert names == subcommands() and directive == 4
     assert {"leftovers", "pending", "classes", "claims"} <= set(names)
     assert complete("cl") == ([n for n in names if n.startswith("cl")], 4) and "classes" in names
-    # After a subcommand there is no positional argument to offer, and no file names either.
-    assert complete("leftovers", "") == ([], 4)
+    # After a subcommand: object names from the server (test_completion_cluster.py), never file names; with no
+    # server to ask, none at all.
+    assert complete("leftovers", "", env={"KUBECONFIG": os.devnull}) == ([], 4)
+    assert complete("serve", "", env={"KUBECONFIG": os.devnull}) == ([], 4)
+    assert complete("mcp", "", env={"KUBECONFIG": os.devnull}) == ([], 4)
+    # why takes one KIND/NAME: first the kinds, with no space after the slash (directive 2 added to 4).
+    assert complete("why", "", env={"KUBECONFIG": os.devnull}) == (
+        ["pod/", "pv/", "pvc/", "volumesnapshotcontent/"], 6)
+    assert complete("why", "pv", env={"KUBECONFIG": os.devnull}) == (["pv/", "pvc/"], 6)
+    assert complete("why", "nope/x", env={"KUBECONFIG": os.devnull}) == ([], 4)
 
 
 def test_flags_long_and_short_of_the_subcommand() -> None:
@@ -150,6 +158,16 @@ def test_context_cluster_user_names_merged_as_kubectl_merges(tmp_path: Path) -> 
     assert complete(f"--kubeconfig={first}", "--context", "", env=env)[0] == ["prod", "shared"]
 
 
+def test_contexts_lists_complete_their_last_item(tmp_path: Path) -> None:
+    config = _kubeconfig(tmp_path / "a", [("prod-eu", "c", "u"), ("prod-us", "c", "u"), ("staging", "c", "u")])
+    env = {"KUBECONFIG": str(config)}
+    assert complete("leftovers", "--contexts", "", env=env) == (["prod-eu", "prod-us", "staging"], 4)
+    assert complete("--contexts", "prod-eu,", env=env) == (["prod-eu,prod-us", "prod-eu,staging"], 4)
+    assert complete("--contexts", "staging,prod-eu,p", env=env) == (["staging,prod-eu,prod-us"], 4)
+    assert complete("claims", "--contexts=prod-", env=env) == (["prod-eu", "prod-us"], 4)
+    assert complete("--contexts", "prod-eu,prod-us,staging,", env=env) == ([], 4)
+
+
 def test_failures_print_no_candidates_and_nothing_on_stderr(tmp_path: Path) -> None:
     broken = tmp_path / "broken"
     broken.write_text("clusters: [unclosed\n")
@@ -193,10 +211,19 @@ def test_namespace_lookup_against_a_silent_server_gives_up_quietly(tmp_path: Pat
     assert (result.returncode, result.stdout, result.stderr) == (0, ":4\n", "")
 
 
-def test_unreachable_server_gives_no_namespaces(tmp_path: Path) -> None:
-    config = _kubeconfig(tmp_path / "config", [("down", "down", "someone")], current="down")
-    result = completer("-n", "", env={"KUBECONFIG": str(config)})
+@pytest.mark.integration
+def test_object_name_lookup_against_a_silent_server_gives_up_quietly(tmp_path: Path, silent_server: str) -> None:
+    config = _kubeconfig(tmp_path / "config", [("hung", "hung", "someone")], current="hung")
+    config.write_text(config.read_text().replace("https://127.0.0.1:1", silent_server))
+    result = run_completer("leftovers", "", env={"KUBECONFIG": str(config)})
     assert (result.returncode, result.stdout, result.stderr) == (0, ":4\n", "")
+
+
+def test_unreachable_server_gives_no_namespaces_and_no_names(tmp_path: Path) -> None:
+    config = _kubeconfig(tmp_path / "config", [("down", "down", "someone")], current="down")
+    for words in (("-n", ""), ("pending", ""), ("claims", "-A", "d")):
+        result = completer(*words, env={"KUBECONFIG": str(config)})
+        assert (result.returncode, result.stdout, result.stderr) == (0, ":4\n", ""), words
 
 
 @pytest.mark.integration

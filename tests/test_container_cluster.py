@@ -77,7 +77,8 @@ def test_the_image_is_configured_as_the_containerfile_says_and_its_entrypoint_ne
                 if (image.root / p).exists()]
     installed = {p.name.split("-")[0].lower() for p in site_packages(image).glob("*.dist-info")}
     # the package, the serve extra and the two cloud extras the Containerfile names
-    assert {"kubectl_pvleft", "prometheus_client", "google_cloud_compute", "google_cloud_billing", "boto3"} <= installed
+    assert {"kubectl_pvleft", "prometheus_client", "waitress", "google_cloud_compute", "google_cloud_billing",
+            "boto3"} <= installed
     assert not (site_packages(image) / "kubectl_pvleft" / "__init__.py").is_symlink()  # installed, not linked
 
 

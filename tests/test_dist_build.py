@@ -5,6 +5,8 @@ console scripts. Nothing is uploaded."""
 
 from __future__ import annotations
 
+import email
+import email.message
 import subprocess
 import sys
 import tarfile
@@ -50,6 +52,39 @@ def test_wheel_holds_every_module_and_both_console_scripts(dist: Path) -> None:
     assert "kubectl-pvleft = kubectl_pvleft.cli.main:entry" in entry_points
     assert "kubectl_complete-pvleft = kubectl_pvleft.cli.completion:main" in entry_points
     assert f"Version: {version}" in metadata and "Description-Content-Type: text/markdown" in metadata
+
+
+def _metadata(dist: Path) -> email.message.Message:
+    version = kubectl_pvleft.__version__
+    with zipfile.ZipFile(dist / f"kubectl_pvleft-{version}-py3-none-any.whl") as wheel:
+        return email.message_from_bytes(wheel.read(f"kubectl_pvleft-{version}.dist-info/METADATA"))
+
+
+def test_wheel_metadata_is_what_the_package_index_shows(dist: Path) -> None:
+    """Core Metadata 2.4 (packaging.python.org, core-metadata): the license as a PEP 639 SPDX expression with
+    its file, never the legacy License field or a License :: classifier; project URLs, classifiers, keywords."""
+    metadata = _metadata(dist)
+    assert metadata["Metadata-Version"] == "2.4"
+    assert metadata["License-Expression"] == "Apache-2.0" and metadata.get_all("License-File") == ["LICENSE"]
+    assert metadata["License"] is None and not [c for c in metadata.get_all("Classifier") if c.startswith("License ::")]
+    with zipfile.ZipFile(dist / f"kubectl_pvleft-{kubectl_pvleft.__version__}-py3-none-any.whl") as wheel:
+        shipped = wheel.read(f"kubectl_pvleft-{kubectl_pvleft.__version__}.dist-info/licenses/LICENSE")
+    assert shipped == (ROOT / "LICENSE").read_bytes()
+    urls = dict(url.split(", ", 1) for url in metadata.get_all("Project-URL"))
+    assert {"Homepage", "Documentation", "Source", "Issues"} <= set(urls)
+    assert all(url.startswith("https://github.com/kubectl-pvleft/kubectl-pvleft") for url in urls.values())
+    assert urls["Documentation"].endswith("/docs/reference.md") and (ROOT / "docs" / "reference.md").is_file()
+    classifiers = metadata.get_all("Classifier")
+    assert {"Environment :: Console", "Intended Audience :: System Administrators",
+            "Programming Language :: Python :: 3 :: Only", "Programming Language :: Python :: 3.10"} <= set(classifiers)
+    # Every classifier is one the index knows (trove-classifiers, which twine does not check).
+    import trove_classifiers
+
+    assert set(classifiers) <= trove_classifiers.classifiers
+    # The oldest Python classified is the one Requires-Python allows.
+    assert metadata["Requires-Python"] == ">=3.10"
+    keywords = [k.strip() for k in metadata["Keywords"].split(",")]
+    assert {"kubernetes", "kubectl", "kubectl-plugin", "krew"} <= set(keywords) and all(keywords)
 
 
 def test_sdist_builds_the_same_package(dist: Path) -> None:

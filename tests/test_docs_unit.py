@@ -92,3 +92,20 @@ def test_readme_shows_the_two_commands_ci_runs() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert "make demo" in readme and "make test" in readme
     assert "make test" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+
+
+def test_no_tracked_file_holds_a_merge_conflict_marker() -> None:
+    """A conflict resolved by committing both sides with git's markers in them reads as text everywhere (a doc, a
+    pinned-versions file): every file git tracks is read for a line that is a marker."""
+    import subprocess
+
+    files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout.split(b"\0")
+    marker = re.compile(rb"^(<{7} |>{7} |={7}$)", re.M)
+    found = []
+    for name in filter(None, files):
+        path = ROOT / name.decode()
+        if path.is_file() and path.stat().st_size < 4 * 1024 * 1024:
+            data = path.read_bytes()
+            if b"\0" not in data[:8192] and marker.search(data):
+                found.append(name.decode())
+    assert found == []

@@ -16,7 +16,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "kubectl_pvleft"
 
 LAYERS = (
-    ("kubectl_pvleft", "kubectl_pvleft.errors", "kubectl_pvleft.deadline"),
+    ("kubectl_pvleft", "kubectl_pvleft.errors", "kubectl_pvleft.deadline", "kubectl_pvleft.progress"),
     ("kubectl_pvleft.records",),
     ("kubectl_pvleft.kube",),
     ("kubectl_pvleft.output",),

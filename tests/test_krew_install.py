@@ -88,6 +88,19 @@ def test_manifest_is_generated_from_the_archive(release: tuple[Path, Path]) -> N
     assert doc["spec"]["version"] == f"v{kubectl_pvleft.__version__}"
 
 
+def test_a_second_build_gives_the_manifests_sha(release: tuple[Path, Path], tmp_path: Path) -> None:
+    """On one machine the bundle and its archive are byte for byte reproducible (PYTHONHASHSEED, mtime 0, sorted
+    entries): building again gives the sha256 the manifest carries. Another machine's Python and libraries give
+    another bundle, which is why no manifest is committed and each release runner writes its own entry."""
+    _, manifest = release
+    again = tmp_path / "again"
+    run(["bash", ROOT / "plugin" / "build-bundle.sh", again], timeout=1800)
+    packed = run([sys.executable, ROOT / "plugin" / "krew.py", "archive", "--bundle", again / "kubectl-pvleft",
+                  "--out", tmp_path / "out"])
+    [platform] = yaml.safe_load(manifest.read_text())["spec"]["platforms"]
+    assert packed.stdout.split()[1] == platform["sha256"]
+
+
 def test_validate_krew_manifest(krew_tools: Path, release: tuple[Path, Path], tmp_path: Path) -> None:
     _, manifest = release
     # Installing from the manifest's URI needs the network: krew install --archive does that part below.
@@ -110,10 +123,26 @@ def validator(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return gobin / "validate-krew-manifest"
 
 
-def test_committed_manifest_is_ready_to_submit(validator: Path, tmp_path: Path) -> None:
-    """krew-manifest.yaml as the krew-index pull request carries it (plugins/pvleft.yaml)."""
+def test_every_platforms_manifest_is_ready_to_submit(validator: Path, tmp_path: Path) -> None:
+    """The manifest the release workflow assembles from all six platforms' entries (plugin/krew.py manifest, as
+    in .github/workflows/release.yml), as the krew-index pull request carries it (plugins/pvleft.yaml). The
+    archives here are stand-ins: the validator checks the manifest's structure, and the caveats generated from
+    clusterrole.yaml."""
+    entries = tmp_path / "entries"
+    entries.mkdir()
+    version = f"v{kubectl_pvleft.__version__}"
+    for os_name in ("linux", "darwin", "windows"):
+        for arch in ("amd64", "arm64"):
+            bundle = tmp_path / f"{os_name}-{arch}" / "kubectl-pvleft"
+            bundle.mkdir(parents=True)
+            exe = bundle / ("kubectl-pvleft.exe" if os_name == "windows" else "kubectl-pvleft")
+            exe.write_bytes(b"stand-in")
+            run([sys.executable, ROOT / "plugin" / "krew.py", "archive", "--bundle", bundle, "--out", entries,
+                 "--os", os_name, "--arch", arch])
     submitted = tmp_path / "pvleft.yaml"
-    shutil.copy(ROOT / "krew-manifest.yaml", submitted)
+    run([sys.executable, ROOT / "plugin" / "krew.py", "manifest", "--platforms", entries, "--out", submitted])
+    assert len(yaml.safe_load(submitted.read_text())["spec"]["platforms"]) == 6
+    assert yaml.safe_load(submitted.read_text())["spec"]["version"] == version
     result = run([validator, "-manifest", submitted, "-skip-install"])
     assert "structural validation OK" in result.stderr
     broken = tmp_path / "broken" / "pvleft.yaml"

@@ -13,6 +13,7 @@ import os
 import shutil
 import signal
 import subprocess
+import threading
 import time
 import urllib.parse
 import urllib.request
@@ -162,6 +163,97 @@ def test_a_leftover_appears_in_prometheus_and_goes_when_deleted(cluster, prometh
     wait_for("the series gone", lambda: prometheus.query('pvleft_finding_info{name="serve-leftover"}') == [],
              timeout=60)
     assert prometheus.query('pvleft_leftover_volumes{storage_class="serve-none"}') == []
+
+
+def test_after_a_5s_outage_every_stream_is_up_and_ready_again_within_30s(cluster, tmp_path: Path) -> None:
+    """kube-apiserver stopped for 5 s, then started again: every stream of an exporter with the shipped watch length
+    (300 s: its watches end no sooner) is up again, and /healthz 200, within 30 s of the restart. The watches resume
+    from their resourceVersion and the server answers them 200 with nothing to send: up then, not at the first event
+    or bookmark, which took 72-86 s (a stream counted as up only on its first event). Down but readable meanwhile."""
+    port = free_port()
+    log = (tmp_path / "serve.log").open("w+")
+    env = {**os.environ, "PVLEFT_WATCH_BACKOFF_INITIAL_SECONDS": "0.2", "PVLEFT_WATCH_BACKOFF_MAX_SECONDS": "2"}
+    env.pop("PVLEFT_WATCH_TIMEOUT_SECONDS", None)
+    process = subprocess.Popen([PLUGIN or "kubectl-pvleft", "serve", "--kubeconfig", str(cluster.kubeconfig("reader")),
+                                "--listen", f"127.0.0.1:{port}", "--stale-after", "3s"], stdout=log,
+                               stderr=subprocess.STDOUT, text=True, env=env)
+    url = f"http://127.0.0.1:{port}"
+
+    def streams() -> list[tuple[dict[str, str], float]]:
+        status, body = fetch(f"{url}/metrics")
+        return samples(body, "pvleft_stream_up") if status == 200 else []
+
+    def readable() -> list[float]:
+        return [v for labels, v in samples(fetch(f"{url}/metrics")[1], "pvleft_stream_readable")]
+
+    try:
+        wait_for("the exporter's /healthz", lambda: _ok(f"{url}/healthz"), timeout=60)
+        wait_for("every stream up", lambda: streams() and all(v == 1.0 for _, v in streams()), timeout=60)
+        seen: list[tuple[list[float], list[float]]] = []  # (up, readable) while the API server is away
+        watching = threading.Event()
+
+        def watch_the_outage() -> None:  # a thread of its own: the plane's processes die with the thread that
+            while not watching.is_set():  # started them (PR_SET_PDEATHSIG), so the restart stays in this one
+                seen.append(([v for _, v in streams()], readable()))
+                time.sleep(0.2)
+
+        watcher = threading.Thread(target=watch_the_outage)
+        watcher.start()
+        try:
+            cluster.restart_apiserver(down_for=5.0)
+        finally:
+            watching.set()
+            watcher.join()
+        restarted = time.monotonic()
+        down = [(up, can_read) for up, can_read in seen if 0.0 in up]
+        assert down, seen  # it did see the outage
+        assert all(set(can_read) == {1.0} for _, can_read in down)  # down, not refused: PvleftStreamDown's case
+        wait_for("every stream up again", lambda: all(v == 1.0 for _, v in streams()), timeout=30)
+        wait_for("/healthz ready again", lambda: _ok(f"{url}/healthz"), timeout=max(1.0, 30 - (time.monotonic() - restarted)))
+        assert time.monotonic() - restarted < 30
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=10)
+        log.seek(0)
+        print(log.read())
+        settled(cluster)
+
+
+def test_a_kind_the_identity_may_not_read_is_readable_0_and_the_others_stay_judged_and_ready(cluster,
+                                                                                           tmp_path: Path) -> None:
+    """The real RBAC's 403: an identity that may read PVs, Pods, events, StorageClasses and CSIDrivers but no claims
+    and no snapshots (the plane's "pvonly" user). The claim streams are readable 0 and up 0; the claims analysis
+    (which cannot do without claims) has no findings and pvleft_analysis_readable 0; leftovers, pending and classes
+    judge without them (that evidence unknown); /healthz is 200 and names what it may not read."""
+    port = free_port()
+    log = (tmp_path / "serve.log").open("w+")
+    process = subprocess.Popen([PLUGIN or "kubectl-pvleft", "serve", "--kubeconfig", str(cluster.kubeconfig("pvonly")),
+                                "--listen", f"127.0.0.1:{port}"], stdout=log, stderr=subprocess.STDOUT, text=True,
+                               env={**os.environ, **WATCH_ENV})
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_for("the exporter's /healthz", lambda: _ok(f"{url}/healthz"), timeout=60)
+        status, why = fetch(f"{url}/healthz")
+        exposition = wait_for("leftovers, pending and classes judged", lambda: (lambda body: all(
+            f'pvleft_findings{{analysis="{name}"}}' in body for name in ("leftovers", "pending", "classes")) and body)(
+            fetch(f"{url}/metrics")[1]), timeout=60)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=10)
+        log.seek(0)
+        output = log.read()
+        print(output)
+    assert status == 200 and why.startswith("ok (may not read: ") and "persistentvolumeclaims" in why, why
+    readable = {labels["stream"]: v for labels, v in samples(exposition, "pvleft_stream_readable")}
+    up = {labels["stream"]: v for labels, v in samples(exposition, "pvleft_stream_up")}
+    for stream in ("persistentvolumeclaims", "persistentvolumeclaims/metadata"):
+        assert (readable[stream], up[stream]) == (0.0, 0.0), stream
+    for stream in ("persistentvolumes", "pods", "events", "storageclasses", "csidrivers/metadata"):
+        assert (readable[stream], up[stream]) == (1.0, 1.0), stream
+    analyses = {labels["analysis"]: v for labels, v in samples(exposition, "pvleft_analysis_readable")}
+    assert analyses["claims"] == 0.0 and analyses["leftovers"] == analyses["pending"] == analyses["classes"] == 1.0
+    assert 'pvleft_findings{analysis="claims"}' not in exposition  # absent, never zero
+    assert "Traceback" not in output and output.count("cannot list/watch persistentvolumeclaims (") == 1
 
 
 def compact_etcd(cluster) -> None:

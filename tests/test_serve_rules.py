@@ -51,3 +51,33 @@ def test_a_broken_rule_fails_its_test(tmp_path: Path) -> None:
     shutil.copy(DEPLOY / "rules" / "pvleft.rules.test.yaml", tmp_path)
     tested = promtool("test", "rules", "pvleft.rules.test.yaml", cwd=tmp_path)
     assert tested.returncode != 0 and "PvleftStreamDown" in tested.stdout + tested.stderr
+
+
+def test_a_pod_pending_on_cpu_does_not_fire_the_storage_alert(tmp_path: Path) -> None:
+    """The alert as it was (every pending finding) fires for api-0, Pending on CPU: the promtool test catches it."""
+    old = 'pvleft_finding_info{analysis="pending"} == 1'
+    broken = RULES.read_text().replace("pvleft_pending_on_storage == 1", old)
+    assert old in broken
+    (tmp_path / "pvleft.rules.yaml").write_text(broken)
+    shutil.copy(DEPLOY / "rules" / "pvleft.rules.test.yaml", tmp_path)
+    tested = promtool("test", "rules", "pvleft.rules.test.yaml", cwd=tmp_path)
+    assert tested.returncode != 0 and "api-0" in tested.stdout + tested.stderr
+
+
+def test_every_alert_links_its_runbook_page() -> None:
+    """Each alert's runbook_url names a page of docs/runbooks that exists, says what the alert means and gives
+    read-only commands to look (get, describe, logs, auth can-i, the plugin: nothing that changes the cluster)."""
+    import re
+
+    docs = DEPLOY.parent / "docs" / "runbooks"
+    for group in yaml.safe_load(RULES.read_text())["groups"]:
+        for rule in group["rules"]:
+            url = rule["annotations"]["runbook_url"]
+            assert url.endswith(f"/docs/runbooks/{rule['alert']}.md"), url
+            page = (docs / f"{rule['alert']}.md").read_text()
+            assert page.startswith(f"# {rule['alert']}\n") and "## What it means" in page and "## Look" in page
+            commands = re.findall(r"^(kubectl [^\n]*)$", page, re.MULTILINE)
+            assert commands, rule["alert"]
+            for command in commands:
+                verb = command.split()[1]
+                assert verb in {"get", "describe", "logs", "auth", "pvleft", "top", "events"}, command

@@ -34,6 +34,8 @@ sys.path.insert(0, str(ROOT / "deploy" / "rules"))
     (["-l", "app=x"], "-l/--selector cannot be used with serve"),
     (["--all-contexts"], "--all-contexts cannot be used with serve"),
     (["--listen", "9479"], "--listen '9479' is not a [HOST]:PORT address"),
+    (["--listen", ""], "--listen '' is not a [HOST]:PORT address"),
+    (["--listen", "[::1]"], "--listen '[::1]' is not a [HOST]:PORT address"),
     (["--listen", ":99999"], "has no port between 0 and 65535"),
     (["--census-interval", "0s"], "--census-interval '0s' is not a duration of at least 1s"),
     (["--stale-after", "soon"], "--stale-after 'soon' is not a duration"),
@@ -158,7 +160,14 @@ def test_the_clusterrole_grants_get_list_watch_on_every_kind_the_plugin_reads() 
     for plural, kind in KINDS.items():
         group = "" if kind.prefix == "/api/v1" else kind.prefix.split("/")[2]
         assert (group, plural) in granted, plural
-    caveats = yaml.safe_load((ROOT / "krew-manifest.yaml").read_text())["spec"]["caveats"]
+    # The caveats are generated from the role (plugin/krew.py caveats; no manifest is committed).
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("krew_generator", ROOT / "plugin" / "krew.py")
+    assert spec is not None and spec.loader is not None
+    krew = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(krew)
+    caveats = krew.caveats((ROOT / "plugin" / "clusterrole.yaml").read_text())
     assert all(w in " ".join(caveats.split()) for w in ("statefulsets", "deployments", "replicasets", "daemonsets",
                                                         "jobs", "cronjobs"))
 
@@ -178,7 +187,7 @@ def test_a_stream_that_may_not_be_read_is_unknown_evidence_not_an_outage() -> No
     # Judged (claims unknown, never missing), live, and healthy: a 403 is an answer, not an outage.
     assert metrics["pvleft_analysis_up"] == [({"analysis": "leftovers"}, 1.0)]
     assert {series["state"] for series, _ in metrics["pvleft_finding_info"]} <= {"Released", "Failed", "claim-unknown"}
-    assert live.healthy(0) == (True, "ok")
+    assert live.healthy(0) == (True, "ok (may not read: persistentvolumeclaims/metadata)")
 
 
 def test_a_relist_keeps_what_it_holds_and_decodes_no_second_copy(tmp_path: Path) -> None:
@@ -504,6 +513,148 @@ def test_the_exporter_keeps_to_two_c_heaps() -> None:
     assert counts["live"] <= 2
     assert counts["default"] > 2  # glibc's own default, which the exporter changes
     assert few_heaps({"MALLOC_ARENA_MAX": "4"}) is False  # the operator's choice stands
+
+
+def every_analysis() -> Live:
+    from kubectl_pvleft.cli.serve import ANALYSES
+    from kubectl_pvleft.invocation import COMMANDS_BY_NAME
+
+    follows = [(name, COMMANDS_BY_NAME[name].load().follow(Options())) for name in ANALYSES]
+    return Live(None, follows, WatchSettings(), describe=str)  # type: ignore[arg-type]
+
+
+def test_each_kind_is_one_stream_shared_by_every_analysis_that_reads_it() -> None:
+    """pending asks for Pending Pods and claims for every Pod; claims asks for the events about claims and pending for
+    all: one stream each (the server asked once, one series per label set), and each analysis keeps what its own
+    selectors select."""
+    from kubectl_pvleft.records.pods import Event, Pod
+
+    live = every_analysis()
+    labels = [(shared.label, shared.stream.namespace) for shared in live.streams.values()]
+    assert len(labels) == len(set(labels))
+    by_label = {shared.label: shared for shared in live.streams.values()}
+    assert {"pods", "events"} <= set(by_label)
+    pods, events = by_label["pods"], by_label["events"]
+    assert (pods.stream.field_selector, events.stream.field_selector) == (None, None)  # every Pod, every event
+    assert sorted(r.analysis.name for r in pods.readers) == ["claims", "pending"]
+    assert sorted(r.analysis.name for r in events.readers) == ["claims", "pending"]
+    metrics = scrape(live)
+    stream_series = [tuple(sorted(labels.items())) for labels, _ in metrics["pvleft_stream_errors_total"]]
+    assert len(stream_series) == len(set(stream_series)) == len(live.streams)
+
+    def pod(name: str, phase: str, version: str = "1") -> Pod:
+        return Pod.from_wire({"metadata": {"name": name, "namespace": "a", "uid": f"uid-{name}",
+                                           "resourceVersion": version}, "status": {"phase": phase}})
+
+    def event(name: str, kind: str) -> Event:
+        return Event.from_wire({"metadata": {"name": name, "namespace": "a", "uid": f"uid-{name}",
+                                             "resourceVersion": "1"}, "involvedObject": {"kind": kind}})
+
+    live.take(pods, Synced("", (pod("waits", "Pending"), pod("runs", "Running")), "1"))
+    live.take(events, Synced("", (event("about-claim", "PersistentVolumeClaim"), event("about-pod", "Pod")), "1"))
+    stores = {(r.analysis.name, shared.label): r.analysis.stores.data[r.name]
+              for shared in (pods, events) for r in shared.readers}
+    assert set(stores["pending", "pods"]) == {"uid-waits"}
+    assert set(stores["claims", "pods"]) == {"uid-waits", "uid-runs"}
+    assert set(stores["claims", "events"]) == {"uid-about-claim"}
+    assert set(stores["pending", "events"]) == {"uid-about-claim", "uid-about-pod"}
+    # The Pending Pod starts: it leaves pending's store (as the server's DELETED would say), stays in claims'.
+    started = pod("waits", "Running")
+    live.take(pods, Changed("", "MODIFIED", started))
+    assert set(stores["pending", "pods"]) == set() and set(stores["claims", "pods"]) == {"uid-waits", "uid-runs"}
+    # A relist that shows it Pending again (a new version) brings it back; one that shows it Running keeps it out.
+    live.take(pods, Synced("", (pod("waits", "Pending", "3"), pod("runs", "Running")), "3"))
+    assert set(stores["pending", "pods"]) == {"uid-waits"}
+    live.take(pods, Synced("", (pod("waits", "Running", "4"), pod("runs", "Running")), "4"))
+    assert set(stores["pending", "pods"]) == set() and len(stores["claims", "pods"]) == 2
+
+
+def test_a_kind_one_analysis_cannot_do_without_refused_leaves_the_others_judged_and_ready() -> None:
+    """403 on Pods: pending (which needs them) has no rows and pvleft_analysis_readable 0; claims judges without them
+    (usage unknown); the stream is readable 0 and up 0, and /healthz stays 200 while other analyses work. Only when
+    no analysis can be judged at all is the exporter unready."""
+    from kubectl_pvleft.kube.watch import Notice
+
+    live = every_analysis()
+    for shared in live.streams.values():
+        if shared.label == "pods":
+            live.take(shared, Notice("pods", "cannot list pods", unavailable=True))
+        else:
+            live.take(shared, Synced("", (), "1"))
+    live.judge_once()
+    metrics = scrape(live)
+    pods = {"stream": "pods", "namespace": ""}
+    assert (pods, 0.0) in metrics["pvleft_stream_readable"] and (pods, 0.0) in metrics["pvleft_stream_up"]
+    readable = {labels["analysis"]: v for labels, v in metrics["pvleft_analysis_readable"]}
+    assert readable.pop("pending") == 0.0 and set(readable.values()) == {1.0} and {"leftovers", "claims"} <= set(readable)
+    findings = {labels["analysis"]: v for labels, v in metrics["pvleft_findings"]}
+    assert "pending" not in findings and findings["claims"] == 0.0 and findings["leftovers"] == 0.0
+    assert live.healthy(0) == (True, "ok (may not read: pods)")
+    for shared in live.streams.values():  # now every kind is refused: nothing can be judged
+        live._refused(shared)
+    ok, why = live.healthy(0)
+    assert not ok and why.startswith("no analysis can be judged") and "pods" in why
+
+
+def test_a_pod_pending_on_cpu_is_a_finding_but_not_on_storage() -> None:
+    """pvleft_pending_on_storage, which PvleftPodPendingOnStorage reads: 0 for the scheduler's "Insufficient cpu",
+    1 for a claim's evidence or the volumebinding plugin's words (kubernetes pkg/scheduler/framework/plugins/
+    volumebinding/binder.go: ErrReasonNodeConflict "node(s) had volume node affinity conflict")."""
+    from kubectl_pvleft.analyses.pending.rules import Verdict, on_storage
+
+    cpu = Verdict("default-scheduler", "FailedScheduling", "0/3 nodes are available: 3 Insufficient cpu.", "pod-event")
+    image = Verdict("kubelet", "ImagePullBackOff", "back-off pulling image", "container")
+    affinity = Verdict("default-scheduler", "VolumeNodeAffinityConflict", "0/3 nodes are available: 1 Insufficient "
+                       "cpu, 2 node(s) had volume node affinity conflict.", "pod-event")
+    provisioning = Verdict("ebs.csi.aws.com", "ProvisioningFailed", "could not create volume", "claim-event", "data")
+    mount = Verdict("kubelet", "FailedMount", "MountVolume.SetUp failed", "pod-event")
+    assert [on_storage(v) for v in (cpu, image, affinity, provisioning, mount)] == [False, False, True, True, True]
+
+
+def test_scrapes_that_ask_the_same_within_a_second_share_one_exposition() -> None:
+    """200 parallel scrapes built the exposition 200 times; now once per second and per way of asking, and a
+    client that varies its headers cannot make it keep more than SHARED_ANSWERS answers."""
+    import time
+
+    from kubectl_pvleft.cli.serve import SHARED_ANSWERS, _Shared
+
+    built: list[str] = []
+
+    def app(environ: dict, start_response: Callable) -> list[bytes]:
+        built.append(environ["HTTP_ACCEPT"])
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        return [f"answer {len(built)}".encode()]
+
+    shared = _Shared(app, 0.3)
+
+    def ask(accept: str) -> bytes:
+        return b"".join(shared({"REQUEST_METHOD": "GET", "HTTP_ACCEPT": accept}, lambda status, headers: None))
+
+    assert {ask("text/plain") for _ in range(50)} == {b"answer 1"}
+    assert ask("application/openmetrics-text") == b"answer 2"
+    time.sleep(0.35)
+    assert ask("text/plain") == b"answer 3"  # a second later: built again, never older than that
+    for n in range(100):
+        ask(f"text/plain; q={n}")
+    assert len(shared.recent) <= SHARED_ANSWERS
+
+
+def test_a_kind_refused_then_not_served_is_not_called_unreadable() -> None:
+    """After an API server restart a kind without its CRD is refused (403) until the RBAC cache syncs, then 404: from
+    then on it is not served, and neither unreadable in /healthz's answer nor a reason its analysis is unreadable."""
+    from kubectl_pvleft.analyses import snapshots
+    from kubectl_pvleft.kube.watch import Notice
+
+    live = Live(None, [("snapshots", snapshots.follow(Options()))], WatchSettings(), describe=str)  # type: ignore[arg-type]
+    for shared in live.streams.values():
+        live.take(shared, Notice(shared.label, "forbidden", unavailable=True))
+    assert live.healthy(0)[0] is False  # nothing can be judged while every kind is refused
+    for shared in live.streams.values():
+        live.not_served(shared)
+    assert live.healthy(0) == (True, "ok")
+    metrics = scrape(live)
+    assert metrics["pvleft_analysis_served"] == [({"analysis": "snapshots"}, 0.0)]
+    assert "pvleft_stream_readable" not in metrics and "pvleft_analysis_readable" not in metrics
 
 
 def test_a_claim_waiting_for_its_first_consumer_is_no_finding_and_no_trouble() -> None:

@@ -53,7 +53,7 @@ from kubectl_pvleft.analyses.claim_problems import (
     modification_wanted,
     problems,
 )
-from kubectl_pvleft.analyses.claimwhy import CLAIM_EVENTS, reasons_from
+from kubectl_pvleft.analyses.claimwhy import CLAIM_EVENTS, about_a_claim, reasons_from
 from kubectl_pvleft.analyses.deletion import TERMINATING, claim_holders
 from kubectl_pvleft.analyses.resize import StalledResize, stalled_resize
 from kubectl_pvleft.analyses.reuse import WORKLOADS_UNREADABLE, Workloads
@@ -378,7 +378,7 @@ def follow(options: Options) -> Follow[ClaimRow]:
                Stream("pods", PODS, options.namespace, unreadable=PODS_UNREADABLE.replace("{scope}", scope)),
                # Why a Pending claim is Pending: its newest event, as the one-shot run reads it.
                Stream("events", EVENTS, options.namespace, field_selector=CLAIM_EVENTS,
-                      unreadable=EVENTS_UNREADABLE.replace("{scope}", scope)),
+                      unreadable=EVENTS_UNREADABLE.replace("{scope}", scope), selects=about_a_claim),
                # Whether a Pending claim waits for its first consumer by design: its class's binding mode.
                Stream("classes", STORAGE_CLASSES, unreadable=CLASSES_UNREADABLE),
                # Who will mount a claim no Pod mounts again: a scale-down, a CronJob's next run.

@@ -28,6 +28,11 @@ def latest_events(api: Reader, namespace: Optional[str], uids: set[str]) -> Mapp
 CLAIM_EVENTS = "involvedObject.kind=PersistentVolumeClaim"  # the events a claim's WHY is read from
 
 
+def about_a_claim(event: Event) -> bool:
+    """What CLAIM_EVENTS selects, judged here (serve shares one events stream between the analyses)."""
+    return event.involved.kind == "PersistentVolumeClaim"
+
+
 def newest_by_claim(events: Iterable[Event], uids: set[str]) -> dict[str, Event]:
     """The newest of the events about each claim asked about (by the claim's uid: names are not identities)."""
     newest: dict[str, Event] = {}

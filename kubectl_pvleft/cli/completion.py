@@ -5,9 +5,11 @@ words after ``pvleft`` (the last one is the word being typed, maybe empty) and r
 cobra's ``__complete`` protocol, one candidate a line (``candidate<TAB>description``), then ``:<directive>``.
 
 Subcommands and flags are read from the argparse parser itself, so they follow the command line as it
-changes. Context, cluster and user names come from the kubeconfig merged as kubectl merges it; namespace
-names from the API server with the same credentials and a short timeout. Completion is best effort: any
-failure prints no candidates, never a word on stderr.
+changes. Context, cluster and user names (and ``--contexts`` lists, item by item) come from the kubeconfig
+merged as kubectl merges it. Namespace names, and after a subcommand the names of the objects it takes (as
+``kubectl get pv <TAB>`` offers PV names), come from the API server with the same credentials and a short
+timeout, read as metadata only. Completion is best effort: any failure prints no candidates, never a word on
+stderr.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ NO_SPACE = 2  # the candidate goes on (jsonpath=...)
 NO_FILE_COMPLETION = 4
 
 PROG = "kubectl pvleft"
-NAMESPACE_TIMEOUT = 2.0  # seconds per request: a slow server must not freeze the shell
+LOOKUP_TIMEOUT = 2.0  # seconds per request: a slow server must not freeze the shell
 KUBECONFIG_NAME_FLAGS = {"context": "contexts", "cluster": "clusters", "user": "users"}
 
 
@@ -71,6 +73,7 @@ class _Typed:
         self.used: set[argparse.Action] = set()
         self.pending: Optional[argparse.Action] = None  # a flag whose value is the word being completed
         self.words: list[str] = []  # the words that parse as they stand (no help, no version, no dangling flag)
+        self.names: list[str] = []  # object names already given after the subcommand
         for word in words:
             if self.pending is not None:
                 self.values[self.pending.dest] = word
@@ -93,8 +96,11 @@ class _Typed:
                     self.words.append(word)
                 continue
             self.words.append(word)
+            if self.subcommand is not None:
+                self.names.append(word)
+                continue
             subs = _subcommands(self.parser)
-            if self.subcommand is None and word in subs:
+            if word in subs:
                 self.subcommand, self.parser = word, subs[word][0]
 
 
@@ -127,7 +133,7 @@ def complete(words: Sequence[str], parser: argparse.ArgumentParser) -> tuple[lis
         found += [f"{name}\t{summary}" for name, (summary, _) in BUILT_IN.items()  # help, options, version
                   if name.startswith(current) and name not in done]
         return found, NO_FILE_COMPLETION
-    return [], NO_FILE_COMPLETION
+    return _object_names(typed, current, parser)
 
 
 def _flag_names(typed: _Typed, current: str) -> list[str]:
@@ -153,6 +159,8 @@ def _values(action: argparse.Action, current: str, typed: _Typed,
             parser: argparse.ArgumentParser) -> tuple[list[str], int]:
     if action.metavar == "FILE" or action.dest == "kubeconfig":
         return [], DEFAULT
+    if action.dest == "contexts":
+        return _context_list(current, typed), NO_FILE_COMPLETION
     if action.dest in KUBECONFIG_NAME_FLAGS:
         names: Iterable[str] = kubeconfig_names(KUBECONFIG_NAME_FLAGS[action.dest], typed.values.get("kubeconfig"))
     elif action.dest in ("namespace", "exclude_namespaces"):  # --exclude-namespace takes names (or globs)
@@ -162,6 +170,48 @@ def _values(action: argparse.Action, current: str, typed: _Typed,
     candidates = sorted(name for name in names if name.startswith(current))
     go_on = any(name.endswith("=") for name in candidates)
     return candidates, NO_FILE_COMPLETION | (NO_SPACE if go_on else 0)
+
+
+def _context_list(current: str, typed: _Typed) -> list[str]:
+    """``--contexts a,b,<TAB>``: the last item is the one typed; each candidate is the whole word (the shell
+    matches against it), naming no context twice."""
+    given, _, last = current.rpartition(",")
+    head = f"{given}," if given else ""
+    chosen = set(given.split(",")) if given else set()
+    names = kubeconfig_names("contexts", typed.values.get("kubeconfig"))
+    return sorted(head + name for name in names if name.startswith(last) and name not in chosen)
+
+
+def _object_names(typed: _Typed, current: str, parser: argparse.ArgumentParser) -> tuple[list[str], int]:
+    """After a subcommand, the names of the objects it takes positionally, as ``kubectl get KIND <TAB>`` offers
+    them: the namespace's (or every namespace's with -A) for a namespaced kind; names already typed are not
+    offered again (kubectl's ResourceTypeAndNameCompletionFunc drops them too). ``why`` takes one KIND/NAME:
+    first the kinds it takes, as ``pod/`` (no space after), then that kind's names."""
+    from kubectl_pvleft.invocation import MCP, SERVE, SUBCOMMANDS_BY_NAME, WHY
+
+    command = SUBCOMMANDS_BY_NAME.get(typed.subcommand or "")
+    if command is None or command in (SERVE, MCP):
+        return [], NO_FILE_COMPLETION
+    plural, prefix, partial = command.kind, "", current
+    if command is WHY:
+        from kubectl_pvleft.analyses.why import KIND_WORDS, PLURALS
+
+        if typed.names:
+            return [], NO_FILE_COMPLETION
+        word, slash, partial = current.partition("/")
+        if not slash:
+            kinds = sorted(f"{kind}/" for kind in PLURALS if kind.startswith(current))
+            return kinds, NO_FILE_COMPLETION | NO_SPACE
+        if word.lower() not in KIND_WORDS:
+            return [], NO_FILE_COMPLETION
+        plural, prefix = PLURALS[KIND_WORDS[word.lower()]], f"{word}/"
+    args, _ = parser.parse_known_args(typed.words)
+    from kubectl_pvleft.cli.parser import selection_of
+
+    everywhere = bool(getattr(args, "all_namespaces", False))
+    names = object_names(selection_of(args), plural, all_namespaces=everywhere)
+    return sorted({prefix + name for name in names if name.startswith(partial) and name not in typed.names}), \
+        NO_FILE_COMPLETION
 
 
 def kubeconfig_names(section: str, explicit: Optional[str]) -> list[str]:
@@ -185,9 +235,23 @@ def namespace_names(selection: Selection) -> list[str]:
     from kubectl_pvleft.cli.session import connect
     from kubectl_pvleft.kube.api import NAMESPACES
 
-    api, _ = connect(selection, NAMESPACE_TIMEOUT, timeout_from_flag=False)
+    api, _ = connect(selection, LOOKUP_TIMEOUT, timeout_from_flag=False)
     try:
         return [namespace.name for namespace in api.list(NAMESPACES)]
+    finally:
+        api.close()
+
+
+def object_names(selection: Selection, plural: str, all_namespaces: bool) -> list[str]:
+    """The names of one kind's objects, in the selected namespace (-n, else the context's) or, with
+    ``all_namespaces``, in all; read as metadata only, with the user's own credentials."""
+    from kubectl_pvleft.cli.session import connect
+    from kubectl_pvleft.kube.kinds import names_only
+
+    kind = names_only(plural)
+    api, namespace = connect(selection, LOOKUP_TIMEOUT, timeout_from_flag=False)
+    try:
+        return [item.name for item in api.list(kind, None if all_namespaces else namespace)]
     finally:
         api.close()
 

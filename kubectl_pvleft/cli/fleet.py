@@ -13,7 +13,7 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Optional
 
 from msgspec import Struct
@@ -135,17 +135,23 @@ def run_context(context: str, invocation: Invocation) -> ContextOutcome:
     return outcome
 
 
-def run_contexts(contexts: list[str], invocation: Invocation) -> list[ContextOutcome]:
-    """Every context's outcome, in the order given, at most ``--max-concurrency`` at once.
+def run_contexts(contexts: list[str], invocation: Invocation,
+                 on_done: Optional[Callable[[ContextOutcome], None]] = None) -> list[ContextOutcome]:
+    """Every context's outcome, in the order given, at most ``--max-concurrency`` at once; ``on_done`` is called
+    with each as it finishes, on this thread. On a terminal the status line counts them and names the ones still
+    running, the slowest first, redrawn every second while nothing finishes (kubectl_pvleft.progress).
 
     Daemon threads rather than a ThreadPoolExecutor, whose exit joins its workers: Ctrl-C must end the
     run at once, not when the slowest (or a hung) context gives up."""
+    from kubectl_pvleft import progress
+
     workers = max(1, min(invocation.max_concurrency or DEFAULT_CONCURRENCY, len(contexts)))
     todo: queue.SimpleQueue[tuple[int, str]] = queue.SimpleQueue()
     for index, context in enumerate(contexts):
         todo.put((index, context))
     outcomes: list[Optional[ContextOutcome]] = [None] * len(contexts)
-    finished: queue.SimpleQueue[Optional[BaseException]] = queue.SimpleQueue()
+    finished: queue.SimpleQueue[tuple[Optional[ContextOutcome], Optional[BaseException]]] = queue.SimpleQueue()
+    running: dict[str, float] = {}  # context -> when it started (written by the workers, read here)
 
     def work() -> None:
         while True:
@@ -153,20 +159,51 @@ def run_contexts(contexts: list[str], invocation: Invocation) -> list[ContextOut
                 index, context = todo.get_nowait()
             except queue.Empty:
                 return
+            running[context] = time.monotonic()
             try:
                 outcomes[index] = run_context(context, invocation)
             except BaseException as exc:  # a bug of ours: raised on the main thread
-                finished.put(exc)
+                finished.put((None, exc))
                 return
-            finished.put(None)
+            running.pop(context, None)
+            finished.put((outcomes[index], None))
 
     for number in range(workers):
         threading.Thread(target=work, daemon=True, name=f"pvleft-context-{number}").start()
-    for _ in contexts:
-        failure = finished.get()
+    done = failed = 0
+    while done < len(contexts):
+        if progress.active():
+            progress.status(waiting_line(invocation.command.name, done, failed, len(contexts), dict(running)), now=True)
+        try:
+            outcome, failure = finished.get(timeout=STATUS_EVERY)
+        except queue.Empty:
+            continue
         if failure is not None:
             raise failure
+        assert outcome is not None
+        done += 1
+        failed += outcome.error is not None
+        if on_done is not None:
+            on_done(outcome)
     return outcomes  # type: ignore[return-value]
+
+
+STATUS_EVERY = 1.0  # seconds: the waiting contexts' clocks tick on the status line
+SLOW_AFTER = 1.0  # seconds before a running context is named on the status line
+
+
+def waiting_line(command: str, done: int, failed: int, total: int, running: dict[str, float]) -> str:
+    """``leftovers: 12 of 20 contexts done (1 failed); waiting for prod-eu (14s), lab (3s)``: the status line of a
+    fleet run, the longest-running context first (names escaped: they come from the kubeconfig)."""
+    from kubectl_pvleft.text import shown
+
+    line = f"{command}: {done} of {total} contexts done" + (f" ({failed} failed)" if failed else "")
+    clock = time.monotonic()
+    slow = sorted(((clock - began, name) for name, began in running.items() if clock - began >= SLOW_AFTER),
+                  reverse=True)
+    if slow:
+        line += "; waiting for " + ", ".join(f"{shown(name)} ({seconds:.0f}s)" for seconds, name in slow)
+    return line
 
 
 def _rows_by_context(results: list[tuple[str, Result]]) -> Optional[Report[InContext]]:

@@ -62,6 +62,11 @@ def run(argv: Sequence[str], prog: str) -> int:
     from kubectl_pvleft.kube.transport import set_verbosity
 
     set_verbosity(invocation.verbosity)
+    if (invocation.fleet or invocation.clouds) and not invocation.watch and invocation.verbosity < 6:
+        # Long work says it is working, on a terminal only (at -v 6 and up the request log says so itself).
+        from kubectl_pvleft import progress
+
+        progress.start(sys.stderr)
     if invocation.command is SERVE:  # long-running, prints no report: its own loop
         from kubectl_pvleft.cli.serve import serve
 
@@ -99,8 +104,10 @@ def print_and_exit(result: Result, invocation: Invocation, *, fleet: bool, conte
     """Print a report the way every run prints it (warnings once, then the report and its sections, then the
     errors that made it partial) and the exit code it earns. One context's run gives the context it read (None
     in-cluster) and its namespace; a fleet's rows name their own contexts."""
+    from kubectl_pvleft import progress
     from kubectl_pvleft.output.printer import print_result
 
+    progress.stop()  # the status line is gone before anything of the report is printed
     report = result.report
     printing = invocation.print_options()
     if context is not None:
@@ -143,10 +150,12 @@ def run_fleet(invocation: Invocation) -> int:
     contexts = fleet.context_names(invocation.selection.kubeconfig, invocation.contexts, invocation.all_contexts)
     if invocation.watch:
         return watch_fleet(invocation, contexts)
-    outcomes = fleet.run_contexts(contexts, invocation)
-    if invocation.verbosity:
-        for outcome in outcomes:
-            print(fleet.summary(outcome), file=sys.stderr)
+    from kubectl_pvleft import progress
+
+    # -v: each context's line as it finishes (above the status line on a terminal), not all at the end.
+    outcomes = fleet.run_contexts(contexts, invocation,
+                                  (lambda o: progress.line(fleet.summary(o))) if invocation.verbosity else None)
+    progress.stop()
     report, result = fleet.combine(outcomes)
     if report is None:  # no context answered: their errors are the report
         for message in result.errors:
@@ -240,6 +249,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 def error(message: str) -> None:
+    from kubectl_pvleft import progress
+
+    progress.stop()
     try:
         print(f"error: {one_line(shown(message))}", file=sys.stderr, flush=True)
     except (BrokenPipeError, OSError):

@@ -19,7 +19,7 @@ from typing import Any, Optional
 
 from kubectl_pvleft import __version__
 from kubectl_pvleft.cli.session import Session, describe_api_error
-from kubectl_pvleft.errors import ApiError, ConfigError, ConnectionFailed, Forbidden, PvleftError, Refusal, UsageError
+from kubectl_pvleft.errors import ApiError, ConfigError, ConnectionFailed, Forbidden, PvleftError, Refusal, UsageError, needs_extra
 from kubectl_pvleft.invocation import BOOLEAN, COMMANDS, DURATION, REPEATED, VALUE, Command, Flag, Invocation
 from kubectl_pvleft.text import one_line, shown
 
@@ -299,7 +299,8 @@ def serve_mcp(invocation: Invocation) -> int:
     try:
         import mcp  # noqa: F401  (the extra: said in one line when absent)
     except ImportError:
-        raise PvleftError("mcp needs the mcp package: pip install 'kubectl-pvleft[mcp]'") from None
+        # Not in the container image (Containerfile installs serve and the clouds' extras).
+        raise PvleftError(needs_extra("mcp", "the mcp package", "mcp", in_image=False)) from None
     import asyncio
 
     listen = invocation.flags.get("listen")

@@ -592,8 +592,8 @@ def check_combinations(invocation: Invocation) -> None:
             raise UsageError(f"{flag.name} needs {flag.needs}")
     for flag in declared:
         if flag.pattern:
-            values = invocation.flags.get(flag.dest) or ()
-            for value in (values,) if isinstance(values, str) else values:
+            values = invocation.flags.get(flag.dest)  # "" is a value to check (--listen ''), None is not given
+            for value in (values,) if isinstance(values, str) else values or ():
                 if not re.fullmatch(flag.pattern, value):
                     raise UsageError(f"{flag.name} {shown(value)!r} is not {flag.what}")
     if invocation.command is SERVE:

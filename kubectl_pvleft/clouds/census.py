@@ -36,27 +36,13 @@ def census_seconds(options: Options) -> float:
 
 def listed_in_time(census: Any, seconds: float, from_flag: bool) -> list[CloudDisk]:
     """Every disk of a census, or CloudError once ``seconds`` have passed, whatever the SDK is waiting on: its
-    timeouts and retries are per call, so the whole is bounded here. A census still waiting is left to end on its
-    own (a daemon thread with nothing more to report), never waited for."""
-    import threading
+    timeouts and retries are per call, so the whole is bounded here, and a census past its time stops at its next
+    page (clouds/bounded.py), never left to page on."""
+    from kubectl_pvleft.clouds.bounded import run_bounded
 
-    outcome: list[Union[list[CloudDisk], BaseException]] = []
-
-    def work() -> None:
-        try:
-            outcome.append(list(census.disks()))
-        except BaseException as exc:  # handed to the caller, raised there
-            outcome.append(exc)
-
-    worker = threading.Thread(target=work, name="census", daemon=True)
-    worker.start()
-    worker.join(seconds)
-    if not outcome:
-        raise CloudError(f"did not finish within {seconds:g}s" + (" (--request-timeout)" if from_flag else
-                                                                   " (the default bound; --request-timeout sets it)"))
-    if isinstance(outcome[0], BaseException):
-        raise outcome[0]
-    return outcome[0]
+    return run_bounded(lambda: list(census.disks()), seconds, "census",
+                       f"did not finish within {seconds:g}s" + (" (--request-timeout)" if from_flag else
+                                                               " (the default bound; --request-timeout sets it)"))
 
 
 class CensusOutcome:

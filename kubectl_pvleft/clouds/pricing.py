@@ -149,28 +149,29 @@ def _priced(cloud: str, needs: Sequence[Need], file_rates: Mapping[tuple[str, st
 def _fetch(flags: Mapping[str, Any], modules: Mapping[str, Any], needs: Mapping[str, list[Need]], timeout: float,
            costing: Costing) -> dict[str, Mapping[tuple[str, str, str, bool], Union[Rate, str]]]:
     """Each cloud's price list at the same time, bounded as a census is; one that fails leaves its disks unknown."""
-    import threading
+    from functools import partial
+
+    from kubectl_pvleft.clouds.bounded import run_together
 
     found: dict[str, Mapping[tuple[str, str, str, bool], Union[Rate, str]]] = {}
     failed: dict[str, str] = {}
 
-    def read(cloud: str) -> None:
-        try:
-            prices = import_module(modules[cloud].__name__ + ".prices")
-            found[cloud] = prices.open(flags, timeout).rates(needs[cloud])
-        except CloudError as exc:
-            failed[cloud] = str(exc)
-        except Exception as exc:  # an SDK's surprise: still one line, never a thread's traceback (nor its text)
-            failed[cloud] = f"internal error ({type(exc).__name__})"
+    def read(cloud: str) -> Mapping[tuple[str, str, str, bool], Union[Rate, str]]:
+        prices = import_module(modules[cloud].__name__ + ".prices")
+        rates: Mapping[tuple[str, str, str, bool], Union[Rate, str]] = prices.open(flags, timeout).rates(needs[cloud])
+        return rates
 
-    import time
-
-    workers = [threading.Thread(target=read, args=(cloud,), name=f"prices-{cloud}", daemon=True) for cloud in modules]
-    for worker in workers:
-        worker.start()
-    deadline = time.monotonic() + timeout  # one bound for them all: they run at the same time
-    for worker in workers:
-        worker.join(max(0.0, deadline - time.monotonic()))
+    # One bound for them all: they run at the same time, and one past it stops at its next page (clouds/bounded.py).
+    outcomes = run_together({cloud: partial(read, cloud) for cloud in modules}, timeout)
+    for cloud, outcome in outcomes.items():
+        if isinstance(outcome, CloudError):
+            failed[cloud] = str(outcome)
+        elif isinstance(outcome, Exception):  # an SDK's surprise: still one line, never its text
+            failed[cloud] = f"internal error ({type(outcome).__name__})"
+        elif isinstance(outcome, BaseException):
+            raise outcome
+        else:
+            found[cloud] = outcome
     for cloud, module in modules.items():
         if cloud not in found and cloud not in failed:
             failed[cloud] = f"did not finish within {timeout:g}s"

@@ -114,28 +114,21 @@ def take(options: Options, wanted: Sequence[Wanted], prices: Optional[PriceFile]
 def _look_up(cloud: Any, options: Options, handles: Mapping[str, Optional[str]]) -> SnapshotLookup:
     """The cloud's lookups, bounded as a census is (its SDK's retries are per call). ``handles``: each snapshot
     handle, and the volume it was taken of when the content says."""
-    import threading
+    from kubectl_pvleft.clouds.bounded import run_bounded
 
     seconds = census_seconds(options)
-    outcome: list[Union[SnapshotLookup, BaseException]] = []
 
-    def work() -> None:
-        try:
-            module = import_module(cloud.__name__ + ".snapshots")
-            outcome.append(module.open(options.flags, seconds).look_up(handles, sources=handles))
-        except BaseException as exc:  # handed to the caller, raised there
-            outcome.append(exc)
+    def work() -> SnapshotLookup:
+        module = import_module(cloud.__name__ + ".snapshots")
+        lookup: SnapshotLookup = module.open(options.flags, seconds).look_up(handles, sources=handles)
+        return lookup
 
-    worker = threading.Thread(target=work, name="snapshot-census", daemon=True)
-    worker.start()
-    worker.join(seconds)
-    if not outcome:
-        raise CloudError(f"did not finish within {seconds:g}s")
-    if isinstance(outcome[0], BaseException):
-        if isinstance(outcome[0], CloudError):
-            raise outcome[0]
-        raise CloudError(f"internal error ({type(outcome[0]).__name__})")
-    return outcome[0]
+    try:
+        return run_bounded(work, seconds, "snapshot-census", f"did not finish within {seconds:g}s")
+    except CloudError:
+        raise
+    except Exception as exc:
+        raise CloudError(f"internal error ({type(exc).__name__})") from None
 
 
 def _place(outcome: SnapshotOutcome, cloud: Any, mine: Sequence[Wanted], lookup: SnapshotLookup) -> None:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Optional
 
-from kubectl_pvleft.errors import NotFound
+from kubectl_pvleft.errors import NotFound, PvleftError
 from kubectl_pvleft.exporter.heap import few_heaps, release_free_memory
 from kubectl_pvleft.kube.api import KubeAPI, Unchanged
 from kubectl_pvleft.kube.watch import Changed, Follow, Notice, Observer, Stores, Stream, Synced, WatchSettings, reflect, uid_of
@@ -22,17 +22,45 @@ from kubectl_pvleft.text import one_line, shown
 
 Describe = Callable[[BaseException], str]
 
+# A (re)list not read whole by then is given up and asked again later (counted as the stream's error), what it had
+# put in the stores taken out: a server that pages without end (a new continue token each time) must not hold a
+# stream, the list gate and a growing store forever. A real list of 100,000 objects reads in well under a minute.
+LIST_SECONDS = 300.0
+
+
+class ListTooLong(PvleftError):
+    """A relist past LIST_SECONDS."""
+
 
 def stream_key(stream: Stream) -> Hashable:
-    """Two analyses' streams are one stream when they ask the server the same question."""
+    """Streams of one kind, view and namespace are one stream: the server is asked once, whatever the selectors
+    (each reader keeps what its own selectors select, ``Stream.selects``)."""
     kind = stream.kind
-    return (kind.prefix, kind.plural, kind.metadata_only, stream.namespace, stream.field_selector,
-            stream.label_selector)
+    return (kind.prefix, kind.plural, kind.metadata_only, stream.namespace)
+
+
+def selectors(stream: Stream) -> tuple[Optional[str], Optional[str]]:
+    return stream.field_selector, stream.label_selector
 
 
 def stream_label(stream: Stream) -> str:
     """The stream's name in metrics: its resource, and how it is read when that differs (names and uids only)."""
     return stream.kind.plural + ("/metadata" if stream.kind.metadata_only else "")
+
+
+def shared_streams(asked: Sequence[Stream]) -> list[tuple[Stream, list[Stream]]]:
+    """The streams to open for the streams of one kind the analyses ask for, each with the readers it feeds. One when
+    they ask the same selectors, or when each reader that asks fewer objects can tell its own (``selects``): the
+    shared one then asks for every object. Otherwise one per selector, labelled with it, never two streams under
+    one label (Prometheus would keep one of two series and drop the other)."""
+    first = asked[0]
+    asked_for = {selectors(s) for s in asked}
+    if len(asked_for) == 1:
+        return [(first, list(asked))]
+    if all(s.selects is not None or selectors(s) == (None, None) for s in asked):
+        return [(Stream(first.name, first.kind, first.namespace), list(asked))]
+    return [(next(s for s in asked if selectors(s) == pair), [s for s in asked if selectors(s) == pair])
+            for pair in sorted(asked_for, key=str)]
 
 
 class Health(Observer):
@@ -47,6 +75,7 @@ class Health(Observer):
         self.down_since: Optional[float] = time.monotonic()  # monotonic; None while up
         self.last_list: Optional[float] = None  # wall clock, for *_timestamp_seconds
         self.last_event: Optional[float] = None
+        self.last_success: Optional[float] = None  # wall clock: the last list, established watch or event
         self.relists = 0
         self.errors = 0
         self.last_error = ""
@@ -64,20 +93,48 @@ class Health(Observer):
             self._alive()
 
     def _alive(self) -> None:  # with the lock held
-        self.up, self.down_since = True, None
+        self.up, self.down_since, self.last_success = True, None, time.time()
 
     def down_for(self, now: float) -> float:
         return 0.0 if self.down_since is None else now - self.down_since
 
 
+class Reader:
+    """One analysis reading a shared stream: its store's name, whether it can be judged without it (a 403 there
+    leaves it with no rows when it cannot), and what its own selectors select when the stream asks for more."""
+
+    __slots__ = ("analysis", "name", "required", "selects")
+
+    def __init__(self, analysis: Analysis, stream: Stream, shared: Stream) -> None:
+        self.analysis, self.name, self.required = analysis, stream.name, stream.required
+        self.selects = stream.selects if selectors(stream) != selectors(shared) else None
+
+    def wants(self, obj: Any) -> bool:
+        return self.selects is None or self.selects(obj)
+
+
 class Shared:
     """One stream as the server sees it, and the analyses that read it, each under its own store name."""
 
-    def __init__(self, stream: Stream, lock: threading.Lock) -> None:
-        self.stream = stream
-        self.label = stream_label(stream)
+    def __init__(self, stream: Stream, lock: threading.Lock, label: str) -> None:
+        self.label = label
         self.health = Health(lock)
-        self.readers: list[tuple[Analysis, str]] = []
+        self.readers: list[Reader] = []
+        self.stream = stream
+
+    def open_as(self) -> Stream:
+        """The stream the reflector opens: never required (a 403 is the readers' to judge, each as it needs it),
+        with a warning that says which analyses lose what."""
+        blocked = [r.analysis.name for r in self.readers if r.required]
+        partial = [r.analysis.name for r in self.readers if not r.required]
+        effects = ([f"{' and '.join(blocked)} {_verb(blocked, 'reports')} nothing while it may not be read"]
+                   if blocked else []) + \
+                  ([f"{' and '.join(partial)} {_verb(partial, 'judges')} without it (that evidence is unknown)"]
+                   if partial else [])
+        unreadable = f"cannot list/watch {self.label} ({{reason}}): " + "; ".join(effects)
+        stream = self.stream
+        return Stream(self.label, stream.kind, stream.namespace, stream.field_selector, stream.label_selector,
+                      unreadable=unreadable)  # kinds and analyses are named without braces: format() keeps them
 
 
 class Analysis:
@@ -87,6 +144,7 @@ class Analysis:
         self.name, self.spec = name, spec
         self.stores = Stores([s.name for s in spec.streams], spec.primary, spec.keep, spec.departure)
         self.unsynced = {s.name for s in spec.streams}
+        self.refused: set[str] = set()  # the streams it cannot do without that may not be read (403), by label
         self.shared: list[Shared] = []
         self.rows: Optional[list[Any]] = None
         self.assessed: Optional[float] = None  # wall clock of the last judgment
@@ -157,26 +215,33 @@ class Live:
     def __init__(self, api: KubeAPI, analyses: Sequence[tuple[str, Follow[Any]]], settings: WatchSettings,
                  describe: Describe, census: Optional[Callable[[list[Any]], Any]] = None,
                  clouds: Mapping[str, str] = MappingProxyType({}), census_interval: float = 3600.0,
-                 judge_every: float = 0.0) -> None:
+                 judge_every: float = 0.0, list_seconds: float = LIST_SECONDS) -> None:
         self.api, self.settings, self.describe = api, settings, describe
+        self.list_seconds = list_seconds
         self.lister: Any = OneListAtATime(api)
         self.judge_every = judge_every  # at most one judgment per this many seconds, however busy the streams
         self.lock = threading.Lock()
         self.stopping = threading.Event()
         self.changed = threading.Event()
         self.analyses = [Analysis(name, spec) for name, spec in analyses]
-        self.streams: dict[Hashable, Shared] = {}
+        asked: dict[Hashable, list[tuple[Analysis, Stream]]] = {}
         for analysis in self.analyses:
             for stream in analysis.spec.streams:
-                shared = self.streams.get(stream_key(stream))
-                if shared is None:
-                    shared = self.streams[stream_key(stream)] = Shared(stream, self.lock)
-                # An analysis that needs a stream makes it required for all: a 403 there is an error, not unknown.
-                if stream.required and not shared.stream.required:
-                    shared.stream = Stream(**{**{f: getattr(shared.stream, f) for f in shared.stream.__struct_fields__},
-                                              "required": True})
-                shared.readers.append((analysis, stream.name))
-                analysis.shared.append(shared)
+                asked.setdefault(stream_key(stream), []).append((analysis, stream))
+        self.streams: dict[Hashable, Shared] = {}
+        for key, pairs in asked.items():
+            opened = shared_streams([stream for _, stream in pairs])
+            for opens, readers in opened:
+                label = stream_label(opens)
+                if len(opened) > 1 and selectors(opens) != (None, None):  # asked differently: said in its label
+                    field, labels = selectors(opens)
+                    label += "?" + "&".join(f"{name}={value}" for name, value in
+                                           (("fieldSelector", field), ("labelSelector", labels)) if value)
+                shared = self.streams[(key, selectors(opens))] = Shared(opens, self.lock, label)
+                for analysis, stream in pairs:
+                    if any(stream is reader for reader in readers):
+                        shared.readers.append(Reader(analysis, stream, opens))
+                        analysis.shared.append(shared)
         self.census_run, self.census_interval = census, census_interval
         self.census = CensusState(clouds)
         self.threads: list[threading.Thread] = []
@@ -211,7 +276,7 @@ class Live:
         delay = self.settings.backoff_initial
         while not self.stopping.is_set():
             try:
-                for item in reflect(self.lister, shared.stream, self.settings, self.stopping, shared.health,
+                for item in reflect(self.lister, shared.open_as(), self.settings, self.stopping, shared.health,
                                     lazy_lists=True, held=lambda uid, version: self.held(shared, uid, version)):
                     self.take(shared, item)
                     delay = self.settings.backoff_initial
@@ -248,17 +313,33 @@ class Live:
                 if not item.unavailable or health.readable:  # asked again, still refused: said once
                     _log(item.message)
                 if item.unavailable:
-                    health.readable, health.listed = False, True
-                    for analysis, name in shared.readers:
-                        analysis.stores.unavailable(name)
-                        analysis.unsynced.discard(name)
-                        analysis.dirty = True
-                    self.changed.set()
+                    self._refused(shared)
                 return
             health.last_event = now
-            for analysis, name in shared.readers:
-                analysis.stores.apply(Changed(name, item.type, item.object))
-                analysis.dirty = True
+            for reader in shared.readers:
+                # An object its selectors no longer select leaves its store, as the server's DELETED would say.
+                change = item.type if item.type == "DELETED" or reader.wants(item.object) else "DELETED"
+                reader.analysis.stores.apply(Changed(reader.name, change, item.object))
+                reader.analysis.dirty = True
+        self.changed.set()
+
+    def _refused(self, shared: Shared) -> None:
+        """A 403 (with the lock held): that evidence is unknown. An analysis that can judge without it does; one
+        that cannot has no rows (absent, never zero) and ``pvleft_analysis_readable`` 0 until the stream may be
+        read. Neither is an outage: the stream is answered, not down."""
+        health = shared.health
+        health.readable, health.listed, health.up, health.down_since = False, True, False, None
+        for reader in shared.readers:
+            analysis = reader.analysis
+            if reader.required:
+                analysis.refused.add(shared.label)
+                analysis.stores.data[reader.name] = {}
+                analysis.unsynced.add(reader.name)
+                analysis.rows = None
+            else:
+                analysis.stores.unavailable(reader.name)
+                analysis.unsynced.discard(reader.name)
+            analysis.dirty = True
         self.changed.set()
 
     def not_served(self, shared: Shared) -> None:
@@ -269,17 +350,21 @@ class Live:
             if health.served:
                 _log(f"{shared.label} is not served by this cluster (no CRD): its analyses report nothing until "
                      f"it is; asking again every {self.settings.backoff_max:.0f}s")
+            # A 404 is an answer past authorization: a 403 said before (a restarted server's RBAC cache) is over.
             health.served, health.listed, health.up, health.down_since = False, True, False, None
-            for analysis, name in shared.readers:
-                analysis.stores.data[name] = {}
-                analysis.unsynced.add(name)
-                analysis.rows = None
+            health.readable = True
+            for reader in shared.readers:
+                reader.analysis.stores.data[reader.name] = {}
+                reader.analysis.unsynced.add(reader.name)
+                reader.analysis.refused.discard(shared.label)
+                reader.analysis.rows = None
         self.changed.set()
 
     def held(self, shared: Shared, uid: str, version: str) -> bool:
-        """Every analysis that reads the stream holds this object at this version: a relist need not decode it.
-        Only the stream's own thread writes its stores, and it is the one asking."""
-        return all(analysis.stores.holds(name, uid, version) for analysis, name in shared.readers)
+        """An analysis that reads the stream holds this object at this version: it has not changed, so a relist need
+        not decode it (what each reader keeps of it is what it kept before). Every reader's store of one stream is
+        filled and emptied together; only the stream's own thread writes them, and it is the one asking."""
+        return any(reader.analysis.stores.holds(reader.name, uid, version) for reader in shared.readers)
 
     def _refill(self, shared: Shared, item: Synced) -> None:
         """A (re)list, read page by page: each object replaces its old copy at once, so memory never holds two
@@ -288,24 +373,47 @@ class Live:
         with self.lock:
             readable_again = not shared.health.readable  # refused before (403), answered now
             shared.health.readable = True
-            for analysis, name in shared.readers:
-                analysis.unsynced.add(name)
+            for reader in shared.readers:
+                reader.analysis.unsynced.add(reader.name)
+                reader.analysis.refused.discard(shared.label)
                 if readable_again:
-                    analysis.stores.data[name] = {}
+                    reader.analysis.stores.data[reader.name] = {}
         seen: set[str] = set()
-        for obj in item.objects:  # a page that fails raises here: the pump counts it and lists again
-            if isinstance(obj, Unchanged):  # held already, at this version: nothing to replace
-                seen.add(obj.uid)
-                continue
-            with self.lock:
-                seen.add(uid_of(obj))
-                for analysis, name in shared.readers:
-                    analysis.stores.refill(name, obj)
+        fresh: list[set[str]] = [set() for _ in shared.readers]  # what this list added, by reader
+        deadline = time.monotonic() + self.list_seconds
+        try:
+            for obj in item.objects:  # a page that fails raises here: the pump counts it and lists again
+                if time.monotonic() > deadline:
+                    raise ListTooLong(f"the list did not end within {self.list_seconds:g}s; asking again")
+                if isinstance(obj, Unchanged):  # held already, at this version: nothing to replace
+                    seen.add(obj.uid)
+                    continue
+                uid = uid_of(obj)
+                with self.lock:
+                    seen.add(uid)
+                    for reader, added in zip(shared.readers, fresh, strict=True):
+                        store = reader.analysis.stores.data.get(reader.name)
+                        if store is not None and uid not in store:
+                            added.add(uid)
+                        if reader.wants(obj):
+                            reader.analysis.stores.refill(reader.name, obj)
+                        else:  # selected no more (a Pod that left Pending): out of this reader's store
+                            reader.analysis.stores.apply(Changed(reader.name, "DELETED", obj))
+        except BaseException:
+            close = getattr(item.objects, "close", None)
+            if close is not None:  # the list ends now: its page reader and the list gate are released at once
+                close()
+            with self.lock:  # a list given up: what only it had added goes with it (memory, and half evidence)
+                for reader, added in zip(shared.readers, fresh, strict=True):
+                    store = reader.analysis.stores.data.get(reader.name)
+                    for uid in added if store is not None else ():
+                        store.pop(uid, None)  # type: ignore[union-attr]
+            raise
         with self.lock:
-            for analysis, name in shared.readers:
-                analysis.stores.refilled(name, seen)
-                analysis.unsynced.discard(name)
-                analysis.dirty = True
+            for reader in shared.readers:
+                reader.analysis.stores.refilled(reader.name, seen)
+                reader.analysis.unsynced.discard(reader.name)
+                reader.analysis.dirty = True
             health = shared.health
             if not health.served:
                 _log(f"{shared.label} is served now")
@@ -350,9 +458,14 @@ class Live:
     def _census_loop(self) -> None:
         assert self.census_run is not None
         leftovers = next((a for a in self.analyses if a.name == "leftovers"), None)
+        from kubectl_pvleft.clouds.bounded import still_running
+
         while not self.stopping.is_set():
             volumes = self._volumes(leftovers)
             if volumes is None:  # the PVs have not listed yet: a census now would call every disk an orphan
+                self.stopping.wait(1.0)
+                continue
+            if still_running():  # the last run, past its time, still waits on an SDK call: never two at once
                 self.stopping.wait(1.0)
                 continue
             self._take_census(volumes)
@@ -393,7 +506,11 @@ class Live:
     # -- what a scrape and /healthz read -----------------------------------------------------------------
 
     def healthy(self, stale_after: float) -> tuple[bool, str]:
-        """200 once every stream has listed; 503 before, and while any stream has been down ``stale_after``."""
+        """Ready (200) once every stream has answered: listed, or refused (403), or not served (404). Not ready
+        (503) before, while a stream has been down ``stale_after`` (its findings are stale), and while no analysis
+        can be judged at all (every one needs a kind it may not read). A kind it may not read is no reason to stay
+        unready while the analyses that can do without it work: the answer names it, and
+        ``pvleft_stream_readable`` 0 alerts."""
         now = time.monotonic()
         with self.lock:
             for shared in self.streams.values():
@@ -402,7 +519,16 @@ class Live:
                     return False, f"{shared.label}: not listed yet"
                 if health.readable and health.served and not health.up and health.down_for(now) >= stale_after:
                     return False, f"{shared.label}: down for {health.down_for(now):.0f}s ({health.last_error})"
-        return True, "ok"
+            served = [a for a in self.analyses if a.served]
+            if served and all(a.refused for a in served):
+                refused = sorted({label for a in served for label in a.refused})
+                return False, f"no analysis can be judged: it may not read {', '.join(refused)} (403)"
+            unreadable = sorted(s.label for s in self.streams.values() if s.health.served and not s.health.readable)
+        return True, "ok" + (f" (may not read: {', '.join(unreadable)})" if unreadable else "")
+
+
+def _verb(subjects: Sequence[str], singular: str) -> str:
+    return singular if len(subjects) == 1 else singular[:-1]
 
 
 def _log(message: str) -> None:

@@ -20,6 +20,7 @@ from kubectl_pvleft import __version__
 from kubectl_pvleft.analyses import attachments, claims, classes, leftovers, pending, snapshots
 from kubectl_pvleft.analyses.claim_problems import UNUSED
 from kubectl_pvleft.analyses.deletion import TERMINATING
+from kubectl_pvleft.analyses.pending.rules import on_storage
 from kubectl_pvleft.exporter.live import Analysis, Live
 from kubectl_pvleft.output.report import Verdict
 from kubectl_pvleft.records.quantity import parse_quantity
@@ -44,13 +45,15 @@ class Finding:
     """One object an alert can name: its labels, when the object was created (for "older than a week"), and when
     its state began where the evidence says (for "unused for 30 days": a claim's Unused condition)."""
 
-    __slots__ = ("created", "labels", "since")
+    __slots__ = ("created", "labels", "on_storage", "since")
 
     def __init__(self, analysis: str, kind: str, namespace: Optional[str], name: str, state: str,
-                 created: Optional[datetime], since: Optional[datetime] = None) -> None:
+                 created: Optional[datetime], since: Optional[datetime] = None,
+                 on_storage: Optional[bool] = None) -> None:
         self.labels = (analysis, kind, namespace or "", name, state)
         self.created = timestamp(created)
         self.since = timestamp(since)
+        self.on_storage = on_storage  # a Pending Pod's: does it wait on storage (not on CPU, a taint, an image)
 
 
 class ServeCollector:
@@ -62,7 +65,7 @@ class ServeCollector:
     def collect(self) -> Iterator[Metric]:
         live = self.live
         with live.lock:  # a consistent picture: the rows lists are replaced whole, the health mutated in place
-            analyses = [(a, a.rows, a.assessed, a.up, a.served) for a in live.analyses]
+            analyses = [(a, a.rows, a.assessed, a.up, a.served, not a.refused) for a in live.analyses]
             health = [(s.label, s.stream.namespace or "", _copy(s.health)) for s in live.streams.values()]
         yield from _process()
         yield from _streams(health)
@@ -71,14 +74,14 @@ class ServeCollector:
         deleting: Counter[tuple[str, ...]] = Counter()
         # Only the rows that are findings by their analysis's verdict: a row set aside (kept) is in no series.
         rows: dict[str, list[Any]] = {a.name: [r for r in judged if VERDICTS[a.name].is_finding(r)]
-                                      for a, judged, _, _, _ in analyses if judged is not None}
+                                      for a, judged, *_ in analyses if judged is not None}
         if "leftovers" in rows:
             yield from _leftovers(rows["leftovers"], findings)
             _deleting("leftovers", (row.pv.meta for row in rows["leftovers"]), deleting)
         if "pending" in rows:
             yield from _pending(rows["pending"], findings)
         if "claims" in rows:
-            judged_claims = next(judged for a, judged, _, _, _ in analyses if a.name == "claims")
+            judged_claims = next(judged for a, judged, *_ in analyses if a.name == "claims")
             yield from _claims(rows["claims"], findings, judged_claims or [])
             _deleting("claims", (row.claim.meta for row in rows["claims"]), deleting)
         if "classes" in rows:
@@ -105,16 +108,21 @@ class ServeCollector:
         since = GaugeMetricFamily("pvleft_finding_since_timestamp_seconds", "When the finding's state began, where "
                                   "the evidence says (an unused claim: its Unused condition); absent where unknown",
                                   labels=FINDING_LABELS)
+        storage = GaugeMetricFamily("pvleft_pending_on_storage", "1 when a Pending Pod of pvleft_finding_info waits "
+                                    "on storage (a claim, a volume, an attach or a mount), 0 when on something else "
+                                    "(CPU, memory, a taint, an image)", labels=FINDING_LABELS)
         unique = {f.labels: f for f in findings}  # one series per label set, whatever the analyses repeat
         kept = sorted(unique)[:self.max_finding_series]
         for labels in kept:
             info.add_metric(labels, 1)
             finding = unique[labels]
+            if finding.on_storage is not None:
+                storage.add_metric(labels, 1 if finding.on_storage else 0)
             if finding.created is not None:
                 created.add_metric(labels, finding.created)
             if finding.since is not None:
                 since.add_metric(labels, finding.since)
-        yield from (info, created, since)
+        yield from (info, created, since, storage)
         # A gauge, not a counter: how many are left out now, which goes down as findings resolve.
         yield GaugeMetricFamily("pvleft_finding_series_omitted", "Findings left out of pvleft_finding_info by "
                                 "--max-finding-series", value=len(unique) - len(kept))
@@ -122,7 +130,7 @@ class ServeCollector:
 
 def _copy(health: Any) -> tuple[Any, ...]:
     return (health.listed, health.readable, health.up, health.last_list, health.last_event, health.relists,
-            health.errors, health.served)
+            health.errors, health.served, health.last_success)
 
 
 def _process() -> Iterator[Metric]:
@@ -133,10 +141,13 @@ def _process() -> Iterator[Metric]:
 
 def _streams(health: Iterable[tuple[str, str, tuple[Any, ...]]]) -> Iterator[Metric]:
     labels = ("stream", "namespace")
-    up = GaugeMetricFamily("pvleft_stream_up", "1 while the stream's list/watch is live; 0 before its first list "
-                           "and while it is re-established (its objects are then the last known)", labels=labels)
+    up = GaugeMetricFamily("pvleft_stream_up", "1 while the stream's list/watch is live (listed, or its watch "
+                           "answered by the server); 0 before its first list, while it is re-established (its "
+                           "objects are then the last known) and while it may not be read", labels=labels)
     readable = GaugeMetricFamily("pvleft_stream_readable", "0 when the stream may not be read (403): that evidence "
-                                 "is unknown", labels=labels)
+                                 "is unknown, and it is asked for again now and then", labels=labels)
+    last_success = GaugeMetricFamily("pvleft_stream_last_success_timestamp_seconds", "When the stream was last "
+                                     "seen live: a list, a watch the server answered, or an event", labels=labels)
     served = GaugeMetricFamily("pvleft_stream_served", "0 while the cluster does not serve the stream's kind (404: "
                                "its CRD is not installed; asked again now and then): it then has no up, readable "
                                "or timestamp series", labels=labels)
@@ -149,7 +160,7 @@ def _streams(health: Iterable[tuple[str, str, tuple[Any, ...]]]) -> Iterator[Met
     errors = CounterMetricFamily("pvleft_stream_errors", "Failures of the stream's list or watch (each retried)",
                                  labels=labels)
     for stream, namespace, (_listed, can_read, is_up, listed_at, event_at, relist_count, error_count,
-                            is_served) in health:
+                            is_served, success_at) in health:
         key = [stream, namespace]
         served.add_metric(key, 1 if is_served else 0)
         relists.add_metric(key, relist_count)
@@ -162,30 +173,37 @@ def _streams(health: Iterable[tuple[str, str, tuple[Any, ...]]]) -> Iterator[Met
             last_list.add_metric(key, listed_at)
         if event_at is not None:
             last_event.add_metric(key, event_at)
-    yield from (up, readable, served, last_list, last_event, relists, errors)
+        if success_at is not None:
+            last_success.add_metric(key, success_at)
+    yield from (up, readable, served, last_list, last_event, last_success, relists, errors)
 
 
-def _analyses(analyses: list[tuple[Analysis, Optional[list[Any]], Optional[float], bool, bool]]) -> Iterator[Metric]:
+def _analyses(analyses: list[tuple[Analysis, Optional[list[Any]], Optional[float], bool, bool, bool]]
+              ) -> Iterator[Metric]:
     up = GaugeMetricFamily("pvleft_analysis_up", "1 when the analysis is judged from live streams; 0 before its "
                            "first judgment and while a stream it reads is down (its series are then the last known)",
                            labels=("analysis",))
     served = GaugeMetricFamily("pvleft_analysis_served", "0 while a kind the analysis reads is not served by "
                                "this cluster (no CRDs): it has nothing to report, and no finding series",
                                labels=("analysis",))
+    readable = GaugeMetricFamily("pvleft_analysis_readable", "0 while a kind the analysis cannot do without may not "
+                                 "be read (403; pvleft_stream_readable says which): it has no finding series until "
+                                 "it may", labels=("analysis",))
     assessed = GaugeMetricFamily("pvleft_analysis_last_assessed_timestamp_seconds", "When the analysis was last "
                                  "judged", labels=("analysis",))
     findings = GaugeMetricFamily("pvleft_findings", "Rows the analysis reports as findings (0 is a judged, clean "
                                  "answer; absent: not judged yet)", labels=("analysis",))
-    for analysis, rows, at, is_up, is_served in analyses:
+    for analysis, rows, at, is_up, is_served, can_read in analyses:
         served.add_metric([analysis.name], 1 if is_served else 0)
         if not is_served:
             continue  # nothing to judge here: neither up nor down, and no findings (absent, never zero)
         up.add_metric([analysis.name], 1 if is_up else 0)
+        readable.add_metric([analysis.name], 1 if can_read else 0)
         if at is not None:
             assessed.add_metric([analysis.name], at)
         if rows is not None:
             findings.add_metric([analysis.name], sum(1 for r in rows if VERDICTS[analysis.name].is_finding(r)))
-    yield from (up, served, assessed, findings)
+    yield from (up, served, readable, assessed, findings)
 
 
 def _deleting(analysis: str, metas: Iterable[Any], count: Counter[tuple[str, ...]]) -> None:
@@ -217,7 +235,8 @@ def _pending(rows: list[Any], findings: list[Finding]) -> Iterator[Metric]:
     count: Counter[tuple[str, ...]] = Counter()
     for row in rows:
         count[(row.namespace, row.verdict.owner, row.verdict.reason)] += 1
-        findings.append(Finding("pending", "Pod", row.namespace, row.name, row.verdict.reason, row.pod.meta.created))
+        findings.append(Finding("pending", "Pod", row.namespace, row.name, row.verdict.reason, row.pod.meta.created,
+                                on_storage=on_storage(row.verdict)))
     yield _gauge("pvleft_pending_pods", "Pending Pods, by the controller that owns the blocker and the reason",
                  ("namespace", "owner", "reason"), count)
 

@@ -357,9 +357,11 @@ class KubeAPI:
 
     def watch(self, kind: Kind[R], namespace: Optional[str], resource_version: str, *,
               field_selector: Optional[str] = None, label_selector: Optional[str] = None,
-              timeout_seconds: int = 300) -> Iterator[WatchEvent[R]]:
+              timeout_seconds: int = 300, opened: Optional[Callable[[], None]] = None) -> Iterator[WatchEvent[R]]:
         """One watch connection, event by event, BOOKMARKs included. Raises Expired on 410 (HTTP or ERROR
-        event) and StreamClosed when the connection drops; returns when the server ends the watch."""
+        event) and StreamClosed when the connection drops; returns when the server ends the watch. ``opened`` is
+        called once the server has answered the watch 200: it is established, though a quiet kind may send
+        nothing for minutes (client-go's reflector counts a watch as started when its Watch call returns)."""
         path = kind.path(namespace)
         query = dict(_selectors(field_selector, label_selector), watch="true", allowWatchBookmarks="true",
                      timeoutSeconds=str(timeout_seconds))
@@ -369,6 +371,8 @@ class KubeAPI:
         response = self.transport.open(path, query, JSON, "watch", Timeouts(connect=30.0, read=timeout_seconds + 30.0))
         self._watches.add(response)
         try:
+            if opened is not None:
+                opened()
             buffer = b""
             try:
                 for chunk in response.stream():

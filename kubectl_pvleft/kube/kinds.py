@@ -145,3 +145,10 @@ KINDS: dict[str, Kind[Any]] = {kind.plural: kind for kind in (
     VOLUME_ATTACHMENTS, VOLUME_ATTRIBUTES_CLASSES, CSI_NODES, NODES, VOLUME_SNAPSHOTS, VOLUME_SNAPSHOT_CONTENTS,
     VOLUME_SNAPSHOT_CLASSES)}
 KINDS.update((kind.plural, kind) for kind in WORKLOAD_KINDS)
+
+
+def names_only(plural: str) -> Kind[Named]:
+    """A kind of KINDS read as metadata only (names and uids): what shell completion offers after a subcommand.
+    The same resource and verbs as the kind itself, so the ClusterRole covers it."""
+    kind = KINDS[plural]
+    return Kind(kind.plural, kind.prefix, kind.namespaced, Named, metadata_only=True)

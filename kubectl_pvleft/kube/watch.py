@@ -13,7 +13,6 @@ that ends is reopened; it never looks like "all is well".
 
 from __future__ import annotations
 
-import itertools
 import os
 import queue
 import random
@@ -72,6 +71,9 @@ class Stream(Struct, frozen=True):
     label_selector: Optional[str] = None
     required: bool = False  # a 403 on a required stream is an error; on the others, unknown evidence
     unreadable: str = ""  # the warning for a 403 on an optional stream ({reason}: the server's words)
+    # What the selectors select, judged here: a reader that asks for fewer objects than another one of the same kind
+    # can then share its stream (serve lists and watches each kind once) and keep only these. None: not known here.
+    selects: Optional[Callable[[Any], bool]] = None
 
 
 class Synced(Struct, frozen=True):
@@ -108,7 +110,8 @@ def transient(exc: ApiError) -> bool:
 
 class Observer:
     """Told of every failure and every sign of life of one stream, as they happen (the exporter's health series);
-    the items a reflector yields say neither: a failure is a Notice only after ``warn_after``."""
+    the items a reflector yields say neither: a failure is a Notice only after ``warn_after``. A sign of life is a
+    list that answered, a watch the server answered 200 (established, before any event), or an event."""
 
     def failed(self, reason: str) -> None:
         pass
@@ -179,7 +182,7 @@ class _Reflector:
                     first = next(pages, _END)  # a list refused at once fails here, as an eager one would
                     self.listed_once = True
                     yield from self._up()
-                    yield Synced(s.name, pages if first is _END else itertools.chain((first,), pages), "")
+                    yield Synced(s.name, pages if first is _END else _handed_over(first, pages), "")
                     self.resource_version = listing.resource_version or ""  # known once the pages are read
                 else:
                     objects = tuple(listing)
@@ -205,7 +208,8 @@ class _Reflector:
         # in the same second.
         timeout = int(self.settings.timeout_seconds * (1.0 + random.random()))
         for event in self.api.watch(s.kind, s.namespace, self.resource_version or "", field_selector=s.field_selector,
-                                    label_selector=s.label_selector, timeout_seconds=timeout):
+                                    label_selector=s.label_selector, timeout_seconds=timeout,
+                                    opened=self._established):
             self.resource_version = event.resource_version or self.resource_version
             self.expired_in_a_row, seen = 0, seen + 1
             yield from self._up()
@@ -232,6 +236,12 @@ class _Reflector:
             raise exc  # the first list fails like any command: one error, exit 1
         return str(exc) or "the connection closed"
 
+    def _established(self) -> None:
+        """The server answered the watch 200: the stream is live again now, not at its first event (a quiet kind
+        sends none for minutes, and its bookmarks come about once a minute)."""
+        self.observer.alive()
+        self.delay = self.settings.backoff_initial
+
     def _up(self) -> Iterator[StreamItem]:
         self.observer.alive()
         if self.warned and self.down_since is not None:
@@ -249,6 +259,18 @@ class _Reflector:
                                            f"{now - self.down_since:.0f}s ({failure}); still trying")
         self.stop.wait(self.delay * random.uniform(0.8, 1.2))  # jitter: many watchers should not retry in step
         self.delay = min(self.delay * 2, self.settings.backoff_max)
+
+
+def _handed_over(first: Any, pages: Iterator[Any]) -> Iterator[Any]:
+    """The list's objects, the first one already read; closing this closes the list (its page reader, its gate),
+    which a consumer that gives a list up must be able to do at once, not when the collector gets to it."""
+    try:
+        yield first
+        yield from pages
+    finally:
+        close = getattr(pages, "close", None)
+        if close is not None:
+            close()
 
 
 def uid_of(obj: Object) -> str:

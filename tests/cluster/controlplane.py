@@ -329,12 +329,14 @@ class ControlPlane:
             shutil.rmtree(self.logs, ignore_errors=True)
             self.audit_log.unlink(missing_ok=True)
 
-    def restart_apiserver(self) -> None:
-        """Stop and start kube-apiserver on the same port (KCM and scheduler reconnect on their own)."""
+    def restart_apiserver(self, down_for: float = 0.0) -> None:
+        """Stop and start kube-apiserver on the same port (KCM and scheduler reconnect on their own), ``down_for``
+        seconds apart: an outage its clients see as refused connections."""
         proc = self._procs.get("kube-apiserver")
         if proc is None:
             raise ControlPlaneError("kube-apiserver is not running")
         self._terminate(proc)
+        time.sleep(down_for)
         self._spawn("kube-apiserver", proc.argv)
         self._wait("kube-apiserver /readyz after restart", self._apiserver_ready)
         self._write_state()

@@ -257,13 +257,19 @@ def run(api: Reader, options: Options) -> Result:
 
 # -- --watch: the same kinds as streams, the same rules over what they show ------------------------------
 
+def _pending_phase(pod: Any) -> bool:
+    """What PENDING_SELECTOR selects, judged here (a Pod with no phase yet is Pending, as keep judges it)."""
+    return (pod.phase or "Pending") == "Pending"
+
+
 def follow(options: Options) -> Follow[Triage]:
     from kubectl_pvleft.kube.watch import Follow, Stream
 
     ns = options.namespace
     streams = [
         Stream("pods", PODS, ns, field_selector=pod_selector(options.field_selector),
-               label_selector=options.label_selector, required=True),
+               label_selector=options.label_selector, required=True,
+               selects=None if options.field_selector or options.label_selector else _pending_phase),
         Stream("claims", PERSISTENT_VOLUME_CLAIMS, ns, unreadable=CLAIMS_UNREADABLE),
         Stream("events", EVENTS, ns, unreadable=EVENTS_UNREADABLE),
         Stream("classes", STORAGE_CLASSES, unreadable=CLASSES_UNREADABLE),

@@ -78,6 +78,10 @@ SCHEDULER_STORAGE_CAUSES: tuple[tuple[str, str], ...] = (
     ("didn't find available persistent volumes to bind", "NoVolumeToBind"),
     ("exceed max volume count", "MaxVolumeCountExceeded"),
 )
+# Verdicts that blame storage whatever their source: the scheduler's words about a volume, the attach/detach
+# controller's, the kubelet's mount. A verdict read from a claim blames storage too (on_storage).
+STORAGE_REASONS = frozenset({reason for _, reason in SCHEDULER_STORAGE_CAUSES} | ATTACH_REASONS |
+                            {"FailedMount", "FailedMapVolume", "ClaimNotFound", "ClaimTerminating"})
 # Who must act on them, said after the scheduler's words. volumebinding's ErrReasonBindConflict: an unbound
 # WaitForFirstConsumer claim that no Available PV matches on the node (class name, size, access modes, selector,
 # node affinity), and whose class cannot provision there (kubernetes.io/no-provisioner, or allowedTopologies
@@ -162,6 +166,14 @@ class Verdict(Struct, frozen=True):
     @property
     def key(self) -> tuple[str, str, str]:
         return (self.owner, self.reason, self.message)
+
+
+def on_storage(verdict: Verdict) -> bool:
+    """The Pod waits on storage (a claim, a volume, an attach, a mount), not on CPU, memory, a taint or an image:
+    what PvleftPodPendingOnStorage alerts on. A scheduler message that names a volume cause among others
+    ("1 Insufficient cpu, 2 node(s) had volume node affinity conflict") is storage: it is what the volumebinding
+    plugin (kubernetes pkg/scheduler/framework/plugins/volumebinding) refused on those nodes."""
+    return verdict.claim is not None or verdict.source in ("claim", "claim-event") or verdict.reason in STORAGE_REASONS
 
 
 class Triage(Struct, frozen=True):

@@ -26,10 +26,13 @@ from typing import Any, Optional
 from kubectl_pvleft.clouds import base
 from kubectl_pvleft.clouds.aws import CSI_DRIVERS, IN_TREE_DRIVERS, MANAGED_DRIVER, SOURCE
 from kubectl_pvleft.clouds.base import CloudDisk, CloudError, Placement, VolumeRef
+from kubectl_pvleft.clouds.bounded import page_read
+from kubectl_pvleft.errors import needs_extra
+from kubectl_pvleft.progress import Tally
 
 PERMISSION = "ec2:DescribeVolumes"
 DEFAULT_PAGE_SIZE = 500
-INSTALL_HINT = "--aws-region needs boto3: pip install 'kubectl-pvleft[aws]'"
+INSTALL_HINT = needs_extra("--aws-region", "boto3", "aws")
 
 
 CLUSTER_TAG_PREFIX = "kubernetes.io/cluster/"
@@ -135,6 +138,7 @@ class AwsCensus:
         self.page_size = page_size
         self.profile = profile
         self.pages_read = 0  # DescribeVolumes pages received, every region
+        self.tally = Tally("EBS volumes", "volumes")  # the status line on a terminal
         self.notes: list[str] = []  # the Census interface's warnings; EBS has none of its own yet
         self.instance_volumes: set[str] = set()  # seen, set aside: they end with their instance
         # Regions listed without IncludeManagedResources (an older botocore): volumes AWS services manage (EKS Auto
@@ -187,8 +191,10 @@ class AwsCensus:
         pages = client.get_paginator("describe_volumes").paginate(**params)
         try:
             for page in pages:
+                page_read()  # a census past its time stops here (clouds/bounded.py)
                 self.pages_read += 1
                 check_describe_volumes(page, region)
+                self.tally.page(len(page["Volumes"]))
                 for volume in page["Volumes"]:
                     if dies_with_instance(volume):
                         self.instance_volumes.add(volume["VolumeId"])

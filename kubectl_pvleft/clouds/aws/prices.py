@@ -23,6 +23,7 @@ from functools import partial
 from typing import Any, Optional, Union
 
 from kubectl_pvleft.clouds.base import CloudDisk, CloudError, CloudSnapshot
+from kubectl_pvleft.clouds.bounded import page_read
 from kubectl_pvleft.clouds.cost import (
     ARCHIVE_SNAPSHOT,
     CAPACITY,
@@ -35,10 +36,11 @@ from kubectl_pvleft.clouds.cost import (
     snapshot_needs,
     the_one,
 )
+from kubectl_pvleft.errors import needs_extra
 
 SOURCE_NAME = "AWS Price List Query API"
 PRICING_REGION = "us-east-1"
-INSTALL_HINT = "--cost with --aws-region needs boto3: pip install 'kubectl-pvleft[aws]'"
+INSTALL_HINT = needs_extra("--cost with --aws-region", "boto3", "aws")
 # What each volume type bills for beyond capacity, and what it includes at no charge.
 PROVISIONED = {"io1": {IOPS: 0}, "io2": {IOPS: 0}, "gp3": {IOPS: 3000, THROUGHPUT: 125}}
 IO2_TIER = 32000  # io2 IOPS up to here bill at the first tier's price
@@ -128,6 +130,7 @@ class PriceListPrices:
         try:
             for page in self._client.get_paginator("get_products").paginate(
                     ServiceCode="AmazonEC2", Filters=filters, FormatVersion="aws_v1"):
+                page_read()  # a price list past its time stops here (clouds/bounded.py)
                 self.pages_read += 1
                 # botocore hands each entry over as the JSON string the API sends
                 products += [json.loads(item) if isinstance(item, str) else item for item in page.get("PriceList") or ()]

@@ -31,6 +31,7 @@ from typing import Any, Optional
 from kubectl_pvleft.clouds.aws import SOURCE
 from kubectl_pvleft.clouds.aws.census import INSTALL_HINT, _one_line
 from kubectl_pvleft.clouds.base import CloudError, CloudSnapshot, SnapshotLookup
+from kubectl_pvleft.clouds.bounded import page_read
 
 PERMISSION = "ec2:DescribeSnapshots"
 BATCH = 200  # ids per DescribeSnapshots call (EC2 documents no limit; this keeps a request's size modest)
@@ -137,6 +138,7 @@ class AwsSnapshots:
 
         try:
             for page in client.get_paginator("describe_snapshots").paginate(SnapshotIds=ids):
+                page_read()  # a lookup past its time stops here (clouds/bounded.py)
                 self.calls += 1
                 for snapshot in page.get("Snapshots") or ():
                     if snapshot.get("SnapshotId") in ids:

@@ -21,13 +21,16 @@ from typing import Any, Optional
 from kubectl_pvleft.clouds import base
 from kubectl_pvleft.clouds.azure import DRIVERS, SOURCE
 from kubectl_pvleft.clouds.base import CloudDisk, CloudError, Placement, VolumeRef
+from kubectl_pvleft.clouds.bounded import page_read
+from kubectl_pvleft.errors import needs_extra
+from kubectl_pvleft.progress import Tally
 
 # The Disks API version this census reads, pinned to the one azure-mgmt-compute's Disks operations send by default
 # (the SDK's models, which the tests judge the local Resource Manager by, are generated from that version's
 # description); ARM serves a version for years, and an SDK upgrade cannot change what is asked behind our back.
 API_VERSION = "2026-03-02"
 PERMISSION = "Microsoft.Compute/disks/read"
-INSTALL_HINT = "--azure-subscription needs azure-mgmt-compute and azure-identity: pip install 'kubectl-pvleft[azure]'"
+INSTALL_HINT = needs_extra("--azure-subscription", "azure-mgmt-compute and azure-identity", "azure")
 CREDENTIALS_HINT = ("set AZURE_CLIENT_ID, AZURE_TENANT_ID and AZURE_CLIENT_SECRET, give the Pod workload identity "
                     "on AKS, or run `az login`")
 # A local or private Resource Manager (Azure Stack Hub, tests): its URL; the token is asked for its own audience,
@@ -174,6 +177,7 @@ class AzureCensus:
         self.cluster_name = cluster_name
         self.notes: list[str] = []
         self.pages_read = 0
+        self.tally = Tally("Azure managed disks", "disks")  # the status line on a terminal
         self.call_timeout = CALL_TIMEOUT
 
     match_key = staticmethod(match_key)
@@ -218,8 +222,11 @@ class AzureCensus:
             pager = (client.disks.list_by_resource_group(group, **options) if group
                      else client.disks.list(**options))
             for page in pager.by_page():
+                page_read()  # a census past its time stops here (clouds/bounded.py)
                 self.pages_read += 1
+                self.tally.page()
                 for disk in page:
+                    self.tally.item()
                     record = disk.as_dict() if hasattr(disk, "as_dict") else dict(disk)
                     if not isinstance(record.get("id"), str) or parse_disk_id(record["id"]) is None:
                         raise CloudError(f"Azure's answer for disks in {where} was not a disk list (a disk without "

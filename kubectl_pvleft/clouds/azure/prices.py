@@ -38,14 +38,16 @@ from typing import Any, NamedTuple, Optional, Union
 from urllib.parse import urlsplit
 
 from kubectl_pvleft.clouds.base import CloudDisk, CloudError
+from kubectl_pvleft.clouds.bounded import page_read
 from kubectl_pvleft.clouds.cost import CANONICAL, CAPACITY, DISK, IOPS, THROUGHPUT, UNITS, Need, Rate, the_one
+from kubectl_pvleft.errors import needs_extra
 
 SOURCE_NAME = "Azure Retail Prices API"
 ENDPOINT = "https://prices.azure.com"
 PATH = "/api/retail/prices"
 ENDPOINT_ENV = "PVLEFT_AZURE_PRICES_ENDPOINT"
 CURRENCY_ENV = "PVLEFT_AZURE_CURRENCY"
-INSTALL_HINT = "--cost with --azure-subscription needs azure-core: pip install 'kubectl-pvleft[azure]'"
+INSTALL_HINT = needs_extra("--cost with --azure-subscription", "azure-core", "azure")
 HOURS_PER_MONTH = 730.0  # an hourly price times this is the monthly one, as Azure's own monthly prices are reckoned
 MB_IN_MIB = UNITS["MBps-month"][1]  # 1 MB/s is this many MiB/s: Azure meters throughput in MB/s (10^6 bytes)
 MAX_PAGES = 500  # a NextPageLink chain longer than this is a loop, not a price list
@@ -222,6 +224,7 @@ class RetailPrices:
         seen: set[str] = set()
         while True:
             page = self._get(link, query)
+            page_read()  # a price list past its time stops here (clouds/bounded.py)
             self.pages_read += 1
             yield from page["Items"]
             link = page.get("NextPageLink") or None

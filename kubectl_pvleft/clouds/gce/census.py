@@ -19,7 +19,10 @@ from typing import Any, Optional
 from msgspec import Struct
 
 from kubectl_pvleft.clouds.base import CloudDisk, CloudError, Placement, VolumeRef
+from kubectl_pvleft.clouds.bounded import page_read
 from kubectl_pvleft.clouds.gce import CSI_DRIVER, IN_TREE_DRIVER, SOURCE
+from kubectl_pvleft.errors import needs_extra
+from kubectl_pvleft.progress import Tally
 
 # The PD CSI driver's placeholders (pkg/constants): a handle may leave project, zone or region for the driver
 # to fill in, and a "multi-zone" handle names same-named disks in several zones, each carrying MULTI_ZONE_LABEL.
@@ -41,7 +44,7 @@ PAGE_SIZE = 500  # the most a Compute list returns per page
 CALL_TIMEOUT = 60.0  # seconds per request
 RETRY_DEADLINE = 120.0  # the client's own default retries 503s for ten minutes
 
-INSTALL_HINT = "--project needs the google-cloud-compute package: pip install 'kubectl-pvleft[gcp]'"
+INSTALL_HINT = needs_extra("--project", "the google-cloud-compute package", "gcp")
 ADC_HINT = ("run `gcloud auth application-default login`, or on GKE give the Pod's ServiceAccount "
             "Workload Identity")
 
@@ -169,6 +172,7 @@ class GceCensus:
         self.zones = tuple(dict.fromkeys(z for z in zones if z))
         self.regions = tuple(dict.fromkeys(r for r in regions if r))
         self.notes: list[str] = []
+        self.tally = Tally("Compute Engine disks", "disks")  # the status line on a terminal
         self._disks_client = disks_client
         self._region_disks_client = region_disks_client
         self._listed: Optional[list[CloudDisk]] = None
@@ -240,12 +244,16 @@ class GceCensus:
 
         try:
             for page in call().pages:
+                page_read()  # a census past its time stops here (clouds/bounded.py)
                 if page.kind not in LIST_KINDS:
                     # A 200 that is not Compute's list (a captive portal's JSON, a proxy's page) would read as
                     # "no disks" and call every PV's data gone: the census was not taken.
                     raise CloudError(f"Compute Engine's answer for disks in {where} of project {project} was not a "
                                      "disk list: the census was not taken, and no disk is reported missing")
-                yield from items_of(page)
+                self.tally.page()
+                for item in items_of(page):
+                    self.tally.item()
+                    yield item
         except (GoogleAPIError, GoogleAuthError, RequestException, OSError) as exc:
             raise cloud_error(exc, project, where) from None
         except Exception as exc:

@@ -22,6 +22,7 @@ from functools import partial
 from typing import Any, Optional, Union
 
 from kubectl_pvleft.clouds.base import CloudDisk, CloudError, CloudSnapshot
+from kubectl_pvleft.clouds.bounded import page_read
 from kubectl_pvleft.clouds.cost import (
     ARCHIVE_SNAPSHOT,
     CANONICAL,
@@ -35,10 +36,11 @@ from kubectl_pvleft.clouds.cost import (
     snapshot_needs,
     the_one,
 )
+from kubectl_pvleft.errors import needs_extra
 
 SERVICE = "services/6F81-5844-456A"  # Compute Engine's service id in the catalog
 SOURCE_NAME = "Cloud Billing Catalog API"
-INSTALL_HINT = "--cost with --project needs the google-cloud-billing package: pip install 'kubectl-pvleft[gcp]'"
+INSTALL_HINT = needs_extra("--cost with --project", "the google-cloud-billing package", "gcp")
 SCOPE = "https://www.googleapis.com/auth/cloud-billing.readonly"
 PAGE_SIZE = 5000  # the API's default and largest page
 
@@ -195,6 +197,7 @@ class CatalogPrices:
                                              **({"currency_code": self._currency} if self._currency else {}))
         try:
             for page in self._client.list_skus(request=request, timeout=self._timeout).pages:
+                page_read()  # a price list past its time stops here (clouds/bounded.py)
                 self.pages_read += 1
                 yield from page.skus
         except (GoogleAPIError, GoogleAuthError, OSError, ValueError) as exc:
