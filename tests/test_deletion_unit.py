@@ -130,3 +130,19 @@ def test_serve_says_terminating_with_its_since_and_finalizer() -> None:
     assert sorted(metrics["pvleft_terminating_objects"], key=str) == [
         ({"analysis": "claims", "finalizer": "kubernetes.io/pvc-protection"}, 1.0),
         ({"analysis": "leftovers", "finalizer": "kubernetes.io/pv-protection"}, 1.0)]
+
+
+def test_an_ephemeral_claim_is_held_only_by_the_pod_that_controls_it() -> None:
+    """pvc_protection_controller.go podUsesPVC: ephemeral.VolumeIsForPod (the claim controlled by that Pod), so a
+    namesake claim someone made by hand is not held by the Pod whose volume would have that name."""
+    owner = pod("job", "", ephemeral=True)
+    mine = PersistentVolumeClaim.from_wire({"metadata": {
+        "name": "job-scratch", "namespace": "shop", "uid": "c-1", "deletionTimestamp": DELETED,
+        "finalizers": ["kubernetes.io/pvc-protection"],
+        "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": "job", "uid": "uid-job", "controller": True}]},
+        "status": {"phase": "Bound"}})
+    namesake = PersistentVolumeClaim.from_wire({"metadata": {
+        "name": "job-scratch", "namespace": "shop", "uid": "c-2", "deletionTimestamp": DELETED,
+        "finalizers": ["kubernetes.io/pvc-protection"]}, "status": {"phase": "Bound"}})
+    assert [r.holders for r in claims.assess([mine], pods=[owner]).rows] == [(owner,)]
+    assert [r.holders for r in claims.assess([namesake], pods=[owner]).rows] == [()]

@@ -54,7 +54,7 @@ from kubectl_pvleft.analyses.claim_problems import (
     problems,
 )
 from kubectl_pvleft.analyses.claimwhy import CLAIM_EVENTS, about_a_claim, reasons_from
-from kubectl_pvleft.analyses.deletion import TERMINATING, claim_holders
+from kubectl_pvleft.analyses.deletion import TERMINATING, claim_holders, holders_of
 from kubectl_pvleft.analyses.resize import StalledResize, stalled_resize
 from kubectl_pvleft.analyses.reuse import WORKLOADS_UNREADABLE, Workloads
 from kubectl_pvleft.analyses.usage import NOT_JUDGED, Usage, idle_of, needs_pods, usage_of, used_claims
@@ -208,7 +208,7 @@ def judge(claim: PersistentVolumeClaim, used: Optional[set[tuple[str, str]]], cr
     will mount a claim again (None: none was read, as for a claim a Pod mounts); ``holding``: claim_holders of the
     Pods read (None: not read); ``attribute_classes``: the VolumeAttributesClasses' names (None: not read)."""
     usage = usage_of(claim, used) if workloads is None else usage_of(claim, used, workloads.reuse)
-    holders = None if holding is None else holding.get((claim.namespace, claim.name), ())
+    holders = holders_of(claim, holding)
     found, unknown_since = _young(problems(claim, stalled, usage, holders, attribute_classes), claim, usage, criteria)
     waiting = waits_for_consumer(claim, classes, used) if claim.phase == "Pending" else None
     if waiting:  # waiting by design (the PV controller's WaitForFirstConsumer): not a problem

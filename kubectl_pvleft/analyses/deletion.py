@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Optional
 
-from kubectl_pvleft.records import ObjectMeta, Pod
+from kubectl_pvleft.records import ObjectMeta, PersistentVolumeClaim, Pod
 
 TERMINATING = "terminating"  # the finding kind, in every analysis
 
@@ -58,8 +58,8 @@ def shut_down(pod: Pod) -> bool:
 
 def claim_holders(pods: Iterable[Pod]) -> dict[tuple[str, str], tuple[Pod, ...]]:
     """Pure: (namespace, claim) -> the Pods pvc-protection counts as using it (podUsesPVC): scheduled, naming the
-    claim, whatever their phase; a generic ephemeral claim only while its Pod is not shut down. (Upstream also
-    checks the ephemeral claim is owned by that Pod; these records do not carry owners.)"""
+    claim, whatever their phase; a generic ephemeral claim only while its Pod is not shut down (holders_of checks
+    the claim is that Pod's own)."""
     held: dict[tuple[str, str], list[Pod]] = {}
     for pod in pods:
         if not pod.node_name:
@@ -70,6 +70,17 @@ def claim_holders(pods: Iterable[Pod]) -> dict[tuple[str, str], tuple[Pod, ...]]
                 continue
             held.setdefault((pod.namespace, name), []).append(pod)
     return {key: tuple(sorted(pods_, key=lambda p: p.name)) for key, pods_ in held.items()}
+
+
+def holders_of(claim: PersistentVolumeClaim,
+               holding: Optional[Mapping[tuple[str, str], Sequence[Pod]]]) -> Optional[tuple[Pod, ...]]:
+    """The Pods that hold this claim (None: Pods not read). A Pod's generic ephemeral volume holds only the claim
+    that Pod controls (pkg/volume/ephemeral VolumeIsForPod: metav1.IsControlledBy), not a namesake."""
+    if holding is None:
+        return None
+    owners = {o.uid for o in claim.meta.owner_references if o.controller}
+    return tuple(p for p in holding.get((claim.namespace, claim.name), ())
+                 if claim.name not in p.ephemeral_claims or p.meta.uid in owners)
 
 
 def pod_list(pods: Sequence[Pod]) -> str:
