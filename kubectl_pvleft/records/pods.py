@@ -42,7 +42,7 @@ class VolumeMount(Record, frozen=True):
 class Container(Record, frozen=True):
     name: str = ""
     security_context: Optional[SecurityContext] = None
-    volume_mounts: tuple[VolumeMount, ...] = ()
+    volume_mounts: Optional[tuple[VolumeMount, ...]] = ()  # null is taken as none
 
 
 class PodSpec(Record, frozen=True):
@@ -50,8 +50,9 @@ class PodSpec(Record, frozen=True):
     scheduler_name: str = "default-scheduler"
     volumes: tuple[PodVolume, ...] = ()
     security_context: Optional[SecurityContext] = None
-    init_containers: tuple[Container, ...] = ()
-    containers: tuple[Container, ...] = ()
+    # Read for the SELinux pre-flight; null (some writers send it) is taken as none.
+    init_containers: Optional[tuple[Container, ...]] = ()
+    containers: Optional[tuple[Container, ...]] = ()
 
 
 class ContainerStateWaiting(Record, frozen=True):

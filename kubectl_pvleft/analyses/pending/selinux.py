@@ -73,8 +73,8 @@ def mount_context(pod: Pod, volume: str, context_mount: bool) -> Optional[tuple[
     pod_context = pod.spec.security_context
     pod_options = pod_context.se_linux_options if pod_context else None
     labels = {file_label(_merged(pod_options, c.security_context.se_linux_options if c.security_context else None))
-              for c in (*pod.spec.init_containers, *pod.spec.containers)
-              if any(m.name == volume for m in c.volume_mounts)}
+              for c in (*(pod.spec.init_containers or ()), *(pod.spec.containers or ()))
+              if any(m.name == volume for m in c.volume_mounts or ())}
     if len(labels) != 1:
         return None
     policy = (pod_context.se_linux_change_policy if pod_context else None) or MOUNT_OPTION
