@@ -49,8 +49,10 @@ def csi_tags(pv: str, namespace: str, claim: str, cluster: Optional[str] = None)
 def azure_disk(subscription: str, group: str, name: str, *, size_gb: int = 20, sku: str = "Premium_LRS",
                location: str = "eastus", zone: Optional[str] = "1", managed_by: Optional[str] = None,
                state: Optional[str] = None, tags: Optional[dict[str, str]] = None,
-               created: str = "2026-03-03T17:12:33.4215632+00:00", os_disk: bool = False) -> dict[str, Any]:
-    """A Disk resource as ARM returns it: the resource group in the ID upper-cased, as ARM writes MC_ groups."""
+               created: str = "2026-03-03T17:12:33.4215632+00:00", os_disk: bool = False,
+               ownership_updated: Optional[str] = None) -> dict[str, Any]:
+    """A Disk resource as ARM returns it: the resource group in the ID upper-cased, as ARM writes MC_ groups;
+    ``ownership_updated``: its LastOwnershipUpdateTime (when a VM last took or let go of it)."""
     properties: dict[str, Any] = {
         "creationData": {"createOption": "FromImage" if os_disk else "Empty"},
         "diskSizeGB": size_gb, "diskSizeBytes": size_gb << 30, "uniqueId": secrets.token_hex(16),
@@ -60,6 +62,8 @@ def azure_disk(subscription: str, group: str, name: str, *, size_gb: int = 20, s
     }
     if os_disk:
         properties.update(osType="Linux", hyperVGeneration="V2")
+    if ownership_updated is not None:
+        properties["LastOwnershipUpdateTime"] = ownership_updated
     disk: dict[str, Any] = {
         "id": disk_id(subscription, group.upper(), name), "name": name, "type": "Microsoft.Compute/disks",
         "location": location, "sku": {"name": sku, "tier": "Premium" if sku.startswith("Premium") else "Standard"},

@@ -35,8 +35,10 @@ def gce_disk(project: str, name: str, *, zone: Optional[str] = None, region: Opt
              replica_zones: Iterable[str] = (), size_gb: int = 20, disk_type: str = "pd-balanced",
              description: Optional[str] = None, labels: Optional[dict[str, str]] = None,
              users: Iterable[str] = (), status: str = "READY",
-             created: str = "2026-03-03T09:12:33.421-08:00", disk_id: Optional[str] = None) -> dict[str, Any]:
-    """A Disk resource as Compute returns it (zonal when ``zone``, regional when ``region``)."""
+             created: str = "2026-03-03T09:12:33.421-08:00", disk_id: Optional[str] = None,
+             detached: Optional[str] = None) -> dict[str, Any]:
+    """A Disk resource as Compute returns it (zonal when ``zone``, regional when ``region``; ``detached``: its
+    lastDetachTimestamp, as Compute keeps it once a disk was detached)."""
     assert (zone is None) != (region is None), "a disk lives in a zone or in a region"
     scope = f"projects/{project}/zones/{zone}" if zone else f"projects/{project}/regions/{region}"
     disk: dict[str, Any] = {
@@ -58,6 +60,8 @@ def gce_disk(project: str, name: str, *, zone: Optional[str] = None, region: Opt
         disk["replicaZones"] = [f"{SELF_LINK}projects/{project}/zones/{z}" for z in replica_zones]
     if description is not None:
         disk["description"] = description
+    if detached is not None:
+        disk["lastAttachTimestamp"], disk["lastDetachTimestamp"] = created, detached
     if labels:
         disk["labels"] = dict(labels)
     users = list(users)
@@ -72,9 +76,11 @@ def gce_snapshot(project: str, name: str, *, storage_bytes: Optional[int] = 1610
                  locations: Iterable[str] = ("us",), snapshot_type: str = "STANDARD", disk_size_gb: int = 100,
                  source_disk: str = "pvc-data", zone: str = "us-central1-a", status: str = "READY",
                  storage_bytes_status: Optional[str] = "UP_TO_DATE",
-                 created: str = "2026-09-14T02:00:07.118-07:00") -> dict[str, Any]:
+                 created: str = "2026-09-14T02:00:07.118-07:00",
+                 description: Optional[str] = None) -> dict[str, Any]:
     """A Snapshot resource as ``snapshots.get`` returns it: ``storageBytes`` (what it stores, what bills) apart from
-    ``diskSizeGb`` (its disk's size); ``storageBytes`` is absent while it is being created."""
+    ``diskSizeGb`` (its disk's size); ``storageBytes`` is absent while it is being created. ``description``: what
+    its maker wrote (the PD CSI driver: its tags as JSON, else "Snapshot created by GCE-PD CSI Driver")."""
     snapshot: dict[str, Any] = {
         "kind": "compute#snapshot",
         "id": str(abs(hash((project, name))) % 10**19),
@@ -90,6 +96,8 @@ def gce_snapshot(project: str, name: str, *, storage_bytes: Optional[int] = 1610
         "labelFingerprint": "42WmSpB8rSM=",
         "architecture": "X86_64",
     }
+    if description is not None:
+        snapshot["description"] = description
     if storage_bytes is not None:
         snapshot["storageBytes"] = str(storage_bytes)
     if storage_bytes_status is not None:
@@ -165,6 +173,8 @@ class FakeCompute(LoopbackFake):
             return 404, _error(404, f"The resource 'projects/{project}' was not found", "notFound")
         if method_id == "compute.snapshots.get":
             return self._snapshot(project, params["snapshot"])
+        if method_id == "compute.snapshots.list":
+            return self._snapshot_list(project, path, query)
         if project in self.forbidden:
             return 403, _error(403, f"Required 'compute.disks.list' permission for 'projects/{project}'",
                                "forbidden")
@@ -220,6 +230,26 @@ class FakeCompute(LoopbackFake):
             self.drift.append(str(exc))
             return 500, _error(500, f"drift: {exc}", "backendError")
         return 200, snapshot
+
+    def _snapshot_list(self, project: str, path: str, query: dict[str, str]) -> tuple[int, Any]:
+        """``snapshots.list``: the project's snapshots by name, in pages chained by ``nextPageToken``."""
+        if project in self.snapshots_forbidden:
+            return 403, _error(403, f"Required 'compute.snapshots.list' permission for 'projects/{project}'",
+                               "forbidden")
+        snapshots = sorted(self.snapshots.get(project, {}).values(), key=lambda s: s["name"])
+        start = int(query.get("pageToken") or 0)
+        size = min(int(query.get("maxResults", 500)), self.page_size)
+        base = f"{SELF_LINK}{path.split('/compute/v1/', 1)[1]}"
+        body: dict[str, Any] = {"kind": "compute#snapshotList", "id": f"projects/{project}/global/snapshots",
+                                "items": snapshots[start:start + size], "selfLink": base}
+        if snapshots[start + size:]:
+            body["nextPageToken"] = str(start + size)
+        try:
+            gce_discovery.check_response("compute.snapshots.list", body)
+        except gce_discovery.Drift as exc:
+            self.drift.append(str(exc))
+            return 500, _error(500, f"drift: {exc}", "backendError")
+        return 200, body
 
     def _scoped(self, project: str, page: list[dict[str, Any]]) -> dict[str, Any]:
         items: dict[str, Any] = {}

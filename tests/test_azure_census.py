@@ -102,7 +102,7 @@ def test_disk_facts_come_from_the_disk_resource(arm: FakeArm) -> None:
         "provenance": {"kubernetes.io-created-for-pv-name": "pvc-7d2e", "kubernetes.io-created-for-pvc-name": "orders",
                        "kubernetes.io-created-for-pvc-namespace": "shop", "k8s-azure-created-by": "kubernetes-azure-dd",
                        "k8s-azure-cluster-name": "aks-prod"},
-        "other_cluster": None, "kept": None, "iops": None, "throughput": None,
+        "other_cluster": None, "kept": None, "iops": None, "throughput": None, "last_detached": None,
     }
     assert by_name["pvc-7d2e"].made_for == "shop/orders" and by_name["pvc-7d2e"].use == "Unattached"
     held = by_name["data-0"]

@@ -213,7 +213,7 @@ def test_project_as_json_and_jsonl(cluster, volumes, compute: FakeCompute, tmp_p
         "created": "2026-03-03T17:12:33.421000Z", "state": "READY", "users": [],
         "provenance": {"kubernetes.io/created-for/pv/name": REPL_PV, "kubernetes.io/created-for/pvc/name": "pvc2",
                        "kubernetes.io/created-for/pvc/namespace": "default", "storage.gke.io/created-by": CSI_DRIVER},
-        "other_cluster": None, "kept": None, "iops": None, "throughput": None}
+        "other_cluster": None, "kept": None, "iops": None, "throughput": None, "last_detached": None}
     assert (pvs[GONE_PV]["disk"], pvs[GONE_PV]["disk_missing"]) == (None, True)
     assert (pvs[EBS_RELEASED]["disk"], pvs[EBS_RELEASED]["disk_missing"]) == (None, None)
 

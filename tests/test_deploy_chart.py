@@ -29,6 +29,8 @@ from deploy_manifests import (
 pytestmark = pytest.mark.integration  # helm and kubectl run as child processes
 
 BUILT_IN = {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Deployment", "Service", "NetworkPolicy"}
+DASHBOARD = {"ConfigMap"}  # the chart's Grafana dashboard, for Grafana's sidecar (grafanaDashboard.enabled)
+DASHBOARD_JSON = ROOT / "deploy" / "grafana" / "pvleft-dashboard.json"
 OPERATOR = {"ServiceMonitor", "PrometheusRule"}
 RULES = ROOT / "deploy" / "rules" / "pvleft.rules.yaml"
 PLUGIN_ROLE = yaml.safe_load((ROOT / "plugin" / "clusterrole.yaml").read_text())["metadata"]["name"]
@@ -49,19 +51,19 @@ def test_a_default_render_is_for_a_bare_cluster_and_validates() -> None:
     """No --api-versions: the cluster serves no monitoring.coreos.com/v1, so "auto" renders neither operator object
     (a default `helm install` on a bare cluster would otherwise fail: no matches for kind ServiceMonitor)."""
     docs = template()
-    assert kinds(docs) == BUILT_IN
+    assert kinds(docs) == BUILT_IN | DASHBOARD
     validate_offline(docs)
 
 
 def test_the_operator_objects_follow_the_api_or_the_value() -> None:
-    assert kinds(template("pvleft", "pvleft", *OPERATOR_APIS)) == BUILT_IN | OPERATOR
+    assert kinds(template("pvleft", "pvleft", *OPERATOR_APIS)) == BUILT_IN | DASHBOARD | OPERATOR
     # Each follows its own API: a cluster with ServiceMonitor's CRD only gets the ServiceMonitor.
-    assert kinds(template("pvleft", "pvleft", *OPERATOR_APIS[:2])) == BUILT_IN | {"ServiceMonitor"}
+    assert kinds(template("pvleft", "pvleft", *OPERATOR_APIS[:2])) == BUILT_IN | DASHBOARD | {"ServiceMonitor"}
     assert kinds(template("pvleft", "pvleft", *OPERATOR_APIS, "--set", "serviceMonitor.enabled=false",
-                          "--set", "prometheusRule.enabled=false")) == BUILT_IN
+                          "--set", "prometheusRule.enabled=false")) == BUILT_IN | DASHBOARD
     # true: rendered for a cluster helm cannot ask (helm template | kubectl apply)
     assert kinds(template("pvleft", "pvleft", "--set", "serviceMonitor.enabled=true",
-                          "--set", "prometheusRule.enabled=true")) == BUILT_IN | OPERATOR
+                          "--set", "prometheusRule.enabled=true")) == BUILT_IN | DASHBOARD | OPERATOR
 
 
 def test_a_render_with_every_value_a_platform_team_sets_validates() -> None:
@@ -84,7 +86,7 @@ def test_a_render_with_every_value_a_platform_team_sets_validates() -> None:
                     "--set", "imagePullSecrets[0].name=mirror",
                     "--set", "serviceAccount.annotations.iam\\.gke\\.io/gcp-service-account=pvleft@p.iam.gserviceaccount.com",
                     "--set", "podAnnotations.team=storage", "--set", "namespace=shop")
-    assert kinds(docs) == BUILT_IN | OPERATOR
+    assert kinds(docs) == BUILT_IN | DASHBOARD | OPERATOR
     validate_offline(docs)
     pod = by_kind(docs, "Deployment")["spec"]["template"]["spec"]
     assert pod["nodeSelector"] == {"kubernetes.io/os": "linux"}
@@ -101,6 +103,20 @@ def test_a_render_with_every_value_a_platform_team_sets_validates() -> None:
         assert by_kind(docs, kind)["metadata"]["labels"]["release"] == "kube-prometheus-stack"
     assert by_kind(docs, "PrometheusRule")["spec"] == yaml.safe_load(RULES.read_text())
     assert by_kind(docs, "ServiceMonitor")["spec"]["endpoints"][0]["scrapeTimeout"] == "30s"
+
+
+def test_the_grafana_dashboard_is_the_one_file_labelled_for_the_sidecar() -> None:
+    """deploy/grafana/pvleft-dashboard.json byte for byte (files/ links to it: one copy), as data, under the label
+    kube-prometheus-stack's Grafana sidecar selects by default; in another namespace or left out on request."""
+    config_map = by_kind(template(), "ConfigMap")
+    assert config_map["metadata"]["name"] == "pvleft-kubectl-pvleft-dashboard"
+    assert config_map["metadata"]["labels"]["grafana_dashboard"] == "1"
+    assert config_map["data"] == {"pvleft-dashboard.json": DASHBOARD_JSON.read_text()}
+    moved = by_kind(template("pvleft", "pvleft", "--set", "grafanaDashboard.namespace=monitoring", "--set",
+                             "grafanaDashboard.annotations.grafana_folder=Storage"), "ConfigMap")["metadata"]
+    assert (moved["namespace"], moved["annotations"]) == ("monitoring", {"grafana_folder": "Storage"})
+    validate_offline([config_map])
+    assert "ConfigMap" not in kinds(template("pvleft", "pvleft", "--set", "grafanaDashboard.enabled=false"))
 
 
 def test_the_default_probes_ask_healthz_for_readiness_and_never_scrape_for_liveness() -> None:
@@ -214,6 +230,7 @@ def test_the_notes_say_what_was_installed_and_what_to_set() -> None:
     bare = helm("install", "pvleft", str(CHART), "--namespace", "pvleft", "--dry-run=client").stdout
     notes = bare.split("NOTES:", 1)[1]
     assert "No ServiceMonitor" in notes and "No PrometheusRule" in notes and "/healthz" in notes
+    assert "ConfigMap pvleft-kubectl-pvleft-dashboard in namespace pvleft holds the Grafana" in notes
     operator = helm("install", "pvleft", str(CHART), "--namespace", "pvleft", "--dry-run=client", "--set",
                     "serviceMonitor.enabled=true", "--set", "prometheusRule.enabled=true").stdout.split("NOTES:", 1)[1]
     assert "ServiceMonitor pvleft-kubectl-pvleft" in operator and "serviceMonitor.additionalLabels.release" in operator

@@ -242,7 +242,8 @@ def test_an_unauthorised_context_fails_alone(fleet: dict[str, Any], tmp_path: Pa
     assert {r["context"] for r in items(result.stdout)} == set(LIVE)
 
 
-CENSUS_REFUSED = "--project, --aws-region and --azure-subscription cannot be used"
+CENSUS_ONLY_LEFTOVERS = ("--project, --aws-region and --azure-subscription can be used with --all-contexts or --contexts "
+                         "only with leftovers")
 
 
 def test_fleet_usage_errors(fleet: dict[str, Any], tmp_path: Path) -> None:
@@ -251,13 +252,17 @@ def test_fleet_usage_errors(fleet: dict[str, Any], tmp_path: Path) -> None:
             (("--contexts", " , "), "--contexts needs context names or patterns"),
             (("--all-contexts", "--context", LIVE[0]), "--context cannot be used with --all-contexts"),
             (("--all-contexts", "--max-concurrency", "0"), "--max-concurrency must be at least 1"),
-            # A census over one account beside many clusters would call their disks orphans: refused.
-            (("--contexts", "live-*", "--aws-region", "us-east-1"), CENSUS_REFUSED),
-            (("--all-contexts", "--project", "p-1"), CENSUS_REFUSED),
-            (("--all-contexts", "--azure-subscription", "0b1d7c5e-2f4a-4c8e-9d3b-6a7f8e9d0c1b"), CENSUS_REFUSED)):
+            # A fleet census joins one account's disks against every context (test_fleet_census_cluster); a flag that
+            # names one cluster as "this" one cannot mean anything there.
+            (("--contexts", "live-*", "--aws-region", "us-east-1", "--aws-cluster-name", "x"),
+             "--aws-cluster-name names this cluster"),
+            (("--all-contexts", "--azure-subscription", "0b1d7c5e-2f4a-4c8e-9d3b-6a7f8e9d0c1b",
+              "--azure-cluster-name", "x"), "--azure-cluster-name names this cluster")):
         result = run_plugin(kubeconfig, "leftovers", *args)
         assert (result.returncode, result.stdout) == (2, ""), (args, result.stderr)
         assert len(result.stderr.splitlines()) == 1 and result.stderr.startswith(f"error: {message}"), result.stderr
+    result = run_plugin(kubeconfig, "snapshots", "--all-contexts", "--project", "p-1")
+    assert (result.returncode, result.stdout) == (2, "") and result.stderr.startswith(f"error: {CENSUS_ONLY_LEFTOVERS}")
     empty = tmp_path / "empty.kubeconfig"
     empty.write_text("apiVersion: v1\nkind: Config\nclusters: []\nusers: []\ncontexts: []\n")
     result = run_plugin(empty, "claims", "--all-contexts")

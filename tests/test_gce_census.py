@@ -118,6 +118,7 @@ def test_disk_facts_come_from_the_disk_resource(fake: FakeCompute) -> None:
                        "storage.gke.io/created-by": "pd.csi.storage.gke.io",
                        "label:goog-k8s-cluster-name": "prod"},
         "other_cluster": None, "kept": None, "iops": None, "throughput": None,  # a pd-ssd has no provisioned performance
+        "last_detached": None,  # attached (users): no detach time read
     }
 
 

@@ -83,8 +83,8 @@ def test_a_default_install_succeeds_on_a_bare_cluster_without_a_service_monitor(
     """The issue's failure: `no matches for kind "ServiceMonitor" in version "monitoring.coreos.com/v1"`."""
     out = install(plane, "pvleft", NAMESPACES[0])
     assert "STATUS: deployed" in out and "No ServiceMonitor" in out
-    assert manifest_kinds(plane, "pvleft", NAMESPACES[0]) == {
-        "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Deployment", "Service", "NetworkPolicy"}
+    assert manifest_kinds(plane, "pvleft", NAMESPACES[0]) == {  # ConfigMap: the Grafana dashboard
+        "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Deployment", "Service", "NetworkPolicy", "ConfigMap"}
     deployment = json.loads(plane.kubectl("get", "deployment", "pvleft-kubectl-pvleft", "-n", NAMESPACES[0],
                                           "-o", "json").stdout)
     assert deployment["spec"]["template"]["spec"]["serviceAccountName"] == "pvleft-kubectl-pvleft"
@@ -110,7 +110,8 @@ def test_two_releases_live_side_by_side_and_beside_the_plugin_role(plane) -> Non
         assert can_i(plane, "list", "persistentvolumes", account) and can_i(plane, "watch", "pods", account)
         assert can_i(plane, "get", "snapshot.storage.k8s.io/volumesnapshotcontents", account)
         assert not can_i(plane, "delete", "persistentvolumes", account)
-        assert not can_i(plane, "list", "nodes", account) and not can_i(plane, "list", "secrets", account)
+        assert can_i(plane, "list", "nodes", account)  # attachments: whether a node is there and Ready
+        assert not can_i(plane, "list", "secrets", account) and not can_i(plane, "get", "configmaps", account)
         assert not can_i(plane, "list", "events.k8s.io/events", account)
     # The release's NetworkPolicy and Service select its own Pods only.
     selectors = json.loads(plane.kubectl("get", "service", "-n", NAMESPACES[0], "-o", "json").stdout)["items"]

@@ -28,6 +28,16 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "deploy" / "rules"))
 
 
+def test_a_bad_price_file_is_a_usage_error_before_any_connection(tmp_path: Path, capsys) -> None:
+    """serve --cost --price-file reads the file once, before connecting (no kubeconfig is needed to be told)."""
+    bad = tmp_path / "prices.yaml"
+    bad.write_text("currency: USD\nprices: [{cloud: gce, location: '*', type: pd-standard}]\n")
+    assert main(["serve", "--kubeconfig", str(tmp_path / "none"), "--project", "p", "--cost", "--price-file",
+                 str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: --price-file {bad}: prices[1]: `unit_price` must be a number, 0 or more\n", err
+
+
 @pytest.mark.parametrize("args, words", [
     (["-o", "json"], "-o/--output cannot be used with serve"),
     (["--watch"], "-w/--watch cannot be used with serve"),
@@ -513,6 +523,60 @@ def test_the_exporter_keeps_to_two_c_heaps() -> None:
     assert counts["live"] <= 2
     assert counts["default"] > 2  # glibc's own default, which the exporter changes
     assert few_heaps({"MALLOC_ARENA_MAX": "4"}) is False  # the operator's choice stands
+
+
+def test_leftovers_are_totalled_by_the_namespace_of_their_claim() -> None:
+    live, streams = live_leftovers()
+    sync_all(live, streams)
+    live.judge_once()
+    metrics = scrape(live)
+    namespaces = {(series["namespace"], series["storage_class"]) for series, _ in metrics["pvleft_leftover_volumes"]}
+    assert ("mariadb", "standard") in namespaces and ("shop", "gone-class") in namespaces
+
+
+def test_monthly_cost_of_leftover_disks_and_orphans_by_kind_namespace_class_and_cloud() -> None:
+    """serve --cost: the one-shot command's totals (clouds/census.py ``sections``) as gauges, never per disk; a disk
+    whose price is unknown is counted apart, never summed as 0. The census's outcome is built by hand here (the
+    real census and catalog are test_dashboard_cluster.py's)."""
+    from datetime import datetime, timezone
+
+    from kubectl_pvleft.clouds.base import ORPHAN_DISK, CloudDisk, CloudFinding
+    from kubectl_pvleft.clouds.census import CensusOutcome
+    from kubectl_pvleft.clouds.cost import CAPACITY, Line, MonthlyCost, Need, Rate, Unpriced
+    from kubectl_pvleft.clouds.pricing import Costing
+
+    def disk(name: str, provenance: dict[str, str]) -> CloudDisk:
+        return CloudDisk(source="gce", handle=f"projects/p/zones/z/disks/{name}", name=name, location="z",
+                         size_gb=10, type="pd-standard", created=datetime(2026, 1, 1, tzinfo=timezone.utc),
+                         state="READY", provenance=provenance)
+
+    behind_shop = disk("shop-disk", {})
+    orphans = [disk("old", {"kubernetes.io/created-for/pvc/namespace": "shop"}), disk("odd", {})]
+    outcome = CensusOutcome()
+    outcome.taken = ["Compute Engine"]
+    outcome.findings = [CloudFinding(ORPHAN_DISK, "gce", d, None, d.handle, "") for d in orphans]
+    outcome.disks = {"shop-pv": behind_shop, "web-pv": disk("web-disk", {})}  # web-pv is Bound: not billed here
+    outcome.costing = Costing()
+    rate = Rate(tiers=((0.0, 0.04),), currency="USD", unit="GiB-month", listed=0.04, sku="S", source="test")
+    for d in (behind_shop, orphans[0], outcome.disks["web-pv"]):
+        outcome.costing.by_handle[d.handle] = MonthlyCost((Line(Need(CAPACITY, 10.0, "r", "pd-standard"), rate,
+                                                                0.4),))
+    outcome.costing.by_handle[orphans[1].handle] = Unpriced("no price is known")
+    live = Live(None, [("leftovers", leftovers.follow(Options()))], WatchSettings(), describe=str,  # type: ignore[arg-type]
+                census=lambda volumes: outcome, clouds={"Compute Engine": "gce"})
+    streams = {shared.label: shared for shared in live.streams.values()}
+    sync_all(live, streams)
+    live.judge_once()
+    assert "pvleft_monthly_cost" not in scrape(live)  # no census has answered yet: absent, never 0
+    live._take_census([])
+    metrics = scrape(live)
+    assert sorted(metrics["pvleft_monthly_cost"], key=str) == [
+        ({"kind": "leftover-pv", "namespace": "shop", "storage_class": "standard", "cloud": "gce",
+          "currency": "USD"}, 0.4),
+        ({"kind": "orphan-disk", "namespace": "shop", "storage_class": "", "cloud": "gce", "currency": "USD"}, 0.4),
+    ]
+    assert metrics["pvleft_monthly_cost_unpriced"] == [
+        ({"kind": "orphan-disk", "namespace": "", "storage_class": "", "cloud": "gce"}, 1.0)]
 
 
 def every_analysis() -> Live:

@@ -272,7 +272,8 @@ def test_the_disk_census_section_sets_aside_kept_young_and_vm_disks() -> None:
     cases = junit_cases(section, "leftovers")
     assert cases == {FINDING: "failure", "boot": "passed",
                      KEPT: "skipped: set aside: kept (the cloud's keep label or tag): legal-hold",
-                     YOUNG: "skipped: set aside: disk created less than --older-than ago"}
+                     YOUNG: "skipped: set aside: disk created less than --older-than ago (the cloud records no "
+                            "detach time for it)"}
     assert in_json(section) == in_markdown(section, "leftovers") == counted_alone(section) == {FINDING}
     [plain] = census.sections(outcome)
     assert in_table(plain) == {"gce"} and [short(plain.name(r)) for r in plain.rows] == [FINDING]

@@ -220,8 +220,12 @@ def test_a_refused_lookup_is_unknown_never_missing_and_the_run_partial(world: di
         compute.snapshots_forbidden.discard(PROJECT)
     assert done.returncode == 4, done.stderr
     errors = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
+    # Each refused call names its own missing permission: the lookups' get, and the reverse census's list (which
+    # then reports no orphan: only a list read in full may).
     assert errors == ["error: Compute Engine snapshots: Compute Engine denied reading snapshots in project shop-prod: "
-                      "the credentials lack compute.snapshots.get"]
+                      "the credentials lack compute.snapshots.get",
+                      "error: Compute Engine snapshots: Compute Engine denied reading snapshots in project shop-prod: "
+                      "the credentials lack compute.snapshots.list"]
     contents, gone, _ = (table(part) for part in done.stdout.split("\n\n"))
     assert contents[f"{P}gce-gone"]["CLOUD SNAPSHOT"] == "<unknown>"
     assert [row["CONTENT"] for row in gone.values()] == [f"{P}ebs-gone"]
@@ -252,3 +256,26 @@ def test_a_cloud_flag_without_snapshots_of_its_own_says_so(world: dict[str, Any]
     assert ("warning: Azure: kubectl-pvleft does not look up Azure snapshots; --azure-subscription only prices and "
             "checks disks, on leftovers") in done.stderr
     assert "CLOUD SNAPSHOT" not in done.stdout
+
+
+def test_serve_exports_what_the_snapshots_bill_as_the_command_totals_them(world: dict[str, Any],
+                                                                           tmp_path: Path) -> None:
+    """`serve --cost` looks up and prices, on each census interval, the snapshots behind the contents with findings:
+    pvleft_monthly_cost{kind="snapshot"} is the totals of `snapshots --cost` above (GCE 1.30 + 1.90 USD, by the
+    namespace of the contents' VolumeSnapshots), and the EBS snapshot whose stored size EC2 does not say is counted
+    in pvleft_monthly_cost_unpriced, never priced at its upper bound."""
+    from prometheus_server import exporter, fetch
+    from scenarios import wait_for
+    from test_serve_cluster import samples
+
+    def cost() -> dict[str, dict[tuple[str, ...], float]]:
+        exposition = fetch(f"http://{target}/metrics")[1]
+        return {name: {tuple(labels.get(k, "") for k in ("kind", "namespace", "cloud", "currency")): value
+                       for labels, value in samples(exposition, name) if labels["kind"] == "snapshot"}
+                for name in ("pvleft_monthly_cost", "pvleft_monthly_cost_unpriced")}
+
+    with exporter(world["plane"].kubeconfig("reader"), "--project", PROJECT, "--aws-region", "us-east-1", "--cost",
+                  "--census-interval", "2s", log=tmp_path / "serve.log", env=world["env"]) as target:
+        found = wait_for("the snapshots priced", lambda: (c := cost())["pvleft_monthly_cost"] and c, timeout=120)
+    assert found["pvleft_monthly_cost"] == pytest.approx({("snapshot", NS, "gce", "USD"): 1.3 + 1.9})
+    assert found["pvleft_monthly_cost_unpriced"] == {("snapshot", NS, "aws", ""): 1.0}

@@ -279,19 +279,40 @@ def run(api: Reader, options: Options) -> Result:
         from kubectl_pvleft.clouds import census
 
         prices = census.price_file(options)  # a bad --price-file stops the run before any request
-    result = find_leftovers(api, include_all=options.show_all, claim_namespace=claim_namespace(options),
-                            keep_every_pv=census_asked, older_than=options.older_than, excluded=options.excluded,
-                            label_selector=options.label_selector, field_selector=options.field_selector)
+    result = read(api, options)
     if not census_asked:
         shown = report(result, show_kept=options.show_all)
         return Result(shown, finding_count(shown), result.warnings)
     taken = census.take(options, result.all_pvs, prices)
-    leftovers = [row.pv.name for row in result.rows if is_finding(row)]
-    shown = report(result, disks=taken.disks, show_kept=options.show_all, priced=taken.priced if taken.costing else None,
-                   evidence=taken.placements)
-    sections = census.sections(taken, leftovers, show_all=options.show_all)
-    return Result(shown, finding_count(shown) + sum(finding_count(section) for section in sections),
-                  result.warnings + taken.warnings, partial=bool(taken.errors), sections=sections, errors=taken.errors)
+    outcome = with_disks(result, options, taken)
+    sections = census.sections(taken, {None: leftover_names(result)}, show_all=options.show_all)
+    outcome.findings += sum(finding_count(section) for section in sections)
+    outcome.sections, outcome.partial = sections, bool(taken.errors)
+    outcome.warnings += taken.warnings
+    outcome.errors += taken.errors
+    return outcome
+
+
+def read(api: Reader, options: Options) -> LeftoverResult:
+    """The leftovers of one cluster, and with a cloud census asked every PV it read (for the census to join)."""
+    return find_leftovers(api, include_all=options.show_all, claim_namespace=claim_namespace(options),
+                          keep_every_pv=bool(options.clouds), older_than=options.older_than,
+                          excluded=options.excluded, label_selector=options.label_selector,
+                          field_selector=options.field_selector)
+
+
+def leftover_names(result: LeftoverResult) -> list[str]:
+    """The PVs that count as leftovers: their disks bill as the orphans do (the census's totals)."""
+    return [row.pv.name for row in result.rows if is_finding(row)]
+
+
+def with_disks(result: LeftoverResult, options: Options, taken: Any, context: Optional[str] = None) -> Result:
+    """One cluster's rows with the DISK each PV names, as the census (``census.CensusOutcome``) saw it under
+    ``context`` (None: one cluster's census)."""
+    side = taken.of(context)
+    shown = report(result, disks=side.disks, show_kept=options.show_all,
+                   priced=taken.priced if taken.costing else None, evidence=side.placements)
+    return Result(shown, finding_count(shown), list(result.warnings))
 
 
 def follow(options: Options) -> Follow[Leftover]:

@@ -113,6 +113,9 @@ class SnapshotCensus(Struct):
     rows: list[ContentRow]
     finding_count: int = 0
     warnings: list[str] = field(default_factory=list)
+    # Every snapshot handle a content read names, whatever -n or --exclude-namespace left out of the rows: what
+    # the reverse census (a cloud's snapshots no content names) joins against.
+    named: set[str] = field(default_factory=set)
 
 
 def snapshot_state(content: VolumeSnapshotContent, snapshots: Optional[SnapshotIndex]) -> tuple[Optional[str],
@@ -242,6 +245,7 @@ def census(api: Reader, *, include_all: bool = False, snapshot_namespace: Option
     result = assess(contents, snapshots, classes, include_all=include_all, snapshot_namespace=snapshot_namespace,
                     older_than=older_than, excluded=excluded)
     result.warnings = warnings
+    result.named = {c.snapshot_handle for c in contents if c.snapshot_handle}
     return result
 
 
@@ -275,10 +279,11 @@ def run(api: Reader, options: Options) -> Result:
         return Result(shown, finding_count(shown), result.warnings)
     # Only the rows that will be shown: with NAMEs, the CLI keeps theirs, so the cloud is asked about them alone.
     wanted = [wanted_of(row) for row in result.rows if not options.names or row.content.name in options.names]
-    taken = snapshot_census.take(options, wanted, prices)
+    # With NAMEs only those contents are asked about, and no orphan is looked for: the run is about them.
+    taken = snapshot_census.take(options, wanted, prices, None if options.names else result.named)
     looked = taken if taken.taken or taken.errors else None  # no cloud looks up snapshots: no column to show
     shown = _shown(report(result, show_kept=options.show_all, cloud=looked), options)
-    sections = snapshot_census.sections(taken, wanted)
+    sections = snapshot_census.sections(taken, wanted, show_all=options.show_all)
     return Result(shown, finding_count(shown) + sum(finding_count(section) for section in sections),
                   result.warnings + taken.warnings, partial=bool(taken.errors), sections=sections, errors=taken.errors)
 

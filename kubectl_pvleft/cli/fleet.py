@@ -42,6 +42,7 @@ class NotServed(Struct, frozen=True):
 class ContextOutcome(Struct):
     context: str
     result: Optional[Result] = None
+    read: Any = None  # what a task other than the command's run read there (census_contexts: its PVs)
     error: Optional[str] = None
     seconds: float = 0.0
     requests: int = 0
@@ -52,15 +53,21 @@ def check_flags(invocation: Invocation) -> None:
         raise UsageError("--context cannot be used with --all-contexts or --contexts")
     if invocation.max_concurrency is not None and invocation.max_concurrency < 1:
         raise UsageError("--max-concurrency must be at least 1")
-    # A cloud census joins one cluster's PVs with a whole account's disks: across a fleet, another cluster's
-    # disk would be called an orphan, so refuse rather than report that.
+    # A cloud census across a fleet joins each account's disks against every context's PVs (census_contexts): the
+    # leftovers census only, and without the flags that name one cluster as "this" one.
     if invocation.clouds:
-        from kubectl_pvleft.clouds import asking_flags
+        from kubectl_pvleft.clouds import asking_flags, one_cluster_flags
 
-        *others, last = asking_flags()
-        census = f"{', '.join(others)} and {last}" if others else last
-        raise UsageError(f"{census} cannot be used with --all-contexts or --contexts: a disk or snapshot that one "
-                         "cluster does not name may belong to another cluster; run the census per context")
+        if invocation.command.name != "leftovers":
+            *others, last = asking_flags()
+            census = f"{', '.join(others)} and {last}" if others else last
+            raise UsageError(f"{census} can be used with --all-contexts or --contexts only with leftovers")
+        for flag in one_cluster_flags():
+            if invocation.flags.get(flag.dest):
+                raise UsageError(f"{flag.name} names this cluster, and cannot be used with --all-contexts or "
+                                 "--contexts: the fleet census joins the disks against every context read")
+        if invocation.names:
+            raise UsageError("NAMEs cannot be used with a cloud census and --all-contexts or --contexts")
 
 
 def context_names(kubeconfig: Optional[str], patterns: Sequence[str], everything: bool) -> list[str]:
@@ -111,14 +118,19 @@ def lift(report: Report[Any], by_context: Optional[dict[str, Report[Any]]] = Non
     )
 
 
-def run_context(context: str, invocation: Invocation) -> ContextOutcome:
+def run_context(context: str, invocation: Invocation,
+                task: Optional[Callable[[Session], Any]] = None) -> ContextOutcome:
+    """The command's run in one context (``task``: another reading of the session, kept in ``read``)."""
     started = time.monotonic()
     outcome = ContextOutcome(context)
     session = None
     try:
         # Never wait for a human: a credential plugin that wants a terminal fails this context at once.
         session = Session(invocation, context, interactive=False)
-        outcome.result = session.run()
+        if task is None:
+            outcome.result = session.run()
+        else:
+            outcome.read = task(session)
     except ApiError as exc:
         outcome.error = describe_api_error(exc)
     except PvleftError as exc:
@@ -136,10 +148,12 @@ def run_context(context: str, invocation: Invocation) -> ContextOutcome:
 
 
 def run_contexts(contexts: list[str], invocation: Invocation,
-                 on_done: Optional[Callable[[ContextOutcome], None]] = None) -> list[ContextOutcome]:
+                 on_done: Optional[Callable[[ContextOutcome], None]] = None,
+                 task: Optional[Callable[[Session], Any]] = None) -> list[ContextOutcome]:
     """Every context's outcome, in the order given, at most ``--max-concurrency`` at once; ``on_done`` is called
-    with each as it finishes, on this thread. On a terminal the status line counts them and names the ones still
-    running, the slowest first, redrawn every second while nothing finishes (kubectl_pvleft.progress).
+    with each as it finishes, on this thread (``task``: what each context reads, else the command's run). On a
+    terminal the status line counts them and names the ones still running, the slowest first, redrawn every second
+    while nothing finishes (kubectl_pvleft.progress).
 
     Daemon threads rather than a ThreadPoolExecutor, whose exit joins its workers: Ctrl-C must end the
     run at once, not when the slowest (or a hung) context gives up."""
@@ -161,7 +175,7 @@ def run_contexts(contexts: list[str], invocation: Invocation,
                 return
             running[context] = time.monotonic()
             try:
-                outcomes[index] = run_context(context, invocation)
+                outcomes[index] = run_context(context, invocation, task)
             except BaseException as exc:  # a bug of ours: raised on the main thread
                 finished.put((None, exc))
                 return
@@ -230,8 +244,67 @@ def combine(outcomes: list[ContextOutcome]) -> tuple[Optional[Report[InContext]]
     return report, result
 
 
+def census_contexts(contexts: list[str], invocation: Invocation,
+                    on_done: Optional[Callable[[ContextOutcome], None]] = None) -> tuple[list[ContextOutcome], Any]:
+    """``leftovers`` with a cloud census across contexts: each context's PVs read (failures apart, as every
+    fleet run), then each asked cloud's disks listed once and joined against them all (census.take_estate); each
+    context's rows then get their DISK. Returns the outcomes (each with its result) and the census's outcome, or
+    None when no context could be read (a census then could tell nothing of any disk)."""
+    from kubectl_pvleft.analyses import leftovers
+    from kubectl_pvleft.clouds import census
+
+    options = invocation.options("")  # what the census reads of the flags; no context's namespace matters to it
+    prices = census.price_file(options)  # a bad --price-file stops the run before any request
+    outcomes = run_contexts(contexts, invocation, on_done,
+                            task=lambda session: (session.options, leftovers.read(session.api, session.options)))
+    read = {o.context: o.read for o in outcomes if o.read is not None}
+    if not read:
+        return outcomes, None
+    unread = [o.context for o in outcomes if o.error is not None]
+    taken = census.take_estate(options, {c: result.all_pvs for c, (_, result) in read.items()}, unread, prices,
+                               kubeconfig_clusters(invocation.selection.kubeconfig, set(read), set(unread)))
+    for outcome in outcomes:
+        if outcome.read is not None:
+            context_options, result = outcome.read
+            outcome.result = leftovers.with_disks(result, context_options, taken, outcome.context)
+    return outcomes, taken
+
+
+def kubeconfig_clusters(kubeconfig: Optional[str], read: set[str],
+                        unread: set[str]) -> list[tuple[str, Optional[str], str]]:
+    """Every context of the kubeconfig as (context, its cluster's name, what the run knows of it): the names a
+    fleet census matches the cluster an orphan's tags name against."""
+    from kubectl_pvleft.clouds.base import NOT_READ, READ, UNREADABLE
+    from kubectl_pvleft.kube.kubeconfig import kubeconfig_files, merge_kubeconfigs
+
+    found = []
+    for entry in merge_kubeconfigs(kubeconfig_files(kubeconfig))["contexts"]:
+        name = entry["name"]
+        cluster = (entry.get("context") or {}).get("cluster")
+        state = READ if name in read else UNREADABLE if name in unread else NOT_READ
+        found.append((name, cluster if isinstance(cluster, str) else None, state))
+    return found
+
+
+def census_result(result: Result, outcomes: list[ContextOutcome], taken: Any, show_all: bool) -> None:
+    """The fleet census's sections, findings, warnings and errors, added to the combined result."""
+    from kubectl_pvleft.analyses import leftovers
+    from kubectl_pvleft.clouds import census
+    from kubectl_pvleft.output.report import finding_count
+
+    names: dict[Optional[str], list[str]] = {o.context: leftovers.leftover_names(o.read[1])
+                                             for o in outcomes if o.read is not None}
+    result.sections = census.sections(taken, names, show_all=show_all)
+    result.findings += sum(finding_count(section) for section in result.sections)
+    result.warnings += taken.warnings
+    result.errors += taken.errors
+    result.partial = result.partial or bool(taken.errors)
+
+
 def summary(outcome: ContextOutcome) -> str:
     rows = len(outcome.result.report.rows) if outcome.result is not None else 0
+    if outcome.result is None and isinstance(outcome.read, tuple):  # a fleet census's context: the rows it read
+        rows = len(getattr(outcome.read[-1], "rows", ()))
     state = "failed" if outcome.error is not None else f"{rows} row{'' if rows == 1 else 's'}"
     requests = f"{outcome.requests} request{'' if outcome.requests == 1 else 's'}"
     return f"context {outcome.context}: {state} in {outcome.seconds:.2f}s, {requests}"

@@ -153,10 +153,16 @@ def run_fleet(invocation: Invocation) -> int:
     from kubectl_pvleft import progress
 
     # -v: each context's line as it finishes (above the status line on a terminal), not all at the end.
-    outcomes = fleet.run_contexts(contexts, invocation,
-                                  (lambda o: progress.line(fleet.summary(o))) if invocation.verbosity else None)
+    said = (lambda o: progress.line(fleet.summary(o))) if invocation.verbosity else None
+    taken = None
+    if invocation.clouds:  # one census of the whole estate: each account's disks against every context's PVs
+        outcomes, taken = fleet.census_contexts(contexts, invocation, said)
+    else:
+        outcomes = fleet.run_contexts(contexts, invocation, said)
     progress.stop()
     report, result = fleet.combine(outcomes)
+    if taken is not None:
+        fleet.census_result(result, outcomes, taken, invocation.shows_all)
     if report is None:  # no context answered: their errors are the report
         for message in result.errors:
             error(message)

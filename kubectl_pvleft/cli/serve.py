@@ -14,13 +14,16 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from kubectl_pvleft.cli.durations import go_duration
 from kubectl_pvleft.cli.session import connect, describe_api_error
 from kubectl_pvleft.errors import ApiError, PvleftError, needs_extra
 from kubectl_pvleft.invocation import COMMANDS_BY_NAME, Invocation
 from kubectl_pvleft.text import one_line, shown
+
+if TYPE_CHECKING:  # --cost alone imports the pricing
+    from kubectl_pvleft.clouds.cost import PriceFile
 
 DEFAULT_LISTEN = ":9479"
 DEFAULT_CENSUS_INTERVAL = "1h"
@@ -69,6 +72,7 @@ def serve(invocation: Invocation) -> int:
     from kubectl_pvleft.kube.watch import WatchSettings
 
     flags = invocation.flags
+    prices = _price_file(flags) if invocation.clouds else None  # a bad --price-file: exit 2, before connecting
     api, namespace = connect(invocation.selection, invocation.request_timeout, invocation.request_timeout is not None,
                              interactive=False)  # a daemon never waits for a human at a terminal
     stopping = threading.Event()
@@ -78,10 +82,10 @@ def serve(invocation: Invocation) -> int:
         # Every analysis, whatever the cluster serves now: a kind it does not serve (the snapshot CRDs) is asked for
         # again now and then, and pvleft_analysis_served says which (exporter/live.py).
         analyses = [(name, COMMANDS_BY_NAME[name].load().follow(options)) for name in ANALYSES]
-        census, clouds = _census(options)
+        census, clouds = _census(options, prices)
         live = Live(api, analyses, WatchSettings.from_env(), describe, census=census, clouds=clouds,
                     census_interval=seconds(flags.get("census_interval") or DEFAULT_CENSUS_INTERVAL),
-                    judge_every=judge_every())
+                    judge_every=judge_every(), snapshot_census=_snapshot_census(options, prices))
         registry = CollectorRegistry()
         ProcessCollector(registry=registry)  # process_resident_memory_bytes, process_cpu_seconds_total
         registry.register(ServeCollector(live, int(flags.get("max_finding_series") or DEFAULT_MAX_FINDING_SERIES)))
@@ -101,9 +105,19 @@ def serve(invocation: Invocation) -> int:
     return 0
 
 
-def _census(options: Any) -> tuple[Optional[Callable[[list[Any]], Any]], dict[str, str]]:
+def _price_file(flags: Any) -> Optional[PriceFile]:
+    """--cost --price-file, read once for every census run of the process."""
+    if not flags.get("cost"):
+        return None
+    from kubectl_pvleft.clouds.pricing import check
+
+    return check(flags)
+
+
+def _census(options: Any, prices: Optional[PriceFile]) -> tuple[Optional[Callable[[list[Any]], Any]], dict[str, str]]:
     """The cloud censuses the flags ask for, as one function of the PVs, and their names -> the metrics' label
-    (the short name findings carry as their source); none when no flag asks."""
+    (the short name findings carry as their source); none when no flag asks. With --cost, each run prices the
+    disks it shows too (pvleft_monthly_cost)."""
     from kubectl_pvleft.clouds.census import asked
 
     clouds = asked(options)
@@ -111,7 +125,18 @@ def _census(options: Any) -> tuple[Optional[Callable[[list[Any]], Any]], dict[st
         return None, {}
     from kubectl_pvleft.clouds import census
 
-    return (lambda volumes: census.take(options, volumes)), {cloud.NAME: cloud.SOURCE for cloud in clouds}
+    return (lambda volumes: census.take(options, volumes, prices)), {cloud.NAME: cloud.SOURCE for cloud in clouds}
+
+
+def _snapshot_census(options: Any, prices: Optional[PriceFile]) -> Optional[Callable[[list[Any]], Any]]:
+    """With --cost and a cloud's flag: the snapshots behind the snapshot contents with findings, looked up and
+    priced on each census interval (as `snapshots --cost` does once), as one function of the analysis's rows."""
+    if not (options.flags.get("cost") and options.clouds):
+        return None
+    from kubectl_pvleft.analyses.snapshots import wanted_of
+    from kubectl_pvleft.clouds import snapshot_census
+
+    return lambda rows: snapshot_census.take(options, [wanted_of(row) for row in rows if row.counted], prices)
 
 
 def _on_signals(stop: Callable[[], None]) -> None:

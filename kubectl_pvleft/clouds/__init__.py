@@ -14,11 +14,19 @@ reads it on every ``leftovers`` run), and its ``census`` module implements (impo
 - ``asked(flags) -> bool``: whether the parsed flags ask for this census;
 - ``census.open(flags, timeout) -> Census``: builds the SDK client (imported there); raises
   ``CloudError`` (one line, what is missing and how to get it) when credentials or the SDK are absent;
+- optionally ``census.made_by(disk) -> list[(cluster, evidence)]``: the clusters a disk's tags, labels or description
+  say made it, and ``census.kubeconfig_cluster(name) -> Optional[str]``: the cluster a kubeconfig context or cluster
+  name names in this cloud's tools' words (a fleet census tells which context reaches the cluster that made an
+  orphan);
 - optionally ``census.other_clusters_note(disks, flags) -> str``: what it set aside as other clusters' disks
   (``base.other_clusters_note`` in the cloud's words);
+- optionally ``ONE_CLUSTER_FLAGS``: its flags that name one cluster as "this" one (``--aws-cluster-name``),
+  refused with ``--all-contexts``/``--contexts``;
 - optionally ``SNAPSHOT_DRIVERS`` and a ``snapshots`` module, for ``snapshots`` with the cloud's flags:
   ``snapshots.open(flags, timeout).look_up(handles) -> base.SnapshotLookup`` (read-only; a snapshot is missing only
-  on the cloud's own not-found for it), and its ``prices.needs`` takes a ``CloudSnapshot`` too.
+  on the cloud's own not-found for it), and its ``prices.needs`` takes a ``CloudSnapshot`` too; optionally, for the
+  reverse census (``snapshot_census.orphans``), ``snapshots.made_by_csi(snapshot) -> bool`` and
+  ``open(...).every() -> Iterator[CloudSnapshot]`` (every snapshot the account owns, every page).
 
 Adding a cloud: one package here, its name in ``CLOUD_MODULES``, its extra in setup.cfg, its test server. The
 shared types and the join are in ``base``; ``census`` runs the asked ones.
@@ -75,6 +83,12 @@ def cloud_modules() -> list[Any]:
 def asking_flags() -> list[str]:
     """The flag that asks for each cloud's census (its first), in registry order: what usage errors name."""
     return [cloud.FLAGS[0].name for cloud in cloud_modules()]
+
+
+def one_cluster_flags() -> list[Flag]:
+    """The flags that name one cluster as "this" one (a cloud's optional ``ONE_CLUSTER_FLAGS``): a fleet census,
+    which joins against many clusters, refuses them."""
+    return [flag for cloud in cloud_modules() for flag in getattr(cloud, "ONE_CLUSTER_FLAGS", ())]
 
 
 def installed(extra: str) -> bool:

@@ -71,6 +71,18 @@ class CloudDisk(Struct, frozen=True):
     # Intentionally kept (a `pvleft-keep` label on GCE, a `pvleft.io/keep` tag on AWS): the reason, else None.
     kept: Optional[str] = None
     use: Optional[str] = None  # the DISK column's words in the cloud's own terms (Azure: Unattached); None: generic
+    # An unattached disk: when the cloud says it was last detached, and the field that says it (Compute Engine's
+    # lastDetachTimestamp, Azure's LastOwnershipUpdateTime); None when the cloud records none (EBS, a disk never
+    # attached): then only its creation tells how long it may have been unattached.
+    detached: Optional[datetime] = None
+    detached_field: Optional[str] = None
+
+    @property
+    def unattached_since(self) -> tuple[Optional[datetime], str]:
+        """Since when it has been unattached at the latest, and by what: its last detach, else its creation."""
+        if self.detached is not None:
+            return self.detached, self.detached_field or "last detach"
+        return self.created, "creation"
 
     @property
     def made_for(self) -> Optional[str]:
@@ -86,6 +98,7 @@ class CloudDisk(Struct, frozen=True):
             "created": self.created.isoformat().replace("+00:00", "Z") if self.created else None,
             "state": self.state, "users": list(self.users), "provenance": dict(self.provenance),
             "other_cluster": self.other_cluster, "kept": self.kept, "iops": self.iops, "throughput": self.throughput,
+            "last_detached": self.detached.isoformat().replace("+00:00", "Z") if self.detached else None,
         }
 
 
@@ -105,6 +118,9 @@ class CloudSnapshot(Struct, frozen=True):
     created: Optional[datetime] = None
     state: Optional[str] = None  # READY / completed ... as the cloud says it
     multi_region: bool = False
+    source_volume: Optional[str] = None  # the disk it was taken of, as the cloud names it (EBS VolumeId)
+    provenance: Mapping[str, str] = field(default_factory=dict)  # what the CSI driver tagged it with
+    kept: Optional[str] = None  # the keep tag's or label's reason (pvleft.io/keep, GCE pvleft-keep), else None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -113,7 +129,8 @@ class CloudSnapshot(Struct, frozen=True):
             "stored_size_unknown": self.unsized, "stored_gib_at_most": self.bound_gib,
             "source_size_gb": self.source_size_gb,
             "created": self.created.isoformat().replace("+00:00", "Z") if self.created else None,
-            "state": self.state,
+            "state": self.state, "source_volume": self.source_volume, "provenance": dict(self.provenance),
+            "kept": self.kept,
         }
 
 
@@ -154,6 +171,32 @@ class Census(Protocol):
     def disks(self) -> Iterator[CloudDisk]: ...
 
 
+# Whose a cluster a disk's tags name is, from the contexts of the kubeconfig (MadeBy.state).
+READ, UNREADABLE, NOT_READ, NOT_IN_KUBECONFIG = "read", "unreadable", "not-read", "not-in-kubeconfig"
+
+
+class MadeBy(Struct, frozen=True):
+    """The cluster a disk's tags, labels or description say made it, and what the fleet knows of that cluster:
+    ``state`` READ (a context read reaches it: its PVs do not name the disk), UNREADABLE (its context could not be
+    read), NOT_READ (a context of the kubeconfig not among those asked for), NOT_IN_KUBECONFIG (no context reaches
+    it: a cluster deleted, or another team's)."""
+
+    cluster: str
+    evidence: str  # the tag, label or resource group that says it: "tag KubernetesCluster"
+    state: str
+    context: Optional[str] = None  # the context that reaches it, when one does
+
+    def words(self) -> str:
+        where = {READ: f"context {self.context}, read: none of its PVs names it",
+                 UNREADABLE: f"context {self.context}, which could not be read",
+                 NOT_READ: f"context {self.context} of the kubeconfig, which was not among those read",
+                 NOT_IN_KUBECONFIG: "which none of the kubeconfig's contexts reach"}[self.state]
+        return f"made by cluster {self.cluster} ({self.evidence}), {where}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"cluster": self.cluster, "evidence": self.evidence, "state": self.state, "context": self.context}
+
+
 class CloudFinding(Struct, frozen=True):
     kind: str  # ORPHAN_DISK | MISSING_DISK
     source: str  # the client that saw it
@@ -162,6 +205,8 @@ class CloudFinding(Struct, frozen=True):
     handle: str
     message: str
     placement: Optional[Placement] = None  # a missing disk: where the PV places it and what was listed in full
+    context: Optional[str] = None  # a fleet census: the context whose PV names it (None: an orphan, or one cluster)
+    made_by: Optional[MadeBy] = None  # a fleet census's orphan: the cluster its tags say made it
 
 
 class CloudReport(Struct):
@@ -177,9 +222,11 @@ def _same(handle: str) -> str:
     return handle
 
 
-def join(census: Census, pvs: Iterable[VolumeRef], disks: Iterable[CloudDisk]) -> CloudReport:
+def join(census: Census, pvs: Iterable[VolumeRef], disks: Iterable[CloudDisk],
+         where: str = "this cluster") -> CloudReport:
     """Pure: match disks to PVs by canonical handle (never by name alone), compared through the census's
-    ``match_key`` when it has one (Azure's ARM IDs are case-insensitive). A disk a VM uses that no PV names and no
+    ``match_key`` when it has one (Azure's ARM IDs are case-insensitive). ``where``: whose PVs these are, as an
+    orphan's message says it. A disk a VM uses that no PV names and no
     CSI driver made for a claim (a node's boot disk) is NOT_A_VOLUME, not an orphan."""
     key: Callable[[str], str] = getattr(census, "match_key", None) or _same
     named: dict[str, list[VolumeRef]] = {}
@@ -216,7 +263,7 @@ def join(census: Census, pvs: Iterable[VolumeRef], disks: Iterable[CloudDisk]) -
                  else "it is tagged for this cluster")
         findings.append(CloudFinding(
             getattr(census, "orphan_kind", ORPHAN_DISK), census.source, disk, None, disk.handle,
-            f"no PersistentVolume in this cluster names {disk.handle} ({made_for}); {whose}"))
+            f"no PersistentVolume in {where} names {disk.handle} ({made_for}); {whose}"))
     unknown: dict[str, Placement] = {}
     for matched, refs in sorted(named.items()):
         if matched in seen:

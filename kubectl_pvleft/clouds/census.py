@@ -8,13 +8,29 @@ SDKs are imported only here, and this module only when one of the flags is given
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from importlib import import_module
 from shlex import quote
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Optional, Union
 
-from kubectl_pvleft.clouds.base import NOT_A_VOLUME, CloudDisk, CloudError, CloudFinding, Placement, join
+from msgspec.structs import replace
+
+from kubectl_pvleft.clouds.base import (
+    NOT_A_VOLUME,
+    NOT_IN_KUBECONFIG,
+    NOT_READ,
+    READ,
+    UNREADABLE,
+    CloudDisk,
+    CloudError,
+    CloudFinding,
+    CloudReport,
+    MadeBy,
+    Placement,
+    join,
+)
 from kubectl_pvleft.clouds.refs import volume_ref
 from kubectl_pvleft.invocation import Options
 from kubectl_pvleft.output.report import Column, Report, Verdict, actionable, age, utcnow
@@ -45,26 +61,49 @@ def listed_in_time(census: Any, seconds: float, from_flag: bool) -> list[CloudDi
                                                                " (the default bound; --request-timeout sets it)"))
 
 
-class CensusOutcome:
-    """What the censuses found, handed back to leftovers, which builds its own table from it."""
+class VolumeDisks:
+    """One cluster's side of a census: the DISK of each of its PVs and the evidence for each disk not seen."""
 
-    __slots__ = ("costing", "disks", "errors", "findings", "not_volumes", "placements", "set_aside", "taken",
-                 "warnings")
+    __slots__ = ("disks", "placements")
 
     def __init__(self) -> None:
         self.disks: dict[str, Union[CloudDisk, Absent]] = {}  # the DISK of each PV: found, missing or unknown
         # The evidence for each PV whose disk was not seen: where it places the disk, what was listed in full, and
         # for an unknown one why it cannot be called missing.
         self.placements: dict[str, Placement] = {}
+
+
+class CensusOutcome:
+    """What the censuses found, handed back to leftovers, which builds its own table from it. ``volumes``: each
+    cluster's side by context (one cluster: the key None; ``disks`` and ``placements`` are its)."""
+
+    __slots__ = ("costing", "errors", "findings", "fleet", "not_volumes", "set_aside", "set_aside_why", "taken",
+                 "volumes", "warnings")
+
+    def __init__(self) -> None:
+        self.fleet = False  # several contexts' PVs joined (take_estate): the findings say their context
+        self.volumes: dict[Optional[str], VolumeDisks] = {}
         self.findings: list[CloudFinding] = []
         self.not_volumes: list[CloudFinding] = []  # a VM's own disks: shown with --all, never counted as findings
-        # Orphans a human set aside: kept (the keep label or tag) or younger than --older-than. Not findings;
-        # shown with --all.
+        # Orphans a human set aside: kept (the keep label or tag) or younger than --older-than; in a fleet census,
+        # the disks no context read names while a context could not be read. Not findings; shown with --all.
         self.set_aside: list[CloudFinding] = []
+        self.set_aside_why: dict[tuple[str, str], str] = {}  # (source, handle) -> why, when not set_aside_reason's
         self.taken: list[str] = []  # the censuses that answered, by name
         self.errors: list[str] = []  # one line per census that failed: the report is partial
         self.warnings: list[str] = []
         self.costing: Optional[Costing] = None  # --cost: each disk's monthly price, or why it has none
+
+    def of(self, context: Optional[str]) -> VolumeDisks:
+        return self.volumes.setdefault(context, VolumeDisks())
+
+    @property
+    def disks(self) -> dict[str, Union[CloudDisk, Absent]]:
+        return self.of(None).disks
+
+    @property
+    def placements(self) -> dict[str, Placement]:
+        return self.of(None).placements
 
     def priced(self, disk: Union[CloudDisk, Absent, None]) -> Optional[Priced]:
         return self.costing.of(disk) if self.costing is not None and isinstance(disk, CloudDisk) else None
@@ -85,10 +124,26 @@ def price_file(options: Options) -> Optional[PriceFile]:
 
 
 def take(options: Options, pvs: Sequence[Any], prices: Optional[PriceFile] = None) -> CensusOutcome:
-    """Join every PV (not only the leftovers: a Bound PV's disk is not an orphan) with each asked cloud's disks;
-    with ``--cost``, price every disk a row shows."""
-    refs = [volume_ref(pv) for pv in pvs]
+    """Join every PV of one cluster (not only the leftovers: a Bound PV's disk is not an orphan) with each asked
+    cloud's disks; with ``--cost``, price every disk a row shows."""
+    return take_estate(options, {None: pvs}, (), prices)
+
+
+def take_estate(options: Options, volumes: Mapping[Optional[str], Sequence[Any]], unread: Sequence[str] = (),
+                prices: Optional[PriceFile] = None,
+                kubeconfig: Sequence[tuple[str, Optional[str], str]] = ()) -> CensusOutcome:
+    """The census of several clusters at once (``volumes``: every PV of each context read, by context; one
+    cluster: the key None). Each asked cloud's disks are listed once and joined against every context's PVs: a
+    disk is an orphan only when no context read names it, and while a context in ``unread`` could not be read,
+    such a disk is no orphan but set aside (that cluster may name it). A PV's disk, found, missing or unknown, is
+    told under its own context. ``kubeconfig``: every context of the kubeconfig as (context, its cluster's name,
+    MadeBy state): each orphan then says which cluster its tags say made it, and what the fleet knows of it."""
+    refs = {context: [volume_ref(pv) for pv in pvs] for context, pvs in volumes.items()}
+    fleet = list(volumes) != [None]
+    where = ("this cluster" if not fleet else
+             f"the {len(refs)} context(s) read ({', '.join(shown(c or '') for c in sorted(c or '' for c in refs))})")
     outcome = CensusOutcome()
+    outcome.fleet = fleet
     now = utcnow()
     drivers: set[str] = set()
     for cloud in asked(options):
@@ -96,42 +151,58 @@ def take(options: Options, pvs: Sequence[Any], prices: Optional[PriceFile] = Non
         try:
             implementation = import_module(cloud.__name__ + ".census")
             census = implementation.open(options.flags, census_seconds(options))
-            joined = join(census, refs, listed_in_time(census, census_seconds(options),
-                                                       options.request_timeout is not None))
+            disks = listed_in_time(census, census_seconds(options), options.request_timeout is not None)
+            joins = {context: join(census, context_refs, disks, where) for context, context_refs in refs.items()}
         except CloudError as exc:
             outcome.errors.append(f"{cloud.NAME} census: {exc}")
-            for ref in refs:  # nothing is said of its PVs' disks but that the census failed
-                if ref.driver in cloud.DRIVERS and ref.pv_name not in outcome.disks:
-                    outcome.placements.setdefault(ref.pv_name, Placement(
-                        None, "", False, f"the {cloud.NAME} census failed: {exc}"))
+            for context, context_refs in refs.items():  # nothing is said of its PVs' disks but that it failed
+                side = outcome.of(context)
+                for ref in context_refs:
+                    if ref.driver in cloud.DRIVERS and ref.pv_name not in side.disks:
+                        side.placements.setdefault(ref.pv_name, Placement(
+                            None, "", False, f"the {cloud.NAME} census failed: {exc}"))
             continue
         outcome.taken.append(cloud.NAME)
+        orphans, not_volumes, other_clusters = _named_by_none(list(joins.values()))
+        if kubeconfig:
+            orphans = [_attributed(f, implementation, kubeconfig) for f in orphans]
+        if unread and orphans:
+            _unread_set_aside(orphans, unread, cloud.NAME, outcome)
+            orphans = []
         if options.label_selector:
-            _hold_back_orphans(joined, cloud.NAME, options, outcome.warnings)
-        for finding in joined.findings:
+            _hold_back_orphans(orphans, not_volumes, cloud.NAME, options, outcome.warnings)
+        for finding in orphans:
             (outcome.set_aside if _set_aside(finding, options.older_than, now) else outcome.findings).append(finding)
-        outcome.not_volumes += joined.not_volumes if options.show_all else []
-        outcome.disks.update(joined.disks_by_pv)
-        outcome.disks.update({f.pv_name: Absent.MISSING for f in joined.findings if f.pv_name is not None})
-        outcome.placements.update({f.pv_name: f.placement for f in joined.findings
-                                   if f.pv_name is not None and f.placement is not None})
-        outcome.placements.update(joined.unknown)
-        if joined.unknown:
-            outcome.warnings.append(unknown_note(cloud.NAME, joined.unknown))
-        if joined.other_clusters and hasattr(implementation, "other_clusters_note"):
-            outcome.warnings.append(implementation.other_clusters_note(joined.other_clusters, options.flags))
+        outcome.not_volumes += not_volumes if options.show_all else []
+        for context, joined in joins.items():
+            side = outcome.of(context)
+            missing = [replace(f, context=context) for f in joined.findings if f.pv_name is not None]
+            outcome.findings += missing
+            side.disks.update(joined.disks_by_pv)
+            side.disks.update({f.pv_name: Absent.MISSING for f in missing if f.pv_name is not None})
+            side.placements.update({f.pv_name: f.placement for f in missing
+                                    if f.pv_name is not None and f.placement is not None})
+            side.placements.update(joined.unknown)
+            if joined.unknown:
+                outcome.warnings.append((f"context {context}: " if context is not None else "")
+                                        + unknown_note(cloud.NAME, joined.unknown))
+        if other_clusters and hasattr(implementation, "other_clusters_note"):
+            outcome.warnings.append(implementation.other_clusters_note(other_clusters, options.flags))
         outcome.warnings += census.notes
-    for ref in refs:  # a cloud's PV whose disk no census placed: not looked at, or the census failed
-        if ref.pv_name not in outcome.disks and ref.driver in drivers:
-            outcome.disks[ref.pv_name] = Absent.UNKNOWN
-            outcome.placements.setdefault(ref.pv_name, Placement(
-                None, "", False, "its handle names no disk a census could match (see the warnings)"))
+    outcome.findings.sort(key=lambda f: (f.kind, f.handle, f.context or "", f.pv_name or ""))
+    for context, context_refs in refs.items():  # a cloud's PV whose disk no census placed: not looked at, or failed
+        side = outcome.of(context)
+        for ref in context_refs:
+            if ref.pv_name not in side.disks and ref.driver in drivers:
+                side.disks[ref.pv_name] = Absent.UNKNOWN
+                side.placements.setdefault(ref.pv_name, Placement(
+                    None, "", False, "its handle names no disk a census could match (see the warnings)"))
     if options.flags.get("cost") and outcome.taken:
         from kubectl_pvleft.clouds.pricing import price, provenance_note
 
-        shown = [f.disk for f in outcome.findings if f.disk is not None]
-        shown += [d for d in outcome.disks.values() if isinstance(d, CloudDisk)]
-        outcome.costing = price(options.flags, list({d.handle: d for d in shown}.values()), census_seconds(options),
+        priced = [f.disk for f in outcome.findings + outcome.set_aside if f.disk is not None]
+        priced += [d for side in outcome.volumes.values() for d in side.disks.values() if isinstance(d, CloudDisk)]
+        outcome.costing = price(options.flags, list({d.handle: d for d in priced}.values()), census_seconds(options),
                                 prices)
         outcome.errors += outcome.costing.errors
         outcome.warnings += outcome.costing.warnings
@@ -139,6 +210,56 @@ def take(options: Options, pvs: Sequence[Any], prices: Optional[PriceFile] = Non
         if note:
             outcome.warnings.append(note)
     return outcome
+
+
+def _attributed(finding: CloudFinding, implementation: Any,
+                kubeconfig: Sequence[tuple[str, Optional[str], str]]) -> CloudFinding:
+    """The orphan with the cluster its tags say made it (``made_by``), and what the kubeconfig knows of that
+    cluster: a context read, one that could not be read, one not asked for, or none."""
+    names: list[tuple[str, str]] = (getattr(implementation, "made_by", lambda disk: [])(finding.disk)
+                                    if finding.disk is not None else [])
+    parse = getattr(implementation, "kubeconfig_cluster", lambda name: None)
+    rank = {READ: 0, UNREADABLE: 1, NOT_READ: 2}
+    reaching: dict[str, tuple[str, str]] = {}  # cluster name -> (context, state), the best-known context first
+    for context, cluster, state in kubeconfig:
+        for name in {context, cluster, parse(context), parse(cluster or "")} - {None, ""}:
+            known = reaching.get(str(name).lower())
+            if known is None or rank[state] < rank[known[1]]:
+                reaching[str(name).lower()] = (context, state)
+    made: Optional[MadeBy] = None
+    for name, evidence in names:  # in any case: ARM writes an AKS node resource group's name upper-cased
+        if name.lower() in reaching:
+            context, state = reaching[name.lower()]
+            made = MadeBy(name, evidence, state, context)
+            break
+    if made is None and names:
+        made = MadeBy(names[0][0], names[0][1], NOT_IN_KUBECONFIG)
+    said, _, _ = finding.message.rpartition("; ")
+    whose = shown(made.words()) if made is not None else "no tag or label says which cluster made it"
+    return replace(finding, made_by=made, message=f"{said}; {whose}")
+
+
+def _named_by_none(joins: Sequence[CloudReport]) -> tuple[list[CloudFinding], list[CloudFinding], list[CloudDisk]]:
+    """The orphans, a VM's own disks and the disks set aside as other clusters' that no join's PVs name: each
+    context's join lists the disks its own PVs do not name, so a disk is none's when it is in every one."""
+    def common(rows: Sequence[Sequence[Any]], handle: Callable[[Any], str]) -> list[Any]:
+        everywhere = set.intersection(*({handle(x) for x in row} for row in rows)) if rows else set()
+        return [x for x in rows[0] if handle(x) in everywhere] if rows else []
+
+    orphans = common([[f for f in j.findings if f.pv_name is None] for j in joins], lambda f: f.handle)
+    not_volumes = common([j.not_volumes for j in joins], lambda f: f.handle)
+    other_clusters = common([j.other_clusters for j in joins], lambda d: d.handle)
+    return orphans, not_volumes, other_clusters
+
+
+def _unread_set_aside(orphans: list[CloudFinding], unread: Sequence[str], name: str, outcome: CensusOutcome) -> None:
+    """A context that could not be read may name any disk the others do not: none of those is an orphan."""
+    contexts = ", ".join(shown(c) for c in unread)
+    why = f"no context read names it, and context(s) {contexts} could not be read: it is unknown, not an orphan"
+    outcome.set_aside += orphans
+    outcome.set_aside_why.update({(f.source, f.handle): why for f in orphans})
+    outcome.warnings.append(f"{name} census: {len(orphans)} disk(s) no context read names are not called orphans: "
+                            f"context(s) {contexts} could not be read, and may name them (shown with --all)")
 
 
 def unknown_note(name: str, unknown: dict[str, Placement]) -> str:
@@ -154,8 +275,9 @@ def unknown_note(name: str, unknown: dict[str, Placement]) -> str:
 
 
 def _set_aside(finding: CloudFinding, older_than: Optional[float], now: datetime) -> bool:
-    """An orphan that is kept, or younger than --older-than (by the disk's creation; unknown counts as young). A
-    missing disk has no age and no label: it is always a finding."""
+    """An orphan that is kept, or unattached for less than --older-than (since its last detach where the cloud
+    records it, else its creation; unknown counts as young). A missing disk has no age and no label: it is always a
+    finding."""
     disk = finding.disk
     if disk is None:
         return False
@@ -163,30 +285,37 @@ def _set_aside(finding: CloudFinding, older_than: Optional[float], now: datetime
         return True
     if older_than is None:
         return False
-    return disk.created is None or (now - disk.created).total_seconds() < older_than
+    since, _ = disk.unattached_since
+    return since is None or (now - since).total_seconds() < older_than
 
 
-def sections(outcome: CensusOutcome, leftover_pvs: Sequence[str] = (), show_all: bool = False) -> list[Report[Any]]:
-    """The findings table under the PVs, and with ``--cost`` the totals of what the leftover PVs' disks and the
-    orphans bill; none when no census could be taken: an empty one would read as "no orphans found". With --all,
-    the orphans set aside (kept, younger) and a VM's own disks too, with a KEPT column (never in the totals)."""
+def sections(outcome: CensusOutcome, leftover_pvs: Mapping[Optional[str], Sequence[str]] = MappingProxyType({}),
+             show_all: bool = False) -> list[Report[Any]]:
+    """The findings table under the PVs, and with ``--cost`` the totals of what the leftover PVs' disks
+    (``leftover_pvs``: their names by context) and the orphans bill, each disk once however many contexts name it;
+    none when no census could be taken: an empty one would read as "no orphans found". With --all, the orphans set
+    aside (kept, younger, unknown) and a VM's own disks too, with a KEPT column (never in the totals)."""
     if not outcome.taken:
         return []
     rows = outcome.findings
     if show_all:
         rows = sorted(outcome.findings + outcome.set_aside + outcome.not_volumes,
-                      key=lambda f: (f.kind, f.handle, f.pv_name or ""))
-    aside = {(f.source, f.handle): set_aside_reason(f) for f in outcome.set_aside}
+                      key=lambda f: (f.kind, f.handle, f.context or "", f.pv_name or ""))
+    aside = {(f.source, f.handle): outcome.set_aside_why.get((f.source, f.handle)) or set_aside_reason(f)
+             for f in outcome.set_aside}
     found: list[Report[Any]] = [findings_report(rows, taken=outcome.taken, show_kept=show_all,
-                                                costing=outcome.costing, set_aside=aside)]
+                                                costing=outcome.costing, set_aside=aside, fleet=outcome.fleet)]
     if outcome.costing is not None:
         from kubectl_pvleft.clouds.cost import totals
 
-        priced = [(f.kind, f.disk, outcome.priced(f.disk)) for f in outcome.findings if f.disk is not None]
-        for name in leftover_pvs:
-            disk = outcome.disks.get(name)
-            if isinstance(disk, CloudDisk):
-                priced.append((LEFTOVER_PV, disk, outcome.priced(disk)))
+        counted: set[str] = set()
+        priced = []
+        for kind, disk in ([(f.kind, f.disk) for f in outcome.findings] +
+                           [(LEFTOVER_PV, outcome.of(context).disks.get(name))
+                            for context, names in leftover_pvs.items() for name in names]):
+            if isinstance(disk, CloudDisk) and disk.handle not in counted:
+                counted.add(disk.handle)
+                priced.append((kind, disk, outcome.priced(disk)))
         found.append(totals_report(totals(priced), outcome.costing))
     return found
 
@@ -218,15 +347,15 @@ def totals_report(rows: list[Total], costing: Costing, counted: str = "DISKS") -
                   empty_message=f"No {counted.lower()[:-1]} to price")
 
 
-def _hold_back_orphans(joined: Any, name: str, options: Options, warnings: list[str]) -> None:
+def _hold_back_orphans(orphans: list[CloudFinding], not_volumes: list[CloudFinding], name: str, options: Options,
+                       warnings: list[str]) -> None:
     """Only the selected PVs were read: a disk named by a PV outside the selection would be a false orphan."""
-    dropped = [f for f in joined.findings if f.pv_name is None]
-    if dropped:
+    if orphans:
         warnings.append(f"{name} census: -l {options.label_selector} selected the PersistentVolumes "
-                        f"joined, so {len(dropped)} disk(s) no selected PV names are not reported as orphans; "
+                        f"joined, so {len(orphans)} disk(s) no selected PV names are not reported as orphans; "
                         "run without -l to see them")
-    joined.findings[:] = [f for f in joined.findings if f.pv_name is not None]
-    joined.not_volumes.clear()  # a PV outside the selection may name those too
+    orphans.clear()
+    not_volumes.clear()  # a PV outside the selection may name those too
 
 
 def disk_summary(disk: Union[CloudDisk, Absent, None]) -> Union[str, Absent, None]:
@@ -239,14 +368,19 @@ def disk_summary(disk: Union[CloudDisk, Absent, None]) -> Union[str, Absent, Non
     return f"{disk.source} {size} {disk.type or ''}".rstrip() + f", {use}"
 
 
-def finding_json(finding: CloudFinding, costing: Optional[Costing] = None) -> dict[str, Any]:
-    doc = {
+def finding_json(finding: CloudFinding, costing: Optional[Costing] = None, fleet: bool = False) -> dict[str, Any]:
+    doc: dict[str, Any] = {"context": finding.context} if fleet else {}
+    if fleet:  # an orphan: the cluster its tags say made it, and whether a context read reaches it
+        doc["made_by"] = finding.made_by.to_json() if finding.made_by else None
+    doc |= {
         "kind": finding.kind,
         "source": finding.source,
         "handle": finding.handle,
         "pv": finding.pv_name,
         "message": finding.message,
         "disk": finding.disk.to_json() if finding.disk else None,
+        # an unattached disk: since when at the latest, from its last detach (the cloud's field) or its creation
+        "unattached_since": _since_json(finding.disk),
         # a missing disk: where the PV places it, and what was listed in full there
         "evidence": finding.placement.to_json() if finding.placement else None,
     }
@@ -255,6 +389,13 @@ def finding_json(finding: CloudFinding, costing: Optional[Costing] = None) -> di
 
         doc["monthly_cost"] = json_of(costing.of(finding.disk))
     return doc
+
+
+def _since_json(disk: Optional[CloudDisk]) -> Optional[dict[str, Any]]:
+    if disk is None or disk.users:
+        return None
+    since, field = disk.unattached_since
+    return {"time": since.isoformat().replace("+00:00", "Z") if since else None, "from": field}
 
 
 def location_in(handle: str) -> Optional[str]:
@@ -267,15 +408,20 @@ def set_aside_reason(finding: CloudFinding) -> str:
     """Why an orphan take() set aside is not a finding (_set_aside: kept, else younger than --older-than)."""
     if finding.disk is not None and finding.disk.kept is not None:
         return f"kept (the cloud's keep label or tag): {finding.disk.kept}"
-    return "disk created less than --older-than ago"
+    since = finding.disk.unattached_since[1] if finding.disk is not None else "creation"
+    if since == "creation":
+        return "disk created less than --older-than ago (the cloud records no detach time for it)"
+    return f"disk detached less than --older-than ago (its {since})"
 
 
 def findings_report(findings: list[CloudFinding], now: Optional[datetime] = None,
                     taken: Sequence[str] = ("cloud",), show_kept: bool = False,
                     costing: Optional[Costing] = None,
-                    set_aside: Optional[Mapping[tuple[str, str], str]] = None) -> Report[CloudFinding]:
+                    set_aside: Optional[Mapping[tuple[str, str], str]] = None,
+                    fleet: bool = False) -> Report[CloudFinding]:
     """The census's rows: its findings; with --all, the orphans ``set_aside`` names (by source and handle, with
-    why) and the disks that are not volumes, shown and never findings."""
+    why) and the disks that are not volumes, shown and never findings. ``fleet``: a CONTEXT column first (the
+    context whose PV names the disk; none for an orphan), ``context`` in JSON."""
     aside = set_aside or {}
     def disk(attr: str) -> Any:
         return lambda f: getattr(f.disk, attr) if f.disk is not None else None
@@ -292,19 +438,27 @@ def findings_report(findings: list[CloudFinding], now: Optional[datetime] = None
         Column("USERS", lambda f: ",".join(f.disk.users) if f.disk and f.disk.users else None),
         Column("MADE FOR", lambda f: f.disk.made_for if f.disk else None),
         Column("AGE", lambda f: age(f.disk.created, now or utcnow()) if f.disk else None),
+        # How long an orphan has been unattached: since its last detach where the cloud records it, else since
+        # its creation (JSON unattached_since says which).
+        Column("UNATTACHED", lambda f: age(f.disk.unattached_since[0], now or utcnow())
+               if f.disk is not None and not f.disk.users else None, wide_only=True),
         Column("HANDLE", lambda f: f.handle, wide_only=True),
         Column("MESSAGE", lambda f: f.message, wide_only=True),
     ]
+    if fleet:
+        columns.insert(0, Column("CONTEXT", lambda f: f.context))
+        columns.insert(10, Column("MADE BY", lambda f: f.made_by.cluster if f.made_by else None))
     if costing is not None:
         from kubectl_pvleft.clouds.cost import cell
 
-        columns.insert(10, Column("MONTHLY", lambda f: cell(costing.of(f.disk))))
+        columns.insert(10 + 2 * fleet, Column("MONTHLY", lambda f: cell(costing.of(f.disk))))
     if show_kept:
-        columns.insert(10, Column("KEPT", lambda f: f.disk.kept if f.disk else None, empty=""))
+        columns.insert(10 + 2 * fleet, Column("KEPT", lambda f: f.disk.kept if f.disk else None, empty=""))
     verdict: Verdict[CloudFinding] = Verdict(
         lambda f: () if f.kind == NOT_A_VOLUME else (f"{f.kind}: {f.message}" if f.message else f.kind,),
         lambda f: aside.get((f.source, f.handle)))
-    return actionable(Report(rows=findings, columns=columns, to_json=lambda f: finding_json(f, costing),
+    return actionable(Report(rows=findings, columns=columns, to_json=lambda f: finding_json(f, costing, fleet),
                              name=lambda f: f"{f.source}/{f.handle}",
                              empty_message=f"No orphaned or missing disks found by the {' and '.join(taken)} census"),
-                      verdict, lambda f: (f"kubectl describe pv {quote(f.pv_name)}",) if f.pv_name else ())
+                      verdict, lambda f: (("kubectl" + (f" --context {quote(f.context)}" if f.context else "")
+                                           + f" describe pv {quote(f.pv_name)}"),) if f.pv_name else ())

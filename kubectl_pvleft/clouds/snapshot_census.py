@@ -12,6 +12,8 @@ is partial; the Kubernetes findings still print.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime
+from functools import partial
 from importlib import import_module
 from importlib.util import find_spec
 from typing import TYPE_CHECKING, Any, Optional, Union
@@ -21,7 +23,7 @@ from msgspec import Struct
 from kubectl_pvleft.clouds.base import CloudError, CloudSnapshot, SnapshotLookup
 from kubectl_pvleft.clouds.census import asked, census_seconds, totals_report
 from kubectl_pvleft.invocation import Options
-from kubectl_pvleft.output.report import Column, Report, Verdict, actionable
+from kubectl_pvleft.output.report import Column, Report, Verdict, actionable, utcnow
 from kubectl_pvleft.records import Absent
 
 if TYPE_CHECKING:  # --cost alone imports the pricing
@@ -29,6 +31,7 @@ if TYPE_CHECKING:  # --cost alone imports the pricing
     from kubectl_pvleft.clouds.pricing import Costing
 
 MISSING_SNAPSHOT = "missing-snapshot"  # a content names a snapshot its cloud says does not exist
+ORPHAN_SNAPSHOT = "orphan-snapshot"  # a snapshot a CSI driver made that no VolumeSnapshotContent names
 
 
 class Wanted(Struct, frozen=True):
@@ -48,20 +51,23 @@ class Wanted(Struct, frozen=True):
 class SnapshotFinding(Struct, frozen=True):
     kind: str
     source: str
-    content: str
+    content: Optional[str]  # None: an orphan snapshot, which no content names
     handle: str
     message: str
+    snapshot: Optional[CloudSnapshot] = None  # an orphan snapshot: what the cloud says of it
+    set_aside: Optional[str] = None  # an orphan snapshot that is no finding: kept, or younger than --older-than
 
 
 class SnapshotOutcome:
     """What the clouds said about the contents' snapshots, handed back to the analysis for its columns."""
 
-    __slots__ = ("costing", "errors", "findings", "snapshots", "taken", "warnings")
+    __slots__ = ("costing", "errors", "findings", "listed", "snapshots", "taken", "warnings")
 
     def __init__(self) -> None:
         self.snapshots: dict[str, Union[CloudSnapshot, Absent]] = {}  # by content: found, missing or unknown
         self.findings: list[SnapshotFinding] = []
         self.taken: list[str] = []  # the clouds that answered, by name
+        self.listed: list[str] = []  # the clouds whose snapshots were listed in full for orphans, by name
         self.errors: list[str] = []  # the report is partial
         self.warnings: list[str] = []
         self.costing: Optional[Costing] = None
@@ -85,8 +91,11 @@ def price_file(options: Options) -> Optional[PriceFile]:
     return check(options.flags)
 
 
-def take(options: Options, wanted: Sequence[Wanted], prices: Optional[PriceFile] = None) -> SnapshotOutcome:
-    """Each asked cloud looks up the snapshots of its driver's contents; with ``--cost``, each one found is priced."""
+def take(options: Options, wanted: Sequence[Wanted], prices: Optional[PriceFile] = None,
+         named: Optional[set[str]] = None) -> SnapshotOutcome:
+    """Each asked cloud looks up the snapshots of its driver's contents; with ``named`` (every content's handle), it
+    lists its snapshots too, for the ones no content names (``orphans``); with ``--cost``, each one found is
+    priced."""
     outcome = SnapshotOutcome()
     for cloud in asked(options):
         mine = [w for w in wanted if w.driver in getattr(cloud, "SNAPSHOT_DRIVERS", ()) and w.handle]
@@ -106,9 +115,71 @@ def take(options: Options, wanted: Sequence[Wanted], prices: Optional[PriceFile]
         outcome.taken.append(cloud.NAME)
         outcome.errors += [f"{cloud.NAME} snapshots: {line}" for line in lookup.errors]
         _place(outcome, cloud, mine, lookup)
+    if named is not None:
+        orphans(options, named, outcome)
     if options.flags.get("cost") and outcome.taken:
         _price(outcome, options, wanted, prices)
     return outcome
+
+
+def orphans(options: Options, named: set[str], outcome: SnapshotOutcome) -> None:
+    """The reverse census: every snapshot each asked cloud lists (its snapshots module's ``every()``) that its CSI
+    driver made (``made_by_csi``) and no VolumeSnapshotContent read names (``named``: every content's handle,
+    whatever -n or the rows left out) is an ``orphan-snapshot``, with its source disk, billed until deleted. Only
+    a full list says so: a list that fails is an error line and no orphan. With -l or --field-selector, the contents
+    outside the selection were not read: no orphan is reported, said once."""
+    for cloud in asked(options):
+        spec = find_spec(cloud.__name__ + ".snapshots")
+        module = import_module(cloud.__name__ + ".snapshots") if spec is not None else None
+        if module is None or not hasattr(module, "made_by_csi"):
+            outcome.warnings.append(f"{cloud.NAME}: kubectl-pvleft does not list {cloud.NAME} snapshots: no "
+                                    "orphan-snapshot is looked for there")
+            continue
+        try:
+            from kubectl_pvleft.clouds.bounded import run_bounded
+
+            seconds = census_seconds(options)
+            listed = run_bounded(partial(_every, module, options), seconds, "snapshot-list",
+                                 f"did not finish within {seconds:g}s")
+        except CloudError as exc:
+            outcome.errors.append(f"{cloud.NAME} snapshots: {exc}")
+            continue
+        if cloud.NAME not in outcome.taken:
+            outcome.taken.append(cloud.NAME)
+        outcome.listed.append(cloud.NAME)
+        unnamed = [s for s in listed if module.made_by_csi(s) and s.handle not in named]
+        if options.label_selector or options.field_selector:
+            selector = (f"-l {options.label_selector}" if options.label_selector
+                        else f"--field-selector {options.field_selector}")
+            if unnamed:
+                outcome.warnings.append(
+                    f"{cloud.NAME} snapshots: {selector} selected the VolumeSnapshotContents read, "
+                    f"so {len(unnamed)} snapshot(s) no selected content names are not reported as orphans; run "
+                    "without -l to see them")
+            continue
+        now = utcnow()
+        for snapshot in sorted(unnamed, key=lambda s: s.handle):
+            made = ", ".join(f"{k}={v}" for k, v in sorted(snapshot.provenance.items()))
+            source = f"taken of {snapshot.source_volume}" if snapshot.source_volume else "its source disk unknown"
+            outcome.findings.append(SnapshotFinding(
+                ORPHAN_SNAPSHOT, cloud.SOURCE, None, snapshot.handle,
+                f"no VolumeSnapshotContent in this cluster names {snapshot.handle} ({made}), {source}; it may "
+                "belong to another cluster in the same account", snapshot, _orphan_aside(snapshot, options, now)))
+
+
+def _orphan_aside(snapshot: CloudSnapshot, options: Options, now: datetime) -> Optional[str]:
+    """Why an orphan snapshot is no finding: the cloud's keep tag or label, or created less than --older-than ago
+    (unknown creation counts as young)."""
+    if snapshot.kept is not None:
+        return f"kept (the cloud's keep label or tag): {snapshot.kept}"
+    if options.older_than is not None and (snapshot.created is None or
+                                           (now - snapshot.created).total_seconds() < options.older_than):
+        return "snapshot created less than --older-than ago"
+    return None
+
+
+def _every(module: Any, options: Options) -> list[CloudSnapshot]:
+    return list(module.open(options.flags, census_seconds(options)).every())
 
 
 def _look_up(cloud: Any, options: Options, handles: Mapping[str, Optional[str]]) -> SnapshotLookup:
@@ -158,6 +229,7 @@ def _price(outcome: SnapshotOutcome, options: Options, wanted: Sequence[Wanted],
     from kubectl_pvleft.clouds.pricing import price, provenance_note
 
     found = [s for s in outcome.snapshots.values() if isinstance(s, CloudSnapshot)]
+    found += [f.snapshot for f in outcome.findings if f.snapshot is not None]
     outcome.costing = price(options.flags, list({s.handle: s for s in found}.values()), census_seconds(options),
                             prices)
     outcome.errors += outcome.costing.errors
@@ -167,13 +239,15 @@ def _price(outcome: SnapshotOutcome, options: Options, wanted: Sequence[Wanted],
         outcome.warnings.append(note)
 
 
-def sections(outcome: SnapshotOutcome, wanted: Sequence[Wanted]) -> list[Report[Any]]:
+def sections(outcome: SnapshotOutcome, wanted: Sequence[Wanted], show_all: bool = False) -> list[Report[Any]]:
     """The snapshots the clouds say are gone, and with ``--cost`` the totals of what the counted contents' snapshots
     bill; none when no cloud answered (an empty table would read as "all there")."""
     if not outcome.taken:
         return []
     aside = {want.content: want.set_aside for want in wanted if want.set_aside is not None}
-    found: list[Report[Any]] = [findings_report(outcome.findings, outcome.taken, aside)]
+    shown = [f for f in outcome.findings if show_all or f.set_aside is None]  # a set-aside orphan: with --all
+    found: list[Report[Any]] = [findings_report(shown, outcome.taken, aside, outcome.costing,
+                                                outcome.listed)]
     if outcome.costing is not None:
         from kubectl_pvleft.clouds.cost import totals
 
@@ -182,30 +256,50 @@ def sections(outcome: SnapshotOutcome, wanted: Sequence[Wanted]) -> list[Report[
             snapshot = outcome.snapshots.get(want.content)
             if want.counted and isinstance(snapshot, CloudSnapshot):
                 rows.append((want.kind, snapshot, outcome.priced(want.content)))
+        rows += [(f.kind, f.snapshot, outcome.costing.of(f.snapshot)) for f in outcome.findings
+                 if f.snapshot is not None and f.set_aside is None]
         found.append(totals_report(totals(rows), outcome.costing, counted="SNAPSHOTS"))
     return found
 
 
 def findings_report(findings: list[SnapshotFinding], taken: Sequence[str],
-                    set_aside: Optional[Mapping[str, str]] = None) -> Report[SnapshotFinding]:
-    """The snapshots the clouds say are gone; one whose content is set aside (``set_aside``, by content: kept,
-    younger than --older-than) is shown and is no finding, as its content is none."""
+                    set_aside: Optional[Mapping[str, str]] = None,
+                    costing: Optional[Costing] = None, listed: Sequence[str] = ()) -> Report[SnapshotFinding]:
+    """The snapshots the clouds say are gone, and those no content names (orphans: with their source disk and, with
+    --cost, what they bill; ``listed``: the clouds listed for them); one whose content is set aside (``set_aside``,
+    by content: kept, younger than --older-than) is shown and is no finding, as its content is none."""
     aside = set_aside or {}
     columns: list[Column[SnapshotFinding]] = [
         Column("SOURCE", lambda f: f.source),
         Column("FINDING", lambda f: f.kind),
         Column("SNAPSHOT", lambda f: f.handle.rsplit("/", 1)[-1]),
         Column("CONTENT", lambda f: f.content),
+        Column("SOURCE DISK", lambda f: f.snapshot.source_volume if f.snapshot else None),
         Column("HANDLE", lambda f: f.handle, wide_only=True),
         Column("MESSAGE", lambda f: f.message, wide_only=True),
     ]
+    if costing is not None:
+        from kubectl_pvleft.clouds.cost import cell
+
+        columns.insert(5, Column("MONTHLY", lambda f: cell(costing.of(f.snapshot)) if f.snapshot else None))
+
+    def to_json(f: SnapshotFinding) -> dict[str, Any]:
+        doc = {"kind": f.kind, "source": f.source, "handle": f.handle, "volume_snapshot_content": f.content,
+               "message": f.message, "cloud_snapshot": f.snapshot.to_json() if f.snapshot else None}
+        if costing is not None:
+            from kubectl_pvleft.clouds.cost import json_of
+
+            doc["monthly_cost"] = json_of(costing.of(f.snapshot)) if f.snapshot else None
+        return doc
+
     verdict: Verdict[SnapshotFinding] = Verdict(lambda f: (f"{f.kind}: {f.message}",),
-                                                lambda f: aside.get(f.content))
+                                                lambda f: aside.get(f.content) if f.content else f.set_aside)
     return actionable(Report(rows=findings, columns=columns, name=lambda f: f"{f.source}/{f.handle}",
-                             to_json=lambda f: {"kind": f.kind, "source": f.source, "handle": f.handle,
-                                                "volume_snapshot_content": f.content, "message": f.message},
-                             empty_message=f"No missing snapshots found by the {' and '.join(taken)} lookup"),
-                      verdict, lambda f: (f"kubectl describe volumesnapshotcontent {f.content}",))
+                             to_json=to_json,
+                             empty_message=(f"No missing snapshots found by the {' and '.join(taken)} lookup"
+                                            + (f", and no orphaned snapshots in the {' and '.join(listed)} list"
+                                               if listed else ""))),
+                      verdict, lambda f: (f"kubectl describe volumesnapshotcontent {f.content}",) if f.content else ())
 
 
 def summary(snapshot: Union[CloudSnapshot, Absent, None]) -> Union[str, Absent, None]:

@@ -168,6 +168,14 @@ class CensusState:
         self.names = dict(clouds)  # the census's NAME (what its outcome calls it) -> the metrics' cloud label
         self.clouds = tuple(clouds.values())
         self.findings: Optional[list[Any]] = None  # None until a census answered
+        # With --cost, from the same run as ``findings``: each PV's disk (found, missing or unknown) by PV name, to
+        # price the leftover PVs a scrape names, and the prices (clouds/pricing.py's Costing); None without --cost.
+        self.disks: Mapping[str, Any] = {}
+        self.costing: Optional[Any] = None
+        # With --cost, the snapshots the snapshot contents with findings name, by content, and their prices
+        # (clouds/snapshot_census.py's outcome), from the last lookup that a cloud answered.
+        self.snapshots: Mapping[str, Any] = {}
+        self.snapshot_costing: Optional[Any] = None
         self.last_success: dict[str, float] = {}
         self.failures: dict[str, int] = dict.fromkeys(self.clouds, 0)
         self.duration: Optional[float] = None
@@ -215,7 +223,8 @@ class Live:
     def __init__(self, api: KubeAPI, analyses: Sequence[tuple[str, Follow[Any]]], settings: WatchSettings,
                  describe: Describe, census: Optional[Callable[[list[Any]], Any]] = None,
                  clouds: Mapping[str, str] = MappingProxyType({}), census_interval: float = 3600.0,
-                 judge_every: float = 0.0, list_seconds: float = LIST_SECONDS) -> None:
+                 judge_every: float = 0.0, list_seconds: float = LIST_SECONDS,
+                 snapshot_census: Optional[Callable[[list[Any]], Any]] = None) -> None:
         self.api, self.settings, self.describe = api, settings, describe
         self.list_seconds = list_seconds
         self.lister: Any = OneListAtATime(api)
@@ -243,6 +252,7 @@ class Live:
                         shared.readers.append(Reader(analysis, stream, opens))
                         analysis.shared.append(shared)
         self.census_run, self.census_interval = census, census_interval
+        self.snapshot_run = snapshot_census  # --cost: the clouds' snapshots of the contents with findings, priced
         self.census = CensusState(clouds)
         self.threads: list[threading.Thread] = []
 
@@ -469,6 +479,8 @@ class Live:
                 self.stopping.wait(1.0)
                 continue
             self._take_census(volumes)
+            if self.snapshot_run is not None:
+                self._take_snapshot_census()
             self.stopping.wait(self.census_interval)
 
     def _volumes(self, leftovers: Optional[Analysis]) -> Optional[list[Any]]:
@@ -501,7 +513,30 @@ class Live:
         if outcome is not None and outcome.taken:
             # Only the clouds that answered have findings (a failed one has none: its series go, and its
             # pvleft_census_last_success_timestamp_seconds says why).
-            state.findings = list(outcome.findings)
+            with self.lock:  # one run's findings, disks and prices together: a scrape never mixes two runs
+                state.findings = list(outcome.findings)
+                state.disks = outcome.disks if outcome.costing is not None else {}
+                state.costing = outcome.costing
+
+    def _take_snapshot_census(self) -> None:
+        """The snapshots of the contents the snapshot analysis last reported with findings, looked up and priced.
+        Nothing to do while it has no rows (not judged yet, or no snapshot CRDs here)."""
+        assert self.snapshot_run is not None
+        analysis = next((a for a in self.analyses if a.name == "snapshots"), None)
+        with self.lock:
+            rows = None if analysis is None else analysis.rows
+        if rows is None:
+            return
+        try:
+            outcome = self.snapshot_run(rows)
+        except Exception as exc:
+            _log(f"snapshot census: {self.describe(exc)}")
+            return
+        for message in outcome.errors:
+            _log(message)
+        if outcome.taken:
+            with self.lock:
+                self.census.snapshots, self.census.snapshot_costing = outcome.snapshots, outcome.costing
 
     # -- what a scrape and /healthz read -----------------------------------------------------------------
 

@@ -10,7 +10,7 @@ docs/serve.md's "Metrics" section lists each with its labels and an example quer
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime
 from typing import Any, Optional
 
@@ -26,6 +26,8 @@ from kubectl_pvleft.output.report import Verdict
 from kubectl_pvleft.records.quantity import parse_quantity
 
 GIB = 1 << 30
+ORPHAN_DISK = "orphan-disk"  # the cost's kind for an orphan, whatever the cloud calls it (EBS: orphan-volume)
+SNAPSHOT = "snapshot"  # the cost's kind for the cloud snapshot behind a VolumeSnapshotContent with findings
 FINDING_LABELS = ("analysis", "kind", "namespace", "name", "state")
 # Each analysis's verdict: which of its rows are findings (never a kept one), as every output of a run says.
 VERDICTS: dict[str, Verdict[Any]] = {"leftovers": leftovers.VERDICT, "pending": pending.VERDICT, "claims": claims.VERDICT,
@@ -67,6 +69,8 @@ class ServeCollector:
         with live.lock:  # a consistent picture: the rows lists are replaced whole, the health mutated in place
             analyses = [(a, a.rows, a.assessed, a.up, a.served, not a.refused) for a in live.analyses]
             health = [(s.label, s.stream.namespace or "", _copy(s.health)) for s in live.streams.values()]
+            census = (live.census.findings, live.census.disks, live.census.costing)
+            snapshots = (live.census.snapshots, live.census.snapshot_costing)
         yield from _process()
         yield from _streams(health)
         yield from _analyses(analyses)
@@ -96,7 +100,10 @@ class ServeCollector:
         if "attachments" in rows:
             yield from _attachments(rows["attachments"], findings)
         if live.census_run is not None:
-            yield from _census(live, findings)
+            yield from _census(live, census[0], findings)
+            if census[2] is not None or snapshots[1] is not None:
+                yield from _monthly_cost(census[0] or (), census[1], census[2], rows.get("leftovers") or (),
+                                         snapshots, rows.get("snapshots") or ())
         yield from self._findings(findings)
 
     def _findings(self, findings: list[Finding]) -> Iterator[Metric]:
@@ -214,12 +221,14 @@ def _deleting(analysis: str, metas: Iterable[Any], count: Counter[tuple[str, ...
 
 
 def _leftovers(rows: list[Any], findings: list[Finding]) -> Iterator[Metric]:
-    labels = ("phase", "claim", "reclaim_policy", "storage_class")
+    # namespace: the claim's the PV was bound to (its claimRef), "" when it names none: totals by namespace and class
+    labels = ("phase", "claim", "reclaim_policy", "storage_class", "namespace")
     count: Counter[tuple[str, ...]] = Counter()
     size: Counter[tuple[str, ...]] = Counter()
     for row in rows:
         pv = row.pv
-        key = (pv.phase or "", row.claim_state or "none", pv.reclaim_policy or "", pv.storage_class or "")
+        key = (pv.phase or "", row.claim_state or "none", pv.reclaim_policy or "", pv.storage_class or "",
+               _claim_namespace(pv))
         count[key] += 1
         size[key] += quantity_bytes(pv.capacity)
         # Being deleted first (its since is when deletion began): what holds it is what an operator acts on.
@@ -326,7 +335,7 @@ def _attachments(rows: list[Any], findings: list[Finding]) -> Iterator[Metric]:
                  "registered, attach limits), by finding, CSI driver and node", ("finding", "driver", "node"), count)
 
 
-def _census(live: Live, findings: list[Finding]) -> Iterator[Metric]:
+def _census(live: Live, found: Optional[list[Any]], findings: list[Finding]) -> Iterator[Metric]:
     state = live.census
     success = GaugeMetricFamily("pvleft_census_last_success_timestamp_seconds", "When the cloud's census last "
                                 "answered", labels=("cloud",))
@@ -340,12 +349,12 @@ def _census(live: Live, findings: list[Finding]) -> Iterator[Metric]:
     if state.duration is not None:
         yield GaugeMetricFamily("pvleft_census_duration_seconds", "How long the last census run took",
                                 value=state.duration)
-    if state.findings is None:
+    if found is None:
         return
     count: Counter[tuple[str, ...]] = Counter()
     size: Counter[tuple[str, ...]] = Counter()
     missing: Counter[tuple[str, ...]] = Counter()
-    for finding in state.findings:
+    for finding in found:
         disk = finding.disk
         if disk is None:
             missing[(finding.source,)] += 1
@@ -361,7 +370,65 @@ def _census(live: Live, findings: list[Finding]) -> Iterator[Metric]:
     yield _gauge("pvleft_missing_disks", "PersistentVolumes whose cloud disk is gone", ("cloud",), missing)
 
 
-def _gauge(name: str, documentation: str, labels: tuple[str, ...], values: Counter[tuple[str, ...]]) -> Metric:
+COST_LABELS = ("kind", "namespace", "storage_class", "cloud")
+
+
+def _monthly_cost(found: Iterable[Any], disks: Mapping[str, Any], costing: Any, leftovers: Iterable[Any],
+                  snapshots: tuple[Mapping[str, Any], Any], contents: Iterable[Any]) -> Iterator[Metric]:
+    """``--cost``: what the leftover PVs' disks, the orphan disks and the snapshots of the contents with findings
+    bill per month, summed by kind, namespace, class and cloud (never per object: pvleft_finding_info names them).
+    The same rows as the one-shot commands' totals (clouds/census.py ``sections``, snapshots' totals). A disk or
+    snapshot whose price is unknown is counted apart, never summed as 0."""
+    from kubectl_pvleft.clouds.base import CloudDisk, CloudSnapshot
+    from kubectl_pvleft.clouds.census import LEFTOVER_PV
+    from kubectl_pvleft.clouds.cost import MonthlyCost
+
+    amount: dict[tuple[str, ...], float] = {}
+    unpriced: Counter[tuple[str, ...]] = Counter()
+    billed: list[tuple[str, str, str, Any, Any]] = []  # kind, namespace, class, what bills, its price
+    if costing is not None:
+        # An orphan: the claim its CSI driver made it for says the namespace, if any (a missing disk bills nothing).
+        billed += [(ORPHAN_DISK, _made_for_namespace(f.disk), "", f.disk, costing.of(f.disk))
+                   for f in found if f.disk is not None]
+        for row in leftovers:
+            disk = disks.get(row.pv.name)
+            if isinstance(disk, CloudDisk):
+                billed.append((LEFTOVER_PV, _claim_namespace(row.pv), row.pv.storage_class or "", disk,
+                               costing.of(disk)))
+    found_snapshots, snapshot_costing = snapshots
+    if snapshot_costing is not None:
+        for row in contents:  # a content with findings: its VolumeSnapshot's namespace (a snapshot has no class)
+            snapshot = found_snapshots.get(row.content.name)
+            if row.counted and isinstance(snapshot, CloudSnapshot):
+                billed.append((SNAPSHOT, row.content.snapshot_ref.namespace or "", "", snapshot,
+                               snapshot_costing.of(snapshot)))
+    for kind, namespace, storage_class, disk, priced in billed:
+        key = (kind, namespace, storage_class, disk.source)
+        if isinstance(priced, MonthlyCost):
+            priced_key = (*key, priced.currency)
+            amount[priced_key] = amount.get(priced_key, 0.0) + priced.amount
+        else:
+            unpriced[key] += 1
+    yield _gauge("pvleft_monthly_cost", "What the leftover PVs' disks (kind leftover-pv), the orphan disks (kind "
+                 "orphan-disk) and the snapshots of the contents with findings (kind snapshot) bill per month, in "
+                 "currency units, from the clouds' price lists or --price-file (--cost)", (*COST_LABELS, "currency"),
+                 amount)
+    yield _gauge("pvleft_monthly_cost_unpriced", "Disks and snapshots of those kinds whose monthly price is unknown "
+                 "(the reason is on stderr): never counted as 0 in pvleft_monthly_cost", COST_LABELS, unpriced)
+
+
+def _made_for_namespace(disk: Any) -> str:
+    from kubectl_pvleft.clouds.base import MADE_FOR_KEYS
+
+    return next((disk.provenance[k] for k in MADE_FOR_KEYS[0] if disk.provenance.get(k)), "")
+
+
+def _claim_namespace(pv: Any) -> str:
+    ref = pv.spec.claim_ref
+    return (ref.namespace or "") if ref is not None else ""
+
+
+def _gauge(name: str, documentation: str, labels: tuple[str, ...], values: Mapping[tuple[str, ...], float]) -> Metric:
     family = GaugeMetricFamily(name, documentation, labels=labels)
     for key, value in sorted(values.items()):
         family.add_metric(list(key), value)

@@ -23,6 +23,8 @@ FLAGS = (
     Flag(name="--aws-cluster-name", dest="aws_cluster_name", kind=VALUE, metavar="NAME", needs="--aws-region",
          help="this cluster's name in EBS tags: volumes tagged for other clusters are told apart"),
 )
+# The flag that names this cluster as "this" one: a fleet census (many clusters) refuses it.
+ONE_CLUSTER_FLAGS = tuple(flag for flag in FLAGS if flag.name == "--aws-cluster-name")
 # The EBS CSI driver, and EKS Auto Mode's managed copy of it; both put the bare volume id in volumeHandle.
 MANAGED_DRIVER = "ebs.csi.eks.amazonaws.com"
 CSI_DRIVERS = frozenset({"ebs.csi.aws.com", MANAGED_DRIVER})

@@ -80,6 +80,31 @@ def cluster_names(tags: Mapping[str, str]) -> set[str]:
     return names
 
 
+def kubeconfig_cluster(name: str) -> Optional[str]:
+    """The EKS cluster a kubeconfig name names: ``aws eks update-kubeconfig`` names the context and cluster by the
+    cluster's ARN (arn:aws:eks:REGION:ACCOUNT:cluster/NAME), eksctl by ``USER@NAME.REGION.eksctl.io``."""
+    if name.startswith("arn:") and ":cluster/" in name:
+        return name.rsplit(":cluster/", 1)[1] or None
+    if name.endswith(".eksctl.io"):
+        return name.rpartition("@")[2].split(".")[0] or None
+    return None
+
+
+def made_by(disk: CloudDisk) -> list[tuple[str, str]]:
+    """The clusters a volume's tags name, each with the tag that says it (the EBS CSI driver's with
+    --k8s-tag-cluster-id, pkg/driver/controller.go: ``kubernetes.io/cluster/<id>``, ``KubernetesCluster``,
+    ``ebs.csi.aws.com/cluster-name``; the in-tree provider's ``KubernetesCluster``). ``ebs.csi.aws.com/cluster: true``
+    names none: it says only that some EBS CSI driver made the volume."""
+    found: dict[str, str] = {}
+    for key in disk.provenance:
+        if key.startswith(CLUSTER_TAG_PREFIX) and key[len(CLUSTER_TAG_PREFIX):]:
+            found.setdefault(key[len(CLUSTER_TAG_PREFIX):], f"tag {key}")
+    for key in CLUSTER_NAME_TAGS:
+        if disk.provenance.get(key):
+            found.setdefault(disk.provenance[key], f"tag {key}")
+    return list(found.items())
+
+
 def other_cluster(tags: Mapping[str, str], cluster_name: Optional[str]) -> Optional[bool]:
     """True: the tags name clusters, not this one. False: they name this one. None: no name given, or no tag."""
     named = cluster_names(tags)

@@ -24,12 +24,12 @@ What bills, and what DescribeSnapshots says of it:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import timezone
 from typing import Any, Optional
 
 from kubectl_pvleft.clouds.aws import SOURCE
-from kubectl_pvleft.clouds.aws.census import INSTALL_HINT, _one_line
+from kubectl_pvleft.clouds.aws.census import CLUSTER_NAME_TAGS, CLUSTER_TAG_PREFIX, INSTALL_HINT, KEEP_TAG, _one_line
 from kubectl_pvleft.clouds.base import CloudError, CloudSnapshot, SnapshotLookup
 from kubectl_pvleft.clouds.bounded import page_read
 
@@ -38,6 +38,7 @@ BATCH = 200  # ids per DescribeSnapshots call (EC2 documents no limit; this keep
 NOT_FOUND = "InvalidSnapshot.NotFound"
 MALFORMED = "InvalidSnapshotID.Malformed"
 GIB = 2**30
+CSI_SNAPSHOT_TAGS = ("CSIVolumeSnapshotName", "ebs.csi.aws.com/cluster")
 
 
 def open(flags: Mapping[str, Any], timeout: float) -> AwsSnapshots:
@@ -104,6 +105,27 @@ class AwsSnapshots:
                 found.unknown[handle] = ("EC2 did not return it: it exists, and these credentials may not see it "
                                          "(DescribeSnapshots leaves out what they cannot)")
         return found
+
+    def every(self) -> Iterator[CloudSnapshot]:
+        """Every snapshot the account owns (OwnerIds self) in each region, every page: the reverse census's list.
+        Raises CloudError when a region cannot be listed in full."""
+        for region, client in self._clients.items():
+            try:
+                pages = client.get_paginator("describe_snapshots").paginate(
+                    OwnerIds=["self"], PaginationConfig={"PageSize": 1000})
+                for page in pages:
+                    page_read()  # a list past its time stops here (clouds/bounded.py)
+                    self.calls += 1
+                    for snapshot in page.get("Snapshots") or ():
+                        if snapshot.get("SnapshotId"):
+                            yield snapshot_record(snapshot, region)
+            except _failures() as exc:
+                import botocore.exceptions
+
+                if isinstance(exc, botocore.exceptions.ClientError):
+                    raise CloudError(_error(exc, region)) from None
+                raise CloudError(f"{PERMISSION} in {region} failed ({type(exc).__name__}: "
+                                 f"{_one_line(str(exc))[:200]})") from None
 
     def _volume_region(self, volume: str, regions: list[str], found: SnapshotLookup) -> Optional[str]:
         """The region among ``regions`` whose DescribeVolumes shows ``volume``, else None (not seen, or the call
@@ -189,7 +211,19 @@ def snapshot_record(snapshot: Mapping[str, Any], region: str) -> CloudSnapshot:
     return CloudSnapshot(
         source=SOURCE, handle=snapshot["SnapshotId"], name=tags.get("Name") or snapshot["SnapshotId"],
         location=region, tier=tier, stored_gib=stored, unsized=unsized, bound_gib=bound, source_size_gb=volume,
-        created=created.astimezone(timezone.utc) if created else None, state=snapshot.get("State"))
+        created=created.astimezone(timezone.utc) if created else None, state=snapshot.get("State"),
+        source_volume=snapshot.get("VolumeId") or None,
+        provenance={k: v for k, v in tags.items() if k in CSI_SNAPSHOT_TAGS or k in CLUSTER_NAME_TAGS
+                    or k.startswith(CLUSTER_TAG_PREFIX)},
+        kept=(tags[KEEP_TAG].strip() or "(no reason given)") if KEEP_TAG in tags else None)
+
+
+def made_by_csi(snapshot: CloudSnapshot) -> bool:
+    """The EBS CSI driver made it: CreateSnapshot tags every snapshot it makes with CSIVolumeSnapshotName (its
+    name, ``snapshot-<VolumeSnapshot uid>``) and ebs.csi.aws.com/cluster (aws-ebs-csi-driver pkg/driver/controller.go
+    CreateSnapshot; the keys are pkg/cloud's SnapshotNameTagKey and AwsEbsDriverTagKey). A snapshot without them
+    (an AMI's, AWS Backup's, a human's) is no VolumeSnapshotContent's to name."""
+    return bool(snapshot.provenance.get(CSI_SNAPSHOT_TAGS[0]))
 
 
 def _failures() -> tuple[type[Exception], ...]:

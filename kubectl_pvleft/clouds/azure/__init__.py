@@ -27,6 +27,8 @@ FLAGS = (
          needs="--azure-subscription",
          help="this cluster's name in disk tags: disks tagged for other clusters are told apart"),
 )
+# The flag that names this cluster as "this" one: a fleet census (many clusters) refuses it.
+ONE_CLUSTER_FLAGS = tuple(flag for flag in FLAGS if flag.name == "--azure-cluster-name")
 CSI_DRIVER = "disk.csi.azure.com"
 # The in-tree source key (records name in-tree PVs by it) and plugin name of what CSI migration hands to the Azure
 # Disk driver (kubectl_pvleft.migration): a migrated PV keeps its in-tree spec; its diskURI is the disk's ARM ID.

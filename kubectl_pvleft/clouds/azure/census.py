@@ -92,6 +92,26 @@ def cluster_names(tags: Mapping[str, str]) -> set[str]:
     return {tags[key] for key in CLUSTER_NAME_TAGS if tags.get(key)}
 
 
+def kubeconfig_cluster(name: str) -> Optional[str]:
+    """``az aks get-credentials`` names the context and cluster after the AKS cluster itself: the name is its own."""
+    return None
+
+
+def made_by(disk: CloudDisk) -> list[tuple[str, str]]:
+    """The clusters a disk's tags name (CLUSTER_NAME_TAGS), else the AKS cluster its resource group is the node
+    resource group of: AKS names it ``MC_<resource group>_<cluster>_<location>`` unless told another name, and
+    the Azure Disk CSI driver makes a cluster's disks there. A name with more underscores than those three is
+    ambiguous (a resource group or cluster name may hold one): then nothing is said."""
+    found = {disk.provenance[key]: f"tag {key}" for key in reversed(CLUSTER_NAME_TAGS) if disk.provenance.get(key)}
+    if found:
+        return list(reversed(found.items()))
+    parsed = parse_disk_id(disk.handle)
+    parts = parsed[1].split("_") if parsed else []
+    if len(parts) == 4 and parts[0].upper() == "MC" and all(parts):
+        return [(parts[2], f"node resource group {parsed[1] if parsed else ''}")]
+    return []
+
+
 def other_cluster(tags: Mapping[str, str], cluster_name: Optional[str]) -> Optional[bool]:
     """True: the tags name clusters, not this one. False: they name this one. None: no name given, or no tag."""
     named = cluster_names(tags)
@@ -143,6 +163,11 @@ def disk_record(disk: Mapping[str, Any], cluster_name: Optional[str]) -> CloudDi
         # ARM's diskMBpsReadWrite is in MB/s ("powers of 10", its description says), kept as ARM says it: the
         # prices module converts, as Azure lists throughput per MB/s.
         throughput=_count(properties.get("diskMBpsReadWrite")) if provisioned else None,
+        # "The UTC time when the ownership state of the disk was last changed i.e., the time the disk was last
+        # attached or detached from a VM or the time when the VM to which the disk was attached was deallocated or
+        # started" (the Disk model's LastOwnershipUpdateTime): for a disk no VM holds, its last detach.
+        detached=parse_time(properties.get("LastOwnershipUpdateTime")) if not users else None,
+        detached_field="LastOwnershipUpdateTime",
     )
 
 

@@ -386,7 +386,34 @@ def disk_record(disk: Any, project: str) -> CloudDisk:
         kept=(labels[KEEP_LABEL] or "(no reason given)") if KEEP_LABEL in labels else None,
         iops=int(disk.provisioned_iops) if "provisioned_iops" in disk else None,  # pd-extreme, hyperdisk: they bill
         throughput=int(disk.provisioned_throughput) if "provisioned_throughput" in disk else None,
+        # Compute records when a disk was last detached; only an unattached disk has been so since.
+        detached=(parse_timestamp(disk.last_detach_timestamp)
+                  if not disk.users and "last_detach_timestamp" in disk else None),
+        detached_field="lastDetachTimestamp",
     )
+
+
+# The labels GKE writes on the disks its clusters' PD CSI driver makes (a real disk's, exported:
+# avnit/geminipoc newwork/output/avathon-saas-runtime-setup/ComputeDisk/.../pvc-0259a8b1-....tf): the cluster's name
+# and location, beside goog-gke-volume and the description's created-for JSON.
+CLUSTER_NAME_LABEL = "goog-k8s-cluster-name"
+CLUSTER_LOCATION_LABEL = "goog-k8s-cluster-location"
+
+
+def kubeconfig_cluster(name: str) -> Optional[str]:
+    """The GKE cluster a kubeconfig name names: ``gcloud container clusters get-credentials`` writes
+    ``gke_PROJECT_LOCATION_CLUSTER`` (none of the three holds an underscore)."""
+    parts = name.split("_")
+    return parts[3] if len(parts) == 4 and parts[0] == "gke" and parts[3] else None
+
+
+def made_by(disk: CloudDisk) -> list[tuple[str, str]]:
+    """The GKE cluster a disk's labels name, with its location when labelled."""
+    name = disk.provenance.get(f"label:{CLUSTER_NAME_LABEL}")
+    if not name:
+        return []
+    location = disk.provenance.get(f"label:{CLUSTER_LOCATION_LABEL}")
+    return [(name, f"label {CLUSTER_NAME_LABEL}" + (f", in {location}" if location else ""))]
 
 
 def provenance(description: str, labels: dict[str, str]) -> dict[str, str]:

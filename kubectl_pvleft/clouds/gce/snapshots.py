@@ -15,14 +15,16 @@ final and the snapshot is not priced.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Optional
 
 from kubectl_pvleft.clouds.base import CloudError, CloudSnapshot, SnapshotLookup
+from kubectl_pvleft.clouds.bounded import page_read
 from kubectl_pvleft.clouds.gce import SOURCE
 from kubectl_pvleft.clouds.gce.census import (
     CALL_TIMEOUT,
     INSTALL_HINT,
+    KEEP_LABEL,
     RETRY_DEADLINE,
     default_credentials,
     parse_timestamp,
@@ -88,6 +90,25 @@ class GceSnapshots:
                 self._get(handle, *key, found)
         return found
 
+    def every(self) -> Iterator[CloudSnapshot]:
+        """Every snapshot of each ``--project`` (``snapshots.list``, every page): the reverse census's list. Raises
+        CloudError when a project cannot be listed in full."""
+        from google.api_core import exceptions as api
+        from google.api_core import retry
+        from google.auth.exceptions import GoogleAuthError
+        from requests import RequestException
+
+        for project in self.projects:
+            try:
+                for snapshot in self._client.list(project=project, timeout=self.call_timeout,
+                                                  retry=retry.Retry(predicate=retry.if_exception_type(
+                                                      api.ServiceUnavailable, api.DeadlineExceeded),
+                                                      deadline=self.retry_deadline)):
+                    page_read()  # a list past its time stops here (clouds/bounded.py); the pager reads by pages
+                    yield snapshot_record(snapshot, f"projects/{project}/global/snapshots/{snapshot.name}")
+            except (api.GoogleAPIError, GoogleAuthError, RequestException, OSError, ValueError) as exc:
+                raise CloudError(_error(exc, project).replace(PERMISSION, "compute.snapshots.list")) from None
+
     def _get(self, handle: str, project: str, name: str, found: SnapshotLookup) -> None:
         from google.api_core import exceptions as api
         from google.api_core import retry
@@ -116,6 +137,31 @@ class GceSnapshots:
         found.found[handle] = snapshot_record(snapshot, handle)
 
 
+# What the PD CSI driver writes in a snapshot's description (gcp-compute-persistent-disk-csi-driver
+# pkg/gce-cloud-provider/compute/gce-compute.go CreateSnapshot): its tags as JSON (with --extra-create-metadata, and
+# storage.gke.io/created-by), else one of these sentences.
+CSI_DESCRIPTIONS = ("Snapshot created by GCE-PD CSI Driver", "Regional Snapshot created by GCE-PD CSI Driver")
+CSI_CREATED_BY = "pd.csi.storage.gke.io"
+
+
+def made_by_csi(snapshot: CloudSnapshot) -> bool:
+    """The PD CSI driver made it: its description says so (``provenance``, read by ``snapshot_record``)."""
+    return bool(snapshot.provenance.get("description") in CSI_DESCRIPTIONS
+                or snapshot.provenance.get("storage.gke.io/created-by") == CSI_CREATED_BY)
+
+
+def _provenance(description: str) -> dict[str, str]:
+    import json
+
+    if description in CSI_DESCRIPTIONS:
+        return {"description": description}
+    try:
+        tags = json.loads(description) if description.startswith("{") else {}
+    except ValueError:
+        return {}
+    return {str(k): v for k, v in tags.items() if isinstance(v, str)} if isinstance(tags, dict) else {}
+
+
 def snapshot_record(snapshot: Any, handle: str) -> CloudSnapshot:
     """A Compute ``Snapshot`` as ``snapshots`` reports and prices it."""
     locations = list(snapshot.storage_locations)
@@ -134,7 +180,16 @@ def snapshot_record(snapshot: Any, handle: str) -> CloudSnapshot:
         tier=(snapshot.snapshot_type or "STANDARD").lower(), stored_gib=stored, unsized=unsized,
         source_size_gb=int(snapshot.disk_size_gb) if "disk_size_gb" in snapshot else None,
         created=parse_timestamp(snapshot.creation_timestamp), state=snapshot.status or None,
-        multi_region=bool(location) and not any(ch.isdigit() for ch in location))
+        multi_region=bool(location) and not any(ch.isdigit() for ch in location),
+        source_volume=_disk_handle(snapshot.source_disk) if snapshot.source_disk else None,
+        provenance=_provenance(snapshot.description or ""),
+        kept=((snapshot.labels[KEEP_LABEL] or "(no reason given)") if KEEP_LABEL in snapshot.labels else None))
+
+
+def _disk_handle(url: str) -> str:
+    """A sourceDisk URL -> projects/P/zones/Z/disks/D, as the disk census names disks."""
+    at = url.find("projects/")
+    return url[at:] if at >= 0 else url
 
 
 def _error(exc: Exception, project: str) -> str:
