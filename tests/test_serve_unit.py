@@ -555,7 +555,7 @@ def test_monthly_cost_of_leftover_disks_and_orphans_by_kind_namespace_class_and_
     outcome = CensusOutcome()
     outcome.taken = ["Compute Engine"]
     outcome.findings = [CloudFinding(ORPHAN_DISK, "gce", d, None, d.handle, "") for d in orphans]
-    outcome.disks = {"shop-pv": behind_shop, "web-pv": disk("web-disk", {})}  # web-pv is Bound: not billed here
+    outcome.disks.update({"shop-pv": behind_shop, "web-pv": disk("web-disk", {})})  # web-pv is Bound: not billed here
     outcome.costing = Costing()
     rate = Rate(tiers=((0.0, 0.04),), currency="USD", unit="GiB-month", listed=0.04, sku="S", source="test")
     for d in (behind_shop, orphans[0], outcome.disks["web-pv"]):
