@@ -228,7 +228,7 @@ def test_json_keys_are_stable_and_complete() -> None:
                          "volume_attributes_class", "current_volume_attributes_class", "modify_volume_status",
                          "health_conditions", "creation_timestamp", "deletion_timestamp", "in_trouble", "problems",
                          "stalled_resize", "unused", "usage", "unused_since", "unused_evidence", "mounted_again_by",
-                         "usage_unknown", "waiting_for_first_consumer", "kept"]
+                         "usage_unknown", "waiting_for_first_consumer", "kept", "finalizers", "held_by", "holding_pods"]
     assert doc["modify_volume_status"] == {"status": "Infeasible",
                                            "target_volume_attributes_class_name": "cc-rec-gold-io", "known": True}
     assert (doc["volume_attributes_class"], doc["current_volume_attributes_class"]) == ("cc-rec-gold-io",

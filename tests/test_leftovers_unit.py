@@ -36,7 +36,8 @@ def test_seed_line_comes_first_and_exact() -> None:
     row = to_json(by_name(assess(pvs(), claims(), classes()))["mariadb-pv"])
     assert json.dumps(dict(list(row.items())[:7])) == json.dumps(SEED)
     assert list(row)[7:] == ["claim_uid", "claim_state", "class_reclaim", "class_missing", "driver",
-                             "volume_handle", "reason", "message", "last_phase_transition_time", "kept", "finding"]
+                             "volume_handle", "reason", "message", "last_phase_transition_time", "kept", "status",
+                             "deletion_timestamp", "finalizers", "held_by", "delete_failure", "finding"]
 
 
 def test_default_report_is_released_failed_and_dead_pointers() -> None:

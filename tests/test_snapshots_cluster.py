@@ -265,3 +265,42 @@ def test_names_that_exist_and_do_not(plane: ControlPlane) -> None:
     [row] = items(result.stdout)
     assert row["name"] == f"{P}orphan" and row["next"][0] == f"kubectl describe volumesnapshotcontent {P}orphan"
     assert all(c.split()[:2] in (["kubectl", "describe"], ["kubectl", "get"]) for c in row["next"])
+
+
+BOUND_PROTECTION = "snapshot.storage.kubernetes.io/volumesnapshotcontent-bound-protection"
+DELETE_ERROR = "Failed to delete snapshot"
+
+
+def test_a_content_whose_delete_fails_is_terminating_and_held(plane: ControlPlane) -> None:
+    """external-snapshotter pkg/common-controller snapshot_controller.go: a VolumeSnapshot deleted with a Delete-policy
+    content has its content deleted; pkg/sidecar-controller snapshot_controller.go syncContent keeps the content
+    (the bound-protection finalizer, utils.VolumeSnapshotContentFinalizer) while deleteCSISnapshot fails, and
+    updateContentErrorStatusWithEvent writes "Failed to delete snapshot" to status.error. No sidecar runs here: its
+    finalizer and status are written by hand in those exact names; the API server keeps the deleted content."""
+    ns, driver, name = f"{P}apps", f"{P}csi.example.com", f"{P}stuck"
+    apply(plane, volume_snapshot(ns, "stuck", class_name=f"{P}retain"))
+    snapshot_uid = uid(plane, snapshot_path(ns, "stuck"))
+    body = content(name, driver=driver, ns=ns, snapshot="stuck", uid=snapshot_uid, policy="Delete",
+                   class_name=f"{P}retain")
+    body["metadata"]["finalizers"] = [BOUND_PROTECTION]
+    apply(plane, body)
+    write_status(plane, content_path(name, "status"), {**ready("snap-stuck"), "readyToUse": False,
+                                                       "error": {"message": DELETE_ERROR, "time": "2026-12-01T10:00:00Z"}})
+    delete(plane, snapshot_path(ns, "stuck"))
+    code, _ = plane.api("DELETE", content_path(name))
+    assert code in (200, 202)
+    try:
+        result = plugin(plane, "-o", "json")
+        row = next(r for r in items(result.stdout) if r["name"] == name)
+        assert (row["status"], row["finalizers"], row["snapshot_state"]) == ("Terminating", [BOUND_PROTECTION], "missing")
+        assert [f["kind"] for f in row["findings"]] == ["terminating"]  # its error once, not also as not-ready
+        assert row["held_by"] == (
+            f"held by {BOUND_PROTECTION}: its VolumeSnapshot is gone and the csi-snapshotter sidecar of {driver} has "
+            f"not deleted the snapshot in the storage system: {DELETE_ERROR} (at 2026-12-01T10:00:00Z); it still bills")
+        wide = plugin(plane, "-o", "wide").stdout
+        assert "HELD BY" in wide.splitlines()[0] and any(ln.startswith(f"{name} ") and "terminating" in ln
+                                                          for ln in wide.splitlines())
+        assert name not in [r["name"] for r in items(plugin(plane, "-o", "json", "--older-than", "1h").stdout)]
+    finally:
+        plane.kubectl("patch", "volumesnapshotcontent", name, "--type=json", "-p",
+                      '[{"op": "remove", "path": "/metadata/finalizers"}]', check=False)

@@ -180,7 +180,8 @@ JSON_KEYS = ["name", "uid", "ready_to_use", "restore_size", "deletion_policy", "
              "source_volume_handle", "source_snapshot_handle", "snapshot", "snapshot_namespace", "snapshot_name",
              "snapshot_uid", "snapshot_state", "snapshot_missing", "live_snapshot_uid", "live_snapshot_bound_content",
              "volume_snapshot_class", "class_missing", "class_driver", "class_deletion_policy", "error",
-             "creation_time", "creation_timestamp", "deletion_timestamp", "findings", "kept", "counted"]
+             "creation_time", "creation_timestamp", "deletion_timestamp", "findings", "kept", "counted",
+             "status", "finalizers", "held_by"]
 
 
 def test_json_keys_are_stable_and_complete() -> None:

@@ -162,7 +162,9 @@ def test_a_snapshot_content_stuck_in_deletion_names_the_snapshotter(cluster: Any
         story = why(cluster, f"volumesnapshotcontent/{name}")
         content = link(story, "VolumeSnapshotContent", name)
         assert content["state"] == "Terminating" and story["blocking"]["name"] == name
-        assert any(f.startswith("not-ready:") and "snapshot in use" in f for f in content["findings"])
+        # snapshots' own finding: what holds it, its status.error quoted there (not again as not-ready)
+        assert any(f.startswith(f"terminating: held by {finalizer}") and "snapshot in use" in f
+                   for f in content["findings"])
         assert content["owner"] == f"the csi-snapshotter of {DRIVER}"
         assert link(story, "VolumeSnapshot", "gone-snap")["state"] == "missing"
         assert story["evidence"][0]["reason"] == "SnapshotError"

@@ -4,19 +4,24 @@ enumerations are open)."""
 
 from __future__ import annotations
 
+from collections.abc import Container, Sequence
 from typing import Any, Optional
 
 from msgspec import Struct
 
+from kubectl_pvleft.analyses.deletion import TERMINATING, claim_hold, pod_list
 from kubectl_pvleft.analyses.resize import StalledResize
 from kubectl_pvleft.analyses.usage import FROM_CONDITION, NOT_JUDGED, UNUSED_CONDITION, Usage
 from kubectl_pvleft.output.report import UNSET
-from kubectl_pvleft.records import Condition, PersistentVolumeClaim
+from kubectl_pvleft.records import Condition, PersistentVolumeClaim, Pod, iso
 
 PENDING, LOST = "pending", "lost"
 RESIZING, RESIZE_FAILED, RESIZE_ERROR = "resizing", "resize-failed", "resize-error"
 RESIZE_NOT_STARTED = "resize-not-started"  # requested > capacity, and nothing says a resize is under way
 MODIFY_PENDING, MODIFYING, MODIFY_INFEASIBLE, MODIFY_ERROR = "modify-pending", "modifying", "modify-infeasible", "modify-error"
+# spec.volumeAttributesClassName differs from the class the volume has, and nothing says a modification started
+MODIFY_NOT_STARTED = "modify-not-started"
+MODIFY_CONDITIONS = ("ModifyingVolume", "ModifyVolumeError")
 UNHEALTHY = "unhealthy"
 UNUSED = "unused"  # Bound, and no non-terminal Pod references it
 UNKNOWN = "unknown"  # a value this version does not know, in any of the fields above
@@ -54,8 +59,8 @@ HEALTH_STATUSES = ("Inaccessible", "DataLoss", "Degraded")
 # Every kind problems() can give, from the tables above that it reads (`help claims` lists exactly these as the
 # PROBLEM values: a test compares).
 PROBLEM_KINDS: tuple[str, ...] = tuple(dict.fromkeys((
-    UNUSED, *PHASE_PROBLEMS.values(), *RESIZE_STATUSES.values(), *(k for k in CONDITIONS.values() if k is not None),
-    RESIZE_NOT_STARTED, *MODIFY_STATUSES.values(), MODIFY_ERROR, UNHEALTHY, UNKNOWN)))
+    TERMINATING, UNUSED, *PHASE_PROBLEMS.values(), *RESIZE_STATUSES.values(), *(k for k in CONDITIONS.values() if k is not None),
+    RESIZE_NOT_STARTED, MODIFY_NOT_STARTED, *MODIFY_STATUSES.values(), MODIFY_ERROR, UNHEALTHY, UNKNOWN)))
 
 
 class Problem(Struct, frozen=True):
@@ -81,13 +86,22 @@ def condition_known(condition: Condition) -> bool:
 
 
 def problems(claim: PersistentVolumeClaim, stalled: Optional[StalledResize] = None,
-             usage: Usage = NOT_JUDGED) -> tuple[Problem, ...]:
-    """Pure: every piece of status evidence that the claim is not simply Bound and well."""
+             usage: Usage = NOT_JUDGED, holders: Optional[Sequence[Pod]] = None,
+             attribute_classes: Optional[Container[str]] = None) -> tuple[Problem, ...]:
+    """Pure: every piece of status evidence that the claim is not simply Bound and well. ``holders``: the Pods the
+    pvc-protection controller counts as using the claim (podUsesPVC), None when the Pods were not read;
+    ``attribute_classes``: the VolumeAttributesClasses that exist, None when not read."""
     found: list[Problem] = []
+    if claim.meta.deleted:  # first: what holds it is what an operator asks about a claim that will not go
+        found.append(Problem(TERMINATING, "metadata.deletionTimestamp", iso(claim.meta.deleted) or "",
+                             detail=claim_hold(claim.meta, holders)))
     if usage.unused:
+        # A finished Pod does not use the claim, but a scheduled one still holds it against deletion.
+        waits = (f"; deleting it will wait for {pod_list(holders)}, which still names it (pvc-protection)"
+                 if holders else "")
         found.append(Problem(UNUSED, f"status.conditions[{UNUSED_CONDITION}]" if usage.evidence == FROM_CONDITION
                              else "pods", "True" if usage.evidence == FROM_CONDITION else "no Pod",
-                             reason=usage.reason, detail=usage.evidence))
+                             reason=usage.reason, detail=(usage.evidence or "") + waits))
     if stalled is not None:
         found.append(Problem(RESIZE_NOT_STARTED, "spec.resources.requests.storage", stalled.requested,
                              reason=stalled.reason, message=stalled.text(),
@@ -98,7 +112,7 @@ def problems(claim: PersistentVolumeClaim, stalled: Optional[StalledResize] = No
         kind = RESIZE_STATUSES.get(value)
         found.append(Problem(kind, path, value) if kind else _unknown(path, value))
     found += _condition_problems(claim.conditions)
-    found += _modify_problems(claim)
+    found += _modify_problems(claim, attribute_classes)
     for health in claim.health_conditions:
         path = "status.healthStatus.healthConditions"
         if health.status in HEALTH_STATUSES:
@@ -129,14 +143,51 @@ def _condition_problems(conditions: tuple[Condition, ...]) -> list[Problem]:
     return found
 
 
-def _modify_problems(claim: PersistentVolumeClaim) -> list[Problem]:
+def modification_wanted(claim: PersistentVolumeClaim) -> bool:
+    """A Bound claim whose spec names a VolumeAttributesClass other than the one its volume has: the external-resizer
+    (kubernetes-csi/external-resizer pkg/modifycontroller modify_volume.go ``modify``) acts on exactly these."""
+    return (claim.phase == "Bound" and not claim.meta.deleted and bool(claim.volume_attributes_class)
+            and claim.volume_attributes_class != claim.current_volume_attributes_class)
+
+
+def _missing_class(name: Optional[str], attribute_classes: Optional[Container[str]]) -> Optional[str]:
+    if not name or attribute_classes is None or name in attribute_classes:
+        return None
+    return f'VolumeAttributesClass "{name}" does not exist'
+
+
+def _modify_problems(claim: PersistentVolumeClaim, attribute_classes: Optional[Container[str]] = None) -> list[Problem]:
+    """The external-resizer's modify controller (pkg/modifycontroller modify_volume.go): it marks the claim
+    InProgress when the target class exists, Pending when it does not (validateVACAndModifyVolumeWithTarget),
+    Infeasible when the driver answers InvalidArgument (then it retries only slowly: another class is needed), and
+    ModifyVolumeError on other failures; a claim it never reached has no modifyVolumeStatus at all."""
     modify = claim.modify_volume_status
+    wanted = claim.volume_attributes_class
     if modify is None:
-        return []
+        if not modification_wanted(claim) or any(c.type in MODIFY_CONDITIONS for c in claim.conditions):
+            return []
+        since = claim.meta.last_write_of(b'"f:volumeAttributesClassName"')
+        when = f" since {iso(since)}" if since else " (since when is unknown)"
+        missing = _missing_class(wanted, attribute_classes)
+        why = (f": {missing}" if missing else
+               ": is the external-resizer of the volume's CSI driver running, with VolumeAttributesClass on?")
+        return [Problem(MODIFY_NOT_STARTED, "spec.volumeAttributesClassName", wanted or "",
+                        detail=f"{claim.current_volume_attributes_class or UNSET}->{wanted}",
+                        message=f"asks for VolumeAttributesClass {wanted!r}{when}, and no modification has "
+                                f"started{why}")]
     path = "status.modifyVolumeStatus.status"
     kind = MODIFY_STATUSES.get(modify.status)
     if not kind:
         return [_unknown(path, modify.status)]
     # The modification in question: from the class the volume has to the one being applied.
-    change = f"{claim.current_volume_attributes_class or UNSET}->{modify.target_class or UNSET}"
-    return [Problem(kind, path, modify.status, detail=change)]
+    target = modify.target_class or wanted
+    change = f"{claim.current_volume_attributes_class or UNSET}->{target or UNSET}"
+    message = None
+    if kind == MODIFY_PENDING:
+        missing = _missing_class(target, attribute_classes)
+        message = (f"{missing}: the external-resizer waits for it" if missing
+                   else "the external-resizer has not started it")
+    elif kind == MODIFY_INFEASIBLE:
+        message = (f"the driver rejected VolumeAttributesClass {target!r} as invalid (InvalidArgument); the "
+                   "external-resizer retries it only slowly: another class, or the previous one, is needed")
+    return [Problem(kind, path, modify.status, detail=change, message=message)]

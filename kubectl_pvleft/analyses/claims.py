@@ -41,18 +41,24 @@ from msgspec.structs import replace
 from kubectl_pvleft.analyses import reuse
 from kubectl_pvleft.analyses.claim_problems import (
     HEALTH_STATUSES,
+    MODIFY_INFEASIBLE,
+    MODIFY_NOT_STARTED,
+    MODIFY_PENDING,
     MODIFY_STATUSES,
     PENDING,
     RESIZE_NOT_STARTED,
     UNUSED,
     Problem,
     condition_known,
+    modification_wanted,
     problems,
 )
 from kubectl_pvleft.analyses.claimwhy import CLAIM_EVENTS, about_a_claim, reasons_from
+from kubectl_pvleft.analyses.deletion import TERMINATING, claim_holders, holders_of
 from kubectl_pvleft.analyses.resize import StalledResize, stalled_resize
 from kubectl_pvleft.analyses.reuse import WORKLOADS_UNREADABLE, Workloads
 from kubectl_pvleft.analyses.usage import NOT_JUDGED, Usage, idle_of, needs_pods, usage_of, used_claims
+from kubectl_pvleft.errors import NotFound
 from kubectl_pvleft.invocation import KEEP_ANNOTATION, Options, Result, kept_reason
 from kubectl_pvleft.kube.api import (
     EVENTS,
@@ -60,6 +66,7 @@ from kubectl_pvleft.kube.api import (
     PERSISTENT_VOLUMES,
     PODS,
     STORAGE_CLASSES,
+    VOLUME_ATTRIBUTES_CLASSES,
     WORKLOAD_KINDS,
     Reader,
     optional,
@@ -85,6 +92,10 @@ EVENTS_UNREADABLE = ("cannot list events {scope} ({reason}); why a Pending claim
 PODS_UNREADABLE = ("cannot list pods {scope} ({reason}); whether claims without an Unused condition are used "
                    "is unknown (unused: null). Grant get/list on pods, or run a 1.37+ server that writes the "
                    "condition.")
+VACS_UNREADABLE = ("cannot list volumeattributesclasses ({reason}); whether the VolumeAttributesClass a claim's "
+                   "modification names exists is unknown.")
+VACS_NOT_SERVED = ("volumeattributesclasses are not served by this cluster (storage.k8s.io/v1 has them since 1.34); "
+                   "whether the class a claim's modification names exists is unknown.")
 CLASSES_UNREADABLE = ("cannot list storageclasses ({reason}); whether a Pending claim waits for its first consumer "
                       "by design (WaitForFirstConsumer) is unknown, so it counts as pending.")
 SINCE_UNKNOWN = ("{count} unused claim(s) carry no Unused condition, so how long they have been unused is unknown: "
@@ -103,6 +114,8 @@ class ClaimRow(Struct, frozen=True):
     # A Pending claim of a WaitForFirstConsumer class that no Pod uses yet: it waits by design, not in trouble.
     # None: not such a claim, or its class or the Pods could not be read (then it stays "pending").
     waiting_for_consumer: Optional[bool] = None
+    # The Pods pvc-protection counts as holding the claim (scheduled, naming it); None: the Pods were not read.
+    holders: Optional[tuple[Pod, ...]] = None
 
     @property
     def in_trouble(self) -> bool:
@@ -154,8 +167,8 @@ def _young(found: tuple[Problem, ...], claim: PersistentVolumeClaim, usage: Usag
                 continue
             if (now - usage.since).total_seconds() < criteria.older_than:
                 continue
-        elif problem.kind == PENDING:
-            created = claim.meta.created
+        elif problem.kind in (PENDING, TERMINATING):
+            created = claim.meta.deleted if problem.kind == TERMINATING else claim.meta.created
             if created is None or (now - created).total_seconds() < criteria.older_than:
                 continue
         kept.append(problem)
@@ -188,16 +201,20 @@ def waits_for_consumer(claim: PersistentVolumeClaim, classes: Optional[Mapping[s
 
 def judge(claim: PersistentVolumeClaim, used: Optional[set[tuple[str, str]]], criteria: Criteria,
           stalled: Optional[StalledResize] = None, classes: Optional[Mapping[str, StorageClass]] = None,
-          workloads: Optional[Workloads] = None) -> tuple[ClaimRow, bool]:
+          workloads: Optional[Workloads] = None,
+          holding: Optional[Mapping[tuple[str, str], tuple[Pod, ...]]] = None,
+          attribute_classes: Optional[set[str]] = None) -> tuple[ClaimRow, bool]:
     """Pure: one claim's row, and whether --older-than left it out for want of a since. ``workloads``: who
-    will mount a claim again (None: none was read, as for a claim a Pod mounts)."""
+    will mount a claim again (None: none was read, as for a claim a Pod mounts); ``holding``: claim_holders of the
+    Pods read (None: not read); ``attribute_classes``: the VolumeAttributesClasses' names (None: not read)."""
     usage = usage_of(claim, used) if workloads is None else usage_of(claim, used, workloads.reuse)
-    found, unknown_since = _young(problems(claim, stalled, usage), claim, usage, criteria)
+    holders = holders_of(claim, holding)
+    found, unknown_since = _young(problems(claim, stalled, usage, holders, attribute_classes), claim, usage, criteria)
     waiting = waits_for_consumer(claim, classes, used) if claim.phase == "Pending" else None
     if waiting:  # waiting by design (the PV controller's WaitForFirstConsumer): not a problem
         found = tuple(p for p in found if p.kind != PENDING)
     return ClaimRow(claim, found, stalled, usage, kept_reason(claim.meta.annotations),
-                    waiting_for_consumer=waiting), unknown_since
+                    waiting_for_consumer=waiting, holders=holders), unknown_since
 
 
 def assess(claims: list[PersistentVolumeClaim], *, include_all: bool = False,
@@ -205,18 +222,22 @@ def assess(claims: list[PersistentVolumeClaim], *, include_all: bool = False,
            volumes: Optional[Mapping[str, PersistentVolume]] = None,
            pods: Optional[Iterable[Pod]] = None, criteria: Optional[Criteria] = None,
            excluded: Callable[[Optional[str]], bool] = lambda namespace: False,
-           workloads: Optional[Workloads] = None) -> ClaimCensus:
+           workloads: Optional[Workloads] = None,
+           attribute_classes: Optional[set[str]] = None) -> ClaimCensus:
     """Pure: the claims in trouble (every claim with include_all), in kubectl's namespace/name order.
     ``pods`` None: they could not be read (whether a claim is used is then unknown). ``workloads``: those that
     can name a claim (None: none exist)."""
     criteria = criteria or Criteria(include_all=include_all)
+    pods = None if pods is None else list(pods)
     used = None if pods is None else used_claims(pods)
+    holding = None if pods is None else claim_holders(pods)
     workloads = workloads or Workloads()
     rows, unknown = [], 0
     for c in claims:
         if excluded(c.namespace):
             continue
-        row, unknown_since = judge(c, used, criteria, stalled_resize(c, classes, volumes), classes, workloads)
+        row, unknown_since = judge(c, used, criteria, stalled_resize(c, classes, volumes), classes, workloads,
+                                   holding, attribute_classes)
         rows.append(row)
         unknown += unknown_since
     rows.sort(key=lambda r: (r.claim.namespace, r.claim.name))
@@ -237,11 +258,15 @@ def census(api: Reader, *, namespace: Optional[str] = None, include_all: bool = 
     rows, trouble, unknown = [], 0, 0
     waiting: list[PersistentVolumeClaim] = []  # Bound claims the server has not judged, or says no Pod mounts
     warnings: list[str] = []
+    modified: list[PersistentVolumeClaim] = []  # a modification to explain: the VolumeAttributesClasses will
+    attribute_classes: Optional[set[str]] = None
 
     def take(claim: PersistentVolumeClaim, used: Optional[set[tuple[str, str]]],
-             classes: Optional[Mapping[str, StorageClass]] = None, workloads: Optional[Workloads] = None) -> None:
+             classes: Optional[Mapping[str, StorageClass]] = None, workloads: Optional[Workloads] = None,
+             holding: Optional[Mapping[tuple[str, str], tuple[Pod, ...]]] = None) -> None:
         nonlocal trouble, unknown
-        row, unknown_since = judge(claim, used, criteria, stalled_resize(claim), classes, workloads)
+        row, unknown_since = judge(claim, used, criteria, stalled_resize(claim), classes, workloads, holding,
+                                   attribute_classes)
         trouble += row.in_trouble
         unknown += unknown_since
         if criteria.keeps(row):
@@ -251,16 +276,26 @@ def census(api: Reader, *, namespace: Optional[str] = None, include_all: bool = 
                           field_selector=field_selector):
         if excluded(claim.namespace):
             continue
-        if needs_pods(claim) or may_wait_for_consumer(claim) or idle_of(claim, None).idle:
+        # deleted: which Pods still hold it
+        if needs_pods(claim) or may_wait_for_consumer(claim) or idle_of(claim, None).idle or claim.meta.deleted:
             waiting.append(claim)
+        elif explains_modification(claim):
+            modified.append(claim)
         else:
             take(claim, None)
+    if modified or any(explains_modification(c) for c in waiting):
+        attribute_classes = attribute_class_names(api, warnings)
+    for claim in modified:
+        take(claim, None)
     if waiting:
         scope = f'in namespace "{namespace}"' if namespace else "cluster-wide"
-        used = None  # the Pods: for a claim the server has not judged, or one that may wait for a consumer
-        if any(needs_pods(c) or may_wait_for_consumer(c) for c in waiting):
-            used = optional(lambda: used_claims(api.list(PODS, namespace)), warnings,
+        used = holding = None  # the Pods: for a claim the server has not judged, one that may wait for a consumer,
+        # or one being deleted (which Pods hold it)
+        if any(needs_pods(c) or may_wait_for_consumer(c) or c.meta.deleted for c in waiting):
+            pods = optional(lambda: list(api.list(PODS, namespace)), warnings,
                             PODS_UNREADABLE.replace("{scope}", scope))
+            used = None if pods is None else used_claims(pods)
+            holding = None if pods is None else claim_holders(pods)
         classes = None
         if any(may_wait_for_consumer(c) for c in waiting):  # is it WaitForFirstConsumer? its class says
             classes = optional(lambda: {sc.name: sc for sc in api.list(STORAGE_CLASSES)}, warnings,
@@ -269,7 +304,7 @@ def census(api: Reader, *, namespace: Optional[str] = None, include_all: bool = 
         idle = any(idle_of(c, used).idle for c in waiting)
         workloads = reuse.read(api, namespace, warnings) if idle else None
         for claim in waiting:
-            take(claim, used, classes, workloads)
+            take(claim, used, classes, workloads, holding)
     if unknown:
         warnings.append(SINCE_UNKNOWN.format(count=unknown))
     grown = [r.claim for r in rows if r.stalled_resize is not None]
@@ -278,6 +313,22 @@ def census(api: Reader, *, namespace: Optional[str] = None, include_all: bool = 
         rows = [_with_reason(r, classes, volumes) if r.stalled_resize is not None else r for r in rows]
     rows.sort(key=lambda r: (r.claim.namespace, r.claim.name))
     return ClaimCensus(rows=rows, trouble_count=trouble, warnings=warnings)
+
+
+def explains_modification(claim: PersistentVolumeClaim) -> bool:
+    """Whether the VolumeAttributesClasses say something about this claim: a modification wanted that never started,
+    or one Pending (the resizer's word for a class that does not exist)."""
+    status = claim.modify_volume_status
+    return modification_wanted(claim) if status is None else status.status == "Pending"
+
+
+def attribute_class_names(api: Reader, warnings: list[str]) -> Optional[set[str]]:
+    """The VolumeAttributesClasses' names: None (one warning) when they may not be read or are not served."""
+    try:
+        return optional(lambda: {vac.name for vac in api.list(VOLUME_ATTRIBUTES_CLASSES)}, warnings, VACS_UNREADABLE)
+    except NotFound:
+        warnings.append(VACS_NOT_SERVED)
+        return None
 
 
 def _with_reason(row: ClaimRow, classes: Any, volumes: Any) -> ClaimRow:
@@ -369,7 +420,7 @@ def problem_text(found: tuple[Problem, ...]) -> Optional[str]:
     grouped: dict[str, list[str]] = {}
     for p in found:
         values = grouped.setdefault(p.kind, [])
-        if p.known and (p.field == "status.phase" or p.kind == UNUSED):  # UNUSED SINCE says the rest
+        if p.known and (p.field == "status.phase" or p.kind in (UNUSED, TERMINATING)):  # UNUSED SINCE, WHY say the rest
             continue
         value = (p.detail or p.value) if p.known else f"{p.field.removeprefix('status.')}={p.value or '<none>'}"
         if value not in values:
@@ -437,6 +488,10 @@ def to_json(row: ClaimRow) -> dict[str, Any]:
         "usage_unknown": row.usage.why_unknown,
         "waiting_for_first_consumer": row.waiting_for_consumer,
         "kept": row.kept,
+        # Being deleted: what holds it (the finalizers, and the Pods pvc-protection counts; null: Pods not read).
+        "finalizers": list(c.meta.finalizers),
+        "held_by": held_by(row),
+        "holding_pods": None if row.holders is None else [p.name for p in row.holders],
     }
 
 
@@ -456,7 +511,7 @@ def report(result: ClaimCensus, now: Optional[datetime] = None, show_kept: bool 
     reasons: Mapping[str, str] = why or {}
 
     def why_cell(r: ClaimRow) -> Optional[str]:
-        text = why_of(r, reasons.get(r.claim.meta.uid) or r.why)
+        text = why_of(r, reasons.get(r.claim.meta.uid) or r.why) or held_by(r)
         return " ".join(text.split()) if wide and text else clause_cut(text, WHY_WIDTH)
 
     columns: list[Column[ClaimRow]] = [
@@ -500,11 +555,19 @@ BYPASSED = ("; yet a Pod uses it: a Pod that sets spec.nodeName bypasses the sch
             "for a WaitForFirstConsumer claim, so it never binds (see `kubectl pvleft pending`)")
 
 
+def held_by(row: ClaimRow) -> Optional[str]:
+    """For a claim being deleted: the finalizer that holds it and who must act (the Pods that still name it)."""
+    return next((p.detail for p in row.problems if p.kind == TERMINATING), None)
+
+
 def why_of(row: ClaimRow, text: Optional[str]) -> Optional[str]:
     """Why a Pending claim is Pending, with what its newest event cannot say: that a Pod uses it after all."""
     if text and row.waiting_for_consumer is False and text.startswith("WaitForFirstConsumer:"):
         return text + BYPASSED
     return text
+
+
+MODIFY_EXPLAINED = (MODIFY_NOT_STARTED, MODIFY_PENDING, MODIFY_INFEASIBLE)
 
 
 def by_design_cell(row: ClaimRow, wide: bool) -> Optional[str]:
@@ -525,6 +588,8 @@ def claim_findings(row: ClaimRow, why: Optional[Mapping[str, str]] = None) -> tu
     found = []
     for p in row.problems:
         text = p.kind if p.known and p.field == "status.phase" else f"{p.kind}: {p.detail or p.value}"
+        if p.kind in MODIFY_EXPLAINED and p.message:  # who must act, and what is missing
+            text += f" ({p.message})"
         if p.kind == PENDING and reason:
             text = f"{p.kind}: {why_of(row, reason)}"
         found.append(text)

@@ -7,8 +7,13 @@ counts PVs by phase and Pending claims, and it flags more than one default class
 where the object is needed (Pending claims, provisioned PVs; binding itself compares names only), and CSI
 provisioners with no CSIDriver object.
 
-Reads: StorageClasses, PersistentVolumes, PersistentVolumeClaims, CSIDrivers (metadata only), one
-paginated list each. Writes: nothing.
+Under the classes, the VolumeAttributesClasses (storage.k8s.io/v1 since 1.34; a section only where there are any):
+each with its driver, whether that driver registered a CSIDriver (the driver's external-resizer applies the class's
+parameters: with no CSIDriver object for that name it is flagged as the StorageClasses are), and how many claims
+ask for it.
+
+Reads: StorageClasses, PersistentVolumes, PersistentVolumeClaims, CSIDrivers (metadata only),
+VolumeAttributesClasses, one paginated list each. Writes: nothing.
 """
 
 from __future__ import annotations
@@ -21,19 +26,29 @@ from typing import TYPE_CHECKING, Any, Optional, TypeVar, Union
 from msgspec import Struct, field
 
 from kubectl_pvleft.analyses.looks import Finding, describe, looks
+from kubectl_pvleft.errors import NotFound
 from kubectl_pvleft.invocation import Options, Result
 from kubectl_pvleft.kube.api import (
     CSI_DRIVERS,
     PERSISTENT_VOLUME_CLAIMS,
     PERSISTENT_VOLUMES,
     STORAGE_CLASSES,
+    VOLUME_ATTRIBUTES_CLASSES,
     Reader,
     begin,
     optional,
 )
 from kubectl_pvleft.migration import csi_driver, effective_provisioner
 from kubectl_pvleft.output.report import Column, Report, Verdict, actionable, age, finding_count, utcnow
-from kubectl_pvleft.records import PV_PHASES, Absent, PersistentVolume, PersistentVolumeClaim, StorageClass, iso
+from kubectl_pvleft.records import (
+    PV_PHASES,
+    Absent,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    StorageClass,
+    VolumeAttributesClass,
+    iso,
+)
 
 if TYPE_CHECKING:  # --watch alone needs the watch runtime: imported in follow()
     from kubectl_pvleft.kube.watch import Follow, Stores
@@ -59,6 +74,7 @@ PVS_UNREADABLE = ("cannot list persistentvolumes ({reason}); PV counts, reclaim 
 CLAIMS_UNREADABLE = ("cannot list persistentvolumeclaims cluster-wide ({reason}); Pending claim counts and classes "
                      "named only by claims are unknown.")
 DRIVERS_UNREADABLE = "cannot list csidrivers ({reason}); CSI provisioners are not checked for a registered CSIDriver."
+VACS_UNREADABLE = "cannot list volumeattributesclasses ({reason}); VolumeAttributesClasses are not checked."
 
 
 class Drift(Struct, frozen=True):
@@ -99,10 +115,20 @@ class ClassRow(Struct, frozen=True):
 COLUMN_PV_PHASES = ("Bound", "Released", "Available", "Failed")
 
 
+class AttributeClassRow(Struct, frozen=True):
+    """One VolumeAttributesClass: its driver's CSIDriver (None: unknown), and the claims that ask for it."""
+
+    vac: VolumeAttributesClass
+    driver_registered: Optional[bool]
+    claims: Optional[int]  # claims whose spec names it; None: claims could not be read
+    findings: tuple[Finding, ...] = ()
+
+
 class ClassCensus(Struct):
     rows: list[ClassRow]
     drift: list[Drift]
     warnings: list[str] = field(default_factory=list)
+    attribute_classes: list[AttributeClassRow] = field(default_factory=list)
 
     @property
     def finding_count(self) -> int:
@@ -267,10 +293,29 @@ def census(api: Reader, *, label_selector: Optional[str] = None, field_selector:
     claims = optional(lambda: list(claim_list), warnings, CLAIMS_UNREADABLE)
     drivers = optional(lambda: {d.name for d in driver_list}, warnings, DRIVERS_UNREADABLE)
     result = assess(classes, pvs, claims, drivers)
+    try:
+        vacs = optional(lambda: list(api.list(VOLUME_ATTRIBUTES_CLASSES)), warnings, VACS_UNREADABLE)
+    except NotFound:  # a server before 1.34 serves no storage.k8s.io/v1 VolumeAttributesClass: nothing to check
+        vacs = None
+    result.attribute_classes = assess_attribute_classes(vacs or (), claims, drivers)
     result.warnings = warnings
     if label_selector or field_selector:  # a selector picks classes: names only PVs or claims use are not what was asked for
         result.rows = [r for r in result.rows if r.exists]
     return result
+
+
+def assess_attribute_classes(vacs: Iterable[VolumeAttributesClass], claims: Optional[Iterable[PersistentVolumeClaim]],
+                             drivers: Optional[set[str]]) -> list[AttributeClassRow]:
+    """Pure: each VolumeAttributesClass, with a missing-csidriver finding when its driver registered no CSIDriver."""
+    asked = None if claims is None else Counter(c.volume_attributes_class for c in claims if c.volume_attributes_class)
+    rows = []
+    for vac in vacs:
+        registered = None if drivers is None else vac.driver_name in drivers
+        found = () if registered is not False else (Finding(MISSING_CSIDRIVER, (
+            f"no CSIDriver {vac.driver_name!r} is registered: the driver whose external-resizer applies this class's "
+            "parameters is not installed (or registers under another name)")),)
+        rows.append(AttributeClassRow(vac, registered, None if asked is None else asked[vac.name], found))
+    return sorted(rows, key=lambda r: r.vac.name)
 
 
 def run(api: Reader, options: Options) -> Result:
@@ -279,7 +324,33 @@ def run(api: Reader, options: Options) -> Result:
         drift = drift_report(result)
         return Result(drift, finding_count(drift), result.warnings)
     shown = report(result)
-    return Result(shown, finding_count(shown), result.warnings)
+    sections = [attribute_classes_report(result.attribute_classes)] if result.attribute_classes else []
+    return Result(shown, finding_count(shown) + sum(finding_count(s) for s in sections), result.warnings,
+                  sections=sections)
+
+
+def attribute_classes_report(rows: list[AttributeClassRow], now: Optional[datetime] = None) -> Report[AttributeClassRow]:
+    """The VolumeAttributesClasses, in `kubectl get volumeattributesclass`'s columns and ours."""
+    columns: list[Column[AttributeClassRow]] = [
+        Column("VOLUMEATTRIBUTESCLASS", lambda r: r.vac.name),
+        Column("DRIVERNAME", lambda r: r.vac.driver_name),
+        Column("CSIDRIVER", lambda r: Absent.UNKNOWN if r.driver_registered is None else _registered(r.driver_registered)),
+        Column("CLAIMS", lambda r: _count(r.claims)),
+        Column("FINDINGS", lambda r: ",".join(f.kind for f in r.findings) or None),
+        Column("AGE", lambda r: age(r.vac.meta.created, now or utcnow())),
+    ]
+
+    def to_json(r: AttributeClassRow) -> dict[str, Any]:
+        return {"kind": "VolumeAttributesClass", "name": r.vac.name, "driver_name": r.vac.driver_name,
+                "parameters": dict(r.vac.parameters), "csi_driver_registered": r.driver_registered,
+                "claims": r.claims, "findings": [f.to_json() for f in r.findings],
+                "creation_timestamp": iso(r.vac.meta.created)}
+
+    return actionable(Report(rows=rows, columns=columns, to_json=to_json,
+                             name=lambda r: f"volumeattributesclass.storage.k8s.io/{r.vac.name}",
+                             labels=lambda r: r.vac.meta.labels),
+                      Verdict(lambda r: tuple(f"{f.kind}: {f.message}" for f in r.findings)),
+                      lambda r: looks(describe("volumeattributesclass", r.vac.name)))
 
 
 def follow(options: Options) -> Follow[Any]:

@@ -9,9 +9,15 @@ Reads: PersistentVolumes, PersistentVolumeClaims (metadata only), StorageClasses
 ``--aws-region``, the cloud's disks too (census.py). Writes: nothing, not even the "helpful" claimRef
 clearing; a human decides reuse or abandon.
 
+A PV being deleted (metadata.deletionTimestamp: kubectl's STATUS says Terminating) is a finding too, with the
+finalizer that holds it and who must act (analyses/deletion.py): the claim still bound to it (pv-protection), or
+the provisioner whose backend delete fails (its VolumeFailedDelete event quoted, events read only when a PV carries
+the provisioner's finalizer). A Released Delete-policy PV whose delete failed says so the same way: it still bills.
+
 A PV annotated ``pvleft.io/keep`` is intentionally kept: shown with --all, with its reason, never a finding.
 ``--older-than`` makes a leftover count only once it has been in its phase that long (status.lastPhaseTransitionTime,
-else its creation); ``--exclude-namespace`` leaves out PVs whose claimRef is in those namespaces.
+else its creation; a PV being deleted: since its deletionTimestamp); ``--exclude-namespace`` leaves out PVs whose
+claimRef is in those namespaces.
 """
 
 from __future__ import annotations
@@ -23,11 +29,12 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 
 from msgspec import Struct, field
 
+from kubectl_pvleft.analyses.deletion import DELETE_FAILED, PROVISIONER_FINALIZER, TERMINATING, pv_hold, status_word, terminating
 from kubectl_pvleft.analyses.looks import describe, events, looks
 from kubectl_pvleft.invocation import KEEP_ANNOTATION, Options, Result, kept_reason
-from kubectl_pvleft.kube.api import CLAIM_IDENTITIES, PERSISTENT_VOLUMES, STORAGE_CLASSES, Reader, begin, optional
+from kubectl_pvleft.kube.api import CLAIM_IDENTITIES, EVENTS, PERSISTENT_VOLUMES, STORAGE_CLASSES, Reader, begin, optional
 from kubectl_pvleft.output.report import UNSET, Column, Report, Verdict, actionable, age, finding_count, utcnow
-from kubectl_pvleft.records import Absent, ClaimIdentity, PersistentVolume, StorageClass, iso
+from kubectl_pvleft.records import Absent, ClaimIdentity, Event, PersistentVolume, StorageClass, iso
 
 if TYPE_CHECKING:  # --watch alone needs the watch runtime: imported in follow()
     from kubectl_pvleft.kube.watch import Follow, Stores
@@ -42,6 +49,9 @@ LEFTOVER_PHASES = ("Released", "Failed")
 CLAIMS_UNREADABLE = ("cannot list persistentvolumeclaims {scope} ({reason}); claim state is unknown (claim_missing: "
                      "null). Grant get/list on persistentvolumeclaims to know whether claims are gone.")
 CLASSES_UNREADABLE = "cannot list storageclasses ({reason}); class reclaim policy is unknown."
+EVENTS_UNREADABLE = ("cannot list events ({reason}); why a PersistentVolume's delete fails (VolumeFailedDelete) is "
+                     "not quoted.")
+DELETE_EVENTS = f"involvedObject.kind=PersistentVolume,reason={DELETE_FAILED}"
 
 
 class ClaimIndex(Struct, frozen=True):
@@ -68,6 +78,20 @@ class Leftover(Struct, frozen=True):
     class_reclaim: Union[str, Absent, None]
     kept: Optional[str] = None  # pvleft.io/keep's reason: intentionally kept, never a finding
     young: bool = False  # in its phase for less than --older-than: not a finding yet
+    delete_failure: Optional[str] = None  # the newest VolumeFailedDelete event's message, for a PV not deleted
+
+    @property
+    def status(self) -> str:
+        """kubectl's STATUS: the phase, or Terminating once deletion has started."""
+        return status_word(self.pv.meta, self.pv.phase)
+
+    @property
+    def held_by(self) -> Optional[str]:
+        """For a PV being deleted, or Released and failing to be deleted: what holds it and who must act."""
+        pv = self.pv
+        if not terminating(pv.meta) and not (self.delete_failure and pv.phase in LEFTOVER_PHASES):
+            return None
+        return pv_hold(pv.meta, pv.phase, self.claim, pv.reclaim_policy, self.delete_failure, pv.driver)
 
     @property
     def claim_missing(self) -> Optional[bool]:
@@ -103,7 +127,7 @@ def claim_state(pv: PersistentVolume, claims: Optional[ClaimIndex]) -> Optional[
 
 
 def is_leftover(row: Leftover) -> bool:
-    if row.pv.phase in LEFTOVER_PHASES:
+    if row.pv.phase in LEFTOVER_PHASES or terminating(row.pv.meta):
         return True
     # A claimRef without a uid is an administrator's pre-binding (PRE_BOUND when that claim does not exist yet);
     # replaced by name without a uid is that claim, created: the PV controller binds them.
@@ -123,7 +147,12 @@ def leftover_evidence(row: Leftover) -> tuple[str, ...]:
     if not is_leftover(row):
         return ()
     claim = f"; claim {row.claim} is {row.claim_state}" if row.claim else ""
-    return (f"{row.pv.phase} PV, reclaim policy {row.pv.reclaim_policy or UNSET}{claim}",)
+    found = [f"{row.pv.phase} PV, reclaim policy {row.pv.reclaim_policy or UNSET}{claim}"]
+    if terminating(row.pv.meta):
+        found.insert(0, f"{TERMINATING}: {row.held_by}")
+    elif row.held_by:
+        found.append(f"delete-failed: {row.held_by}")
+    return tuple(found)
 
 
 VERDICT: Verdict[Leftover] = Verdict(leftover_evidence, set_aside)
@@ -131,8 +160,9 @@ is_finding = VERDICT.is_finding  # a leftover that counts: not kept, and old eno
 
 
 def phase_age(pv: PersistentVolume, now: datetime) -> Optional[float]:
-    """Seconds since the PV entered its phase (its creation when the server does not say): None when unknown."""
-    since = pv.last_phase_transition or pv.meta.created
+    """Seconds since the PV entered its phase (its creation when the server does not say), or since its deletion
+    began: None when unknown."""
+    since = pv.meta.deleted or pv.last_phase_transition or pv.meta.created
     return None if since is None else (now - since).total_seconds()
 
 
@@ -147,7 +177,7 @@ def assess(pvs: Iterable[PersistentVolume], claims: Optional[ClaimIndex],
            classes: Optional[dict[str, StorageClass]], *, include_all: bool = False,
            claim_namespace: Optional[str] = None, older_than: Optional[float] = None,
            excluded: Callable[[Optional[str]], bool] = lambda namespace: False,
-           now: Optional[datetime] = None) -> list[Leftover]:
+           now: Optional[datetime] = None, delete_failures: Optional[Mapping[str, str]] = None) -> list[Leftover]:
     """Pure: every PV with its claim state and both reclaim policies; only leftovers that count (not kept, old
     enough) unless include_all. PVs whose claimRef is in an excluded namespace are left out altogether."""
     rows = []
@@ -165,7 +195,8 @@ def assess(pvs: Iterable[PersistentVolume], claims: Optional[ClaimIndex],
             sc = classes.get(pv.storage_class)
             class_reclaim = sc.reclaim_policy if sc else Absent.MISSING
         row = Leftover(pv=pv, claim_state=claim_state(pv, claims), class_reclaim=class_reclaim,
-                       kept=kept_reason(pv.meta.annotations), young=_young(pv, older_than, now))
+                       kept=kept_reason(pv.meta.annotations), young=_young(pv, older_than, now),
+                       delete_failure=(delete_failures or {}).get(pv.meta.uid))
         if include_all or is_finding(row):
             rows.append(row)
     rows.sort(key=lambda r: r.pv.name)  # kubectl's order
@@ -204,9 +235,27 @@ def find_leftovers(api: Reader, *, include_all: bool = False, claim_namespace: O
     every = include_all or keep_every_pv
     kept = [pv for pv in chain(first, pvs) if every or _may_be_a_row(pv, claims, claim_namespace)]
     classes = optional(lambda: {sc.name: sc for sc in class_list}, warnings, CLASSES_UNREADABLE)
+    deleting = {pv.meta.uid for pv in kept if pv.meta.uid and may_fail_delete(pv)}
+    failures = delete_failures(api.list(EVENTS, field_selector=DELETE_EVENTS), deleting, warnings) if deleting else {}
     rows = assess(kept, claims, classes, include_all=include_all, claim_namespace=claim_namespace,
-                  older_than=older_than, excluded=excluded)
+                  older_than=older_than, excluded=excluded, delete_failures=failures)
     return LeftoverResult(rows, warnings, kept if keep_every_pv else [])
+
+
+def may_fail_delete(pv: PersistentVolume) -> bool:
+    """A PV whose backend delete may be failing: one the external-provisioner holds (its finalizer) while it is
+    Released or Failed with reclaim policy Delete, or being deleted. Only for these are events read (one list):
+    an in-tree deleter's failure already shows as the Failed phase and its message."""
+    return PROVISIONER_FINALIZER in pv.meta.finalizers and (
+        (pv.phase in LEFTOVER_PHASES and pv.reclaim_policy == "Delete") or terminating(pv.meta))
+
+
+def delete_failures(events_: Iterable[Event], uids: set[str], warnings: list[str]) -> dict[str, str]:
+    """The newest VolumeFailedDelete message of each PV asked about (by uid); a 403 is one warning, never a guess."""
+    from kubectl_pvleft.analyses.claimwhy import newest_by_claim
+
+    newest = optional(lambda: newest_by_claim(events_, uids), warnings, EVENTS_UNREADABLE)
+    return {uid: f"{event.reason}: {event.message}" for uid, event in (newest or {}).items()}
 
 
 def _may_be_a_row(pv: PersistentVolume, claims: Optional[ClaimIndex], claim_namespace: Optional[str]) -> bool:
@@ -215,7 +264,7 @@ def _may_be_a_row(pv: PersistentVolume, claims: Optional[ClaimIndex], claim_name
     ref = pv.claim_ref
     if claim_namespace and (ref is None or ref.namespace != claim_namespace):
         return False
-    return pv.phase in LEFTOVER_PHASES or claim_state(pv, claims) in (MISSING, REPLACED)
+    return pv.phase in LEFTOVER_PHASES or terminating(pv.meta) or claim_state(pv, claims) in (MISSING, REPLACED)
 
 
 def claim_namespace(options: Options) -> Optional[str]:
@@ -288,7 +337,7 @@ def follow(options: Options) -> Follow[Leftover]:
 
     return Follow(streams, "volumes", judge, key=lambda r: r.pv.meta.uid,
                   signature=lambda r: (r.pv.phase, r.claim_state, r.class_reclaim, r.pv.reclaim_policy, r.kept,
-                                       r.young),
+                                       r.young, r.pv.meta.deleted, r.pv.meta.finalizers),
                   gone="no longer a leftover", departure=lambda pv: "the PersistentVolume was deleted",
                   recheck=recheck_for(options.older_than))
 
@@ -320,6 +369,12 @@ def to_json(row: Leftover, disks: Optional[Mapping[str, Any]] = None,
         "message": pv.message,
         "last_phase_transition_time": iso(pv.last_phase_transition),
         "kept": row.kept,
+        # kubectl's STATUS, and for a PV being deleted (or failing to be) what holds it and who must act.
+        "status": row.status,
+        "deletion_timestamp": iso(pv.meta.deleted),
+        "finalizers": list(pv.meta.finalizers),
+        "held_by": row.held_by,
+        "delete_failure": row.delete_failure,
         "finding": VERDICT.is_finding(row),  # the verdict every output reads (actionable adds `set_aside` after)
     }
     if disks is not None:  # a cloud census ran: the disk behind the PV, as that client saw it
@@ -341,7 +396,7 @@ def report(result: LeftoverResult, now: Optional[datetime] = None,
            evidence: Optional[Mapping[str, Any]] = None) -> Report[Leftover]:
     columns: list[Column[Leftover]] = [
         Column("NAME", lambda r: r.pv.name),
-        Column("STATUS", lambda r: r.pv.phase),
+        Column("STATUS", lambda r: r.status),
         Column("RECLAIM", lambda r: r.pv.reclaim_policy, empty=UNSET),
         Column("CLASS RECLAIM", lambda r: r.class_reclaim),
         # kubectl get pv leaves these blank when unset; so do we.
@@ -350,6 +405,7 @@ def report(result: LeftoverResult, now: Optional[datetime] = None,
         Column("STORAGECLASS", lambda r: r.pv.storage_class, empty=""),
         Column("CAPACITY", lambda r: r.pv.capacity),
         Column("AGE", lambda r: age(r.pv.last_phase_transition or r.pv.meta.created, now or utcnow())),
+        Column("HELD BY", lambda r: r.held_by, wide_only=True, empty=""),
         Column("CLAIM UID", lambda r: r.pv.claim_ref.uid if r.pv.claim_ref else None, wide_only=True),
         Column("DRIVER", lambda r: r.pv.driver, wide_only=True),
         Column("VOLUME HANDLE", lambda r: r.pv.volume_handle, wide_only=True),

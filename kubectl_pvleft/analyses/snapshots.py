@@ -4,7 +4,10 @@ A VolumeSnapshotContent is the cluster's handle on a snapshot in the storage sys
 ``deletionPolicy: Retain`` that snapshot outlives its VolumeSnapshot: once the VolumeSnapshot is gone
 (or another object took its namespace/name, matched by uid), the storage system keeps the snapshot -
 and bills it - while nothing in the cluster's namespaces names it. Contents whose VolumeSnapshotClass
-is gone and contents not ready with an error are reported too.
+is gone and contents not ready with an error are reported too. A content being deleted (kubectl's Terminating) is a
+finding, with the finalizer that holds it and who must act: with ``deletionPolicy: Delete`` the driver's
+csi-snapshotter sidecar holds it until the snapshot is deleted in the storage system, and while that fails
+(status.error) the snapshot keeps billing (analyses/deletion.py).
 
 Reads: VolumeSnapshotContents (required), VolumeSnapshots, VolumeSnapshotClasses, one paginated list
 each. A 403 on the optional two makes their answers unknown (null), never "gone". Without the CRDs
@@ -28,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Optional, TypeVar, Union
 
 from msgspec import Struct, field
 
+from kubectl_pvleft.analyses.deletion import TERMINATING, content_hold, status_word, terminating
 from kubectl_pvleft.analyses.looks import Finding, describe, events, looks
 from kubectl_pvleft.errors import ApiError, Forbidden, NotFound
 from kubectl_pvleft.invocation import KEEP_ANNOTATION, Options, Result, kept_reason
@@ -135,6 +139,13 @@ def findings(content: VolumeSnapshotContent, state: Optional[str], live: Optiona
     found: list[Finding] = []
     ref = content.snapshot_ref
     handle = content.snapshot_handle or "its snapshot"
+    error = content.status.error
+    if terminating(content.meta):  # first: what holds it is the question; its error is quoted here, not again
+        message = error.message or "an error with no message" if error is not None else None
+        when = f" (at {iso(error.time)})" if error is not None and error.time else ""
+        found.append(Finding(TERMINATING, content_hold(content.meta, content.spec.deletion_policy, content.spec.driver,
+                                                       f"{message}{when}" if message else None,
+                                                       bool(ref.uid) and state == MISSING)))
     # A ref without a uid is a pre-provisioned content waiting for its VolumeSnapshot, not a dead pointer.
     if content.spec.deletion_policy == RETAIN and ref.uid and state in (MISSING, REPLACED):
         where = f"{ref.namespace}/{ref.name}"
@@ -146,19 +157,19 @@ def findings(content: VolumeSnapshotContent, state: Optional[str], live: Optiona
                                               "and nothing in the cluster names it"))
     if snapshot_class is Absent.MISSING:
         found.append(Finding(CLASS_MISSING, f"no VolumeSnapshotClass {content.class_name!r}"))
-    error = content.status.error
-    if content.status.ready_to_use is not True and error is not None:
+    if content.status.ready_to_use is not True and error is not None and not terminating(content.meta):
         when = f" (at {iso(error.time)})" if error.time else ""
         found.append(Finding(NOT_READY, f"not ready: {error.message or 'an error with no message'}{when}"))
     return tuple(found)
 
 
 def set_aside(row: ContentRow) -> Optional[str]:
-    """Why a content's findings do not count: intentionally kept, or created less than --older-than ago."""
+    """Why a content's findings do not count: intentionally kept, or created (being deleted: deleted) less than
+    --older-than ago."""
     if row.kept is not None:
         return f"kept ({KEEP_ANNOTATION}): {row.kept}"
     if row.young:
-        return "created less than --older-than ago"
+        return "deleted less than --older-than ago" if terminating(row.content.meta) else "created less than --older-than ago"
     return None
 
 
@@ -168,7 +179,7 @@ VERDICT: Verdict[ContentRow] = Verdict(lambda row: tuple(f"{f.kind}: {f.message}
 def _young(content: VolumeSnapshotContent, older_than: Optional[float], now: Optional[datetime]) -> bool:
     if older_than is None:
         return False
-    created = content.meta.created
+    created = content.meta.deleted or content.meta.created  # being deleted: since when
     return created is None or ((now or utcnow()) - created).total_seconds() < older_than
 
 
@@ -327,7 +338,7 @@ def _signature(row: ContentRow) -> tuple[Any, ...]:
     c = row.content
     return (row.snapshot_state, row.snapshot.meta.uid if row.snapshot else None, row.class_missing,
             c.spec.deletion_policy, c.status.ready_to_use, c.status.restore_size, c.snapshot_handle, row.findings,
-            row.kept, row.young)
+            row.kept, row.young, c.meta.deleted, c.meta.finalizers)
 
 
 def watch_report(options: Options) -> Report[ContentRow]:
@@ -375,6 +386,10 @@ def to_json(row: ContentRow, cloud: Optional[SnapshotOutcome] = None) -> dict[st
         "findings": [f.to_json() for f in row.findings],
         "kept": row.kept,
         "counted": row.counted,
+        # Being deleted (kubectl's Terminating): its finalizers, and what holds it and who must act.
+        "status": status_word(c.meta, "") or None,
+        "finalizers": list(c.meta.finalizers),
+        "held_by": next((f.message for f in row.findings if f.kind == TERMINATING), None),
     }
     if cloud is not None:  # a cloud looked: the snapshot behind the content, as that client saw it
         from kubectl_pvleft.clouds.snapshot_census import to_json as cloud_json
@@ -397,6 +412,8 @@ def report(result: SnapshotCensus, now: Optional[datetime] = None, show_kept: bo
         Column("SNAPSHOT STATE", lambda r: r.snapshot_state),
         Column("AGE", lambda r: age(r.content.meta.created, now or utcnow())),
         Column("FINDINGS", lambda r: ",".join(f.kind for f in r.findings) or None),
+        Column("HELD BY", lambda r: next((f.message for f in r.findings if f.kind == TERMINATING), None),
+               wide_only=True, empty=""),
         Column("VOLUMESNAPSHOTCLASS", lambda r: r.content.class_name, wide_only=True, empty=""),
         Column("SNAPSHOT UID", lambda r: r.content.snapshot_ref.uid, wide_only=True),
         Column("SOURCE VOLUME", lambda r: r.content.spec.source.volume_handle, wide_only=True),

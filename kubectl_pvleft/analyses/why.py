@@ -14,11 +14,12 @@ object asked about is required. Writes: nothing.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any, Optional, TypeVar
 
 from kubectl_pvleft.analyses import attachments, claims, claimwhy, leftovers, pending, snapshots
 from kubectl_pvleft.analyses.claim_problems import LOST, PENDING, UNUSED
+from kubectl_pvleft.analyses.deletion import PV_PROTECTION, TERMINATING
 from kubectl_pvleft.analyses.looks import describe, events, looks
 from kubectl_pvleft.analyses.pending.rules import Triage, Verdict
 from kubectl_pvleft.analyses.pending.rules import assess as triage
@@ -41,7 +42,7 @@ from kubectl_pvleft.kube.api import (
     optional,
 )
 from kubectl_pvleft.output.story import Evidence, Link, Story, newest_first
-from kubectl_pvleft.records import Event, PersistentVolume, PersistentVolumeClaim, Pod
+from kubectl_pvleft.records import Event, PersistentVolume, PersistentVolumeClaim
 
 T = TypeVar("T")
 
@@ -56,7 +57,6 @@ KIND_WORDS = {
 }
 PLURALS = {POD: "pods", CLAIM: "persistentvolumeclaims", VOLUME: "persistentvolumes",
            CONTENT: "volumesnapshotcontents"}
-PVC_PROTECTION = "kubernetes.io/pvc-protection"
 
 UNREADABLE = "cannot read {what} ({{reason}}); that part of the story is unknown."
 
@@ -146,11 +146,6 @@ class _Teller:
         row = claims.assess([pvc], pods=pods, include_all=True).rows[0]
         why = claimwhy.reasons(self.api, ns, [pvc]) if row.problems else {}
         found = tuple(claims.VERDICT.with_evidence(lambda r: claims.claim_findings(r, why)).findings(row))
-        holders = _holders(pvc, pods) if pvc.meta.deleted else None
-        if holders is not None and not any("Terminating" in f or "pvc-protection" in f for f in found):
-            found += (deletion_held(pvc, holders),)
-            owner = owner or (f"the Pods {', '.join(holders)} (pvc-protection waits for them)" if holders else
-                              "persistentvolumeclaim-protection-controller")
         self.links.append(Link("PersistentVolumeClaim", pvc.name, row.status if not pvc.meta.deleted else "Terminating",
                                ns, depth, findings=(*pending_finding, *found),
                                owner=owner or claim_owner(pvc, row), analysis="claims",
@@ -294,26 +289,15 @@ def _presence(obj: Any) -> str:
     return "unknown" if obj is Ellipsis else ("present" if obj is not None else "missing")
 
 
-def _holders(pvc: PersistentVolumeClaim, pods: Optional[Iterable[Pod]]) -> Optional[list[str]]:
-    """The scheduled Pods that name a claim (what pvc-protection waits for); None when Pods cannot be read."""
-    if pods is None:
-        return None
-    return sorted(p.name for p in pods if p.node_name and pvc.name in p.claims)
-
-
-def deletion_held(pvc: PersistentVolumeClaim, holders: list[str]) -> str:
-    when = pvc.meta.deleted.isoformat().replace("+00:00", "Z") if pvc.meta.deleted else "?"
-    if holders:
-        return (f"Terminating: deleted at {when} and held by {PVC_PROTECTION} while scheduled Pods name it: "
-                f"{', '.join(holders)}")
-    return f"Terminating: deleted at {when}; no scheduled Pod names it, so {PVC_PROTECTION} should let it go"
-
-
 def claim_owner(pvc: PersistentVolumeClaim, row: claims.ClaimRow) -> Optional[str]:
     """Who must act on a claim's first problem (the problem kinds are claims' own)."""
     if not row.problems:
         return None
     kind = row.problems[0].kind
+    if kind == TERMINATING:  # claims' own finding names the finalizer; the Pods pvc-protection waits for act
+        if row.holders:
+            return f"the Pods {', '.join(p.name for p in row.holders)} (pvc-protection waits for them)"
+        return "persistentvolumeclaim-protection-controller" if row.holders is not None else None
     if kind == PENDING:
         return pvc.provisioner or "persistentvolume-controller"
     if kind == UNUSED:
@@ -324,6 +308,8 @@ def claim_owner(pvc: PersistentVolumeClaim, row: claims.ClaimRow) -> Optional[st
 
 
 def volume_owner(pv: PersistentVolume) -> str:
+    if pv.meta.deleted and pv.phase == "Bound" and PV_PROTECTION in pv.meta.finalizers and pv.claim_ref:
+        return f"whoever owns claim {pv.claim_ref.key} (pv-protection keeps the PV while it is bound)"
     if pv.reclaim_policy == "Retain":
         return "an administrator (reclaim policy Retain: nothing deletes the volume or its disk)"
     provisioner = pv.meta.annotations.get("pv.kubernetes.io/provisioned-by") or pv.driver or "its provisioner"
@@ -332,7 +318,7 @@ def volume_owner(pv: PersistentVolume) -> str:
 
 def content_owner(row: snapshots.ContentRow) -> str:
     kinds = [f.kind for f in row.findings]
-    if snapshots.NOT_READY in kinds:
+    if snapshots.NOT_READY in kinds or TERMINATING in kinds:
         return f"the csi-snapshotter of {row.content.spec.driver or 'its driver'}"
     if snapshots.RETAINED_ORPHAN in kinds:
         return "an administrator (deletionPolicy Retain: nothing deletes the snapshot)"

@@ -62,7 +62,9 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
 
 LEGENDS: dict[str, tuple[tuple[str, str], ...]] = {
     "leftovers": (
-        ("STATUS", "the PV's phase: Released, Failed (leftovers), Bound, Available, Pending (with --all or a NAME)"),
+        ("STATUS", "the PV's phase: Released, Failed (leftovers), Bound, Available, Pending (with --all or a NAME); "
+                   "Terminating (deleted, and a finalizer holds it: a finding; -o wide's HELD BY says which, the "
+                   "claim still bound to it or the provisioner whose delete fails, with its VolumeFailedDelete event)"),
         ("CLAIM STATE", "missing (the claim is gone), replaced (a new claim took its name), present, pre-bound, "
                         "waiting for claim NS/NAME (reserved for a claim not created yet: never a finding), unknown "
                         "(claims cannot be read), <none> (no claimRef)"),
@@ -86,14 +88,18 @@ LEGENDS: dict[str, tuple[tuple[str, str], ...]] = {
     ),
     "claims": (
         ("STATUS", "the claim's phase: Pending, Bound, Lost; Terminating once deleted"),
-        ("PROBLEM", "unused (Bound, no Pod that has not finished names it, and no workload will mount it again; "
-                    "UNUSED SINCE says since when), "
-                    "pending, lost, resizing, resize-failed, resize-error, resize-not-started, modify-pending, "
+        ("PROBLEM", "unused (Bound, no Pod that has not finished names it, and no workload will mount it "
+                    "again; UNUSED SINCE says since when), terminating (deleted, and a finalizer holds it: WHY "
+                    "names it and the Pods that still name the claim), "
+                    "pending, lost, resizing, resize-failed, resize-error, resize-not-started, modify-not-started "
+                    "(spec.volumeAttributesClassName differs from the volume's class, and no modification has "
+                    "started), modify-pending (with whether its class exists), "
                     "modifying, modify-infeasible, modify-error, unhealthy, unknown (a value this version does not "
                     "know, with where it is). A claim annotated pvleft.io/keep is never in trouble; with "
                     "--older-than, unused and pending count only once they have lasted that long"),
         ("WHY", "why a Pending claim is Pending: its latest event (and, for a WaitForFirstConsumer claim a Pod "
-                "uses, that the Pod bypassed the scheduler), else what its own fields say"),
+                "uses, that the Pod bypassed the scheduler), else what its own fields say; for a claim being deleted, "
+                "the finalizer that holds it and who must act"),
         ("BY DESIGN", "(--all) for a claim no Pod mounts: the workload that will mount it again, never a problem "
                       "(a StatefulSet scaled down under whenScaled Retain, a Deployment, ReplicaSet, DaemonSet, "
                       "unfinished Job or CronJob naming it); unknown (why) when a workload list may not be read"),
@@ -101,7 +107,8 @@ LEGENDS: dict[str, tuple[tuple[str, str], ...]] = {
     "snapshots": (
         ("SNAPSHOT STATE", "missing (the VolumeSnapshot is gone), replaced (a new one took its name), present, "
                            "unknown (snapshots cannot be read)"),
-        ("FINDINGS", "retained-orphan, class-missing, not-ready; <none>"),
+        ("FINDINGS", "terminating (deleted, and a finalizer holds it: -o wide's HELD BY says which and who must act, "
+                     "with the delete's status.error), retained-orphan, class-missing, not-ready; <none>"),
         ("CLOUD SNAPSHOT", "(with a cloud census's flags) the snapshot in the cloud: source, stored size (?GiB when "
                            "the cloud does not say it), tier, location; <missing> (the cloud says it does not exist: "
                            "a missing-snapshot finding), <unknown>"),

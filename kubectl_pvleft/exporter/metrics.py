@@ -19,6 +19,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoM
 from kubectl_pvleft import __version__
 from kubectl_pvleft.analyses import attachments, claims, classes, leftovers, pending, snapshots
 from kubectl_pvleft.analyses.claim_problems import UNUSED
+from kubectl_pvleft.analyses.deletion import TERMINATING
 from kubectl_pvleft.analyses.pending.rules import on_storage
 from kubectl_pvleft.exporter.live import Analysis, Live
 from kubectl_pvleft.output.report import Verdict
@@ -74,20 +75,28 @@ class ServeCollector:
         yield from _streams(health)
         yield from _analyses(analyses)
         findings: list[Finding] = []
+        deleting: Counter[tuple[str, ...]] = Counter()
         # Only the rows that are findings by their analysis's verdict: a row set aside (kept) is in no series.
         rows: dict[str, list[Any]] = {a.name: [r for r in judged if VERDICTS[a.name].is_finding(r)]
                                       for a, judged, *_ in analyses if judged is not None}
         if "leftovers" in rows:
             yield from _leftovers(rows["leftovers"], findings)
+            _deleting("leftovers", (row.pv.meta for row in rows["leftovers"]), deleting)
         if "pending" in rows:
             yield from _pending(rows["pending"], findings)
         if "claims" in rows:
             judged_claims = next(judged for a, judged, *_ in analyses if a.name == "claims")
             yield from _claims(rows["claims"], findings, judged_claims or [])
+            _deleting("claims", (row.claim.meta for row in rows["claims"]), deleting)
         if "classes" in rows:
             yield from _classes(rows["classes"], findings)
         if "snapshots" in rows:
             yield from _snapshots(rows["snapshots"], findings)
+            _deleting("snapshots", (row.content.meta for row in rows["snapshots"]), deleting)
+        if any(name in rows for name in ("leftovers", "claims", "snapshots")):
+            yield _gauge("pvleft_terminating_objects", "Objects being deleted (kubectl's Terminating) that a "
+                         "finalizer still holds, by analysis and finalizer (an object held by two counts under "
+                         "each; finalizer \"\" when none is left)", ("analysis", "finalizer"), deleting)
         if "attachments" in rows:
             yield from _attachments(rows["attachments"], findings)
         if live.census_run is not None:
@@ -204,6 +213,13 @@ def _analyses(analyses: list[tuple[Analysis, Optional[list[Any]], Optional[float
     yield from (up, served, readable, assessed, findings)
 
 
+def _deleting(analysis: str, metas: Iterable[Any], count: Counter[tuple[str, ...]]) -> None:
+    for meta in metas:
+        if meta.deletion_timestamp is not None:
+            for finalizer in meta.finalizers or ("",):
+                count[(analysis, finalizer)] += 1
+
+
 def _leftovers(rows: list[Any], findings: list[Finding]) -> Iterator[Metric]:
     # namespace: the claim's the PV was bound to (its claimRef), "" when it names none: totals by namespace and class
     labels = ("phase", "claim", "reclaim_policy", "storage_class", "namespace")
@@ -215,8 +231,11 @@ def _leftovers(rows: list[Any], findings: list[Finding]) -> Iterator[Metric]:
                _claim_namespace(pv))
         count[key] += 1
         size[key] += quantity_bytes(pv.capacity)
-        state = pv.phase if pv.phase in ("Released", "Failed") else f"claim-{row.claim_state}"
-        findings.append(Finding("leftovers", "PersistentVolume", "", pv.name, state, pv.meta.created))
+        # Being deleted first (its since is when deletion began): what holds it is what an operator acts on.
+        state = (TERMINATING if pv.meta.deleted else pv.phase if pv.phase in ("Released", "Failed")
+                 else f"claim-{row.claim_state}")
+        findings.append(Finding("leftovers", "PersistentVolume", "", pv.name, state, pv.meta.created,
+                                pv.meta.deleted))
     yield _gauge("pvleft_leftover_volumes", "Leftover PersistentVolumes", labels, count)
     yield _gauge("pvleft_leftover_volume_capacity_bytes", "Capacity of the leftover PersistentVolumes", labels, size)
 
@@ -257,8 +276,9 @@ def _claims(rows: list[Any], findings: list[Finding], judged: list[Any]) -> Iter
             unused_size[key] += quantity_bytes(claim.capacity or claim.requested)  # what its volume holds
         if row.problems:
             state = row.problems[0].kind
+            since = row.usage.since if state == UNUSED else claim.meta.deleted if state == TERMINATING else None
             findings.append(Finding("claims", "PersistentVolumeClaim", claim.namespace, claim.name, state,
-                                    claim.meta.created, row.usage.since if state == UNUSED else None))
+                                    claim.meta.created, since))
     yield _gauge("pvleft_troubled_claims", "PersistentVolumeClaims in trouble, by problem (a claim with two "
                  "problems counts under each)", ("namespace", "problem"), count)
     yield _gauge("pvleft_troubled_claim_requested_bytes", "Storage the claims in trouble request",
@@ -297,7 +317,7 @@ def _snapshots(rows: list[Any], findings: list[Finding]) -> Iterator[Metric]:
         if row.findings:
             content = row.content
             findings.append(Finding("snapshots", "VolumeSnapshotContent", "", content.name, row.findings[0].kind,
-                                    content.meta.created))
+                                    content.meta.created, content.meta.deleted))
     yield _gauge("pvleft_leftover_snapshot_contents", "VolumeSnapshotContents with a finding, by finding",
                  ("finding",), count)
 

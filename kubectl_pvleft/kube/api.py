@@ -20,6 +20,7 @@ from kubectl_pvleft.kube.httpclient import Response, Timeouts
 from kubectl_pvleft.kube.httpframing import HTTPFailure
 from kubectl_pvleft.kube.kinds import (
     CLAIM_IDENTITIES,
+    CSI_DRIVER_SPECS,
     CSI_DRIVERS,
     CSI_NODES,
     EVENTS,
@@ -32,6 +33,7 @@ from kubectl_pvleft.kube.kinds import (
     PODS,
     STORAGE_CLASSES,
     VOLUME_ATTACHMENTS,
+    VOLUME_ATTRIBUTES_CLASSES,
     VOLUME_SNAPSHOT_CLASSES,
     VOLUME_SNAPSHOT_CONTENTS,
     VOLUME_SNAPSHOTS,
@@ -53,10 +55,11 @@ MAX_WATCH_EVENT_BYTES = 16 * 1024 * 1024
 T = TypeVar("T")
 
 # The kinds are read through this module, so they are named from it too (kinds.py is where they are declared).
-__all__ = ["CLAIM_IDENTITIES", "CSI_DRIVERS", "CSI_NODES", "EVENTS", "KINDS", "NAMESPACES", "NODES", "PERSISTENT_VOLUMES",
-           "PERSISTENT_VOLUME_CLAIMS", "PODS", "STORAGE_CLASSES", "VOLUME_ATTACHMENTS", "VOLUME_SNAPSHOTS",
-           "VOLUME_SNAPSHOT_CLASSES", "VOLUME_SNAPSHOT_CONTENTS", "WORKLOAD_KINDS", "Kind", "KubeAPI", "Listing",
-           "Object", "Reader", "StreamClosed", "Unchanged", "WatchEvent", "begin", "error_for", "optional"]
+__all__ = ["CLAIM_IDENTITIES", "CSI_DRIVERS", "CSI_DRIVER_SPECS", "CSI_NODES", "EVENTS", "KINDS", "NAMESPACES",
+           "NODES", "PERSISTENT_VOLUMES", "PERSISTENT_VOLUME_CLAIMS", "PODS", "STORAGE_CLASSES",
+           "VOLUME_ATTACHMENTS", "VOLUME_ATTRIBUTES_CLASSES", "VOLUME_SNAPSHOTS", "VOLUME_SNAPSHOT_CLASSES",
+           "VOLUME_SNAPSHOT_CONTENTS", "WORKLOAD_KINDS", "Kind", "KubeAPI", "Listing", "Object", "Reader",
+           "StreamClosed", "Unchanged", "WatchEvent", "begin", "error_for", "optional"]
 
 
 class WatchEvent(msgspec.Struct, Generic[T], frozen=True):

@@ -12,6 +12,7 @@ import msgspec
 
 from kubectl_pvleft.records import (
     ClaimIdentity,
+    CSIDriver,
     CSINode,
     Event,
     ListMeta,
@@ -23,6 +24,7 @@ from kubectl_pvleft.records import (
     Pod,
     StorageClass,
     VolumeAttachment,
+    VolumeAttributesClass,
     VolumeSnapshot,
     VolumeSnapshotClass,
     VolumeSnapshotContent,
@@ -107,8 +109,10 @@ PODS = Kind("pods", "/api/v1", True, Pod)
 EVENTS = Kind("events", "/api/v1", True, Event)
 STORAGE_CLASSES = Kind("storageclasses", "/apis/storage.k8s.io/v1", False, StorageClass)
 CSI_DRIVERS = Kind("csidrivers", "/apis/storage.k8s.io/v1", False, Named, metadata_only=True)
+CSI_DRIVER_SPECS = Kind("csidrivers", "/apis/storage.k8s.io/v1", False, CSIDriver)  # whole: seLinuxMount
 NAMESPACES = Kind("namespaces", "/api/v1", False, Named, metadata_only=True)
 VOLUME_ATTACHMENTS = Kind("volumeattachments", "/apis/storage.k8s.io/v1", False, VolumeAttachment)
+VOLUME_ATTRIBUTES_CLASSES = Kind("volumeattributesclasses", "/apis/storage.k8s.io/v1", False, VolumeAttributesClass)
 CSI_NODES = Kind("csinodes", "/apis/storage.k8s.io/v1", False, CSINode)
 NODES = Kind("nodes", "/api/v1", False, Node)
 
@@ -138,7 +142,8 @@ VERBS = ("get", "list", "watch")
 # Every kind by its plural, as RBAC and error messages name it: where it lives and whether it is namespaced.
 KINDS: dict[str, Kind[Any]] = {kind.plural: kind for kind in (
     PERSISTENT_VOLUMES, PERSISTENT_VOLUME_CLAIMS, PODS, EVENTS, STORAGE_CLASSES, CSI_DRIVERS, NAMESPACES,
-    VOLUME_ATTACHMENTS, CSI_NODES, NODES, VOLUME_SNAPSHOTS, VOLUME_SNAPSHOT_CONTENTS, VOLUME_SNAPSHOT_CLASSES)}
+    VOLUME_ATTACHMENTS, VOLUME_ATTRIBUTES_CLASSES, CSI_NODES, NODES, VOLUME_SNAPSHOTS, VOLUME_SNAPSHOT_CONTENTS,
+    VOLUME_SNAPSHOT_CLASSES)}
 KINDS.update((kind.plural, kind) for kind in WORKLOAD_KINDS)
 
 

@@ -26,6 +26,7 @@ from kubectl_pvleft.records.snapshots import SnapshotError, VolumeSnapshot, Volu
 from kubectl_pvleft.records.volumes import (
     ZONE_KEYS,
     ClaimIdentity,
+    CSIDriver,
     HealthCondition,
     ModifyVolumeStatus,
     Named,
@@ -33,6 +34,7 @@ from kubectl_pvleft.records.volumes import (
     PersistentVolumeClaim,
     StorageClass,
     VolumeAttachment,
+    VolumeAttributesClass,
     VolumeError,
 )
 
@@ -43,6 +45,7 @@ __all__ = [
     "PV_PHASES",
     "ZONE_KEYS",
     "Absent",
+    "CSIDriver",
     "CSINode",
     "CSINodeDriver",
     "ClaimIdentity",
@@ -71,6 +74,7 @@ __all__ = [
     "Status",
     "StorageClass",
     "VolumeAttachment",
+    "VolumeAttributesClass",
     "VolumeError",
     "VolumeSnapshot",
     "VolumeSnapshotClass",

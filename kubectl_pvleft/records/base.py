@@ -63,6 +63,8 @@ class ObjectMeta(Record, frozen=True):
     resource_version: str = ""
     creation_timestamp: Optional[datetime] = None
     deletion_timestamp: Optional[datetime] = None
+    deletion_grace_period_seconds: Optional[int] = None
+    finalizers: tuple[str, ...] = ()
     labels: dict[str, str] = {}
     annotations: dict[str, str] = {}
 

@@ -21,10 +21,38 @@ class PodVolume(Record, frozen=True):
     ephemeral: Optional[dict[str, Any]] = None
 
 
+class SELinuxOptions(Record, frozen=True):
+    user: str = ""
+    role: str = ""
+    type: str = ""
+    level: str = ""
+
+
+class SecurityContext(Record, frozen=True):
+    """A Pod's or a container's: only what decides the SELinux label of its volumes."""
+
+    se_linux_options: Optional[SELinuxOptions] = msgspec.field(default=None, name="seLinuxOptions")
+    se_linux_change_policy: Optional[str] = msgspec.field(default=None, name="seLinuxChangePolicy")  # Pod level only
+
+
+class VolumeMount(Record, frozen=True):
+    name: str = ""
+
+
+class Container(Record, frozen=True):
+    name: str = ""
+    security_context: Optional[SecurityContext] = None
+    volume_mounts: Optional[tuple[VolumeMount, ...]] = ()  # null is taken as none
+
+
 class PodSpec(Record, frozen=True):
     node_name: Optional[str] = None
     scheduler_name: str = "default-scheduler"
     volumes: tuple[PodVolume, ...] = ()
+    security_context: Optional[SecurityContext] = None
+    # Read for the SELinux pre-flight; null (some writers send it) is taken as none.
+    init_containers: Optional[tuple[Container, ...]] = ()
+    containers: Optional[tuple[Container, ...]] = ()
 
 
 class ContainerStateWaiting(Record, frozen=True):

@@ -199,6 +199,16 @@ class PersistentVolume(Object, frozen=True):
         return regions.pop() if len(regions) == 1 else None
 
 
+class CSIDriverSpec(Record, frozen=True):
+    se_linux_mount: Optional[bool] = msgspec.field(default=None, name="seLinuxMount")
+
+
+class CSIDriver(Object, frozen=True):
+    """A CSIDriver read whole: what the driver declares (whether it mounts with -o context)."""
+
+    spec: CSIDriverSpec = CSIDriverSpec()
+
+
 class ClaimIdentity(Object, frozen=True):
     """What a metadata-only PVC list gives: enough to say whether a claimRef still points at a live claim."""
 
@@ -374,6 +384,15 @@ class StorageClass(Object, frozen=True):
     @property
     def is_default(self) -> bool:
         return any(self.metadata.annotations.get(a) == "true" for a in DEFAULT_CLASS_ANNOTATIONS)
+
+
+# -- VolumeAttributesClass (storage.k8s.io/v1 since 1.34): the mutable parameters a claim asks its driver for ------
+
+class VolumeAttributesClass(Object, frozen=True):
+    """A class: its fields are at the top level, there is no spec."""
+
+    driver_name: str = ""
+    parameters: dict[str, str] = {}
 
 
 # -- VolumeAttachment: which node a volume is attached to -----------------------------------------------

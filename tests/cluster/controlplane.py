@@ -69,6 +69,9 @@ CONTROLLERS: tuple[str, ...] = (
     "deployment-controller",
     "job-controller",
     "cronjob-controller",
+    # The oracle of pending's SELinux pre-flight: its SELinuxLabelConflict / SELinuxChangePolicyConflict events on
+    # Pods sharing a volume whose CSIDriver sets seLinuxMount (disabled by default; its gate is GA in 1.37).
+    "selinux-warning-controller",
 )
 
 # Feature gates given to kube-apiserver and kube-controller-manager alike. PersistentVolumeClaimUnusedSinceTime

@@ -21,6 +21,7 @@ from kubectl_pvleft.analyses.pending.parties import names_attachment, names_rwop
 from kubectl_pvleft.analyses.pending.rules import ClaimView, Evidence, Triage, TriageResult, assess, is_external, unattached_volumes
 from kubectl_pvleft.invocation import Options, Result
 from kubectl_pvleft.kube.api import (
+    CSI_DRIVER_SPECS,
     CSI_DRIVERS,
     EVENTS,
     PERSISTENT_VOLUME_CLAIMS,
@@ -58,6 +59,8 @@ DRIVERS_UNREADABLE = "cannot list csidrivers ({reason}); whether a provisioner i
 VOLUMES_UNREADABLE = ("cannot read persistentvolumes ({reason}); the volumes that claims name in spec.volumeName are "
                       "unknown.")
 PODS_UNREADABLE = "cannot list pods ({reason}); the Pods holding a claim or a volume cannot be named."
+SELINUX_UNREADABLE = ("cannot read {what} ({reason}); SELinux conflicts between Pods that share a volume are not "
+                      "checked.")
 ATTACHMENTS_UNREADABLE = ("cannot list volumeattachments ({reason}); the node a volume is attached to, and why an "
                           "attach failed, cannot be read.")
 EVENTS_UNREADABLE = ("cannot read events ({reason}); the Pods' and claims' events are unknown, so verdicts rest on "
@@ -113,7 +116,33 @@ class _Gatherer:
                           self.warnings, EVENTS_UNREADABLE)
         evidence = Evidence(claims=claims, events=events, classes=classes, csi_drivers=drivers,
                             volumes=None if volumes is None else {name: pv for (_, name), pv in volumes.items()})
-        return self._other_parties(pods, evidence)
+        return self._selinux(pods, self._other_parties(pods, evidence))
+
+    def _selinux(self, pods: Sequence[Pod], evidence: Evidence) -> Evidence:
+        """The SELinux pre-flight, read step by step and only as far as needed: the CSIDrivers (is any mounting
+        with -o context?), the PVs of the bound claims (on such a driver?), then the namespaces' Pods."""
+        from kubectl_pvleft.analyses.pending.selinux import preflight
+
+        bound = [c for c in (evidence.claims or {}).values() if c.phase == "Bound" and c.volume_name]
+        if not bound:
+            return evidence
+        unreadable = SELINUX_UNREADABLE.replace("{what}", "csidrivers")
+        drivers = optional(lambda: frozenset(d.name for d in self.api.list(CSI_DRIVER_SPECS) if d.spec.se_linux_mount),
+                           self.warnings, unreadable)
+        if not drivers:
+            return evidence
+        read = self._named(PERSISTENT_VOLUMES, {("", c.volume_name or "") for c in bound}, None,
+                           SELINUX_UNREADABLE.replace("{what}", "persistentvolumes"))
+        volumes = {name: pv for (_, name), pv in (read or {}).items()}
+        if not any(pv.csi and pv.driver in drivers for pv in volumes.values()):
+            return evidence
+        namespaces = sorted({p.namespace for p in pods})
+        everyone = evidence.pods if evidence.pods is not None else optional(
+            lambda: [p for ns in namespaces for p in self.api.list(PODS, ns)], self.warnings,
+            SELINUX_UNREADABLE.replace("{what}", "pods"))
+        if everyone is None:
+            return evidence
+        return replace(evidence, selinux=preflight(pods, everyone, evidence.claims or {}, volumes, drivers))
 
     def _begin_events(self, pods: Sequence[Pod]) -> Optional[Iterable[Event]]:
         """Too many Pods to ask for their events one by one: the one event list they need can be read
@@ -343,6 +372,9 @@ def to_json(row: Triage) -> dict[str, Any]:
         "pod_scheduled": scheduled.to_json() if scheduled else None,
         "claims": [claim_json(c) for c in row.claims],
         "events": [event_json(source, e) for source, e in row.events],
+        # The SELinux pre-flight: Pods sharing a volume whose driver mounts with -o context, and what conflicts.
+        "selinux_conflicts": [{"reason": c.reason, "claim": c.claim, "other_pod": c.other_pod, "value": c.value,
+                               "other_value": c.other_value} for c in row.selinux],
     }
 
 

@@ -29,6 +29,7 @@ from kubectl_pvleft.analyses.pending.parties import (
     names_rwop_holder,
     rwop_holders,
 )
+from kubectl_pvleft.analyses.pending.selinux import Conflict
 from kubectl_pvleft.migration import effective_provisioner, migration_of
 from kubectl_pvleft.records import (
     Absent,
@@ -120,6 +121,9 @@ class Evidence(Struct, frozen=True):
     others: Optional[Mapping[tuple[str, str], PersistentVolumeClaim]] = None
     pods: Optional[Sequence[Pod]] = None
     attachments: Optional[Sequence[VolumeAttachment]] = None
+    # The SELinux pre-flight (selinux.py): each Pending Pod's conflicts with Pods sharing a volume, by uid. None:
+    # not checked (no claim on a driver with seLinuxMount, or what it needs could not be read).
+    selinux: Optional[Mapping[str, tuple[Conflict, ...]]] = None
 
     def events_for(self, uid: Optional[str]) -> list[Event]:
         if self.events is None or not uid:
@@ -177,6 +181,7 @@ class Triage(Struct, frozen=True):
     verdict: Verdict
     claims: tuple[ClaimView, ...]
     events: tuple[tuple[str, Event], ...]  # (kind/name, event), newest first
+    selinux: tuple[Conflict, ...] = ()  # the SELinux pre-flight's conflicts with Pods sharing a volume
 
     @property
     def namespace(self) -> str:
@@ -621,7 +626,11 @@ def classify(pod: Pod, evidence: Evidence) -> Triage:
     shown = [(f"Pod/{pod.name}", e) for e in pod_events]
     shown += [(f"PersistentVolumeClaim/{c.name}", e) for c in claims for e in c.events]
     shown.sort(key=lambda ke: (ke[1].observed is not None, ke[1].observed or datetime.min), reverse=True)
-    return Triage(pod=pod, verdict=verdict, claims=claims, events=tuple(shown))
+    selinux = (evidence.selinux or {}).get(pod.meta.uid, ())
+    if selinux:  # a blocker once the Pods meet on a node: said beside whatever blocks the Pod now
+        verdict = replace(verdict, message=f"{verdict.message} (SELinux pre-flight: "
+                                           f"{'; '.join(c.text() for c in selinux)})")
+    return Triage(pod=pod, verdict=verdict, claims=claims, events=tuple(shown), selinux=selinux)
 
 
 def assess(pods: Iterable[Pod], evidence: Evidence) -> list[Triage]:

@@ -1,0 +1,101 @@
+"""pending's SELinux pre-flight against its oracle on the real control plane: kube-controller-manager's
+selinux-warning-controller (kubernetes/kubernetes pkg/controller/volume/selinuxwarning, enabled in
+tests/cluster/controlplane.py CONTROLLERS) reports each conflict between Pods that share a volume whose CSIDriver
+sets seLinuxMount: true as an event on both Pods; pending must name the same Pods for the same reasons."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from plugin_runner import items, run_plugin
+from scenarios import apply, get, namespace, storage_class, wait_for, wait_pv_phase
+from scenarios import claim as claim_object
+
+pytestmark = pytest.mark.cluster
+
+NS = "selinux"
+DRIVER = "selinux.csi.example.com"
+REASONS = ("SELinuxLabelConflict", "SELinuxChangePolicyConflict")
+
+
+def pod(name: str, level: str, policy: str | None = None) -> dict[str, Any]:
+    context: dict[str, Any] = {"seLinuxOptions": {"level": level}}
+    if policy:
+        context["seLinuxChangePolicy"] = policy
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": NS},
+            "spec": {"nodeName": "node-a", "securityContext": context,
+                     "containers": [{"name": "c", "image": "busybox",
+                                     "volumeMounts": [{"name": "data", "mountPath": "/data"}]}],
+                     "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "shared"}}]}}
+
+
+@pytest.fixture(scope="module")
+def shared(cluster: Any) -> Iterator[dict[str, str]]:
+    pv = {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "selinux-shared"},
+          "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteMany"],
+                   "persistentVolumeReclaimPolicy": "Retain", "storageClassName": "selinux-static",
+                   "claimRef": {"namespace": NS, "name": "shared"},
+                   "csi": {"driver": DRIVER, "volumeHandle": "vol-selinux-shared"}}}
+    driver = {"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver", "metadata": {"name": DRIVER},
+              "spec": {"seLinuxMount": True, "attachRequired": False}}
+    pvc = claim_object(NS, "shared", size="1Gi", storage_class="selinux-static", volume_name="selinux-shared")
+    pvc["spec"]["accessModes"] = ["ReadWriteMany"]
+    apply(cluster, namespace(NS), storage_class("selinux-static", reclaim="Retain"), driver, pv, pvc)
+    wait_pv_phase(cluster, "selinux-shared", "Bound")
+    # a and d agree; b has another level; c opts out with Recursive (its mount label is then empty).
+    apply(cluster, pod("a", "s0:c1,c2"), pod("b", "s0:c3,c4"), pod("c", "s0:c1,c2", "Recursive"),
+          pod("d", "s0:c1,c2"))
+    uids = {n: get(cluster, f"/api/v1/namespaces/{NS}/pods/{n}")["metadata"]["uid"] for n in "abcd"}
+    yield uids
+    cluster.kubectl("delete", "pod", "--all", "-n", NS, "--grace-period=0", "--force", check=False)
+    cluster.kubectl("delete", "namespace", NS, "--wait=false", check=False)
+    cluster.kubectl("delete", "pv", "selinux-shared", "--wait=false", check=False)
+    cluster.kubectl("delete", "csidriver", DRIVER, "--wait=false", check=False)
+
+
+def oracle(cluster: Any, uids: dict[str, str]) -> set[tuple[str, str, str]]:
+    """(pod, reason, other pod) from the controller's events."""
+    events = get(cluster, f"/api/v1/namespaces/{NS}/events")["items"]
+    by_uid = {uid: name for name, uid in uids.items()}
+    found = set()
+    for event in events:
+        name = by_uid.get(event["involvedObject"].get("uid", ""))
+        if name is None or event["reason"] not in REASONS:
+            continue
+        others = [o for o in uids if o != name and (f"pod {NS}/{o} " in event["message"]
+                                                    or f'pod "{o}"' in event["message"]
+                                                    or f"pod {o} " in event["message"])]
+        assert len(others) == 1, event["message"]
+        found.add((name, event["reason"], others[0]))
+    return found
+
+
+# c's label is empty (Recursive), so it differs from everyone's too: 1.37 compares labels as strings.
+EXPECTED = {(p, "SELinuxLabelConflict", o) for p, o in (("a", "b"), ("b", "a"), ("b", "d"), ("d", "b"), ("a", "c"),
+                                                         ("c", "a"), ("b", "c"), ("c", "b"), ("c", "d"), ("d", "c"))} | {
+    (p, "SELinuxChangePolicyConflict", o) for p, o in (("a", "c"), ("c", "a"), ("b", "c"), ("c", "b"),
+                                                        ("c", "d"), ("d", "c"))}
+
+
+def test_pending_names_the_conflicting_pods_as_the_controller_does(cluster: Any, shared: dict[str, str]) -> None:
+    """selinux_warning_controller.go syncPod/syncVolume and cache/volumecache.go AddVolume: labels from each
+    container's seLinuxOptions over the Pod's; Recursive (or an empty label) as its own policy; two Pods on the
+    same volume conflict when their policies differ or their labels conflict."""
+    seen = wait_for("the selinux-warning-controller's events", lambda: (lambda s: s if s >= EXPECTED else None)(
+        oracle(cluster, shared)), timeout=60)
+    assert seen == EXPECTED
+    result = run_plugin(cluster.kubeconfig("reader"), "pending", "-n", NS, "-o", "json")
+    assert result.returncode == 0, result.stderr
+    ours = {(row["pod"], c["reason"], c["other_pod"]) for row in items(result.stdout)
+            for c in row["selinux_conflicts"]}
+    assert ours == seen
+    a = next(row for row in items(result.stdout) if row["pod"] == "a")
+    assert 'SELinux pre-flight: SELinuxLabelConflict: claim "shared" is shared with Pod b' in a["message"]
+    label = next(c for c in a["selinux_conflicts"] if c["other_pod"] == "b")
+    assert (label["value"], label["other_value"]) == (":::s0:c1,c2", ":::s0:c3,c4")
+    wide = run_plugin(cluster.kubeconfig("reader"), "pending", "-n", NS, "-o", "wide").stdout
+    assert "SELinuxChangePolicyConflict" in wide and json.dumps(wide)  # the whole message in -o wide
