@@ -22,7 +22,7 @@ from collections.abc import Iterable, Sequence
 from contextlib import redirect_stderr
 from typing import TYPE_CHECKING, Optional
 
-from kubectl_pvleft.text import cut_at_a_word
+from kubectl_pvleft.text import cut_at_a_word, one_line
 
 if TYPE_CHECKING:  # the kubeconfig reader is imported only when a completion needs the server
     from kubectl_pvleft.kube.kubeconfig import Selection
@@ -106,7 +106,7 @@ class _Typed:
 
 def _first_sentence(text: str) -> str:
     """A candidate's description: the help text up to its first colon, parenthesis or full stop."""
-    text = " ".join((text or "").split())
+    text = one_line(text or "")
     for stop in (": ", " (", ". "):
         text = text.split(stop)[0]
     return cut_at_a_word(text, 80)

@@ -29,6 +29,7 @@ from kubectl_pvleft.clouds.base import CloudDisk, CloudError, Placement, VolumeR
 from kubectl_pvleft.clouds.bounded import page_read
 from kubectl_pvleft.errors import needs_extra
 from kubectl_pvleft.progress import Tally
+from kubectl_pvleft.text import one_line
 
 PERMISSION = "ec2:DescribeVolumes"
 DEFAULT_PAGE_SIZE = 500
@@ -298,9 +299,9 @@ def cloud_error(exc: Exception, region: str, profile: Optional[str]) -> CloudErr
     import botocore.exceptions as errors
     import botocore.parsers
     if isinstance(exc, OSError) and not isinstance(exc, errors.BotoCoreError):
-        return CloudError(f"reading AWS credentials for {PERMISSION} failed ({_one_line(str(exc))})")
+        return CloudError(f"reading AWS credentials for {PERMISSION} failed ({one_line(str(exc))})")
     if isinstance(exc, botocore.parsers.ResponseParserError):
-        return CloudError(f"{PERMISSION} in {region}: the answer was not EC2's ({_one_line(str(exc))[:300]})")
+        return CloudError(f"{PERMISSION} in {region}: the answer was not EC2's ({one_line(str(exc))[:300]})")
     if isinstance(exc, errors.ClientError):
         return _service_error(exc, region)
     return _sdk_error(exc, region, profile)
@@ -310,7 +311,7 @@ def _service_error(exc: Any, region: str) -> CloudError:
     """A ClientError: AWS answered, with an error code, either for DescribeVolumes or for the credential chain."""
     error = exc.response.get("Error") or {}
     code = error.get("Code") or "Unknown"
-    message = _one_line(_FAILURE_MESSAGE_TAIL.sub("", error.get("Message") or ""))
+    message = one_line(_FAILURE_MESSAGE_TAIL.sub("", error.get("Message") or ""))
     said = f"{code}: {message}" if message else code
     operation = getattr(exc, "operation_name", None) or "DescribeVolumes"
     if operation != "DescribeVolumes":
@@ -336,17 +337,14 @@ def _sdk_error(exc: Exception, region: str, profile: Optional[str]) -> CloudErro
         return CloudError(f"AWS profile {profile or exc.kwargs.get('profile')!r} is not in the AWS config or "
                           f"credentials files (--aws-profile, AWS_PROFILE); it is needed for {PERMISSION}")
     if isinstance(exc, (errors.NoCredentialsError, errors.PartialCredentialsError)):
-        detail = "" if isinstance(exc, errors.NoCredentialsError) else f" ({_one_line(str(exc))})"
+        detail = "" if isinstance(exc, errors.NoCredentialsError) else f" ({one_line(str(exc))})"
         return CloudError(_NO_CREDENTIALS + detail)
     if isinstance(exc, (errors.SSOError, getattr(errors, "TokenRetrievalError", errors.SSOError))):
-        return CloudError(f"AWS SSO credentials for {PERMISSION} are missing or expired ({_one_line(str(exc))}): "
+        return CloudError(f"AWS SSO credentials for {PERMISSION} are missing or expired ({one_line(str(exc))}): "
                           "run `aws sso login`")
     if isinstance(exc, errors.InvalidRegionError):
         return CloudError(f"--aws-region {region!r} is not an AWS region name")
     if isinstance(exc, (errors.EndpointConnectionError, errors.ConnectTimeoutError, errors.ReadTimeoutError)):
-        return CloudError(f"cannot reach EC2 in {region} for {PERMISSION} ({_one_line(str(exc))})")
-    return CloudError(f"{PERMISSION} in {region} failed ({type(exc).__name__}: {_one_line(str(exc))})")
+        return CloudError(f"cannot reach EC2 in {region} for {PERMISSION} ({one_line(str(exc))})")
+    return CloudError(f"{PERMISSION} in {region} failed ({type(exc).__name__}: {one_line(str(exc))})")
 
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())

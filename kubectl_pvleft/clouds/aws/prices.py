@@ -37,6 +37,7 @@ from kubectl_pvleft.clouds.cost import (
     the_one,
 )
 from kubectl_pvleft.errors import needs_extra
+from kubectl_pvleft.text import one_line
 
 SOURCE_NAME = "AWS Price List Query API"
 PRICING_REGION = "us-east-1"
@@ -98,7 +99,7 @@ def open(flags: Mapping[str, Any], timeout: float) -> PriceListPrices:
                                         read_timeout=min(60.0, timeout), retries={"mode": "standard", "max_attempts": 3})
         client = session.client("pricing", region_name=PRICING_REGION, config=config)
     except failures as exc:
-        raise CloudError(f"pricing:GetProducts: {type(exc).__name__}: {_one_line(str(exc))}") from None
+        raise CloudError(f"pricing:GetProducts: {type(exc).__name__}: {one_line(str(exc))}") from None
     return PriceListPrices(client)
 
 
@@ -208,12 +209,9 @@ def _error(exc: Exception) -> str:
     if isinstance(exc, botocore.exceptions.ClientError):
         error = exc.response.get("Error") or {}
         code = error.get("Code") or "Unknown"
-        said = _one_line(error.get("Message") or "")
+        said = one_line(error.get("Message") or "")
         if code in ("AccessDeniedException", "AccessDenied", "UnauthorizedOperation"):
             return f"AWS denied pricing:GetProducts ({code}: {said}): the identity needs pricing:GetProducts"
         return f"pricing:GetProducts failed ({code}: {said})".replace(": )", ")")
-    return f"pricing:GetProducts failed ({type(exc).__name__}: {_one_line(str(exc))[:200]})"
+    return f"pricing:GetProducts failed ({type(exc).__name__}: {one_line(str(exc))[:200]})"
 
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())

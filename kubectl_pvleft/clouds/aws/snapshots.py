@@ -29,9 +29,10 @@ from datetime import timezone
 from typing import Any, Optional
 
 from kubectl_pvleft.clouds.aws import SOURCE
-from kubectl_pvleft.clouds.aws.census import CLUSTER_NAME_TAGS, CLUSTER_TAG_PREFIX, INSTALL_HINT, KEEP_TAG, _one_line
+from kubectl_pvleft.clouds.aws.census import CLUSTER_NAME_TAGS, CLUSTER_TAG_PREFIX, INSTALL_HINT, KEEP_TAG
 from kubectl_pvleft.clouds.base import CloudError, CloudSnapshot, SnapshotLookup
 from kubectl_pvleft.clouds.bounded import page_read
+from kubectl_pvleft.text import one_line
 
 PERMISSION = "ec2:DescribeSnapshots"
 BATCH = 200  # ids per DescribeSnapshots call (EC2 documents no limit; this keeps a request's size modest)
@@ -60,7 +61,7 @@ def open(flags: Mapping[str, Any], timeout: float) -> AwsSnapshots:
                                         read_timeout=min(60.0, timeout), retries={"mode": "standard", "max_attempts": 3})
         clients = {region: session.client("ec2", region_name=region, config=config) for region in regions}
     except failures as exc:
-        raise CloudError(f"{PERMISSION}: {type(exc).__name__}: {_one_line(str(exc))}") from None
+        raise CloudError(f"{PERMISSION}: {type(exc).__name__}: {one_line(str(exc))}") from None
     return AwsSnapshots(clients)
 
 
@@ -125,7 +126,7 @@ class AwsSnapshots:
                 if isinstance(exc, botocore.exceptions.ClientError):
                     raise CloudError(_error(exc, region)) from None
                 raise CloudError(f"{PERMISSION} in {region} failed ({type(exc).__name__}: "
-                                 f"{_one_line(str(exc))[:200]})") from None
+                                 f"{one_line(str(exc))[:200]})") from None
 
     def _volume_region(self, volume: str, regions: list[str], found: SnapshotLookup) -> Optional[str]:
         """The region among ``regions`` whose DescribeVolumes shows ``volume``, else None (not seen, or the call
@@ -145,7 +146,7 @@ class AwsSnapshots:
                     found.errors.append(reason)
                 continue
             except _failures() as exc:
-                reason = f"ec2:DescribeVolumes in {region} failed ({type(exc).__name__}: {_one_line(str(exc))[:200]})"
+                reason = f"ec2:DescribeVolumes in {region} failed ({type(exc).__name__}: {one_line(str(exc))[:200]})"
                 if reason not in found.errors:
                     found.errors.append(reason)
                 continue
@@ -179,7 +180,7 @@ class AwsSnapshots:
             else:
                 _unknown(found, ids, _error(exc, region))
         except _failures() as exc:
-            _unknown(found, ids, f"{PERMISSION} in {region} failed ({type(exc).__name__}: {_one_line(str(exc))[:200]})")
+            _unknown(found, ids, f"{PERMISSION} in {region} failed ({type(exc).__name__}: {one_line(str(exc))[:200]})")
 
 
 def _unknown(found: SnapshotLookup, ids: list[str], reason: str) -> None:
@@ -237,7 +238,7 @@ def _failures() -> tuple[type[Exception], ...]:
 def _error(exc: Any, region: str) -> str:
     error = exc.response.get("Error") or {}
     code = error.get("Code") or "Unknown"
-    said = _one_line(error.get("Message") or "").split(" Encoded authorization failure message:")[0]
+    said = one_line(error.get("Message") or "").split(" Encoded authorization failure message:")[0]
     if code in ("UnauthorizedOperation", "AccessDenied", "AccessDeniedException"):
         return f"AWS denied {PERMISSION} in {region} ({code}: {said}): the identity needs {PERMISSION}"
     return f"{PERMISSION} in {region} failed ({code}: {said})".replace(": )", ")")

@@ -24,6 +24,7 @@ from kubectl_pvleft.clouds.base import CloudDisk, CloudError, Placement, VolumeR
 from kubectl_pvleft.clouds.bounded import page_read
 from kubectl_pvleft.errors import needs_extra
 from kubectl_pvleft.progress import Tally
+from kubectl_pvleft.text import one_line
 
 # The Disks API version this census reads, pinned to the one azure-mgmt-compute's Disks operations send by default
 # (the SDK's models, which the tests judge the local Resource Manager by, are generated from that version's
@@ -318,7 +319,7 @@ def _said(exc: Exception) -> str:
     error = getattr(exc, "error", None)
     code = getattr(error, "code", None)
     message = getattr(error, "message", None) or getattr(exc, "message", None) or str(exc)
-    text = " ".join(str(message).split())
+    text = one_line(str(message))
     text = re.sub(r"^\(\w+\)\s*", "", text)  # azure-core prefixes "(Code) "
     text = text.split(" Code: ")[0]  # ... and appends "Code: X Message: Y"
     said = f"{code}: {text}" if code and not text.startswith(code) else text

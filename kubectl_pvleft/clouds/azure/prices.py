@@ -41,6 +41,7 @@ from kubectl_pvleft.clouds.base import CloudDisk, CloudError
 from kubectl_pvleft.clouds.bounded import page_read
 from kubectl_pvleft.clouds.cost import CANONICAL, CAPACITY, DISK, IOPS, THROUGHPUT, UNITS, Need, Rate, the_one
 from kubectl_pvleft.errors import needs_extra
+from kubectl_pvleft.text import one_line
 
 SOURCE_NAME = "Azure Retail Prices API"
 ENDPOINT = "https://prices.azure.com"
@@ -249,7 +250,7 @@ class RetailPrices:
             body = response.text()
         except AzureError as exc:
             raise CloudError(f"cannot read the Azure Retail Prices API ({type(exc).__name__}: "
-                             f"{_one_line(str(exc))[:200]})") from None
+                             f"{one_line(str(exc))[:200]})") from None
         if response.status_code != 200:
             raise CloudError(f"the Azure Retail Prices API answered HTTP {response.status_code}"
                              f"{_said(body)}")
@@ -343,8 +344,5 @@ def _said(body: str) -> str:
     except (ValueError, AttributeError):
         return ""
     words = ": ".join(str(part) for part in (error.get("Code"), error.get("Message")) if part)
-    return f" ({_one_line(words)[:200]})" if words else ""
+    return f" ({one_line(words)[:200]})" if words else ""
 
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())

@@ -23,6 +23,7 @@ from kubectl_pvleft.clouds.bounded import page_read
 from kubectl_pvleft.clouds.gce import CSI_DRIVER, IN_TREE_DRIVER, SOURCE
 from kubectl_pvleft.errors import needs_extra
 from kubectl_pvleft.progress import Tally
+from kubectl_pvleft.text import one_line
 
 # The PD CSI driver's placeholders (pkg/constants): a handle may leave project, zone or region for the driver
 # to fill in, and a "multi-zone" handle names same-named disks in several zones, each carrying MULTI_ZONE_LABEL.
@@ -448,7 +449,7 @@ _SECRETS = re.compile(r"(ya29\.[\w.-]+|1//[\w-]+|Bearer\s+\S+|access_token\S*)",
 def server_words(exc: Exception) -> str:
     """What the server said, on one line, short, with anything shaped like a token removed."""
     text = getattr(exc, "message", None) or (exc.args[0] if exc.args and isinstance(exc.args[0], str) else "")
-    text = _REQUEST_LINE.sub("", " ".join(str(text).split()))  # the REST client prefixes "GET https://...: "
+    text = _REQUEST_LINE.sub("", one_line(str(text)))  # the REST client prefixes "GET https://...: "
     return _SECRETS.sub("<redacted>", text)[:200]
 
 

@@ -37,6 +37,7 @@ from kubectl_pvleft.clouds.cost import (
     the_one,
 )
 from kubectl_pvleft.errors import needs_extra
+from kubectl_pvleft.text import one_line
 
 SERVICE = "services/6F81-5844-456A"  # Compute Engine's service id in the catalog
 SOURCE_NAME = "Cloud Billing Catalog API"
@@ -243,7 +244,7 @@ def error_line(exc: Exception) -> str:
     client's messages carry the URL and the server's words only), and what is missing when it is a permission."""
     from google.api_core import exceptions as api
 
-    said = _REQUEST_LINE.sub("", " ".join(str(getattr(exc, "message", None) or exc).split()))[:200]
+    said = _REQUEST_LINE.sub("", one_line(str(getattr(exc, "message", None) or exc)))[:200]
     if isinstance(exc, (api.Forbidden, api.PermissionDenied)):
         return (f"the Cloud Billing Catalog API refused to list Compute Engine SKUs ({said}): enable "
                 "cloudbilling.googleapis.com in the credentials' project, or use --price-file")
