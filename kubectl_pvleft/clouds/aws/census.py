@@ -25,6 +25,7 @@ from typing import Any, Optional
 
 from kubectl_pvleft.clouds import base
 from kubectl_pvleft.clouds.aws import CSI_DRIVERS, IN_TREE_DRIVERS, MANAGED_DRIVER, SOURCE
+from kubectl_pvleft.clouds.aws.sdk import bounded_config, sdk_failures
 from kubectl_pvleft.clouds.base import CloudDisk, CloudError, Placement, VolumeRef
 from kubectl_pvleft.clouds.bounded import page_read
 from kubectl_pvleft.errors import needs_extra
@@ -206,7 +207,7 @@ class AwsCensus:
             yield from self._region_disks(region, client)
 
     def _region_disks(self, region: str, client: Any) -> Iterator[CloudDisk]:
-        failures = _sdk_failures()
+        failures = sdk_failures()
         params: dict[str, Any] = {"PaginationConfig": {"PageSize": self.page_size}}
         operation = client.meta.service_model.operation_model("DescribeVolumes")
         if "IncludeManagedResources" in operation.input_shape.members:  # an older botocore does not know it
@@ -264,8 +265,7 @@ def open_census(regions: list[str], profile: Optional[str] = None, cluster_name:
         raise CloudError("--aws-region needs a region name, e.g. --aws-region us-east-1")
     try:
         import boto3
-        import botocore.config
-        failures = _sdk_failures()
+        failures = sdk_failures()
     except ImportError:
         raise CloudError(INSTALL_HINT) from None
     region = regions[0]
@@ -275,23 +275,13 @@ def open_census(regions: list[str], profile: Optional[str] = None, cluster_name:
         if session.get_credentials() is None:
             raise CloudError(_NO_CREDENTIALS)
         bound = timeout if timeout is not None else 60.0  # no single call may outlast the whole census
-        config = botocore.config.Config(user_agent_extra="kubectl-pvleft", connect_timeout=min(10.0, bound),
-                                        read_timeout=min(60.0, bound), retries={"mode": "standard", "max_attempts": 3})
+        config = bounded_config(bound)
         clients = {}
         for region in regions:
             clients[region] = session.client("ec2", region_name=region, endpoint_url=endpoint_url, config=config)
     except failures as exc:
         raise cloud_error(exc, region, profile) from None
     return AwsCensus(clients, cluster_name=cluster_name, page_size=page_size, profile=profile)
-
-
-def _sdk_failures() -> tuple[type[Exception], ...]:
-    """What boto3 raises for a failed call: its own errors, a reply that is not the service's XML (an HTML page
-    from a proxy), and OSError from reading a credential file (IRSA's token), which it passes through."""
-    import botocore.exceptions
-    import botocore.parsers
-    return (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError,
-            botocore.parsers.ResponseParserError, OSError)
 
 
 def cloud_error(exc: Exception, region: str, profile: Optional[str]) -> CloudError:

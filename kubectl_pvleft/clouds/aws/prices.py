@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping
 from functools import partial
 from typing import Any, Optional, Union
 
+from kubectl_pvleft.clouds.aws.sdk import bounded_config, sdk_failures
 from kubectl_pvleft.clouds.base import CloudDisk, CloudError, CloudSnapshot
 from kubectl_pvleft.clouds.bounded import page_read
 from kubectl_pvleft.clouds.cost import (
@@ -86,17 +87,15 @@ def needs(disk: Union[CloudDisk, CloudSnapshot]) -> Union[list[Need], str]:
 def open(flags: Mapping[str, Any], timeout: float) -> PriceListPrices:
     try:
         import boto3
-        import botocore.config
     except ImportError:
         raise CloudError(INSTALL_HINT) from None
-    failures = _failures()
+    failures = sdk_failures()
     try:
         session = boto3.session.Session(profile_name=flags.get("aws_profile"))
         if session.get_credentials() is None:
             raise CloudError("the AWS Price List Query API needs AWS credentials (pricing:GetProducts); none found: "
                              "set --aws-profile or AWS_PROFILE, or use --price-file")
-        config = botocore.config.Config(user_agent_extra="kubectl-pvleft", connect_timeout=min(10.0, timeout),
-                                        read_timeout=min(60.0, timeout), retries={"mode": "standard", "max_attempts": 3})
+        config = bounded_config(timeout)
         client = session.client("pricing", region_name=PRICING_REGION, config=config)
     except failures as exc:
         raise CloudError(f"pricing:GetProducts: {type(exc).__name__}: {one_line(str(exc))}") from None
@@ -135,7 +134,7 @@ class PriceListPrices:
                 self.pages_read += 1
                 # botocore hands each entry over as the JSON string the API sends
                 products += [json.loads(item) if isinstance(item, str) else item for item in page.get("PriceList") or ()]
-        except _failures() as exc:
+        except sdk_failures() as exc:
             raise CloudError(_error(exc)) from None
         except ValueError:
             raise CloudError("pricing:GetProducts answered with a price list entry that is not JSON") from None
@@ -193,14 +192,6 @@ def rate_of(product: Mapping[str, Any], component: str) -> Union[Rate, str]:
     date = terms[0].get("effectiveDate") or product.get("publicationDate")
     return Rate(tiers=tiers, currency=currency, unit=unit, listed=float(prices[0][currency]), sku=sku,
                 source=SOURCE_NAME, date=str(date) if date else None)
-
-
-def _failures() -> tuple[type[Exception], ...]:
-    import botocore.exceptions
-    import botocore.parsers
-
-    return (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError,
-            botocore.parsers.ResponseParserError, OSError)
 
 
 def _error(exc: Exception) -> str:

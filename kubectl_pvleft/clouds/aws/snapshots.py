@@ -30,6 +30,7 @@ from typing import Any, Optional
 
 from kubectl_pvleft.clouds.aws import SOURCE
 from kubectl_pvleft.clouds.aws.census import CLUSTER_NAME_TAGS, CLUSTER_TAG_PREFIX, INSTALL_HINT, KEEP_TAG
+from kubectl_pvleft.clouds.aws.sdk import bounded_config, sdk_failures
 from kubectl_pvleft.clouds.base import CloudError, CloudSnapshot, SnapshotLookup
 from kubectl_pvleft.clouds.bounded import page_read
 from kubectl_pvleft.text import one_line
@@ -48,17 +49,15 @@ def open(flags: Mapping[str, Any], timeout: float) -> AwsSnapshots:
         raise CloudError("--aws-region needs a region name, e.g. --aws-region us-east-1")
     try:
         import boto3
-        import botocore.config
     except ImportError:
         raise CloudError(INSTALL_HINT) from None
-    failures = _failures()
+    failures = sdk_failures()
     try:
         session = boto3.session.Session(profile_name=flags.get("aws_profile"))
         if session.get_credentials() is None:
             raise CloudError(f"no AWS credentials found for {PERMISSION}: set --aws-profile or AWS_PROFILE, or "
                              "export AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
-        config = botocore.config.Config(user_agent_extra="kubectl-pvleft", connect_timeout=min(10.0, timeout),
-                                        read_timeout=min(60.0, timeout), retries={"mode": "standard", "max_attempts": 3})
+        config = bounded_config(timeout)
         clients = {region: session.client("ec2", region_name=region, config=config) for region in regions}
     except failures as exc:
         raise CloudError(f"{PERMISSION}: {type(exc).__name__}: {one_line(str(exc))}") from None
@@ -120,7 +119,7 @@ class AwsSnapshots:
                     for snapshot in page.get("Snapshots") or ():
                         if snapshot.get("SnapshotId"):
                             yield snapshot_record(snapshot, region)
-            except _failures() as exc:
+            except sdk_failures() as exc:
                 import botocore.exceptions
 
                 if isinstance(exc, botocore.exceptions.ClientError):
@@ -145,7 +144,7 @@ class AwsSnapshots:
                 if reason not in found.errors:
                     found.errors.append(reason)
                 continue
-            except _failures() as exc:
+            except sdk_failures() as exc:
                 reason = f"ec2:DescribeVolumes in {region} failed ({type(exc).__name__}: {one_line(str(exc))[:200]})"
                 if reason not in found.errors:
                     found.errors.append(reason)
@@ -179,7 +178,7 @@ class AwsSnapshots:
                 found.unknown[ids[0]] = f"EC2 says {ids[0]} is not a well-formed snapshot id"
             else:
                 _unknown(found, ids, _error(exc, region))
-        except _failures() as exc:
+        except sdk_failures() as exc:
             _unknown(found, ids, f"{PERMISSION} in {region} failed ({type(exc).__name__}: {one_line(str(exc))[:200]})")
 
 
@@ -225,14 +224,6 @@ def made_by_csi(snapshot: CloudSnapshot) -> bool:
     CreateSnapshot; the keys are pkg/cloud's SnapshotNameTagKey and AwsEbsDriverTagKey). A snapshot without them
     (an AMI's, AWS Backup's, a human's) is no VolumeSnapshotContent's to name."""
     return bool(snapshot.provenance.get(CSI_SNAPSHOT_TAGS[0]))
-
-
-def _failures() -> tuple[type[Exception], ...]:
-    import botocore.exceptions
-    import botocore.parsers
-
-    return (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError,
-            botocore.parsers.ResponseParserError, OSError)
 
 
 def _error(exc: Any, region: str) -> str:
