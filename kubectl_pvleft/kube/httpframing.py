@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from kubectl_pvleft.text import shown
+
 MAX_HEADER_BYTES = 256 * 1024  # one status or header line longer than this is not an API server's
 MAX_HEAD_BYTES = 1024 * 1024  # the status line and all headers together (kubectl stops at 10 MB; 1 MiB is 50x
                               # what an API server sends, audit and priority-and-fairness headers included)
@@ -90,7 +92,7 @@ def framing(status: int, headers: dict[str, str]) -> tuple[bool, Optional[int]]:
 
 
 def _shown(value: str, limit: int = 40) -> str:
-    text = "".join(c if c.isprintable() and c.isascii() else "?" for c in value)
+    text = shown(value)
     return text if len(text) <= limit else text[:limit] + "..."
 
 

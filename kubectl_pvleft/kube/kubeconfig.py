@@ -176,9 +176,8 @@ def namespace_problem(namespace: str) -> Optional[str]:
 
 def _checked_namespace(namespace: Optional[str], where: str) -> Optional[str]:
     if namespace and (problem := namespace_problem(namespace)):
-        shown = namespace.encode("utf-8", "backslashreplace").decode("ascii", "backslashreplace")
-        shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in shown)
-        raise ConfigError(f'invalid namespace "{shown}": [{problem}] (the namespace of {where})')
+        ascii_only = namespace.encode("utf-8", "backslashreplace").decode("ascii", "backslashreplace")
+        raise ConfigError(f'invalid namespace "{text.shown(ascii_only)}": [{problem}] (the namespace of {where})')
     return namespace
 
 

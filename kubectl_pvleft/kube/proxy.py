@@ -24,6 +24,7 @@ from urllib.parse import SplitResult, unquote, urlsplit
 
 from kubectl_pvleft.deadline import Deadline, OutOfTime
 from kubectl_pvleft.errors import ConfigError, ConnectionFailed
+from kubectl_pvleft.text import shown
 
 DEFAULT_PORTS = {"http": 80, "https": 443, "socks5": 1080, "socks5h": 1080}
 KUBECONFIG_SCHEMES = ("http", "https", "socks5")  # client-go's parseProxyURL
@@ -164,7 +165,7 @@ class Proxy:
             raise ProxyFailed(f"the proxy {self.display} did not answer CONNECT in HTTP")
         if parts[1] != "200":
             said = " ".join(parts[1:])
-            said = "".join(c if c.isprintable() else "?" for c in said)[:200]
+            said = shown(said)[:200]
             raise ProxyFailed(f"the proxy {self.display} refused to connect to {target}: {said}")
 
     def _socks5(self, sock: socket.socket, host: str, port: int, deadline: Deadline, cap: Optional[float]) -> None:
