@@ -16,12 +16,13 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Optional
 
+import msgspec
 from msgspec import Struct
 
 from kubectl_pvleft.cli.session import Session, describe_api_error
 from kubectl_pvleft.errors import ApiError, ConfigError, PvleftError, UsageError
 from kubectl_pvleft.invocation import Invocation, Result
-from kubectl_pvleft.output.report import Column, Report
+from kubectl_pvleft.output.report import Report, rewrapped
 
 DEFAULT_CONCURRENCY = 8  # a laptop's worth of TLS handshakes and JSON decoding at once
 
@@ -98,24 +99,10 @@ def lift(report: Report[Any], by_context: Optional[dict[str, Report[Any]]] = Non
     """The same report over rows of several contexts: a CONTEXT column first, ``context`` in JSON. Each row is
     shown by its own context's report (``by_context``): a report may hold what its run read beside the rows
     (why each claim is Pending), which another context's report does not know."""
-    def own(r: InContext) -> Report[Any]:
-        return (by_context or {}).get(r.context, report)
-
-    def column(index: int, c: Column[Any]) -> Column[InContext]:
-        return Column(c.header, lambda r: own(r).columns[index].cell(r.row), c.wide_only, c.empty)
-
-    return Report(
-        rows=[], columns=[column(i, c) for i, c in enumerate(report.columns)],
-        to_json=lambda r: {"context": r.context, **own(r).to_json(r.row)},
-        name=lambda r: own(r).name(r.row),
-        namespace=None if report.namespace is None else (lambda r: own(r).namespace(r.row)),  # type: ignore[misc]
-        empty_message=report.empty_message + " in any context",
-        labels=None if report.labels is None else (lambda r: own(r).labels(r.row)),  # type: ignore[misc]
-        context=lambda r: r.context,
-        findings=None if report.findings is None else (lambda r: own(r).findings(r.row)),  # type: ignore[misc]
-        set_aside=None if report.set_aside is None else (lambda r: own(r).set_aside(r.row)),  # type: ignore[misc]
-        next=None if report.next is None else (lambda r: own(r).next(r.row)),  # type: ignore[misc]
-    )
+    lifted: Report[InContext] = rewrapped(report, lambda r: r.row, lambda r: (by_context or {}).get(r.context, report))
+    return msgspec.structs.replace(
+        lifted, to_json=lambda r: {"context": r.context, **lifted.to_json(r)},
+        empty_message=report.empty_message + " in any context", context=lambda r: r.context)
 
 
 def run_context(context: str, invocation: Invocation,

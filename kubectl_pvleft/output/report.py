@@ -16,6 +16,7 @@ from kubectl_pvleft.records import Absent
 from kubectl_pvleft.text import shown
 
 T = TypeVar("T")
+U = TypeVar("U")
 
 NONE = "<none>"
 UNSET = "<unset>"
@@ -67,6 +68,33 @@ class Report(msgspec.Struct, Generic[T], frozen=True):
 
     def with_empty_message(self, message: str) -> Report[T]:
         return msgspec.structs.replace(self, empty_message=message)
+
+
+def rewrapped(report: Report[T], row_of: Callable[[U], T], report_of: Optional[Callable[[U], Report[T]]] = None,
+              verdicts: bool = True) -> Report[U]:
+    """``report`` over rows that each wrap one of its rows (a row of one context in a fleet, a change in --watch):
+    every column and accessor reads the wrapped row, through the report ``report_of`` gives for it (default
+    ``report``). ``verdicts=False`` leaves findings, set_aside and next out. The caller replaces what it shows
+    differently (to_json, context) and says its own empty message."""
+    def own(r: U) -> Report[T]:
+        return report_of(r) if report_of is not None else report
+
+    def column(index: int, c: Column[T]) -> Column[U]:
+        return Column(c.header, lambda r: own(r).columns[index].cell(row_of(r)), c.wide_only, c.empty)
+
+    def accessor(present: Optional[Callable[[T], Any]], read: Callable[[Report[T], T], Any]) -> Any:
+        return None if present is None else (lambda r: read(own(r), row_of(r)))
+
+    return Report(
+        rows=[], columns=[column(i, c) for i, c in enumerate(report.columns)],
+        to_json=lambda r: own(r).to_json(row_of(r)),
+        name=lambda r: own(r).name(row_of(r)),
+        namespace=accessor(report.namespace, lambda o, row: o.namespace(row)),  # type: ignore[misc]
+        labels=accessor(report.labels, lambda o, row: o.labels(row)),  # type: ignore[misc]
+        findings=accessor(report.findings if verdicts else None, lambda o, row: o.findings(row)),  # type: ignore[misc]
+        set_aside=accessor(report.set_aside if verdicts else None, lambda o, row: o.set_aside(row)),  # type: ignore[misc]
+        next=accessor(report.next if verdicts else None, lambda o, row: o.next(row)),  # type: ignore[misc]
+    )
 
 
 class PrintOptions(msgspec.Struct, frozen=True):

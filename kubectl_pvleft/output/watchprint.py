@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+
 from kubectl_pvleft.kube.watch import RowChange
-from kubectl_pvleft.output.report import Column, Report, clause_cut
+from kubectl_pvleft.output.report import Column, Report, clause_cut, rewrapped
 
 MESSAGE_WIDTH = 80
 
@@ -20,9 +22,6 @@ def change_json(report: Report[Any], line: RowChange[Any]) -> dict[str, Any]:
 
 
 def change_report(report: Report[Any], wide: bool = False) -> Report[RowChange[Any]]:
-    def lift(column: Column[Any]) -> Column[RowChange[Any]]:
-        return Column(column.header, lambda line: column.cell(line.row), column.wide_only, column.empty)
-
     def resolved_or(column: Column[Any]) -> Column[RowChange[Any]]:
         def cell(line: RowChange[Any]) -> Any:
             if line.change != "resolved":
@@ -31,13 +30,9 @@ def change_report(report: Report[Any], wide: bool = False) -> Report[RowChange[A
             return " ".join(text.split()) if wide else clause_cut(text, MESSAGE_WIDTH)
         return Column(column.header, cell, column.wide_only, column.empty)
 
-    columns = [lift(c) if c.header != "MESSAGE" else resolved_or(c) for c in report.columns]
+    lifted: Report[RowChange[Any]] = rewrapped(report, lambda line: line.row, verdicts=False)
+    columns = [lifted.columns[i] if c.header != "MESSAGE" else resolved_or(c) for i, c in enumerate(report.columns)]
     columns.insert(1, Column("CHANGE", lambda line: line.change))
     if not any(c.header == "MESSAGE" for c in report.columns):
         columns.append(Column("RESOLUTION", lambda line: line.resolution, empty=""))
-    return Report(
-        rows=[], columns=columns, to_json=lambda line: change_json(report, line),
-        name=lambda line: report.name(line.row),
-        namespace=None if report.namespace is None else (lambda line: report.namespace(line.row)),  # type: ignore[misc]
-        labels=None if report.labels is None else (lambda line: report.labels(line.row)),  # type: ignore[misc]
-    )
+    return msgspec.structs.replace(lifted, columns=columns, to_json=lambda line: change_json(report, line))
