@@ -10,6 +10,7 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -86,3 +87,16 @@ def cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
         cp.stop(keep_logs=bool(failed))
         if failed:
             request.config.stash[_kept_logs] = f"control plane logs kept in {cp.logs} (audit log: {cp.audit_log})"
+
+
+@pytest.fixture(scope="module")
+def moto(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """AWS for a test module: moto in server mode (tests/aws_moto.py), one server a module, so what one module
+    turns on (IAM enforcement) or creates never reaches another; ``reset()`` empties it between tests."""
+    from aws_moto import MotoServer
+
+    server = MotoServer(tmp_path_factory.mktemp("moto") / "moto.log").start()
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -3,7 +3,6 @@ against moto, a process, and the one that loads botocore are integration tests; 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -12,15 +11,6 @@ import pytest
 from aws_moto import MotoServer, PagingProxy, create_volume, csi_tags, use_fake_credentials
 from kubectl_pvleft.clouds.aws.census import AwsCensus, disk_from_volume, open_census, parse_volume_id, zone_in_region
 from kubectl_pvleft.clouds.base import CloudDisk, CloudError, VolumeRef, join
-
-
-@pytest.fixture(scope="module")
-def moto(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MotoServer]:
-    server = MotoServer(tmp_path_factory.mktemp("moto") / "moto.log").start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture

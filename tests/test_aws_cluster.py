@@ -45,15 +45,6 @@ def in_tree(volume_id: str) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def moto(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MotoServer]:
-    server = MotoServer(tmp_path_factory.mktemp("moto-cluster") / "moto.log").start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture(scope="module")
 def ebs(cluster, moto: MotoServer) -> Iterator[dict[str, str]]:
     ec2 = moto.client("ec2", "us-east-1")
     volumes = {

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -44,16 +43,6 @@ def one_error_line(result: subprocess.CompletedProcess) -> str:
     assert len(lines) == 1, lines
     assert FAKE_SECRET not in lines[0]
     return lines[0]
-
-
-@pytest.fixture(scope="module")
-def moto(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MotoServer]:
-    # Its own server: IAM enforcement, once on, stays on for everyone who talks to it.
-    server = MotoServer(tmp_path_factory.mktemp("moto-iam") / "moto.log").start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def test_no_credentials_anywhere(tmp_path: Path, moto: MotoServer) -> None:

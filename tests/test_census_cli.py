@@ -57,15 +57,6 @@ def compute() -> Iterator[FakeCompute]:
 
 
 @pytest.fixture(scope="module")
-def moto(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MotoServer]:
-    server = MotoServer(tmp_path_factory.mktemp("moto-cli") / "moto.log").start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture(scope="module")
 def volumes(cluster, moto: MotoServer) -> Iterator[dict[str, str]]:
     """Both clouds' PVs on the control plane; the Released ones made Released by the real PV controller."""
     ec2 = moto.client("ec2", "us-east-1")

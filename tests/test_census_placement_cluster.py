@@ -29,15 +29,6 @@ GHOST_VOLUME = "vol-0c1f0dead0000fa11"
 
 
 @pytest.fixture(scope="module")
-def moto(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MotoServer]:
-    server = MotoServer(tmp_path_factory.mktemp("moto-placement") / "moto.log").start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture(scope="module")
 def placed(cluster: Any, moto: MotoServer) -> Iterator[dict[str, str]]:
     """place-far: no zone or region on the PV, its volume in eu-west-1. place-ghost: node affinity us-east-1a, no
     such volume. place-here: node affinity us-east-1a, its volume there. Six more volumes in us-east-1, so a listing

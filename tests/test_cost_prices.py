@@ -194,15 +194,6 @@ def kube(pvs: list[dict[str, Any]]):
     return handler
 
 
-@pytest.fixture(scope="module")
-def moto(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MotoServer]:
-    server = MotoServer(tmp_path_factory.mktemp("moto-cost") / "moto.log").start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
 @pytest.fixture
 def clouds(moto: MotoServer, catalog: FakeCatalog, price_list: FakePriceList, tmp_path: Path):
     """A GKE-and-EKS-shaped world: leftover PVs whose disks bill, orphans, one disk no price list knows."""

@@ -48,15 +48,6 @@ def west(tmp_path_factory: pytest.TempPathFactory, cluster: ControlPlane) -> Ite
         cp.stop(keep_logs=False)
 
 
-@pytest.fixture(scope="module")
-def moto(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MotoServer]:
-    server = MotoServer(tmp_path_factory.mktemp("moto-estate") / "moto.log").start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
 def released(cp: ControlPlane, ns: str, pv: dict[str, Any]) -> None:
     """The PV bound by a claim, then the claim deleted: the PV controller marks it Released."""
     name = pv["metadata"]["name"]

@@ -121,15 +121,6 @@ def test_gce_a_snapshot_is_found_gone_or_unknown_and_only_a_404_about_it_says_go
 
 # -- EBS: lookups -----------------------------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def moto(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MotoServer]:
-    server = MotoServer(tmp_path_factory.mktemp("moto-snapshots") / "moto.log").start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
 def ec2_snapshots(moto: MotoServer, count: int, region: str = "us-east-1") -> list[str]:
     ec2 = moto.client("ec2", region)
     volume = ec2.create_volume(AvailabilityZone=f"{region}a", Size=100, VolumeType="gp3")["VolumeId"]

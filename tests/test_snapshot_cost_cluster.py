@@ -49,15 +49,6 @@ def gce_handle(name: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def moto(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MotoServer]:
-    server = MotoServer(tmp_path_factory.mktemp("moto-snapcost") / "moto.log").start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory, moto: MotoServer) -> Iterator[dict[str, Any]]:
     """Orphaned Retain contents: three of the PD driver (one whose snapshot Google no longer has), two of the EBS
     driver (one EC2 no longer has), one of another driver; and the clouds that hold (or lost) their snapshots."""
