@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Iterator
 from typing import Any, Optional
 
 from controlplane import ControlPlane
@@ -104,3 +105,17 @@ def seed_mariadb(cp: ControlPlane, *, ns: str = "mariadb", pv: str = "mariadb-pv
     delete_claim(cp, ns, "mariadb")
     wait_pv_phase(cp, pv, "Released")
     return uid
+
+
+def scratch_namespace(cp: ControlPlane, prefix: str) -> Iterator[str]:
+    """A fixture's body: a new namespace ``PREFIX-xxxxxx``, handed over once its default ServiceAccount exists (the
+    ServiceAccount admission refuses Pods before), then deleted. Its Pods are force-deleted first: no kubelet
+    confirms a Pod's death on the test plane, so a bound Pod would hold the namespace in Terminating."""
+    name = f"{prefix}-{uuid.uuid4().hex[:6]}"
+    cp.kubectl("create", "namespace", name)
+    wait_for("the default ServiceAccount",
+             lambda: cp.api("GET", f"/api/v1/namespaces/{name}/serviceaccounts/default")[0] == 200)
+    yield name
+    cp.kubectl("delete", "pods", "--all", "-n", name, "--grace-period=0", "--force", "--ignore-not-found",
+               check=False)
+    cp.kubectl("delete", "namespace", name, "--wait=false", check=False)

@@ -6,7 +6,6 @@ no kubelet runs here, so they stay Pending, as a Pod on a dead node would."""
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,21 +13,14 @@ import pytest
 
 from plugin_runner import items, run_plugin
 from recording.pending import pod
-from scenarios import apply, claim, host_path_pv, storage_class, wait_for, wait_pv_phase
+from scenarios import apply, claim, host_path_pv, scratch_namespace, storage_class, wait_for, wait_pv_phase
 
 pytestmark = pytest.mark.cluster
 
 
 @pytest.fixture
 def ns(cluster: Any) -> Iterator[str]:
-    name = f"diag-{uuid.uuid4().hex[:6]}"
-    cluster.kubectl("create", "namespace", name)
-    wait_for("the default ServiceAccount",
-             lambda: cluster.api("GET", f"/api/v1/namespaces/{name}/serviceaccounts/default")[0] == 200)
-    yield name
-    cluster.kubectl("delete", "pods", "--all", "-n", name, "--grace-period=0", "--force", "--ignore-not-found",
-                    check=False)
-    cluster.kubectl("delete", "namespace", name, "--wait=false", check=False)
+    yield from scratch_namespace(cluster, "diag")
 
 
 def pending_rows(cluster: Any, ns: str) -> dict[str, dict]:

@@ -22,7 +22,7 @@ import pytest
 
 from plugin_runner import items, run_plugin
 from recording.pending import claim, pod
-from scenarios import apply, wait_for
+from scenarios import apply, scratch_namespace, wait_for
 
 pytestmark = pytest.mark.cluster
 
@@ -31,14 +31,7 @@ IN_TREE, DRIVER = "kubernetes.io/aws-ebs", "ebs.csi.aws.com"
 
 @pytest.fixture
 def ns(cluster: Any) -> Iterator[str]:
-    name = f"migrated-{uuid.uuid4().hex[:6]}"
-    cluster.kubectl("create", "namespace", name)
-    wait_for("the default ServiceAccount",
-             lambda: cluster.api("GET", f"/api/v1/namespaces/{name}/serviceaccounts/default")[0] == 200)
-    yield name
-    cluster.kubectl("delete", "pods", "--all", "-n", name, "--grace-period=0", "--force", "--ignore-not-found",
-                    check=False)
-    cluster.kubectl("delete", "namespace", name, "--wait=false", check=False)
+    yield from scratch_namespace(cluster, "migrated")
 
 
 @pytest.fixture

@@ -25,7 +25,7 @@ from kubectl_pvleft.kube.kubeconfig import Selection, load_connection
 from kubectl_pvleft.kube.watch import WatchSettings, follow
 from plugin_runner import PLUGIN, items, run_plugin
 from recording.pending import claim, pod, volume
-from scenarios import apply, wait_for
+from scenarios import apply, scratch_namespace, wait_for
 
 pytestmark = pytest.mark.cluster
 
@@ -60,15 +60,7 @@ def by_pod(rows: list[dict]) -> dict[str, dict]:
 
 @pytest.fixture
 def ns(cluster: Any) -> Iterator[str]:
-    name = f"pending-{uuid.uuid4().hex[:6]}"
-    cluster.kubectl("create", "namespace", name)
-    wait_for("the default ServiceAccount",
-             lambda: cluster.api("GET", f"/api/v1/namespaces/{name}/serviceaccounts/default")[0] == 200)
-    yield name
-    # No kubelet confirms a Pod's death: bound Pods must be force-deleted or the namespace hangs.
-    cluster.kubectl("delete", "pods", "--all", "-n", name, "--grace-period=0", "--force", "--ignore-not-found",
-                    check=False)
-    cluster.kubectl("delete", "namespace", name, "--wait=false", check=False)
+    yield from scratch_namespace(cluster, "pending")
 
 
 @pytest.fixture

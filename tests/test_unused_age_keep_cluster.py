@@ -12,7 +12,6 @@ import queue
 import subprocess
 import threading
 import time
-import uuid
 from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
@@ -23,7 +22,7 @@ import yaml
 
 from plugin_runner import PLUGIN, items, run_plugin
 from recording.pending import pod
-from scenarios import apply, claim, get, host_path_pv, storage_class, wait_for, wait_pv_phase
+from scenarios import apply, claim, get, host_path_pv, scratch_namespace, storage_class, wait_for, wait_pv_phase
 
 pytestmark = pytest.mark.cluster
 
@@ -32,15 +31,9 @@ KEEP = "pvleft.io/keep"
 
 @pytest.fixture
 def ns(cluster: Any) -> Iterator[str]:
-    name = f"hk-{uuid.uuid4().hex[:6]}"
-    cluster.kubectl("create", "namespace", name)
     apply(cluster, storage_class("standard", reclaim="Retain"))
-    wait_for("the default ServiceAccount",
-             lambda: cluster.api("GET", f"/api/v1/namespaces/{name}/serviceaccounts/default")[0] == 200)
-    yield name
-    cluster.kubectl("delete", "pods", "--all", "-n", name, "--grace-period=0", "--force", "--ignore-not-found",
-                    check=False)
-    cluster.kubectl("delete", "namespace", name, "--wait=false", check=False)
+    for name in scratch_namespace(cluster, "hk"):
+        yield name
     cluster.kubectl("delete", "pv", "-l", f"hk={name}", "--wait=false", "--ignore-not-found", check=False)
 
 
