@@ -100,3 +100,17 @@ def moto(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture
+def endpoints(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, catalog: Any, price_list: Any) -> None:
+    """The SDKs pointed at the module's own price fakes (its ``catalog`` and ``price_list`` fixtures) by their
+    documented settings, with the fake AWS keys and no credentials of the machine's."""
+    from aws_moto import FAKE_KEY_ID, FAKE_SECRET, aws_test_env
+
+    for name, value in aws_test_env(tmp_path, AWS_ACCESS_KEY_ID=FAKE_KEY_ID, AWS_SECRET_ACCESS_KEY=FAKE_SECRET,
+                                    AWS_ENDPOINT_URL_PRICING=price_list.endpoint).items():
+        if name.startswith("AWS_"):
+            monkeypatch.setenv(name, value)
+    monkeypatch.setenv("PVLEFT_BILLING_ENDPOINT", catalog.endpoint)
+    monkeypatch.delenv("GOOGLE_APPLICATION_CREDENTIALS", raising=False)

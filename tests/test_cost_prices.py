@@ -48,18 +48,6 @@ def price_list() -> Iterator[FakePriceList]:
     assert server.drift == [], "the price list's answers drifted from botocore's pricing model"
 
 
-@pytest.fixture
-def endpoints(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, catalog: FakeCatalog,
-              price_list: FakePriceList) -> None:
-    """Only the local servers, by the SDKs' documented settings; no credentials of the machine's."""
-    for name, value in aws_test_env(tmp_path, AWS_ACCESS_KEY_ID=FAKE_KEY_ID, AWS_SECRET_ACCESS_KEY=FAKE_SECRET,
-                                    AWS_ENDPOINT_URL_PRICING=price_list.endpoint).items():
-        if name.startswith("AWS_"):
-            monkeypatch.setenv(name, value)
-    monkeypatch.setenv("PVLEFT_BILLING_ENDPOINT", catalog.endpoint)
-    monkeypatch.delenv("GOOGLE_APPLICATION_CREDENTIALS", raising=False)
-
-
 def zonal(name: str, zone: str, size: int, disk_type: str, **kw: Any) -> CloudDisk:
     return CloudDisk("gce", f"projects/{PROJECT}/zones/{zone}/disks/{name}", name, zone, size, disk_type, None, None,
                      **kw)

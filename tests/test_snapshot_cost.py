@@ -15,7 +15,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from aws_moto import FAKE_KEY_ID, FAKE_SECRET, MotoServer, PagingProxy, aws_test_env
+from aws_moto import FAKE_KEY_ID, FAKE_SECRET, MotoServer, PagingProxy
 from billing_fake import US_REGIONS, FakeCatalog, compute_skus, sku, snapshot_skus
 from gce_fake import FakeCompute, gce_snapshot
 from kubectl_pvleft.clouds.aws import snapshots as aws_snapshots
@@ -43,17 +43,6 @@ def price_list() -> Iterator[FakePriceList]:
     with FakePriceList(snapshot_products(), page_size=3) as server:
         yield server
     assert server.drift == [], "the price list's answers drifted from botocore's pricing model"
-
-
-@pytest.fixture
-def endpoints(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, catalog: FakeCatalog,
-              price_list: FakePriceList) -> None:
-    for name, value in aws_test_env(tmp_path, AWS_ACCESS_KEY_ID=FAKE_KEY_ID, AWS_SECRET_ACCESS_KEY=FAKE_SECRET,
-                                    AWS_ENDPOINT_URL_PRICING=price_list.endpoint).items():
-        if name.startswith("AWS_"):
-            monkeypatch.setenv(name, value)
-    monkeypatch.setenv("PVLEFT_BILLING_ENDPOINT", catalog.endpoint)
-    monkeypatch.delenv("GOOGLE_APPLICATION_CREDENTIALS", raising=False)
 
 
 def snap(source: str, name: str, location: str, gib: float | None, tier: str = "standard",
