@@ -22,6 +22,7 @@ import gce_discovery
 from gce_fake import FakeCompute, csi_description, gce_disk
 from kubectl_pvleft.clouds.base import MISSING_DISK, ORPHAN_DISK, CloudError, VolumeRef, join
 from kubectl_pvleft.clouds.gce.census import CSI_DRIVER, INSTALL_HINT, MULTI_ZONE_LABEL, open_census
+from loopback import LoopbackFake, Reply, Request
 
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT = "shop-prod"
@@ -355,31 +356,14 @@ except SystemExit:
     bare = _python(f"import sys\n{listing}", dict(os.environ))
     assert set(json.loads(done.stdout.strip().splitlines()[-1])) <= set(json.loads(bare.stdout.strip()))
 
-class _OneAnswer:
+class _OneAnswer(LoopbackFake):
     """A server that is not Compute: every request gets the same 200 (a captive portal, a proxy's page)."""
 
     def __init__(self, body: bytes, content_type: str) -> None:
-        import threading
-        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+        self.reply = Reply(200, body, content_type)
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                self.send_response(200)
-                self.send_header("Content-Type", content_type)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.endpoint = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+    def serve(self, request: Request) -> Reply:
+        return self.reply
 
 
 @pytest.mark.parametrize("body, content_type, said", [
@@ -390,11 +374,8 @@ class _OneAnswer:
 def test_an_answer_that_is_not_a_disk_list_is_a_failed_census(body: bytes, content_type: str, said: str) -> None:
     """An HTML page was an internal ParseError; an empty JSON object read as "no disks", so every GCE PV was
     reported missing (its data gone)."""
-    server = _OneAnswer(body, content_type)
-    try:
+    with _OneAnswer(body, content_type) as server:
         for narrow in ({}, {"zones": ["us-central1-a"]}):
             c = open_census([PROJECT], api_endpoint=server.endpoint, credentials=AnonymousCredentials(), **narrow)
             with pytest.raises(CloudError, match=said):
                 list(c.disks())
-    finally:
-        server.close()
