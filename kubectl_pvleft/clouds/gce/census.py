@@ -12,7 +12,7 @@ list is read to its last page. Only list calls are made; nothing is created, cha
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime, timezone
 from typing import Any, Optional
 
@@ -158,6 +158,19 @@ def default_credentials() -> Any:
         raise CloudError(f"--project needs Google credentials and found no Application Default Credentials: "
                          f"{ADC_HINT}") from None
     return credentials
+
+
+def endpoint_and_credentials(variable: str, default: Callable[[], Any]) -> tuple[Optional[str], Any]:
+    """The endpoint the environment ``variable`` names (a local server: tests, a proxy) with anonymous
+    credentials, never the user's; without it, Google's own endpoint (None) and ``default()``'s credentials."""
+    import os
+
+    endpoint = os.environ.get(variable)
+    if not endpoint:
+        return None, default()
+    from google.auth.credentials import AnonymousCredentials
+
+    return endpoint, AnonymousCredentials()
 
 
 class GceCensus:

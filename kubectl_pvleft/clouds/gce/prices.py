@@ -36,6 +36,7 @@ from kubectl_pvleft.clouds.cost import (
     snapshot_needs,
     the_one,
 )
+from kubectl_pvleft.clouds.gce.census import endpoint_and_credentials
 from kubectl_pvleft.errors import needs_extra
 from kubectl_pvleft.text import one_line
 
@@ -127,13 +128,7 @@ def open(flags: Mapping[str, Any], timeout: float) -> CatalogPrices:
         from google.cloud import billing_v1
     except ImportError:
         raise CloudError(INSTALL_HINT) from None
-    endpoint = os.environ.get("PVLEFT_BILLING_ENDPOINT")
-    if endpoint:
-        from google.auth.credentials import AnonymousCredentials
-
-        credentials: Any = AnonymousCredentials()
-    else:
-        credentials = _credentials()
+    endpoint, credentials = endpoint_and_credentials("PVLEFT_BILLING_ENDPOINT", _credentials)
     client = billing_v1.CloudCatalogClient(credentials=credentials, transport="rest",
                                            client_options=ClientOptions(api_endpoint=endpoint) if endpoint else None)
     return CatalogPrices(client, os.environ.get("PVLEFT_BILLING_CURRENCY") or None, timeout)

@@ -27,6 +27,7 @@ from kubectl_pvleft.clouds.gce.census import (
     KEEP_LABEL,
     RETRY_DEADLINE,
     default_credentials,
+    endpoint_and_credentials,
     parse_timestamp,
     server_words,
 )
@@ -49,20 +50,12 @@ def parse_handle(handle: Optional[str]) -> Optional[tuple[str, str]]:
 def open(flags: Mapping[str, Any], timeout: float) -> GceSnapshots:
     """The snapshots client. PVLEFT_COMPUTE_ENDPOINT names a local Compute (tests, a proxy): anonymous credentials,
     never the user's."""
-    import os
-
     try:
         from google.api_core.client_options import ClientOptions
         from google.cloud import compute_v1
     except ImportError:
         raise CloudError(INSTALL_HINT) from None
-    endpoint = os.environ.get("PVLEFT_COMPUTE_ENDPOINT")
-    if endpoint:
-        from google.auth.credentials import AnonymousCredentials
-
-        credentials: Any = AnonymousCredentials()
-    else:
-        credentials = default_credentials()
+    endpoint, credentials = endpoint_and_credentials("PVLEFT_COMPUTE_ENDPOINT", default_credentials)
     client = compute_v1.SnapshotsClient(credentials=credentials, transport="rest",
                                         client_options=ClientOptions(api_endpoint=endpoint) if endpoint else None)
     return GceSnapshots(client, flags.get("project") or (), timeout)
