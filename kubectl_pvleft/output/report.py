@@ -13,7 +13,7 @@ from typing import Any, Generic, Optional, TextIO, TypeVar
 import msgspec
 
 from kubectl_pvleft.records import Absent
-from kubectl_pvleft.text import shown
+from kubectl_pvleft.text import one_line, shown
 
 T = TypeVar("T")
 U = TypeVar("U")
@@ -161,8 +161,8 @@ def truncate(text: Optional[str], width: int) -> Optional[str]:
     """A table cell on one line; the whole text stays in wide and JSON output."""
     if not text:
         return text
-    one_line = " ".join(text.split())
-    return one_line if len(one_line) <= width else one_line[: width - 3] + "..."
+    flat = one_line(text)
+    return flat if len(flat) <= width else flat[: width - 3] + "..."
 
 
 class Verdict(Generic[T]):
@@ -232,20 +232,20 @@ def clause_cut(text: Optional[str], width: int) -> Optional[str]:
     boundary. The whole text stays in wide and JSON output."""
     if not text:
         return text
-    one_line = " ".join(text.split())
-    if len(one_line) <= width:
-        return one_line
-    ends = [m.start() for m in _CLAUSE_END.finditer(one_line)]
+    flat = one_line(text)
+    if len(flat) <= width:
+        return flat
+    ends = [m.start() for m in _CLAUSE_END.finditer(flat)]
     fitting = [end for end in ends if end + 4 <= width]
     if fitting:
-        return one_line[: fitting[-1]].rstrip(" ,:") + " ..."
-    first = ends[0] if ends else len(one_line)
-    if first == len(one_line) and first <= 2 * width:
-        return one_line  # one clause: all of it says what is wrong
+        return flat[: fitting[-1]].rstrip(" ,:") + " ..."
+    first = ends[0] if ends else len(flat)
+    if first == len(flat) and first <= 2 * width:
+        return flat  # one clause: all of it says what is wrong
     if first + 4 <= 2 * width:
-        return one_line[:first].rstrip(" ,:") + " ..."
-    cut = one_line.rfind(" ", 0, 2 * width - 3)
-    return one_line[: cut if cut > 0 else 2 * width - 4].rstrip(" ,:;") + " ..."
+        return flat[:first].rstrip(" ,:") + " ..."
+    cut = flat.rfind(" ", 0, 2 * width - 3)
+    return flat[: cut if cut > 0 else 2 * width - 4].rstrip(" ,:;") + " ..."
 
 
 def labels_text(labels: dict[str, str]) -> str:

@@ -10,6 +10,7 @@ import msgspec
 
 from kubectl_pvleft.kube.watch import RowChange
 from kubectl_pvleft.output.report import Column, Report, clause_cut, rewrapped
+from kubectl_pvleft.text import one_line
 
 MESSAGE_WIDTH = 80
 
@@ -27,7 +28,7 @@ def change_report(report: Report[Any], wide: bool = False) -> Report[RowChange[A
             if line.change != "resolved":
                 return column.cell(line.row)
             text = f"resolved: {line.resolution}"
-            return " ".join(text.split()) if wide else clause_cut(text, MESSAGE_WIDTH)
+            return one_line(text) if wide else clause_cut(text, MESSAGE_WIDTH)
         return Column(column.header, cell, column.wide_only, column.empty)
 
     lifted: Report[RowChange[Any]] = rewrapped(report, lambda line: line.row, verdicts=False)
