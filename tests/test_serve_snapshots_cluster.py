@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from controlplane import ControlPlane, build
+from controlplane import ControlPlane, own_plane
 from plugin_runner import PLUGIN
 from recording.snapshots import CRD_NAMES, GROUP, install_crds
 from recording.snapshots import build as build_scenario
@@ -31,13 +31,8 @@ P = "serve-snap-"
 
 @pytest.fixture(scope="module")
 def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
-    build(log=tmp_path_factory.getbasetemp() / "serve-snapshots-build.log")
-    cp = ControlPlane(tmp_path_factory.mktemp("serve-snapshots-plane"))
-    cp.start()
-    try:
-        yield cp
-    finally:
-        cp.stop(keep_logs=False)
+    yield from own_plane(tmp_path_factory.mktemp("serve-snapshots-plane"),
+                         tmp_path_factory.getbasetemp() / "serve-snapshots-build.log")
 
 
 def metrics(port: int) -> str:

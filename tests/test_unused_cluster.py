@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from controlplane import ControlPlane, build
+from controlplane import ControlPlane, own_plane
 from plugin_runner import items, run_plugin
 from recording.pending import pod
 from scenarios import apply, claim, get, host_path_pv, storage_class, wait_for, wait_pv_phase
@@ -23,13 +23,8 @@ GATE = "PersistentVolumeClaimUnusedSinceTime"
 
 @pytest.fixture(scope="module")
 def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
-    build(log=tmp_path_factory.getbasetemp() / "unused-build.log")
-    cp = ControlPlane(tmp_path_factory.mktemp("no-unused-plane"), feature_gates={GATE: False})
-    cp.start()
-    try:
-        yield cp
-    finally:
-        cp.stop(keep_logs=False)
+    yield from own_plane(tmp_path_factory.mktemp("no-unused-plane"), tmp_path_factory.getbasetemp() / "unused-build.log",
+                         feature_gates={GATE: False})
 
 
 @pytest.fixture
