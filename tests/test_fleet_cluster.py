@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 import yaml
 
-from controlplane import ControlPlane
+from controlplane import ControlPlane, own_plane
 from plugin_runner import PLUGIN, items, run_plugin
 from recording.pending import pod
 from scenarios import apply, claim, delete_claim, host_path_pv, namespace, storage_class, wait_for, wait_pv_phase
@@ -89,12 +89,7 @@ def seed(cp: ControlPlane, p: str, leftovers: int) -> None:
 
 @pytest.fixture(scope="module")
 def west(tmp_path_factory: pytest.TempPathFactory, cluster: ControlPlane) -> Iterator[ControlPlane]:
-    cp = ControlPlane(tmp_path_factory.mktemp("west"))
-    cp.start()
-    try:
-        yield cp
-    finally:
-        cp.stop(keep_logs=False)
+    yield from own_plane(tmp_path_factory.mktemp("west"), tmp_path_factory.getbasetemp() / "west-build.log")
 
 
 @pytest.fixture(scope="module")
