@@ -271,6 +271,7 @@ class _OneLine(logging.Handler):
 def _port(server: Any) -> int:
     """The port listened on (the one asked for, or the one the system chose for port 0)."""
     port = getattr(server, "effective_port", None)
-    if port is None:  # several sockets (every address: IPv4 and IPv6), all on one port
-        port = server.map[next(iter(server.map))].effective_port
+    if port is None:  # several sockets (every address: IPv4 and IPv6), all on one port; the map also holds
+        # waitress's wake-up trigger, which listens on nothing, and its order is the map's, not the sockets'
+        port = next(channel.effective_port for channel in server.map.values() if hasattr(channel, "effective_port"))
     return int(port)
