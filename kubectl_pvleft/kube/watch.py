@@ -394,6 +394,9 @@ class Follow(Struct, Generic[Row]):
     assess: Callable[[Stores], list[Row]]
     key: Callable[[Row], Hashable]  # the primary object's uid, as a string
     signature: Callable[[Row], Hashable]  # what, when it changes, is worth a line
+    # Which rows are findings, by the analysis's verdict (output.report.Verdict.is_finding): the rows serve counts
+    # and names. Required, so that no analysis reaches /metrics with every row, or none, a finding by default.
+    finding: Callable[[Row], bool]
     gone: str = "no longer reported"
     keep: Callable[[Any], bool] = lambda obj: True
     departure: Callable[[Any], str] = lambda obj: "deleted"
