@@ -152,7 +152,7 @@ def test_deploy_copies_match_their_sources() -> None:
     assert (ROOT / "deploy" / "base" / "clusterrole.yaml").read_text() == role
     assert (ROOT / "deploy" / "helm" / "kubectl-pvleft" / "files" / "clusterrole.yaml").read_text() == role
     assert (ROOT / "deploy" / "helm" / "kubectl-pvleft" / "files" / "pvleft.rules.yaml").read_text() == rules
-    assert (ROOT / "deploy" / "base" / "prometheusrule.yaml").read_text() == prometheus_rule(
+    assert (ROOT / "deploy" / "monitoring" / "prometheusrule.yaml").read_text() == prometheus_rule(
         ROOT / "deploy" / "rules" / "pvleft.rules.yaml")
 
 
