@@ -9,19 +9,23 @@ turns argv into one ``Invocation``; below it, code reads typed fields.
   namespace resolved against that context's kubeconfig), the only thing an analysis sees.
 - ``Result``: what an analysis's ``run(api, options)`` produced.
 
-A subcommand module provides ``run(api, options) -> Result``, ``follow(options) -> watch.Follow`` and
-``watch_report(options) -> Report``, and may provide ``served(api) -> Optional[str]`` (a line when the kinds it
-reads are not served by this cluster: nothing to check, not an error).
+- ``Analysis``: what an analysis is to everything above it (a run, --watch, a fleet, serve): ``run``, ``follow``,
+  ``watch_report`` and ``served``. Each analysis module exports one ``ANALYSIS`` meeting it (mypy checks it where
+  it is declared), and ``Command.load()`` returns it: the module is imported only then.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Optional
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Generic, Optional, Protocol, TypeVar
 
 if TYPE_CHECKING:  # --help must not pay for these
+    from kubectl_pvleft.kube.api import Reader
     from kubectl_pvleft.kube.kubeconfig import Selection
+    from kubectl_pvleft.kube.watch import Follow
     from kubectl_pvleft.output.report import PrintOptions, Report
+
+Row = TypeVar("Row")
 
 # Plain classes, not dataclasses: `dataclasses` imports `inspect` and writes each class's methods with exec,
 # ~10 ms that --help and every run would pay before doing anything.
@@ -81,6 +85,34 @@ class Flag(_Frozen):
     what: Optional[str]
 
 
+class Analysis(Protocol[Row]):
+    """An analysis, as a run, --watch, a fleet and serve see it. ``served``: a line when the kinds it reads are
+    not served by this cluster (nothing to check, not an error), else None."""
+
+    def run(self, api: Reader, options: Options) -> Result: ...
+
+    def follow(self, options: Options) -> Follow[Row]: ...
+
+    def watch_report(self, options: Options) -> Report[Row]: ...
+
+    def served(self, api: Reader) -> Optional[str]: ...
+
+
+def always_served(api: Reader) -> Optional[str]:
+    return None
+
+
+class AnalysisOf(Generic[Row]):
+    """An ``Analysis`` made of a module's functions: ``ANALYSIS = AnalysisOf(run, follow, watch_report)``."""
+
+    __slots__ = ("follow", "run", "served", "watch_report")
+
+    def __init__(self, run: Callable[[Reader, Options], Result], follow: Callable[[Options], Follow[Row]],
+                 watch_report: Callable[[Options], Report[Row]],
+                 served: Callable[[Reader], Optional[str]] = always_served) -> None:
+        self.run, self.follow, self.watch_report, self.served = run, follow, watch_report, served
+
+
 class Command(_Frozen):
     __slots__ = ("census", "census_help", "flags", "kind", "module", "name", "selector_help", "summary")
     _default_flags = ()
@@ -96,10 +128,13 @@ class Command(_Frozen):
     census: bool
     census_help: str
 
-    def load(self) -> Any:
+    def load(self) -> Analysis[Any]:
+        """The analysis this command runs (its module's ``ANALYSIS``), imported now and not before. Rows differ
+        from one analysis to the next, hence ``Any`` for them here: each ``ANALYSIS`` is checked with its own."""
         from importlib import import_module
 
-        return import_module(self.module)
+        analysis: Analysis[Any] = import_module(self.module).ANALYSIS
+        return analysis
 
     @property
     def cluster_scoped(self) -> bool:

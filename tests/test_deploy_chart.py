@@ -191,28 +191,33 @@ def test_the_rendered_roles_grant_exactly_the_kind_table() -> None:
 
 def test_the_kustomize_base_validates_and_keeps_clear_of_the_plugin_role() -> None:
     docs = kustomize()
-    assert kinds(docs) == BUILT_IN | OPERATOR | {"Namespace"}
+    assert kinds(docs) == BUILT_IN | {"Namespace"}  # a bare cluster takes it: no operator kind
     validate_offline(docs)
+    monitoring = kustomize(ROOT / "deploy" / "monitoring")
+    assert kinds(monitoring) == BUILT_IN | OPERATOR | {"Namespace"}
+    validate_offline(monitoring)
     role, binding = by_kind(docs, "ClusterRole"), by_kind(docs, "ClusterRoleBinding")
     assert role["metadata"]["name"] == "pvleft-exporter" != PLUGIN_ROLE
     assert binding["roleRef"]["name"] == "pvleft-exporter"
 
 
-def test_the_documented_kustomization_for_a_bare_cluster_drops_the_operator_objects(tmp_path) -> None:
-    """docs/deploy.md's kustomization, with its remote base replaced by this checkout's."""
+def test_the_documented_kustomization_for_kube_prometheus_stack_labels_the_operator_objects(tmp_path) -> None:
+    """docs/deploy.md's kustomization, with its remote base replaced by this checkout's deploy/monitoring: the
+    ServiceMonitor and PrometheusRule carry the release label kube-prometheus-stack's default selectors want."""
     import os
     import re
 
-    example = re.search(r"```yaml\n(kind: Kustomization\n.*?|apiVersion: kustomize.*?)```",
-                        (ROOT / "docs" / "deploy.md").read_text(), re.S)
+    example = re.search(r"```yaml\n(apiVersion: kustomize.*?)```", (ROOT / "docs" / "deploy.md").read_text(), re.S)
     assert example is not None
     kustomization = yaml.safe_load(example.group(1))
-    assert kustomization["resources"][0].startswith("https://github.com/") and "//deploy/base" in \
+    assert kustomization["resources"][0].startswith("https://github.com/") and "//deploy/monitoring" in \
         kustomization["resources"][0]
-    kustomization["resources"] = [os.path.relpath(ROOT / "deploy" / "base", tmp_path)]
+    kustomization["resources"] = [os.path.relpath(ROOT / "deploy" / "monitoring", tmp_path)]
     (tmp_path / "kustomization.yaml").write_text(yaml.safe_dump(kustomization))
     docs = kustomize(tmp_path)
-    assert kinds(docs) == BUILT_IN | {"Namespace"}
+    assert kinds(docs) == BUILT_IN | OPERATOR | {"Namespace"}
+    for kind in OPERATOR:
+        assert by_kind(docs, kind)["metadata"]["labels"]["release"] == "kube-prometheus-stack"
     validate_offline(docs)
 
 

@@ -15,7 +15,7 @@ from kubectl_pvleft.invocation import Command
 # A subcommand module whose run fails as a bug would, only against the server named "hostile": the fleet must
 # keep the other context's result (it raised on the main thread and lost the whole run before).
 BUGGY = '''
-from kubectl_pvleft.invocation import Result
+from kubectl_pvleft.invocation import AnalysisOf, Result
 from kubectl_pvleft.output.report import Report
 
 
@@ -23,6 +23,9 @@ def run(api, options):
     if "hostile" in api.connection.context:
         raise RecursionError("a bug of ours, deep in one context")
     return Result(Report([], [], to_json=lambda row: {}, name=lambda row: ""), findings=0)
+
+
+ANALYSIS = AnalysisOf(run, follow=None, watch_report=None)  # a one-shot run asks for run only
 '''
 
 

@@ -152,7 +152,7 @@ def test_deploy_copies_match_their_sources() -> None:
     assert (ROOT / "deploy" / "base" / "clusterrole.yaml").read_text() == role
     assert (ROOT / "deploy" / "helm" / "kubectl-pvleft" / "files" / "clusterrole.yaml").read_text() == role
     assert (ROOT / "deploy" / "helm" / "kubectl-pvleft" / "files" / "pvleft.rules.yaml").read_text() == rules
-    assert (ROOT / "deploy" / "base" / "prometheusrule.yaml").read_text() == prometheus_rule(
+    assert (ROOT / "deploy" / "monitoring" / "prometheusrule.yaml").read_text() == prometheus_rule(
         ROOT / "deploy" / "rules" / "pvleft.rules.yaml")
 
 
@@ -580,11 +580,31 @@ def test_monthly_cost_of_leftover_disks_and_orphans_by_kind_namespace_class_and_
 
 
 def every_analysis() -> Live:
-    from kubectl_pvleft.cli.serve import ANALYSES
-    from kubectl_pvleft.invocation import COMMANDS_BY_NAME
+    """What serve keeps live: every analysis of COMMANDS."""
+    from kubectl_pvleft.cli.serve import followed
 
-    follows = [(name, COMMANDS_BY_NAME[name].load().follow(Options())) for name in ANALYSES]
-    return Live(None, follows, WatchSettings(), describe=str)  # type: ignore[arg-type]
+    return Live(None, followed(Options()), WatchSettings(), describe=str)  # type: ignore[arg-type]
+
+
+def test_every_analysis_of_commands_reaches_metrics_with_its_own_families() -> None:
+    """One registry: an analysis added to invocation.COMMANDS is kept live by serve, counted in pvleft_findings once
+    judged, and scraped with its own families (exporter/metrics.FAMILIES); one left out of FAMILIES fails here,
+    never silently absent from /metrics."""
+    from kubectl_pvleft.exporter.metrics import FAMILIES
+    from kubectl_pvleft.invocation import COMMANDS
+
+    names = [command.name for command in COMMANDS]
+    live = every_analysis()
+    assert [analysis.name for analysis in live.analyses] == names
+    for shared in live.streams.values():
+        live.take(shared, Synced("", (), "1"))
+    live.judge_once()
+    families = {family.name for family in ServeCollector(live, 1000).collect()}
+    assert sorted(labels["analysis"] for labels, _ in scrape(live)["pvleft_findings"]) == sorted(names)
+    assert set(FAMILIES) == set(names)
+    for name in names:
+        own = {family.name for family in FAMILIES[name].metrics([], [], [])}
+        assert own and own <= families, name
 
 
 def test_each_kind_is_one_stream_shared_by_every_analysis_that_reads_it() -> None:

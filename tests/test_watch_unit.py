@@ -8,7 +8,7 @@ import copy
 import io
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Optional
 
@@ -17,7 +17,7 @@ import pytest
 from kubectl_pvleft.analyses import pending
 from kubectl_pvleft.errors import ConnectionFailed, Forbidden
 from kubectl_pvleft.invocation import Options
-from kubectl_pvleft.kube.api import EVENTS, PODS, Kind, StreamClosed, WatchEvent, error_for
+from kubectl_pvleft.kube.api import EVENTS, PODS, Kind, StreamClosed, Unchanged, WatchEvent, error_for
 from kubectl_pvleft.kube.watch import Changed, Notice, RowBoard, RowChange, Stores, Stream, Synced, WatchSettings, reflect
 from kubectl_pvleft.output.watchprint import change_report
 from kubectl_pvleft.records import Pod
@@ -31,9 +31,16 @@ def load(scenario: str) -> dict[str, Any]:
 
 
 class Listing(list):
-    def __init__(self, items: list[Any], resource_version: str) -> None:
+    """A list already read, meeting watch.Pages as kube.api.Listing does."""
+
+    def __init__(self, items: list[Any], resource_version: Optional[str]) -> None:
         super().__init__(items)
         self.resource_version = resource_version
+
+    def changed(self, held: Callable[[str, str], bool]) -> Iterator[Any]:
+        for obj in self:
+            meta = obj.metadata
+            yield Unchanged(meta.uid) if meta.resource_version and held(meta.uid, meta.resource_version) else obj
 
 
 def pods(objs: list[dict]) -> list[Pod]:
@@ -355,13 +362,11 @@ def test_a_lazy_list_refused_at_once_is_handled_by_the_reflector() -> None:
     denied = error_for(403, "Forbidden", "events is forbidden", "list", "e")
     events = Stream("events", EVENTS, "x", unreadable="cannot list events ({reason})")
 
-    class Refusing(list):
-        resource_version = None
-
+    class Refusing(Listing):
         def __iter__(self):
             raise denied
 
-    items = list(reflect(ScriptedAPI([Refusing()], []), events, FAST, lazy_lists=True))
+    items = list(reflect(ScriptedAPI([Refusing([], None)], []), events, FAST, lazy_lists=True))
     assert len(items) == 1 and isinstance(items[0], Notice) and items[0].unavailable
 
 
@@ -378,3 +383,17 @@ def test_a_relist_keeps_the_copy_it_has_of_an_unchanged_object() -> None:
     assert stores.data["pods"][held.metadata.uid] is held
     stores.refill("pods", changed)
     assert stores.data["pods"][held.metadata.uid] is changed
+
+
+def test_a_relist_asks_the_listing_for_the_objects_it_holds_as_unchanged() -> None:
+    """reflect(held=...) reads a relist through Pages.changed, which every ListerWatcher's list meets (no probing
+    for the method): an object held at its version comes as Unchanged(uid), never decoded again."""
+    doc = load("watch")
+    objects = pods(doc["list"]["items"])
+    held = {(p.metadata.uid, p.metadata.resource_version) for p in objects[:1]}
+    stop = threading.Event()
+    api = ScriptedAPI([Listing(objects, doc["list"]["resourceVersion"])], [[]], stop)
+    synced = next(reflect(api, PENDING_PODS, FAST, stop, lazy_lists=True, held=lambda uid, rv: (uid, rv) in held))
+    assert isinstance(synced, Synced)
+    got = list(synced.objects)
+    assert got[0] == Unchanged(objects[0].metadata.uid) and got[1:] == objects[1:]

@@ -1,4 +1,4 @@
-"""The PrometheusRule of deploy/base from the plain rules file next to this script (one source for the alerts)."""
+"""The PrometheusRule of deploy/monitoring from the plain rules file next to this script (one source for the alerts)."""
 
 import sys
 from pathlib import Path
@@ -7,7 +7,7 @@ import yaml
 
 HEAD = ("# The alerts of deploy/rules/pvleft.rules.yaml for the prometheus-operator; the groups are the same, and\n"
         "# tests/test_serve_rules.py keeps them so. Edit the plain file, then regenerate this one:\n"
-        "#   python deploy/rules/to_prometheusrule.py > deploy/base/prometheusrule.yaml\n")
+        "#   python deploy/rules/to_prometheusrule.py > deploy/monitoring/prometheusrule.yaml\n")
 
 
 def prometheus_rule(rules: Path) -> str:

@@ -43,7 +43,7 @@ from msgspec import Struct, field
 from msgspec.structs import replace
 
 from kubectl_pvleft.analyses.looks import describe, events, looks
-from kubectl_pvleft.invocation import KEEP_ANNOTATION, Options, Result, kept_reason
+from kubectl_pvleft.invocation import KEEP_ANNOTATION, Analysis, AnalysisOf, Options, Result, kept_reason
 from kubectl_pvleft.kube.api import CSI_NODES, NODES, PERSISTENT_VOLUMES, VOLUME_ATTACHMENTS, Reader, optional
 from kubectl_pvleft.output.report import Column, Report, Verdict, actionable, age, clause_cut, finding_count, utcnow
 from kubectl_pvleft.records import CSINode, Node, VolumeAttachment, iso
@@ -363,7 +363,7 @@ def follow(options: Options) -> Follow[AttachmentRow]:
                       older_than=options.older_than,
                       every_attachment=not (options.label_selector or options.field_selector)).rows
 
-    return Follow(streams, "attachments", judge, key=lambda r: r.uid, signature=_signature,
+    return Follow(streams, "attachments", judge, key=lambda r: r.uid, signature=_signature, finding=VERDICT.is_finding,
                   gone="no longer in trouble", departure=lambda va: "the VolumeAttachment was deleted (detached)",
                   recheck=recheck_for(options.older_than))
 
@@ -488,3 +488,6 @@ def next_looks(row: AttachmentRow) -> tuple[str, ...]:
     own = describe("csinode", row.name) if row.csinode is not None else None
     return looks(own, node, plugins, events(row.csinode.meta.uid) if row.csinode else None)
 
+
+# What a run, --watch, a fleet and serve call (invocation.Analysis; COMMANDS names this module).
+ANALYSIS: Analysis[AttachmentRow] = AnalysisOf(run, follow, watch_report)

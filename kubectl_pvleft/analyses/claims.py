@@ -59,7 +59,7 @@ from kubectl_pvleft.analyses.resize import StalledResize, stalled_resize
 from kubectl_pvleft.analyses.reuse import WORKLOADS_UNREADABLE, Workloads
 from kubectl_pvleft.analyses.usage import NOT_JUDGED, Usage, idle_of, needs_pods, usage_of, used_claims
 from kubectl_pvleft.errors import NotFound
-from kubectl_pvleft.invocation import KEEP_ANNOTATION, Options, Result, kept_reason
+from kubectl_pvleft.invocation import KEEP_ANNOTATION, Analysis, AnalysisOf, Options, Result, kept_reason
 from kubectl_pvleft.kube.api import (
     EVENTS,
     PERSISTENT_VOLUME_CLAIMS,
@@ -397,7 +397,7 @@ def follow(options: Options) -> Follow[ClaimRow]:
         why = reasons_from((r.claim for r in rows), stores["events"])
         return [replace(r, why=why[r.claim.meta.uid]) if r.claim.meta.uid in why else r for r in rows]
 
-    return Follow(streams, "claims", judge, key=lambda r: r.claim.meta.uid,
+    return Follow(streams, "claims", judge, key=lambda r: r.claim.meta.uid, finding=VERDICT.is_finding,
                   signature=lambda r: (r.status, r.claim.capacity, r.claim.requested, r.problems, r.usage, r.kept,
                                        r.why, r.waiting_for_consumer),
                   reported=lambda r: options.show_all or r.in_trouble,
@@ -611,3 +611,7 @@ def claim_looks(row: ClaimRow) -> tuple[str, ...]:
 
     c = row.claim
     return looks(describe("pvc", c.name, c.namespace), events(c.meta.uid, c.namespace))
+
+
+# What a run, --watch, a fleet and serve call (invocation.Analysis; COMMANDS names this module).
+ANALYSIS: Analysis[ClaimRow] = AnalysisOf(run, follow, watch_report)

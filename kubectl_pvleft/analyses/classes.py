@@ -27,7 +27,7 @@ from msgspec import Struct, field
 
 from kubectl_pvleft.analyses.looks import Finding, describe, looks
 from kubectl_pvleft.errors import NotFound
-from kubectl_pvleft.invocation import Options, Result
+from kubectl_pvleft.invocation import Analysis, AnalysisOf, Options, Result
 from kubectl_pvleft.kube.api import (
     CSI_DRIVERS,
     PERSISTENT_VOLUME_CLAIMS,
@@ -376,8 +376,8 @@ def follow(options: Options) -> Follow[Any]:
     if options.drift:
         return Follow(streams, "volumes", judge, key=lambda d: d.pv.meta.uid,
                       signature=lambda d: (d.pv.reclaim_policy, d.class_reclaim_policy, d.pv.phase),
-                      gone="no longer drifted")
-    return Follow(streams, "classes", judge, key=lambda r: r.name, signature=_signature,
+                      finding=lambda d: True, gone="no longer drifted")  # each drifted PV is one
+    return Follow(streams, "classes", judge, key=lambda r: r.name, signature=_signature, finding=VERDICT.is_finding,
                   departure=lambda sc: "the StorageClass was deleted")
 
 
@@ -517,3 +517,7 @@ def drift_report(result: ClassCensus, now: Optional[datetime] = None) -> Report[
                                          f"{d.class_reclaim_policy}",)),
                       lambda d: looks(describe("pv", d.pv.name), describe("storageclass", d.pv.storage_class or "")
                                       if d.pv.storage_class else None))
+
+
+# What a run, --watch, a fleet and serve call (invocation.Analysis; COMMANDS names this module).
+ANALYSIS: Analysis[Any] = AnalysisOf(run, follow, watch_report)

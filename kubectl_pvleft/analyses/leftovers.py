@@ -31,7 +31,7 @@ from msgspec import Struct, field
 
 from kubectl_pvleft.analyses.deletion import DELETE_FAILED, PROVISIONER_FINALIZER, TERMINATING, pv_hold, status_word, terminating
 from kubectl_pvleft.analyses.looks import describe, events, looks
-from kubectl_pvleft.invocation import KEEP_ANNOTATION, Options, Result, kept_reason
+from kubectl_pvleft.invocation import KEEP_ANNOTATION, Analysis, AnalysisOf, Options, Result, kept_reason
 from kubectl_pvleft.kube.api import CLAIM_IDENTITIES, EVENTS, PERSISTENT_VOLUMES, STORAGE_CLASSES, Reader, begin, optional
 from kubectl_pvleft.output.report import UNSET, Column, Report, Verdict, actionable, age, finding_count, utcnow
 from kubectl_pvleft.records import Absent, ClaimIdentity, Event, PersistentVolume, StorageClass, iso
@@ -335,7 +335,7 @@ def follow(options: Options) -> Follow[Leftover]:
                       include_all=options.show_all, claim_namespace=namespace, older_than=options.older_than,
                       excluded=options.excluded)
 
-    return Follow(streams, "volumes", judge, key=lambda r: r.pv.meta.uid,
+    return Follow(streams, "volumes", judge, key=lambda r: r.pv.meta.uid, finding=VERDICT.is_finding,
                   signature=lambda r: (r.pv.phase, r.claim_state, r.class_reclaim, r.pv.reclaim_policy, r.kept,
                                        r.young, r.pv.meta.deleted, r.pv.meta.finalizers),
                   gone="no longer a leftover", departure=lambda pv: "the PersistentVolume was deleted",
@@ -443,3 +443,7 @@ def next_looks(row: Leftover) -> tuple[str, ...]:
 
 def watch_report(options: Options) -> Report[Leftover]:
     return report(LeftoverResult([]), show_kept=options.show_all)
+
+
+# What a run, --watch, a fleet and serve call (invocation.Analysis; COMMANDS names this module).
+ANALYSIS: Analysis[Leftover] = AnalysisOf(run, follow, watch_report)

@@ -34,7 +34,7 @@ from msgspec import Struct, field
 from kubectl_pvleft.analyses.deletion import TERMINATING, content_hold, status_word, terminating
 from kubectl_pvleft.analyses.looks import Finding, describe, events, looks
 from kubectl_pvleft.errors import ApiError, Forbidden, NotFound
-from kubectl_pvleft.invocation import KEEP_ANNOTATION, Options, Result, kept_reason
+from kubectl_pvleft.invocation import KEEP_ANNOTATION, Analysis, AnalysisOf, Options, Result, kept_reason
 from kubectl_pvleft.kube.api import VOLUME_SNAPSHOT_CLASSES, VOLUME_SNAPSHOT_CONTENTS, VOLUME_SNAPSHOTS, Reader, optional
 from kubectl_pvleft.output.report import Column, Report, Verdict, actionable, age, finding_count, utcnow
 from kubectl_pvleft.records import Absent, VolumeSnapshot, VolumeSnapshotClass, VolumeSnapshotContent, iso
@@ -329,7 +329,7 @@ def follow(options: Options) -> Follow[ContentRow]:
                       include_all=options.show_all, snapshot_namespace=namespace, older_than=options.older_than,
                       excluded=options.excluded).rows
 
-    return Follow(streams, "contents", judge, key=lambda r: r.content.meta.uid, signature=_signature,
+    return Follow(streams, "contents", judge, key=lambda r: r.content.meta.uid, signature=_signature, finding=VERDICT.is_finding,
                   gone="no longer has findings", departure=lambda c: "the VolumeSnapshotContent was deleted",
                   recheck=recheck_for(options.older_than))
 
@@ -440,3 +440,7 @@ def next_looks(row: ContentRow) -> tuple[str, ...]:
     ref = row.content.snapshot_ref
     snapshot = describe("volumesnapshot", ref.name, ref.namespace) if row.snapshot and ref.name else None
     return looks(describe("volumesnapshotcontent", row.content.name), snapshot, events(row.content.meta.uid))
+
+
+# What a run, --watch, a fleet and serve call (invocation.Analysis; COMMANDS names this module).
+ANALYSIS: Analysis[ContentRow] = AnalysisOf(run, follow, watch_report, served)

@@ -203,7 +203,7 @@ def watch_and_print(session: Session) -> NoReturn:
     from kubectl_pvleft.output.watchprint import change_report
 
     options = session.options
-    out = formatter(change_report(session.module.watch_report(options), wide=options.wide),
+    out = formatter(change_report(session.analysis.watch_report(options), wide=options.wide),
                     session.invocation.print_options())
     changes = session.follow(WatchSettings.from_env())
     try:

@@ -19,18 +19,18 @@ from typing import TYPE_CHECKING, Any, Optional
 from kubectl_pvleft.cli.durations import go_duration
 from kubectl_pvleft.cli.session import connect, describe_api_error
 from kubectl_pvleft.errors import ApiError, PvleftError, needs_extra
-from kubectl_pvleft.invocation import COMMANDS_BY_NAME, Invocation
+from kubectl_pvleft.invocation import COMMANDS, Invocation, Options
 from kubectl_pvleft.text import one_line, shown
 
 if TYPE_CHECKING:  # --cost alone imports the pricing
     from kubectl_pvleft.clouds.cost import PriceFile
+    from kubectl_pvleft.kube.watch import Follow
 
 DEFAULT_LISTEN = ":9479"
 DEFAULT_CENSUS_INTERVAL = "1h"
 DEFAULT_STALE_AFTER = "2m"
 DEFAULT_MAX_FINDING_SERIES = 1000
 DEFAULT_JUDGE_SECONDS = 5.0
-ANALYSES = ("leftovers", "pending", "classes", "claims", "snapshots", "attachments")
 
 
 def judge_every() -> float:
@@ -60,6 +60,13 @@ def describe(exc: BaseException) -> str:
     return f"internal error ({type(exc).__name__})"  # never the text: it may hold a value
 
 
+def followed(options: Options) -> list[tuple[str, Follow[Any]]]:
+    """Every analysis of COMMANDS (the registry a run, a fleet and --watch read too), kept live by name, whatever
+    the cluster serves now: a kind it does not serve (the snapshot CRDs) is asked for again now and then, and
+    pvleft_analysis_served says which (exporter/live.py)."""
+    return [(command.name, command.load().follow(options)) for command in COMMANDS]
+
+
 def serve(invocation: Invocation) -> int:
     try:
         import waitress  # noqa: F401  (the HTTP server, asked for here so a missing one is this one line)
@@ -79,11 +86,8 @@ def serve(invocation: Invocation) -> int:
     _on_signals(stopping.set)
     try:
         options = invocation.options(namespace)
-        # Every analysis, whatever the cluster serves now: a kind it does not serve (the snapshot CRDs) is asked for
-        # again now and then, and pvleft_analysis_served says which (exporter/live.py).
-        analyses = [(name, COMMANDS_BY_NAME[name].load().follow(options)) for name in ANALYSES]
         census, clouds = _census(options, prices)
-        live = Live(api, analyses, WatchSettings.from_env(), describe, census=census, clouds=clouds,
+        live = Live(api, followed(options), WatchSettings.from_env(), describe, census=census, clouds=clouds,
                     census_interval=seconds(flags.get("census_interval") or DEFAULT_CENSUS_INTERVAL),
                     judge_every=judge_every(), snapshot_census=_snapshot_census(options, prices))
         registry = CollectorRegistry()
@@ -271,6 +275,7 @@ class _OneLine(logging.Handler):
 def _port(server: Any) -> int:
     """The port listened on (the one asked for, or the one the system chose for port 0)."""
     port = getattr(server, "effective_port", None)
-    if port is None:  # several sockets (every address: IPv4 and IPv6), all on one port
-        port = server.map[next(iter(server.map))].effective_port
+    if port is None:  # several sockets (every address: IPv4 and IPv6), all on one port; the map also holds
+        # waitress's wake-up trigger, which listens on nothing, and its order is the map's, not the sockets'
+        port = next(channel.effective_port for channel in server.map.values() if hasattr(channel, "effective_port"))
     return int(port)

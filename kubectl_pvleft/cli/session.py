@@ -9,7 +9,7 @@ from collections.abc import Generator
 from typing import TYPE_CHECKING, Any, Optional
 
 from kubectl_pvleft.errors import ApiError, Forbidden
-from kubectl_pvleft.invocation import Invocation, Options, Result
+from kubectl_pvleft.invocation import Analysis, Invocation, Options, Result
 
 if TYPE_CHECKING:
     from kubectl_pvleft.kube.api import KubeAPI
@@ -46,15 +46,21 @@ class Session:
         self.api, namespace = connect(selection, invocation.request_timeout, invocation.request_timeout is not None,
                                       interactive, invocation.chunk_size)
         self.options: Options = invocation.options(namespace)
-        self.module: Any = invocation.command.load()
+        self._analysis: Optional[Analysis[Any]] = None
+
+    @property
+    def analysis(self) -> Analysis[Any]:
+        """The command's analysis, imported on first use (``why`` tells one story and never loads one)."""
+        if self._analysis is None:
+            self._analysis = self.invocation.command.load()
+        return self._analysis
 
     def not_served(self) -> Optional[str]:
         """The line that says the kinds this command reads are not served here (no CRDs), or None."""
-        served = getattr(self.module, "served", None)
-        return served(self.api) if served is not None else None
+        return self.analysis.served(self.api)
 
     def run(self) -> Result:
-        result: Result = self.module.run(self.api, self.options)
+        result = self.analysis.run(self.api, self.options)
         if self.invocation.names and result.not_served is None:
             from kubectl_pvleft.cli.names import narrow
 
@@ -66,7 +72,7 @@ class Session:
         (the caller asked ``not_served`` first)."""
         from kubectl_pvleft.kube.watch import follow
 
-        return follow(self.api, self.module.follow(self.options), settings, stop)
+        return follow(self.api, self.analysis.follow(self.options), settings, stop)
 
     @property
     def requests(self) -> int:

@@ -10,15 +10,29 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any, Optional
+from typing import Any, Generic, Optional, TypeVar, Union
 
 from kubectl_pvleft.errors import NotFound, PvleftError
 from kubectl_pvleft.exporter.heap import few_heaps, release_free_memory
-from kubectl_pvleft.kube.api import KubeAPI, Unchanged
-from kubectl_pvleft.kube.watch import Changed, Follow, Notice, Observer, Stores, Stream, Synced, WatchSettings, reflect, uid_of
+from kubectl_pvleft.kube.api import Kind, KubeAPI, Object, Unchanged, WatchEvent
+from kubectl_pvleft.kube.watch import (
+    Changed,
+    Follow,
+    Notice,
+    Observer,
+    Pages,
+    Stores,
+    Stream,
+    Synced,
+    WatchSettings,
+    reflect,
+    uid_of,
+)
 from kubectl_pvleft.text import one_line, shown
+
+R = TypeVar("R", bound=Object)
 
 Describe = Callable[[BaseException], str]
 
@@ -191,27 +205,31 @@ class OneListAtATime:
         self.api = api
         self.gate = threading.Lock()
 
-    def list(self, *args: Any, **kwargs: Any) -> Any:
-        return _GatedListing(self.api.list(*args, **kwargs), self.gate)
+    def list(self, kind: Kind[R], namespace: Optional[str] = None, *, field_selector: Optional[str] = None,
+             label_selector: Optional[str] = None) -> Pages[R]:
+        return _GatedListing(self.api.list(kind, namespace, field_selector=field_selector,
+                                           label_selector=label_selector), self.gate)
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.api, name)
+    def watch(self, kind: Kind[R], namespace: Optional[str], resource_version: str, *,
+              field_selector: Optional[str] = None, label_selector: Optional[str] = None,
+              timeout_seconds: int = 300, opened: Optional[Callable[[], None]] = None) -> Iterator[WatchEvent[R]]:
+        return self.api.watch(kind, namespace, resource_version, field_selector=field_selector,
+                              label_selector=label_selector, timeout_seconds=timeout_seconds, opened=opened)
 
 
-class _GatedListing:
-    def __init__(self, listing: Any, gate: threading.Lock) -> None:
+class _GatedListing(Generic[R]):
+    def __init__(self, listing: Pages[R], gate: threading.Lock) -> None:
         self.listing, self.gate = listing, gate
 
     @property
     def resource_version(self) -> Optional[str]:
-        version: Optional[str] = self.listing.resource_version
-        return version
+        return self.listing.resource_version
 
-    def __iter__(self) -> Any:
+    def __iter__(self) -> Iterator[R]:
         with self.gate:  # released when the pages are read, or the reading fails or is abandoned
             yield from self.listing
 
-    def changed(self, held: Callable[[str, str], bool]) -> Any:
+    def changed(self, held: Callable[[str, str], bool]) -> Iterator[Union[R, Unchanged]]:
         with self.gate:
             yield from self.listing.changed(held)
 
@@ -227,7 +245,7 @@ class Live:
                  snapshot_census: Optional[Callable[[list[Any]], Any]] = None) -> None:
         self.api, self.settings, self.describe = api, settings, describe
         self.list_seconds = list_seconds
-        self.lister: Any = OneListAtATime(api)
+        self.lister = OneListAtATime(api)
         self.judge_every = judge_every  # at most one judgment per this many seconds, however busy the streams
         self.lock = threading.Lock()
         self.stopping = threading.Event()

@@ -9,6 +9,9 @@ apiserver answers 403 until its RBAC cache syncs, 5xx while starting).
 ``follow`` runs one reflector per stream in threads, keeps what they showed in ``Stores``, re-runs the
 subcommand's pure analysis after each burst of changes, and yields what changed in its rows. A stream
 that ends is reopened; it never looks like "all is well".
+
+The reflector reads through a ``ListerWatcher`` (``list`` and ``watch``), as client-go's does: ``KubeAPI`` meets
+it, so do serve's one-list-at-a-time gate and the tests' scripted servers.
 """
 
 from __future__ import annotations
@@ -19,14 +22,40 @@ import random
 import threading
 import time
 from collections.abc import Callable, Generator, Hashable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, Generic, Optional, TypeVar, Union
+from typing import Any, Generic, Optional, Protocol, TypeVar, Union
 
 from msgspec import Struct, field
 
 from kubectl_pvleft.errors import ApiError, ConnectionFailed, Expired, Forbidden
-from kubectl_pvleft.kube.api import Kind, KubeAPI, Object, StreamClosed
+from kubectl_pvleft.kube.api import Kind, KubeAPI, Object, StreamClosed, Unchanged, WatchEvent
 
 Row = TypeVar("Row")
+R = TypeVar("R", bound=Object)
+R_co = TypeVar("R_co", bound=Object, covariant=True)
+
+
+class Pages(Protocol[R_co]):
+    """One list as the reflector reads it (``kube.api.Listing``): its objects page by page, or with ``changed``
+    the ones the caller already holds at their version as ``Unchanged(uid)``; the list's resourceVersion once
+    its pages are read."""
+
+    @property
+    def resource_version(self) -> Optional[str]: ...
+
+    def __iter__(self) -> Iterator[R_co]: ...
+
+    def changed(self, held: Callable[[str, str], bool]) -> Iterator[Union[R_co, Unchanged]]: ...
+
+
+class ListerWatcher(Protocol):
+    """What the reflector reads through: client-go's ListerWatcher (tools/cache/listwatch.go)."""
+
+    def list(self, kind: Kind[R], namespace: Optional[str] = None, *, field_selector: Optional[str] = None,
+             label_selector: Optional[str] = None) -> Pages[R]: ...
+
+    def watch(self, kind: Kind[R], namespace: Optional[str], resource_version: str, *,
+              field_selector: Optional[str] = None, label_selector: Optional[str] = None,
+              timeout_seconds: int = 300, opened: Optional[Callable[[], None]] = None) -> Iterator[WatchEvent[R]]: ...
 
 
 class WatchSettings(Struct, frozen=True):
@@ -120,7 +149,7 @@ class Observer:
         pass
 
 
-def reflect(api: KubeAPI, stream: Stream, settings: WatchSettings, stop: Optional[threading.Event] = None,
+def reflect(api: ListerWatcher, stream: Stream, settings: WatchSettings, stop: Optional[threading.Event] = None,
             observer: Optional[Observer] = None, lazy_lists: bool = False,
             held: Optional[Callable[[str, str], bool]] = None) -> Iterator[StreamItem]:
     """list, then watch from the list's resourceVersion, until ``stop``; see the module's docstring.
@@ -144,7 +173,7 @@ class _Unavailable(Exception):
 
 
 class _Reflector:
-    def __init__(self, api: KubeAPI, stream: Stream, settings: WatchSettings, stop: threading.Event,
+    def __init__(self, api: ListerWatcher, stream: Stream, settings: WatchSettings, stop: threading.Event,
                  observer: Observer, lazy_lists: bool = False,
                  held: Optional[Callable[[str, str], bool]] = None) -> None:
         self.api, self.stream, self.settings, self.stop, self.observer = api, stream, settings, stop, observer
@@ -177,8 +206,7 @@ class _Reflector:
                 listing = self.api.list(s.kind, s.namespace, field_selector=s.field_selector,
                                         label_selector=s.label_selector)
                 if self.lazy_lists:
-                    changed = getattr(listing, "changed", None)  # a test's plain iterable has no such method
-                    pages = iter(listing) if self.held is None or changed is None else changed(self.held)
+                    pages: Iterator[Any] = iter(listing) if self.held is None else listing.changed(self.held)
                     first = next(pages, _END)  # a list refused at once fails here, as an eager one would
                     self.listed_once = True
                     yield from self._up()
@@ -394,6 +422,9 @@ class Follow(Struct, Generic[Row]):
     assess: Callable[[Stores], list[Row]]
     key: Callable[[Row], Hashable]  # the primary object's uid, as a string
     signature: Callable[[Row], Hashable]  # what, when it changes, is worth a line
+    # Which rows are findings, by the analysis's verdict (output.report.Verdict.is_finding): the rows serve counts
+    # and names. Required, so that no analysis reaches /metrics with every row, or none, a finding by default.
+    finding: Callable[[Row], bool]
     gone: str = "no longer reported"
     keep: Callable[[Any], bool] = lambda obj: True
     departure: Callable[[Any], str] = lambda obj: "deleted"

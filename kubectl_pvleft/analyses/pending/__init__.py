@@ -19,7 +19,7 @@ from msgspec.structs import replace
 from kubectl_pvleft.analyses.looks import describe, events, looks
 from kubectl_pvleft.analyses.pending.parties import names_attachment, names_rwop_holder
 from kubectl_pvleft.analyses.pending.rules import ClaimView, Evidence, Triage, TriageResult, assess, is_external, unattached_volumes
-from kubectl_pvleft.invocation import Options, Result
+from kubectl_pvleft.invocation import Analysis, AnalysisOf, Options, Result
 from kubectl_pvleft.kube.api import (
     CSI_DRIVER_SPECS,
     CSI_DRIVERS,
@@ -278,7 +278,7 @@ def follow(options: Options) -> Follow[Triage]:
     ]
     return Follow(streams, "pods", lambda stores: assess(stores["pods"] or (), evidence_of(stores, ns is None)),
                   key=lambda r: r.pod.meta.uid, signature=lambda r: (*r.verdict.key, claims_cell(r) or ""),
-                  gone="no longer Pending",
+                  gone="no longer Pending", finding=VERDICT.is_finding,
                   keep=lambda pod: (pod.phase or "Pending") == "Pending" and not options.excluded(pod.namespace),
                   departure=departure)
 
@@ -416,3 +416,6 @@ def report(result: TriageResult, now: Optional[datetime] = None, *, wide: bool =
                              empty_message="No Pending Pods found", labels=lambda r: r.pod.meta.labels),
                       VERDICT, next_looks)
 
+
+# What a run, --watch, a fleet and serve call (invocation.Analysis; COMMANDS names this module).
+ANALYSIS: Analysis[Triage] = AnalysisOf(run, follow, watch_report)
