@@ -208,10 +208,25 @@ def waiting_line(command: str, done: int, failed: int, total: int, running: dict
 
 
 def _rows_by_context(results: list[tuple[str, Result]]) -> Optional[Report[InContext]]:
-    if not results:
+    return _lifted([(context, result.report) for context, result in results])
+
+
+def _lifted(reports: list[tuple[str, Report[Any]]]) -> Optional[Report[InContext]]:
+    if not reports:
         return None
-    rows = [InContext(context, row) for context, result in results for row in result.report.rows]
-    return lift(results[0][1].report, {context: result.report for context, result in results}).with_rows(rows)
+    rows = [InContext(context, row) for context, report in reports for row in report.rows]
+    return lift(reports[0][1], dict(reports)).with_rows(rows)
+
+
+def _sections_by_context(results: list[tuple[str, Result]]) -> list[Report[InContext]]:
+    """Each kind of section the contexts' runs had (classes' VolumeAttributesClasses, ...), one report over every
+    context's rows of it, in the order the kinds first appear; a context without that section adds nothing. A kind
+    is told by its columns: the same analysis makes the same section the same way in every context."""
+    kinds: dict[tuple[str, ...], list[tuple[str, Report[Any]]]] = {}
+    for context, result in results:
+        for section in result.sections:
+            kinds.setdefault(tuple(column.header for column in section.columns), []).append((context, section))
+    return [lifted for reports in kinds.values() if (lifted := _lifted(reports)) is not None]
 
 
 def combine(outcomes: list[ContextOutcome]) -> tuple[Optional[Report[InContext]], Result]:
@@ -224,7 +239,8 @@ def combine(outcomes: list[ContextOutcome]) -> tuple[Optional[Report[InContext]]
                     warnings=[f"context {c}: {w}" for c, r in results
                               for w in r.warnings + ([r.not_served] if r.not_served else [])],
                     partial=bool(failed) or any(r.partial for _, r in results),
-                    errors=failed + [f"context {c}: {e}" for c, r in results for e in r.errors])
+                    errors=failed + [f"context {c}: {e}" for c, r in results for e in r.errors],
+                    sections=_sections_by_context(results))
     from kubectl_pvleft.cli.names import missing_everywhere
 
     result.not_found = missing_everywhere([r.not_found for _, r in results])

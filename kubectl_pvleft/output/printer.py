@@ -55,6 +55,10 @@ def print_result(report: Report[Any], sections: Sequence[Report[Any]], options: 
         return
     if options.format in ("json", "yaml") or options.format in TEMPLATE_FORMATS:  # one list of every object
         objects = [report.to_json(r) for r in report.rows] + [s.to_json(r) for s in sections for r in s.rows]
+        if report.context is not None and all("context" in o for o in objects):
+            # A fleet's sections (classes' VolumeAttributesClasses of every context): context by context, each
+            # context's objects in its own run's order, as the runs one context at a time print them.
+            objects.sort(key=lambda o: str(o["context"]))
         merged: Report[dict[str, Any]] = Report(rows=objects, columns=(), to_json=lambda o: o, name=lambda o: "")
         formatter(merged, options).whole(objects)
         return
