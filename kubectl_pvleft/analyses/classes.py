@@ -324,7 +324,9 @@ def run(api: Reader, options: Options) -> Result:
         drift = drift_report(result)
         return Result(drift, finding_count(drift), result.warnings)
     shown = report(result)
-    sections = [attribute_classes_report(result.attribute_classes)] if result.attribute_classes else []
+    # NAMEs are StorageClasses: `classes gold` asks about that class alone, not the VolumeAttributesClasses.
+    sections = [attribute_classes_report(result.attribute_classes)] if result.attribute_classes and not options.names \
+        else []
     return Result(shown, finding_count(shown) + sum(finding_count(s) for s in sections), result.warnings,
                   sections=sections)
 
