@@ -183,6 +183,8 @@ def test_the_kubernetes_package_reads_the_corpus_as_we_do_except_the_known_diffe
     pytest.importorskip("kubernetes")
     folder, case = copied(name, tmp_path)
     differs = case["kubernetes_differs"]
+    if "varies" in differs:  # the other reader's answer is its PyYAML's, which differs by version: nothing to hold
+        pytest.skip(differs["varies"])
     try:
         mine: Optional[dict[str, Any]] = our_fields(load_ours(folder, case, monkeypatch))
     except ConfigError:
