@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from plugin_runner import PLUGIN
+from prometheus_server import fetch, free_port  # the one copy; other serve tests import them from here too
 from scenarios import apply, host_path_pv, wait_for
 
 PROMETHEUS = shutil.which("prometheus")
@@ -36,22 +37,6 @@ WATCH_ENV = {  # short watches and retries: an outage of seconds is seen and end
 
 pytestmark = pytest.mark.skipif(not (PROMETHEUS and PROMTOOL), reason="needs Debian's prometheus package "
                                                                         "(apt-get install prometheus)")
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def fetch(url: str, timeout: float = 5.0) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as response:
-            return response.status, response.read().decode()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read().decode()
 
 
 class Exporter:
