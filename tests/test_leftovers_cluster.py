@@ -192,6 +192,9 @@ def many_pvs(cluster):
         list(pool.map(lambda chunk: apply(cluster, *chunk), chunks))
     yield
     cluster.kubectl("delete", "pv", "-l", "pvleft-test=bulk", "--wait=false", timeout=300)
+    # Gone before the next module reads the shared plane. pv-protection releases them one by one (one worker,
+    # an update each: ~40 s here); meanwhile every PV list differs from the last.
+    cluster.kubectl("wait", "--for=delete", "pv", "-l", "pvleft-test=bulk", "--timeout=240s", timeout=300)
     cluster.kubectl("delete", "pv", "zz-oldest-leftover", "--wait=false", check=False)
     cluster.kubectl("delete", "namespace", "lo-bulk", "--wait=false", check=False)
 

@@ -99,6 +99,8 @@ def test_tools_are_listed_read_only_with_their_schemas(cluster: Any, seeded: str
 
 
 def ours(found: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The items of this module's objects. The plane is shared: another module's PVs may still be going away (a
+    thousand held by pv-protection for a minute) between the server's answer and the CLI's."""
     return [item for item in found if NAMESPACE in json.dumps(item) or '"mcp-' in json.dumps(item)]
 
 
@@ -194,7 +196,11 @@ def test_a_403_is_an_answer_with_what_could_not_be_read(cluster: Any, seeded: st
     for name in ("leftovers", "pending", "classes"):
         doc = answers[name].structured_content
         printed = run_plugin(cluster.kubeconfig("pvonly"), *shlex.split(doc["cli"])[2:])
-        assert not answers[name].is_error and doc["items"] == items(printed.stdout), name
+        assert not answers[name].is_error, name
+        if name == "classes":  # the plane's one class: no other test adds or removes it
+            assert doc["items"] == items(printed.stdout)
+        else:
+            assert ours(doc["items"]) == ours(items(printed.stdout)) != [], name
         assert doc["warnings"] == [line.removeprefix("warning: ") for line in printed.stderr.splitlines()], name
     assert answers["leftovers"].structured_content["warnings"]
     unread = answers["leftovers"].structured_content["unread"]  # the same refusals, as data
@@ -269,7 +275,7 @@ def test_a_cloud_census_and_its_failure_are_answered_as_the_cli_prints_them(clus
                                       str(cluster.kubeconfig("reader"))], capture_output=True, text=True, env=env,
                                      timeout=120, check=False)
             assert printed.returncode == (4 if partial else 0), printed.stderr
-            assert doc["items"] == items(printed.stdout)
+            assert ours(doc["items"]) == ours(items(printed.stdout)) != []  # this test's, as in the first test
             assert doc["partial"] is partial and bool(doc["errors"]) is partial
             assert [(f["cloud"], f["part"]) for f in doc["failed"]] == ([("aws", "census")] if partial else [])
             assert doc["errors"] == [line.removeprefix("error: ") for line in printed.stderr.splitlines()

@@ -241,8 +241,10 @@ def test_a_kind_the_identity_may_not_read_is_readable_0_and_the_others_stay_judg
     assert "Traceback" not in output and output.count("cannot list/watch persistentvolumeclaims (") == 1
 
 
-def compact_etcd(cluster) -> None:
-    """Compact etcd to its current revision (its gRPC gateway on loopback): a watch resumed from before is a 410."""
+def advance_and_compact_etcd(cluster) -> None:
+    """Write a key outside the API server's prefix, then compact etcd to that revision (its gRPC gateway on
+    loopback). Run while kube-apiserver is down, no bookmark can have carried a stream to the new revision: every
+    watch resumed from before is a 410, whatever revision its last event or bookmark left it at."""
     base = f"http://127.0.0.1:{cluster.ports['etcd']}"
 
     def post(path: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -250,7 +252,8 @@ def compact_etcd(cluster) -> None:
         with urllib.request.urlopen(request, timeout=30) as response:
             return json.load(response)
 
-    revision = post("/v3/kv/range", {"key": base64.b64encode(b"/").decode(), "limit": 1})["header"]["revision"]
+    key, value = (base64.b64encode(raw).decode() for raw in (b"/pvleft-test/revision", b"x"))
+    revision = post("/v3/kv/put", {"key": key, "value": value})["header"]["revision"]
     post("/v3/kv/compaction", {"revision": revision, "physical": True})
 
 
@@ -261,8 +264,8 @@ def test_a_restarted_api_server_shows_as_stale_then_live_never_as_zero_findings(
         wait_for("every stream up", lambda: prometheus.query("min(pvleft_stream_up) == 1"), timeout=60)
         relists = float(prometheus.query("sum(pvleft_stream_relists_total)")[0]["value"][1])
         before = time.time()
-        compact_etcd(cluster)  # the restarted server's watch cache cannot serve the old resourceVersions either
-        cluster.restart_apiserver()
+        # The restarted server's watch cache starts at etcd's revision, which is past every stream's.
+        cluster.restart_apiserver(while_down=lambda: advance_and_compact_etcd(cluster))
         wait_for("every stream up again", lambda: prometheus.query("min(pvleft_stream_up) == 1"), timeout=120)
         wait_for("every analysis up again", lambda: prometheus.query("min(pvleft_analysis_up) == 1"), timeout=60)
         time.sleep(2)  # scraped again since: the range's last step falls after the samples that showed it live

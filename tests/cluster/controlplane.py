@@ -329,13 +329,16 @@ class ControlPlane:
             shutil.rmtree(self.logs, ignore_errors=True)
             self.audit_log.unlink(missing_ok=True)
 
-    def restart_apiserver(self, down_for: float = 0.0) -> None:
+    def restart_apiserver(self, down_for: float = 0.0, while_down: Callable[[], None] | None = None) -> None:
         """Stop and start kube-apiserver on the same port (KCM and scheduler reconnect on their own), ``down_for``
-        seconds apart: an outage its clients see as refused connections."""
+        seconds apart: an outage its clients see as refused connections. ``while_down`` runs with no server up
+        (etcd still is): what it does, no client can have watched."""
         proc = self._procs.get("kube-apiserver")
         if proc is None:
             raise ControlPlaneError("kube-apiserver is not running")
         self._terminate(proc)
+        if while_down is not None:
+            while_down()
         time.sleep(down_for)
         self._spawn("kube-apiserver", proc.argv)
         self._wait("kube-apiserver /readyz after restart", self._apiserver_ready)
