@@ -71,6 +71,11 @@ class Expired(ApiError):
     """410 Gone: a continue token or a watch resourceVersion is older than the server keeps."""
 
 
+class Oversized(PvleftError):
+    """An answer past a bound kept whatever a server sends (objects in one list or one stream, bytes in one object).
+    Not an outage: asked again at once, a hostile server would answer the same, so it is asked again later."""
+
+
 class CredentialError(ConfigError):
     """A credential could not be obtained (exec plugin, removed auth provider): the run stops here rather
     than carrying on as system:anonymous and blaming RBAC."""

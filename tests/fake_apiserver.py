@@ -237,3 +237,93 @@ class QuietServer:
             "users": [{"name": "quiet", "user": {}}],
             "contexts": [{"name": "quiet", "context": {"cluster": "quiet", "user": "quiet"}}]}))
         return path
+
+
+class HostileServer:
+    """An API server no real one is, for serve's bounds: every kind lists empty and watches silent, but the
+    PersistentVolumes, as ``mode`` says: ``pages`` pages without end (a new continue token on each page, 500 new
+    names on each), ``added`` watches without end (ADDED events of new names, as fast as they are read), ``huge``
+    lists one object of 20 MiB. Plain HTTP on loopback; each answer closes its connection."""
+
+    PVS = "/api/v1/persistentvolumes"
+
+    def __init__(self, mode: str) -> None:
+        assert mode in ("pages", "added", "huge")
+        self.mode = mode
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.listener.settimeout(0.05)
+        self.port = self.listener.getsockname()[1]
+        self.closed = threading.Event()
+        self.served = {"pages": 0, "added": 0, "huge": 0}  # what it sent: pages, events, huge objects
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self.closed.is_set():
+            try:
+                conn, _ = self.listener.accept()
+            except (TimeoutError, OSError):
+                continue
+            threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
+
+    def _handle(self, conn: socket.socket) -> None:
+        try:
+            data = b""
+            while b"\r\n\r\n" not in data:
+                chunk = conn.recv(65536)
+                if not chunk:
+                    return
+                data += chunk
+            target = data.split(b" ", 2)[1].decode()
+            path, _, query = target.partition("?")
+            if "watch=true" in query:
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")
+                if path == self.PVS and self.mode == "added":
+                    self._added(conn)
+                else:  # silent until the client goes
+                    while not self.closed.is_set() and conn.recv(1):
+                        pass
+                return
+            items: list[str] = []
+            meta = '{"resourceVersion":"5"}'
+            if path == self.PVS and self.mode == "pages":
+                self.served["pages"] += 1
+                n = self.served["pages"]
+                items = [self._pv(f"{n}-{i}") for i in range(500)]
+                meta = f'{{"resourceVersion":"5","continue":"token-{n}"}}'
+            elif path == self.PVS and self.mode == "huge":
+                self.served["huge"] += 1
+                items = [self._pv("huge", f'"annotations":{{"a":"{"x" * (20 * 1024 * 1024)}"}},')]
+            body = f'{{"kind":"List","apiVersion":"v1","metadata":{meta},"items":[{",".join(items)}]}}'.encode()
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n"
+                         b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        except OSError:
+            pass
+        finally:
+            conn.close()
+
+    def _added(self, conn: socket.socket) -> None:
+        while not self.closed.is_set():
+            start = self.served["added"]
+            self.served["added"] += 500
+            events = "".join(f'{{"type":"ADDED","object":{self._pv(f"w{start + i}")}}}\n' for i in range(500))
+            data = events.encode()
+            conn.sendall(b"%x\r\n%s\r\n" % (len(data), data))
+
+    @staticmethod
+    def _pv(name: str, extra: str = "") -> str:
+        return (f'{{"metadata":{{"name":"pv-{name}","uid":"uid-{name}","resourceVersion":"7",{extra}'
+                '"labels":{"app":"hostile"}},"spec":{"capacity":{"storage":"1Gi"},"accessModes":["ReadWriteOnce"],'
+                f'"persistentVolumeReclaimPolicy":"Retain","claimRef":{{"namespace":"gone","name":"c-{name}",'
+                f'"uid":"claim-{name}"}}}},"status":{{"phase":"Released"}}}}')
+
+    def close(self) -> None:
+        self.closed.set()
+        self.listener.close()
+
+    def kubeconfig(self, path: Path) -> Path:
+        path.write_text(yaml.safe_dump({
+            "apiVersion": "v1", "kind": "Config", "current-context": "hostile",
+            "clusters": [{"name": "hostile", "cluster": {"server": f"http://127.0.0.1:{self.port}"}}],
+            "users": [{"name": "hostile", "user": {}}],
+            "contexts": [{"name": "hostile", "context": {"cluster": "hostile", "user": "hostile"}}]}))
+        return path

@@ -35,8 +35,9 @@ def free_port() -> int:
 
 
 class Exporter:
-    def __init__(self, tmp: Path, *args: str, env: Optional[dict[str, str]] = None) -> None:
-        self.api = QuietServer()
+    def __init__(self, tmp: Path, *args: str, env: Optional[dict[str, str]] = None, api: Any = None,
+                 ready: bool = True) -> None:
+        self.api = api or QuietServer()
         self.port = free_port()
         self.log = tmp / "serve.log"
         command = [sys.executable, "-m", "kubectl_pvleft", "serve", "--kubeconfig",
@@ -44,7 +45,7 @@ class Exporter:
         self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=self.log.open("w"),
                                         env={**os.environ, "PVLEFT_WATCH_BACKOFF_MAX_SECONDS": "1", **(env or {})})
         deadline = time.monotonic() + 60
-        while self.get("/healthz")[0] != 200:
+        while self.get("/healthz")[0] != (200 if ready else 503):
             assert time.monotonic() < deadline and self.process.poll() is None, self.log.read_text()
             time.sleep(0.1)
 
@@ -174,3 +175,62 @@ def test_a_census_against_a_cloud_that_never_stops_paging_keeps_threads_and_memo
     assert threads and max(threads) <= min(threads) + 2, threads  # before: one more thread per interval
     assert max(rss) - min(rss) < 150 * 1024, rss  # KiB; before: 197 -> 1,639 MiB in two minutes
     assert "did not finish within 2s" in log and "Traceback" not in log
+
+
+def stream_series(body: str, family: str) -> dict[str, float]:
+    """{stream label: value} of one pvleft_stream_* family in an exposition."""
+    found = {}
+    for line in body.splitlines():
+        if line.startswith(family + "{"):
+            labels, value = line.rsplit(" ", 1)
+            found[labels.split('stream="', 1)[1].split('"', 1)[0]] = float(value)
+    return found
+
+
+@pytest.mark.parametrize("mode, reason", [
+    ("pages", "passed 50,000 objects"),  # continue tokens without end, 500 new names a page
+    ("added", "its watch added past 50,000 objects"),  # ADDED events of new names without end
+    ("huge", "an object of more than 16 MiB"),
+])
+def test_a_hostile_api_server_is_refused_at_each_bound_and_the_other_streams_go_on(tmp_path: Path, mode: str,
+                                                                                   reason: str) -> None:
+    """serve holds what one stream may hold (PVLEFT_SERVE_MAX_OBJECTS, 50,000 here to be quick; one object at 16
+    MiB): a PV stream past it is down, says why once, gives back what it took and is asked again with backoff, while
+    every other stream stays up and /metrics answers. Before: a server paging or watching without end pushed serve
+    to 2.5 GiB. RSS is asserted against a generous bound (it stays there however long it runs), never timings."""
+    from fake_apiserver import HostileServer
+
+    server = HostileServer(mode)
+    exporter = Exporter(tmp_path, api=server, ready=mode == "added",
+                        env={"PVLEFT_WATCH_BACKOFF_INITIAL_SECONDS": "0.2", "PVLEFT_SERVE_MAX_OBJECTS": "50000"})
+    rss, up, listed, others_up = [], [], [], []
+    try:
+        deadline = time.monotonic() + 300
+        while True:
+            status, _, body = exporter.get("/metrics")
+            assert status == 200, exporter.log.read_text()
+            text = body.decode()
+            errors = stream_series(text, "pvleft_stream_errors_total").get("persistentvolumes", 0)
+            rss.append(exporter.status("VmRSS"))
+            up.append(stream_series(text, "pvleft_stream_up")["persistentvolumes"])
+            listed.append("persistentvolumes" in stream_series(text, "pvleft_stream_last_list_timestamp_seconds"))
+            if errors >= 2:  # the first list of every other stream waited for the gate of one list at a time
+                others_up.append(all(v == 1 for k, v in stream_series(text, "pvleft_stream_up").items()
+                                     if k != "persistentvolumes" and stream_series(text, "pvleft_stream_served").get(k)))
+            if errors >= 5:  # its backoff doubles: the last waits are seconds long, and seen
+                break
+            assert time.monotonic() < deadline, exporter.log.read_text()
+            time.sleep(0.5)
+        threads = exporter.status("Threads")
+    finally:
+        log = exporter.stop()
+        server.close()
+    assert max(rss) < 400 * 1024, rss  # KiB; before: 2.5 GiB
+    assert 0 in up[1:]  # down, once refused (a list whose pages still come is a sign of life, as ever)
+    assert mode == "added" or not any(listed)  # never listed on a list it could not hold
+    assert others_up and all(others_up), others_up  # the other streams went on
+    assert threads < 40, threads
+    said = [line for line in log.splitlines() if reason in line]
+    assert len(said) == 1, log  # once for the run of refusals
+    assert said[0].startswith("warning: cannot read persistentvolumes: ") and "Traceback" not in log
+    assert server.served[mode] > (1 if mode == "huge" else 100 if mode == "pages" else 50_000)  # each try sent it all

@@ -42,6 +42,17 @@ def judge_every() -> float:
         return DEFAULT_JUDGE_SECONDS
 
 
+def max_objects() -> int:
+    """What one stream may hold (exporter/live.py's MAX_STREAM_OBJECTS); PVLEFT_SERVE_MAX_OBJECTS sets it, for a
+    cluster larger than that or a test that reaches it sooner."""
+    from kubectl_pvleft.exporter.live import MAX_STREAM_OBJECTS
+
+    try:
+        return max(1, int(os.environ.get("PVLEFT_SERVE_MAX_OBJECTS", "") or MAX_STREAM_OBJECTS))
+    except ValueError:
+        return MAX_STREAM_OBJECTS
+
+
 def seconds(text: str) -> float:
     return go_duration(text) / 1e9
 
@@ -89,7 +100,8 @@ def serve(invocation: Invocation) -> int:
         census, clouds = _census(options, prices)
         live = Live(api, followed(options), WatchSettings.from_env(), describe, census=census, clouds=clouds,
                     census_interval=seconds(flags.get("census_interval") or DEFAULT_CENSUS_INTERVAL),
-                    judge_every=judge_every(), snapshot_census=_snapshot_census(options, prices))
+                    judge_every=judge_every(), snapshot_census=_snapshot_census(options, prices),
+                    max_objects=max_objects())
         registry = CollectorRegistry()
         ProcessCollector(registry=registry)  # process_resident_memory_bytes, process_cpu_seconds_total
         registry.register(ServeCollector(live, int(flags.get("max_finding_series") or DEFAULT_MAX_FINDING_SERIES)))

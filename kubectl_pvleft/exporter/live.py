@@ -7,6 +7,7 @@ analysis keeps its last rows, and ``Analysis.up`` says they are stale.
 
 from __future__ import annotations
 
+import random
 import sys
 import threading
 import time
@@ -14,7 +15,7 @@ from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Generic, Optional, TypeVar, Union
 
-from kubectl_pvleft.errors import NotFound, PvleftError
+from kubectl_pvleft.errors import NotFound, Oversized
 from kubectl_pvleft.exporter.heap import few_heaps, release_free_memory
 from kubectl_pvleft.kube.api import Kind, KubeAPI, Object, Unchanged, WatchEvent
 from kubectl_pvleft.kube.watch import (
@@ -40,9 +41,17 @@ Describe = Callable[[BaseException], str]
 # put in the stores taken out: a server that pages without end (a new continue token each time) must not hold a
 # stream, the list gate and a growing store forever. A real list of 100,000 objects reads in well under a minute.
 LIST_SECONDS = 300.0
+# What one stream may hold (and one list read): above every kind's documented scale (150,000 Pods a cluster) and
+# twice the 100,000 PVs measured. A server that lists or watches past it (continue tokens without end, ADDED events
+# of new names without end) is refused there, instead of growing serve to what the host has.
+# PVLEFT_SERVE_MAX_OBJECTS sets it.
+MAX_STREAM_OBJECTS = 200_000
+# A stream refused at a bound is asked again after a backoff that doubles up to this many times backoff_max: a
+# hostile server answers the same at once, and each try reads up to the bound.
+BOUND_BACKOFF_FACTOR = 10
 
 
-class ListTooLong(PvleftError):
+class ListTooLong(Oversized):
     """A relist past LIST_SECONDS."""
 
 
@@ -135,6 +144,11 @@ class Shared:
         self.health = Health(lock)
         self.readers: list[Reader] = []
         self.stream = stream
+        # The uids its watch added since its last list, taken out again when it passes its bound (with the stream's
+        # thread's lock held; the stream's thread alone writes it).
+        self.added: set[str] = set()
+        self.bound_said = ""  # the last bound it was refused at, said once (a run of them is one line)
+        self.bound_at = 0.0  # monotonic: when it was last refused at a bound
 
     def open_as(self) -> Stream:
         """The stream the reflector opens: never required (a 403 is the readers' to judge, each as it needs it),
@@ -201,14 +215,14 @@ class OneListAtATime:
     once, and each list holds a page or two in flight: one list at a time keeps that to one stream's pages (the
     soak's RSS rose by the sum of them at each outage). Watches are not gated."""
 
-    def __init__(self, api: KubeAPI) -> None:
-        self.api = api
+    def __init__(self, api: KubeAPI, max_items: Optional[int] = None) -> None:
+        self.api, self.max_items = api, max_items
         self.gate = threading.Lock()
 
     def list(self, kind: Kind[R], namespace: Optional[str] = None, *, field_selector: Optional[str] = None,
              label_selector: Optional[str] = None) -> Pages[R]:
         return _GatedListing(self.api.list(kind, namespace, field_selector=field_selector,
-                                           label_selector=label_selector), self.gate)
+                                           label_selector=label_selector, max_items=self.max_items), self.gate)
 
     def watch(self, kind: Kind[R], namespace: Optional[str], resource_version: str, *,
               field_selector: Optional[str] = None, label_selector: Optional[str] = None,
@@ -242,10 +256,11 @@ class Live:
                  describe: Describe, census: Optional[Callable[[list[Any]], Any]] = None,
                  clouds: Mapping[str, str] = MappingProxyType({}), census_interval: float = 3600.0,
                  judge_every: float = 0.0, list_seconds: float = LIST_SECONDS,
-                 snapshot_census: Optional[Callable[[list[Any]], Any]] = None) -> None:
+                 snapshot_census: Optional[Callable[[list[Any]], Any]] = None,
+                 max_objects: int = MAX_STREAM_OBJECTS) -> None:
         self.api, self.settings, self.describe = api, settings, describe
-        self.list_seconds = list_seconds
-        self.lister = OneListAtATime(api)
+        self.list_seconds, self.max_objects = list_seconds, max_objects
+        self.lister = OneListAtATime(api, max_objects)
         self.judge_every = judge_every  # at most one judgment per this many seconds, however busy the streams
         self.lock = threading.Lock()
         self.stopping = threading.Event()
@@ -301,16 +316,24 @@ class Live:
     def _pump(self, shared: Shared) -> None:
         """One reflector, reopened after anything that ends it: a daemon outlives a failed first list (it is
         counted as an error and retried), where a one-shot command would stop."""
-        delay = self.settings.backoff_initial
+        delay = bound_delay = self.settings.backoff_initial
         while not self.stopping.is_set():
+            items = reflect(self.lister, shared.open_as(), self.settings, self.stopping, shared.health,
+                            lazy_lists=True, held=lambda uid, version: self.held(shared, uid, version))
             try:
-                for item in reflect(self.lister, shared.open_as(), self.settings, self.stopping, shared.health,
-                                    lazy_lists=True, held=lambda uid, version: self.held(shared, uid, version)):
+                for item in items:
                     self.take(shared, item)
                     delay = self.settings.backoff_initial
                 # Stopped, or the stream may not be read (403): its evidence is unknown until it may. Ask again now
                 # and then: a restarted server answers 403 until its RBAC cache syncs, and a grant may come later.
                 self.stopping.wait(self.settings.backoff_max)
+            except Oversized as exc:  # a bound: not an outage, and asking again at once would get the same
+                if self.stopping.is_set():
+                    return
+                items.close()  # its watch connection or list reader goes now, not when the collector gets to it
+                bound_delay = self._refused_at_bound(shared, str(exc), bound_delay)
+                self.stopping.wait(bound_delay * random.uniform(0.8, 1.2))
+                bound_delay = min(bound_delay * 2, self.settings.backoff_max * BOUND_BACKOFF_FACTOR)
             except NotFound:
                 if self.stopping.is_set():
                     return
@@ -322,6 +345,7 @@ class Live:
             except Exception as exc:
                 if self.stopping.is_set():
                     return
+                items.close()
                 reason = self.describe(exc)
                 shared.health.failed(reason)
                 _log(f"cannot read {shared.label}: {reason}; retrying in {delay:.0f}s" if delay >= 1 else
@@ -329,8 +353,24 @@ class Live:
                 self.stopping.wait(delay)
                 delay = min(delay * 2, self.settings.backoff_max)
 
+    def _refused_at_bound(self, shared: Shared, reason: str, delay: float) -> float:
+        """A stream refused at a bound: down (``pvleft_stream_up`` 0, its error counted), said once for a run of
+        them, what it held past its last list released; returns the backoff to wait (a new run starts over)."""
+        shared.health.failed(reason)
+        now = time.monotonic()
+        if now - shared.bound_at > 2 * self.settings.backoff_max * BOUND_BACKOFF_FACTOR:  # long within bounds
+            shared.bound_said, delay = "", self.settings.backoff_initial
+        shared.bound_at = now
+        if reason != shared.bound_said:
+            shared.bound_said = reason
+            _log(f"cannot read {shared.label}: {reason}; its findings are stale until it can; asking again with "
+                 f"backoff")
+        release_free_memory()
+        return delay
+
     def take(self, shared: Shared, item: Any) -> None:
-        """What one stream showed, applied to every analysis that reads it."""
+        """What one stream showed, applied to every analysis that reads it. A watch that adds past the stream's
+        bound raises Oversized, what it added since the last list taken out first."""
         if isinstance(item, Synced):
             self._refill(shared, item)
             return
@@ -344,11 +384,24 @@ class Live:
                     self._refused(shared)
                 return
             health.last_event = now
+            uid = uid_of(item.object)
+            if item.type == "DELETED":
+                shared.added.discard(uid)
+            elif not any(reader.analysis.stores.holds_uid(reader.name, uid) for reader in shared.readers):
+                shared.added.add(uid)
             for reader in shared.readers:
                 # An object its selectors no longer select leaves its store, as the server's DELETED would say.
                 change = item.type if item.type == "DELETED" or reader.wants(item.object) else "DELETED"
                 reader.analysis.stores.apply(Changed(reader.name, change, item.object))
                 reader.analysis.dirty = True
+            held = max((reader.analysis.stores.size(reader.name) for reader in shared.readers), default=0)
+            if held > self.max_objects:
+                for reader in shared.readers:  # back to what its last list held (with the changes since)
+                    reader.analysis.stores.forget(reader.name, shared.added)
+                shared.added = set()
+                self.changed.set()
+                raise Oversized(f"its watch added past {self.max_objects:,} objects, more than one stream may hold "
+                                f"here")
         self.changed.set()
 
     def _refused(self, shared: Shared) -> None:
@@ -438,6 +491,7 @@ class Live:
                         store.pop(uid, None)  # type: ignore[union-attr]
             raise
         with self.lock:
+            shared.added = set()  # the list is the stream's state now: what the watch adds is counted from here
             for reader in shared.readers:
                 reader.analysis.stores.refilled(reader.name, seen)
                 reader.analysis.unsynced.discard(reader.name)

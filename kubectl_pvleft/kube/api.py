@@ -15,7 +15,7 @@ from typing import Any, Generic, Optional, Protocol, TypeVar
 
 import msgspec
 
-from kubectl_pvleft.errors import BadResponse, Expired, Forbidden, NotFound, Refusal
+from kubectl_pvleft.errors import BadResponse, Expired, Forbidden, NotFound, Oversized, Refusal
 from kubectl_pvleft.kube.httpclient import Response, Timeouts
 from kubectl_pvleft.kube.httpframing import HTTPFailure
 from kubectl_pvleft.kube.kinds import (
@@ -47,9 +47,10 @@ from kubectl_pvleft.kube.transport import StreamClosed, Transport, error_for, lo
 from kubectl_pvleft.records import ListMeta, Status
 
 DEFAULT_PAGE_SIZE = 500  # kubectl's own chunk size
-# One watch event is one object: etcd refuses objects over 1.5 MiB (--max-request-bytes); 16 MiB leaves room for
-# JSON escaping and is still a bound a hostile stream cannot push memory past.
-MAX_WATCH_EVENT_BYTES = 16 * 1024 * 1024
+# One object, watched (one event) or listed: etcd refuses objects over 1.5 MiB (--max-request-bytes); 16 MiB leaves
+# room for JSON escaping and is still a bound a hostile stream cannot push memory past.
+MAX_OBJECT_BYTES = 16 * 1024 * 1024
+MAX_WATCH_EVENT_BYTES = MAX_OBJECT_BYTES
 
 
 T = TypeVar("T")
@@ -121,8 +122,10 @@ class Listing(Generic[R]):
     once from the beginning, skipping objects already yielded; a second 410 is an error.
     """
 
-    def __init__(self, api: KubeAPI, kind: Kind[R], namespace: Optional[str], params: dict[str, str]) -> None:
+    def __init__(self, api: KubeAPI, kind: Kind[R], namespace: Optional[str], params: dict[str, str],
+                 max_items: Optional[int] = None) -> None:
         self._api, self._kind, self._namespace, self._params = api, kind, namespace, params
+        self._max_items = max_items  # a list past this many objects is refused (Oversized), page by page
         self._state = _ListState()
         self._reader: Optional[_PageReader] = None
 
@@ -169,9 +172,14 @@ class Listing(Generic[R]):
         decoder = self._kind.page_decoder if held is None else _RAW_PAGE
         path = self._kind.path(self._namespace)
         seen: set[str] = set()  # uids yielded: a restarted list skips what it already gave
+        read = 0  # objects on the pages read so far, repeats included; an empty page counts as one
         try:
             for status, body in reader:
                 page = self._api.decode(body, status, decoder, "list", path)
+                read += max(1, len(page.items or ()))
+                if self._max_items is not None and read > self._max_items:
+                    raise Oversized(f"the list of {path} passed {self._max_items:,} objects, more than one list "
+                                    f"may hold here")
                 for item in page.items or ():
                     if held is not None:
                         item = self._unless_held(item, held, status, path)
@@ -183,6 +191,9 @@ class Listing(Generic[R]):
             reader.close()
 
     def _unless_held(self, raw: msgspec.Raw, held: Callable[[str, str], bool], status: int, path: str) -> Any:
+        if len(raw) > MAX_OBJECT_BYTES:  # the page's bound is MAX_BODY_BYTES; one object's is a watch event's
+            raise Oversized(f"the list of {path} holds an object of more than "
+                            f"{MAX_OBJECT_BYTES // (1024 * 1024)} MiB: not an API server's")
         meta = self._api.decode(raw, status, _VERSIONED, "list", path).metadata
         if meta.resource_version and held(meta.uid, meta.resource_version):
             return Unchanged(meta.uid)
@@ -345,8 +356,8 @@ class KubeAPI:
     # -- the three verbs --------------------------------------------------------------------------
 
     def list(self, kind: Kind[R], namespace: Optional[str] = None, *, field_selector: Optional[str] = None,
-             label_selector: Optional[str] = None) -> Listing[R]:
-        return Listing(self, kind, namespace, _selectors(field_selector, label_selector))
+             label_selector: Optional[str] = None, max_items: Optional[int] = None) -> Listing[R]:
+        return Listing(self, kind, namespace, _selectors(field_selector, label_selector), max_items)
 
     def get(self, kind: Kind[R], name: str, namespace: Optional[str] = None) -> Optional[R]:
         """One object, or None when the server says 404. A 403 propagates: it never means "absent"."""

@@ -151,7 +151,7 @@ class Observer:
 
 def reflect(api: ListerWatcher, stream: Stream, settings: WatchSettings, stop: Optional[threading.Event] = None,
             observer: Optional[Observer] = None, lazy_lists: bool = False,
-            held: Optional[Callable[[str, str], bool]] = None) -> Iterator[StreamItem]:
+            held: Optional[Callable[[str, str], bool]] = None) -> Generator[StreamItem, None, None]:
     """list, then watch from the list's resourceVersion, until ``stop``; see the module's docstring.
 
     ``lazy_lists``: each (re)list is handed over page by page as it is read (``Synced.objects`` an iterator), for
@@ -185,7 +185,7 @@ class _Reflector:
         self.expired_in_a_row = 0
         self.listed_once = False
 
-    def run(self) -> Iterator[StreamItem]:
+    def run(self) -> Generator[StreamItem, None, None]:
         while not self.stop.is_set():
             try:
                 failure = yield from self._once()
@@ -345,6 +345,21 @@ class Stores:
                 self.departed[uid_of(item.object)] = self._departure(item.object)
         else:
             self._put(item.stream, store, item.object)
+
+    def holds_uid(self, name: str, uid: str) -> bool:
+        store = self.data.get(name)
+        return store is not None and uid in store
+
+    def size(self, name: str) -> int:
+        store = self.data.get(name)
+        return 0 if store is None else len(store)
+
+    def forget(self, name: str, uids: Iterable[str]) -> None:
+        """Take these objects out, as if never shown (no departure is recorded: they were never evidence)."""
+        store = self.data.get(name)
+        if store is not None:
+            for uid in uids:
+                store.pop(uid, None)
 
     def holds(self, name: str, uid: str, version: str) -> bool:
         """This object is in the store at this resourceVersion."""
