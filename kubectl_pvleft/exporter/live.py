@@ -527,9 +527,13 @@ class Live:
                 if not analysis.dirty or analysis.unsynced:
                     continue
                 analysis.dirty = False
+                # The last rows go before the new ones are built: judged beside them, two sets of rows (10,000
+                # each) were alive at every judgment, and the heap kept that high-water mark (the soak's creep).
+                # Scrapes wait for the lock meanwhile, and one in progress keeps the list it took.
+                analysis.rows = None
                 try:
                     rows = analysis.spec.assess(analysis.stores)
-                except Exception as exc:  # a bug of ours: one line, the analysis keeps its last rows (stale)
+                except Exception as exc:  # a bug of ours: one line, and no rows (up 0) rather than stale ones
                     _log(f"{analysis.name}: internal error ({type(exc).__name__})")
                     continue
                 # Nobody prints "resolved" lines here: forget how objects left, or this grows forever.
