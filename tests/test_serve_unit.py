@@ -133,6 +133,40 @@ def test_a_deleted_leftover_leaves_and_a_relist_is_counted() -> None:
     assert ({"stream": "persistentvolumes", "namespace": ""}, 1.0) in again["pvleft_stream_relists_total"]
 
 
+def test_a_watch_that_adds_past_the_streams_bound_gives_back_what_it_added_and_keeps_the_list() -> None:
+    """ADDED events of new names without end: past max_objects the take raises Oversized, and the stores hold what
+    the last list held again (with the changes since), never the watch's additions (memory, and evidence no list
+    showed); the analysis is judged on that and stays judged."""
+    from msgspec import structs
+
+    from kubectl_pvleft.errors import Oversized
+
+    pvs = [PersistentVolume.from_wire(o) for o in items("leftovers_pvs")]
+    live = Live(None, [("leftovers", leftovers.follow(Options()))], WatchSettings(), describe=str,  # type: ignore[arg-type]
+                max_objects=len(pvs) + 3)
+    streams = {shared.label: shared for shared in live.streams.values()}
+    sync_all(live, streams)
+    listed = dict(live.analyses[0].stores.data["volumes"] or {})
+    changed = structs.replace(pvs[0], metadata=structs.replace(pvs[0].metadata, resource_version="changed"))
+    live.take(streams["persistentvolumes"], Changed("", "MODIFIED", changed))
+
+    def added(n: int) -> PersistentVolume:
+        return structs.replace(pvs[1], metadata=structs.replace(pvs[1].metadata, name=f"new-{n}", uid=f"new-{n}"))
+
+    for n in range(3):
+        live.take(streams["persistentvolumes"], Changed("", "ADDED", added(n)))
+    live.take(streams["persistentvolumes"], Changed("", "DELETED", added(0)))  # one of them went again
+    live.take(streams["persistentvolumes"], Changed("", "ADDED", added(3)))
+    with pytest.raises(Oversized, match="its watch added past"):
+        live.take(streams["persistentvolumes"], Changed("", "ADDED", added(4)))
+    store = live.analyses[0].stores.data["volumes"] or {}
+    assert set(store) == set(listed)  # what the list showed, no more
+    assert store[pvs[0].metadata.uid] is changed  # with the change since the list
+    assert streams["persistentvolumes"].added == set()
+    live.judge_once()
+    assert live.analyses[0].rows is not None
+
+
 def test_finding_series_are_bounded_and_the_rest_counted() -> None:
     live, streams = live_leftovers()
     sync_all(live, streams, drop_claims=True)  # every PV with a claimRef is now a leftover
