@@ -13,6 +13,13 @@ glibc also gives each thread that starts allocating a heap of its own, up to eig
 and the list readers they start each kept their own free pages and their own top that one live block pins. Two heaps
 for the whole process (``mallopt(M_ARENA_MAX, 2)``, what MALLOC_ARENA_MAX=2 does) kept the soak's RSS within about
 a MiB across outages where the per-thread heaps still crept a few MiB each (BENCHMARKS.md, "Exporter soak").
+
+The blocks that are large and short-lived (a list page's body, its inflated pieces, an exposition, a store's
+table as it resizes) get mappings of their own again, returned whole when freed: glibc's threshold for that starts
+at 128 KiB but rises to the largest such block freed (up to 32 MiB), after which the pages of every relist were
+carved from the two heaps and left holes there that malloc_trim could not give back (heap free bytes 6 to 19 MiB
+over six minutes under churn, RSS following; with the threshold held at 128 KiB, under 1.2 MiB). Setting it, as
+MALLOC_MMAP_THRESHOLD_ does, holds it there.
 """
 
 from __future__ import annotations
@@ -23,8 +30,10 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any, Optional
 
-M_ARENA_MAX = -8  # mallopt's parameter in glibc's malloc.h
+M_ARENA_MAX = -8  # mallopt's parameters in glibc's malloc.h
+M_MMAP_THRESHOLD = -3
 HEAPS = 2
+LARGE_BLOCK = 128 * 1024  # glibc's own starting threshold, held
 
 
 def _libc_function(name: str, argtypes: list[Any]) -> Optional[Callable[..., int]]:
@@ -42,11 +51,23 @@ _MALLOPT = _libc_function("mallopt", [ctypes.c_int, ctypes.c_int])
 
 
 def few_heaps(environ: Mapping[str, str] = os.environ) -> bool:
-    """At most HEAPS C heaps for every thread of the process, set before the threads start; False where the C
-    library has no such setting, or the operator chose with MALLOC_ARENA_MAX (left as they set it)."""
+    """At most HEAPS C heaps for every thread of the process, set before the threads start, and large blocks in
+    mappings of their own (``map_large_blocks``); False where the C library has no such setting, or the operator
+    chose with MALLOC_ARENA_MAX (left as they set it)."""
+    map_large_blocks(environ)
     if _MALLOPT is None or "MALLOC_ARENA_MAX" in environ:
         return False
     return _MALLOPT(M_ARENA_MAX, HEAPS) == 1
+
+
+def map_large_blocks(environ: Mapping[str, str] = os.environ) -> bool:
+    """Blocks of LARGE_BLOCK and more in mappings of their own, whatever was freed before (see the module's
+    docstring); False where the C library has no such setting, or the operator chose (MALLOC_MMAP_THRESHOLD_, or
+    GLIBC_TUNABLES naming it)."""
+    if (_MALLOPT is None or "MALLOC_MMAP_THRESHOLD_" in environ
+            or "mmap_threshold" in environ.get("GLIBC_TUNABLES", "")):
+        return False
+    return _MALLOPT(M_MMAP_THRESHOLD, LARGE_BLOCK) == 1
 
 
 def release_free_memory() -> bool:
