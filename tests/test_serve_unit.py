@@ -302,12 +302,10 @@ def test_a_relist_gives_the_heap_it_freed_back() -> None:
 
     live, streams = live_leftovers()
     sync_all(live, streams)
-    warm = [bytes(2_000_000) for _ in range(3)]
-    del warm  # freeing a mapped block raises glibc's mmap threshold: blocks this size now come from the heap
     pages, pins = [], []
-    for _ in range(200):  # 60 MB of "page buffers", each with a smaller block above it that lives on
-        pages.append(b"x" * 300_000)
-        pins.append(b"p" * 65_536)
+    for _ in range(600):  # 60 MB of "page buffers" under the mmap threshold (128 KiB, held by serve: they come
+        pages.append(b"x" * 100_000)  # from the heap), each with a smaller block above it that lives on
+        pins.append(b"p" * 16_384)
     del pages
     held = rss()
     live.take(streams["persistentvolumes"], Synced("", (), "2"))  # a relist ends
