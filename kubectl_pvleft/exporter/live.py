@@ -49,6 +49,7 @@ MAX_STREAM_OBJECTS = 200_000
 # A stream refused at a bound is asked again after a backoff that doubles up to this many times backoff_max: a
 # hostile server answers the same at once, and each try reads up to the bound.
 BOUND_BACKOFF_FACTOR = 10
+BOUND_RUN_SECONDS = 3600.0  # refusals at a bound less than this apart are one run: said once, the backoff kept
 
 
 class ListTooLong(Oversized):
@@ -148,7 +149,7 @@ class Shared:
         # thread's lock held; the stream's thread alone writes it).
         self.added: set[str] = set()
         self.bound_said = ""  # the last bound it was refused at, said once (a run of them is one line)
-        self.bound_at = 0.0  # monotonic: when it was last refused at a bound
+        self.bound_at = -BOUND_RUN_SECONDS  # monotonic: when it was last refused at a bound
 
     def open_as(self) -> Stream:
         """The stream the reflector opens: never required (a 403 is the readers' to judge, each as it needs it),
@@ -358,7 +359,7 @@ class Live:
         them, what it held past its last list released; returns the backoff to wait (a new run starts over)."""
         shared.health.failed(reason)
         now = time.monotonic()
-        if now - shared.bound_at > 2 * self.settings.backoff_max * BOUND_BACKOFF_FACTOR:  # long within bounds
+        if now - shared.bound_at > BOUND_RUN_SECONDS:  # within bounds that long: a new run
             shared.bound_said, delay = "", self.settings.backoff_initial
         shared.bound_at = now
         if reason != shared.bound_said:
