@@ -466,7 +466,7 @@ class Live:
         try:
             for obj in item.objects:  # a page that fails raises here: the pump counts it and lists again
                 if time.monotonic() > deadline:
-                    raise ListTooLong(f"the list did not end within {self.list_seconds:g}s; asking again")
+                    raise ListTooLong(f"the list did not end within {self.list_seconds:g}s")
                 if isinstance(obj, Unchanged):  # held already, at this version: nothing to replace
                     seen.add(obj.uid)
                     continue
