@@ -145,3 +145,32 @@ def test_changed_decodes_an_object_held_at_another_version(tmp_path: Path) -> No
         changed = list(api.list(PERSISTENT_VOLUMES).changed(lambda uid, version: uid == first["uid"] and
                                                              version == first["resourceVersion"] + "0"))
     assert changed[0].name == first["name"]  # decoded: the caller's copy is older
+
+
+def test_a_list_past_its_bound_of_objects_is_refused_page_by_page(tmp_path: Path) -> None:
+    """``max_items`` (serve's bound on what one stream may hold): the list stops at the page that passes it, with
+    the objects of the pages before handed over; without it the same list is read whole."""
+    from kubectl_pvleft.errors import Oversized
+
+    with FakeAPIServer(paged(set())) as server:
+        api = api_for(server, tmp_path)
+        assert len(list(api.list(PERSISTENT_VOLUMES))) == len(PVS["items"]) > 3
+        got = []
+        with pytest.raises(Oversized, match="passed 3 objects"):
+            got.extend(api.list(PERSISTENT_VOLUMES, max_items=3).changed(lambda uid, version: False))
+    assert len(got) == 2  # the first page; the second (objects 3 and 4) passes the bound
+
+
+def test_an_object_of_more_than_16_mib_in_a_list_is_refused_before_it_is_decoded(tmp_path: Path) -> None:
+    from kubectl_pvleft.errors import Oversized
+
+    huge = {**PVS["items"][0], "metadata": {**PVS["items"][0]["metadata"],
+                                            "annotations": {"a": "x" * (16 * 1024 * 1024 + 1)}}}
+
+    def handler(path: str, query: dict[str, list[str]]) -> tuple[int, dict]:
+        return 200, {"kind": "PersistentVolumeList", "apiVersion": "v1", "metadata": {"resourceVersion": "1"},
+                     "items": [PVS["items"][1], huge]}
+
+    with FakeAPIServer(handler) as server:
+        with pytest.raises(Oversized, match="an object of more than 16 MiB"):
+            list(api_for(server, tmp_path).list(PERSISTENT_VOLUMES).changed(lambda uid, version: False))
