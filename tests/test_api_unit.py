@@ -171,6 +171,5 @@ def test_an_object_of_more_than_16_mib_in_a_list_is_refused_before_it_is_decoded
         return 200, {"kind": "PersistentVolumeList", "apiVersion": "v1", "metadata": {"resourceVersion": "1"},
                      "items": [PVS["items"][1], huge]}
 
-    with FakeAPIServer(handler) as server:
-        with pytest.raises(Oversized, match="an object of more than 16 MiB"):
-            list(api_for(server, tmp_path).list(PERSISTENT_VOLUMES).changed(lambda uid, version: False))
+    with FakeAPIServer(handler) as server, pytest.raises(Oversized, match="an object of more than 16 MiB"):
+        list(api_for(server, tmp_path).list(PERSISTENT_VOLUMES).changed(lambda uid, version: False))
