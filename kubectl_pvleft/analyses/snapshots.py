@@ -267,8 +267,9 @@ def run(api: Reader, options: Options) -> Result:
     prices = None
     if options.clouds:
         from kubectl_pvleft.clouds import snapshot_census
+        from kubectl_pvleft.clouds.census import price_file
 
-        prices = snapshot_census.price_file(options)  # a bad --price-file stops the run before any request
+        prices = price_file(options.flags)  # a bad --price-file stops the run before any request
     result = census(api, include_all=options.show_all, snapshot_namespace=snapshot_namespace(options),
                     label_selector=options.label_selector, field_selector=options.field_selector,
                     older_than=options.older_than, excluded=options.excluded)

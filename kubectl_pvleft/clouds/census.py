@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 
 from msgspec.structs import replace
 
-from kubectl_pvleft.clouds import CLOUDS
+from kubectl_pvleft.clouds import CLOUDS, SOURCES
 from kubectl_pvleft.clouds.base import (
     NOT_A_VOLUME,
     NOT_IN_KUBECONFIG,
@@ -117,13 +117,15 @@ def asked(options: Options) -> list[Cloud]:
     return [cloud for cloud in CLOUDS if cloud.SOURCE in options.clouds]
 
 
-def price_file(options: Options) -> Optional[PriceFile]:
-    """``--price-file``, read before anything is asked of a cluster or cloud: a bad file is a usage error."""
-    if not options.flags.get("cost"):
+def price_file(flags: Mapping[str, Any]) -> Optional[PriceFile]:
+    """``--price-file`` under ``--cost``, read before anything is asked of a cluster or cloud: a bad file is a usage
+    error. The one reader: leftovers, snapshots, a fleet and serve read it here."""
+    path = flags.get("price_file") if flags.get("cost") else None
+    if not path:
         return None
-    from kubectl_pvleft.clouds.pricing import check
+    from kubectl_pvleft.clouds.cost import read_price_file
 
-    return check(options.flags)
+    return read_price_file(path, SOURCES)
 
 
 def take(options: Options, pvs: Sequence[Any], prices: Optional[PriceFile] = None) -> CensusOutcome:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Optional, Union
 
-from kubectl_pvleft.clouds import CLOUDS, SOURCES
+from kubectl_pvleft.clouds import CLOUDS
 from kubectl_pvleft.clouds.base import Billable, Cloud, CloudError, Need, PricesModule, Rate
 from kubectl_pvleft.clouds.cost import (
     AT_MOST,
@@ -20,14 +20,7 @@ from kubectl_pvleft.clouds.cost import (
     PriceFile,
     Unpriced,
     bound_needs,
-    read_price_file,
 )
-
-
-def check(flags: Mapping[str, Any]) -> Optional[PriceFile]:
-    """The price file, read before any cluster or cloud is asked anything: a bad one is a usage error."""
-    path = flags.get("price_file")
-    return read_price_file(path, SOURCES) if path else None
 
 
 class Costing:

@@ -80,15 +80,6 @@ class SnapshotOutcome:
         return self.costing.of(found)
 
 
-def price_file(options: Options) -> Optional[PriceFile]:
-    """``--price-file``, read before anything is asked of a cluster or cloud: a bad file is a usage error."""
-    if not options.flags.get("cost"):
-        return None
-    from kubectl_pvleft.clouds.pricing import check
-
-    return check(options.flags)
-
-
 def take(options: Options, wanted: Sequence[Wanted], prices: Optional[PriceFile] = None,
          named: Optional[set[str]] = None) -> SnapshotOutcome:
     """Each asked cloud looks up the snapshots of its driver's contents; with ``named`` (every content's handle), it
