@@ -147,7 +147,8 @@ def _fetch(flags: Mapping[str, Any], modules: Mapping[str, tuple[str, PricesModu
     failed: dict[str, str] = {}
 
     def read(cloud: str) -> Mapping[tuple[str, str, str, bool], Union[Rate, str]]:
-        return modules[cloud][1].open(flags, timeout).rates(needs[cloud])
+        _, prices = modules[cloud]
+        return prices.open(flags, timeout).rates(needs[cloud])
 
     # One bound for them all: they run at the same time, and one past it stops at its next page (clouds/bounded.py).
     outcomes = run_together({cloud: partial(read, cloud) for cloud in modules}, timeout)
