@@ -13,7 +13,7 @@ from typing import Any
 
 from fake_apiserver import QuietServer
 from kubectl_pvleft.analyses import leftovers
-from kubectl_pvleft.exporter.live import Live
+from kubectl_pvleft.exporter.live import Live, kept_live
 from kubectl_pvleft.invocation import Options
 from kubectl_pvleft.kube.api import KubeAPI
 from kubectl_pvleft.kube.kubeconfig import Selection, load_connection
@@ -36,7 +36,7 @@ def test_a_stream_down_but_readable_is_up_again_when_its_watch_is_answered(tmp_p
     readable: what the stream-down alert (up 0 and readable 1) must fire on."""
     server = QuietServer()
     api = KubeAPI(load_connection(Selection(kubeconfig=str(server.kubeconfig(tmp_path / "kc")))))
-    live = Live(api, [("leftovers", leftovers.follow(Options()))], SETTINGS, describe=str)
+    live = Live(api, [kept_live("leftovers", leftovers.ANALYSIS, Options())], SETTINGS, describe=str)
     healths = [shared.health for shared in live.streams.values()]
     live.start()
     try:
@@ -64,7 +64,7 @@ def test_a_stream_readable_but_not_listed_yet_is_down_and_not_ready(tmp_path: Pa
     server = QuietServer()
     server.hold_lists.set()
     api = KubeAPI(load_connection(Selection(kubeconfig=str(server.kubeconfig(tmp_path / "kc")))))
-    live = Live(api, [("leftovers", leftovers.follow(Options()))], SETTINGS, describe=str)
+    live = Live(api, [kept_live("leftovers", leftovers.ANALYSIS, Options())], SETTINGS, describe=str)
     live.start()
     try:
         time.sleep(1)
@@ -107,7 +107,7 @@ def test_a_list_that_never_ends_is_given_up_at_its_deadline_and_what_it_added_go
 
     with FakeAPIServer(handler) as server:
         api = KubeAPI(load_connection(Selection(kubeconfig=str(server.kubeconfig(tmp_path / "kc")))))
-        live = Live(api, [("leftovers", leftovers.follow(Options()))],
+        live = Live(api, [kept_live("leftovers", leftovers.ANALYSIS, Options())],
                     WatchSettings(backoff_initial=0.05, backoff_max=0.1, settle=0.0), describe=str, list_seconds=1.0)
         pvs = next(s for s in live.streams.values() if s.label == "persistentvolumes")
         store = live.analyses[0].stores.data
