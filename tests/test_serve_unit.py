@@ -18,10 +18,9 @@ from kubectl_pvleft.cli.main import main
 from kubectl_pvleft.exporter.live import Live, kept_live
 from kubectl_pvleft.exporter.metrics import ServeCollector
 from kubectl_pvleft.invocation import Options
-from kubectl_pvleft.kube.api import KubeAPI
-from kubectl_pvleft.kube.kubeconfig import Selection, load_connection
 from kubectl_pvleft.kube.watch import Changed, Synced, WatchSettings
 from kubectl_pvleft.records import ClaimIdentity, PersistentVolume, StorageClass
+from live_serving import live_on
 from wire import items
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -230,20 +229,14 @@ def test_a_relist_keeps_what_it_holds_and_decodes_no_second_copy(tmp_path: Path)
         return 200, {"kind": "List", "apiVersion": "v1", "metadata": {"resourceVersion": "7"}, "items": objects}
 
     with FakeAPIServer(handler) as server:
-        api = KubeAPI(load_connection(Selection(kubeconfig=str(server.kubeconfig(tmp_path / "kc")))))
-        live = Live(api, [kept_live("leftovers", leftovers.ANALYSIS, Options())],
-                    WatchSettings(backoff_initial=0.01, backoff_max=0.02, settle=0.0), describe=str)
-        live.start()
-        try:
+        settings = WatchSettings(backoff_initial=0.01, backoff_max=0.02, settle=0.0)
+        with live_on(server, tmp_path, "leftovers", leftovers.ANALYSIS, settings) as live:
             deadline = time.monotonic() + 20
             while not live.analyses[0].stores.data["volumes"] and time.monotonic() < deadline:
                 time.sleep(0.01)
             held_before = dict(live.analyses[0].stores.data["volumes"] or {})
             captured.set()
             relisted.wait(20)
-        finally:
-            live.stop()
-            api.close()
     assert relisted.is_set(), lists
     pvs = next(s for s in live.streams.values() if s.label == "persistentvolumes")
     assert pvs.health.errors == 0, pvs.health.last_error
@@ -405,11 +398,8 @@ def test_snapshot_crds_installed_and_removed_while_serving(tmp_path: Path) -> No
         return {labels["analysis"]: v for labels, v in metrics["pvleft_analysis_served"]}["snapshots"]
 
     with FakeAPIServer(handler) as server:
-        api = KubeAPI(load_connection(Selection(kubeconfig=str(server.kubeconfig(tmp_path / "kc")))))
-        live = Live(api, [kept_live("snapshots", snapshots.ANALYSIS, Options())],
-                    WatchSettings(backoff_initial=0.01, backoff_max=0.1, settle=0.0), describe=str)
-        live.start()
-        try:
+        settings = WatchSettings(backoff_initial=0.01, backoff_max=0.1, settle=0.0)
+        with live_on(server, tmp_path, "snapshots", snapshots.ANALYSIS, settings) as live:
             before = until(lambda m: served(m) == 0.0 and live.healthy(0)[0])
             assert "pvleft_findings" not in before and "pvleft_leftover_snapshot_contents" not in before
             assert {v for _, v in before["pvleft_stream_served"]} == {0.0}
@@ -428,9 +418,6 @@ def test_snapshot_crds_installed_and_removed_while_serving(tmp_path: Path) -> No
             assert "pvleft_findings" not in gone and "pvleft_leftover_snapshot_contents" not in gone
             assert not any(series["analysis"] == "snapshots" for series, _ in gone.get("pvleft_finding_info", []))
             assert live.healthy(0)[0]
-        finally:
-            live.stop()
-            api.close()
 
 
 def test_a_refused_optional_stream_is_asked_again(tmp_path: Path) -> None:
@@ -460,11 +447,8 @@ def test_a_refused_optional_stream_is_asked_again(tmp_path: Path) -> None:
         return {labels["stream"]: v for labels, v in metrics.get("pvleft_stream_readable", [])}["volumesnapshots"]
 
     with FakeAPIServer(handler) as server:
-        api = KubeAPI(load_connection(Selection(kubeconfig=str(server.kubeconfig(tmp_path / "kc")))))
-        live = Live(api, [kept_live("snapshots", snapshots.ANALYSIS, Options())],
-                    WatchSettings(backoff_initial=0.01, backoff_max=0.1, settle=0.0), describe=str)
-        live.start()
-        try:
+        settings = WatchSettings(backoff_initial=0.01, backoff_max=0.1, settle=0.0)
+        with live_on(server, tmp_path, "snapshots", snapshots.ANALYSIS, settings) as live:
             deadline = time.monotonic() + 20
             while not (live.analyses[0].rows is not None and readable(scrape(live)) == 0.0):
                 assert time.monotonic() < deadline
@@ -475,9 +459,6 @@ def test_a_refused_optional_stream_is_asked_again(tmp_path: Path) -> None:
             while readable(scrape(live)) != 1.0 or live.analyses[0].stores.data["snapshots"] in (None, {}):
                 assert time.monotonic() < deadline + 20
                 time.sleep(0.05)
-        finally:
-            live.stop()
-            api.close()
     assert refused["pvleft_analysis_up"] == [({"analysis": "snapshots"}, 1.0)]  # judged, that evidence unknown
     assert len(live.analyses[0].stores.data["snapshots"] or {}) == len(answers[api_path + "volumesnapshots"])
 
