@@ -27,6 +27,7 @@ from kubectl_pvleft.kube.watch import (
     Pages,
     Stores,
     Stream,
+    StreamItem,
     Synced,
     WatchSettings,
     reflect,
@@ -34,9 +35,13 @@ from kubectl_pvleft.kube.watch import (
 )
 from kubectl_pvleft.text import one_line, shown
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the clouds only under their flags
+    from kubectl_pvleft.clouds.base import CloudDisk, CloudFinding, CloudSnapshot
+    from kubectl_pvleft.clouds.census import CensusOutcome
+    from kubectl_pvleft.clouds.pricing import Costing
     from kubectl_pvleft.clouds.snapshot_census import SnapshotOutcome
     from kubectl_pvleft.output.series import Series
+    from kubectl_pvleft.records import Absent, PersistentVolume
 
 R = TypeVar("R", bound=Object)
 
@@ -230,15 +235,15 @@ class CensusState:
     def __init__(self, clouds: Mapping[str, str]) -> None:
         self.names = dict(clouds)  # the census's NAME (what its outcome calls it) -> the metrics' cloud label
         self.clouds = tuple(clouds.values())
-        self.findings: Optional[list[Any]] = None  # None until a census answered
+        self.findings: Optional[list[CloudFinding]] = None  # None until a census answered
         # With --cost, from the same run as ``findings``: each PV's disk (found, missing or unknown) by PV name, to
         # price the leftover PVs a scrape names, and the prices (clouds/pricing.py's Costing); None without --cost.
-        self.disks: Mapping[str, Any] = {}
-        self.costing: Optional[Any] = None
+        self.disks: Mapping[str, Union[CloudDisk, Absent]] = {}
+        self.costing: Optional[Costing] = None
         # With --cost, the snapshots the snapshot contents with findings name, by content, and their prices
         # (clouds/snapshot_census.py's outcome), from the last lookup that a cloud answered.
-        self.snapshots: Mapping[str, Any] = {}
-        self.snapshot_costing: Optional[Any] = None
+        self.snapshots: Mapping[str, Union[CloudSnapshot, Absent]] = {}
+        self.snapshot_costing: Optional[Costing] = None
         self.last_success: dict[str, float] = {}
         self.failures: dict[str, int] = dict.fromkeys(self.clouds, 0)
         self.duration: Optional[float] = None
@@ -288,7 +293,7 @@ class Live:
     threads; ``stop`` ends them (and every watch connection)."""
 
     def __init__(self, api: KubeAPI, analyses: Sequence[Analysis], settings: WatchSettings,
-                 describe: Describe, census: Optional[Callable[[list[Any]], Any]] = None,
+                 describe: Describe, census: Optional[Callable[[list[PersistentVolume]], CensusOutcome]] = None,
                  clouds: Mapping[str, str] = MappingProxyType({}), census_interval: float = 3600.0,
                  judge_every: float = 0.0, list_seconds: float = LIST_SECONDS,
                  snapshot_census: Optional[Callable[[Sequence[object]], SnapshotOutcome]] = None) -> None:
@@ -378,7 +383,7 @@ class Live:
                 self.stopping.wait(delay)
                 delay = min(delay * 2, self.settings.backoff_max)
 
-    def take(self, shared: Shared, item: Any) -> None:
+    def take(self, shared: Shared, item: StreamItem) -> None:
         """What one stream showed, applied to every analysis that reads it."""
         if isinstance(item, Synced):
             self._refill(shared, item)
@@ -550,21 +555,20 @@ class Live:
                 self._take_snapshot_census()
             self.stopping.wait(self.census_interval)
 
-    def _volumes(self, leftovers: Optional[Analysis]) -> Optional[list[Any]]:
+    def _volumes(self, leftovers: Optional[Analysis]) -> Optional[list[PersistentVolume]]:
         if leftovers is None:
             return []
         with self.lock:
             return None if "volumes" in leftovers.unsynced else list(leftovers.stores["volumes"] or ())
 
-    def _take_census(self, volumes: list[Any]) -> None:
+    def _take_census(self, volumes: list[PersistentVolume]) -> None:
         assert self.census_run is not None
         started = time.monotonic()
+        crashed = ""
         try:
-            outcome = self.census_run(volumes)
+            outcome: Optional[CensusOutcome] = self.census_run(volumes)
         except Exception as exc:
             outcome, crashed = None, self.describe(exc)
-        else:
-            crashed = ""
         now = time.time()
         state = self.census
         state.duration = time.monotonic() - started
@@ -574,7 +578,7 @@ class Live:
                 state.failures[cloud] += 1
             else:
                 state.last_success[cloud] = now
-        state.errors = [crashed] if crashed else list(outcome.errors)
+        state.errors = [crashed] if outcome is None else list(outcome.errors)
         for message in state.errors:
             _log(message)
         if outcome is not None and outcome.taken:

@@ -14,15 +14,21 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Optional, Union
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Metric
 
 from kubectl_pvleft import __version__
 from kubectl_pvleft.analyses.leftovers import Leftover, bound_namespace
 from kubectl_pvleft.analyses.snapshots import ContentRow
-from kubectl_pvleft.exporter.live import Analysis, Judged, Live
+from kubectl_pvleft.exporter.live import Analysis, Health, Judged, Live
 from kubectl_pvleft.output.series import Finding, Gauge
+
+if TYPE_CHECKING:  # the clouds only under their flags
+    from kubectl_pvleft.clouds.base import CloudDisk, CloudFinding, CloudSnapshot
+    from kubectl_pvleft.clouds.cost import Priced
+    from kubectl_pvleft.clouds.pricing import Costing
+    from kubectl_pvleft.records import Absent
 
 GIB = 1 << 30
 ORPHAN_DISK = "orphan-disk"  # the cost's kind for an orphan, whatever the cloud calls it (EBS: orphan-volume)
@@ -106,7 +112,12 @@ def _findings_of(judgments: Iterable[Judged]) -> Iterator[object]:
         yield from judgment.findings
 
 
-def _copy(health: Any) -> tuple[Any, ...]:
+# A stream's health as one scrape reads it: listed, readable, up, last list, last event, relists, errors, served,
+# last success.
+HealthCopy = tuple[bool, bool, bool, Optional[float], Optional[float], int, int, bool, Optional[float]]
+
+
+def _copy(health: Health) -> HealthCopy:
     return (health.listed, health.readable, health.up, health.last_list, health.last_event, health.relists,
             health.errors, health.served, health.last_success)
 
@@ -117,7 +128,7 @@ def _process() -> Iterator[Metric]:
     yield build
 
 
-def _streams(health: Iterable[tuple[str, str, tuple[Any, ...]]]) -> Iterator[Metric]:
+def _streams(health: Iterable[tuple[str, str, HealthCopy]]) -> Iterator[Metric]:
     labels = ("stream", "namespace")
     up = GaugeMetricFamily("pvleft_stream_up", "1 while the stream's list/watch is live (listed, or its watch "
                            "answered by the server); 0 before its first list, while it is re-established (its "
@@ -184,7 +195,7 @@ def _analyses(analyses: list[tuple[Analysis, Optional[Judged], Optional[float], 
     yield from (up, served, readable, assessed, findings)
 
 
-def _census(live: Live, found: Optional[list[Any]], findings: list[Finding]) -> Iterator[Metric]:
+def _census(live: Live, found: Optional[list[CloudFinding]], findings: list[Finding]) -> Iterator[Metric]:
     state = live.census
     success = GaugeMetricFamily("pvleft_census_last_success_timestamp_seconds", "When the cloud's census last "
                                 "answered", labels=("cloud",))
@@ -222,8 +233,10 @@ def _census(live: Live, found: Optional[list[Any]], findings: list[Finding]) -> 
 COST_LABELS = ("kind", "namespace", "storage_class", "cloud")
 
 
-def _monthly_cost(found: Iterable[Any], disks: Mapping[str, Any], costing: Any, leftovers: Sequence[Leftover],
-                  snapshots: tuple[Mapping[str, Any], Any], contents: Sequence[ContentRow]) -> Iterator[Metric]:
+def _monthly_cost(found: Iterable[CloudFinding], disks: Mapping[str, Union[CloudDisk, Absent]],
+                  costing: Optional[Costing], leftovers: Sequence[Leftover],
+                  snapshots: tuple[Mapping[str, Union[CloudSnapshot, Absent]], Optional[Costing]],
+                  contents: Sequence[ContentRow]) -> Iterator[Metric]:
     """``--cost``: what the leftover PVs' disks, the orphan disks and the snapshots of the contents with findings
     bill per month, summed by kind, namespace, class and cloud (never per object: pvleft_finding_info names them).
     The same rows as the one-shot commands' totals (clouds/census.py ``sections``, snapshots' totals). A disk or
@@ -234,7 +247,8 @@ def _monthly_cost(found: Iterable[Any], disks: Mapping[str, Any], costing: Any, 
 
     amount: dict[tuple[str, ...], float] = {}
     unpriced: Counter[tuple[str, ...]] = Counter()
-    billed: list[tuple[str, str, str, Any, Any]] = []  # kind, namespace, class, what bills, its price
+    # kind, namespace, class, what bills, its price
+    billed: list[tuple[str, str, str, Union[CloudDisk, CloudSnapshot], Optional[Priced]]] = []
     if costing is not None:
         # An orphan: the claim its CSI driver made it for says the namespace, if any (a missing disk bills nothing).
         billed += [(ORPHAN_DISK, _made_for_namespace(f.disk), "", f.disk, costing.of(f.disk))
@@ -251,8 +265,8 @@ def _monthly_cost(found: Iterable[Any], disks: Mapping[str, Any], costing: Any, 
             if content.counted and isinstance(snapshot, CloudSnapshot):
                 billed.append((SNAPSHOT, content.content.snapshot_ref.namespace or "", "", snapshot,
                                snapshot_costing.of(snapshot)))
-    for kind, namespace, storage_class, disk, priced in billed:
-        key = (kind, namespace, storage_class, disk.source)
+    for kind, namespace, storage_class, bills, priced in billed:
+        key = (kind, namespace, storage_class, bills.source)
         if isinstance(priced, MonthlyCost):
             priced_key = (*key, priced.currency)
             amount[priced_key] = amount.get(priced_key, 0.0) + priced.amount
@@ -266,7 +280,7 @@ def _monthly_cost(found: Iterable[Any], disks: Mapping[str, Any], costing: Any, 
                  "(the reason is on stderr): never counted as 0 in pvleft_monthly_cost", COST_LABELS, unpriced)
 
 
-def _made_for_namespace(disk: Any) -> str:
+def _made_for_namespace(disk: CloudDisk) -> str:
     from kubectl_pvleft.clouds.base import MADE_FOR_KEYS
 
     return next((disk.provenance[k] for k in MADE_FOR_KEYS[0] if disk.provenance.get(k)), "")
