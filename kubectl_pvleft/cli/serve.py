@@ -13,7 +13,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Optional
 
 from kubectl_pvleft.analyses import ANALYSES
@@ -24,9 +24,12 @@ from kubectl_pvleft.invocation import Analysis, Invocation, Options, Row, WithAn
 from kubectl_pvleft.text import one_line, shown
 
 if TYPE_CHECKING:  # --cost alone imports the pricing
+    from kubectl_pvleft.clouds.census import CensusOutcome
     from kubectl_pvleft.clouds.cost import PriceFile
     from kubectl_pvleft.clouds.snapshot_census import SnapshotOutcome
     from kubectl_pvleft.exporter import live
+    from kubectl_pvleft.exporter.live import Live
+    from kubectl_pvleft.records import PersistentVolume
 
 DEFAULT_LISTEN = ":9479"
 DEFAULT_CENSUS_INTERVAL = "1h"
@@ -119,7 +122,7 @@ def serve(invocation: Invocation) -> int:
     return 0
 
 
-def _price_file(flags: Any) -> Optional[PriceFile]:
+def _price_file(flags: Mapping[str, Any]) -> Optional[PriceFile]:
     """--cost --price-file, read once for every census run of the process."""
     if not flags.get("cost"):
         return None
@@ -128,7 +131,8 @@ def _price_file(flags: Any) -> Optional[PriceFile]:
     return check(flags)
 
 
-def _census(options: Any, prices: Optional[PriceFile]) -> tuple[Optional[Callable[[list[Any]], Any]], dict[str, str]]:
+def _census(options: Options, prices: Optional[PriceFile]
+            ) -> tuple[Optional[Callable[[list[PersistentVolume]], CensusOutcome]], dict[str, str]]:
     """The cloud censuses the flags ask for, as one function of the PVs, and their names -> the metrics' label
     (the short name findings carry as their source); none when no flag asks. With --cost, each run prices the
     disks it shows too (pvleft_monthly_cost)."""
@@ -191,7 +195,7 @@ SHARE_SECONDS = 1.0
 SHARED_ANSWERS = 8  # at most this many kept at once (text, OpenMetrics, each gzipped or not...)
 
 
-def _server(where: tuple[str, int], registry: Any, live: Any, stale_after: float) -> Any:
+def _server(where: tuple[str, int], registry: Any, live: Live, stale_after: float) -> Any:
     """waitress serving prometheus_client's WSGI app (gzip when asked, OpenMetrics when Accept asks for it, name[]
     filters) at /metrics, /healthz and /livez; nothing else."""
     import logging
