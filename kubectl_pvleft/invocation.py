@@ -9,9 +9,10 @@ turns argv into one ``Invocation``; below it, code reads typed fields.
   namespace resolved against that context's kubeconfig), the only thing an analysis sees.
 - ``Result``: what an analysis's ``run(api, options)`` produced.
 
-- ``Analysis``: what an analysis is to everything above it (a run, --watch, a fleet, serve): ``run``, ``follow``,
-  ``watch_report`` and ``served``. Each analysis module exports one ``ANALYSIS`` meeting it (mypy checks it where
-  it is declared), and ``Command.load()`` returns it: the module is imported only then.
+- ``Analysis``: what an analysis is to everything above it (a run, --watch, a fleet, serve, mcp): ``run``,
+  ``follow``, ``watch_report``, ``served`` and ``items`` (the TypedDicts of what -o json prints). Each analysis
+  module exports one ``ANALYSIS`` meeting it (mypy checks it where it is declared), and ``Command.load()`` returns
+  it: the module is imported only then.
 """
 
 from __future__ import annotations
@@ -87,7 +88,9 @@ class Flag(_Frozen):
 
 class Analysis(Protocol[Row]):
     """An analysis, as a run, --watch, a fleet and serve see it. ``served``: a line when the kinds it reads are
-    not served by this cluster (nothing to check, not an error), else None."""
+    not served by this cluster (nothing to check, not an error), else None. ``items``: the types of the objects
+    its -o json prints (TypedDicts, declared beside the code that builds them; a cloud's rows imported only when
+    asked): mcp generates its tools' output schemas from them."""
 
     def run(self, api: Reader, options: Options) -> Result: ...
 
@@ -97,20 +100,24 @@ class Analysis(Protocol[Row]):
 
     def served(self, api: Reader) -> Optional[str]: ...
 
+    def items(self) -> tuple[object, ...]: ...
+
 
 def always_served(api: Reader) -> Optional[str]:
     return None
 
 
 class AnalysisOf(Generic[Row]):
-    """An ``Analysis`` made of a module's functions: ``ANALYSIS = AnalysisOf(run, follow, watch_report)``."""
+    """An ``Analysis`` made of a module's functions: ``ANALYSIS = AnalysisOf(run, follow, watch_report, items=items)``."""
 
-    __slots__ = ("follow", "run", "served", "watch_report")
+    __slots__ = ("follow", "items", "run", "served", "watch_report")
 
     def __init__(self, run: Callable[[Reader, Options], Result], follow: Callable[[Options], Follow[Row]],
                  watch_report: Callable[[Options], Report[Row]],
-                 served: Callable[[Reader], Optional[str]] = always_served) -> None:
+                 served: Callable[[Reader], Optional[str]] = always_served, *,
+                 items: Callable[[], tuple[object, ...]]) -> None:
         self.run, self.follow, self.watch_report, self.served = run, follow, watch_report, served
+        self.items = items
 
 
 class Command(_Frozen):

@@ -25,7 +25,7 @@ def run(api, options):
     return Result(Report([], [], to_json=lambda row: {}, name=lambda row: ""), findings=0)
 
 
-ANALYSIS = AnalysisOf(run, follow=None, watch_report=None)  # a one-shot run asks for run only
+ANALYSIS = AnalysisOf(run, follow=None, watch_report=None, items=None)  # a one-shot run asks for run only
 '''
 
 
