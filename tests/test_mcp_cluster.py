@@ -1,7 +1,8 @@
 """`kubectl-pvleft mcp` driven by the official MCP client (the SDK's `mcp.client.stdio`) against the real control
 plane: the tools it lists and their read-only annotations and schemas, every tool's answer beside the CLI's `-o json`
 on the same cluster (every item of both valid under the tool's output schema: no key undeclared), pages that add up,
-a 403 and an unreachable server as structured errors, no token anywhere in the traffic or on stderr, and an audit log with nothing but get, list and watch from the server's identity.
+a 403 and an unreachable server as structured errors, no token anywhere in the traffic or on stderr, and an audit log
+with nothing but get, list and watch from the server's identity.
 
 The server runs as a ServiceAccount of its own (a token from `kubectl create token`, bound to the plugin's
 ClusterRole), so the audit log tells its requests from every other test's; the CLI it is compared with runs as the

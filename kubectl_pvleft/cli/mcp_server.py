@@ -104,11 +104,16 @@ def item_schema(command: Command) -> dict[str, Any]:
     """The JSON Schema of one item the command's -o json prints: any of its analysis's item types (its rows', and a
     cloud census's), each an object with exactly its declared keys. The definitions are in ``$defs``, referred to
     from the document's root (``#/$defs/...``)."""
+    return json_schema(*command.load().items())
+
+
+def json_schema(*kinds: object) -> dict[str, Any]:
+    """The JSON Schema of a value of any of these types (TypedDicts), each object closed."""
     from pydantic import TypeAdapter
 
     made: dict[object, object] = {}
-    kinds = tuple(_portable(kind, made) for kind in command.load().items())
-    either: Any = Union[kinds] if len(kinds) > 1 else kinds[0]
+    portable = tuple(_portable(kind, made) for kind in kinds)
+    either: Any = Union[portable] if len(portable) > 1 else portable[0]
     schema: dict[str, Any] = TypeAdapter(either).json_schema()
     return schema
 
