@@ -269,13 +269,13 @@ def test_a_cloud_census_and_its_failure_are_answered_as_the_cli_prints_them(clus
     moto = MotoServer(tmp_path / "moto.log").start()
     try:
         ec2 = moto.client("ec2", "us-east-1")
-        orphan = create_volume(ec2, "us-east-1b", 30, tags=csi_tags("pvc-mcp-orphan", NAMESPACE, "cart", "eks-mcp"))
+        orphan = create_volume(ec2, "us-east-1b", 30, "gp2", tags=csi_tags("pvc-mcp-orphan", NAMESPACE, "cart", "eks-mcp"))
         keys = {"AWS_ACCESS_KEY_ID": FAKE_KEY_ID, "AWS_SECRET_ACCESS_KEY": FAKE_SECRET}
         reachable = aws_test_env(tmp_path, AWS_ENDPOINT_URL_EC2=moto.endpoint, **keys)
         unreachable = aws_test_env(tmp_path, AWS_ENDPOINT_URL_EC2=f"http://127.0.0.1:{closed_port()}", **keys)
         prices = tmp_path / "prices.yaml"
         prices.write_text("currency: USD\ndate: 2026-10-01\nprices:\n"
-                          "  - {cloud: aws, location: '*', type: gp3, unit_price: 0.08}\n")
+                          "  - {cloud: aws, location: '*', type: gp2, unit_price: 0.10}\n")
         census = {"aws_region": ["us-east-1"], "aws_cluster_name": "eks-mcp"}
         for env, partial in ((reachable, False), (unreachable, True)):
             question = ("leftovers", census if partial else {**census, "cost": True, "price_file": str(prices)})
@@ -292,7 +292,7 @@ def test_a_cloud_census_and_its_failure_are_answered_as_the_cli_prints_them(clus
             assert_declared(item, doc["items"] + items(printed.stdout), question)
             if not partial:  # the PVs' disks, the census's orphan, each with its monthly cost, and the totals
                 kinds = {(o.get("kind"), "disk" in o, "monthly_cost" in o) for o in doc["items"]}
-                assert {("orphan-disk", True, True), ("monthly-cost-total", False, False)} <= kinds, kinds
+                assert {("orphan-volume", True, True), ("monthly-cost-total", False, False)} <= kinds, kinds
                 assert any(o.get("monthly_cost", {}) and o["monthly_cost"].get("amount") for o in doc["items"])
             assert doc["partial"] is partial and bool(doc["errors"]) is partial
             assert [(f["cloud"], f["part"]) for f in doc["failed"]] == ([("aws", "census")] if partial else [])
