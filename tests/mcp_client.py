@@ -3,6 +3,7 @@ the MCP tests use to start the server, list its tools and call them, keeping eve
 
 from __future__ import annotations
 
+import functools
 import time
 from pathlib import Path
 from typing import Any
@@ -62,6 +63,7 @@ def item_validator(output_schema: dict[str, Any]) -> Any:
     return jsonschema.Draft202012Validator(schema)
 
 
+@functools.cache
 def declared(name: str) -> Any:
     """The item validator of the tool `name`, generated here as the server generates it."""
     from kubectl_pvleft.cli.mcp_server import output_schema
