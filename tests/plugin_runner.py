@@ -43,7 +43,7 @@ def check_declared(args: tuple[str, ...], stdout: str) -> None:
     from kubectl_pvleft.invocation import COMMANDS_BY_NAME
 
     words = [w for arg in args for w in (arg.split("=", 1) if arg.startswith(("--output=", "-o=")) else [arg])]
-    as_json = any(a == "-ojson" or (a in ("-o", "--output") and b == "json") for a, b in itertools.pairwise(words))
+    as_json = "-ojson" in words or any(a in ("-o", "--output") and b == "json" for a, b in itertools.pairwise(words))
     if not args or args[0] not in COMMANDS_BY_NAME or not as_json or any(
             a.split("=", 1)[0] in FLEET_OR_WATCH for a in args):
         return
