@@ -201,3 +201,16 @@ def test_a_call_ends_within_the_request_timeout(tmp_path: Any) -> None:
     for (name, _, result), seconds in zip(talk.answers, talk.seconds, strict=True):
         assert result.is_error and result.structured_content["error"]["kind"] in ("timeout", "unreachable"), name
         assert seconds < 2 + 3, (name, seconds)
+
+
+@pytest.mark.parametrize("args", [("claims", "-o", "json"), ("claims", "--output=json"), ("claims", "-ojson")])
+def test_a_printed_item_with_an_undeclared_key_fails_the_test_that_printed_it(args: tuple[str, ...]) -> None:
+    """run_plugin's check (tests/plugin_runner.py), which every real-plane test printing -o json goes through."""
+    import json
+
+    from plugin_runner import check_declared
+
+    printed = json.dumps({"apiVersion": "v1", "items": [{"stray": 1}], "kind": "List", "metadata": {}})
+    with pytest.raises(AssertionError, match="stray"):
+        check_declared(args, printed)
+    check_declared((*args, "--all-contexts"), printed)  # a fleet's rows carry a context: not this check's
