@@ -10,10 +10,11 @@ from typing import Any
 import jsonschema
 import pytest
 
+from kubectl_pvleft.analyses import ANALYSES_BY_NAME
 from kubectl_pvleft.cli.mcp_server import argv_of, checked, cli_line, input_schema, item_schema, output_schema, tool_flags
 from kubectl_pvleft.cli.parser import parse
 from kubectl_pvleft.errors import UsageError
-from kubectl_pvleft.invocation import BOOLEAN, COMMANDS, COMMANDS_BY_NAME, DURATION, REPEATED, Flag, Invocation
+from kubectl_pvleft.invocation import BOOLEAN, COMMANDS, COMMANDS_BY_NAME, DURATION, REPEATED, Flag, Invocation, Options
 
 PROG = "kubectl pvleft"
 CLAIMS = COMMANDS_BY_NAME["claims"]
@@ -56,7 +57,7 @@ def test_each_item_schema_is_generated_from_its_types_and_closed(command: Any) -
     schema = output_schema(command)
     jsonschema.Draft202012Validator.check_schema(schema)
     item = item_schema(command)
-    declared = {kind.__name__ for kind in command.load().items()}
+    declared = {kind.__name__ for kind in ANALYSES_BY_NAME[command.name].load(Options()).items()}
     top = {ref["$ref"].rsplit("/", 1)[-1] for ref in item.get("anyOf", ())} or {item.get("title")}
     assert top == declared
     objects = objects_in(item)
