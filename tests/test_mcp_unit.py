@@ -11,10 +11,22 @@ import jsonschema
 import pytest
 
 from kubectl_pvleft.analyses import ANALYSES_BY_NAME
-from kubectl_pvleft.cli.mcp_server import argv_of, checked, cli_line, input_schema, item_schema, output_schema, tool_flags
+from kubectl_pvleft.cli.mcp_server import (
+    argv_of,
+    checked,
+    cli_line,
+    input_schema,
+    item_schema,
+    object_pattern,
+    output_schema,
+    tool_flags,
+    why_argv,
+    why_input_schema,
+    why_output_schema,
+)
 from kubectl_pvleft.cli.parser import parse
 from kubectl_pvleft.errors import UsageError
-from kubectl_pvleft.invocation import BOOLEAN, COMMANDS, COMMANDS_BY_NAME, DURATION, REPEATED, Flag, Invocation, Options
+from kubectl_pvleft.invocation import BOOLEAN, COMMANDS, COMMANDS_BY_NAME, DURATION, REPEATED, WHY, Flag, Invocation, Options
 
 PROG = "kubectl pvleft"
 CLAIMS = COMMANDS_BY_NAME["claims"]
@@ -170,12 +182,65 @@ def test_a_loopback_address_is_taken(listen: str) -> None:
     assert server_invocation("--listen", listen).flags["listen"] == listen
 
 
+@pytest.mark.parametrize("thing", ["pod/web-0", "Pod/web-0", "po/a", "PVC/data", "persistentvolumeclaims/d", "pv/x",
+                                   "PersistentVolume/x", "vsc/c", "volumesnapshotcontents/c",
+                                   "volumesnapshotcontent.snapshot.storage.k8s.io/c", "node/x", "pod/", "pod/a/b",
+                                   "/x", "podx/y", "xpod/y", "pod", "", "-A", "pv/x\n"])
+def test_why_takes_in_its_schema_what_the_parser_takes(thing: str) -> None:
+    """The `object` pattern (ECMA, no case flag: each letter in any case) accepts exactly the KIND/NAMEs the CLI's
+    parser does (analyses/why.py's subject, what check_why applies before any request)."""
+    import re
+
+    from kubectl_pvleft.analyses.why import subject
+
+    assert (re.search(object_pattern(), thing) is not None) is (subject(thing) is not None), thing
+    parsed = None
+    try:
+        parsed = parse(why_argv({"object": thing}, server_invocation()), PROG)
+    except UsageError:
+        pass
+    assert (parsed is not None) is (subject(thing) is not None), thing
+
+
+def test_why_is_asked_as_the_cli_is() -> None:
+    jsonschema.Draft202012Validator.check_schema(why_input_schema())
+    assert why_argv({"object": "pod/web-0"}, server_invocation("-n", "shop")) == ["why", "--namespace=shop", "pod/web-0"]
+    assert why_argv({"object": "pv/x", "namespace": "web"}, server_invocation("-n", "shop")) == [
+        "why", "--namespace=web", "pv/x"]
+    assert why_argv({"object": "pod/a"}, server_invocation("-A")) == ["why", "pod/a"]  # why takes no -A: the context's
+    assert cli_line(why_argv({"object": "pvc/data"}, server_invocation())) == "kubectl pvleft why pvc/data -o json"
+    for arguments, words in (({"object": "pod/a", "limit": 1}, "has no input 'limit'"),
+                             ({"object": ["pod/a"]}, "input 'object' must be a string"),
+                             ({"object": "pod/a", "all_namespaces": True}, "has no input 'all_namespaces'")):
+        with pytest.raises(UsageError, match=words):
+            checked(WHY, arguments)
+
+
+def test_why_answers_the_story_closed() -> None:
+    """The `story` of why's answer is StoryJson's schema, every object closed: the story -o json prints is valid,
+    one key more or less in a link is not."""
+    from test_why_unit import story
+
+    schema = why_output_schema()
+    jsonschema.Draft202012Validator.check_schema(schema)
+    assert all(found.get("additionalProperties") is False for found in objects_in(schema))
+    printed = story().to_json()
+    answer = {"cli": "kubectl pvleft why pod/web-0 -o json", "context": "c", "namespace": "shop", "story": printed,
+              "warnings": [], "unread": []}
+    jsonschema.validate(answer, schema)
+    link = printed["chain"][0]
+    for wrong in ({**link, "stray": 1}, {key: value for key, value in link.items() if key != "owner"}):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate({**answer, "story": {**printed, "chain": [wrong]}}, schema)
+
+
 def test_docs_name_every_tool() -> None:
     from pathlib import Path
 
     text = (Path(__file__).resolve().parent.parent / "docs" / "mcp.md").read_text()
     for command in COMMANDS:
         assert f"| `{command.name}` |" in text and f"`kubectl pvleft {command.name} -o json`" in text, command.name
+    assert "| `why` |" in text and "`kubectl pvleft why pod/NAME -o json`" in text
 
 
 @pytest.mark.integration  # the server is a child process; the API server a socket that never answers
