@@ -33,7 +33,7 @@ pytestmark = pytest.mark.cluster
 
 NAMESPACE = "pvleft-mcp"
 ACCOUNT = "mcp-agent"
-TOOLS = {command.name for command in COMMANDS}  # every analysis is a tool (attachments too)
+TOOLS = {command.name for command in COMMANDS} | {"why"}  # every analysis is a tool (attachments too), and why
 CLOUD_INPUTS = {"project", "aws_region", "azure_subscription", "cost"}
 # What each tool is asked, and the same question on the command line (the answer's `cli` must say it).
 QUESTIONS: list[tuple[str, dict[str, Any]]] = [
@@ -41,6 +41,9 @@ QUESTIONS: list[tuple[str, dict[str, Any]]] = [
     ("claims", {"all_namespaces": True, "all": True}), ("claims", {"namespace": NAMESPACE}), ("classes", {}),
     ("classes", {"drift": True}), ("snapshots", {"all": True}), ("attachments", {"all": True}),
 ]
+# why's: the Pending Pod (its claim waits on a class that does not exist) and the leftover PV.
+STORIES: list[tuple[str, dict[str, Any]]] = [("why", {"object": "pod/web-0", "namespace": NAMESPACE}),
+                                             ("why", {"object": "pv/mcp-leftover-pv"})]
 
 
 def token_kubeconfig(path: Path, cluster: Any, token: str, server: str | None = None) -> Path:
@@ -90,6 +93,8 @@ def test_tools_are_listed_read_only_with_their_schemas(cluster: Any, seeded: str
         assert (hints.read_only_hint, hints.idempotent_hint, hints.destructive_hint) == (True, True, False), tool.name
         for schema in (tool.input_schema, tool.output_schema):
             jsonschema.Draft202012Validator.check_schema(schema)
+        if tool.name == "why":
+            continue
         inputs = tool.input_schema["properties"]
         assert {"namespace", "all_namespaces", "label_selector", "names", "limit", "continue"} <= set(inputs)
         assert tool.input_schema["additionalProperties"] is False
@@ -101,6 +106,14 @@ def test_tools_are_listed_read_only_with_their_schemas(cluster: Any, seeded: str
     assert {"older_than", "all", "exclude_namespaces"} <= set(talk.tools["claims"].input_schema["properties"])
     assert "drift" in talk.tools["classes"].input_schema["properties"]
     assert talk.tools["leftovers"].input_schema["properties"]["project"]["items"]["pattern"].startswith("^(?:")
+    # why: the object (its pattern the parser's) and the namespace; its story what `why -o json` prints, closed.
+    why = talk.tools["why"]
+    assert set(why.input_schema["properties"]) == {"object", "namespace"} and why.input_schema["required"] == ["object"]
+    assert why.input_schema["additionalProperties"] is False
+    story = why.output_schema["properties"]["story"]
+    assert set(story["properties"]) == {"subject", "blocked", "blocking", "chain", "evidence", "next"}
+    assert story["additionalProperties"] is False
+    assert all(definition["additionalProperties"] is False for definition in why.output_schema["$defs"].values())
     assert talk.stderr == ""
 
 
@@ -147,6 +160,40 @@ def test_every_tool_answers_the_facts_the_cli_prints(cluster: Any, seeded: str, 
     assert ("pending", f"pod/{NAMESPACE}/web-0", True) in seen or ("pending", "pod/web-0", True) in seen, seen
     claims = next(doc.structured_content for name, args, doc in talk.answers if args == {"namespace": NAMESPACE})
     assert claims["namespace"] == NAMESPACE and "waiting" in {item["name"] for item in claims["items"]}
+
+
+def test_why_tells_the_story_the_cli_prints(cluster: Any, seeded: str, tmp_path: Path) -> None:
+    """`why` on the Pending Pod and on the leftover PV: `story` is what `kubectl pvleft why ... -o json` prints (its
+    `cli`, run as `reader`), valid under the tool's output schema; the Pod's story is blocked on its claim (the
+    class does not exist), the PV's names it Released. An object that does not exist is a `not_found` error whose
+    message is the line the CLI prints (exit 1); the server answers the next call."""
+    missing = ("why", {"object": "pod/no-such-pod", "namespace": NAMESPACE})
+    talk = converse(token_kubeconfig(tmp_path / "agent.kc", cluster, seeded), [*STORIES, missing, STORIES[1]], tmp_path)
+    assert talk.stderr == ""
+    for _, arguments, result in [*talk.answers[:2], talk.answers[3]]:
+        assert not result.is_error, (arguments, result.structured_content)
+        doc = result.structured_content
+        assert json.loads(result.content[0].text) == doc
+        jsonschema.validate(doc, talk.tools["why"].output_schema)
+        words = shlex.split(doc["cli"])
+        assert words[:3] == ["kubectl", "pvleft", "why"] and words[-3:] == [arguments["object"], "-o", "json"], words
+        printed = run_plugin(cluster.kubeconfig("reader"), *words[2:])
+        assert printed.returncode == 0, printed.stderr
+        assert doc["story"] == json.loads(printed.stdout), arguments
+        assert doc["warnings"] == [line.removeprefix("warning: ") for line in printed.stderr.splitlines()]
+        assert doc["context"] == "agent" and doc["unread"] == []
+    pod = talk.answers[0][2].structured_content["story"]
+    assert pod["subject"] == f"pod/{NAMESPACE}/web-0" and pod["blocked"] is True, pod
+    assert (pod["blocking"]["kind"], pod["blocking"]["name"]) == ("PersistentVolumeClaim", "waiting"), pod
+    assert all(look.startswith(("kubectl describe ", "kubectl get ")) for look in pod["next"]), pod
+    volume = talk.answers[1][2].structured_content["story"]
+    assert volume["subject"] == "pv/mcp-leftover-pv" and volume["chain"][0]["state"] == "Released", volume
+    absent = talk.answers[2][2]
+    assert absent.is_error and absent.structured_content["error"]["kind"] == "not_found", absent.structured_content
+    cli = run_plugin(cluster.kubeconfig("reader"), "why", "pod/no-such-pod", "-n", NAMESPACE)
+    assert cli.returncode == 1 and cli.stdout == ""
+    assert cli.stderr.strip() == absent.structured_content["error"]["message"]
+    assert absent.structured_content["error"]["message"] == 'Error from server (NotFound): pods "no-such-pod" not found'
 
 
 def test_names_asked_for_are_shown_and_those_that_do_not_exist_said(cluster: Any, seeded: str,
@@ -202,8 +249,11 @@ def test_a_403_is_an_answer_with_what_could_not_be_read(cluster: Any, seeded: st
     line; snapshots too; the server answers the next call as before."""
     talk = converse(cluster.kubeconfig("pvonly"), [("leftovers", {}), ("pending", {"all_namespaces": True}),
                                                    ("claims", {"namespace": NAMESPACE}), ("snapshots", {}),
-                                                   ("classes", {})], tmp_path)
-    answers = {name: result for name, _, result in talk.answers}
+                                                   ("classes", {}), *STORIES,
+                                                   ("why", {"object": "pvc/waiting", "namespace": NAMESPACE})],
+                    tmp_path)
+    answers = {name: result for name, _, result in talk.answers[:5]}
+    stories, claim_story = talk.answers[5:7], talk.answers[7][2]
     for name in ("leftovers", "pending", "classes"):
         doc = answers[name].structured_content
         printed = run_plugin(cluster.kubeconfig("pvonly"), *shlex.split(doc["cli"])[2:])
@@ -226,6 +276,21 @@ def test_a_403_is_an_answer_with_what_could_not_be_read(cluster: Any, seeded: st
         assert error["path"].endswith("/" + resource), error
         cli = run_plugin(cluster.kubeconfig("pvonly"), name, "-n", NAMESPACE)
         assert cli.returncode == 1 and cli.stderr.strip() == f"error: {error['message']}"
+    # why: the Pod and the PV may be read, their claim not: stories with that link unknown and the CLI's warnings
+    # (as data in `unread` too); the claim asked about (the one read why requires) a structured 403 with its line.
+    for _, arguments, result in stories:
+        doc = result.structured_content
+        assert not result.is_error, (arguments, doc)
+        jsonschema.validate(doc, talk.tools["why"].output_schema)
+        printed = run_plugin(cluster.kubeconfig("pvonly"), *shlex.split(doc["cli"])[2:])
+        assert printed.returncode == 0 and doc["story"] == json.loads(printed.stdout), (arguments, printed.stderr)
+        assert doc["warnings"] == [line.removeprefix("warning: ") for line in printed.stderr.splitlines()] != []
+        assert ("persistentvolumeclaims", "get", 403) in {(u["resource"], u["verb"], u["status"]) for u in doc["unread"]}
+        assert {u["warning"] for u in doc["unread"]} <= set(doc["warnings"]), arguments
+    error = claim_story.structured_content["error"]
+    assert claim_story.is_error and (error["kind"], error["status"], error["verb"]) == ("forbidden", 403, "get"), error
+    cli = run_plugin(cluster.kubeconfig("pvonly"), "why", "pvc/waiting", "-n", NAMESPACE)
+    assert cli.returncode == 1 and cli.stderr.strip() == f"error: {error['message']}"
     assert "Traceback" not in talk.stderr
 
 
@@ -254,7 +319,7 @@ def test_no_token_in_any_answer_or_on_stderr(cluster: Any, seeded: str, tmp_path
     refused = seeded[:-8] + "AAAAAAAA"  # a token the API server cannot verify: every request a 401
     for token in (seeded, refused):
         kubeconfig = token_kubeconfig(tmp_path / "agent.kc", cluster, token)
-        talk = converse(kubeconfig, QUESTIONS, tmp_path, "-v", "9")
+        talk = converse(kubeconfig, QUESTIONS + STORIES, tmp_path, "-v", "9")
         traffic = "\n".join(talk.said) + talk.stderr
         assert talk.answers and talk.stderr  # -v 9 logged the requests
         assert token not in traffic and token[-12:] not in traffic
@@ -351,7 +416,8 @@ def test_streamable_http_on_loopback_answers_as_stdio_does(cluster: Any, seeded:
 def test_the_audit_log_shows_only_reads_from_the_server(cluster: Any, seeded: str, tmp_path: Path) -> None:
     """Every request the server's identity sent in this module (stdio, HTTP, pages) was a read; the server's
     --chunk-size is its calls' (lists in pages of one here)."""
-    talk = converse(token_kubeconfig(tmp_path / "agent.kc", cluster, seeded), QUESTIONS, tmp_path, "--chunk-size", "1")
+    talk = converse(token_kubeconfig(tmp_path / "agent.kc", cluster, seeded), QUESTIONS + STORIES, tmp_path,
+                    "--chunk-size", "1")
     assert all(not result.is_error for _, _, result in talk.answers)
     with cluster.audit_log.open() as log:
         events = [json.loads(line) for line in log if ACCOUNT in line]
