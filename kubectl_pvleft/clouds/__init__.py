@@ -26,7 +26,8 @@ reads it on every ``leftovers`` run), and its ``census`` module implements (impo
   ``snapshots.open(flags, timeout).look_up(handles) -> base.SnapshotLookup`` (read-only; a snapshot is missing only
   on the cloud's own not-found for it), and its ``prices.needs`` takes a ``CloudSnapshot`` too; optionally, for the
   reverse census (``snapshot_census.orphans``), ``snapshots.made_by_csi(snapshot) -> bool`` and
-  ``open(...).every() -> Iterator[CloudSnapshot]`` (every snapshot the account owns, every page).
+  ``open(...).every() -> Iterator[CloudSnapshot]`` (every snapshot the account owns, every page), and optionally
+  ``snapshots.match_key(handle) -> str`` (handles compared through it: Azure's ARM IDs are case-insensitive).
 
 Adding a cloud: one package here, its name in ``CLOUD_MODULES``, its extra in setup.cfg, its test server. The
 shared types and the join are in ``base``; ``census`` runs the asked ones.

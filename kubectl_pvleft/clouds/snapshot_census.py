@@ -147,7 +147,9 @@ def orphans(options: Options, named: set[str], outcome: SnapshotOutcome) -> None
         if cloud.NAME not in outcome.taken:
             outcome.taken.append(cloud.NAME)
         outcome.listed.append(cloud.NAME)
-        unnamed = [s for s in listed if module.made_by_csi(s) and s.handle not in named]
+        key = getattr(module, "match_key", None) or (lambda handle: handle)  # Azure's ARM IDs: any case
+        keys = {key(handle) for handle in named}
+        unnamed = [s for s in listed if module.made_by_csi(s) and key(s.handle) not in keys]
         if options.label_selector or options.field_selector:
             selector = (f"-l {options.label_selector}" if options.label_selector
                         else f"--field-selector {options.field_selector}")

@@ -34,6 +34,7 @@ CSI_DRIVER = "disk.csi.azure.com"
 # Disk driver (kubectl_pvleft.migration): a migrated PV keeps its in-tree spec; its diskURI is the disk's ARM ID.
 DRIVERS = names_of(frozenset({CSI_DRIVER}))  # the PVs whose disks this census answers for
 IN_TREE_DRIVERS = DRIVERS - {CSI_DRIVER}
+SNAPSHOT_DRIVERS = frozenset({CSI_DRIVER})  # the VolumeSnapshotContents whose snapshots ``snapshots`` looks up
 
 
 def asked(flags: Mapping[str, Any]) -> bool:

@@ -208,6 +208,11 @@ class AzureCensus:
 
     match_key = staticmethod(match_key)
 
+    @property
+    def clients(self) -> Mapping[str, Any]:
+        """The Compute client of each subscription (the snapshots module reads through them too)."""
+        return self._clients
+
     def handle_of(self, pv: VolumeRef) -> Optional[str]:
         if pv.driver not in DRIVERS or parse_disk_id(pv.handle) is None:
             return None
