@@ -357,3 +357,30 @@ def test_a_pd_csi_snapshot_no_content_names_is_an_orphan_of_the_project(
     assert [f["handle"] for f in found] == [f"projects/{PROJECT}/global/snapshots/snapshot-left"]
     assert found[0]["cloud_snapshot"]["source_volume"] == f"projects/{PROJECT}/zones/{ZONE}/disks/pvc-snapshot-left"
     assert ("GET", f"/compute/v1/projects/{PROJECT}/global/snapshots") in {(v, p) for v, p, _ in compute.requests}
+
+
+# -- one cluster: who made an orphan, and whether it is this cluster ------------------------------------------
+
+def test_one_cluster_says_which_cluster_made_an_orphan_and_whether_it_is_this_one(
+        estate: dict[str, Any], moto: MotoServer) -> None:
+    """`leftovers --aws-region` in one context: each orphan says the cluster its tags name, matched against the
+    kubeconfig's contexts: this cluster (the east-lost volume its driver made), another context of the kubeconfig
+    not read (the west plane's, the closed port's cluster by its kubeconfig cluster name), or none (a deleted
+    cluster's)."""
+    command = [PLUGIN or sys.executable, *([] if PLUGIN else ["-m", "kubectl_pvleft"]), "leftovers", "--aws-region",
+               "us-east-1", "--context", EAST, "-o", "json", "--kubeconfig", str(estate["kubeconfig"])]
+    result = subprocess.run(command, capture_output=True, text=True, env=env_for(estate["home"], moto=moto),
+                            timeout=180, check=False)
+    print(result.stdout, result.stderr, sep="\n--- stderr ---\n")
+    assert result.returncode == 0, result.stderr
+    ids = estate["ids"]
+    findings = [i for i in items(result.stdout) if "source" in i and i["handle"] in set(ids.values())]
+    made = {f["handle"]: f["made_by"] for f in findings if f["kind"] == "orphan-volume"}
+    assert {h: (m["state"], m["context"]) for h, m in made.items()} == {
+        ids["gone"]: ("not-in-kubeconfig", None), ids["west-only"]: ("not-read", WEST),
+        ids["east-lost"]: ("read", EAST), ids["dead-made"]: ("not-read", DEAD)}
+    messages = {f["handle"]: f["message"] for f in findings}
+    assert messages[ids["east-lost"]].endswith(
+        f"; made by cluster {EAST} (tag kubernetes.io/cluster/{EAST}): this cluster, context {EAST}")
+    assert messages[ids["west-only"]].endswith(f"context {WEST} of the kubeconfig, which was not among those read")
+    assert "context" not in findings[0], "one cluster's findings carry no context"

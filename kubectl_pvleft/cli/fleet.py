@@ -265,28 +265,12 @@ def census_contexts(contexts: list[str], invocation: Invocation,
         return outcomes, None
     unread = [o.context for o in outcomes if o.error is not None]
     taken = census.take_estate(options, {c: result.all_pvs for c, (_, result) in read.items()}, unread, prices,
-                               kubeconfig_clusters(invocation.selection.kubeconfig, set(read), set(unread)))
+                               census.kubeconfig_clusters(invocation.selection.kubeconfig, set(read), set(unread)))
     for outcome in outcomes:
         if outcome.read is not None:
             context_options, result = outcome.read
             outcome.result = leftovers.with_disks(result, context_options, taken, outcome.context)
     return outcomes, taken
-
-
-def kubeconfig_clusters(kubeconfig: Optional[str], read: set[str],
-                        unread: set[str]) -> list[tuple[str, Optional[str], str]]:
-    """Every context of the kubeconfig as (context, its cluster's name, what the run knows of it): the names a
-    fleet census matches the cluster an orphan's tags name against."""
-    from kubectl_pvleft.clouds.base import NOT_READ, READ, UNREADABLE
-    from kubectl_pvleft.kube.kubeconfig import kubeconfig_files, merge_kubeconfigs
-
-    found = []
-    for entry in merge_kubeconfigs(kubeconfig_files(kubeconfig))["contexts"]:
-        name = entry["name"]
-        cluster = (entry.get("context") or {}).get("cluster")
-        state = READ if name in read else UNREADABLE if name in unread else NOT_READ
-        found.append((name, cluster if isinstance(cluster, str) else None, state))
-    return found
 
 
 def census_result(result: Result, outcomes: list[ContextOutcome], taken: Any, show_all: bool) -> None:

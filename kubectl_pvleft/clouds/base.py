@@ -186,7 +186,10 @@ class MadeBy(Struct, frozen=True):
     state: str
     context: Optional[str] = None  # the context that reaches it, when one does
 
-    def words(self) -> str:
+    def words(self, fleet: bool = True) -> str:
+        """Whose it is, in words; ``fleet`` False: one cluster was read, and a READ cluster is this one."""
+        if not fleet and self.state == READ:
+            return f"made by cluster {self.cluster} ({self.evidence}): this cluster, context {self.context}"
         where = {READ: f"context {self.context}, read: none of its PVs names it",
                  UNREADABLE: f"context {self.context}, which could not be read",
                  NOT_READ: f"context {self.context} of the kubeconfig, which was not among those read",

@@ -126,7 +126,7 @@ def price_file(options: Options) -> Optional[PriceFile]:
 def take(options: Options, pvs: Sequence[Any], prices: Optional[PriceFile] = None) -> CensusOutcome:
     """Join every PV of one cluster (not only the leftovers: a Bound PV's disk is not an orphan) with each asked
     cloud's disks; with ``--cost``, price every disk a row shows."""
-    return take_estate(options, {None: pvs}, (), prices)
+    return take_estate(options, {None: pvs}, (), prices, this_cluster(options))
 
 
 def take_estate(options: Options, volumes: Mapping[Optional[str], Sequence[Any]], unread: Sequence[str] = (),
@@ -165,7 +165,7 @@ def take_estate(options: Options, volumes: Mapping[Optional[str], Sequence[Any]]
         outcome.taken.append(cloud.NAME)
         orphans, not_volumes, other_clusters = _named_by_none(list(joins.values()))
         if kubeconfig:
-            orphans = [_attributed(f, implementation, kubeconfig) for f in orphans]
+            orphans = [_attributed(f, implementation, kubeconfig, fleet) for f in orphans]
         if unread and orphans:
             _unread_set_aside(orphans, unread, cloud.NAME, outcome)
             orphans = []
@@ -213,11 +213,21 @@ def take_estate(options: Options, volumes: Mapping[Optional[str], Sequence[Any]]
 
 
 def _attributed(finding: CloudFinding, implementation: Any,
-                kubeconfig: Sequence[tuple[str, Optional[str], str]]) -> CloudFinding:
+                kubeconfig: Sequence[tuple[str, Optional[str], str]], fleet: bool = True) -> CloudFinding:
     """The orphan with the cluster its tags say made it (``made_by``), and what the kubeconfig knows of that
     cluster: a context read, one that could not be read, one not asked for, or none."""
-    names: list[tuple[str, str]] = (getattr(implementation, "made_by", lambda disk: [])(finding.disk)
-                                    if finding.disk is not None else [])
+    made = made_by(finding.disk, implementation, kubeconfig) if finding.disk is not None else None
+    if made is None and not fleet:  # one cluster's: "it may belong to another cluster" is what can be said
+        return finding
+    said, _, _ = finding.message.rpartition("; ")
+    whose = shown(made.words(fleet)) if made is not None else "no tag or label says which cluster made it"
+    return replace(finding, made_by=made, message=f"{said}; {whose}")
+
+
+def made_by(item: Any, implementation: Any, kubeconfig: Sequence[tuple[str, Optional[str], str]]) -> Optional[MadeBy]:
+    """The cluster a disk's or snapshot's tags say made it (the cloud's ``made_by``, which reads its provenance and
+    handle), matched against the kubeconfig's contexts: (context, its cluster's name, what the run knows of it)."""
+    names: list[tuple[str, str]] = getattr(implementation, "made_by", lambda disk: [])(item)
     parse = getattr(implementation, "kubeconfig_cluster", lambda name: None)
     rank = {READ: 0, UNREADABLE: 1, NOT_READ: 2}
     reaching: dict[str, tuple[str, str]] = {}  # cluster name -> (context, state), the best-known context first
@@ -226,17 +236,43 @@ def _attributed(finding: CloudFinding, implementation: Any,
             known = reaching.get(str(name).lower())
             if known is None or rank[state] < rank[known[1]]:
                 reaching[str(name).lower()] = (context, state)
-    made: Optional[MadeBy] = None
     for name, evidence in names:  # in any case: ARM writes an AKS node resource group's name upper-cased
         if name.lower() in reaching:
             context, state = reaching[name.lower()]
-            made = MadeBy(name, evidence, state, context)
-            break
-    if made is None and names:
-        made = MadeBy(names[0][0], names[0][1], NOT_IN_KUBECONFIG)
-    said, _, _ = finding.message.rpartition("; ")
-    whose = shown(made.words()) if made is not None else "no tag or label says which cluster made it"
-    return replace(finding, made_by=made, message=f"{said}; {whose}")
+            return MadeBy(name, evidence, state, context)
+    return MadeBy(names[0][0], names[0][1], NOT_IN_KUBECONFIG) if names else None
+
+
+def kubeconfig_clusters(kubeconfig: Optional[str], read: set[str],
+                        unread: set[str]) -> list[tuple[str, Optional[str], str]]:
+    """Every context of the kubeconfig as (context, its cluster's name, what the run knows of it): the names an
+    orphan's tags are matched against. A kubeconfig that cannot be read gives none (the run read it already)."""
+    from kubectl_pvleft.errors import PvleftError
+    from kubectl_pvleft.kube.kubeconfig import kubeconfig_files, merge_kubeconfigs
+
+    found = []
+    try:
+        entries = merge_kubeconfigs(kubeconfig_files(kubeconfig))["contexts"]
+    except (PvleftError, OSError):
+        return []
+    for entry in entries:
+        name = entry["name"]
+        cluster = (entry.get("context") or {}).get("cluster")
+        state = READ if name in read else UNREADABLE if name in unread else NOT_READ
+        found.append((name, cluster if isinstance(cluster, str) else None, state))
+    return found
+
+
+def this_cluster(options: Options) -> list[tuple[str, Optional[str], str]]:
+    """One cluster's run: the kubeconfig's contexts, this run's the one read (none when the run names no context),
+    and the name a cloud's flag gives this cluster in its tags (``--aws-cluster-name``) as this context's too."""
+    if not options.context:
+        return []
+    from kubectl_pvleft.clouds import one_cluster_flags
+
+    named = [(options.context, str(options.flags[flag.dest]), READ) for flag in one_cluster_flags()
+             if options.flags.get(flag.dest)]
+    return kubeconfig_clusters(options.kubeconfig, {options.context}, set()) + named
 
 
 def _named_by_none(joins: Sequence[CloudReport]) -> tuple[list[CloudFinding], list[CloudFinding], list[CloudDisk]]:
@@ -370,8 +406,8 @@ def disk_summary(disk: Union[CloudDisk, Absent, None]) -> Union[str, Absent, Non
 
 def finding_json(finding: CloudFinding, costing: Optional[Costing] = None, fleet: bool = False) -> dict[str, Any]:
     doc: dict[str, Any] = {"context": finding.context} if fleet else {}
-    if fleet:  # an orphan: the cluster its tags say made it, and whether a context read reaches it
-        doc["made_by"] = finding.made_by.to_json() if finding.made_by else None
+    # an orphan: the cluster its tags say made it, and whether a context read reaches it (one cluster: this one)
+    doc["made_by"] = finding.made_by.to_json() if finding.made_by else None
     doc |= {
         "kind": finding.kind,
         "source": finding.source,
