@@ -384,7 +384,7 @@ COST_LABELS = ("kind", "namespace", "storage_class", "cloud")
 
 
 def _monthly_cost(found: Iterable[Any], disks: Mapping[str, Any], costing: Any, leftovers: Iterable[Any],
-                  snapshots: tuple[Mapping[str, Any], Any], contents: Iterable[Any]) -> Iterator[Metric]:
+                  snapshots: tuple[Mapping[tuple[Optional[str], str], Any], Any], contents: Iterable[Any]) -> Iterator[Metric]:
     """``--cost``: what the leftover PVs' disks, the orphan disks and the snapshots of the contents with findings
     bill per month, summed by kind, namespace, class and cloud (never per object: pvleft_finding_info names them).
     The same rows as the one-shot commands' totals (clouds/census.py ``sections``, snapshots' totals). A disk or
@@ -408,7 +408,7 @@ def _monthly_cost(found: Iterable[Any], disks: Mapping[str, Any], costing: Any, 
     found_snapshots, snapshot_costing = snapshots
     if snapshot_costing is not None:
         for row in contents:  # a content with findings: its VolumeSnapshot's namespace (a snapshot has no class)
-            snapshot = found_snapshots.get(row.content.name)
+            snapshot = found_snapshots.get((None, row.content.name))  # one cluster: (context None, name)
             if row.counted and isinstance(snapshot, CloudSnapshot):
                 billed.append((SNAPSHOT, row.content.snapshot_ref.namespace or "", "", snapshot,
                                snapshot_costing.of(snapshot)))
