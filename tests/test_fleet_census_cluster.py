@@ -341,10 +341,12 @@ def test_a_pd_csi_snapshot_no_content_names_is_an_orphan_of_the_project(
 
     tags = json.dumps({"kubernetes.io/created-for/volumesnapshot/name": "kept-gce",
                        "storage.gke.io/created-by": "pd.csi.storage.gke.io"}, sort_keys=True, separators=(",", ":"))
+    # The left one's class wrote GKE's cluster label (a VolumeSnapshotClass's `labels` parameter): it says whose.
+    gke = {"snapshot-left": {"goog-k8s-cluster-name": WEST}}
     for name, description in (("snapshot-named", tags), ("snapshot-left", "Snapshot created by GCE-PD CSI Driver"),
                               ("image-base", None), ("snapshot-other", "nightly backup")):
         compute.add_snapshot(gce_snapshot(PROJECT, name, description=description, source_disk=f"pvc-{name}",
-                                          zone=ZONE))
+                                          zone=ZONE, labels=gke.get(name)))
     apply(west, volume_snapshot("estate-snap", "kept-gce"),
           content("estate-named-gce", driver="pd.csi.storage.gke.io", ns="estate-snap", snapshot="kept-gce", uid=None,
                   snapshot_handle=f"projects/{PROJECT}/global/snapshots/snapshot-named"))
@@ -356,6 +358,9 @@ def test_a_pd_csi_snapshot_no_content_names_is_an_orphan_of_the_project(
     found = [i for i in items(result.stdout) if i.get("kind") == "orphan-snapshot"]
     assert [f["handle"] for f in found] == [f"projects/{PROJECT}/global/snapshots/snapshot-left"]
     assert found[0]["cloud_snapshot"]["source_volume"] == f"projects/{PROJECT}/zones/{ZONE}/disks/pvc-snapshot-left"
+    assert found[0]["made_by"] == {"cluster": WEST, "evidence": "label goog-k8s-cluster-name", "state": "read",
+                                   "context": WEST}
+    assert found[0]["message"].endswith(f": this cluster, context {WEST}")
     assert ("GET", f"/compute/v1/projects/{PROJECT}/global/snapshots") in {(v, p) for v, p, _ in compute.requests}
 
 

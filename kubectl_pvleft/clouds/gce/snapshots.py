@@ -175,7 +175,11 @@ def snapshot_record(snapshot: Any, handle: str) -> CloudSnapshot:
         created=parse_timestamp(snapshot.creation_timestamp), state=snapshot.status or None,
         multi_region=bool(location) and not any(ch.isdigit() for ch in location),
         source_volume=_disk_handle(snapshot.source_disk) if snapshot.source_disk else None,
-        provenance=_provenance(snapshot.description or ""),
+        # Its labels too (``label:KEY``, as the disk census keeps them): a VolumeSnapshotClass's ``labels`` parameter
+        # writes them (gcp-compute-persistent-disk-csi-driver pkg/parameters ExtractAndDefaultSnapshotParameters), and
+        # GKE's goog-k8s-cluster-name there says which cluster made it (census.made_by).
+        provenance={**_provenance(snapshot.description or ""),
+                    **{f"label:{k}": v for k, v in sorted(snapshot.labels.items()) if k != KEEP_LABEL}},
         kept=((snapshot.labels[KEEP_LABEL] or "(no reason given)") if KEEP_LABEL in snapshot.labels else None))
 
 
