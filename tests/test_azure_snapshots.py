@@ -119,3 +119,17 @@ def test_cost_prices_the_bound_from_the_price_file_as_at_most_never_as_the_price
     priced = price({}, [record], 30.0, read_price_file(str(prices))).by_handle[record.handle]
     assert isinstance(priced, Unpriced) and priced.reason == record.unsized
     assert priced.at_most is not None and priced.at_most.amount == pytest.approx(64 * 0.05)
+
+
+def test_who_made_a_snapshot_its_cluster_tag_else_the_aks_node_resource_group(arm: FakeArm) -> None:
+    """The Azure Disk driver makes a snapshot in its source disk's resource group (CreateSnapshot's default): in
+    AKS's node resource group MC_<group>_<cluster>_<location>, that names the cluster, as for disks; a cluster-name
+    tag (a VolumeSnapshotClass's `tags`) comes first; a group of another shape says nothing."""
+    from kubectl_pvleft.clouds.azure.census import made_by
+
+    arm.add_snapshot(azure_snapshot(SUB, "rg-app", "tagged", source_disk=DISK,
+                                    tags=csi_snapshot_tags(DISK, cluster="aks-blue")))
+    every = {s.name: s for s in opened().every()}
+    assert made_by(every["snapshot-a1"]) == [("AKS", f"node resource group {NODE_RG.upper()}")]
+    assert made_by(every["tagged"]) == [("aks-blue", "tag k8s-azure-cluster-name")]
+    assert made_by(every["vault-copy"]) == []

@@ -14,10 +14,10 @@ reads it on every ``leftovers`` run), and its ``census`` module implements (impo
 - ``asked(flags) -> bool``: whether the parsed flags ask for this census;
 - ``census.open(flags, timeout) -> Census``: builds the SDK client (imported there); raises
   ``CloudError`` (one line, what is missing and how to get it) when credentials or the SDK are absent;
-- optionally ``census.made_by(disk) -> list[(cluster, evidence)]``: the clusters a disk's tags, labels or description
-  say made it, and ``census.kubeconfig_cluster(name) -> Optional[str]``: the cluster a kubeconfig context or cluster
-  name names in this cloud's tools' words (a fleet census tells which context reaches the cluster that made an
-  orphan);
+- optionally ``census.made_by(item) -> list[(cluster, evidence)]``: the clusters a disk's or snapshot's tags,
+  labels or description say made it (it reads their ``provenance`` and ``handle``), and
+  ``census.kubeconfig_cluster(name) -> Optional[str]``: the cluster a kubeconfig context or cluster name names in
+  this cloud's tools' words (a census tells which context reaches the cluster that made an orphan);
 - optionally ``census.other_clusters_note(disks, flags) -> str``: what it set aside as other clusters' disks
   (``base.other_clusters_note`` in the cloud's words);
 - optionally ``ONE_CLUSTER_FLAGS``: its flags that name one cluster as "this" one (``--aws-cluster-name``),
