@@ -17,6 +17,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from azure_fake import FakeArm, azure_snapshot, csi_snapshot_tags, disk_id, snapshot_id
+from kubectl_pvleft.clouds import SOURCES
 from kubectl_pvleft.clouds.azure import snapshots
 from kubectl_pvleft.clouds.azure.census import API_VERSION
 from kubectl_pvleft.clouds.base import CloudError
@@ -116,7 +117,7 @@ def test_cost_prices_the_bound_from_the_price_file_as_at_most_never_as_the_price
         prices:
           - {cloud: azure, location: eastus, type: snapshot, unit_price: 0.05}
         """))
-    priced = price({}, [record], 30.0, read_price_file(str(prices))).by_handle[record.handle]
+    priced = price({}, [record], 30.0, read_price_file(str(prices), SOURCES)).by_handle[record.handle]
     assert isinstance(priced, Unpriced) and priced.reason == record.unsized
     assert priced.at_most is not None and priced.at_most.amount == pytest.approx(64 * 0.05)
 

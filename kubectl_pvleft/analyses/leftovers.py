@@ -278,7 +278,7 @@ def run(api: Reader, options: Options) -> Result:
     if census_asked:
         from kubectl_pvleft.clouds import census
 
-        prices = census.price_file(options)  # a bad --price-file stops the run before any request
+        prices = census.price_file(options.flags)  # a bad --price-file stops the run before any request
     result = read(api, options)
     if not census_asked:
         shown = report(result, show_kept=options.show_all)

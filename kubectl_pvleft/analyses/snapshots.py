@@ -274,8 +274,9 @@ def run(api: Reader, options: Options) -> Result:
     prices = None
     if options.clouds:
         from kubectl_pvleft.clouds import snapshot_census
+        from kubectl_pvleft.clouds.census import price_file
 
-        prices = snapshot_census.price_file(options)  # a bad --price-file stops the run before any request
+        prices = price_file(options.flags)  # a bad --price-file stops the run before any request
     result = read(api, options)
     if result is None:
         return not_served()

@@ -256,7 +256,7 @@ def census_contexts(contexts: list[str], invocation: Invocation,
     from kubectl_pvleft.clouds import census
 
     options = invocation.options("")  # what the census reads of the flags; no context's namespace matters to it
-    prices = census.price_file(options)  # a bad --price-file stops the run before any request
+    prices = census.price_file(options.flags)  # a bad --price-file stops the run before any request
     outcomes = run_contexts(contexts, invocation, on_done,
                             task=lambda session: (session.options, leftovers.read(session.api, session.options)))
     read = {o.context: o.read for o in outcomes if o.read is not None}
@@ -282,7 +282,7 @@ def snapshot_contexts(contexts: list[str], invocation: Invocation,
     from kubectl_pvleft.clouds import census, snapshot_census
 
     options = invocation.options("")  # what the clouds read of the flags; no context's namespace matters to them
-    prices = snapshot_census.price_file(options)  # a bad --price-file stops the run before any request
+    prices = census.price_file(options.flags)  # a bad --price-file stops the run before any request
     outcomes = run_contexts(contexts, invocation, on_done,
                             task=lambda session: (session.options, snapshots.read(session.api, session.options)))
     read = {o.context: o.read for o in outcomes if o.read is not None}

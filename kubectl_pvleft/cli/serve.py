@@ -79,7 +79,11 @@ def serve(invocation: Invocation) -> int:
     from kubectl_pvleft.kube.watch import WatchSettings
 
     flags = invocation.flags
-    prices = _price_file(flags) if invocation.clouds else None  # a bad --price-file: exit 2, before connecting
+    prices = None
+    if invocation.clouds:  # a bad --price-file: exit 2, before connecting
+        from kubectl_pvleft.clouds.census import price_file
+
+        prices = price_file(flags)
     api, namespace = connect(invocation.selection, invocation.request_timeout, invocation.request_timeout is not None,
                              interactive=False)  # a daemon never waits for a human at a terminal
     stopping = threading.Event()
@@ -107,15 +111,6 @@ def serve(invocation: Invocation) -> int:
     finally:
         api.close()
     return 0
-
-
-def _price_file(flags: Any) -> Optional[PriceFile]:
-    """--cost --price-file, read once for every census run of the process."""
-    if not flags.get("cost"):
-        return None
-    from kubectl_pvleft.clouds.pricing import check
-
-    return check(flags)
 
 
 def _census(options: Any, prices: Optional[PriceFile]) -> tuple[Optional[Callable[[list[Any]], Any]], dict[str, str]]:

@@ -158,8 +158,10 @@ def needs(disk: Union[CloudDisk, CloudSnapshot]) -> Union[list[Need], str]:
     return found
 
 
-def excluded(disk: CloudDisk) -> Optional[str]:
+def excluded(disk: Union[CloudDisk, CloudSnapshot]) -> Optional[str]:
     """What a priced disk also bills and its price leaves out (cost.py warns and says it in JSON)."""
+    if isinstance(disk, CloudSnapshot):
+        return None
     tiered = TIERED.get(disk.type or "")
     return tiered.excludes if tiered else None
 

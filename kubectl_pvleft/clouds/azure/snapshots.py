@@ -22,7 +22,6 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Optional
 
-from kubectl_pvleft.clouds.azure import SOURCE
 from kubectl_pvleft.clouds.azure.census import (
     API_VERSION,
     CLUSTER_NAME_TAGS,
@@ -32,6 +31,7 @@ from kubectl_pvleft.clouds.azure.census import (
     open_census,
     parse_time,
 )
+from kubectl_pvleft.clouds.azure.names import SOURCE
 from kubectl_pvleft.clouds.base import CloudError, CloudSnapshot, SnapshotLookup
 from kubectl_pvleft.clouds.bounded import page_read
 
