@@ -15,14 +15,25 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from functools import partial
 from shlex import quote
-from typing import TYPE_CHECKING, Any, Optional, Union
+from typing import TYPE_CHECKING, Any, Optional, TypedDict, Union
 
 from msgspec import Struct
 
-from kubectl_pvleft.clouds.base import Cloud, CloudError, CloudSnapshot, MadeBy, SnapshotLookup, SnapshotsModule
+from kubectl_pvleft.clouds.base import (
+    Cloud,
+    CloudError,
+    CloudSnapshot,
+    CloudSnapshotJson,
+    MadeBy,
+    MadeByJson,
+    MonthlyCostJson,
+    SnapshotLookup,
+    SnapshotsModule,
+    UnpricedJson,
+)
 from kubectl_pvleft.clouds.census import asked, census_seconds, made_by, this_cluster, totals_report
 from kubectl_pvleft.invocation import Options
-from kubectl_pvleft.output.report import Column, Report, Verdict, actionable, utcnow
+from kubectl_pvleft.output.report import Column, Report, SetAsideJson, Verdict, actionable, utcnow
 from kubectl_pvleft.records import Absent
 from kubectl_pvleft.text import shown
 
@@ -47,6 +58,39 @@ class Wanted(Struct, frozen=True):
     source_volume: Optional[str] = None
     set_aside: Optional[str] = None  # why the content is no finding whatever the cloud says (kept, young)
     context: Optional[str] = None  # a fleet's: the context whose content it is (one cluster: None)
+
+
+class SnapshotFindingJson(TypedDict):
+    kind: str
+    source: str
+    handle: str
+    volume_snapshot_content: str | None
+    message: str
+    cloud_snapshot: CloudSnapshotJson | None
+    made_by: MadeByJson | None  # an orphan: the cluster its tags say made it, and what the kubeconfig knows of it
+
+
+class SnapshotFindingMoreJson(SnapshotFindingJson, total=False):
+    """A snapshot census's row (a missing or orphaned cloud snapshot); ``monthly_cost`` with --cost; ``context``
+    first in a fleet's."""
+
+    context: str | None
+    monthly_cost: MonthlyCostJson | UnpricedJson | None
+
+
+class SnapshotFindingItem(SnapshotFindingMoreJson, SetAsideJson):
+    """What -o json prints for a snapshot census's row: its keys and its verdict's."""
+
+
+class ContentCloudJson(TypedDict):
+    cloud_snapshot: CloudSnapshotJson | None
+    cloud_snapshot_missing: bool | None
+
+
+class ContentCloudMoreJson(ContentCloudJson, total=False):
+    """The keys a VolumeSnapshotContent's row gains from a snapshot census; ``monthly_cost`` with --cost."""
+
+    monthly_cost: MonthlyCostJson | UnpricedJson | None
 
 
 class SnapshotFinding(Struct, frozen=True):
@@ -323,16 +367,16 @@ def findings_report(findings: list[SnapshotFinding], taken: Sequence[str],
         columns.insert(0, Column("CONTEXT", lambda f: f.context))
         columns.insert(len(columns) - 2, Column("MADE BY", lambda f: f.made_by.cluster if f.made_by else None))
 
-    def to_json(f: SnapshotFinding) -> dict[str, Any]:
-        doc: dict[str, Any] = {"context": f.context} if fleet else {}
-        doc |= {"kind": f.kind, "source": f.source, "handle": f.handle, "volume_snapshot_content": f.content,
-                "message": f.message, "cloud_snapshot": f.snapshot.to_json() if f.snapshot else None,
-                "made_by": f.made_by.to_json() if f.made_by else None}
+    def to_json(f: SnapshotFinding) -> SnapshotFindingMoreJson:
+        doc: SnapshotFindingMoreJson = {
+            "kind": f.kind, "source": f.source, "handle": f.handle, "volume_snapshot_content": f.content,
+            "message": f.message, "cloud_snapshot": f.snapshot.to_json() if f.snapshot else None,
+            "made_by": f.made_by.to_json() if f.made_by else None}
         if costing is not None:
             from kubectl_pvleft.clouds.cost import json_of
 
             doc["monthly_cost"] = json_of(costing.of(f.snapshot)) if f.snapshot else None
-        return doc
+        return {"context": f.context, **doc} if fleet else doc
 
     verdict: Verdict[SnapshotFinding] = Verdict(lambda f: (f"{f.kind}: {f.message}",),
                                                 lambda f: aside.get((f.context, f.content)) if f.content
@@ -355,11 +399,11 @@ def summary(snapshot: Union[CloudSnapshot, Absent, None]) -> Union[str, Absent, 
     return f"{snapshot.source} {size} {snapshot.tier}, {snapshot.location or '?'}"
 
 
-def to_json(outcome: SnapshotOutcome, content: str, context: Optional[str] = None) -> Mapping[str, Any]:
+def to_json(outcome: SnapshotOutcome, content: str, context: Optional[str] = None) -> ContentCloudMoreJson:
     """The keys a content's JSON gains: its cloud snapshot (null when not found), whether it is missing (null when
     no cloud could tell), and with ``--cost`` its monthly cost."""
     found = outcome.snapshots.get((context, content))
-    doc: dict[str, Any] = {
+    doc: ContentCloudMoreJson = {
         "cloud_snapshot": found.to_json() if isinstance(found, CloudSnapshot) else None,
         "cloud_snapshot_missing": None if found is None or found is Absent.UNKNOWN else found is Absent.MISSING,
     }
