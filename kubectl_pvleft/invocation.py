@@ -10,10 +10,11 @@ turns argv into one ``Invocation``; below it, code reads typed fields.
   namespace resolved against that context's kubeconfig), the only thing an analysis sees.
 - ``Result``: what an analysis's ``run(api, options)`` produced.
 
-- ``Analysis``: what an analysis is to everything above it (a run, --watch, a fleet, serve): ``run``, ``follow``,
-  ``watch_report``, ``served`` and ``metrics``. Each analysis module exports one ``ANALYSIS`` meeting it (mypy
-  checks it where it is declared, with the module's own row type); ``SomeAnalysis`` is the same seen from the
-  registry, whose entries have different row types (``apply`` hands one over with its own).
+- ``Analysis``: what an analysis is to everything above it (a run, --watch, a fleet, serve, mcp): ``run``,
+  ``follow``, ``watch_report``, ``served``, ``metrics`` and ``items`` (the TypedDicts of what -o json prints). Each
+  analysis module exports one ``ANALYSIS`` meeting it (mypy checks it where it is declared, with the module's own
+  row type); ``SomeAnalysis`` is the same seen from the registry, whose entries have different row types (``apply``
+  hands one over with its own).
 """
 
 from __future__ import annotations
@@ -93,16 +94,20 @@ class Flag(_Frozen):
 
 class SomeAnalysis(Protocol):
     """An analysis whose rows are its own business: what the registry (``analyses.ANALYSES``) holds, since each
-    analysis has its own row type. A run and ``served`` need no rows; what pairs a row type across calls (--watch:
-    the streams and the report that prints their rows; serve: the rows and their metrics) is done by ``apply``,
-    which hands the analysis with its row type to a function generic in it (mypy checks that function for every
-    row type at once)."""
+    analysis has its own row type. A run, ``served`` and ``items`` need no rows; what pairs a row type across calls
+    (--watch: the streams and the report that prints their rows; serve: the rows and their metrics) is done by
+    ``apply``, which hands the analysis with its row type to a function generic in it (mypy checks that function
+    for every row type at once). ``items``: the types of the objects its -o json prints (TypedDicts, declared beside
+    the code that builds them; a cloud's rows imported only when asked): mcp generates its tools' output schemas
+    from them."""
 
     def run(self, api: Reader, options: Options) -> Result: ...
 
     def served(self, api: Reader) -> Optional[str]: ...
 
     def apply(self, use: WithAnalysis[T]) -> T: ...
+
+    def items(self) -> tuple[object, ...]: ...
 
 
 class Analysis(SomeAnalysis, Protocol[Row]):
@@ -129,20 +134,22 @@ def always_served(api: Reader) -> Optional[str]:
 
 
 class AnalysisOf(Generic[Row]):
-    """An ``Analysis`` made of a module's functions: ``ANALYSIS = AnalysisOf(run, follow, watch_report, metrics)``.
-    ``metrics(rows, judged, findings)``: its gauges from the rows that are findings (``judged``: every row, for
-    the gauges that count what is never a finding), adding what alerts name to ``findings``; ``meta``: a row's
-    object, when the analysis counts in pvleft_terminating_objects."""
+    """An ``Analysis`` made of a module's functions: ``ANALYSIS = AnalysisOf(run, follow, watch_report, metrics,
+    items=items)``. ``metrics(rows, judged, findings)``: its gauges from the rows that are findings (``judged``:
+    every row, for the gauges that count what is never a finding), adding what alerts name to ``findings``;
+    ``meta``: a row's object, when the analysis counts in pvleft_terminating_objects; ``items``: see
+    ``SomeAnalysis``."""
 
-    __slots__ = ("follow", "gauges", "meta", "run", "served", "watch_report")
+    __slots__ = ("follow", "gauges", "items", "meta", "run", "served", "watch_report")
 
     def __init__(self, run: Callable[[Reader, Options], Result], follow: Callable[[Options], Follow[Row]],
                  watch_report: Callable[[Options], Report[Row]],
                  metrics: Callable[[Sequence[Row], Sequence[Row], list[Finding]], Iterator[Gauge]],
                  served: Callable[[Reader], Optional[str]] = always_served,
-                 meta: Optional[Callable[[Row], ObjectMeta]] = None) -> None:
+                 meta: Optional[Callable[[Row], ObjectMeta]] = None, *,
+                 items: Callable[[], tuple[object, ...]]) -> None:
         self.run, self.follow, self.watch_report, self.served = run, follow, watch_report, served
-        self.gauges, self.meta = metrics, meta
+        self.gauges, self.meta, self.items = metrics, meta, items
 
     def metrics(self, rows: Sequence[Row], judged: Sequence[Row]) -> Series:
         from collections import Counter
@@ -367,7 +374,8 @@ class Invocation(_Frozen):
                        show_all=self.shows_all, drift=bool(self.flags.get("drift")),
                        flags=self.flags, clouds=self.clouds, request_timeout=self.request_timeout,
                        older_than=self.flags.get(OLDER_THAN.dest),
-                       exclude_namespaces=tuple(self.flags.get(EXCLUDE_NAMESPACE.dest) or ()), names=self.names)
+                       exclude_namespaces=tuple(self.flags.get(EXCLUDE_NAMESPACE.dest) or ()), names=self.names,
+                       kubeconfig=self.selection.kubeconfig)
 
     def print_options(self) -> PrintOptions:
         from kubectl_pvleft.output.report import PrintOptions
@@ -385,10 +393,12 @@ class Options(_Frozen):
     __slots__ = (
         "all_namespaces",
         "clouds",
+        "context",
         "drift",
         "exclude_namespaces",
         "field_selector",
         "flags",
+        "kubeconfig",
         "label_selector",
         "names",
         "namespace",
@@ -416,6 +426,10 @@ class Options(_Frozen):
     request_timeout: Optional[float]
     older_than: Optional[float]  # seconds: younger rows are not findings (None: no threshold)
     exclude_namespaces: tuple[str, ...]  # glob patterns of namespaces left out
+    # The context this run reads and the --kubeconfig it came from (the session sets them): whose a cloud disk or
+    # snapshot is, by the kubeconfig's names. None where no session is (unit uses).
+    context: Optional[str]
+    kubeconfig: Optional[str]
 
     def excluded(self, namespace: Optional[str]) -> bool:
         """The namespace matches an --exclude-namespace pattern (fnmatch, case-sensitive as names are)."""
