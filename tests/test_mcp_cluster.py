@@ -349,12 +349,14 @@ def test_a_cloud_census_and_its_failure_are_answered_as_the_cli_prints_them(clus
         census = {"aws_region": ["us-east-1"], "aws_cluster_name": "eks-mcp"}
         for env, partial in ((reachable, False), (unreachable, True)):
             question = ("leftovers", census if partial else {**census, "cost": True, "price_file": str(prices)})
-            talk = converse(token_kubeconfig(tmp_path / "agent.kc", cluster, seeded), [question], tmp_path, env=env)
+            # The CLI reads through the server's own kubeconfig: an orphan made by this cluster names its context.
+            agent = token_kubeconfig(tmp_path / "agent.kc", cluster, seeded)
+            talk = converse(agent, [question], tmp_path, env=env)
             result = talk.answers[0][2]
             assert not result.is_error, result.structured_content
             doc = result.structured_content
             printed = subprocess.run([PLUGIN, *shlex.split(doc["cli"])[2:], "--kubeconfig",
-                                      str(cluster.kubeconfig("reader"))], capture_output=True, text=True, env=env,
+                                      str(agent)], capture_output=True, text=True, env=env,
                                      timeout=120, check=False)
             assert printed.returncode == (4 if partial else 0), printed.stderr
             assert ours(doc["items"]) == ours(items(printed.stdout)) != []  # this test's, as in the first test
