@@ -5,7 +5,7 @@ enumerations are open)."""
 from __future__ import annotations
 
 from collections.abc import Container, Sequence
-from typing import Any, Optional
+from typing import Optional, TypedDict
 
 from msgspec import Struct
 
@@ -63,6 +63,16 @@ PROBLEM_KINDS: tuple[str, ...] = tuple(dict.fromkeys((
     RESIZE_NOT_STARTED, MODIFY_NOT_STARTED, *MODIFY_STATUSES.values(), MODIFY_ERROR, UNHEALTHY, UNKNOWN)))
 
 
+class ProblemJson(TypedDict):
+    kind: str
+    field: str
+    value: str
+    known: bool
+    reason: str | None
+    message: str | None
+    detail: str | None
+
+
 class Problem(Struct, frozen=True):
     kind: str
     field: str  # where the evidence is, as a path into the PVC
@@ -72,7 +82,7 @@ class Problem(Struct, frozen=True):
     message: Optional[str] = None
     detail: Optional[str] = None  # shown instead of the value where the value alone says little
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> ProblemJson:
         return {"kind": self.kind, "field": self.field, "value": self.value, "known": self.known,
                 "reason": self.reason, "message": self.message, "detail": self.detail}
 

@@ -31,9 +31,10 @@ when a Bound claim is mounted by no Pod (one list each, the same scope). Writes:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, TypedDict
 
 from msgspec import Struct, field
 from msgspec.structs import replace
@@ -49,14 +50,15 @@ from kubectl_pvleft.analyses.claim_problems import (
     RESIZE_NOT_STARTED,
     UNUSED,
     Problem,
+    ProblemJson,
     condition_known,
     modification_wanted,
     problems,
 )
 from kubectl_pvleft.analyses.claimwhy import CLAIM_EVENTS, about_a_claim, reasons_from
 from kubectl_pvleft.analyses.deletion import TERMINATING, claim_holders, holders_of
-from kubectl_pvleft.analyses.resize import StalledResize, stalled_resize
-from kubectl_pvleft.analyses.reuse import WORKLOADS_UNREADABLE, Workloads
+from kubectl_pvleft.analyses.resize import StalledResize, StalledResizeJson, stalled_resize
+from kubectl_pvleft.analyses.reuse import WORKLOADS_UNREADABLE, MountJson, Workloads
 from kubectl_pvleft.analyses.usage import NOT_JUDGED, Usage, idle_of, needs_pods, usage_of, used_claims
 from kubectl_pvleft.errors import NotFound
 from kubectl_pvleft.invocation import KEEP_ANNOTATION, Analysis, AnalysisOf, Options, Result, kept_reason
@@ -71,11 +73,26 @@ from kubectl_pvleft.kube.api import (
     Reader,
     optional,
 )
-from kubectl_pvleft.output.report import UNSET, Column, Report, Verdict, actionable, age, clause_cut, finding_count, utcnow
+from kubectl_pvleft.output import series
+from kubectl_pvleft.output.report import (
+    UNSET,
+    Column,
+    Report,
+    SetAsideJson,
+    Verdict,
+    actionable,
+    age,
+    clause_cut,
+    finding_count,
+    utcnow,
+)
 from kubectl_pvleft.records import (
     CLAIM_PHASES,
     Condition,
+    ConditionJson,
     HealthCondition,
+    HealthConditionJson,
+    ModifyVolumeStatusJson,
     PersistentVolume,
     PersistentVolumeClaim,
     Pod,
@@ -453,7 +470,68 @@ def _modify_status(claim: PersistentVolumeClaim) -> Optional[str]:
     return modify.status + ("" if modify.status in MODIFY_STATUSES else "(unknown)")
 
 
-def to_json(row: ClaimRow) -> dict[str, Any]:
+class ConditionKnownJson(ConditionJson):
+    known: bool  # a condition type the API documents
+
+
+class ModifyVolumeStatusKnownJson(ModifyVolumeStatusJson):
+    known: bool  # a status the API documents
+
+
+class HealthConditionKnownJson(HealthConditionJson):
+    known: bool  # a status the API documents
+
+
+class ClaimJson(TypedDict):
+    namespace: str
+    name: str
+    uid: str
+    status: str
+    phase: str | None
+    phase_known: bool
+    volume: str | None
+    storage_class: str | None
+    requested: str | None
+    capacity: str | None
+    allocated_resources: dict[str, str]
+    allocated_resource_statuses: dict[str, str]
+    conditions: list[ConditionKnownJson]
+    volume_attributes_class: str | None
+    current_volume_attributes_class: str | None
+    modify_volume_status: ModifyVolumeStatusKnownJson | None
+    health_conditions: list[HealthConditionKnownJson]
+    creation_timestamp: str | None
+    deletion_timestamp: str | None
+    in_trouble: bool
+    problems: list[ProblemJson]
+    stalled_resize: StalledResizeJson | None
+    unused: bool | None
+    usage: str | None
+    unused_since: str | None
+    unused_evidence: str | None
+    mounted_again_by: list[MountJson]
+    usage_unknown: str | None
+    waiting_for_first_consumer: bool | None
+    kept: str | None
+    finalizers: list[str]
+    held_by: str | None
+    holding_pods: list[str] | None
+
+
+class ClaimReasonJson(ClaimJson):
+    pending_reason: str | None  # why a Pending claim is Pending (claimwhy)
+
+
+class ClaimItem(ClaimReasonJson, SetAsideJson):
+    """What -o json prints for a claim: its keys and its verdict's."""
+
+
+def items() -> tuple[object, ...]:
+    """The item type of -o json: the claims."""
+    return (ClaimItem,)
+
+
+def to_json(row: ClaimRow) -> ClaimJson:
     c = row.claim
     return {
         "namespace": c.namespace,
@@ -468,13 +546,13 @@ def to_json(row: ClaimRow) -> dict[str, Any]:
         "capacity": c.capacity,
         "allocated_resources": dict(c.allocated_resources),
         "allocated_resource_statuses": dict(c.allocated_resource_statuses),
-        "conditions": [dict(cond.to_json(), known=condition_known(cond)) for cond in c.conditions],
+        "conditions": [{**cond.to_json(), "known": condition_known(cond)} for cond in c.conditions],
         "volume_attributes_class": c.volume_attributes_class,
         "current_volume_attributes_class": c.current_volume_attributes_class,
-        "modify_volume_status": (dict(c.modify_volume_status.to_json(),
-                                      known=c.modify_volume_status.status in MODIFY_STATUSES)
+        "modify_volume_status": ({**c.modify_volume_status.to_json(),
+                                  "known": c.modify_volume_status.status in MODIFY_STATUSES}
                                  if c.modify_volume_status else None),
-        "health_conditions": [dict(h.to_json(), known=h.status in HEALTH_STATUSES) for h in c.health_conditions],
+        "health_conditions": [{**h.to_json(), "known": h.status in HEALTH_STATUSES} for h in c.health_conditions],
         "creation_timestamp": iso(c.meta.created),
         "deletion_timestamp": iso(c.meta.deleted),
         "in_trouble": row.in_trouble,
@@ -540,11 +618,14 @@ def report(result: ClaimCensus, now: Optional[datetime] = None, show_kept: bool 
         columns.insert(9, Column("KEPT", lambda r: r.kept, empty=""))
         columns.insert(10, Column("BY DESIGN", lambda r: by_design_cell(r, wide), empty=""))
     return actionable(Report(rows=result.rows, columns=columns,
-                             to_json=lambda r: {**to_json(r),
-                                                "pending_reason": why_of(r, reasons.get(r.claim.meta.uid) or r.why)},
+                             to_json=lambda r: reasoned(r, reasons),
                              name=lambda r: f"persistentvolumeclaim/{r.claim.name}",
                              namespace=lambda r: r.claim.namespace, labels=lambda r: r.claim.meta.labels),
                       VERDICT.with_evidence(lambda r: claim_findings(r, reasons)), claim_looks)
+
+
+def reasoned(row: ClaimRow, reasons: Mapping[str, str]) -> ClaimReasonJson:
+    return {**to_json(row), "pending_reason": why_of(row, reasons.get(row.claim.meta.uid) or row.why)}
 
 
 WHY_WIDTH = 60
@@ -613,5 +694,55 @@ def claim_looks(row: ClaimRow) -> tuple[str, ...]:
     return looks(describe("pvc", c.name, c.namespace), events(c.meta.uid, c.namespace))
 
 
-# What a run, --watch, a fleet and serve call (invocation.Analysis; COMMANDS names this module).
-ANALYSIS: Analysis[ClaimRow] = AnalysisOf(run, follow, watch_report)
+# -- what /metrics shows ------------------------------------------------------------------------------
+
+def metrics(rows: Sequence[ClaimRow], judged: Sequence[ClaimRow], findings: list[series.Finding]
+            ) -> Iterator[series.Gauge]:
+    """``rows``: the findings; ``judged``: every row judged, among them the claims unused by design (never findings:
+    their own family)."""
+    count: Counter[tuple[str, ...]] = Counter()
+    size: Counter[tuple[str, ...]] = Counter()
+    unused: Counter[tuple[str, ...]] = Counter()
+    unused_size: Counter[tuple[str, ...]] = Counter()
+    by_design: Counter[tuple[str, ...]] = Counter()
+    by_design_size: Counter[tuple[str, ...]] = Counter()
+    for row in judged:
+        if row.usage.mounts:  # no Pod mounts it, and a workload will: visible, never a finding
+            claim = row.claim
+            key = (claim.namespace, claim.storage_class or "", row.usage.mounts[0].kind)
+            by_design[key] += 1
+            by_design_size[key] += series.quantity_bytes(claim.capacity or claim.requested)
+    for row in rows:
+        claim = row.claim
+        for kind in dict.fromkeys(problem.kind for problem in row.problems):
+            count[(claim.namespace, kind)] += 1
+            size[(claim.namespace, kind)] += series.quantity_bytes(claim.requested)
+        if row.usage.unused and any(problem.kind == UNUSED for problem in row.problems):
+            key = (claim.namespace, claim.storage_class or "", row.usage.evidence or "")
+            unused[key] += 1
+            unused_size[key] += series.quantity_bytes(claim.capacity or claim.requested)  # what its volume holds
+        if row.problems:
+            state = row.problems[0].kind
+            since = row.usage.since if state == UNUSED else claim.meta.deleted if state == TERMINATING else None
+            findings.append(series.Finding("claims", "PersistentVolumeClaim", claim.namespace, claim.name, state,
+                                           claim.meta.created, since))
+    yield series.Gauge("pvleft_troubled_claims", "PersistentVolumeClaims in trouble, by problem (a claim with two "
+                       "problems counts under each)", ("namespace", "problem"), count)
+    yield series.Gauge("pvleft_troubled_claim_requested_bytes", "Storage the claims in trouble request",
+                       ("namespace", "problem"), size)
+    labels = ("namespace", "storage_class", "evidence")
+    yield series.Gauge("pvleft_unused_claims", "Bound PersistentVolumeClaims no Pod uses, by the evidence: the "
+                       "server's Unused condition (which says since when) or the Pods", labels, unused)
+    yield series.Gauge("pvleft_unused_claim_capacity_bytes", "Storage the unused claims hold (their capacity, else "
+                       "their request)", labels, unused_size)
+    labels = ("namespace", "storage_class", "workload_kind")
+    yield series.Gauge("pvleft_unused_by_design_claims", "Bound PersistentVolumeClaims no Pod mounts that a workload "
+                       "will mount again (a StatefulSet scaled down under whenScaled Retain, a Deployment at 0, a "
+                       "CronJob...), by the kind of the first such workload: never findings, never in "
+                       "pvleft_unused_claims", labels, by_design)
+    yield series.Gauge("pvleft_unused_by_design_claim_capacity_bytes", "Storage the claims unused by design hold "
+                       "(their capacity, else their request)", labels, by_design_size)
+
+
+# What a run, --watch, a fleet and serve call (invocation.Analysis; the registry, analyses.ANALYSES, names it).
+ANALYSIS: Analysis[ClaimRow] = AnalysisOf(run, follow, watch_report, metrics, meta=lambda row: row.claim.meta, items=items)

@@ -25,21 +25,24 @@ gone, and with ``--cost`` what each bills per month and the totals.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Optional, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Optional, TypedDict, TypeVar, Union
 
 from msgspec import Struct, field
 
 from kubectl_pvleft.analyses.deletion import TERMINATING, content_hold, status_word, terminating
-from kubectl_pvleft.analyses.looks import Finding, describe, events, looks
+from kubectl_pvleft.analyses.looks import Finding, FindingJson, describe, events, looks
 from kubectl_pvleft.errors import ApiError, Forbidden, NotFound
 from kubectl_pvleft.invocation import KEEP_ANNOTATION, Analysis, AnalysisOf, Options, Result, kept_reason
 from kubectl_pvleft.kube.api import VOLUME_SNAPSHOT_CLASSES, VOLUME_SNAPSHOT_CONTENTS, VOLUME_SNAPSHOTS, Reader, optional
-from kubectl_pvleft.output.report import Column, Report, Verdict, actionable, age, finding_count, utcnow
+from kubectl_pvleft.output import series
+from kubectl_pvleft.output.report import Column, Report, SetAsideJson, Verdict, actionable, age, finding_count, utcnow
 from kubectl_pvleft.records import Absent, VolumeSnapshot, VolumeSnapshotClass, VolumeSnapshotContent, iso
 
 if TYPE_CHECKING:  # --watch alone needs the watch runtime: imported in follow(); a cloud, only with its flags
+    from kubectl_pvleft.clouds.base import CloudSnapshotJson, MonthlyCostJson, UnpricedJson
     from kubectl_pvleft.clouds.snapshot_census import SnapshotOutcome, Wanted
     from kubectl_pvleft.kube.watch import Follow, Stores
 
@@ -263,29 +266,47 @@ def snapshot_namespace(options: Options) -> Optional[str]:
     return options.namespace
 
 
+def read(api: Reader, options: Options) -> Optional[SnapshotCensus]:
+    """The contents, their snapshots and classes as the options ask; None when the API group is not served."""
+    return census(api, include_all=options.show_all, snapshot_namespace=snapshot_namespace(options),
+                  label_selector=options.label_selector, field_selector=options.field_selector,
+                  older_than=options.older_than, excluded=options.excluded)
+
+
 def run(api: Reader, options: Options) -> Result:
     prices = None
     if options.clouds:
         from kubectl_pvleft.clouds import snapshot_census
+        from kubectl_pvleft.clouds.census import price_file
 
-        prices = snapshot_census.price_file(options)  # a bad --price-file stops the run before any request
-    result = census(api, include_all=options.show_all, snapshot_namespace=snapshot_namespace(options),
-                    label_selector=options.label_selector, field_selector=options.field_selector,
-                    older_than=options.older_than, excluded=options.excluded)
+        prices = price_file(options.flags)  # a bad --price-file stops the run before any request
+    result = read(api, options)
     if result is None:
         return not_served()
     if not options.clouds:
         shown = _shown(report(result, show_kept=options.show_all), options)
         return Result(shown, finding_count(shown), result.warnings)
-    # Only the rows that will be shown: with NAMEs, the CLI keeps theirs, so the cloud is asked about them alone.
-    wanted = [wanted_of(row) for row in result.rows if not options.names or row.content.name in options.names]
+    wanted = wanted_rows(result, options)
     # With NAMEs only those contents are asked about, and no orphan is looked for: the run is about them.
     taken = snapshot_census.take(options, wanted, prices, None if options.names else result.named)
-    looked = taken if taken.taken or taken.errors else None  # no cloud looks up snapshots: no column to show
-    shown = _shown(report(result, show_kept=options.show_all, cloud=looked), options)
+    rows = with_cloud(result, options, taken)
     sections = snapshot_census.sections(taken, wanted, show_all=options.show_all)
-    return Result(shown, finding_count(shown) + sum(finding_count(section) for section in sections),
+    return Result(rows.report, rows.findings + sum(finding_count(section) for section in sections),
                   result.warnings + taken.warnings, partial=bool(taken.errors), sections=sections, errors=taken.errors)
+
+
+def wanted_rows(result: SnapshotCensus, options: Options, context: Optional[str] = None) -> list[Wanted]:
+    """What the clouds are asked about: the rows that will be shown (with NAMEs, the CLI keeps theirs alone)."""
+    return [wanted_of(row, context) for row in result.rows if not options.names or row.content.name in options.names]
+
+
+def with_cloud(result: SnapshotCensus, options: Options, taken: SnapshotOutcome,
+               context: Optional[str] = None) -> Result:
+    """The contents' rows with what the clouds said of their snapshots (``context``: a fleet's, whose rows these
+    are); the clouds' own sections, warnings and errors are the caller's, said once for one run or a fleet."""
+    looked = taken if taken.taken or taken.errors else None  # no cloud looks up snapshots: no column to show
+    shown = _shown(report(result, show_kept=options.show_all, cloud=looked, context=context), options)
+    return Result(shown, finding_count(shown), result.warnings)
 
 
 def _shown(report_: Report[ContentRow], options: Options) -> Report[ContentRow]:
@@ -294,14 +315,14 @@ def _shown(report_: Report[ContentRow], options: Options) -> Report[ContentRow]:
     return report_
 
 
-def wanted_of(row: ContentRow) -> Wanted:
+def wanted_of(row: ContentRow, context: Optional[str] = None) -> Wanted:
     """What a cloud needs of a row: the content, its driver and handle, and its findings for the totals."""
     from kubectl_pvleft.clouds.snapshot_census import Wanted
 
     return Wanted(row.content.name, row.content.spec.driver or None, row.content.snapshot_handle,
                   ",".join(f.kind for f in row.findings) or "no-finding", counted=row.counted > 0,
                   set_aside=set_aside(row),
-                  source_volume=row.content.spec.source.volume_handle or None)
+                  source_volume=row.content.spec.source.volume_handle or None, context=context)
 
 
 def not_served() -> Result:
@@ -351,11 +372,71 @@ def _bool(value: Optional[bool]) -> Optional[str]:
     return None if value is None else str(value).lower()
 
 
-def to_json(row: ContentRow, cloud: Optional[SnapshotOutcome] = None) -> dict[str, Any]:
+class ContentErrorJson(TypedDict):
+    message: str | None
+    time: str | None
+
+
+class ContentJson(TypedDict):
+    name: str
+    uid: str
+    ready_to_use: bool | None
+    restore_size: int | None
+    deletion_policy: str | None
+    driver: str | None
+    snapshot_handle: str | None
+    source_volume_handle: str | None
+    source_snapshot_handle: str | None
+    snapshot: str | None
+    snapshot_namespace: str | None
+    snapshot_name: str | None
+    snapshot_uid: str | None
+    snapshot_state: str | None
+    snapshot_missing: bool | None
+    live_snapshot_uid: str | None
+    live_snapshot_bound_content: str | None
+    volume_snapshot_class: str | None
+    class_missing: bool | None
+    class_driver: str | None
+    class_deletion_policy: str | None
+    error: ContentErrorJson | None
+    creation_time: str | None
+    creation_timestamp: str | None
+    deletion_timestamp: str | None
+    findings: list[FindingJson]
+    kept: str | None
+    counted: int
+    status: str | None
+    finalizers: list[str]
+    held_by: str | None
+
+
+class ContentMoreJson(ContentJson, total=False):
+    """A VolumeSnapshotContent's row; with a cloud's flags the snapshot behind it (clouds/snapshot_census.py's
+    ``ContentCloudMoreJson``: ``monthly_cost`` with --cost)."""
+
+    cloud_snapshot: CloudSnapshotJson | None
+    cloud_snapshot_missing: bool | None
+    monthly_cost: MonthlyCostJson | UnpricedJson | None
+
+
+class ContentItem(ContentMoreJson, SetAsideJson):
+    """What -o json prints for a VolumeSnapshotContent: its keys and its verdict's."""
+
+
+def items() -> tuple[object, ...]:
+    """The item types of -o json: the contents, and with a cloud's flags the census's rows and --cost totals."""
+    from kubectl_pvleft.clouds.census import SnapshotTotalJson
+    from kubectl_pvleft.clouds.snapshot_census import SnapshotFindingItem
+
+    return (ContentItem, SnapshotFindingItem, SnapshotTotalJson)
+
+
+def to_json(row: ContentRow, cloud: Optional[SnapshotOutcome] = None, context: Optional[str] = None) -> ContentMoreJson:
     c = row.content
     ref = c.snapshot_ref
     error = c.status.error
-    doc = {
+    doc: ContentMoreJson = {
         "name": c.name,
         "uid": c.meta.uid,
         "ready_to_use": c.status.ready_to_use,
@@ -394,12 +475,12 @@ def to_json(row: ContentRow, cloud: Optional[SnapshotOutcome] = None) -> dict[st
     if cloud is not None:  # a cloud looked: the snapshot behind the content, as that client saw it
         from kubectl_pvleft.clouds.snapshot_census import to_json as cloud_json
 
-        doc.update(cloud_json(cloud, c.name))
+        doc = {**doc, **cloud_json(cloud, c.name, context)}
     return doc
 
 
 def report(result: SnapshotCensus, now: Optional[datetime] = None, show_kept: bool = False,
-           cloud: Optional[SnapshotOutcome] = None) -> Report[ContentRow]:
+           cloud: Optional[SnapshotOutcome] = None, context: Optional[str] = None) -> Report[ContentRow]:
     columns: list[Column[ContentRow]] = [
         Column("NAME", lambda r: r.content.name),
         # kubectl get volumesnapshotcontent leaves these blank until the driver reports them; so do we.
@@ -422,14 +503,14 @@ def report(result: SnapshotCensus, now: Optional[datetime] = None, show_kept: bo
     if cloud is not None:
         from kubectl_pvleft.clouds.snapshot_census import summary
 
-        columns.insert(10, Column("CLOUD SNAPSHOT", lambda r: summary(cloud.snapshot(r.content.name))))
+        columns.insert(10, Column("CLOUD SNAPSHOT", lambda r: summary(cloud.snapshot(r.content.name, context))))
         if cloud.costing is not None:
             from kubectl_pvleft.clouds.cost import cell
 
-            columns.insert(11, Column("MONTHLY", lambda r: cell(cloud.priced(r.content.name))))
+            columns.insert(11, Column("MONTHLY", lambda r: cell(cloud.priced(r.content.name, context))))
     if show_kept:  # kept contents are shown only with --all: then say why each is kept
         columns.insert(10, Column("KEPT", lambda r: r.kept, empty=""))
-    return actionable(Report(rows=result.rows, columns=columns, to_json=lambda r: to_json(r, cloud),
+    return actionable(Report(rows=result.rows, columns=columns, to_json=lambda r: to_json(r, cloud, context),
                              name=lambda r: f"volumesnapshotcontent.snapshot.storage.k8s.io/{r.content.name}",
                              labels=lambda r: r.content.meta.labels),
                       VERDICT, next_looks)
@@ -442,5 +523,22 @@ def next_looks(row: ContentRow) -> tuple[str, ...]:
     return looks(describe("volumesnapshotcontent", row.content.name), snapshot, events(row.content.meta.uid))
 
 
-# What a run, --watch, a fleet and serve call (invocation.Analysis; COMMANDS names this module).
-ANALYSIS: Analysis[ContentRow] = AnalysisOf(run, follow, watch_report, served)
+# -- what /metrics shows ------------------------------------------------------------------------------
+
+def metrics(rows: Sequence[ContentRow], judged: Sequence[ContentRow], findings: list[series.Finding]
+            ) -> Iterator[series.Gauge]:
+    count: Counter[tuple[str, ...]] = Counter()
+    for row in rows:
+        for finding in row.findings:
+            count[(finding.kind,)] += 1
+        if row.findings:
+            content = row.content
+            findings.append(series.Finding("snapshots", "VolumeSnapshotContent", "", content.name,
+                                           row.findings[0].kind, content.meta.created, content.meta.deleted))
+    yield series.Gauge("pvleft_leftover_snapshot_contents", "VolumeSnapshotContents with a finding, by finding",
+                       ("finding",), count)
+
+
+# What a run, --watch, a fleet and serve call (invocation.Analysis; the registry, analyses.ANALYSES, names it).
+ANALYSIS: Analysis[ContentRow] = AnalysisOf(run, follow, watch_report, metrics, served, meta=lambda row: row.content.meta,
+                                            items=items)

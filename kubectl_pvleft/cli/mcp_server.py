@@ -5,7 +5,12 @@ A tool call is one run of the CLI: its arguments become the subcommand's own fla
 (the same checks, the same usage errors), run in a ``Session`` exactly as `kubectl pvleft NAME -o json` runs, and
 answered with the objects that command prints, a page at a time. Nothing here judges a row: the analyses do.
 The tools and their input schemas come from the commands' declarations (``invocation.COMMANDS``, their ``Flag``s,
-the clouds' flags when the cloud's extra is installed), so a new analysis or flag is a new tool or input.
+the clouds' flags when the cloud's extra is installed), so a new analysis or flag is a new tool or input; their
+output schemas from the TypedDicts each analysis declares for what its -o json prints (``Analysis.items``), closed
+(``additionalProperties: false``), so a key printed and not declared is caught by the tests that validate against
+them.
+One more tool is not an analysis: `why` (one object's story, ``WHY``), its output schema from the story's
+TypedDict (``StoryJson``), told by what `kubectl pvleft why` calls (cli/why.py).
 
 The official SDK (`mcp`, the ``mcp`` extra) is imported here only: the rest of the plugin never needs it. stdout is
 the protocol's channel: nothing else may write there (warnings are in the results, errors on stderr).
@@ -13,14 +18,17 @@ the protocol's channel: nothing else may write there (warnings are in the result
 
 from __future__ import annotations
 
+import re
 import shlex
+import types
 from collections.abc import Mapping
-from typing import Any, Optional
+from typing import Any, Literal, Optional, Union, get_args, get_origin, get_type_hints, is_typeddict
 
 from kubectl_pvleft import __version__
+from kubectl_pvleft.analyses import ANALYSES_BY_NAME
 from kubectl_pvleft.cli.session import Session, describe_api_error
 from kubectl_pvleft.errors import ApiError, ConfigError, ConnectionFailed, Forbidden, PvleftError, Refusal, UsageError, needs_extra
-from kubectl_pvleft.invocation import BOOLEAN, COMMANDS, DURATION, REPEATED, VALUE, Command, Flag, Invocation
+from kubectl_pvleft.invocation import BOOLEAN, COMMANDS, DURATION, REPEATED, VALUE, WHY, Command, Flag, Invocation, Options
 from kubectl_pvleft.text import one_line, shown
 
 PROG = "kubectl pvleft"
@@ -34,6 +42,7 @@ CONCURRENT_CALLS = 2  # runs at once; more wait their turn (each run lists whole
 KUBECTL_INPUTS = (("namespace", "--namespace", VALUE), ("all_namespaces", "--all-namespaces", BOOLEAN),
                   ("label_selector", "--selector", VALUE), ("field_selector", "--field-selector", VALUE))
 NAMES = "names"
+OBJECT = "object"  # why's one KIND/NAME
 LIMIT = "limit"
 CONTINUE = "continue"
 
@@ -41,6 +50,8 @@ INSTRUCTIONS = (
     "kubectl-pvleft answers storage questions about one Kubernetes cluster, read-only: it only sends get, list and "
     "watch. Each tool is one `kubectl pvleft` subcommand; its items are the objects that subcommand prints with "
     "-o json, each finding with its evidence and `next`: read-only kubectl commands for a person to look further. "
+    "`why` tells one object's story (a Pod, claim, PV or snapshot content): the chain of objects, the link that "
+    "blocks and who owns it. "
     "It never changes anything and never suggests a write. `warnings` and `errors` say what could not be read "
     "(a 403, a failed cloud census): such values are null (unknown), never guessed.")
 
@@ -54,10 +65,10 @@ def tool_flags(command: Command) -> tuple[Flag, ...]:
     own = tuple(command.flags)
     if not command.census:
         return kubectl + own
+    from kubectl_pvleft.clouds import CLOUDS, installed
     from kubectl_pvleft.clouds import FLAGS as SHARED
-    from kubectl_pvleft.clouds import cloud_modules, installed
 
-    clouds = tuple(flag for cloud in cloud_modules() if installed(cloud.EXTRA) for flag in cloud.FLAGS)
+    clouds = tuple(flag for cloud in CLOUDS if installed(cloud.EXTRA) for flag in cloud.FLAGS)
     return kubectl + own + (clouds + tuple(SHARED) if clouds else ())
 
 
@@ -96,26 +107,119 @@ def input_schema(command: Command) -> dict[str, Any]:
     return {"type": "object", "properties": properties, "additionalProperties": False}
 
 
+def object_pattern() -> str:
+    """The KIND/NAME `why` takes, as a JSON Schema pattern: kubectl's words for its kinds, in any case (as the
+    parser's ``subject`` reads them; ECMA patterns have no case-insensitive flag), then a name without "/"."""
+    from kubectl_pvleft.analyses.why import KIND_WORDS
+
+    def any_case(word: str) -> str:
+        return "".join(f"[{c.lower()}{c.upper()}]" if c.isalpha() else re.escape(c) for c in word)
+
+    return f"^(?:{'|'.join(any_case(word) for word in sorted(KIND_WORDS, key=len, reverse=True))})/[^/]+$"
+
+
+def why_input_schema() -> dict[str, Any]:
+    return {"type": "object", "properties": {
+        OBJECT: {"type": "string", "pattern": object_pattern(),
+                 "description": "the object whose story to tell, as kubectl names it: pod/NAME, pvc/NAME, pv/NAME or "
+                                "volumesnapshotcontent/NAME"},
+        "namespace": {"type": "string", "description": cli_help("--namespace") + " (a Pod's or claim's; "
+                                                                                 "default: the server's -n, else "
+                                                                                 "the context's)"}},
+            "required": [OBJECT], "additionalProperties": False}
+
+
+def schema_of(command: Command) -> dict[str, Any]:
+    """A tool's input schema: an analysis's from its flags, why's its own."""
+    return why_input_schema() if command is WHY else input_schema(command)
+
+
+def item_schema(command: Command) -> dict[str, Any]:
+    """The JSON Schema of one item the command's -o json prints: any of its analysis's item types (its rows', and a
+    cloud census's), each an object with exactly its declared keys. The definitions are in ``$defs``, referred to
+    from the document's root (``#/$defs/...``)."""
+    # Options(): the analysis without flags; classes --drift is another analysis with the same item types.
+    return json_schema(*ANALYSES_BY_NAME[command.name].load(Options()).items())
+
+
+def json_schema(*kinds: object) -> dict[str, Any]:
+    """The JSON Schema of a value of any of these types (TypedDicts), each object closed."""
+    from pydantic import TypeAdapter
+
+    made: dict[object, object] = {}
+    portable = tuple(_portable(kind, made) for kind in kinds)
+    either: Any = Union[portable] if len(portable) > 1 else portable[0]
+    schema: dict[str, Any] = TypeAdapter(either).json_schema()
+    return schema
+
+
+def _cloud_json_types() -> dict[str, object]:
+    """The clouds' JSON TypedDicts (clouds/base.py) by name: an analysis names them in its own only under
+    TYPE_CHECKING (a cloud is imported only with its flags), so its annotations are resolved with these."""
+    from kubectl_pvleft.clouds import base
+
+    return {name: value for name, value in vars(base).items() if name.endswith("Json") and is_typeddict(value)}
+
+
+def _portable(kind: Any, made: dict[object, object]) -> Any:
+    """``kind`` with every TypedDict in it made again as typing_extensions' (what pydantic reads before Python
+    3.12), its annotations resolved, its required and optional keys kept, and closed: another key is an error."""
+    import typing_extensions
+
+    if is_typeddict(kind):
+        if kind not in made:
+            hints = get_type_hints(kind, localns=_cloud_json_types())
+            fields = {key: (typing_extensions.Required if key in kind.__required_keys__ else
+                            typing_extensions.NotRequired)[_portable(value, made)] for key, value in hints.items()}
+            typed_dict: Any = typing_extensions.TypedDict  # called with a name mypy cannot see: a class made here
+            again = typed_dict(kind.__name__, fields)
+            again.__doc__ = kind.__doc__
+            again.__pydantic_config__ = {"extra": "forbid"}
+            made[kind] = again
+        return made[kind]
+    args, origin = get_args(kind), get_origin(kind)
+    if not args or origin is Literal:
+        return kind
+    portable = tuple(_portable(arg, made) for arg in args)
+    if origin in (Union, types.UnionType):
+        return Union[portable]
+    return origin[portable]
+
+
+STRINGS: dict[str, Any] = {"type": "array", "items": {"type": "string"}}
+MAYBE_STRING: dict[str, Any] = {"type": ["string", "null"]}
+# What every tool says of what it could not read, the same way.
+WARNINGS: dict[str, Any] = {**STRINGS, "description": "what could not be read or told (a 403 on a kind the answer "
+                                                      "leans on): the values it decides are null, never guessed"}
+UNREAD: dict[str, Any] = {
+    "type": "array", "description": "the reads refused (403) whose values are null here: each with its warning line",
+    "items": {"type": "object", "properties": {
+        "resource": {"type": "string"}, "verb": {"type": "string"}, "path": {"type": "string"},
+        "status": {"type": "integer"}, "warning": {"type": "string"}},
+              "required": ["resource", "verb", "path", "status", "warning"], "additionalProperties": False}}
+
+
 def output_schema(command: Command) -> dict[str, Any]:
-    strings = {"type": "array", "items": {"type": "string"}}
-    maybe_string = {"type": ["string", "null"]}
+    item = item_schema(command)
+    definitions = item.pop("$defs", {})
     return {
         "type": "object",
+        "$defs": definitions,
         "properties": {
             "cli": {"type": "string", "description": "the kubectl pvleft command line whose -o json items these are "
                                                      "(connection flags left out)"},
-            "context": maybe_string,
+            "context": MAYBE_STRING,
             "namespace": {"type": ["string", "null"], "description": "the namespace read; null: every namespace "
                                                                    "(or, for cluster-scoped kinds, not narrowed)"},
             "items": {"type": "array", "description": f"the objects `kubectl pvleft {command.name} -o json` prints in "
                                                      "items[], this page of them",
-                      "items": {"type": "object", "additionalProperties": True}},
+                      "items": item},
             "verdicts": {"type": "array", "description": "for each item, in order: the object, what is wrong with it "
                                                         "(empty: nothing to act on), why true evidence is set aside "
                                                         "(kept, younger than older_than, so by design; null: it is "
                                                         "not) and the read-only next looks",
-                         "items": {"type": "object", "properties": {"object": {"type": "string"}, "findings": strings,
-                                                                    "set_aside": maybe_string, "next": strings},
+                         "items": {"type": "object", "properties": {"object": {"type": "string"}, "findings": STRINGS,
+                                                                    "set_aside": MAYBE_STRING, "next": STRINGS},
                                    "required": ["object", "findings", "set_aside", "next"]}},
             "findings": {"type": "integer", "minimum": 0, "description": "the findings, over every page: what --exit-code counts"},
             "total": {"type": "integer", "minimum": 0},
@@ -123,20 +227,14 @@ def output_schema(command: Command) -> dict[str, Any]:
             "omitted": {"type": "integer", "minimum": 0, "description": "items after this page, left out"},
             "continue": {"type": ["string", "null"], "description": "pass as `continue` for the next page; null: last"},
             "partial": {"type": "boolean", "description": "a cloud census or its prices failed: `errors` says which"},
-            "errors": {**strings, "description": "what made the answer partial, one line each"},
-            "warnings": {**strings, "description": "what could not be read or told (a 403 on a kind the answer "
-                                                  "leans on): the values it decides are null, never guessed"},
+            "errors": {**STRINGS, "description": "what made the answer partial, one line each"},
+            "warnings": WARNINGS,
             "failed": {"type": "array", "description": "`errors` as data: the cloud (gce, aws, azure) and the part of "
                                                       "its work (census, snapshots, prices) that failed",
                        "items": {"type": "object", "properties": {
-                           "cloud": maybe_string, "part": maybe_string, "message": {"type": "string"}},
+                           "cloud": MAYBE_STRING, "part": MAYBE_STRING, "message": {"type": "string"}},
                                  "required": ["cloud", "part", "message"]}},
-            "unread": {"type": "array", "description": "the reads refused (403) whose values are null here: each "
-                                                      "with its warning line",
-                       "items": {"type": "object", "properties": {
-                           "resource": {"type": "string"}, "verb": {"type": "string"}, "path": {"type": "string"},
-                           "status": {"type": "integer"}, "warning": {"type": "string"}},
-                                 "required": ["resource", "verb", "path", "status", "warning"]}},
+            "unread": UNREAD,
             "not_served": {"type": ["string", "null"], "description": "the kinds this tool reads are not served by "
                                                                     "this cluster (no CRDs): nothing to check"},
             "not_found": {"type": "object", "additionalProperties": {"type": "string"},
@@ -147,22 +245,51 @@ def output_schema(command: Command) -> dict[str, Any]:
     }
 
 
+def why_output_schema() -> dict[str, Any]:
+    """What the `why` tool answers: the object `kubectl pvleft why ... -o json` prints (``StoryJson``, closed), with
+    the command line, the context and namespace read, and what could not be read, as the other tools say them."""
+    from kubectl_pvleft.output.story import StoryJson
+
+    story = json_schema(StoryJson)
+    definitions = story.pop("$defs", {})
+    return {
+        "type": "object",
+        "$defs": definitions,
+        "properties": {
+            "cli": {"type": "string", "description": "the kubectl pvleft command line whose -o json is `story` "
+                                                     "(connection flags left out)"},
+            "context": MAYBE_STRING,
+            "namespace": {"type": ["string", "null"], "description": "the namespace a Pod or claim was read in"},
+            "story": {**story, "description": "what `kubectl pvleft why ... -o json` prints: the chain of links (each "
+                                              "with its state, findings, owner and read-only next looks), the link "
+                                              "that blocks, the evidence newest first"},
+            "warnings": WARNINGS,
+            "unread": UNREAD,
+        },
+        "required": ["cli", "context", "namespace", "story", "warnings", "unread"],
+        "additionalProperties": False,
+    }
+
+
 def tools() -> list[Any]:
     import mcp.types as types
 
-    return [types.Tool(name=command.name, title=f"kubectl pvleft {command.name}", description=command.summary,
-                       input_schema=input_schema(command), output_schema=output_schema(command),
-                       annotations=types.ToolAnnotations(title=f"kubectl pvleft {command.name}", read_only_hint=True,
-                                                         destructive_hint=False, idempotent_hint=True,
-                                                         open_world_hint=True))
-            for command in COMMANDS]
+    def tool(command: Command, inputs: dict[str, Any], outputs: dict[str, Any]) -> Any:
+        return types.Tool(name=command.name, title=f"kubectl pvleft {command.name}", description=command.summary,
+                          input_schema=inputs, output_schema=outputs,
+                          annotations=types.ToolAnnotations(title=f"kubectl pvleft {command.name}",
+                                                            read_only_hint=True, destructive_hint=False,
+                                                            idempotent_hint=True, open_world_hint=True))
+
+    return [*(tool(command, input_schema(command), output_schema(command)) for command in COMMANDS),
+            tool(WHY, why_input_schema(), why_output_schema())]
 
 
 # -- one call ------------------------------------------------------------------------------------------------
 
 def checked(command: Command, arguments: Mapping[str, Any]) -> dict[str, Any]:
     """The arguments, each of the type its schema says (a usage error names the first that is not)."""
-    properties = input_schema(command)["properties"]
+    properties = schema_of(command)["properties"]
     for key, value in arguments.items():
         spec = properties.get(key)
         if spec is None:
@@ -214,16 +341,25 @@ def cli_line(argv: list[str]) -> str:
     return shlex.join([*PROG.split(), *argv[:cut], "-o", "json", *argv[cut:]])
 
 
-def answer(base: Invocation, command: Command, arguments: Mapping[str, Any]) -> dict[str, Any]:
-    """One tool call: the run `kubectl pvleft ARGV -o json` makes, in the server's context, one page of it."""
+def run_of(argv: list[str], base: Invocation) -> Invocation:
+    """The run `kubectl pvleft ARGV -o json` is, through the CLI's parser (its checks, its usage errors), in the
+    server's connection."""
     from kubectl_pvleft.cli.parser import parse
 
-    arguments = checked(command, arguments)
-    argv = argv_of(command, arguments, base)
     parsed = parse(argv, PROG)
     assert parsed is not None  # argv names the subcommand
-    invocation = parsed.replace(selection=base.selection, request_timeout=base.request_timeout,
-                                verbosity=base.verbosity, chunk_size=base.chunk_size, output="json")
+    run: Invocation = parsed.replace(selection=base.selection, request_timeout=base.request_timeout,
+                                     verbosity=base.verbosity, chunk_size=base.chunk_size, output="json")
+    return run
+
+
+def answer(base: Invocation, command: Command, arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """One tool call: the run `kubectl pvleft ARGV -o json` makes, in the server's context, one page of it."""
+    if command is WHY:
+        return why_answer(base, arguments)
+    arguments = checked(command, arguments)
+    argv = argv_of(command, arguments, base)
+    invocation = run_of(argv, base)
     # interactive=False: stdin is the protocol's channel, never a terminal a credential plugin may prompt on.
     with Session(invocation, interactive=False) as session:
         result = session.run()
@@ -253,19 +389,50 @@ def answer(base: Invocation, command: Command, arguments: Mapping[str, Any]) -> 
         "errors": list(result.errors),
         "failed": [failed(line) for line in result.errors],
         "warnings": warnings,
-        "unread": [{"resource": w.resource, "verb": w.verb, "path": w.path, "status": w.status, "warning": w}
-                   for w in warnings if isinstance(w, Refusal)],
+        "unread": unread(warnings),
         "not_served": result.not_served,
         "not_found": dict(result.not_found),
     }
 
 
+def unread(warnings: list[str]) -> list[dict[str, Any]]:
+    return [{"resource": w.resource, "verb": w.verb, "path": w.path, "status": w.status, "warning": w}
+            for w in warnings if isinstance(w, Refusal)]
+
+
+def why_argv(arguments: Mapping[str, Any], base: Invocation) -> list[str]:
+    """`why`'s command line: its namespace, else the server's -n (why takes no -A: then the context's), the object."""
+    namespace = arguments.get("namespace", base.namespace)
+    argv = ["why", *([f"--namespace={namespace}"] if namespace is not None else [])]
+    thing = arguments[OBJECT]
+    return [*argv, "--", thing] if thing.startswith("-") else [*argv, thing]  # a value never reads as a flag
+
+
+def why_answer(base: Invocation, arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """The `why` tool: the story `kubectl pvleft why KIND/NAME -o json` prints, told by what it calls; an object
+    that does not exist is a ``not_found`` error with kubectl's NotFound line (the CLI's stderr)."""
+    from kubectl_pvleft.cli.why import tell
+
+    arguments = checked(WHY, arguments)
+    if OBJECT not in arguments:
+        raise UsageError(f"why needs the input {OBJECT!r}: pod/NAME, pvc/NAME, pv/NAME or volumesnapshotcontent/NAME")
+    argv = why_argv(arguments, base)
+    invocation = run_of(argv, base)  # the parser checks the object before any request
+    with Session(invocation, interactive=False) as session:
+        tale = tell(invocation, session)
+        context = session.api.connection.context
+        namespace = session.options.namespace or "default"
+    warnings = list(tale.warnings)
+    return {"cli": cli_line(argv), "context": context, "namespace": namespace, "story": tale.to_json(),
+            "warnings": warnings, "unread": unread(warnings)}
+
+
 def failed(line: str) -> dict[str, Any]:
     """A line that made the answer partial, as data: which cloud (its JSON ``source``) and which part of its work
     (census, snapshots, prices) failed, read from the prefix the clouds' names give it; null where none matches."""
-    from kubectl_pvleft.clouds import cloud_modules
+    from kubectl_pvleft.clouds import CLOUDS
 
-    for cloud in cloud_modules():
+    for cloud in CLOUDS:
         for part in ("census", "snapshots", "prices"):
             prefix = f"{cloud.NAME} {part}: "
             if line.startswith(prefix):
@@ -276,8 +443,12 @@ def failed(line: str) -> dict[str, Any]:
 def failure(exc: BaseException) -> dict[str, Any]:
     """What went wrong, as data an agent can act on: never the text of an unexpected exception (it may hold a
     value), never a credential."""
+    from kubectl_pvleft.analyses.why import Absent
+
     doc: dict[str, Any] = {"kind": "internal", "message": f"internal error ({type(exc).__name__})"}
-    if isinstance(exc, ApiError):
+    if isinstance(exc, Absent):  # why's object: kubectl's NotFound line, as the CLI prints it
+        doc = {"kind": "not_found", "message": str(exc)}
+    elif isinstance(exc, ApiError):
         kind = "forbidden" if isinstance(exc, Forbidden) else "unauthorized" if exc.status == 401 else "api"
         doc = {"kind": kind, "message": describe_api_error(exc), "status": exc.status, "verb": exc.verb,
                "path": exc.path.split("?", 1)[0], "resource": (exc.details or {}).get("kind")}
@@ -325,7 +496,7 @@ def server(invocation: Invocation) -> Any:
     bound = call_seconds(invocation)
     # Every request of a run is bounded too, so a run abandoned at the call's deadline ends on its own.
     base = invocation.replace(request_timeout=bound) if invocation.request_timeout is None else invocation
-    by_name = {command.name: command for command in COMMANDS}
+    by_name = {command.name: command for command in (*COMMANDS, WHY)}
     listed = tools()
     turns = asyncio.Semaphore(CONCURRENT_CALLS)
 

@@ -1,13 +1,18 @@
-"""What every census shares: the disk and PV facts it joins, its findings, and the pure join by handle."""
+"""What every cloud shares: the contract a cloud meets (``Cloud`` and the Protocols of its census, prices and
+snapshots modules, declared here once and checked by mypy), the disk, snapshot and PV facts a census joins, the
+price facts a price list answers in, the findings, and the pure join by handle."""
 
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
-from typing import Any, Optional, Protocol
+from typing import TYPE_CHECKING, Any, Optional, Protocol, TypedDict, Union
 
 from msgspec import Struct, field
+
+if TYPE_CHECKING:  # the clouds' declarations, read on every run, name these types only for mypy
+    from kubectl_pvleft.invocation import Flag
 
 ORPHAN_DISK = "orphan-disk"  # a disk no PV in this cluster names
 MISSING_DISK = "missing-disk"  # a PV whose disk does not exist: its data is already gone
@@ -19,6 +24,13 @@ MADE_FOR_KEYS = (
     ("kubernetes.io/created-for/pvc/name", "kubernetes.io-created-for-pvc-name"),
     ("kubernetes.io/created-for/pv/name", "kubernetes.io-created-for-pv-name", "CSIVolumeName"),
 )
+
+
+class PlacementJson(TypedDict):
+    pv_names: str | None
+    listed: str
+    listed_in_full: bool
+    unknown_because: str | None
 
 
 class Placement(Struct, frozen=True):
@@ -33,9 +45,53 @@ class Placement(Struct, frozen=True):
     full: bool  # the named location lies in what was listed in full: a disk not seen there does not exist
     reason: Optional[str] = None  # when not full: why the disk cannot be called missing
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> PlacementJson:
         return {"pv_names": self.named, "listed": self.listed, "listed_in_full": self.full,
                 "unknown_because": self.reason}
+
+
+class CostComponentJson(TypedDict):
+    """One line of a monthly cost: a component (capacity, IOPS, throughput...) and its price."""
+
+    component: str
+    quantity: float
+    unit: str
+    unit_price: float
+    listed_price: float
+    listed_unit: str
+    amount: float
+    price_source: str
+    sku: str
+    price_date: str | None
+
+
+class PricedJson(TypedDict):
+    amount: float
+    currency: str
+    unit_price: float
+    unit: str
+    price_source: str
+    sku: str
+    price_date: str | None
+    components: list[CostComponentJson]
+
+
+class MonthlyCostJson(PricedJson, total=False):
+    """``monthly_cost`` of a priced disk or snapshot; ``excludes`` only where a cloud says what it leaves out."""
+
+    excludes: str
+
+
+class UnpricedBaseJson(TypedDict):
+    amount: None
+    currency: None
+    unknown: str
+
+
+class UnpricedJson(UnpricedBaseJson, total=False):
+    """``monthly_cost`` when the price is unknown: why, and an upper bound where one is known."""
+
+    at_most: MonthlyCostJson
 
 
 class CloudError(Exception):
@@ -51,6 +107,26 @@ class VolumeRef(Struct, frozen=True):
     zone: Optional[str] = None  # topology.kubernetes.io/zone (or the beta label) when the PV carries it
     region: Optional[str] = None  # topology.kubernetes.io/region (or the beta label)
     phase: Optional[str] = None
+
+
+class CloudDiskJson(TypedDict):
+    """A cloud disk in -o json (``disk`` of a PV row or a census row)."""
+
+    source: str
+    handle: str
+    name: str
+    location: str
+    size_gb: int | None
+    type: str | None
+    created: str | None
+    state: str | None
+    users: list[str]
+    provenance: dict[str, str]
+    other_cluster: bool | None
+    kept: str | None
+    iops: int | None
+    throughput: int | None
+    last_detached: str | None
 
 
 class CloudDisk(Struct, frozen=True):
@@ -91,7 +167,7 @@ class CloudDisk(Struct, frozen=True):
                                 for keys in MADE_FOR_KEYS)
         return "/".join(x for x in (namespace, claim) if x) or pv
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> CloudDiskJson:
         return {
             "source": self.source, "handle": self.handle, "name": self.name, "location": self.location,
             "size_gb": self.size_gb, "type": self.type,
@@ -100,6 +176,26 @@ class CloudDisk(Struct, frozen=True):
             "other_cluster": self.other_cluster, "kept": self.kept, "iops": self.iops, "throughput": self.throughput,
             "last_detached": self.detached.isoformat().replace("+00:00", "Z") if self.detached else None,
         }
+
+
+class CloudSnapshotJson(TypedDict):
+    """A cloud snapshot in -o json (``cloud_snapshot`` of a content row or a snapshot census row)."""
+
+    source: str
+    handle: str
+    name: str
+    location: str
+    multi_region: bool
+    tier: str
+    stored_gib: float | None
+    stored_size_unknown: str | None
+    stored_gib_at_most: float | None
+    source_size_gb: int | None
+    created: str | None
+    state: str | None
+    source_volume: str | None
+    provenance: dict[str, str]
+    kept: str | None
 
 
 class CloudSnapshot(Struct, frozen=True):
@@ -122,7 +218,7 @@ class CloudSnapshot(Struct, frozen=True):
     provenance: Mapping[str, str] = field(default_factory=dict)  # what the CSI driver tagged it with
     kept: Optional[str] = None  # the keep tag's or label's reason (pvleft.io/keep, GCE pvleft-keep), else None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> CloudSnapshotJson:
         return {
             "source": self.source, "handle": self.handle, "name": self.name, "location": self.location,
             "multi_region": self.multi_region, "tier": self.tier, "stored_gib": self.stored_gib,
@@ -132,6 +228,50 @@ class CloudSnapshot(Struct, frozen=True):
             "state": self.state, "source_volume": self.source_volume, "provenance": dict(self.provenance),
             "kept": self.kept,
         }
+
+
+# What --cost prices: a disk (leftovers) or a snapshot (snapshots); both say their source, handle, name, location.
+Billable = Union[CloudDisk, CloudSnapshot]
+
+
+class Need(Struct, frozen=True):
+    """One quantity of a disk that bills: ``quantity`` in the component's canonical unit (cost.py's units), priced by
+    the rate listed for (component, location, type, regional). ``location`` is where price lists place it (a region)."""
+
+    component: str
+    quantity: float
+    location: str
+    type: str
+    regional: bool = False
+
+    @property
+    def key(self) -> tuple[str, str, str, bool]:
+        return (self.component, self.location, self.type, self.regional)
+
+
+class Rate(Struct, frozen=True):
+    """A price per canonical unit, by tier (from what quantity each price applies), and where it came from."""
+
+    tiers: tuple[tuple[float, float], ...]  # (from quantity, price per canonical unit), ascending
+    currency: str
+    unit: str  # the unit the source lists its price in, as it spells it ("GiBy.mo", "GB-Mo", "GiB-month")
+    listed: float  # the first tier's price in that unit, as listed
+    sku: str  # the SKU id, the product's SKU, or "FILE:LINE" of a price-file entry
+    source: str  # "Cloud Billing Catalog API", "AWS Price List Query API", "price file"
+    date: Optional[str] = None  # when the price took effect (or the price file's date)
+
+    @property
+    def unit_price(self) -> float:
+        return self.tiers[0][1]
+
+    def charge(self, quantity: float) -> float:
+        """The quantity priced tier by tier: each tier's price applies from its start to the next one's."""
+        total = 0.0
+        for index, (start, price) in enumerate(self.tiers):
+            end = self.tiers[index + 1][0] if index + 1 < len(self.tiers) else quantity
+            if quantity > start:
+                total += (min(quantity, end) - start) * price
+        return total
 
 
 class SnapshotLookup(Struct):
@@ -158,21 +298,15 @@ def other_clusters_note(disks: Iterable[CloudDisk], cluster_names: Callable[[Map
             f"{flag} {this_cluster} names this cluster")
 
 
-class Census(Protocol):
-    source: str
-    orphan_kind: str  # the finding names in this cloud's words: orphan-disk (GCE), orphan-volume (AWS)
-    missing_kind: str
-    notes: list[str]
-
-    def handle_of(self, pv: VolumeRef) -> Optional[str]: ...
-
-    def placement(self, pv: VolumeRef, handle: str) -> Placement: ...
-
-    def disks(self) -> Iterator[CloudDisk]: ...
-
-
 # Whose a cluster a disk's tags name is, from the contexts of the kubeconfig (MadeBy.state).
 READ, UNREADABLE, NOT_READ, NOT_IN_KUBECONFIG = "read", "unreadable", "not-read", "not-in-kubeconfig"
+
+
+class MadeByJson(TypedDict):
+    cluster: str
+    evidence: str
+    state: str
+    context: str | None
 
 
 class MadeBy(Struct, frozen=True):
@@ -186,14 +320,17 @@ class MadeBy(Struct, frozen=True):
     state: str
     context: Optional[str] = None  # the context that reaches it, when one does
 
-    def words(self) -> str:
+    def words(self, fleet: bool = True) -> str:
+        """Whose it is, in words; ``fleet`` False: one cluster was read, and a READ cluster is this one."""
+        if not fleet and self.state == READ:
+            return f"made by cluster {self.cluster} ({self.evidence}): this cluster, context {self.context}"
         where = {READ: f"context {self.context}, read: none of its PVs names it",
                  UNREADABLE: f"context {self.context}, which could not be read",
                  NOT_READ: f"context {self.context} of the kubeconfig, which was not among those read",
                  NOT_IN_KUBECONFIG: "which none of the kubeconfig's contexts reach"}[self.state]
         return f"made by cluster {self.cluster} ({self.evidence}), {where}"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> MadeByJson:
         return {"cluster": self.cluster, "evidence": self.evidence, "state": self.state, "context": self.context}
 
 
@@ -218,17 +355,169 @@ class CloudReport(Struct):
     unknown: dict[str, Placement] = field(default_factory=dict)
 
 
-def _same(handle: str) -> str:
-    return handle
+# -- the contract a cloud meets ------------------------------------------------------------------------------
+# A cloud is one package in clouds/: its ``__init__`` exports ``CLOUD``, annotated ``Cloud`` so that mypy checks it
+# and, through its accessors, each module it loads against the Protocols below. Its ``census``, ``prices`` and
+# ``snapshots`` modules meet ``CensusModule``, ``PricesModule`` and ``SnapshotsModule`` (a module meets a Protocol by
+# its functions): each ``open(flags, timeout)`` imports the SDK, builds the client and raises ``CloudError`` (one
+# line: what is missing and how to get it) when credentials or the SDK are absent; their other functions are pure.
+# ``flags`` are the parsed flags by dest (``Invocation.flags``); ``timeout`` bounds every call, in seconds.
+
+
+class Census(Protocol):
+    """One cloud's disks, read-only, and how its PVs name them: what ``CensusModule.open`` returns."""
+
+    source: str  # "gce", "aws", "azure": the client that saw a disk (JSON ``source``)
+    orphan_kind: str  # the findings' names in this cloud's words: orphan-disk (GCE, Azure), orphan-volume (AWS)
+    missing_kind: str
+    notes: list[str]  # lines for stderr about what the census could not tell (printed as warnings)
+
+    def handle_of(self, pv: VolumeRef) -> Optional[str]:
+        """The canonical handle a PV names on this cloud (the string ``CloudDisk.handle`` carries for that disk), or
+        None when the PV is not this cloud's."""
+
+    def placement(self, pv: VolumeRef, handle: str) -> Placement:
+        """For a PV whose disk was not seen: where the PV itself places it (its handle, its topology) and whether
+        that place was listed in full (every page read, no error, no refusal, no filter that left it out). Only then
+        is the disk missing; otherwise it is unknown, with the reason. A location the census was asked for is never
+        taken to be the PV's: a bare EBS volume id names no region, an in-tree PD no project."""
+
+    def disks(self) -> Iterator[CloudDisk]:
+        """Every disk, paginated to the last page, read-only calls only; ``CloudError`` when it cannot (a 403 names
+        the missing permission)."""
+
+    def match_key(self, handle: str) -> str:
+        """What handles are compared by: the handle itself, or Azure's ARM ID lower-cased (ARM IDs are
+        case-insensitive)."""
+
+
+class CensusModule(Protocol):
+    """A cloud's ``census`` module: the census, and what a disk's tags say of the cluster that made it."""
+
+    def open(self, flags: Mapping[str, Any], timeout: float) -> Census:
+        """The census the flags ask for (its SDK imported here)."""
+
+    def made_by(self, disk: Union[CloudDisk, CloudSnapshot]) -> list[tuple[str, str]]:
+        """The clusters a disk's or snapshot's tags, labels or description say made it (its ``provenance`` and
+        ``handle``), each with the evidence ("tag KubernetesCluster"), surest first: a census tells which context
+        reaches the cluster of an orphan."""
+
+    def kubeconfig_cluster(self, name: str) -> Optional[str]:
+        """The cluster a kubeconfig context or cluster name names, in this cloud's tools' words (``aws eks
+        update-kubeconfig`` writes the cluster's ARN), or None when the name is the cluster's own or says nothing."""
+
+    @property
+    def other_clusters_note(self) -> Optional[Callable[[list[CloudDisk], Mapping[str, Any]], str]]:
+        """What a cluster-name flag (``ONE_CLUSTER_FLAGS``) set aside as other clusters' disks, one line in the
+        cloud's words (``base.other_clusters_note``); None for a cloud that sets no disk aside."""
+
+
+class PriceList(Protocol):
+    """A cloud's price API, opened: what ``PricesModule.open`` returns."""
+
+    def rates(self, wanted: Iterable[Need]) -> Mapping[tuple[str, str, str, bool], Union[Rate, str]]:
+        """The rate of each need (by ``Need.key``), read to the last page, or why it has none (never a guess: none
+        or several matching SKUs leave it unknown); ``CloudError`` when the list cannot be read."""
+
+
+class PricesModule(Protocol):
+    """A cloud's ``prices`` module, imported under ``--cost`` only: what each disk or snapshot bills for (pure),
+    and its price API (opened only for the needs no ``--price-file`` line prices)."""
+
+    def needs(self, item: Billable) -> Union[list[Need], str]:
+        """What a disk or snapshot bills for, in canonical units; a str says why it cannot be priced."""
+
+    @property
+    def excluded(self) -> Optional[Callable[[Billable], Optional[str]]]:
+        """What a priced item also bills that its price leaves out (Azure's transactions): said in its JSON and
+        once on stderr; None for a cloud whose prices leave nothing out."""
+
+    def open(self, flags: Mapping[str, Any], timeout: float) -> PriceList: ...
+
+
+class SnapshotCensus(Protocol):
+    """A cloud's snapshots, read-only: what ``SnapshotsModule.open`` returns."""
+
+    def look_up(self, handles: Iterable[str],
+                sources: Optional[Mapping[str, Optional[str]]] = None) -> SnapshotLookup:
+        """The snapshots the contents name, by handle (``sources``: the volume each was taken of, where the content
+        says). A snapshot is missing only on the cloud's own not-found for it, never from a refusal."""
+
+    def every(self) -> Iterator[CloudSnapshot]:
+        """Every snapshot the account owns, every page: the reverse census (``snapshot_census.orphans``)."""
+
+
+class SnapshotsModule(Protocol):
+    """A cloud's ``snapshots`` module, for ``snapshots`` with the cloud's flags."""
+
+    def open(self, flags: Mapping[str, Any], timeout: float) -> SnapshotCensus: ...
+
+    def made_by_csi(self, snapshot: CloudSnapshot) -> bool:
+        """The cloud's CSI driver made it (its tags or description say so): only such a snapshot can be an
+        orphan-snapshot."""
+
+    def match_key(self, handle: str) -> str:
+        """What snapshot handles are compared by: the handle itself, or Azure's ARM ID lower-cased (ARM IDs are
+        case-insensitive)."""
+
+
+class Cloud(Protocol):
+    """A cloud, as the command line, the censuses and the pricing see it: its package's ``CLOUD``. Declared
+    cheaply (the parser reads its flags on every run a census may join); its modules are imported only when a run
+    asks for them, and their SDK only inside their ``open``. The names are upper-case: they are the cloud's
+    constants."""
+
+    @property
+    def NAME(self) -> str:
+        """How messages name it: "Compute Engine", "EBS", "Azure"."""
+
+    @property
+    def SOURCE(self) -> str:
+        """"gce", "aws", "azure": its findings' JSON ``source``, a price file's ``cloud``, ``Invocation.clouds``."""
+
+    @property
+    def EXTRA(self) -> str:
+        """The setup.cfg extra that installs its SDK (``pip install 'kubectl-pvleft[gcp]'``)."""
+
+    @property
+    def FLAGS(self) -> tuple[Flag, ...]:
+        """Its flags; the first is the one that asks for its census."""
+
+    @property
+    def ONE_CLUSTER_FLAGS(self) -> tuple[Flag, ...]:
+        """Its flags that name one cluster as "this" one (``--aws-cluster-name``), refused with ``--all-contexts``
+        and ``--contexts``."""
+
+    @property
+    def DRIVERS(self) -> frozenset[str]:
+        """The CSI drivers and in-tree sources whose PVs its census answers for."""
+
+    @property
+    def SNAPSHOT_DRIVERS(self) -> frozenset[str]:
+        """The CSI drivers whose VolumeSnapshotContents its ``snapshots`` module looks up."""
+
+    def asked(self, flags: Mapping[str, Any]) -> bool:
+        """The parsed flags ask for this cloud."""
+
+    def census(self) -> CensusModule:
+        """Its ``census`` module, imported now."""
+
+    @property
+    def prices(self) -> Optional[Callable[[], PricesModule]]:
+        """Imports its ``prices`` module; None: its prices are not read (each disk's price is unknown, said so)."""
+
+    @property
+    def snapshots(self) -> Optional[Callable[[], SnapshotsModule]]:
+        """Imports its ``snapshots`` module; None: its snapshots are not looked up (said once)."""
 
 
 def join(census: Census, pvs: Iterable[VolumeRef], disks: Iterable[CloudDisk],
          where: str = "this cluster") -> CloudReport:
     """Pure: match disks to PVs by canonical handle (never by name alone), compared through the census's
-    ``match_key`` when it has one (Azure's ARM IDs are case-insensitive). ``where``: whose PVs these are, as an
+    ``match_key`` (Azure's ARM IDs are case-insensitive). ``where``: whose PVs these are, as an
     orphan's message says it. A disk a VM uses that no PV names and no
     CSI driver made for a claim (a node's boot disk) is NOT_A_VOLUME, not an orphan."""
-    key: Callable[[str], str] = getattr(census, "match_key", None) or _same
+    key = census.match_key
     named: dict[str, list[VolumeRef]] = {}
     written: dict[str, str] = {}  # match key -> the handle as the PV wrote it
     for pv in pvs:
@@ -262,7 +551,7 @@ def join(census: Census, pvs: Iterable[VolumeRef], disks: Iterable[CloudDisk],
         whose = ("it may belong to another cluster in the same account or project" if disk.other_cluster is None
                  else "it is tagged for this cluster")
         findings.append(CloudFinding(
-            getattr(census, "orphan_kind", ORPHAN_DISK), census.source, disk, None, disk.handle,
+            census.orphan_kind, census.source, disk, None, disk.handle,
             f"no PersistentVolume in {where} names {disk.handle} ({made_for}); {whose}"))
     unknown: dict[str, Placement] = {}
     for matched, refs in sorted(named.items()):
@@ -276,7 +565,7 @@ def join(census: Census, pvs: Iterable[VolumeRef], disks: Iterable[CloudDisk],
                 unknown[pv.pv_name] = placed
                 continue
             findings.append(CloudFinding(
-                getattr(census, "missing_kind", MISSING_DISK), census.source, None, pv.pv_name, handle,
+                census.missing_kind, census.source, None, pv.pv_name, handle,
                 f"PersistentVolume {pv.pv_name} names {handle}, which does not exist in {placed.named}, listed in "
                 f"full: its data is already gone", placed))
     findings.sort(key=lambda f: (f.kind, f.handle, f.pv_name or ""))

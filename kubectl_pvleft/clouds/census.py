@@ -10,30 +10,39 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from importlib import import_module
 from shlex import quote
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Optional, Union
+from typing import TYPE_CHECKING, Any, Optional, TypedDict, Union
 
 from msgspec.structs import replace
 
+from kubectl_pvleft.clouds import CLOUDS, SOURCES
 from kubectl_pvleft.clouds.base import (
     NOT_A_VOLUME,
     NOT_IN_KUBECONFIG,
     NOT_READ,
     READ,
     UNREADABLE,
+    Census,
+    CensusModule,
+    Cloud,
     CloudDisk,
+    CloudDiskJson,
     CloudError,
     CloudFinding,
     CloudReport,
+    CloudSnapshot,
     MadeBy,
+    MadeByJson,
+    MonthlyCostJson,
     Placement,
+    PlacementJson,
+    UnpricedJson,
     join,
 )
 from kubectl_pvleft.clouds.refs import volume_ref
 from kubectl_pvleft.invocation import Options
-from kubectl_pvleft.output.report import Column, Report, Verdict, actionable, age, utcnow
+from kubectl_pvleft.output.report import Column, Report, SetAsideJson, Verdict, actionable, age, utcnow
 from kubectl_pvleft.records import Absent
 from kubectl_pvleft.text import shown
 
@@ -50,7 +59,7 @@ def census_seconds(options: Options) -> float:
     return options.request_timeout or DEFAULT_CENSUS_SECONDS
 
 
-def listed_in_time(census: Any, seconds: float, from_flag: bool) -> list[CloudDisk]:
+def listed_in_time(census: Census, seconds: float, from_flag: bool) -> list[CloudDisk]:
     """Every disk of a census, or CloudError once ``seconds`` have passed, whatever the SDK is waiting on: its
     timeouts and retries are per call, so the whole is bounded here, and a census past its time stops at its next
     page (clouds/bounded.py), never left to page on."""
@@ -109,24 +118,26 @@ class CensusOutcome:
         return self.costing.of(disk) if self.costing is not None and isinstance(disk, CloudDisk) else None
 
 
-def asked(options: Options) -> list[Any]:
-    """The cloud modules whose census the flags ask for, in registry order."""
-    return [import_module(name) for name in options.clouds]
+def asked(options: Options) -> list[Cloud]:
+    """The clouds whose census the flags ask for (``options.clouds`` names them by source), in registry order."""
+    return [cloud for cloud in CLOUDS if cloud.SOURCE in options.clouds]
 
 
-def price_file(options: Options) -> Optional[PriceFile]:
-    """``--price-file``, read before anything is asked of a cluster or cloud: a bad file is a usage error."""
-    if not options.flags.get("cost"):
+def price_file(flags: Mapping[str, Any]) -> Optional[PriceFile]:
+    """``--price-file`` under ``--cost``, read before anything is asked of a cluster or cloud: a bad file is a usage
+    error. The one reader: leftovers, snapshots, a fleet and serve read it here."""
+    path = flags.get("price_file") if flags.get("cost") else None
+    if not path:
         return None
-    from kubectl_pvleft.clouds.pricing import check
+    from kubectl_pvleft.clouds.cost import read_price_file
 
-    return check(options.flags)
+    return read_price_file(path, SOURCES)
 
 
 def take(options: Options, pvs: Sequence[Any], prices: Optional[PriceFile] = None) -> CensusOutcome:
     """Join every PV of one cluster (not only the leftovers: a Bound PV's disk is not an orphan) with each asked
     cloud's disks; with ``--cost``, price every disk a row shows."""
-    return take_estate(options, {None: pvs}, (), prices)
+    return take_estate(options, {None: pvs}, (), prices, this_cluster(options))
 
 
 def take_estate(options: Options, volumes: Mapping[Optional[str], Sequence[Any]], unread: Sequence[str] = (),
@@ -149,7 +160,7 @@ def take_estate(options: Options, volumes: Mapping[Optional[str], Sequence[Any]]
     for cloud in asked(options):
         drivers |= cloud.DRIVERS
         try:
-            implementation = import_module(cloud.__name__ + ".census")
+            implementation = cloud.census()
             census = implementation.open(options.flags, census_seconds(options))
             disks = listed_in_time(census, census_seconds(options), options.request_timeout is not None)
             joins = {context: join(census, context_refs, disks, where) for context, context_refs in refs.items()}
@@ -165,7 +176,7 @@ def take_estate(options: Options, volumes: Mapping[Optional[str], Sequence[Any]]
         outcome.taken.append(cloud.NAME)
         orphans, not_volumes, other_clusters = _named_by_none(list(joins.values()))
         if kubeconfig:
-            orphans = [_attributed(f, implementation, kubeconfig) for f in orphans]
+            orphans = [_attributed(f, implementation, kubeconfig, fleet) for f in orphans]
         if unread and orphans:
             _unread_set_aside(orphans, unread, cloud.NAME, outcome)
             orphans = []
@@ -186,7 +197,7 @@ def take_estate(options: Options, volumes: Mapping[Optional[str], Sequence[Any]]
             if joined.unknown:
                 outcome.warnings.append((f"context {context}: " if context is not None else "")
                                         + unknown_note(cloud.NAME, joined.unknown))
-        if other_clusters and hasattr(implementation, "other_clusters_note"):
+        if other_clusters and implementation.other_clusters_note is not None:
             outcome.warnings.append(implementation.other_clusters_note(other_clusters, options.flags))
         outcome.warnings += census.notes
     outcome.findings.sort(key=lambda f: (f.kind, f.handle, f.context or "", f.pv_name or ""))
@@ -212,13 +223,24 @@ def take_estate(options: Options, volumes: Mapping[Optional[str], Sequence[Any]]
     return outcome
 
 
-def _attributed(finding: CloudFinding, implementation: Any,
-                kubeconfig: Sequence[tuple[str, Optional[str], str]]) -> CloudFinding:
+def _attributed(finding: CloudFinding, implementation: CensusModule,
+                kubeconfig: Sequence[tuple[str, Optional[str], str]], fleet: bool = True) -> CloudFinding:
     """The orphan with the cluster its tags say made it (``made_by``), and what the kubeconfig knows of that
     cluster: a context read, one that could not be read, one not asked for, or none."""
-    names: list[tuple[str, str]] = (getattr(implementation, "made_by", lambda disk: [])(finding.disk)
-                                    if finding.disk is not None else [])
-    parse = getattr(implementation, "kubeconfig_cluster", lambda name: None)
+    made = made_by(finding.disk, implementation, kubeconfig) if finding.disk is not None else None
+    if made is None and not fleet:  # one cluster's: "it may belong to another cluster" is what can be said
+        return finding
+    said, _, _ = finding.message.rpartition("; ")
+    whose = shown(made.words(fleet)) if made is not None else "no tag or label says which cluster made it"
+    return replace(finding, made_by=made, message=f"{said}; {whose}")
+
+
+def made_by(item: Union[CloudDisk, CloudSnapshot], implementation: CensusModule,
+            kubeconfig: Sequence[tuple[str, Optional[str], str]]) -> Optional[MadeBy]:
+    """The cluster a disk's or snapshot's tags say made it (the cloud's ``made_by``, which reads its provenance and
+    handle), matched against the kubeconfig's contexts: (context, its cluster's name, what the run knows of it)."""
+    names = implementation.made_by(item)
+    parse = implementation.kubeconfig_cluster
     rank = {READ: 0, UNREADABLE: 1, NOT_READ: 2}
     reaching: dict[str, tuple[str, str]] = {}  # cluster name -> (context, state), the best-known context first
     for context, cluster, state in kubeconfig:
@@ -226,17 +248,43 @@ def _attributed(finding: CloudFinding, implementation: Any,
             known = reaching.get(str(name).lower())
             if known is None or rank[state] < rank[known[1]]:
                 reaching[str(name).lower()] = (context, state)
-    made: Optional[MadeBy] = None
     for name, evidence in names:  # in any case: ARM writes an AKS node resource group's name upper-cased
         if name.lower() in reaching:
             context, state = reaching[name.lower()]
-            made = MadeBy(name, evidence, state, context)
-            break
-    if made is None and names:
-        made = MadeBy(names[0][0], names[0][1], NOT_IN_KUBECONFIG)
-    said, _, _ = finding.message.rpartition("; ")
-    whose = shown(made.words()) if made is not None else "no tag or label says which cluster made it"
-    return replace(finding, made_by=made, message=f"{said}; {whose}")
+            return MadeBy(name, evidence, state, context)
+    return MadeBy(names[0][0], names[0][1], NOT_IN_KUBECONFIG) if names else None
+
+
+def kubeconfig_clusters(kubeconfig: Optional[str], read: set[str],
+                        unread: set[str]) -> list[tuple[str, Optional[str], str]]:
+    """Every context of the kubeconfig as (context, its cluster's name, what the run knows of it): the names an
+    orphan's tags are matched against. A kubeconfig that cannot be read gives none (the run read it already)."""
+    from kubectl_pvleft.errors import PvleftError
+    from kubectl_pvleft.kube.kubeconfig import kubeconfig_files, merge_kubeconfigs
+
+    found = []
+    try:
+        entries = merge_kubeconfigs(kubeconfig_files(kubeconfig))["contexts"]
+    except (PvleftError, OSError):
+        return []
+    for entry in entries:
+        name = entry["name"]
+        cluster = (entry.get("context") or {}).get("cluster")
+        state = READ if name in read else UNREADABLE if name in unread else NOT_READ
+        found.append((name, cluster if isinstance(cluster, str) else None, state))
+    return found
+
+
+def this_cluster(options: Options) -> list[tuple[str, Optional[str], str]]:
+    """One cluster's run: the kubeconfig's contexts, this run's the one read (none when the run names no context),
+    and the name a cloud's flag gives this cluster in its tags (``--aws-cluster-name``) as this context's too."""
+    if not options.context:
+        return []
+    from kubectl_pvleft.clouds import one_cluster_flags
+
+    named = [(options.context, str(options.flags[flag.dest]), READ) for flag in one_cluster_flags()
+             if options.flags.get(flag.dest)]
+    return kubeconfig_clusters(options.kubeconfig, {options.context}, set()) + named
 
 
 def _named_by_none(joins: Sequence[CloudReport]) -> tuple[list[CloudFinding], list[CloudFinding], list[CloudDisk]]:
@@ -323,6 +371,43 @@ def sections(outcome: CensusOutcome, leftover_pvs: Mapping[Optional[str], Sequen
 LEFTOVER_PV = "leftover-pv"  # the totals' kind for a leftover PV's disk: it bills as an orphan does
 
 
+class DiskTotalJson(TypedDict):
+    """A --cost total of the disks (leftovers): by finding kind, location or cloud."""
+
+    kind: str  # "monthly-cost-total"
+    by: str
+    name: str
+    disks: int
+    amount: float | None
+    currency: str | None
+    unknown: int
+    priced_by_price_file: int
+    sources: str | None
+
+
+class SnapshotTotalJson(TypedDict):
+    """``DiskTotalJson`` of the snapshots (snapshots --cost): ``snapshots`` counted instead of ``disks``."""
+
+    kind: str
+    by: str
+    name: str
+    snapshots: int
+    amount: float | None
+    currency: str | None
+    unknown: int
+    priced_by_price_file: int
+    sources: str | None
+
+
+def total_json(t: Total, counted: str, sources: Optional[str]) -> DiskTotalJson | SnapshotTotalJson:
+    amount = round(t.amount, 6) if t.currency else None
+    if counted == "SNAPSHOTS":
+        return {"kind": "monthly-cost-total", "by": t.by, "name": t.name, "snapshots": t.disks, "amount": amount,
+                "currency": t.currency, "unknown": t.unknown, "priced_by_price_file": t.by_file, "sources": sources}
+    return {"kind": "monthly-cost-total", "by": t.by, "name": t.name, "disks": t.disks, "amount": amount,
+            "currency": t.currency, "unknown": t.unknown, "priced_by_price_file": t.by_file, "sources": sources}
+
+
 def totals_report(rows: list[Total], costing: Costing, counted: str = "DISKS") -> Report[Total]:
     """The totals by finding kind, location and cloud; ``counted`` names what each counts (DISKS, SNAPSHOTS)."""
     from kubectl_pvleft.clouds.pricing import provenance_note
@@ -341,9 +426,7 @@ def totals_report(rows: list[Total], costing: Costing, counted: str = "DISKS") -
         Column("FROM PRICE FILE", lambda t: t.by_file),
     ]
     return Report(rows=rows, columns=columns, name=lambda t: f"monthly-cost/{t.by}/{t.name}",
-                  to_json=lambda t: {"kind": "monthly-cost-total", "by": t.by, "name": t.name, counted.lower(): t.disks,
-                                     "amount": round(t.amount, 6) if t.currency else None, "currency": t.currency,
-                                     "unknown": t.unknown, "priced_by_price_file": t.by_file, "sources": sources},
+                  to_json=lambda t: total_json(t, counted, sources),
                   empty_message=f"No {counted.lower()[:-1]} to price")
 
 
@@ -368,11 +451,37 @@ def disk_summary(disk: Union[CloudDisk, Absent, None]) -> Union[str, Absent, Non
     return f"{disk.source} {size} {disk.type or ''}".rstrip() + f", {use}"
 
 
-def finding_json(finding: CloudFinding, costing: Optional[Costing] = None, fleet: bool = False) -> dict[str, Any]:
-    doc: dict[str, Any] = {"context": finding.context} if fleet else {}
-    if fleet:  # an orphan: the cluster its tags say made it, and whether a context read reaches it
-        doc["made_by"] = finding.made_by.to_json() if finding.made_by else None
-    doc |= {
+# Since when an orphan has been unattached at the latest, and from what: its last detach (the cloud's field), or
+# "creation". The functional syntax: "from" is a keyword.
+UnattachedSinceJson = TypedDict("UnattachedSinceJson", {"time": Optional[str], "from": str})
+
+
+class CensusFindingJson(TypedDict):
+    kind: str
+    source: str
+    handle: str
+    pv: str | None
+    message: str
+    disk: CloudDiskJson | None
+    unattached_since: UnattachedSinceJson | None
+    evidence: PlacementJson | None
+
+
+class CensusFindingMoreJson(CensusFindingJson, total=False):
+    """A census's row: an orphan or missing disk; ``monthly_cost`` with --cost; ``made_by`` (first, before the
+    row's own keys), after ``context`` in a fleet's census."""
+
+    context: str | None
+    made_by: MadeByJson | None
+    monthly_cost: MonthlyCostJson | UnpricedJson | None
+
+
+class CensusFindingItem(CensusFindingMoreJson, SetAsideJson):
+    """What -o json prints for a census's row: its keys and its verdict's."""
+
+
+def finding_json(finding: CloudFinding, costing: Optional[Costing] = None, fleet: bool = False) -> CensusFindingMoreJson:
+    doc: CensusFindingMoreJson = {
         "kind": finding.kind,
         "source": finding.source,
         "handle": finding.handle,
@@ -388,10 +497,15 @@ def finding_json(finding: CloudFinding, costing: Optional[Costing] = None, fleet
         from kubectl_pvleft.clouds.cost import json_of
 
         doc["monthly_cost"] = json_of(costing.of(finding.disk))
-    return doc
+    # First: a fleet's context, and for an orphan the cluster its tags say made it and whether a context read
+    # reaches it (one cluster: this one, another context of the kubeconfig, or none).
+    made = finding.made_by.to_json() if finding.made_by else None
+    if fleet:
+        return {"context": finding.context, "made_by": made, **doc}
+    return {"made_by": made, **doc}
 
 
-def _since_json(disk: Optional[CloudDisk]) -> Optional[dict[str, Any]]:
+def _since_json(disk: Optional[CloudDisk]) -> Optional[UnattachedSinceJson]:
     if disk is None or disk.users:
         return None
     since, field = disk.unattached_since

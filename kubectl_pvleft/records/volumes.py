@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any, Optional
+from typing import Optional, TypedDict
 
 import msgspec
 
@@ -219,17 +219,28 @@ class Named(Object, frozen=True):
 
 # -- PersistentVolumeClaim ----------------------------------------------------------------------------
 
+class HealthConditionJson(TypedDict):
+    status: str
+    reason: str | None
+    message: str | None
+
+
 class HealthCondition(Record, frozen=True):
     status: str = ""
     reason: Optional[str] = None
     message: Optional[str] = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> HealthConditionJson:
         return {"status": self.status, "reason": self.reason, "message": self.message}
 
 
 class HealthStatus(Record, frozen=True):
     health_conditions: tuple[HealthCondition, ...] = ()
+
+
+class ModifyVolumeStatusJson(TypedDict):
+    status: str
+    target_volume_attributes_class_name: str | None
 
 
 class ModifyVolumeStatus(Record, frozen=True):
@@ -240,7 +251,7 @@ class ModifyVolumeStatus(Record, frozen=True):
     def target_class(self) -> Optional[str]:
         return self.target_volume_attributes_class_name
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> ModifyVolumeStatusJson:
         return {"status": self.status, "target_volume_attributes_class_name": self.target_class}
 
 
@@ -287,6 +298,11 @@ class ClaimMeta(ObjectMeta, frozen=True):
     # Who manages the claim: a StatefulSet (its retention policy), a Pod (a generic ephemeral volume, or a
     # StatefulSet's whenScaled: Delete), or an operator's own kind.
     owner_references: tuple[OwnerReference, ...] = ()
+
+    def __post_init__(self) -> None:
+        # A Raw decoded from a page is a view into the whole page: held by each claim a census keeps, it kept every
+        # page of the list alive (176 MiB of 100,000 claims' pages, benchmarks: claims -A -o json). Its own bytes.
+        msgspec.structs.force_setattr(self, "managed_fields", self.managed_fields.copy())
 
     def last_write_of(self, *field_keys: bytes) -> Optional[datetime]:
         """When the newest writer of the object itself (not its status) last set all of these fields."""

@@ -10,15 +10,25 @@ Reads: Pods (``status.phase=Pending``), Events, PVCs, StorageClasses, CSIDrivers
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Optional, TypeVar
+from typing import TYPE_CHECKING, Any, Optional, TypedDict, TypeVar
 
 from msgspec.structs import replace
 
 from kubectl_pvleft.analyses.looks import describe, events, looks
-from kubectl_pvleft.analyses.pending.parties import names_attachment, names_rwop_holder
-from kubectl_pvleft.analyses.pending.rules import ClaimView, Evidence, Triage, TriageResult, assess, is_external, unattached_volumes
+from kubectl_pvleft.analyses.pending.parties import OtherPartyJson, names_attachment, names_rwop_holder
+from kubectl_pvleft.analyses.pending.rules import (
+    ClaimView,
+    Evidence,
+    Triage,
+    TriageResult,
+    assess,
+    is_external,
+    on_storage,
+    unattached_volumes,
+)
 from kubectl_pvleft.invocation import Analysis, AnalysisOf, Options, Result
 from kubectl_pvleft.kube.api import (
     CSI_DRIVER_SPECS,
@@ -36,8 +46,20 @@ from kubectl_pvleft.kube.api import (
     optional,
 )
 from kubectl_pvleft.migration import effective_provisioner
-from kubectl_pvleft.output.report import Column, Report, Verdict, actionable, age, clause_cut, finding_count, utcnow, word
-from kubectl_pvleft.records import Event, Pod, StorageClass, iso
+from kubectl_pvleft.output import series
+from kubectl_pvleft.output.report import (
+    Column,
+    Report,
+    Verdict,
+    VerdictJson,
+    actionable,
+    age,
+    clause_cut,
+    finding_count,
+    utcnow,
+    word,
+)
+from kubectl_pvleft.records import ConditionJson, Event, ModifyVolumeStatusJson, Pod, StorageClass, iso
 
 if TYPE_CHECKING:  # --watch alone needs the watch runtime: imported in follow()
     from kubectl_pvleft.kube.watch import Follow, Stores
@@ -323,7 +345,68 @@ def claims_cell(row: Triage) -> Optional[str]:
     return ",".join(f"{c.name}:{word(c.state)}" for c in row.claims) or None
 
 
-def event_json(source: str, event: Event) -> dict[str, Any]:
+class EventJson(TypedDict):
+    object: str  # the object it is about, as "Kind namespace/name"
+    reason: str | None
+    type: str | None
+    reporter: str | None
+    time: str | None
+    count: int
+    message: str | None
+
+
+class PodClaimJson(TypedDict):
+    name: str
+    exists: bool | None
+    ephemeral: bool
+    uid: str | None
+    phase: str | None
+    storage_class: str | None
+    volume_name: str | None
+    provisioner: str | None
+    selected_node: str | None
+    conditions: list[ConditionJson]
+    allocated_resource_statuses: dict[str, str]
+    modify_volume_status: ModifyVolumeStatusJson | None
+
+
+class SELinuxConflictJson(TypedDict):
+    reason: str
+    claim: str
+    other_pod: str
+    value: str
+    other_value: str
+
+
+class PendingJson(TypedDict):
+    namespace: str
+    pod: str
+    uid: str
+    node: str | None
+    owner: str
+    reason: str
+    message: str
+    source: str
+    claim: str | None
+    observed: str | None
+    other_party: OtherPartyJson | None
+    pending_since: str | None
+    pod_scheduled: ConditionJson | None
+    claims: list[PodClaimJson]
+    events: list[EventJson]
+    selinux_conflicts: list[SELinuxConflictJson]
+
+
+class PendingItem(PendingJson, VerdictJson):
+    """What -o json prints for a Pending Pod: its keys and its verdict's (no Pod is set aside)."""
+
+
+def items() -> tuple[object, ...]:
+    """The item type of -o json: the Pending Pods."""
+    return (PendingItem,)
+
+
+def event_json(source: str, event: Event) -> EventJson:
     return {
         "object": source,
         "reason": event.reason,
@@ -335,7 +418,7 @@ def event_json(source: str, event: Event) -> dict[str, Any]:
     }
 
 
-def claim_json(claim: ClaimView) -> dict[str, Any]:
+def claim_json(claim: ClaimView) -> PodClaimJson:
     pvc = claim.pvc
     return {
         "name": claim.name,
@@ -353,7 +436,7 @@ def claim_json(claim: ClaimView) -> dict[str, Any]:
     }
 
 
-def to_json(row: Triage) -> dict[str, Any]:
+def to_json(row: Triage) -> PendingJson:
     pod, verdict = row.pod, row.verdict
     scheduled = pod.condition("PodScheduled")
     return {
@@ -417,5 +500,18 @@ def report(result: TriageResult, now: Optional[datetime] = None, *, wide: bool =
                       VERDICT, next_looks)
 
 
-# What a run, --watch, a fleet and serve call (invocation.Analysis; COMMANDS names this module).
-ANALYSIS: Analysis[Triage] = AnalysisOf(run, follow, watch_report)
+# -- what /metrics shows ------------------------------------------------------------------------------
+
+def metrics(rows: Sequence[Triage], judged: Sequence[Triage], findings: list[series.Finding]
+            ) -> Iterator[series.Gauge]:
+    count: Counter[tuple[str, ...]] = Counter()
+    for row in rows:
+        count[(row.namespace, row.verdict.owner, row.verdict.reason)] += 1
+        findings.append(series.Finding("pending", "Pod", row.namespace, row.name, row.verdict.reason,
+                                       row.pod.meta.created, on_storage=on_storage(row.verdict)))
+    yield series.Gauge("pvleft_pending_pods", "Pending Pods, by the controller that owns the blocker and the reason",
+                       ("namespace", "owner", "reason"), count)
+
+
+# What a run, --watch, a fleet and serve call (invocation.Analysis; the registry, analyses.ANALYSES, names it).
+ANALYSIS: Analysis[Triage] = AnalysisOf(run, follow, watch_report, metrics, items=items)

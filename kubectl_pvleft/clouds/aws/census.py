@@ -21,12 +21,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 from datetime import timezone
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 from kubectl_pvleft.clouds import base
-from kubectl_pvleft.clouds.aws import CSI_DRIVERS, IN_TREE_DRIVERS, MANAGED_DRIVER, SOURCE
+from kubectl_pvleft.clouds.aws.names import CSI_DRIVERS, IN_TREE_DRIVERS, MANAGED_DRIVER, SOURCE
 from kubectl_pvleft.clouds.aws.sdk import bounded_config, sdk_failures
-from kubectl_pvleft.clouds.base import CloudDisk, CloudError, Placement, VolumeRef
+from kubectl_pvleft.clouds.base import CloudDisk, CloudError, CloudSnapshot, Placement, VolumeRef
 from kubectl_pvleft.clouds.bounded import page_read
 from kubectl_pvleft.errors import needs_extra
 from kubectl_pvleft.progress import Tally
@@ -92,7 +92,7 @@ def kubeconfig_cluster(name: str) -> Optional[str]:
     return None
 
 
-def made_by(disk: CloudDisk) -> list[tuple[str, str]]:
+def made_by(disk: Union[CloudDisk, CloudSnapshot]) -> list[tuple[str, str]]:
     """The clusters a volume's tags name, each with the tag that says it (the EBS CSI driver's with
     --k8s-tag-cluster-id, pkg/driver/controller.go: ``kubernetes.io/cluster/<id>``, ``KubernetesCluster``,
     ``ebs.csi.aws.com/cluster-name``; the in-tree provider's ``KubernetesCluster``). ``ebs.csi.aws.com/cluster: true``
@@ -151,7 +151,7 @@ def dies_with_instance(volume: Mapping[str, Any]) -> bool:
 
 
 class AwsCensus:
-    """The ``Census`` of EBS volumes (see ``kubectl_pvleft.clouds``), one EC2 client per region."""
+    """The ``base.Census`` of EBS volumes, one EC2 client per region."""
 
     source = SOURCE
     orphan_kind = "orphan-volume"
@@ -171,6 +171,11 @@ class AwsCensus:
         # Regions listed without IncludeManagedResources (an older botocore): volumes AWS services manage (EKS Auto
         # Mode's) may have been hidden there, so those regions are not listed in full for that driver's PVs.
         self.managed_hidden: set[str] = set()
+
+    @staticmethod
+    def match_key(handle: str) -> str:
+        """Volume ids are compared as written."""
+        return handle
 
     def handle_of(self, pv: VolumeRef) -> Optional[str]:
         if not pv.handle or (pv.driver not in CSI_DRIVERS and pv.driver not in IN_TREE_DRIVERS):

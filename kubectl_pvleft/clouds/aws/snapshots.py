@@ -28,8 +28,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from datetime import timezone
 from typing import Any, Optional
 
-from kubectl_pvleft.clouds.aws import SOURCE
 from kubectl_pvleft.clouds.aws.census import CLUSTER_NAME_TAGS, CLUSTER_TAG_PREFIX, INSTALL_HINT, KEEP_TAG
+from kubectl_pvleft.clouds.aws.names import SOURCE
 from kubectl_pvleft.clouds.aws.sdk import bounded_config, sdk_failures
 from kubectl_pvleft.clouds.base import CloudError, CloudSnapshot, SnapshotLookup
 from kubectl_pvleft.clouds.bounded import page_read
@@ -216,6 +216,11 @@ def snapshot_record(snapshot: Mapping[str, Any], region: str) -> CloudSnapshot:
         provenance={k: v for k, v in tags.items() if k in CSI_SNAPSHOT_TAGS or k in CLUSTER_NAME_TAGS
                     or k.startswith(CLUSTER_TAG_PREFIX)},
         kept=(tags[KEEP_TAG].strip() or "(no reason given)") if KEEP_TAG in tags else None)
+
+
+def match_key(handle: str) -> str:
+    """An EBS snapshot id is compared as written."""
+    return handle
 
 
 def made_by_csi(snapshot: CloudSnapshot) -> bool:
