@@ -22,11 +22,14 @@ from kubectl_pvleft.analyses.deletion import TERMINATING
 from kubectl_pvleft.analyses.pending.rules import on_storage
 from kubectl_pvleft.exporter.live import Analysis, Live
 from kubectl_pvleft.records.quantity import parse_quantity
+from kubectl_pvleft.text import cut_at_a_word, one_line, shown
 
 GIB = 1 << 30
 ORPHAN_DISK = "orphan-disk"  # the cost's kind for an orphan, whatever the cloud calls it (EBS: orphan-volume)
 SNAPSHOT = "snapshot"  # the cost's kind for the cloud snapshot behind a VolumeSnapshotContent with findings
 FINDING_LABELS = ("analysis", "kind", "namespace", "name", "state")
+FAILURE_LABELS = ("analysis", "kind", "namespace", "name", "driver", "error")
+ERROR_WIDTH = 200  # a label, not a log: the words that say why, the rest in the plugin's HELD BY
 
 
 def quantity_bytes(text: Optional[str]) -> int:
@@ -71,6 +74,7 @@ class ServeCollector:
         yield from _analyses(analyses)
         findings: list[Finding] = []
         deleting: Counter[tuple[str, ...]] = Counter()
+        failing: dict[tuple[str, ...], float] = {}
         # Only the rows that are findings by their analysis's verdict: a row set aside (kept) is in no series.
         rows: dict[str, list[Any]] = {a.name: [r for r in judged if a.spec.finding(r)]
                                       for a, judged, *_ in analyses if judged is not None}
@@ -80,10 +84,18 @@ class ServeCollector:
                 yield from families.metrics(rows[analysis.name], judged, findings)
                 if families.meta is not None:
                     _deleting(analysis.name, map(families.meta, rows[analysis.name]), deleting)
+                if families.failed_delete is not None:
+                    _failing(analysis.name, map(families.failed_delete, rows[analysis.name]), failing)
         if any(FAMILIES[name].meta is not None for name in rows):
             yield _gauge("pvleft_terminating_objects", "Objects being deleted (kubectl's Terminating) that a "
                          "finalizer still holds, by analysis and finalizer (an object held by two counts under "
                          "each; finalizer \"\" when none is left)", ("analysis", "finalizer"), deleting)
+        if any(FAMILIES[name].failed_delete is not None for name in rows):
+            yield _gauge("pvleft_delete_failure_info", "One series per object whose delete in the storage backend "
+                         "fails (value 1), with the CSI driver whose sidecar must act and its error: a PV's newest "
+                         "VolumeFailedDelete event, a VolumeSnapshotContent's status.error (at most "
+                         f"{ERROR_WIDTH} characters); at most --max-finding-series", FAILURE_LABELS,
+                         dict(sorted(failing.items())[:self.max_finding_series]))
         if live.census_run is not None:
             yield from _census(live, census[0], findings)
             if census[2] is not None or snapshots[1] is not None:
@@ -205,6 +217,33 @@ def _deleting(analysis: str, metas: Iterable[Any], count: Counter[tuple[str, ...
                 count[(analysis, finalizer)] += 1
 
 
+def _failing(analysis: str, failures: Iterable[Optional[tuple[str, str, str, str, str]]],
+             found: dict[tuple[str, ...], float]) -> None:
+    for failure in failures:
+        if failure is not None:
+            kind, namespace, name, driver, error = failure
+            found[(analysis, kind, namespace, name, driver, cut_at_a_word(shown(one_line(error)), ERROR_WIDTH))] = 1
+
+
+def _pv_delete_failure(row: Any) -> Optional[tuple[str, str, str, str, str]]:
+    """A leftover PV whose backend delete fails: its provisioner's newest VolumeFailedDelete (analyses/leftovers.py
+    reads it only for a PV the external-provisioner holds)."""
+    pv = row.pv
+    return ("PersistentVolume", "", pv.name, pv.driver or "", row.delete_failure) if row.delete_failure else None
+
+
+def _content_delete_failure(row: Any) -> Optional[tuple[str, str, str, str, str]]:
+    """A VolumeSnapshotContent being deleted with deletionPolicy Delete whose status.error says the csi-snapshotter
+    sidecar's DeleteSnapshot fails (external-snapshotter pkg/sidecar-controller ``syncContent``/``deleteCSISnapshot``:
+    the error is saved in status.error and its finalizer keeps the content, as analyses/deletion.py says)."""
+    content = row.content
+    error = content.status.error
+    if content.meta.deleted is None or content.spec.deletion_policy != "Delete" or error is None:
+        return None
+    return ("VolumeSnapshotContent", "", content.name, content.spec.driver or "",
+            error.message or "an error with no message")
+
+
 def _leftovers(rows: list[Any], judged: list[Any], findings: list[Finding]) -> Iterator[Metric]:
     # namespace: the claim's the PV was bound to (its claimRef), "" when it names none: totals by namespace and class
     labels = ("phase", "claim", "reclaim_policy", "storage_class", "namespace")
@@ -324,23 +363,26 @@ def _attachments(rows: list[Any], judged: list[Any], findings: list[Finding]) ->
 class Families:
     """An analysis's own families. ``metrics(rows, judged, findings)``: its families from the rows that are
     findings (``judged``: every row, for the families that count what is never a finding), adding what alerts
-    name to ``findings``; ``meta``: a row's object, when the analysis counts in pvleft_terminating_objects."""
+    name to ``findings``; ``meta``: a row's object, when the analysis counts in pvleft_terminating_objects;
+    ``failed_delete``: a row's (kind, namespace, name, driver, error) when its backend delete fails, for
+    pvleft_delete_failure_info."""
 
-    __slots__ = ("meta", "metrics")
+    __slots__ = ("failed_delete", "meta", "metrics")
 
     def __init__(self, metrics: Callable[[list[Any], list[Any], list[Finding]], Iterator[Metric]],
-                 meta: Optional[Callable[[Any], Any]] = None) -> None:
-        self.metrics, self.meta = metrics, meta
+                 meta: Optional[Callable[[Any], Any]] = None,
+                 failed_delete: Optional[Callable[[Any], Optional[tuple[str, str, str, str, str]]]] = None) -> None:
+        self.metrics, self.meta, self.failed_delete = metrics, meta, failed_delete
 
 
 # By the name of each analysis in invocation.COMMANDS (serve runs every one of them). An analysis missing here
 # fails every scrape with a KeyError, and tests/test_serve_unit.py fails first: none is left out of /metrics.
 FAMILIES: Mapping[str, Families] = {
-    "leftovers": Families(_leftovers, meta=lambda row: row.pv.meta),
+    "leftovers": Families(_leftovers, meta=lambda row: row.pv.meta, failed_delete=_pv_delete_failure),
     "pending": Families(_pending),
     "classes": Families(_classes),
     "claims": Families(_claims, meta=lambda row: row.claim.meta),
-    "snapshots": Families(_snapshots, meta=lambda row: row.content.meta),
+    "snapshots": Families(_snapshots, meta=lambda row: row.content.meta, failed_delete=_content_delete_failure),
     "attachments": Families(_attachments),
 }
 
