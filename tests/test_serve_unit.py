@@ -337,6 +337,7 @@ def test_unused_claims_and_their_bytes_with_since_for_the_30_day_alert() -> None
     live.take(streams["pods"], Synced("", (), "1"))
     live.take(streams["events"], Synced("", (), "1"))
     live.take(streams["classes"], Synced("", (), "1"))  # whether a Pending claim waits for its first consumer
+    live.take(streams["attributeclasses"], Synced("", (), "1"))
     for plural in WORKLOADS:
         live.take(streams[plural], Synced("", (), "1"))
     live.judge_once()
@@ -379,7 +380,7 @@ def test_a_claim_a_workload_mounts_again_is_counted_apart_and_never_alerted() ->
         live = Live(None, [("claims", claims.follow(Options()))], WatchSettings(), describe=str)  # type: ignore[arg-type]
         streams = {shared.stream.name: shared for shared in live.streams.values()}
         live.take(streams["claims"], Synced("", tuple(PersistentVolumeClaim.from_wire(o) for o in wire), "1"))
-        for name in ("pods", "events", "classes", *WORKLOADS):
+        for name in ("pods", "events", "classes", "attributeclasses", *WORKLOADS):
             if name == "statefulsets" and not statefulsets_readable:
                 live.take(streams[name], Notice(name, "cannot list statefulsets", unavailable=True))
             else:
@@ -802,6 +803,7 @@ def test_a_claim_waiting_for_its_first_consumer_is_no_finding_and_no_trouble() -
         live.take(streams["pods"], Synced("", (), "1"))
         live.take(streams["events"], Synced("", (), "1"))
         live.take(streams["classes"], Synced("", classes, "1"))
+        live.take(streams["attributeclasses"], Synced("", (), "1"))
         for plural in WORKLOADS:
             live.take(streams[plural], Synced("", (), "1"))
         live.judge_once()
@@ -812,3 +814,44 @@ def test_a_claim_waiting_for_its_first_consumer_is_no_finding_and_no_trouble() -
     assert not [v for s, v in waiting["pvleft_troubled_claims"] if s["problem"] == "pending" and v]
     unknown = judged(())  # its class is gone: the PV controller binds it as Immediate, so it is pending
     assert ("cc-rec-pending", "pending") in {(s["name"], s["state"]) for s, _ in unknown["pvleft_finding_info"]}
+
+
+def test_a_modification_naming_a_class_that_does_not_exist_and_a_cluster_without_the_kind() -> None:
+    """external-resizer pkg/modifycontroller validateVACAndModifyVolumeWithTarget: a claim whose target class does
+    not exist waits (Pending). serve reads the VolumeAttributesClasses to say so, as the one-shot claims does; on a
+    cluster that does not serve them (404: before 1.34) the claims are still judged, that evidence unknown."""
+    from kubectl_pvleft.analyses import claims
+    from kubectl_pvleft.records import PersistentVolumeClaim
+    from kubectl_pvleft.records.volumes import VolumeAttributesClass
+
+    claim = PersistentVolumeClaim.from_wire({
+        "metadata": {"name": "fast", "namespace": "a", "uid": "uid-fast", "resourceVersion": "1"},
+        "spec": {"volumeName": "pv-fast", "volumeAttributesClassName": "vac-none"},
+        "status": {"phase": "Bound", "conditions": [{"type": "Unused", "status": "False", "reason": "PodUsingPVC"}]}})
+
+    def judged(vacs: object) -> tuple[Live, dict[str, list[tuple[dict[str, str], float]]]]:
+        live = Live(None, [("claims", claims.follow(Options()))], WatchSettings(), describe=str)  # type: ignore[arg-type]
+        streams = {shared.stream.name: shared for shared in live.streams.values()}
+        live.take(streams["claims"], Synced("", (claim,), "1"))
+        for name in ("pods", "events", "classes", *WORKLOADS):
+            live.take(streams[name], Synced("", (), "1"))
+        if vacs is None:
+            live.not_served(streams["attributeclasses"])
+        else:
+            live.take(streams["attributeclasses"], Synced("", vacs, "1"))  # type: ignore[arg-type]
+        live.judge_once()
+        return live, scrape(live)
+
+    gold = VolumeAttributesClass.from_wire({"metadata": {"name": "vac-gold", "uid": "uid-gold", "resourceVersion": "1"},
+                                            "driverName": "d"})
+    _, metrics = judged((gold,))
+    assert metrics["pvleft_claims_missing_attributes_class"] == [
+        ({"namespace": "a", "volume_attributes_class": "vac-none"}, 1.0)]
+    assert ({"namespace": "a", "problem": "modify-not-started"}, 1.0) in metrics["pvleft_troubled_claims"]
+    live, unserved = judged(None)
+    assert "pvleft_claims_missing_attributes_class" not in unserved  # unknown: never said missing
+    assert ({"namespace": "a", "problem": "modify-not-started"}, 1.0) in unserved["pvleft_troubled_claims"]
+    assert unserved["pvleft_analysis_served"] == [({"analysis": "claims"}, 1.0)]
+    assert unserved["pvleft_analysis_up"] == [({"analysis": "claims"}, 1.0)]
+    assert ({"stream": "volumeattributesclasses", "namespace": ""}, 0.0) in unserved["pvleft_stream_served"]
+    assert live.healthy(60)[0] is True

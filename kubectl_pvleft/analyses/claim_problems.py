@@ -71,6 +71,7 @@ class Problem(Struct, frozen=True):
     reason: Optional[str] = None
     message: Optional[str] = None
     detail: Optional[str] = None  # shown instead of the value where the value alone says little
+    missing_class: Optional[str] = None  # a modification's VolumeAttributesClass that does not exist (serve counts it)
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "field": self.field, "value": self.value, "known": self.known,
@@ -173,6 +174,7 @@ def _modify_problems(claim: PersistentVolumeClaim, attribute_classes: Optional[C
                ": is the external-resizer of the volume's CSI driver running, with VolumeAttributesClass on?")
         return [Problem(MODIFY_NOT_STARTED, "spec.volumeAttributesClassName", wanted or "",
                         detail=f"{claim.current_volume_attributes_class or UNSET}->{wanted}",
+                        missing_class=wanted if missing else None,
                         message=f"asks for VolumeAttributesClass {wanted!r}{when}, and no modification has "
                                 f"started{why}")]
     path = "status.modifyVolumeStatus.status"
@@ -190,4 +192,5 @@ def _modify_problems(claim: PersistentVolumeClaim, attribute_classes: Optional[C
     elif kind == MODIFY_INFEASIBLE:
         message = (f"the driver rejected VolumeAttributesClass {target!r} as invalid (InvalidArgument); the "
                    "external-resizer retries it only slowly: another class, or the previous one, is needed")
-    return [Problem(kind, path, modify.status, detail=change, message=message)]
+    missing_class = target if kind == MODIFY_PENDING and _missing_class(target, attribute_classes) else None
+    return [Problem(kind, path, modify.status, detail=change, message=message, missing_class=missing_class)]

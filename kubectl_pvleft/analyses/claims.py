@@ -381,6 +381,10 @@ def follow(options: Options) -> Follow[ClaimRow]:
                       unreadable=EVENTS_UNREADABLE.replace("{scope}", scope), selects=about_a_claim),
                # Whether a Pending claim waits for its first consumer by design: its class's binding mode.
                Stream("classes", STORAGE_CLASSES, unreadable=CLASSES_UNREADABLE),
+               # Whether the VolumeAttributesClass a claim's modification names exists (storage.k8s.io/v1 since 1.34:
+               # an older cluster's 404 makes that unknown, as the one-shot run says).
+               Stream("attributeclasses", VOLUME_ATTRIBUTES_CLASSES, unreadable=VACS_UNREADABLE,
+                      unserved=VACS_NOT_SERVED),
                # Who will mount a claim no Pod mounts again: a scale-down, a CronJob's next run.
                *(Stream(kind.plural, kind, options.namespace, unreadable=WORKLOADS_UNREADABLE.format(
                    lists=kind.plural, scope=scope, reason="{reason}")) for kind in WORKLOAD_KINDS)]
@@ -391,9 +395,10 @@ def follow(options: Options) -> Follow[ClaimRow]:
         criteria = Criteria(include_all=options.show_all, older_than=options.older_than, by_design=True)
         classes = stores["classes"]
         workloads = reuse.from_stores({kind.plural: stores[kind.plural] for kind in WORKLOAD_KINDS})
+        vacs = stores["attributeclasses"]
         rows = assess(stores["claims"] or [], pods=stores["pods"], criteria=criteria, excluded=options.excluded,
                       classes=None if classes is None else {sc.name: sc for sc in classes},
-                      workloads=workloads).rows
+                      workloads=workloads, attribute_classes=None if vacs is None else {v.name for v in vacs}).rows
         why = reasons_from((r.claim for r in rows), stores["events"])
         return [replace(r, why=why[r.claim.meta.uid]) if r.claim.meta.uid in why else r for r in rows]
 

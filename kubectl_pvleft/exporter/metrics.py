@@ -289,8 +289,11 @@ def _claims(rows: list[Any], judged: list[Any], findings: list[Finding]) -> Iter
             key = (claim.namespace, claim.storage_class or "", row.usage.mounts[0].kind)
             by_design[key] += 1
             by_design_size[key] += quantity_bytes(claim.capacity or claim.requested)
+    missing_class: Counter[tuple[str, ...]] = Counter()
     for row in rows:
         claim = row.claim
+        for name in dict.fromkeys(p.missing_class for p in row.problems if p.missing_class):
+            missing_class[(claim.namespace, name)] += 1
         for kind in dict.fromkeys(problem.kind for problem in row.problems):
             count[(claim.namespace, kind)] += 1
             size[(claim.namespace, kind)] += quantity_bytes(claim.requested)
@@ -303,6 +306,10 @@ def _claims(rows: list[Any], judged: list[Any], findings: list[Finding]) -> Iter
             since = row.usage.since if state == UNUSED else claim.meta.deleted if state == TERMINATING else None
             findings.append(Finding("claims", "PersistentVolumeClaim", claim.namespace, claim.name, state,
                                     claim.meta.created, since))
+    yield _gauge("pvleft_claims_missing_attributes_class", "Claims whose VolumeAttributesClass modification "
+                 "names a class that does not exist (modify-not-started, or modify-pending: the external-resizer "
+                 "waits for it), by namespace and the class named", ("namespace", "volume_attributes_class"),
+                 missing_class)
     yield _gauge("pvleft_troubled_claims", "PersistentVolumeClaims in trouble, by problem (a claim with two "
                  "problems counts under each)", ("namespace", "problem"), count)
     yield _gauge("pvleft_troubled_claim_requested_bytes", "Storage the claims in trouble request",
