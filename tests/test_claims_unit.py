@@ -228,7 +228,8 @@ def test_json_keys_are_stable_and_complete() -> None:
                          "volume_attributes_class", "current_volume_attributes_class", "modify_volume_status",
                          "health_conditions", "creation_timestamp", "deletion_timestamp", "in_trouble", "problems",
                          "stalled_resize", "unused", "usage", "unused_since", "unused_evidence", "mounted_again_by",
-                         "usage_unknown", "waiting_for_first_consumer", "kept", "finalizers", "held_by", "holding_pods"]
+                         "usage_unknown", "waiting_for_first_consumer", "kept", "finalizers", "held_by", "holding_pods",
+                             "selinux_conflicts"]
     assert doc["modify_volume_status"] == {"status": "Infeasible",
                                            "target_volume_attributes_class_name": "cc-rec-gold-io", "known": True}
     assert (doc["volume_attributes_class"], doc["current_volume_attributes_class"]) == ("cc-rec-gold-io",
@@ -261,6 +262,9 @@ def serve(seen: list[str]):
         if path == "/apis/storage.k8s.io/v1/storageclasses":  # the recording's class of cc-rec-pending
             return 200, {"kind": "StorageClassList", "apiVersion": "storage.k8s.io/v1",
                          "metadata": {"resourceVersion": "1"}, "items": [WAIT_CLASS]}
+        if path == "/apis/storage.k8s.io/v1/csidrivers":  # none mounts with -o context: no SELinux census
+            return 200, {"kind": "CSIDriverList", "apiVersion": "storage.k8s.io/v1",
+                         "metadata": {"resourceVersion": "1"}, "items": []}
         if path.rsplit("/", 1)[-1] in WORKLOADS:  # none: every Bound claim no Pod mounts is plainly unused
             return 200, {"kind": "List", "apiVersion": "v1", "metadata": {"resourceVersion": "1"}, "items": []}
         return 404, status(404, "NotFound", "the server could not find the requested resource")
@@ -272,7 +276,7 @@ def serve(seen: list[str]):
     (["-n", "cc-rec-claims"], "/api/v1/namespaces/cc-rec-claims/persistentvolumeclaims"),
     ([], "/api/v1/namespaces/default/persistentvolumeclaims"),  # the context has no namespace
 ])
-def test_cli_scope_is_one_list(tmp_path: Path, args: list[str], path: str) -> None:
+def test_cli_scope_is_one_list_of_claims(tmp_path: Path, args: list[str], path: str) -> None:
     seen: list[str] = []
     with FakeAPIServer(serve(seen)) as server:
         result = invoke("claims", *args, "--exit-code", "--kubeconfig", str(server.kubeconfig(tmp_path / "kc")))
@@ -283,7 +287,8 @@ def test_cli_scope_is_one_list(tmp_path: Path, args: list[str], path: str) -> No
     scope = path.removeprefix("/api/v1").removesuffix("/persistentvolumeclaims")
     workloads = [f"/apis/{group}{scope}/{plural}" for plural, group in WORKLOADS.items()]
     extra = [path.replace("persistentvolumeclaims", "pods"), "/apis/storage.k8s.io/v1/storageclasses", *workloads]
-    assert seen == [path] + (extra if "default" not in path else [])
+    # First the CSIDrivers: one small list says whether the SELinux census needs the Pods at all (none here).
+    assert seen == ["/apis/storage.k8s.io/v1/csidrivers", path] + (extra if "default" not in path else [])
     if path == "/api/v1/namespaces/default/persistentvolumeclaims":
         assert (result.returncode, result.stdout, result.stderr) == (
             0, "", "No claims in trouble found in default namespace.\n")

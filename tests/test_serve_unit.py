@@ -338,6 +338,8 @@ def test_unused_claims_and_their_bytes_with_since_for_the_30_day_alert() -> None
     live.take(streams["events"], Synced("", (), "1"))
     live.take(streams["classes"], Synced("", (), "1"))  # whether a Pending claim waits for its first consumer
     live.take(streams["attributeclasses"], Synced("", (), "1"))
+    live.take(streams["csidrivers"], Synced("", (), "1"))
+    live.take(streams["volumes"], Synced("", (), "1"))
     for plural in WORKLOADS:
         live.take(streams[plural], Synced("", (), "1"))
     live.judge_once()
@@ -380,7 +382,7 @@ def test_a_claim_a_workload_mounts_again_is_counted_apart_and_never_alerted() ->
         live = Live(None, [("claims", claims.follow(Options()))], WatchSettings(), describe=str)  # type: ignore[arg-type]
         streams = {shared.stream.name: shared for shared in live.streams.values()}
         live.take(streams["claims"], Synced("", tuple(PersistentVolumeClaim.from_wire(o) for o in wire), "1"))
-        for name in ("pods", "events", "classes", "attributeclasses", *WORKLOADS):
+        for name in ("pods", "events", "classes", "attributeclasses", "csidrivers", "volumes", *WORKLOADS):
             if name == "statefulsets" and not statefulsets_readable:
                 live.take(streams[name], Notice(name, "cannot list statefulsets", unavailable=True))
             else:
@@ -804,6 +806,8 @@ def test_a_claim_waiting_for_its_first_consumer_is_no_finding_and_no_trouble() -
         live.take(streams["events"], Synced("", (), "1"))
         live.take(streams["classes"], Synced("", classes, "1"))
         live.take(streams["attributeclasses"], Synced("", (), "1"))
+        live.take(streams["csidrivers"], Synced("", (), "1"))
+        live.take(streams["volumes"], Synced("", (), "1"))
         for plural in WORKLOADS:
             live.take(streams[plural], Synced("", (), "1"))
         live.judge_once()
@@ -833,7 +837,7 @@ def test_a_modification_naming_a_class_that_does_not_exist_and_a_cluster_without
         live = Live(None, [("claims", claims.follow(Options()))], WatchSettings(), describe=str)  # type: ignore[arg-type]
         streams = {shared.stream.name: shared for shared in live.streams.values()}
         live.take(streams["claims"], Synced("", (claim,), "1"))
-        for name in ("pods", "events", "classes", *WORKLOADS):
+        for name in ("pods", "events", "classes", "csidrivers", "volumes", *WORKLOADS):
             live.take(streams[name], Synced("", (), "1"))
         if vacs is None:
             live.not_served(streams["attributeclasses"])

@@ -23,6 +23,9 @@ MODIFY_PENDING, MODIFYING, MODIFY_INFEASIBLE, MODIFY_ERROR = "modify-pending", "
 MODIFY_NOT_STARTED = "modify-not-started"
 MODIFY_CONDITIONS = ("ModifyingVolume", "ModifyVolumeError")
 UNHEALTHY = "unhealthy"
+# Pods that share the claim's volume (its CSIDriver sets seLinuxMount: true) cannot mount it together: the
+# selinux-warning-controller's SELinuxLabelConflict / SELinuxChangePolicyConflict (analyses/pending/selinux.py)
+SELINUX_CONFLICT = "selinux-conflict"
 UNUSED = "unused"  # Bound, and no non-terminal Pod references it
 UNKNOWN = "unknown"  # a value this version does not know, in any of the fields above
 
@@ -60,7 +63,8 @@ HEALTH_STATUSES = ("Inaccessible", "DataLoss", "Degraded")
 # PROBLEM values: a test compares).
 PROBLEM_KINDS: tuple[str, ...] = tuple(dict.fromkeys((
     TERMINATING, UNUSED, *PHASE_PROBLEMS.values(), *RESIZE_STATUSES.values(), *(k for k in CONDITIONS.values() if k is not None),
-    RESIZE_NOT_STARTED, MODIFY_NOT_STARTED, *MODIFY_STATUSES.values(), MODIFY_ERROR, UNHEALTHY, UNKNOWN)))
+    RESIZE_NOT_STARTED, MODIFY_NOT_STARTED, *MODIFY_STATUSES.values(), MODIFY_ERROR, UNHEALTHY, SELINUX_CONFLICT,
+    UNKNOWN)))
 
 
 class Problem(Struct, frozen=True):
@@ -84,6 +88,15 @@ def _unknown(path: str, value: str, reason: Optional[str] = None, message: Optio
 
 def condition_known(condition: Condition) -> bool:
     return condition.type in CONDITIONS
+
+
+def selinux_problem(conflicts: Sequence[Any], driver: str) -> Problem:
+    """One problem for every pair of the claim's Pods whose SELinux contexts conflict (``selinux.PairConflict``)."""
+    pairs = ", ".join(f"{c.pod}/{c.other_pod}" for c in conflicts)
+    return Problem(SELINUX_CONFLICT, "pods.spec.securityContext", pairs, detail=pairs,
+                   reason=",".join(dict.fromkeys(c.reason for c in conflicts)),
+                   message="; ".join(c.text() for c in conflicts) + f": CSIDriver {driver} sets seLinuxMount: true, "
+                   "so on one node only one of each pair can mount the volume (SELinuxMount, GA in 1.37)")
 
 
 def problems(claim: PersistentVolumeClaim, stalled: Optional[StalledResize] = None,
