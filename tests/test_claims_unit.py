@@ -349,3 +349,51 @@ def test_a_resize_under_way_is_not_a_resize_that_never_started() -> None:
     assert allocated.stalled_resize is None
     resizing = grown("2Gi", "1Gi", conditions=[{"type": "Resizing", "status": "True"}])
     assert [p.kind for p in assess([resizing]).rows[0].problems] == ["resizing"]
+
+
+# -- the SELinux census's reads ------------------------------------------------------------------------------
+
+class ScopedReader:
+    """A namespaced user's view: claims and Pods of one namespace; cluster-scoped CSIDrivers refused (403)."""
+
+    def __init__(self, claims_: list[Any], pods: list[Any]) -> None:
+        self.claims, self.pods, self.asked = claims_, pods, []  # type: ignore[var-annotated]
+
+    def list(self, kind: Any, namespace: Any = None, *, field_selector: Any = None, label_selector: Any = None) -> Any:
+        from kubectl_pvleft.kube.api import error_for
+
+        self.asked.append(kind.plural)
+        if kind.plural == "csidrivers":
+            raise error_for(403, "Forbidden", 'csidrivers.storage.k8s.io is forbidden: User "u" cannot list resource '
+                            '"csidrivers" in API group "storage.k8s.io" at the cluster scope', "list",
+                            kind.path(namespace))
+        return iter({"persistentvolumeclaims": self.claims, "pods": self.pods}.get(kind.plural, ()))
+
+    def get(self, kind: Any, name: str, namespace: Any = None) -> Any:
+        raise AssertionError("no get")
+
+
+def test_refused_csidrivers_are_said_only_where_pods_share_a_claim() -> None:
+    """A namespaced user may not list CSIDrivers (cluster-scoped): whether Pods sharing a volume conflict is then
+    unknown. Said once when two Pods share a Bound claim; never for a namespace where nothing is shared."""
+    from kubectl_pvleft.analyses.claims import census
+    from kubectl_pvleft.records import Pod
+
+    def pod(name: str) -> Pod:
+        return Pod.from_wire({"metadata": {"name": name, "namespace": "shop", "uid": f"uid-{name}"},
+                              "spec": {"containers": [{"name": "c", "volumeMounts": [{"name": "d", "mountPath": "/d"}]}],
+                                       "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}]},
+                              "status": {"phase": "Running"}})
+
+    # Bound, with no Unused condition (an older server): the Pods are read to judge it.
+    data = PersistentVolumeClaim.from_wire({"metadata": {"name": "data", "namespace": "shop", "uid": "uid-data"},
+                                            "spec": {"volumeName": "pv-data"}, "status": {"phase": "Bound"}})
+    shared = census(ScopedReader([data], [pod("a"), pod("b")]), namespace="shop")  # type: ignore[arg-type]
+    assert [w for w in shared.warnings if "csidrivers" in w] == [
+        'cannot read csidrivers (csidrivers.storage.k8s.io is forbidden: User "u" cannot list resource "csidrivers" in '
+        'API group "storage.k8s.io" at the cluster scope); whether Pods that share a volume have conflicting SELinux '
+        "contexts is not checked."]
+    alone = census(ScopedReader([data], [pod("a")]), namespace="shop")  # type: ignore[arg-type]
+    assert not [w for w in alone.warnings if "csidrivers" in w]
+    empty = census(ScopedReader([], []), namespace="shop")  # type: ignore[arg-type]
+    assert empty.warnings == []

@@ -312,8 +312,11 @@ def census(api: Reader, *, namespace: Optional[str] = None, include_all: bool = 
     attribute_classes: Optional[set[str]] = None
     # The SELinux census: read first (the CSIDrivers, then only if one mounts with -o context the Pods), so the
     # claims that Pods share wait for their PVs like those above.
-    pods_read, selinux = _selinux_evidence(api, namespace, warnings)
+    # CSIDrivers refused (a namespaced user's usual lot): said only where it matters, below.
+    drivers_refused: list[str] = []
+    pods_read, selinux = _selinux_evidence(api, namespace, warnings, drivers_refused)
     shared: list[PersistentVolumeClaim] = []
+    bound = False  # a Bound claim with a volume in scope: one Pods could share
 
     def take(claim: PersistentVolumeClaim, used: Optional[set[tuple[str, str]]],
              classes: Optional[Mapping[str, StorageClass]] = None, workloads: Optional[Workloads] = None,
@@ -330,6 +333,7 @@ def census(api: Reader, *, namespace: Optional[str] = None, include_all: bool = 
                           field_selector=field_selector):
         if excluded(claim.namespace):
             continue
+        bound = bound or (claim.phase == "Bound" and bool(claim.volume_name))
         if selinux is not None and selinux.shares(claim):
             shared.append(claim)
         # deleted: which Pods still hold it
@@ -352,6 +356,7 @@ def census(api: Reader, *, namespace: Optional[str] = None, include_all: bool = 
         if any(needs_pods(c) or may_wait_for_consumer(c) or c.meta.deleted for c in waiting):
             pods = pods_read if pods_read is not None else optional(
                 lambda: list(api.list(PODS, namespace)), warnings, PODS_UNREADABLE.replace("{scope}", scope))
+            pods_read = pods
             used = None if pods is None else used_claims(pods)
             holding = None if pods is None else claim_holders(pods)
         classes = None
@@ -365,6 +370,10 @@ def census(api: Reader, *, namespace: Optional[str] = None, include_all: bool = 
             take(claim, used, classes, workloads, holding)
     if unknown:
         warnings.append(SINCE_UNKNOWN.format(count=unknown))
+    # Whether the Pods that share a volume conflict is unknown without the CSIDrivers: said when a claim may be so
+    # shared (Bound, and two Pods name it, or the Pods were not read), never for a namespace with nothing to share.
+    if drivers_refused and bound and (pods_read is None or _sharing(pods_read)):
+        warnings += drivers_refused
     grown = [r.claim for r in rows if r.stalled_resize is not None]
     if grown:  # a stalled resize is trouble, so its claim is among the rows: now say why it never started
         classes, volumes = _resize_evidence(api, grown, warnings)
@@ -373,11 +382,18 @@ def census(api: Reader, *, namespace: Optional[str] = None, include_all: bool = 
     return ClaimCensus(rows=rows, trouble_count=trouble, warnings=warnings)
 
 
-def _selinux_evidence(api: Reader, namespace: Optional[str],
-                      warnings: list[str]) -> tuple[Optional[list[Pod]], Optional[SELinuxSharing]]:
+def _sharing(pods: Iterable[Pod]) -> bool:
+    from kubectl_pvleft.analyses.pending.selinux import sharing
+
+    return bool(sharing(pods))
+
+
+def _selinux_evidence(api: Reader, namespace: Optional[str], warnings: list[str],
+                      drivers_refused: list[str]) -> tuple[Optional[list[Pod]], Optional[SELinuxSharing]]:
     """The Pods (when read) and what the SELinux census needs: read only as far as it matters, the CSIDrivers
-    first (one small list), the Pods only when a driver mounts with -o context (SELinuxMount)."""
-    drivers = optional(lambda: list(api.list(CSI_DRIVER_SPECS)), warnings,
+    first (one small list), the Pods only when a driver mounts with -o context (SELinuxMount). A 403 on the
+    CSIDrivers goes to ``drivers_refused``, for the caller to say when it matters."""
+    drivers = optional(lambda: list(api.list(CSI_DRIVER_SPECS)), drivers_refused,
                        SELINUX_UNREADABLE.replace("{what}", "csidrivers"))
     if not any(d.spec.se_linux_mount for d in drivers or ()):
         return None, None
