@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -192,9 +193,15 @@ def many_pvs(cluster):
         list(pool.map(lambda chunk: apply(cluster, *chunk), chunks))
     yield
     cluster.kubectl("delete", "pv", "-l", "pvleft-test=bulk", "--wait=false", timeout=300)
-    # Gone before the next module reads the shared plane. pv-protection releases them one by one (one worker,
-    # an update each: ~40 s here); meanwhile every PV list differs from the last.
-    cluster.kubectl("wait", "--for=delete", "pv", "-l", "pvleft-test=bulk", "--timeout=240s", timeout=300)
+    # Best gone before the next module reads the shared plane: pv-protection releases them one by one (one worker,
+    # an update each: ~40 s on a quiet machine, minutes on a loaded one), and meanwhile every PV list differs from
+    # the last. Not a failure if they are still going: tests after this compare only their own objects.
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        status, found = cluster.api("GET", "/api/v1/persistentvolumes?labelSelector=pvleft-test%3Dbulk&limit=1")
+        if status == 200 and not found["items"]:
+            break
+        time.sleep(2)
     cluster.kubectl("delete", "pv", "zz-oldest-leftover", "--wait=false", check=False)
     cluster.kubectl("delete", "namespace", "lo-bulk", "--wait=false", check=False)
 
