@@ -3,20 +3,22 @@ turns argv into one ``Invocation``; below it, code reads typed fields.
 
 - ``Flag``: one flag of a subcommand or a cloud, declared as data where it lives (the parser builds argparse from
   it; a boolean is known from its declaration, so ``--flag=false`` works for every boolean).
-- ``Command``: a subcommand, declared once: its name, summary, module, flags, the kind it lists (its scope comes
-  from the Kind table) and whether a cloud census may join it.
+- ``Command``: a subcommand, declared once: its name, summary, flags, the kind it lists (its scope comes from the
+  Kind table) and whether a cloud census may join it. Which analysis it runs is the registry's word
+  (``analyses.ANALYSES``, a floor above: this module never imports an analysis).
 - ``Invocation``: everything argv said, once parsed; ``Options``: what one context's run is asked (the
   namespace resolved against that context's kubeconfig), the only thing an analysis sees.
 - ``Result``: what an analysis's ``run(api, options)`` produced.
 
 - ``Analysis``: what an analysis is to everything above it (a run, --watch, a fleet, serve): ``run``, ``follow``,
-  ``watch_report`` and ``served``. Each analysis module exports one ``ANALYSIS`` meeting it (mypy checks it where
-  it is declared), and ``Command.load()`` returns it: the module is imported only then.
+  ``watch_report``, ``served`` and ``metrics``. Each analysis module exports one ``ANALYSIS`` meeting it (mypy
+  checks it where it is declared, with the module's own row type); ``SomeAnalysis`` is the same seen from the
+  registry, whose entries have different row types (``apply`` hands one over with its own).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, Optional, Protocol, TypeVar
 
 if TYPE_CHECKING:  # --help must not pay for these
@@ -24,8 +26,12 @@ if TYPE_CHECKING:  # --help must not pay for these
     from kubectl_pvleft.kube.kubeconfig import Selection
     from kubectl_pvleft.kube.watch import Follow
     from kubectl_pvleft.output.report import PrintOptions, Report
+    from kubectl_pvleft.output.series import FailedDelete, Finding, Gauge, Series
+    from kubectl_pvleft.records import ObjectMeta
 
 Row = TypeVar("Row")
+T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
 
 # Plain classes, not dataclasses: `dataclasses` imports `inspect` and writes each class's methods with exec,
 # ~10 ms that --help and every run would pay before doing anything.
@@ -85,17 +91,37 @@ class Flag(_Frozen):
     what: Optional[str]
 
 
-class Analysis(Protocol[Row]):
-    """An analysis, as a run, --watch, a fleet and serve see it. ``served``: a line when the kinds it reads are
-    not served by this cluster (nothing to check, not an error), else None."""
+class SomeAnalysis(Protocol):
+    """An analysis whose rows are its own business: what the registry (``analyses.ANALYSES``) holds, since each
+    analysis has its own row type. A run and ``served`` need no rows; what pairs a row type across calls (--watch:
+    the streams and the report that prints their rows; serve: the rows and their metrics) is done by ``apply``,
+    which hands the analysis with its row type to a function generic in it (mypy checks that function for every
+    row type at once)."""
 
     def run(self, api: Reader, options: Options) -> Result: ...
+
+    def served(self, api: Reader) -> Optional[str]: ...
+
+    def apply(self, use: WithAnalysis[T]) -> T: ...
+
+
+class Analysis(SomeAnalysis, Protocol[Row]):
+    """An analysis, as a run, --watch, a fleet and serve see it. ``served``: a line when the kinds it reads are
+    not served by this cluster (nothing to check, not an error), else None. ``metrics``: what its rows tell
+    /metrics (``rows``: the findings among ``judged``, every row judged)."""
 
     def follow(self, options: Options) -> Follow[Row]: ...
 
     def watch_report(self, options: Options) -> Report[Row]: ...
 
-    def served(self, api: Reader) -> Optional[str]: ...
+    def metrics(self, rows: Sequence[Row], judged: Sequence[Row]) -> Series: ...
+
+
+class WithAnalysis(Protocol[T_co]):
+    """Something done with an analysis whatever its row type: a function generic in ``Row``, such as
+    ``def watch(analysis: Analysis[Row]) -> None``. ``SomeAnalysis.apply`` calls it."""
+
+    def __call__(self, analysis: Analysis[Row], /) -> T_co: ...
 
 
 def always_served(api: Reader) -> Optional[str]:
@@ -103,38 +129,58 @@ def always_served(api: Reader) -> Optional[str]:
 
 
 class AnalysisOf(Generic[Row]):
-    """An ``Analysis`` made of a module's functions: ``ANALYSIS = AnalysisOf(run, follow, watch_report)``."""
+    """An ``Analysis`` made of a module's functions: ``ANALYSIS = AnalysisOf(run, follow, watch_report, metrics)``.
+    ``metrics(rows, judged, findings)``: its gauges from the rows that are findings (``judged``: every row, for
+    the gauges that count what is never a finding), adding what alerts name to ``findings``; ``meta``: a row's
+    object, when the analysis counts in pvleft_terminating_objects; ``failed_delete``: a finding row's failing
+    backend delete (None when it has none), when the analysis counts in pvleft_delete_failure_info."""
 
-    __slots__ = ("follow", "run", "served", "watch_report")
+    __slots__ = ("failed_delete", "follow", "gauges", "meta", "run", "served", "watch_report")
 
     def __init__(self, run: Callable[[Reader, Options], Result], follow: Callable[[Options], Follow[Row]],
                  watch_report: Callable[[Options], Report[Row]],
-                 served: Callable[[Reader], Optional[str]] = always_served) -> None:
+                 metrics: Callable[[Sequence[Row], Sequence[Row], list[Finding]], Iterator[Gauge]],
+                 served: Callable[[Reader], Optional[str]] = always_served,
+                 meta: Optional[Callable[[Row], ObjectMeta]] = None,
+                 failed_delete: Optional[Callable[[Row], Optional[FailedDelete]]] = None) -> None:
         self.run, self.follow, self.watch_report, self.served = run, follow, watch_report, served
+        self.gauges, self.meta, self.failed_delete = metrics, meta, failed_delete
+
+    def metrics(self, rows: Sequence[Row], judged: Sequence[Row]) -> Series:
+        from collections import Counter
+
+        from kubectl_pvleft.output.series import Series
+
+        findings: list[Finding] = []
+        gauges = list(self.gauges(rows, judged, findings))
+        terminating: Optional[Counter[str]] = None
+        if self.meta is not None:
+            terminating = Counter()
+            for meta in map(self.meta, rows):
+                if meta.deletion_timestamp is not None:
+                    terminating.update(meta.finalizers or ("",))
+        failed = None
+        if self.failed_delete is not None:
+            failed = [f for f in map(self.failed_delete, rows) if f is not None]
+        return Series(gauges, findings, terminating, failed)
+
+    def apply(self, use: WithAnalysis[T]) -> T:
+        return use(self)
 
 
 class Command(_Frozen):
-    __slots__ = ("census", "census_help", "flags", "kind", "module", "name", "selector_help", "summary")
+    __slots__ = ("census", "census_help", "flags", "kind", "name", "selector_help", "summary")
     _default_flags = ()
     _default_census = False  # a cloud census may join it (the clouds' flags are its flags)
     _default_census_help = "cloud disks beside the PVs"  # what the census adds, as the help's flag group says
 
     name: str
     summary: str
-    module: str
     flags: tuple[Flag, ...]
     kind: str  # the plural of the kind it lists, a key of kube.api.KINDS
     selector_help: str
     census: bool
     census_help: str
-
-    def load(self) -> Analysis[Any]:
-        """The analysis this command runs (its module's ``ANALYSIS``), imported now and not before. Rows differ
-        from one analysis to the next, hence ``Any`` for them here: each ``ANALYSIS`` is checked with its own."""
-        from importlib import import_module
-
-        analysis: Analysis[Any] = import_module(self.module).ANALYSIS
-        return analysis
 
     @property
     def cluster_scoped(self) -> bool:
@@ -157,7 +203,7 @@ KEEP_ANNOTATION = "pvleft.io/keep"
 COMMANDS = (
     Command(name="leftovers", summary="PersistentVolumes that survived their claim: Released, Failed, or pointing at a "
                                       "claim that is gone or replaced, with the PV's and its class's reclaim policy",
-            module="kubectl_pvleft.analyses.leftovers", kind="persistentvolumes", selector_help="PersistentVolumes",
+            kind="persistentvolumes", selector_help="PersistentVolumes",
             flags=(ALL.replace(help="list every PV with the same columns, kept and younger ones too"),
                    OLDER_THAN.replace(help="only PVs in their phase for longer than this (e.g. 7d, 36h); with a "
                                            "cloud census, only disks older than this too"),
@@ -165,14 +211,14 @@ COMMANDS = (
                                                   "glob patterns such as 'kube-*')")), census=True),
     Command(name="pending", summary="Pending Pods triaged by the controller that owns the blocker, from Pod and PVC "
                                     "evidence",
-            module="kubectl_pvleft.analyses.pending", kind="pods", selector_help="Pods", flags=(EXCLUDE_NAMESPACE,)),
+            kind="pods", selector_help="Pods", flags=(EXCLUDE_NAMESPACE,)),
     Command(name="classes", summary="StorageClasses with their PV/PVC counts, defaults and drift",
-            module="kubectl_pvleft.analyses.classes", kind="storageclasses", selector_help="StorageClasses",
+            kind="storageclasses", selector_help="StorageClasses",
             flags=(Flag(name="--drift", dest="drift", kind=BOOLEAN,
                         help="list the PVs whose reclaim policy differs from their class's instead of the classes"),)),
     Command(name="claims", summary="PersistentVolumeClaims in trouble: not bound, unused (no Pod mounts it and no workload "
                                    "will), resizing, modify failed, unhealthy, lost",
-            module="kubectl_pvleft.analyses.claims", kind="persistentvolumeclaims",
+            kind="persistentvolumeclaims",
             selector_help="PersistentVolumeClaims",
             flags=(ALL.replace(help="list every claim, not only those in trouble (kept and younger ones too, and those "
                                            "unused by design: a workload will mount them again)"),
@@ -182,7 +228,7 @@ COMMANDS = (
     Command(name="snapshots", summary="VolumeSnapshotContents that survived their snapshot: Retain contents whose "
                                       "VolumeSnapshot is gone or replaced, contents whose class is gone, contents not "
                                       "ready with an error",
-            module="kubectl_pvleft.analyses.snapshots", kind="volumesnapshotcontents",
+            kind="volumesnapshotcontents",
             selector_help="VolumeSnapshotContents",
             flags=(ALL.replace(help="list every VolumeSnapshotContent, not only those with findings (kept and "
                                     "younger ones too)"),
@@ -193,7 +239,7 @@ COMMANDS = (
     Command(name="attachments", summary="VolumeAttachments and nodes in trouble: attach/detach errors, detaches held "
                                         "by the attacher's finalizer, missing or NotReady nodes, missing PVs, drivers "
                                         "not registered on a node, nodes at their attach limit",
-            module="kubectl_pvleft.analyses.attachments", kind="volumeattachments",
+            kind="volumeattachments",
             selector_help="VolumeAttachments",
             flags=(ALL.replace(help="list every VolumeAttachment and CSINode, not only those in trouble (kept and "
                                     "younger ones too)"),
@@ -207,7 +253,7 @@ COMMANDS_BY_NAME = {command.name: command for command in COMMANDS}
 # decides what -n means: as for the cluster-scoped kinds, it narrows (to one namespace's Pods and claims).
 SERVE = Command(
     name="serve", summary="keep every analysis live on watches and serve it as Prometheus metrics (/metrics, /healthz)",
-    module="kubectl_pvleft.cli.serve", kind="persistentvolumes", selector_help="objects", census=True,
+    kind="persistentvolumes", selector_help="objects", census=True,
     flags=(Flag(name="--listen", dest="listen", metavar="[HOST]:PORT", pattern=r"(\[[0-9A-Fa-f:.]+\]|[^\s:\[\]]*):[0-9]{1,5}",
                 what="a [HOST]:PORT address", help="where to serve /metrics and /healthz (default :9479, every address)"),
            Flag(name="--census-interval", dest="census_interval", metavar="DURATION",
@@ -223,14 +269,14 @@ SERVE = Command(
 WHY = Command(
     name="why", summary="one object's storage story: the chain Pod -> claims -> PV -> VolumeAttachment -> node -> CSI "
                         "driver (or a snapshot content's), each link's state, what blocks and who owns it",
-    module="kubectl_pvleft.analyses.why", kind="pods", selector_help="objects")
+    kind="pods", selector_help="objects")
 # Not an analysis either: every analysis as a tool of a Model Context Protocol server, for AI agents (docs/mcp.md).
 # Each tool call is one run of that analysis, read-only, as `-o json` would print it; -n and -A set the tools'
 # default namespace, as they set a run's.
 MCP = Command(
     name="mcp", summary="answer AI agents: every analysis as a read-only tool of a Model Context Protocol server on "
                         "stdin/stdout",
-    module="kubectl_pvleft.cli.mcp_server", kind="persistentvolumeclaims", selector_help="objects",
+    kind="persistentvolumeclaims", selector_help="objects",
     flags=(Flag(name="--listen", dest="listen", metavar="HOST:PORT",
                 pattern=r"(127\.0\.0\.1|localhost|\[::1\]):[0-9]{1,5}", what="a loopback HOST:PORT (127.0.0.1, "
                                                                             "[::1] or localhost; port 0: any free one)",
@@ -294,7 +340,7 @@ class Invocation(_Frozen):
     request_timeout: Optional[float]
     verbosity: int
     flags: Mapping[str, Any]
-    clouds: tuple[str, ...]  # the cloud modules whose census the flags ask for
+    clouds: tuple[str, ...]  # the sources ("gce", "aws", "azure") whose census the flags ask for
     all_contexts: bool
     contexts: tuple[str, ...]
     max_concurrency: Optional[int]
@@ -370,7 +416,7 @@ class Options(_Frozen):
     show_all: bool
     drift: bool
     flags: Mapping[str, Any]  # the clouds' flags by dest, for the census
-    clouds: tuple[str, ...]  # the cloud modules whose census the flags ask for
+    clouds: tuple[str, ...]  # the sources ("gce", "aws", "azure") whose census the flags ask for
     names: tuple[str, ...]  # positional NAMEs: the CLI narrows the rows to them; a cloud looks up only theirs
     request_timeout: Optional[float]
     older_than: Optional[float]  # seconds: younger rows are not findings (None: no threshold)

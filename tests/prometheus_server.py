@@ -51,6 +51,14 @@ def answers(url: str) -> bool:
         return False
 
 
+def samples(exposition: str, name: str) -> list[tuple[dict[str, str], float]]:
+    """The samples of one series name in an exposition, parsed by prometheus_client's own parser."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    return [(sample.labels, sample.value) for family in text_string_to_metric_families(exposition)
+            for sample in family.samples if sample.name == name]
+
+
 class Prometheus:
     def __init__(self, port: int, log: Path) -> None:
         self.port, self.log = port, log
@@ -61,6 +69,12 @@ class Prometheus:
 
     def query(self, expr: str) -> list[dict[str, Any]]:
         status, body = fetch(f"{self.url}/api/v1/query?" + urllib.parse.urlencode({"query": expr}))
+        assert status == 200, f"{expr}: {body}"
+        return list(json.loads(body)["data"]["result"])
+
+    def query_range(self, expr: str, start: float, end: float) -> list[dict[str, Any]]:
+        query = urllib.parse.urlencode({"query": expr, "start": start, "end": end, "step": "1"})
+        status, body = fetch(f"{self.url}/api/v1/query_range?{query}")
         assert status == 200, f"{expr}: {body}"
         return list(json.loads(body)["data"]["result"])
 

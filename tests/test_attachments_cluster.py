@@ -198,7 +198,7 @@ def test_a_refused_optional_kind_is_unknown_said_once(scene: Any) -> None:
 
 
 def test_serve_exports_the_attachment_findings(scene: Any, tmp_path: Path) -> None:
-    from test_serve_cluster import WATCH_ENV, _ok, fetch, free_port, samples
+    from prometheus_server import WATCH_ENV, answers, fetch, free_port, samples
 
     port = free_port()
     log = (tmp_path / "serve.log").open("w+")
@@ -206,7 +206,7 @@ def test_serve_exports_the_attachment_findings(scene: Any, tmp_path: Path) -> No
                                 "--listen", f"127.0.0.1:{port}"], stdout=log, stderr=subprocess.STDOUT, text=True,
                                env={**os.environ, **WATCH_ENV})
     try:
-        wait_for("the exporter's /healthz", lambda: _ok(f"http://127.0.0.1:{port}/healthz"), timeout=60)
+        wait_for("the exporter's /healthz", lambda: answers(f"http://127.0.0.1:{port}/healthz"), timeout=60)
 
         def series() -> Any:
             _, body = fetch(f"http://127.0.0.1:{port}/metrics")

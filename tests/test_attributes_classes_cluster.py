@@ -133,8 +133,7 @@ def test_serve_counts_the_claims_whose_class_does_not_exist(cluster: Any, modifi
     """serve reads the VolumeAttributesClasses as the one-shot claims does: missing (never started) and pending
     (the resizer waits for the class, validateVACAndModifyVolumeWithTarget) name vac-none, which does not exist;
     gold and infeasible name classes that do."""
-    from prometheus_server import exporter, fetch
-    from test_serve_cluster import samples
+    from prometheus_server import exporter, fetch, samples
 
     with exporter(cluster.kubeconfig("reader"), log=tmp_path / "serve.log") as target:
         def counted() -> Any:

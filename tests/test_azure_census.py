@@ -13,8 +13,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from azure_fake import CLIENT_SECRET, FakeArm, azure_disk, csi_tags, disk_id
-from kubectl_pvleft.clouds.azure import CSI_DRIVER
 from kubectl_pvleft.clouds.azure.census import API_VERSION, PERMISSION, open_census, other_clusters_note
+from kubectl_pvleft.clouds.azure.names import CSI_DRIVER
 from kubectl_pvleft.clouds.base import MISSING_DISK, NOT_A_VOLUME, ORPHAN_DISK, CloudError, VolumeRef, join
 
 SUB = "0b1d7c5e-2f4a-4c8e-9d3b-6a7f8e9d0c1b"

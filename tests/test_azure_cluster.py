@@ -18,7 +18,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from azure_fake import FakeArm, azure_disk, csi_tags, disk_id
-from kubectl_pvleft.clouds.azure import CSI_DRIVER
+from kubectl_pvleft.clouds.azure.names import CSI_DRIVER
 from plugin_runner import items
 from scenarios import apply, claim, delete_claim, namespace, storage_class, wait_pv_phase
 from test_census_cli import GUARDED_RUN, env_for, error_lines, rows_by, run, sections

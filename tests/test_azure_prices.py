@@ -22,7 +22,8 @@ import tls_material
 from azure_fake import FakeArm, azure_disk, csi_tags, disk_id
 from cli_runner import invoke
 from fake_apiserver import FakeAPIServer
-from kubectl_pvleft.clouds.azure import CSI_DRIVER
+from kubectl_pvleft.clouds import SOURCES
+from kubectl_pvleft.clouds.azure.names import CSI_DRIVER
 from kubectl_pvleft.clouds.base import CloudDisk
 from kubectl_pvleft.clouds.cost import MonthlyCost, Unpriced, read_price_file
 from kubectl_pvleft.clouds.pricing import price
@@ -227,7 +228,7 @@ def test_the_price_file_overrides_an_azure_line_and_the_api_prices_the_rest(pric
         """))
     disks = [disk("p10", "eastus-1", 100, "Premium_LRS"), disk("p15", "eastus-1", 200, "Premium_LRS"),
              disk("v2", "westeurope", 100, "PremiumV2_LRS", iops=5000, throughput=200)]
-    assert amounts(disks, read_price_file(str(path))) == {
+    assert amounts(disks, read_price_file(str(path), SOURCES)) == {
         "p10": 12.5, "p15": pytest.approx(256 * 0.15),
         "v2": f"{path} prices PremiumV2_LRS capacity in westeurope but not its throughput (MiBps-month)"}
     skus = {q["$filter"].rsplit("(", 1)[1] for _, _, q in prices.requests}

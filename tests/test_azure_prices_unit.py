@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from kubectl_pvleft.clouds import SOURCES
 from kubectl_pvleft.clouds.azure import prices as azure
 from kubectl_pvleft.clouds.azure.census import disk_record
 from kubectl_pvleft.clouds.base import CloudDisk
@@ -140,7 +141,7 @@ def test_the_price_file_prices_a_tier_per_disk_month(tmp_path: Path) -> None:
     path = tmp_path / "p.yaml"
     path.write_text("currency: EUR\nprices:\n  - {cloud: azure, location: '*', type: P10 LRS, unit_price: 17.5, "
                     "unit: disk-month}\n")
-    rate = read_price_file(str(path)).rate("azure", Need(DISK, 1.0, "westeurope", "P10 LRS"))
+    rate = read_price_file(str(path), SOURCES).rate("azure", Need(DISK, 1.0, "westeurope", "P10 LRS"))
     assert rate is not None and (rate.unit_price, rate.currency, rate.unit) == (17.5, "EUR", "disk-month")
 
 
@@ -155,7 +156,7 @@ def test_a_price_file_alone_prices_tiered_disks_without_asking_the_api(tmp_path:
                     "unit: disk-month}\n")
     hdd = CloudDisk("azure", "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/disks/x", "logs\x1b[2J",
                     "eastus", 10, "Standard_LRS", None, None)
-    costing = price({}, [hdd], 5.0, read_price_file(str(path)))
+    costing = price({}, [hdd], 5.0, read_price_file(str(path), SOURCES))
     found = costing.by_handle[hdd.handle]
     assert isinstance(found, MonthlyCost) and found.amount == 1.5 and found.by_file and costing.errors == []
     assert found.excludes is not None and found.excludes.startswith("Standard HDD transactions")
@@ -172,7 +173,7 @@ def test_a_tier_line_in_another_unit_is_said_not_to_apply(tmp_path: Path, monkey
     path.write_text("currency: USD\nprices:\n  - {cloud: azure, location: eastus, type: P10 LRS, unit_price: 17.5}\n")
     premium = CloudDisk("azure", "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/disks/p", "p",
                         "eastus", 100, "Premium_LRS", None, None)
-    costing = price({}, [premium], 2.0, read_price_file(str(path)))
+    costing = price({}, [premium], 2.0, read_price_file(str(path), SOURCES))
     assert isinstance(costing.by_handle[premium.handle], Unpriced)
     assert f"{path}:prices[1] prices azure P10 LRS in eastus per GiB-month, but a P10 LRS disk bills per disk-month: " \
            "the line was not used" in costing.warnings

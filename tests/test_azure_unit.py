@@ -13,8 +13,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import azure_models
 from azure_fake import azure_disk, csi_tags, disk_id
-from kubectl_pvleft.clouds.azure import CSI_DRIVER
 from kubectl_pvleft.clouds.azure.census import AzureCensus, disk_record, parse_disk_id, parse_time, use_words, vm_name
+from kubectl_pvleft.clouds.azure.names import CSI_DRIVER
 from kubectl_pvleft.clouds.base import NOT_A_VOLUME, ORPHAN_DISK, VolumeRef, join
 
 SUB = "0b1d7c5e-2f4a-4c8e-9d3b-6a7f8e9d0c1b"
@@ -88,7 +88,7 @@ def test_the_flags_reach_the_census_typed_and_ask_for_it() -> None:
 
     invocation = parse(["leftovers", "--azure-subscription", SUB, "--azure-resource-group", "MC_rg(1).x",
                         "--azure-cluster-name", "aks"], "kubectl pvleft")
-    assert invocation is not None and invocation.clouds == ("kubectl_pvleft.clouds.azure",)
+    assert invocation is not None and invocation.clouds == ("azure",)
     assert {k: v for k, v in invocation.flags.items() if k.startswith("azure")} == {
         "azure_subscription": (SUB,), "azure_resource_group": ("MC_rg(1).x",), "azure_cluster_name": "aks"}
     plain = parse(["leftovers"], "kubectl pvleft")

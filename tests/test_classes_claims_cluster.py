@@ -6,6 +6,7 @@ namespace and removes what it made."""
 from __future__ import annotations
 
 import json
+import os
 import time
 import uuid
 from collections.abc import Iterator
@@ -97,6 +98,48 @@ def test_classes_counts_drift_missing_class_and_csidriver(cluster, prefix: str) 
     theirs = kubectl_columns(cluster, f"{p}gold", f"{p}fast", f"{p}local")
     assert {name: ours[name] for name in theirs} == theirs
     assert ours[f"{p}nowhere"][1] == "<missing>"
+
+
+def test_classes_drift_watch_prints_drifted_pvs_not_classes(cluster, prefix: str) -> None:
+    """`classes --drift --watch` is watched with rows of its own (the drifted PVs, analyses.classes.DRIFT), not the
+    classes': the PV appears with its policy and its class's, and resolves when its class's policy is its own again
+    (the class recreated with Retain: a StorageClass's reclaimPolicy is immutable)."""
+    import queue
+    import signal
+    import subprocess
+    import threading
+
+    from plugin_runner import PLUGIN
+
+    p = prefix
+    apply(cluster, storage_class(f"{p}fast", provisioner=f"{p}csi.example.com", reclaim="Delete"),
+          csi_pv(f"{p}drift", driver=f"{p}csi.example.com", storage_class=f"{p}fast", reclaim="Retain",
+                 provisioned=True))
+    wait_pv_phase(cluster, f"{p}drift", "Available")
+    proc = subprocess.Popen([PLUGIN or "kubectl-pvleft", "classes", "--drift", "--watch", "-o", "jsonl",
+                             "--kubeconfig", str(cluster.kubeconfig("reader"))], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "PVLEFT_WATCH_SETTLE_SECONDS": "0.1"})
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()  # type: ignore[union-attr]
+
+    def next_of_mine() -> dict[str, Any]:
+        while True:  # other tests' drifted PVs are cluster-wide: only this one's lines count
+            line = json.loads(lines.get(timeout=60))
+            if line["name"] == f"{p}drift":
+                return line
+
+    try:
+        appeared = next_of_mine()
+        assert (appeared["change"], appeared["reclaim_policy"], appeared["class_reclaim_policy"]) == (
+            "appeared", "Retain", "Delete")
+        assert appeared["storage_class"] == f"{p}fast" and "pvs" not in appeared  # a PV's row, never a class's
+        cluster.kubectl("delete", "storageclass", f"{p}fast")
+        apply(cluster, storage_class(f"{p}fast", provisioner=f"{p}csi.example.com", reclaim="Retain"))
+        assert next_of_mine()["change"] == "resolved"
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 130 and "Traceback" not in stderr, stderr
 
 
 def test_two_default_classes(cluster, prefix: str) -> None:

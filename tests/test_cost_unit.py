@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from kubectl_pvleft.clouds import SOURCES
 from kubectl_pvleft.clouds.aws import prices as ebs
 from kubectl_pvleft.clouds.base import CloudDisk
 from kubectl_pvleft.clouds.cost import (
@@ -110,7 +111,7 @@ def test_the_price_file_prices_what_it_names_and_nothing_is_asked_of_an_api(tmp_
     path = tmp_path / "prices.yaml"
     path.write_text(PRICES)
     disks = [gce("a", "europe-west1-b"), gce("b", "europe-west1"), aws("vol-1", "us-east-1a", iops=4000, throughput=125)]
-    costing = price({}, disks, 5.0, read_price_file(str(path)))
+    costing = price({}, disks, 5.0, read_price_file(str(path), SOURCES))
     zonal, regional, gp3 = (costing.by_handle[d.handle] for d in disks)
     assert isinstance(zonal, MonthlyCost) and zonal.amount == pytest.approx(15.0) and zonal.currency == "EUR"
     assert isinstance(regional, MonthlyCost) and regional.amount == pytest.approx(30.0)
@@ -126,7 +127,7 @@ def test_a_disk_the_file_prices_but_not_its_iops_is_unknown_never_mixed(tmp_path
     path.write_text('{"currency": "USD", "prices": [{"cloud": "gce", "location": "us-central1", "type": "pd-extreme",'
                     ' "unit_price": 0.12}]}')
     disk = gce("x", "us-central1-a", 50, "pd-extreme", iops=10000)
-    found = price({}, [disk], 5.0, read_price_file(str(path))).by_handle[disk.handle]
+    found = price({}, [disk], 5.0, read_price_file(str(path), SOURCES)).by_handle[disk.handle]
     assert isinstance(found, Unpriced) and "not its iops" in found.reason
     assert cell(found).value == "unknown" and found.to_json()["amount"] is None
 
@@ -146,13 +147,13 @@ def test_a_bad_price_file_is_one_usage_error(tmp_path: Path, text: str, said: st
     path = tmp_path / "p.yaml"
     path.write_text(text)
     with pytest.raises(UsageError, match=None) as caught:
-        read_price_file(str(path))
+        read_price_file(str(path), SOURCES)
     assert said in str(caught.value) and "\n" not in str(caught.value)
 
 
 def test_a_missing_price_file_is_a_usage_error(tmp_path: Path):
     with pytest.raises(UsageError, match="No such file"):
-        read_price_file(str(tmp_path / "nope.yaml"))
+        read_price_file(str(tmp_path / "nope.yaml"), SOURCES)
 
 
 # -- totals -----------------------------------------------------------------------------------------------------
@@ -217,10 +218,12 @@ def test_why_a_price_is_unknown_is_one_warning_per_reason_with_names_escaped():
 
 
 def test_a_cloud_without_a_prices_module_is_unknown_not_an_error():
-    import kubectl_pvleft.clouds.gce as gce_package
+    from types import SimpleNamespace
+
+    from kubectl_pvleft.clouds import CLOUDS
     from kubectl_pvleft.clouds.pricing import prices_of
 
-    assert prices_of(gce_package) is not None
-    import kubectl_pvleft.clouds as without_prices  # a package with no `prices` module, as a new cloud's may be
+    assert all(prices_of(cloud) is not None for cloud in CLOUDS)
+    without_prices = SimpleNamespace(prices=None)  # a cloud whose prices are not read, as a new cloud's may be
 
     assert prices_of(without_prices) is None

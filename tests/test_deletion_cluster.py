@@ -174,8 +174,7 @@ def test_watch_and_serve_quote_the_failing_delete_as_the_one_shot_run_does(clust
     on the PV) and shows the row change when one arrives; serve quotes it in pvleft_delete_failure_info. A PV whose
     claim never existed is Released by the PV controller (pv_controller.go syncVolume); the external-provisioner's
     finalizer and the Delete policy make it one whose backend delete is awaited."""
-    from prometheus_server import exporter, fetch
-    from test_serve_cluster import samples
+    from prometheus_server import exporter, fetch, samples
 
     name, error = "held-live", "rpc error: code = Internal desc = disk vol-held-live is in use"
     pv = {"apiVersion": "v1", "kind": "PersistentVolume",

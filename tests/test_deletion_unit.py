@@ -8,7 +8,7 @@ from typing import Any
 
 from kubectl_pvleft.analyses import claims, leftovers, snapshots
 from kubectl_pvleft.analyses.deletion import claim_holders
-from kubectl_pvleft.exporter.live import Live
+from kubectl_pvleft.exporter.live import Live, kept_live
 from kubectl_pvleft.invocation import Options
 from kubectl_pvleft.kube.watch import Synced, WatchSettings
 from kubectl_pvleft.records import ClaimIdentity, PersistentVolume, PersistentVolumeClaim, Pod
@@ -105,7 +105,7 @@ def test_a_content_whose_delete_fails_is_terminating_with_its_error() -> None:
 
 
 def test_serve_says_terminating_with_its_since_and_finalizer() -> None:
-    live = Live(None, [("claims", claims.follow(Options())), ("leftovers", leftovers.follow(Options()))],  # type: ignore[arg-type]
+    live = Live(None, [kept_live("claims", claims.ANALYSIS, Options()), kept_live("leftovers", leftovers.ANALYSIS, Options())],  # type: ignore[arg-type]
                 WatchSettings(), describe=str)
     streams = {shared.label: shared for shared in live.streams.values()}
     pv = PersistentVolume.from_wire({

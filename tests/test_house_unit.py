@@ -216,7 +216,7 @@ def test_the_clouds_are_named_only_inside_their_package():
 
 def test_every_declared_boolean_takes_pflags_true_and_false_forms():
     from kubectl_pvleft.cli.parser import declared_flags, parse
-    from kubectl_pvleft.clouds import cloud_modules
+    from kubectl_pvleft.clouds import CLOUDS
     from kubectl_pvleft.invocation import BOOLEAN, COMMANDS, NEEDS_CENSUS
 
     checked = 0
@@ -225,7 +225,7 @@ def test_every_declared_boolean_takes_pflags_true_and_false_forms():
             if flag.kind != BOOLEAN:
                 continue
             # a flag that means something only beside a census (--cost) is given one: any cloud's first flag
-            census = [cloud_modules()[0].FLAGS[0].name, "x"] if flag.needs == NEEDS_CENSUS else []
+            census = [CLOUDS[0].FLAGS[0].name, "x"] if flag.needs == NEEDS_CENSUS else []
             for text, expected in (("true", True), ("false", False), ("1", True), ("F", False)):
                 invocation = parse([command.name, *census, f"{flag.name}={text}"], "kubectl pvleft")
                 assert invocation is not None and invocation.flags[flag.dest] is expected, (command.name, flag.name)

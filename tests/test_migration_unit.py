@@ -38,7 +38,7 @@ def test_what_is_not_migrated_whatever_the_gates_stays_itself() -> None:
 
 def test_every_cloud_answers_for_the_in_tree_pvs_migrated_to_its_driver() -> None:
     """A migrated PV keeps its in-tree source (awsElasticBlockStore...): its census must join it by its handle."""
-    assert {"awsElasticBlockStore", "kubernetes.io/aws-ebs"} <= aws.DRIVERS
-    assert {"gcePersistentDisk", "kubernetes.io/gce-pd"} <= gce.DRIVERS
-    assert {"azureDisk", "kubernetes.io/azure-disk"} <= azure.DRIVERS
-    assert "azureFile" not in azure.DRIVERS  # a file share, not a managed disk: not this census's
+    assert {"awsElasticBlockStore", "kubernetes.io/aws-ebs"} <= aws.CLOUD.DRIVERS
+    assert {"gcePersistentDisk", "kubernetes.io/gce-pd"} <= gce.CLOUD.DRIVERS
+    assert {"azureDisk", "kubernetes.io/azure-disk"} <= azure.CLOUD.DRIVERS
+    assert "azureFile" not in azure.CLOUD.DRIVERS  # a file share, not a managed disk: not this census's

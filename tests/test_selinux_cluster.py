@@ -125,8 +125,7 @@ def test_claims_lists_the_shared_volume_with_every_conflicting_pair_the_controll
     # Pods that agree share nothing worth a row: a and d alone would be no conflict (pair_conflicts is per pair).
     assert not any(c["pod"] == "a" and c["other_pod"] == "d" for c in row["selinux_conflicts"])
 
-    from prometheus_server import exporter, fetch
-    from test_serve_cluster import samples
+    from prometheus_server import exporter, fetch, samples
 
     with exporter(cluster.kubeconfig("reader"), log=tmp_path / "serve.log") as target:
         def counted() -> Any:

@@ -13,11 +13,8 @@ from typing import Any
 
 from fake_apiserver import QuietServer
 from kubectl_pvleft.analyses import leftovers
-from kubectl_pvleft.exporter.live import Live
-from kubectl_pvleft.invocation import Options
-from kubectl_pvleft.kube.api import KubeAPI
-from kubectl_pvleft.kube.kubeconfig import Selection, load_connection
 from kubectl_pvleft.kube.watch import WatchSettings
+from live_serving import live_on
 
 SETTINGS = WatchSettings(timeout_seconds=300, backoff_initial=0.2, backoff_max=1.0, warn_after=3600, settle=0.0)
 
@@ -35,49 +32,41 @@ def test_a_stream_down_but_readable_is_up_again_when_its_watch_is_answered(tmp_p
     though no event ever comes, because each watch the server answers 200 is established. Down meanwhile, and still
     readable: what the stream-down alert (up 0 and readable 1) must fire on."""
     server = QuietServer()
-    api = KubeAPI(load_connection(Selection(kubeconfig=str(server.kubeconfig(tmp_path / "kc")))))
-    live = Live(api, [("leftovers", leftovers.follow(Options()))], SETTINGS, describe=str)
-    healths = [shared.health for shared in live.streams.values()]
-    live.start()
     try:
-        until(lambda: all(h.up for h in healths) and server.watches >= len(healths), 20)
-        assert live.healthy(2) == (True, "ok")
-        server.go_away()
-        until(lambda: not any(h.up for h in healths), 10)
-        assert all(h.readable for h in healths)  # down, not refused: an outage
-        time.sleep(5)
-        assert live.healthy(2)[0] is False and "down for" in live.healthy(2)[1]
-        watches = server.watches
-        server.come_back()
-        took = until(lambda: all(h.up for h in healths), 30)
-        assert live.healthy(2) == (True, "ok"), took
-        assert server.watches > watches  # up because the watches were answered: no event came
-        assert all(h.relists == 0 for h in healths)  # resumed from where they were, no list needed
-        assert all(h.last_success is not None and time.time() - h.last_success < 30 for h in healths)
+        with live_on(server, tmp_path, "leftovers", leftovers.ANALYSIS, SETTINGS) as live:
+            healths = [shared.health for shared in live.streams.values()]
+            until(lambda: all(h.up for h in healths) and server.watches >= len(healths), 20)
+            assert live.healthy(2) == (True, "ok")
+            server.go_away()
+            until(lambda: not any(h.up for h in healths), 10)
+            assert all(h.readable for h in healths)  # down, not refused: an outage
+            time.sleep(5)
+            assert live.healthy(2)[0] is False and "down for" in live.healthy(2)[1]
+            watches = server.watches
+            server.come_back()
+            took = until(lambda: all(h.up for h in healths), 30)
+            assert live.healthy(2) == (True, "ok"), took
+            assert server.watches > watches  # up because the watches were answered: no event came
+            assert all(h.relists == 0 for h in healths)  # resumed from where they were, no list needed
+            assert all(h.last_success is not None and time.time() - h.last_success < 30 for h in healths)
     finally:
-        live.stop()
-        api.close()
         server.close()
 
 
 def test_a_stream_readable_but_not_listed_yet_is_down_and_not_ready(tmp_path: Path) -> None:
     server = QuietServer()
     server.hold_lists.set()
-    api = KubeAPI(load_connection(Selection(kubeconfig=str(server.kubeconfig(tmp_path / "kc")))))
-    live = Live(api, [("leftovers", leftovers.follow(Options()))], SETTINGS, describe=str)
-    live.start()
     try:
-        time.sleep(1)
-        healths = {shared.label: shared.health for shared in live.streams.values()}
-        assert all(h.readable and not h.up and not h.listed for h in healths.values())
-        ok, why = live.healthy(3600)
-        assert not ok and why.endswith("not listed yet")
-        server.hold_lists.clear()
-        until(lambda: live.healthy(3600)[0], 20)
-        assert all(h.up and h.listed for h in healths.values())
+        with live_on(server, tmp_path, "leftovers", leftovers.ANALYSIS, SETTINGS) as live:
+            time.sleep(1)
+            healths = {shared.label: shared.health for shared in live.streams.values()}
+            assert all(h.readable and not h.up and not h.listed for h in healths.values())
+            ok, why = live.healthy(3600)
+            assert not ok and why.endswith("not listed yet")
+            server.hold_lists.clear()
+            until(lambda: live.healthy(3600)[0], 20)
+            assert all(h.up and h.listed for h in healths.values())
     finally:
-        live.stop()
-        api.close()
         server.close()
 
 
@@ -106,14 +95,11 @@ def test_a_list_that_never_ends_is_given_up_at_its_deadline_and_what_it_added_go
         return 200, {"kind": "List", "apiVersion": "v1", "metadata": meta, "items": items}
 
     with FakeAPIServer(handler) as server:
-        api = KubeAPI(load_connection(Selection(kubeconfig=str(server.kubeconfig(tmp_path / "kc")))))
-        live = Live(api, [("leftovers", leftovers.follow(Options()))],
-                    WatchSettings(backoff_initial=0.05, backoff_max=0.1, settle=0.0), describe=str, list_seconds=1.0)
-        pvs = next(s for s in live.streams.values() if s.label == "persistentvolumes")
-        store = live.analyses[0].stores.data
-        live.start()
-        threads = []
-        try:
+        settings = WatchSettings(backoff_initial=0.05, backoff_max=0.1, settle=0.0)
+        with live_on(server, tmp_path, "leftovers", leftovers.ANALYSIS, settings, list_seconds=1.0) as live:
+            pvs = next(s for s in live.streams.values() if s.label == "persistentvolumes")
+            store = live.analyses[0].stores.data
+            threads = []
             until(lambda: pvs.health.errors >= 1, 30)
             started = len(live.threads)
             while pvs.health.errors < 4:
@@ -124,9 +110,6 @@ def test_a_list_that_never_ends_is_given_up_at_its_deadline_and_what_it_added_go
                 time.sleep(0.05)
                 assert len(threads) < 1200, "never four errors"
             errors = pvs.health.errors
-        finally:
-            live.stop()
-            api.close()
     assert "did not end within 1s" in pvs.health.last_error and errors >= 4
     assert pages[0] > 8  # it did page, on and on
     assert threads and max(readers for readers, _ in threads) <= 1, threads  # one list at a time, none left behind

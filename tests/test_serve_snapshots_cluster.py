@@ -19,10 +19,10 @@ import pytest
 
 from controlplane import ControlPlane, own_plane
 from plugin_runner import PLUGIN
+from prometheus_server import WATCH_ENV, answers, fetch, free_port, samples
 from recording.snapshots import CRD_NAMES, GROUP, install_crds
 from recording.snapshots import build as build_scenario
 from scenarios import wait_for
-from test_serve_cluster import WATCH_ENV, _ok, fetch, free_port, samples
 
 pytestmark = pytest.mark.cluster
 
@@ -62,7 +62,7 @@ def test_snapshot_crds_installed_then_deleted_while_serving(plane: ControlPlane,
                                 "--listen", f"127.0.0.1:{port}", "--stale-after", "5s"],
                                stdout=log, stderr=subprocess.STDOUT, text=True, env={**os.environ, **WATCH_ENV})
     try:
-        wait_for("the exporter's /healthz", lambda: _ok(f"http://127.0.0.1:{port}/healthz"), timeout=60)
+        wait_for("the exporter's /healthz", lambda: answers(f"http://127.0.0.1:{port}/healthz"), timeout=60)
         before = wait_for("snapshots not served", lambda: (s := snapshot_series(metrics(port)))["served"] == 0 and s)
         assert before["findings"] is None and before["contents"] == 0 and before["info"] == []  # absent, not zero
         assert before["stream_served"]["volumesnapshotcontents"] == 0

@@ -15,13 +15,12 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from kubectl_pvleft.analyses import leftovers
 from kubectl_pvleft.cli.main import main
-from kubectl_pvleft.exporter.live import Live
+from kubectl_pvleft.exporter.live import Live, kept_live
 from kubectl_pvleft.exporter.metrics import ServeCollector
 from kubectl_pvleft.invocation import Options
-from kubectl_pvleft.kube.api import KubeAPI
-from kubectl_pvleft.kube.kubeconfig import Selection, load_connection
 from kubectl_pvleft.kube.watch import Changed, Synced, WatchSettings
 from kubectl_pvleft.records import ClaimIdentity, PersistentVolume, StorageClass
+from live_serving import live_on
 from wire import items
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -58,7 +57,7 @@ def test_bad_serve_flags_are_one_usage_error(args, words, capsys) -> None:
 
 
 def live_leftovers() -> tuple[Live, dict[str, object]]:
-    live = Live(None, [("leftovers", leftovers.follow(Options()))], WatchSettings(), describe=str)  # type: ignore[arg-type]
+    live = Live(None, [kept_live("leftovers", leftovers.ANALYSIS, Options())], WatchSettings(), describe=str)  # type: ignore[arg-type]
     return live, {shared.label: shared for shared in live.streams.values()}
 
 
@@ -267,20 +266,14 @@ def test_a_relist_keeps_what_it_holds_and_decodes_no_second_copy(tmp_path: Path)
         return 200, {"kind": "List", "apiVersion": "v1", "metadata": {"resourceVersion": "7"}, "items": objects}
 
     with FakeAPIServer(handler) as server:
-        api = KubeAPI(load_connection(Selection(kubeconfig=str(server.kubeconfig(tmp_path / "kc")))))
-        live = Live(api, [("leftovers", leftovers.follow(Options()))],
-                    WatchSettings(backoff_initial=0.01, backoff_max=0.02, settle=0.0), describe=str)
-        live.start()
-        try:
+        settings = WatchSettings(backoff_initial=0.01, backoff_max=0.02, settle=0.0)
+        with live_on(server, tmp_path, "leftovers", leftovers.ANALYSIS, settings) as live:
             deadline = time.monotonic() + 20
             while not live.analyses[0].stores.data["volumes"] and time.monotonic() < deadline:
                 time.sleep(0.01)
             held_before = dict(live.analyses[0].stores.data["volumes"] or {})
             captured.set()
             relisted.wait(20)
-        finally:
-            live.stop()
-            api.close()
     assert relisted.is_set(), lists
     pvs = next(s for s in live.streams.values() if s.label == "persistentvolumes")
     assert pvs.health.errors == 0, pvs.health.last_error
@@ -331,7 +324,7 @@ def test_unused_claims_and_their_bytes_with_since_for_the_30_day_alert() -> None
     healthy = next(o for o in wire if o["metadata"]["name"] == "cc-rec-healthy")
     older = {**healthy, "metadata": {**healthy["metadata"], "name": "cc-rec-older", "uid": "older-uid"},
              "status": {**healthy["status"], "conditions": []}}
-    live = Live(None, [("claims", claims.follow(Options()))], WatchSettings(), describe=str)  # type: ignore[arg-type]
+    live = Live(None, [kept_live("claims", claims.ANALYSIS, Options())], WatchSettings(), describe=str)  # type: ignore[arg-type]
     streams = {shared.stream.name: shared for shared in live.streams.values()}
     live.take(streams["claims"], Synced("", tuple(PersistentVolumeClaim.from_wire(o) for o in [*wire, older]), "1"))
     live.take(streams["pods"], Synced("", (), "1"))
@@ -379,7 +372,7 @@ def test_a_claim_a_workload_mounts_again_is_counted_apart_and_never_alerted() ->
             {"name": "data", "persistentVolumeClaim": {"claimName": "cc-rec-healthy"}}]}}}})
 
     def judged(statefulsets_readable: bool) -> dict[str, list[tuple[dict[str, str], float]]]:
-        live = Live(None, [("claims", claims.follow(Options()))], WatchSettings(), describe=str)  # type: ignore[arg-type]
+        live = Live(None, [kept_live("claims", claims.ANALYSIS, Options())], WatchSettings(), describe=str)  # type: ignore[arg-type]
         streams = {shared.stream.name: shared for shared in live.streams.values()}
         live.take(streams["claims"], Synced("", tuple(PersistentVolumeClaim.from_wire(o) for o in wire), "1"))
         for name in ("pods", "events", "classes", "attributeclasses", "csidrivers", "volumes", *WORKLOADS):
@@ -445,11 +438,8 @@ def test_snapshot_crds_installed_and_removed_while_serving(tmp_path: Path) -> No
         return {labels["analysis"]: v for labels, v in metrics["pvleft_analysis_served"]}["snapshots"]
 
     with FakeAPIServer(handler) as server:
-        api = KubeAPI(load_connection(Selection(kubeconfig=str(server.kubeconfig(tmp_path / "kc")))))
-        live = Live(api, [("snapshots", snapshots.follow(Options()))],
-                    WatchSettings(backoff_initial=0.01, backoff_max=0.1, settle=0.0), describe=str)
-        live.start()
-        try:
+        settings = WatchSettings(backoff_initial=0.01, backoff_max=0.1, settle=0.0)
+        with live_on(server, tmp_path, "snapshots", snapshots.ANALYSIS, settings) as live:
             before = until(lambda m: served(m) == 0.0 and live.healthy(0)[0])
             assert "pvleft_findings" not in before and "pvleft_leftover_snapshot_contents" not in before
             assert {v for _, v in before["pvleft_stream_served"]} == {0.0}
@@ -468,9 +458,6 @@ def test_snapshot_crds_installed_and_removed_while_serving(tmp_path: Path) -> No
             assert "pvleft_findings" not in gone and "pvleft_leftover_snapshot_contents" not in gone
             assert not any(series["analysis"] == "snapshots" for series, _ in gone.get("pvleft_finding_info", []))
             assert live.healthy(0)[0]
-        finally:
-            live.stop()
-            api.close()
 
 
 def test_a_refused_optional_stream_is_asked_again(tmp_path: Path) -> None:
@@ -500,11 +487,8 @@ def test_a_refused_optional_stream_is_asked_again(tmp_path: Path) -> None:
         return {labels["stream"]: v for labels, v in metrics.get("pvleft_stream_readable", [])}["volumesnapshots"]
 
     with FakeAPIServer(handler) as server:
-        api = KubeAPI(load_connection(Selection(kubeconfig=str(server.kubeconfig(tmp_path / "kc")))))
-        live = Live(api, [("snapshots", snapshots.follow(Options()))],
-                    WatchSettings(backoff_initial=0.01, backoff_max=0.1, settle=0.0), describe=str)
-        live.start()
-        try:
+        settings = WatchSettings(backoff_initial=0.01, backoff_max=0.1, settle=0.0)
+        with live_on(server, tmp_path, "snapshots", snapshots.ANALYSIS, settings) as live:
             deadline = time.monotonic() + 20
             while not (live.analyses[0].rows is not None and readable(scrape(live)) == 0.0):
                 assert time.monotonic() < deadline
@@ -515,9 +499,6 @@ def test_a_refused_optional_stream_is_asked_again(tmp_path: Path) -> None:
             while readable(scrape(live)) != 1.0 or live.analyses[0].stores.data["snapshots"] in (None, {}):
                 assert time.monotonic() < deadline + 20
                 time.sleep(0.05)
-        finally:
-            live.stop()
-            api.close()
     assert refused["pvleft_analysis_up"] == [({"analysis": "snapshots"}, 1.0)]  # judged, that evidence unknown
     assert len(live.analyses[0].stores.data["snapshots"] or {}) == len(answers[api_path + "volumesnapshots"])
 
@@ -602,7 +583,7 @@ def test_monthly_cost_of_leftover_disks_and_orphans_by_kind_namespace_class_and_
         outcome.costing.by_handle[d.handle] = MonthlyCost((Line(Need(CAPACITY, 10.0, "r", "pd-standard"), rate,
                                                                 0.4),))
     outcome.costing.by_handle[orphans[1].handle] = Unpriced("no price is known")
-    live = Live(None, [("leftovers", leftovers.follow(Options()))], WatchSettings(), describe=str,  # type: ignore[arg-type]
+    live = Live(None, [kept_live("leftovers", leftovers.ANALYSIS, Options())], WatchSettings(), describe=str,  # type: ignore[arg-type]
                 census=lambda volumes: outcome, clouds={"Compute Engine": "gce"})
     streams = {shared.label: shared for shared in live.streams.values()}
     sync_all(live, streams)
@@ -627,12 +608,14 @@ def every_analysis() -> Live:
 
 
 def test_every_analysis_of_commands_reaches_metrics_with_its_own_families() -> None:
-    """One registry: an analysis added to invocation.COMMANDS is kept live by serve, counted in pvleft_findings once
-    judged, and scraped with its own families (exporter/metrics.FAMILIES); one left out of FAMILIES fails here,
-    never silently absent from /metrics."""
-    from kubectl_pvleft.exporter.metrics import FAMILIES
+    """One registry: each command of invocation.COMMANDS has its analysis in analyses.ANALYSES, which serve keeps
+    live, counts in pvleft_findings once judged, and scrapes with the families the analysis itself declares
+    (``Analysis.metrics``: AnalysisOf cannot be built without one, mypy says so) - never silently absent from
+    /metrics."""
+    from kubectl_pvleft.analyses import ANALYSES
     from kubectl_pvleft.invocation import COMMANDS
 
+    assert [entry.command for entry in ANALYSES] == list(COMMANDS)
     names = [command.name for command in COMMANDS]
     live = every_analysis()
     assert [analysis.name for analysis in live.analyses] == names
@@ -641,10 +624,10 @@ def test_every_analysis_of_commands_reaches_metrics_with_its_own_families() -> N
     live.judge_once()
     families = {family.name for family in ServeCollector(live, 1000).collect()}
     assert sorted(labels["analysis"] for labels, _ in scrape(live)["pvleft_findings"]) == sorted(names)
-    assert set(FAMILIES) == set(names)
-    for name in names:
-        own = {family.name for family in FAMILIES[name].metrics([], [], [])}
-        assert own and own <= families, name
+    for analysis in live.analyses:
+        assert analysis.judgment is not None
+        own = {gauge.name for gauge in analysis.judgment.series().gauges}
+        assert own and own <= families, analysis.name
 
 
 def test_each_kind_is_one_stream_shared_by_every_analysis_that_reads_it() -> None:
@@ -774,7 +757,7 @@ def test_a_kind_refused_then_not_served_is_not_called_unreadable() -> None:
     from kubectl_pvleft.analyses import snapshots
     from kubectl_pvleft.kube.watch import Notice
 
-    live = Live(None, [("snapshots", snapshots.follow(Options()))], WatchSettings(), describe=str)  # type: ignore[arg-type]
+    live = Live(None, [kept_live("snapshots", snapshots.ANALYSIS, Options())], WatchSettings(), describe=str)  # type: ignore[arg-type]
     for shared in live.streams.values():
         live.take(shared, Notice(shared.label, "forbidden", unavailable=True))
     assert live.healthy(0)[0] is False  # nothing can be judged while every kind is refused
@@ -799,7 +782,7 @@ def test_a_claim_waiting_for_its_first_consumer_is_no_finding_and_no_trouble() -
                                          "volumeBindingMode": "WaitForFirstConsumer"})
 
     def judged(classes: tuple[StorageClass, ...]) -> dict[str, list[tuple[dict[str, str], float]]]:
-        live = Live(None, [("claims", claims.follow(Options()))], WatchSettings(), describe=str)  # type: ignore[arg-type]
+        live = Live(None, [kept_live("claims", claims.ANALYSIS, Options())], WatchSettings(), describe=str)  # type: ignore[arg-type]
         streams = {shared.stream.name: shared for shared in live.streams.values()}
         live.take(streams["claims"], Synced("", tuple(PersistentVolumeClaim.from_wire(o) for o in wire), "1"))
         live.take(streams["pods"], Synced("", (), "1"))
@@ -834,7 +817,7 @@ def test_a_modification_naming_a_class_that_does_not_exist_and_a_cluster_without
         "status": {"phase": "Bound", "conditions": [{"type": "Unused", "status": "False", "reason": "PodUsingPVC"}]}})
 
     def judged(vacs: object) -> tuple[Live, dict[str, list[tuple[dict[str, str], float]]]]:
-        live = Live(None, [("claims", claims.follow(Options()))], WatchSettings(), describe=str)  # type: ignore[arg-type]
+        live = Live(None, [kept_live("claims", claims.ANALYSIS, Options())], WatchSettings(), describe=str)  # type: ignore[arg-type]
         streams = {shared.stream.name: shared for shared in live.streams.values()}
         live.take(streams["claims"], Synced("", (claim,), "1"))
         for name in ("pods", "events", "classes", "csidrivers", "volumes", *WORKLOADS):

@@ -24,7 +24,7 @@ from kubectl_pvleft.analyses import claims, leftovers, snapshots
 from kubectl_pvleft.cli.names import narrow
 from kubectl_pvleft.clouds import census, snapshot_census
 from kubectl_pvleft.clouds.base import NOT_A_VOLUME, CloudDisk, CloudFinding
-from kubectl_pvleft.exporter.live import Live
+from kubectl_pvleft.exporter.live import Live, kept_live
 from kubectl_pvleft.exporter.metrics import ServeCollector
 from kubectl_pvleft.invocation import Options, Result
 from kubectl_pvleft.kube.watch import Synced, WatchSettings
@@ -230,7 +230,7 @@ def test_serve_has_a_series_for_the_finding_alone(command: str, show_all: bool) 
     (serve has no such flag: its young object would count there) and, to be sure the metrics read the verdict
     rather than trust the rows they get, with every row handed over too."""
     module = {"leftovers": leftovers, "claims": claims, "snapshots": snapshots}[command]
-    live = Live(None, [(command, module.follow(Options(older_than=THRESHOLD, show_all=show_all)))],  # type: ignore[arg-type]
+    live = Live(None, [kept_live(command, module.ANALYSIS, Options(older_than=THRESHOLD, show_all=show_all))],  # type: ignore[arg-type]
                 WatchSettings(), describe=str)
     for shared in live.streams.values():
         live.take(shared, Synced("", tuple(STREAMS[command][shared.stream.name]), "1"))
@@ -245,7 +245,7 @@ def test_serve_has_a_series_for_the_finding_alone(command: str, show_all: bool) 
 
 
 def test_serve_without_older_than_counts_the_young_and_never_the_kept() -> None:
-    live = Live(None, [("leftovers", leftovers.follow(Options()))], WatchSettings(), describe=str)  # type: ignore[arg-type]
+    live = Live(None, [kept_live("leftovers", leftovers.ANALYSIS, Options())], WatchSettings(), describe=str)  # type: ignore[arg-type]
     for shared in live.streams.values():
         live.take(shared, Synced("", tuple(STREAMS["leftovers"][shared.stream.name]), "1"))
     live.judge_once()

@@ -18,6 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from aws_moto import FAKE_KEY_ID, FAKE_SECRET, MotoServer, PagingProxy
 from billing_fake import US_REGIONS, FakeCatalog, compute_skus, sku, snapshot_skus
 from gce_fake import FakeCompute, gce_snapshot
+from kubectl_pvleft.clouds import SOURCES
 from kubectl_pvleft.clouds.aws import snapshots as aws_snapshots
 from kubectl_pvleft.clouds.base import CloudSnapshot
 from kubectl_pvleft.clouds.cost import MonthlyCost, read_price_file
@@ -237,7 +238,7 @@ def test_a_price_file_prices_snapshot_types_first(tmp_path: Path, catalog: FakeC
           - {cloud: gce, location: us, type: snapshot, unit_price: 0.04}
           - {cloud: aws, location: us-east-1, type: archive-snapshot, unit_price: 0.01, unit: GB-month}
         """))
-    prices = read_price_file(str(path))
+    prices = read_price_file(str(path), SOURCES)
     costing = price({}, [snap("gce", "multi", "us", 10.0), snap("aws", "snap-cold", "us-east-1", 100.0, "archive"),
                          snap("gce", "regional", "us-central1", 10.0)], 30.0, prices)
     multi, cold, regional = (costing.by_handle[h] for h in (handle("multi"), "snap-cold", handle("regional")))

@@ -255,9 +255,8 @@ def test_serve_exports_what_the_snapshots_bill_as_the_command_totals_them(world:
     pvleft_monthly_cost{kind="snapshot"} is the totals of `snapshots --cost` above (GCE 1.30 + 1.90 USD, by the
     namespace of the contents' VolumeSnapshots), and the EBS snapshot whose stored size EC2 does not say is counted
     in pvleft_monthly_cost_unpriced, never priced at its upper bound."""
-    from prometheus_server import exporter, fetch
+    from prometheus_server import exporter, fetch, samples
     from scenarios import wait_for
-    from test_serve_cluster import samples
 
     def cost() -> dict[str, dict[tuple[str, ...], float]]:
         exposition = fetch(f"http://{target}/metrics")[1]

@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from kubectl_pvleft.clouds import base
+from kubectl_pvleft.clouds import SOURCES, base
 from kubectl_pvleft.clouds.aws.census import cluster_names as aws_cluster_names
 from kubectl_pvleft.clouds.aws.snapshots import snapshot_record as ebs_record
 from kubectl_pvleft.clouds.base import CloudDisk, CloudSnapshot
@@ -110,7 +110,7 @@ def test_price_file_takes_snapshot_types() -> None:
     with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
         f.write("currency: EUR\nprices:\n  - {cloud: aws, location: eu-west-1, type: archive-snapshot, "
                 "unit_price: 0.011}\n")
-    prices = read_price_file(f.name)
+    prices = read_price_file(f.name, SOURCES)
     found = prices.rate("aws", Need(CAPACITY, 10.0, "eu-west-1", ARCHIVE_SNAPSHOT))
     assert found is not None and found.unit_price == pytest.approx(0.011) and found.currency == "EUR"
     assert prices.rate("aws", Need(CAPACITY, 10.0, "eu-west-1", SNAPSHOT)) is None

@@ -303,8 +303,7 @@ def test_a_content_whose_delete_fails_is_terminating_and_held(plane: ControlPlan
                                                           for ln in wide.splitlines())
         assert name not in [r["name"] for r in items(plugin(plane, "-o", "json", "--older-than", "1h").stdout)]
         # serve quotes the same status.error, with the driver whose sidecar must act.
-        from prometheus_server import exporter, fetch
-        from test_serve_cluster import samples
+        from prometheus_server import exporter, fetch, samples
 
         with exporter(plane.kubeconfig("reader"), log=tmp_path / "serve.log") as target:
             def quoted() -> Any:

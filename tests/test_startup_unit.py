@@ -52,7 +52,10 @@ NOT_ON_COMMON_PATH = (
 )
 NOT_FOR_HELP = ("msgspec", "dataclasses", "inspect", "kubectl_pvleft.kube.kubeconfig", "kubectl_pvleft.output.printer",
                 "kubectl_pvleft.kube.api", "kubectl_pvleft.kube.transport", "json", "yaml", "tabulate", "mcp", "mcp_types",
-                "pydantic", "kubectl_pvleft.cli.mcp_server")
+                "pydantic", "kubectl_pvleft.cli.mcp_server",
+                # the registry (kubectl_pvleft.analyses) is read; no analysis is imported before its command runs
+                "kubectl_pvleft.analyses.leftovers", "kubectl_pvleft.analyses.pending", "kubectl_pvleft.analyses.classes",
+                "kubectl_pvleft.analyses.claims", "kubectl_pvleft.analyses.snapshots", "kubectl_pvleft.analyses.attachments")
 
 
 def closed_port() -> int:

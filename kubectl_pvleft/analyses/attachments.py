@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from shlex import quote
 from typing import TYPE_CHECKING, Any, Optional
@@ -45,6 +45,7 @@ from msgspec.structs import replace
 from kubectl_pvleft.analyses.looks import describe, events, looks
 from kubectl_pvleft.invocation import KEEP_ANNOTATION, Analysis, AnalysisOf, Options, Result, kept_reason
 from kubectl_pvleft.kube.api import CSI_NODES, NODES, PERSISTENT_VOLUMES, VOLUME_ATTACHMENTS, Reader, optional
+from kubectl_pvleft.output import series
 from kubectl_pvleft.output.report import Column, Report, Verdict, actionable, age, clause_cut, finding_count, utcnow
 from kubectl_pvleft.records import CSINode, Node, VolumeAttachment, iso
 
@@ -489,5 +490,22 @@ def next_looks(row: AttachmentRow) -> tuple[str, ...]:
     return looks(own, node, plugins, events(row.csinode.meta.uid) if row.csinode else None)
 
 
-# What a run, --watch, a fleet and serve call (invocation.Analysis; COMMANDS names this module).
-ANALYSIS: Analysis[AttachmentRow] = AnalysisOf(run, follow, watch_report)
+# -- what /metrics shows ------------------------------------------------------------------------------
+
+def metrics(rows: Sequence[AttachmentRow], judged: Sequence[AttachmentRow], findings: list[series.Finding]
+            ) -> Iterator[series.Gauge]:
+    count: Counter[tuple[str, ...]] = Counter()
+    for row in rows:
+        for trouble in row.troubles:
+            count[(trouble.kind, trouble.driver, row.node_name)] += 1
+        if row.troubles:
+            findings.append(series.Finding("attachments", row.subject, "", row.name, row.troubles[0].kind,
+                                           row.created, row.troubles[0].since))
+    yield series.Gauge("pvleft_attachment_findings", "Findings about VolumeAttachments (attach/detach errors, "
+                       "detaches held by the attacher's finalizer, missing or NotReady nodes, missing PVs) and nodes "
+                       "(drivers not registered, attach limits), by finding, CSI driver and node",
+                       ("finding", "driver", "node"), count)
+
+
+# What a run, --watch, a fleet and serve call (invocation.Analysis; the registry, analyses.ANALYSES, names it).
+ANALYSIS: Analysis[AttachmentRow] = AnalysisOf(run, follow, watch_report, metrics)

@@ -31,7 +31,8 @@ when a Bound claim is mounted by no Pod (one list each, the same scope). Writes:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -73,6 +74,7 @@ from kubectl_pvleft.kube.api import (
     Reader,
     optional,
 )
+from kubectl_pvleft.output import series
 from kubectl_pvleft.output.report import UNSET, Column, Report, Verdict, actionable, age, clause_cut, finding_count, utcnow
 from kubectl_pvleft.records import (
     CLAIM_PHASES,
@@ -724,5 +726,62 @@ def claim_looks(row: ClaimRow) -> tuple[str, ...]:
     return looks(describe("pvc", c.name, c.namespace), events(c.meta.uid, c.namespace))
 
 
-# What a run, --watch, a fleet and serve call (invocation.Analysis; COMMANDS names this module).
-ANALYSIS: Analysis[ClaimRow] = AnalysisOf(run, follow, watch_report)
+# -- what /metrics shows ------------------------------------------------------------------------------
+
+def metrics(rows: Sequence[ClaimRow], judged: Sequence[ClaimRow], findings: list[series.Finding]
+            ) -> Iterator[series.Gauge]:
+    """``rows``: the findings; ``judged``: every row judged, among them the claims unused by design (never findings:
+    their own family)."""
+    count: Counter[tuple[str, ...]] = Counter()
+    size: Counter[tuple[str, ...]] = Counter()
+    unused: Counter[tuple[str, ...]] = Counter()
+    unused_size: Counter[tuple[str, ...]] = Counter()
+    by_design: Counter[tuple[str, ...]] = Counter()
+    by_design_size: Counter[tuple[str, ...]] = Counter()
+    for row in judged:
+        if row.usage.mounts:  # no Pod mounts it, and a workload will: visible, never a finding
+            claim = row.claim
+            key = (claim.namespace, claim.storage_class or "", row.usage.mounts[0].kind)
+            by_design[key] += 1
+            by_design_size[key] += series.quantity_bytes(claim.capacity or claim.requested)
+    missing_class: Counter[tuple[str, ...]] = Counter()
+    for row in rows:
+        claim = row.claim
+        for name in dict.fromkeys(p.missing_class for p in row.problems if p.missing_class):
+            missing_class[(claim.namespace, name)] += 1
+        for kind in dict.fromkeys(problem.kind for problem in row.problems):
+            count[(claim.namespace, kind)] += 1
+            size[(claim.namespace, kind)] += series.quantity_bytes(claim.requested)
+        if row.usage.unused and any(problem.kind == UNUSED for problem in row.problems):
+            key = (claim.namespace, claim.storage_class or "", row.usage.evidence or "")
+            unused[key] += 1
+            unused_size[key] += series.quantity_bytes(claim.capacity or claim.requested)  # what its volume holds
+        if row.problems:
+            state = row.problems[0].kind
+            since = row.usage.since if state == UNUSED else claim.meta.deleted if state == TERMINATING else None
+            findings.append(series.Finding("claims", "PersistentVolumeClaim", claim.namespace, claim.name, state,
+                                           claim.meta.created, since))
+    yield series.Gauge("pvleft_claims_missing_attributes_class", "Claims whose VolumeAttributesClass modification "
+                       "names a class that does not exist (modify-not-started, or modify-pending: the "
+                       "external-resizer waits for it), by namespace and the class named",
+                       ("namespace", "volume_attributes_class"), missing_class)
+    yield series.Gauge("pvleft_troubled_claims", "PersistentVolumeClaims in trouble, by problem (a claim with two "
+                       "problems counts under each)", ("namespace", "problem"), count)
+    yield series.Gauge("pvleft_troubled_claim_requested_bytes", "Storage the claims in trouble request",
+                       ("namespace", "problem"), size)
+    labels = ("namespace", "storage_class", "evidence")
+    yield series.Gauge("pvleft_unused_claims", "Bound PersistentVolumeClaims no Pod uses, by the evidence: the "
+                       "server's Unused condition (which says since when) or the Pods", labels, unused)
+    yield series.Gauge("pvleft_unused_claim_capacity_bytes", "Storage the unused claims hold (their capacity, else "
+                       "their request)", labels, unused_size)
+    labels = ("namespace", "storage_class", "workload_kind")
+    yield series.Gauge("pvleft_unused_by_design_claims", "Bound PersistentVolumeClaims no Pod mounts that a workload "
+                       "will mount again (a StatefulSet scaled down under whenScaled Retain, a Deployment at 0, a "
+                       "CronJob...), by the kind of the first such workload: never findings, never in "
+                       "pvleft_unused_claims", labels, by_design)
+    yield series.Gauge("pvleft_unused_by_design_claim_capacity_bytes", "Storage the claims unused by design hold "
+                       "(their capacity, else their request)", labels, by_design_size)
+
+
+# What a run, --watch, a fleet and serve call (invocation.Analysis; the registry, analyses.ANALYSES, names it).
+ANALYSIS: Analysis[ClaimRow] = AnalysisOf(run, follow, watch_report, metrics, meta=lambda row: row.claim.meta)

@@ -19,7 +19,7 @@ VolumeAttributesClasses, one paginated list each. Writes: nothing.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Optional, TypeVar, Union
 
@@ -39,6 +39,7 @@ from kubectl_pvleft.kube.api import (
     optional,
 )
 from kubectl_pvleft.migration import csi_driver, effective_provisioner
+from kubectl_pvleft.output import series
 from kubectl_pvleft.output.report import Column, Report, Verdict, actionable, age, finding_count, utcnow
 from kubectl_pvleft.records import (
     PV_PHASES,
@@ -51,7 +52,7 @@ from kubectl_pvleft.records import (
 )
 
 if TYPE_CHECKING:  # --watch alone needs the watch runtime: imported in follow()
-    from kubectl_pvleft.kube.watch import Follow, Stores
+    from kubectl_pvleft.kube.watch import Follow, Stores, Stream
 
 T = TypeVar("T")
 
@@ -355,10 +356,10 @@ def attribute_classes_report(rows: list[AttributeClassRow], now: Optional[dateti
                       lambda r: looks(describe("volumeattributesclass", r.vac.name)))
 
 
-def follow(options: Options) -> Follow[Any]:
-    from kubectl_pvleft.kube.watch import Follow, Stream
+def _streams(options: Options) -> list[Stream]:
+    from kubectl_pvleft.kube.watch import Stream
 
-    streams = [
+    return [
         Stream("classes", STORAGE_CLASSES, label_selector=options.label_selector,
                field_selector=options.field_selector, required=True),
         Stream("volumes", PERSISTENT_VOLUMES, unreadable=PVS_UNREADABLE),
@@ -366,21 +367,33 @@ def follow(options: Options) -> Follow[Any]:
         Stream("csidrivers", CSI_DRIVERS, unreadable=DRIVERS_UNREADABLE),
     ]
 
-    def judge(stores: Stores) -> list[Any]:
-        drivers = stores["csidrivers"]
-        result = assess(stores["classes"] or (), stores["volumes"], stores["claims"],
-                        None if drivers is None else {d.name for d in drivers})
-        if options.drift:
-            return list(result.drift)
+
+def _assessed(stores: Stores) -> ClassCensus:
+    drivers = stores["csidrivers"]
+    return assess(stores["classes"] or (), stores["volumes"], stores["claims"],
+                  None if drivers is None else {d.name for d in drivers})
+
+
+def follow(options: Options) -> Follow[ClassRow]:
+    from kubectl_pvleft.kube.watch import Follow
+
+    def judge(stores: Stores) -> list[ClassRow]:
+        result = _assessed(stores)
         selected = options.label_selector or options.field_selector
         return [r for r in result.rows if r.exists] if selected else result.rows
 
-    if options.drift:
-        return Follow(streams, "volumes", judge, key=lambda d: d.pv.meta.uid,
-                      signature=lambda d: (d.pv.reclaim_policy, d.class_reclaim_policy, d.pv.phase),
-                      finding=lambda d: True, gone="no longer drifted")  # each drifted PV is one
-    return Follow(streams, "classes", judge, key=lambda r: r.name, signature=_signature, finding=VERDICT.is_finding,
-                  departure=lambda sc: "the StorageClass was deleted")
+    return Follow(_streams(options), "classes", judge, key=lambda r: r.name, signature=_signature,
+                  finding=VERDICT.is_finding, departure=lambda sc: "the StorageClass was deleted")
+
+
+def follow_drift(options: Options) -> Follow[Drift]:
+    """--drift: the PVs whose reclaim policy is not their class's, each one a finding."""
+    from kubectl_pvleft.kube.watch import Follow
+
+    return Follow(_streams(options), "volumes", lambda stores: list(_assessed(stores).drift),
+                  key=lambda d: d.pv.meta.uid, signature=lambda d: (d.pv.reclaim_policy, d.class_reclaim_policy,
+                                                                    d.pv.phase),
+                  finding=lambda d: True, gone="no longer drifted")
 
 
 def _signature(row: ClassRow) -> tuple[Any, ...]:
@@ -389,9 +402,12 @@ def _signature(row: ClassRow) -> tuple[Any, ...]:
             row.drift, row.csi_driver_registered, row.findings)
 
 
-def watch_report(options: Options) -> Report[Any]:
-    empty = ClassCensus(rows=[], drift=[])
-    return drift_report(empty) if options.drift else report(empty)
+def watch_report(options: Options) -> Report[ClassRow]:
+    return report(ClassCensus(rows=[], drift=[]))
+
+
+def drift_watch_report(options: Options) -> Report[Drift]:
+    return drift_report(ClassCensus(rows=[], drift=[]))
 
 
 # -- how the rows are shown -----------------------------------------------------------------
@@ -521,5 +537,28 @@ def drift_report(result: ClassCensus, now: Optional[datetime] = None) -> Report[
                                       if d.pv.storage_class else None))
 
 
-# What a run, --watch, a fleet and serve call (invocation.Analysis; COMMANDS names this module).
-ANALYSIS: Analysis[Any] = AnalysisOf(run, follow, watch_report)
+# -- what /metrics shows ------------------------------------------------------------------------------
+
+def metrics(rows: Sequence[ClassRow], judged: Sequence[ClassRow], findings: list[series.Finding]
+            ) -> Iterator[series.Gauge]:
+    count: Counter[tuple[str, ...]] = Counter()
+    for row in rows:
+        for finding in row.findings:
+            count[(row.name, finding.kind)] += 1
+        if row.findings:
+            created = row.storage_class.meta.created if row.storage_class is not None else None
+            findings.append(series.Finding("classes", "StorageClass", "", row.name, row.findings[0].kind, created))
+    yield series.Gauge("pvleft_storage_class_findings", "Findings about StorageClasses (a missing class, a second "
+                       "default, an unregistered driver...)", ("storage_class", "finding"), count)
+
+
+def drift_metrics(rows: Sequence[Drift], judged: Sequence[Drift], findings: list[series.Finding]
+                  ) -> Iterator[series.Gauge]:
+    """None: serve keeps the classes without --drift (it has no such flag), so drifted PVs never reach /metrics."""
+    return iter(())
+
+
+# What a run, --watch, a fleet and serve call (invocation.Analysis; the registry, analyses.ANALYSES, names it).
+ANALYSIS: Analysis[ClassRow] = AnalysisOf(run, follow, watch_report, metrics)
+# classes --drift: the same run, watched and printed as drifted PVs.
+DRIFT: Analysis[Drift] = AnalysisOf(run, follow_drift, drift_watch_report, drift_metrics)

@@ -22,7 +22,8 @@ claimRef is in those namespaces.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from itertools import chain, islice
 from typing import TYPE_CHECKING, Any, Optional, Union
@@ -33,6 +34,7 @@ from kubectl_pvleft.analyses.deletion import DELETE_FAILED, PROVISIONER_FINALIZE
 from kubectl_pvleft.analyses.looks import describe, events, looks
 from kubectl_pvleft.invocation import KEEP_ANNOTATION, Analysis, AnalysisOf, Options, Result, kept_reason
 from kubectl_pvleft.kube.api import CLAIM_IDENTITIES, EVENTS, PERSISTENT_VOLUMES, STORAGE_CLASSES, Reader, begin, optional
+from kubectl_pvleft.output import series
 from kubectl_pvleft.output.report import UNSET, Column, Report, Verdict, actionable, age, finding_count, utcnow
 from kubectl_pvleft.records import Absent, ClaimIdentity, Event, PersistentVolume, StorageClass, iso
 
@@ -283,7 +285,7 @@ def run(api: Reader, options: Options) -> Result:
     if census_asked:
         from kubectl_pvleft.clouds import census
 
-        prices = census.price_file(options)  # a bad --price-file stops the run before any request
+        prices = census.price_file(options.flags)  # a bad --price-file stops the run before any request
     result = read(api, options)
     if not census_asked:
         shown = report(result, show_kept=options.show_all)
@@ -456,5 +458,44 @@ def watch_report(options: Options) -> Report[Leftover]:
     return report(LeftoverResult([]), show_kept=options.show_all)
 
 
-# What a run, --watch, a fleet and serve call (invocation.Analysis; COMMANDS names this module).
-ANALYSIS: Analysis[Leftover] = AnalysisOf(run, follow, watch_report)
+# -- what /metrics shows ------------------------------------------------------------------------------
+
+def metrics(rows: Sequence[Leftover], judged: Sequence[Leftover], findings: list[series.Finding]
+            ) -> Iterator[series.Gauge]:
+    # namespace: the claim's the PV was bound to (its claimRef), "" when it names none: totals by namespace and class
+    labels = ("phase", "claim", "reclaim_policy", "storage_class", "namespace")
+    count: Counter[tuple[str, ...]] = Counter()
+    size: Counter[tuple[str, ...]] = Counter()
+    for row in rows:
+        pv = row.pv
+        key = (pv.phase or "", row.claim_state or "none", pv.reclaim_policy or "", pv.storage_class or "",
+               bound_namespace(pv))
+        count[key] += 1
+        size[key] += series.quantity_bytes(pv.capacity)
+        # Being deleted first (its since is when deletion began): what holds it is what an operator acts on.
+        state = (TERMINATING if pv.meta.deleted else pv.phase if pv.phase in ("Released", "Failed")
+                 else f"claim-{row.claim_state}")
+        findings.append(series.Finding("leftovers", "PersistentVolume", "", pv.name, state, pv.meta.created,
+                                       pv.meta.deleted))
+    yield series.Gauge("pvleft_leftover_volumes", "Leftover PersistentVolumes", labels, count)
+    yield series.Gauge("pvleft_leftover_volume_capacity_bytes", "Capacity of the leftover PersistentVolumes", labels,
+                       size)
+
+
+def bound_namespace(pv: PersistentVolume) -> str:
+    """The namespace of the claim the PV was bound to (its claimRef), "" when it names none."""
+    ref = pv.spec.claim_ref
+    return (ref.namespace or "") if ref is not None else ""
+
+
+# What a run, --watch, a fleet and serve call (invocation.Analysis; the registry, analyses.ANALYSES, names it).
+def failed_delete(row: Leftover) -> Optional[series.FailedDelete]:
+    """A PV whose backend delete fails: its provisioner's newest VolumeFailedDelete (read only for a PV the
+    external-provisioner holds), for pvleft_delete_failure_info."""
+    pv = row.pv
+    return (series.FailedDelete("PersistentVolume", "", pv.name, pv.driver or "", row.delete_failure)
+            if row.delete_failure else None)
+
+
+ANALYSIS: Analysis[Leftover] = AnalysisOf(run, follow, watch_report, metrics, meta=lambda row: row.pv.meta,
+                                          failed_delete=failed_delete)

@@ -25,7 +25,8 @@ gone, and with ``--cost`` what each bills per month and the totals.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Optional, TypeVar, Union
 
@@ -36,6 +37,7 @@ from kubectl_pvleft.analyses.looks import Finding, describe, events, looks
 from kubectl_pvleft.errors import ApiError, Forbidden, NotFound
 from kubectl_pvleft.invocation import KEEP_ANNOTATION, Analysis, AnalysisOf, Options, Result, kept_reason
 from kubectl_pvleft.kube.api import VOLUME_SNAPSHOT_CLASSES, VOLUME_SNAPSHOT_CONTENTS, VOLUME_SNAPSHOTS, Reader, optional
+from kubectl_pvleft.output import series
 from kubectl_pvleft.output.report import Column, Report, Verdict, actionable, age, finding_count, utcnow
 from kubectl_pvleft.records import Absent, VolumeSnapshot, VolumeSnapshotClass, VolumeSnapshotContent, iso
 
@@ -267,8 +269,9 @@ def run(api: Reader, options: Options) -> Result:
     prices = None
     if options.clouds:
         from kubectl_pvleft.clouds import snapshot_census
+        from kubectl_pvleft.clouds.census import price_file
 
-        prices = snapshot_census.price_file(options)  # a bad --price-file stops the run before any request
+        prices = price_file(options.flags)  # a bad --price-file stops the run before any request
     result = census(api, include_all=options.show_all, snapshot_namespace=snapshot_namespace(options),
                     label_selector=options.label_selector, field_selector=options.field_selector,
                     older_than=options.older_than, excluded=options.excluded)
@@ -442,5 +445,34 @@ def next_looks(row: ContentRow) -> tuple[str, ...]:
     return looks(describe("volumesnapshotcontent", row.content.name), snapshot, events(row.content.meta.uid))
 
 
-# What a run, --watch, a fleet and serve call (invocation.Analysis; COMMANDS names this module).
-ANALYSIS: Analysis[ContentRow] = AnalysisOf(run, follow, watch_report, served)
+# -- what /metrics shows ------------------------------------------------------------------------------
+
+def metrics(rows: Sequence[ContentRow], judged: Sequence[ContentRow], findings: list[series.Finding]
+            ) -> Iterator[series.Gauge]:
+    count: Counter[tuple[str, ...]] = Counter()
+    for row in rows:
+        for finding in row.findings:
+            count[(finding.kind,)] += 1
+        if row.findings:
+            content = row.content
+            findings.append(series.Finding("snapshots", "VolumeSnapshotContent", "", content.name,
+                                           row.findings[0].kind, content.meta.created, content.meta.deleted))
+    yield series.Gauge("pvleft_leftover_snapshot_contents", "VolumeSnapshotContents with a finding, by finding",
+                       ("finding",), count)
+
+
+# What a run, --watch, a fleet and serve call (invocation.Analysis; the registry, analyses.ANALYSES, names it).
+def failed_delete(row: ContentRow) -> Optional[series.FailedDelete]:
+    """A content being deleted with deletionPolicy Delete whose status.error says the csi-snapshotter sidecar's
+    DeleteSnapshot fails (external-snapshotter pkg/sidecar-controller ``syncContent``/``deleteCSISnapshot``: the
+    error is saved in status.error and its finalizer keeps the content, as analyses/deletion.py says)."""
+    content = row.content
+    error = content.status.error
+    if content.meta.deleted is None or content.spec.deletion_policy != "Delete" or error is None:
+        return None
+    return series.FailedDelete("VolumeSnapshotContent", "", content.name, content.spec.driver or "",
+                               error.message or "an error with no message")
+
+
+ANALYSIS: Analysis[ContentRow] = AnalysisOf(run, follow, watch_report, metrics, served,
+                                            meta=lambda row: row.content.meta, failed_delete=failed_delete)

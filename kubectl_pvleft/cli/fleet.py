@@ -14,15 +14,18 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 import msgspec
 from msgspec import Struct
 
 from kubectl_pvleft.cli.session import Session, describe_api_error
 from kubectl_pvleft.errors import ApiError, ConfigError, PvleftError, UsageError
-from kubectl_pvleft.invocation import Invocation, Result
+from kubectl_pvleft.invocation import Analysis, Invocation, Result, Row
 from kubectl_pvleft.output.report import Report, rewrapped
+
+if TYPE_CHECKING:
+    from kubectl_pvleft.kube.watch import Notice, RowChange, WatchSettings
 
 DEFAULT_CONCURRENCY = 8  # a laptop's worth of TLS handshakes and JSON decoding at once
 
@@ -257,7 +260,7 @@ def census_contexts(contexts: list[str], invocation: Invocation,
     from kubectl_pvleft.clouds import census
 
     options = invocation.options("")  # what the census reads of the flags; no context's namespace matters to it
-    prices = census.price_file(options)  # a bad --price-file stops the run before any request
+    prices = census.price_file(options.flags)  # a bad --price-file stops the run before any request
     outcomes = run_contexts(contexts, invocation, on_done,
                             task=lambda session: (session.options, leftovers.read(session.api, session.options)))
     read = {o.context: o.read for o in outcomes if o.read is not None}
@@ -315,11 +318,12 @@ def summary(outcome: ContextOutcome) -> str:
 
 # -- --watch across contexts ----------------------------------------------------------------------------
 
-def follow_contexts(contexts: list[str], invocation: Invocation, settings: Any) -> Iterator[tuple[str, Any]]:
-    """(context, batch-or-notice-or-error) as each context's watch reports it. A context whose watch
-    cannot start or ends on an error is reported once and the others go on; a context where the kinds are not
+def follow_contexts(contexts: list[str], invocation: Invocation, analysis: Analysis[Row], settings: WatchSettings
+                    ) -> Iterator[tuple[str, Union[list[RowChange[Row]], Notice, NotServed, BaseException]]]:
+    """(context, batch-or-notice-or-error) as each context's watch of ``analysis`` reports it. A context whose
+    watch cannot start or ends on an error is reported once and the others go on; a context where the kinds are not
     served says so once (a NotServed) and has nothing to watch. When every context has ended, it ends."""
-    inbox: queue.Queue[tuple[str, Any]] = queue.Queue()
+    inbox: queue.Queue[tuple[str, Union[list[RowChange[Row]], Notice, NotServed, BaseException]]] = queue.Queue()
     # One stop per context: follow() sets its own when it ends, and one context's failure must not
     # stop the others' streams.
     stops = {context: threading.Event() for context in contexts}
@@ -328,11 +332,11 @@ def follow_contexts(contexts: list[str], invocation: Invocation, settings: Any) 
         stop = stops[context]
         try:
             with Session(invocation, context, interactive=False) as session:
-                absent = session.not_served()
+                absent = analysis.served(session.api)
                 if absent:
                     inbox.put((context, NotServed(absent)))
                     return
-                changes = session.follow(settings, stop)
+                changes = session.follow(analysis, settings, stop)
                 try:
                     for item in changes:
                         inbox.put((context, item))

@@ -11,7 +11,7 @@ import os
 import signal
 import sys
 from collections.abc import Sequence
-from typing import Any, NoReturn, Optional
+from typing import TYPE_CHECKING, Any, NoReturn, Optional, TypeVar
 
 from kubectl_pvleft.cli.durations import parse_request_timeout
 from kubectl_pvleft.cli.parser import (
@@ -29,8 +29,13 @@ from kubectl_pvleft.cli.parser import (
 )
 from kubectl_pvleft.cli.session import Session, describe_api_error
 from kubectl_pvleft.errors import ApiError, PvleftError
-from kubectl_pvleft.invocation import MCP, SERVE, WHY, Invocation, Result
+from kubectl_pvleft.invocation import MCP, SERVE, WHY, Analysis, Invocation, Result, Row
 from kubectl_pvleft.text import one_line, shown, warn
+
+if TYPE_CHECKING:
+    from kubectl_pvleft.output.report import Report
+
+Shown = TypeVar("Shown")  # what a watch prints a line for: a row change, in its context for a fleet
 
 # The CLI's public face: what tests, completion and the bundle's entry call.
 __all__ = ["EXIT_CODES_HELP", "EXIT_USAGE", "build_parser", "describe_api_error", "entry", "main",
@@ -172,27 +177,32 @@ def run_fleet(invocation: Invocation) -> int:
 
 
 def watch_fleet(invocation: Invocation, contexts: list[str]) -> int:
+    from kubectl_pvleft.analyses import ANALYSES_BY_NAME
     from kubectl_pvleft.cli import fleet
     from kubectl_pvleft.kube.watch import Notice, WatchSettings
     from kubectl_pvleft.output.printer import formatter
     from kubectl_pvleft.output.watchprint import change_report
 
     options = invocation.options("default")
-    base = change_report(invocation.command.load().watch_report(options), wide=options.wide)
-    out = formatter(fleet.lift(base), invocation.print_options())
-    failed = False
-    for context, item in fleet.follow_contexts(contexts, invocation, WatchSettings.from_env()):
-        if isinstance(item, BaseException):
-            failed = True
-            error(f"context {context}: " + (describe_api_error(item) if isinstance(item, ApiError) else str(item)))
-        elif isinstance(item, fleet.NotServed):
-            print(f"context {context}: {item.message}", file=sys.stderr)
-        elif isinstance(item, Notice):
-            warn(f"context {context}: {item.message}")
-        else:
-            out.batch([fleet.InContext(context, change) for change in named(item, invocation, base)])
-    # Every context has ended: on errors, or because none serves the kinds (nothing to watch, as one context).
-    return EXIT_ERROR if failed else EXIT_OK
+
+    def watch(analysis: Analysis[Row]) -> int:
+        base = change_report(analysis.watch_report(options), wide=options.wide)
+        out = formatter(fleet.lift(base), invocation.print_options())
+        failed = False
+        for context, item in fleet.follow_contexts(contexts, invocation, analysis, WatchSettings.from_env()):
+            if isinstance(item, BaseException):
+                failed = True
+                error(f"context {context}: " + (describe_api_error(item) if isinstance(item, ApiError) else str(item)))
+            elif isinstance(item, fleet.NotServed):
+                print(f"context {context}: {item.message}", file=sys.stderr)
+            elif isinstance(item, Notice):
+                warn(f"context {context}: {item.message}")
+            else:
+                out.batch([fleet.InContext(context, change) for change in named(item, invocation, base)])
+        # Every context has ended: on errors, or because none serves the kinds (nothing to watch, as one context).
+        return EXIT_ERROR if failed else EXIT_OK
+
+    return ANALYSES_BY_NAME[invocation.command.name].load(options).apply(watch)
 
 
 def watch_and_print(session: Session) -> NoReturn:
@@ -203,21 +213,25 @@ def watch_and_print(session: Session) -> NoReturn:
     from kubectl_pvleft.output.watchprint import change_report
 
     options = session.options
-    out = formatter(change_report(session.analysis.watch_report(options), wide=options.wide),
-                    session.invocation.print_options())
-    changes = session.follow(WatchSettings.from_env())
-    try:
-        for item in changes:
-            if isinstance(item, Notice):
-                warn(item.message)
-            else:
-                out.batch(named(item, session.invocation, out.report))  # an initial burst is aligned as one table
-    finally:
-        changes.close()
+
+    def watch(analysis: Analysis[Row]) -> None:
+        out = formatter(change_report(analysis.watch_report(options), wide=options.wide),
+                        session.invocation.print_options())
+        changes = session.follow(analysis, WatchSettings.from_env())
+        try:
+            for item in changes:
+                if isinstance(item, Notice):
+                    warn(item.message)
+                else:
+                    out.batch(named(item, session.invocation, out.report))  # an initial burst is aligned as one table
+        finally:
+            changes.close()
+
+    session.analysis.apply(watch)
     raise PvleftError("the watch ended unexpectedly")  # follow() only ends by raising: never exit 0 here
 
 
-def named(changes: list[Any], invocation: Invocation, report: Any) -> list[Any]:
+def named(changes: list[Shown], invocation: Invocation, report: Report[Shown]) -> list[Shown]:
     """A watch's row changes, only those of the positional NAMEs when some are given."""
     if not invocation.names:
         return changes

@@ -54,10 +54,10 @@ def tool_flags(command: Command) -> tuple[Flag, ...]:
     own = tuple(command.flags)
     if not command.census:
         return kubectl + own
+    from kubectl_pvleft.clouds import CLOUDS, installed
     from kubectl_pvleft.clouds import FLAGS as SHARED
-    from kubectl_pvleft.clouds import cloud_modules, installed
 
-    clouds = tuple(flag for cloud in cloud_modules() if installed(cloud.EXTRA) for flag in cloud.FLAGS)
+    clouds = tuple(flag for cloud in CLOUDS if installed(cloud.EXTRA) for flag in cloud.FLAGS)
     return kubectl + own + (clouds + tuple(SHARED) if clouds else ())
 
 
@@ -263,9 +263,9 @@ def answer(base: Invocation, command: Command, arguments: Mapping[str, Any]) -> 
 def failed(line: str) -> dict[str, Any]:
     """A line that made the answer partial, as data: which cloud (its JSON ``source``) and which part of its work
     (census, snapshots, prices) failed, read from the prefix the clouds' names give it; null where none matches."""
-    from kubectl_pvleft.clouds import cloud_modules
+    from kubectl_pvleft.clouds import CLOUDS
 
-    for cloud in cloud_modules():
+    for cloud in CLOUDS:
         for part in ("census", "snapshots", "prices"):
             prefix = f"{cloud.NAME} {part}: "
             if line.startswith(prefix):

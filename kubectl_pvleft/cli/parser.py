@@ -546,11 +546,12 @@ def invocation_of(args: argparse.Namespace) -> Invocation:
 
 
 def _clouds_asked(command: Command, flags: dict[str, Any]) -> tuple[str, ...]:
+    """The clouds whose census the flags ask for, by source, in registry order."""
     if not command.census:
         return ()
-    from kubectl_pvleft.clouds import cloud_modules
+    from kubectl_pvleft.clouds import CLOUDS
 
-    return tuple(cloud.__name__ for cloud in cloud_modules() if cloud.asked(flags))
+    return tuple(cloud.SOURCE for cloud in CLOUDS if cloud.asked(flags))
 
 
 def parse(argv: Sequence[str], prog: str) -> Optional[Invocation]:

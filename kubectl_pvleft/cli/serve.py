@@ -13,18 +13,23 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Optional
 
+from kubectl_pvleft.analyses import ANALYSES
 from kubectl_pvleft.cli.durations import go_duration
 from kubectl_pvleft.cli.session import connect, describe_api_error
 from kubectl_pvleft.errors import ApiError, PvleftError, needs_extra
-from kubectl_pvleft.invocation import COMMANDS, Invocation, Options
+from kubectl_pvleft.invocation import Analysis, Invocation, Options, Row, WithAnalysis
 from kubectl_pvleft.text import one_line, shown
 
 if TYPE_CHECKING:  # --cost alone imports the pricing
+    from kubectl_pvleft.clouds.census import CensusOutcome
     from kubectl_pvleft.clouds.cost import PriceFile
-    from kubectl_pvleft.kube.watch import Follow
+    from kubectl_pvleft.clouds.snapshot_census import SnapshotOutcome
+    from kubectl_pvleft.exporter import live
+    from kubectl_pvleft.exporter.live import Live
+    from kubectl_pvleft.records import PersistentVolume
 
 DEFAULT_LISTEN = ":9479"
 DEFAULT_CENSUS_INTERVAL = "1h"
@@ -60,11 +65,19 @@ def describe(exc: BaseException) -> str:
     return f"internal error ({type(exc).__name__})"  # never the text: it may hold a value
 
 
-def followed(options: Options) -> list[tuple[str, Follow[Any]]]:
-    """Every analysis of COMMANDS (the registry a run, a fleet and --watch read too), kept live by name, whatever
-    the cluster serves now: a kind it does not serve (the snapshot CRDs) is asked for again now and then, and
-    pvleft_analysis_served says which (exporter/live.py)."""
-    return [(command.name, command.load().follow(options)) for command in COMMANDS]
+def followed(options: Options) -> list[live.Analysis]:
+    """Every analysis of the registry (``analyses.ANALYSES``, which a run, a fleet and --watch read too), kept live
+    under its command's name, whatever the cluster serves now: a kind it does not serve (the snapshot CRDs) is
+    asked for again now and then, and pvleft_analysis_served says which (exporter/live.py)."""
+    from kubectl_pvleft.exporter.live import kept_live
+
+    def kept_as(name: str) -> WithAnalysis[live.Analysis]:
+        def kept(analysis: Analysis[Row]) -> live.Analysis:
+            return kept_live(name, analysis, options)
+
+        return kept
+
+    return [entry.load(options).apply(kept_as(entry.name)) for entry in ANALYSES]
 
 
 def serve(invocation: Invocation) -> int:
@@ -79,7 +92,11 @@ def serve(invocation: Invocation) -> int:
     from kubectl_pvleft.kube.watch import WatchSettings
 
     flags = invocation.flags
-    prices = _price_file(flags) if invocation.clouds else None  # a bad --price-file: exit 2, before connecting
+    prices = None
+    if invocation.clouds:  # a bad --price-file: exit 2, before connecting
+        from kubectl_pvleft.clouds.census import price_file
+
+        prices = price_file(flags)
     api, namespace = connect(invocation.selection, invocation.request_timeout, invocation.request_timeout is not None,
                              interactive=False)  # a daemon never waits for a human at a terminal
     stopping = threading.Event()
@@ -109,16 +126,8 @@ def serve(invocation: Invocation) -> int:
     return 0
 
 
-def _price_file(flags: Any) -> Optional[PriceFile]:
-    """--cost --price-file, read once for every census run of the process."""
-    if not flags.get("cost"):
-        return None
-    from kubectl_pvleft.clouds.pricing import check
-
-    return check(flags)
-
-
-def _census(options: Any, prices: Optional[PriceFile]) -> tuple[Optional[Callable[[list[Any]], Any]], dict[str, str]]:
+def _census(options: Options, prices: Optional[PriceFile]
+            ) -> tuple[Optional[Callable[[list[PersistentVolume]], CensusOutcome]], dict[str, str]]:
     """The cloud censuses the flags ask for, as one function of the PVs, and their names -> the metrics' label
     (the short name findings carry as their source); none when no flag asks. With --cost, each run prices the
     disks it shows too (pvleft_monthly_cost)."""
@@ -132,15 +141,20 @@ def _census(options: Any, prices: Optional[PriceFile]) -> tuple[Optional[Callabl
     return (lambda volumes: census.take(options, volumes, prices)), {cloud.NAME: cloud.SOURCE for cloud in clouds}
 
 
-def _snapshot_census(options: Any, prices: Optional[PriceFile]) -> Optional[Callable[[list[Any]], Any]]:
+def _snapshot_census(options: Options, prices: Optional[PriceFile]
+                     ) -> Optional[Callable[[Sequence[object]], SnapshotOutcome]]:
     """With --cost and a cloud's flag: the snapshots behind the snapshot contents with findings, looked up and
     priced on each census interval (as `snapshots --cost` does once), as one function of the analysis's rows."""
     if not (options.flags.get("cost") and options.clouds):
         return None
-    from kubectl_pvleft.analyses.snapshots import wanted_of
+    from kubectl_pvleft.analyses.snapshots import ContentRow, wanted_of
     from kubectl_pvleft.clouds import snapshot_census
 
-    return lambda rows: snapshot_census.take(options, [wanted_of(row) for row in rows if row.counted], prices)
+    def take(rows: Sequence[object]) -> SnapshotOutcome:
+        contents = [row for row in rows if isinstance(row, ContentRow) and row.counted]
+        return snapshot_census.take(options, [wanted_of(row) for row in contents], prices)
+
+    return take
 
 
 def _on_signals(stop: Callable[[], None]) -> None:
@@ -176,7 +190,7 @@ SHARE_SECONDS = 1.0
 SHARED_ANSWERS = 8  # at most this many kept at once (text, OpenMetrics, each gzipped or not...)
 
 
-def _server(where: tuple[str, int], registry: Any, live: Any, stale_after: float) -> Any:
+def _server(where: tuple[str, int], registry: Any, live: Live, stale_after: float) -> Any:
     """waitress serving prometheus_client's WSGI app (gzip when asked, OpenMetrics when Accept asks for it, name[]
     filters) at /metrics, /healthz and /livez; nothing else."""
     import logging

@@ -5,16 +5,18 @@ it reads (a kind that is not served, a credential plugin that wants a terminal) 
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Generator
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Optional, Union
 
+from kubectl_pvleft.analyses import ANALYSES_BY_NAME
 from kubectl_pvleft.errors import ApiError, Forbidden
-from kubectl_pvleft.invocation import Analysis, Invocation, Options, Result
+from kubectl_pvleft.invocation import Analysis, Invocation, Options, Result, Row, SomeAnalysis
 
 if TYPE_CHECKING:
     from kubectl_pvleft.kube.api import KubeAPI
     from kubectl_pvleft.kube.kubeconfig import Selection
-    from kubectl_pvleft.kube.watch import WatchSettings
+    from kubectl_pvleft.kube.watch import Notice, RowChange, WatchSettings
 
 
 def connect(selection: Selection, request_timeout: Optional[float], timeout_from_flag: bool,
@@ -46,13 +48,14 @@ class Session:
         self.api, namespace = connect(selection, invocation.request_timeout, invocation.request_timeout is not None,
                                       interactive, invocation.chunk_size)
         self.options: Options = invocation.options(namespace)
-        self._analysis: Optional[Analysis[Any]] = None
+        self._analysis: Optional[SomeAnalysis] = None
 
     @property
-    def analysis(self) -> Analysis[Any]:
-        """The command's analysis, imported on first use (``why`` tells one story and never loads one)."""
+    def analysis(self) -> SomeAnalysis:
+        """The command's analysis (the registry's, for these options), imported on first use (``why`` tells one
+        story and never loads one)."""
         if self._analysis is None:
-            self._analysis = self.invocation.command.load()
+            self._analysis = ANALYSES_BY_NAME[self.invocation.command.name].load(self.options)
         return self._analysis
 
     def not_served(self) -> Optional[str]:
@@ -67,12 +70,14 @@ class Session:
             result = narrow(result, self.invocation, self.options, self.api)
         return result
 
-    def follow(self, settings: WatchSettings, stop: Any = None) -> Generator[Any, None, None]:
+    def follow(self, analysis: Analysis[Row], settings: WatchSettings, stop: Optional[threading.Event] = None
+               ) -> Generator[Union[list[RowChange[Row]], Notice], None, None]:
         """Batches of row changes and notices until the streams fail; nothing when the kinds are not served
-        (the caller asked ``not_served`` first)."""
+        (the caller asked ``not_served`` first). ``analysis``: this session's, as ``analysis.apply`` hands it over
+        with its row type."""
         from kubectl_pvleft.kube.watch import follow
 
-        return follow(self.api, self.analysis.follow(self.options), settings, stop)
+        return follow(self.api, analysis.follow(self.options), settings, stop)
 
     @property
     def requests(self) -> int:

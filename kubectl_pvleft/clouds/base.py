@@ -1,13 +1,18 @@
-"""What every census shares: the disk and PV facts it joins, its findings, and the pure join by handle."""
+"""What every cloud shares: the contract a cloud meets (``Cloud`` and the Protocols of its census, prices and
+snapshots modules, declared here once and checked by mypy), the disk, snapshot and PV facts a census joins, the
+price facts a price list answers in, the findings, and the pure join by handle."""
 
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
-from typing import Any, Optional, Protocol
+from typing import TYPE_CHECKING, Any, Optional, Protocol, Union
 
 from msgspec import Struct, field
+
+if TYPE_CHECKING:  # the clouds' declarations, read on every run, name these types only for mypy
+    from kubectl_pvleft.invocation import Flag
 
 ORPHAN_DISK = "orphan-disk"  # a disk no PV in this cluster names
 MISSING_DISK = "missing-disk"  # a PV whose disk does not exist: its data is already gone
@@ -134,6 +139,50 @@ class CloudSnapshot(Struct, frozen=True):
         }
 
 
+# What --cost prices: a disk (leftovers) or a snapshot (snapshots); both say their source, handle, name, location.
+Billable = Union[CloudDisk, CloudSnapshot]
+
+
+class Need(Struct, frozen=True):
+    """One quantity of a disk that bills: ``quantity`` in the component's canonical unit (cost.py's units), priced by
+    the rate listed for (component, location, type, regional). ``location`` is where price lists place it (a region)."""
+
+    component: str
+    quantity: float
+    location: str
+    type: str
+    regional: bool = False
+
+    @property
+    def key(self) -> tuple[str, str, str, bool]:
+        return (self.component, self.location, self.type, self.regional)
+
+
+class Rate(Struct, frozen=True):
+    """A price per canonical unit, by tier (from what quantity each price applies), and where it came from."""
+
+    tiers: tuple[tuple[float, float], ...]  # (from quantity, price per canonical unit), ascending
+    currency: str
+    unit: str  # the unit the source lists its price in, as it spells it ("GiBy.mo", "GB-Mo", "GiB-month")
+    listed: float  # the first tier's price in that unit, as listed
+    sku: str  # the SKU id, the product's SKU, or "FILE:LINE" of a price-file entry
+    source: str  # "Cloud Billing Catalog API", "AWS Price List Query API", "price file"
+    date: Optional[str] = None  # when the price took effect (or the price file's date)
+
+    @property
+    def unit_price(self) -> float:
+        return self.tiers[0][1]
+
+    def charge(self, quantity: float) -> float:
+        """The quantity priced tier by tier: each tier's price applies from its start to the next one's."""
+        total = 0.0
+        for index, (start, price) in enumerate(self.tiers):
+            end = self.tiers[index + 1][0] if index + 1 < len(self.tiers) else quantity
+            if quantity > start:
+                total += (min(quantity, end) - start) * price
+        return total
+
+
 class SnapshotLookup(Struct):
     """What a cloud said about the snapshots asked for, by handle: found, gone (the cloud's own not-found for that
     snapshot, never inferred from a refusal), or unknown with the reason."""
@@ -156,19 +205,6 @@ def other_clusters_note(disks: Iterable[CloudDisk], cluster_names: Callable[[Map
     by_cluster = ", ".join(f"{name}: {count}" for name, count in sorted(counts.items()))
     return (f"{len(disks)} {what} tagged for other clusters ({by_cluster}) are not reported as orphans: "
             f"{flag} {this_cluster} names this cluster")
-
-
-class Census(Protocol):
-    source: str
-    orphan_kind: str  # the finding names in this cloud's words: orphan-disk (GCE), orphan-volume (AWS)
-    missing_kind: str
-    notes: list[str]
-
-    def handle_of(self, pv: VolumeRef) -> Optional[str]: ...
-
-    def placement(self, pv: VolumeRef, handle: str) -> Placement: ...
-
-    def disks(self) -> Iterator[CloudDisk]: ...
 
 
 # Whose a cluster a disk's tags name is, from the contexts of the kubeconfig (MadeBy.state).
@@ -218,17 +254,164 @@ class CloudReport(Struct):
     unknown: dict[str, Placement] = field(default_factory=dict)
 
 
-def _same(handle: str) -> str:
-    return handle
+# -- the contract a cloud meets ------------------------------------------------------------------------------
+# A cloud is one package in clouds/: its ``__init__`` exports ``CLOUD``, annotated ``Cloud`` so that mypy checks it
+# and, through its accessors, each module it loads against the Protocols below. Its ``census``, ``prices`` and
+# ``snapshots`` modules meet ``CensusModule``, ``PricesModule`` and ``SnapshotsModule`` (a module meets a Protocol by
+# its functions): each ``open(flags, timeout)`` imports the SDK, builds the client and raises ``CloudError`` (one
+# line: what is missing and how to get it) when credentials or the SDK are absent; their other functions are pure.
+# ``flags`` are the parsed flags by dest (``Invocation.flags``); ``timeout`` bounds every call, in seconds.
+
+
+class Census(Protocol):
+    """One cloud's disks, read-only, and how its PVs name them: what ``CensusModule.open`` returns."""
+
+    source: str  # "gce", "aws", "azure": the client that saw a disk (JSON ``source``)
+    orphan_kind: str  # the findings' names in this cloud's words: orphan-disk (GCE, Azure), orphan-volume (AWS)
+    missing_kind: str
+    notes: list[str]  # lines for stderr about what the census could not tell (printed as warnings)
+
+    def handle_of(self, pv: VolumeRef) -> Optional[str]:
+        """The canonical handle a PV names on this cloud (the string ``CloudDisk.handle`` carries for that disk), or
+        None when the PV is not this cloud's."""
+
+    def placement(self, pv: VolumeRef, handle: str) -> Placement:
+        """For a PV whose disk was not seen: where the PV itself places it (its handle, its topology) and whether
+        that place was listed in full (every page read, no error, no refusal, no filter that left it out). Only then
+        is the disk missing; otherwise it is unknown, with the reason. A location the census was asked for is never
+        taken to be the PV's: a bare EBS volume id names no region, an in-tree PD no project."""
+
+    def disks(self) -> Iterator[CloudDisk]:
+        """Every disk, paginated to the last page, read-only calls only; ``CloudError`` when it cannot (a 403 names
+        the missing permission)."""
+
+    def match_key(self, handle: str) -> str:
+        """What handles are compared by: the handle itself, or Azure's ARM ID lower-cased (ARM IDs are
+        case-insensitive)."""
+
+
+class CensusModule(Protocol):
+    """A cloud's ``census`` module: the census, and what a disk's tags say of the cluster that made it."""
+
+    def open(self, flags: Mapping[str, Any], timeout: float) -> Census:
+        """The census the flags ask for (its SDK imported here)."""
+
+    def made_by(self, disk: CloudDisk) -> list[tuple[str, str]]:
+        """The clusters a disk's tags, labels or description say made it, each with the evidence ("tag
+        KubernetesCluster"), surest first: a fleet census tells which context reaches the cluster of an orphan."""
+
+    def kubeconfig_cluster(self, name: str) -> Optional[str]:
+        """The cluster a kubeconfig context or cluster name names, in this cloud's tools' words (``aws eks
+        update-kubeconfig`` writes the cluster's ARN), or None when the name is the cluster's own or says nothing."""
+
+    @property
+    def other_clusters_note(self) -> Optional[Callable[[list[CloudDisk], Mapping[str, Any]], str]]:
+        """What a cluster-name flag (``ONE_CLUSTER_FLAGS``) set aside as other clusters' disks, one line in the
+        cloud's words (``base.other_clusters_note``); None for a cloud that sets no disk aside."""
+
+
+class PriceList(Protocol):
+    """A cloud's price API, opened: what ``PricesModule.open`` returns."""
+
+    def rates(self, wanted: Iterable[Need]) -> Mapping[tuple[str, str, str, bool], Union[Rate, str]]:
+        """The rate of each need (by ``Need.key``), read to the last page, or why it has none (never a guess: none
+        or several matching SKUs leave it unknown); ``CloudError`` when the list cannot be read."""
+
+
+class PricesModule(Protocol):
+    """A cloud's ``prices`` module, imported under ``--cost`` only: what each disk or snapshot bills for (pure),
+    and its price API (opened only for the needs no ``--price-file`` line prices)."""
+
+    def needs(self, item: Billable) -> Union[list[Need], str]:
+        """What a disk or snapshot bills for, in canonical units; a str says why it cannot be priced."""
+
+    @property
+    def excluded(self) -> Optional[Callable[[Billable], Optional[str]]]:
+        """What a priced item also bills that its price leaves out (Azure's transactions): said in its JSON and
+        once on stderr; None for a cloud whose prices leave nothing out."""
+
+    def open(self, flags: Mapping[str, Any], timeout: float) -> PriceList: ...
+
+
+class SnapshotCensus(Protocol):
+    """A cloud's snapshots, read-only: what ``SnapshotsModule.open`` returns."""
+
+    def look_up(self, handles: Iterable[str],
+                sources: Optional[Mapping[str, Optional[str]]] = None) -> SnapshotLookup:
+        """The snapshots the contents name, by handle (``sources``: the volume each was taken of, where the content
+        says). A snapshot is missing only on the cloud's own not-found for it, never from a refusal."""
+
+    def every(self) -> Iterator[CloudSnapshot]:
+        """Every snapshot the account owns, every page: the reverse census (``snapshot_census.orphans``)."""
+
+
+class SnapshotsModule(Protocol):
+    """A cloud's ``snapshots`` module, for ``snapshots`` with the cloud's flags."""
+
+    def open(self, flags: Mapping[str, Any], timeout: float) -> SnapshotCensus: ...
+
+    def made_by_csi(self, snapshot: CloudSnapshot) -> bool:
+        """The cloud's CSI driver made it (its tags or description say so): only such a snapshot can be an
+        orphan-snapshot."""
+
+
+class Cloud(Protocol):
+    """A cloud, as the command line, the censuses and the pricing see it: its package's ``CLOUD``. Declared
+    cheaply (the parser reads its flags on every run a census may join); its modules are imported only when a run
+    asks for them, and their SDK only inside their ``open``. The names are upper-case: they are the cloud's
+    constants."""
+
+    @property
+    def NAME(self) -> str:
+        """How messages name it: "Compute Engine", "EBS", "Azure"."""
+
+    @property
+    def SOURCE(self) -> str:
+        """"gce", "aws", "azure": its findings' JSON ``source``, a price file's ``cloud``, ``Invocation.clouds``."""
+
+    @property
+    def EXTRA(self) -> str:
+        """The setup.cfg extra that installs its SDK (``pip install 'kubectl-pvleft[gcp]'``)."""
+
+    @property
+    def FLAGS(self) -> tuple[Flag, ...]:
+        """Its flags; the first is the one that asks for its census."""
+
+    @property
+    def ONE_CLUSTER_FLAGS(self) -> tuple[Flag, ...]:
+        """Its flags that name one cluster as "this" one (``--aws-cluster-name``), refused with ``--all-contexts``
+        and ``--contexts``."""
+
+    @property
+    def DRIVERS(self) -> frozenset[str]:
+        """The CSI drivers and in-tree sources whose PVs its census answers for."""
+
+    @property
+    def SNAPSHOT_DRIVERS(self) -> frozenset[str]:
+        """The CSI drivers whose VolumeSnapshotContents its ``snapshots`` module looks up."""
+
+    def asked(self, flags: Mapping[str, Any]) -> bool:
+        """The parsed flags ask for this cloud."""
+
+    def census(self) -> CensusModule:
+        """Its ``census`` module, imported now."""
+
+    @property
+    def prices(self) -> Optional[Callable[[], PricesModule]]:
+        """Imports its ``prices`` module; None: its prices are not read (each disk's price is unknown, said so)."""
+
+    @property
+    def snapshots(self) -> Optional[Callable[[], SnapshotsModule]]:
+        """Imports its ``snapshots`` module; None: its snapshots are not looked up (said once)."""
 
 
 def join(census: Census, pvs: Iterable[VolumeRef], disks: Iterable[CloudDisk],
          where: str = "this cluster") -> CloudReport:
     """Pure: match disks to PVs by canonical handle (never by name alone), compared through the census's
-    ``match_key`` when it has one (Azure's ARM IDs are case-insensitive). ``where``: whose PVs these are, as an
+    ``match_key`` (Azure's ARM IDs are case-insensitive). ``where``: whose PVs these are, as an
     orphan's message says it. A disk a VM uses that no PV names and no
     CSI driver made for a claim (a node's boot disk) is NOT_A_VOLUME, not an orphan."""
-    key: Callable[[str], str] = getattr(census, "match_key", None) or _same
+    key = census.match_key
     named: dict[str, list[VolumeRef]] = {}
     written: dict[str, str] = {}  # match key -> the handle as the PV wrote it
     for pv in pvs:
@@ -262,7 +445,7 @@ def join(census: Census, pvs: Iterable[VolumeRef], disks: Iterable[CloudDisk],
         whose = ("it may belong to another cluster in the same account or project" if disk.other_cluster is None
                  else "it is tagged for this cluster")
         findings.append(CloudFinding(
-            getattr(census, "orphan_kind", ORPHAN_DISK), census.source, disk, None, disk.handle,
+            census.orphan_kind, census.source, disk, None, disk.handle,
             f"no PersistentVolume in {where} names {disk.handle} ({made_for}); {whose}"))
     unknown: dict[str, Placement] = {}
     for matched, refs in sorted(named.items()):
@@ -276,7 +459,7 @@ def join(census: Census, pvs: Iterable[VolumeRef], disks: Iterable[CloudDisk],
                 unknown[pv.pv_name] = placed
                 continue
             findings.append(CloudFinding(
-                getattr(census, "missing_kind", MISSING_DISK), census.source, None, pv.pv_name, handle,
+                census.missing_kind, census.source, None, pv.pv_name, handle,
                 f"PersistentVolume {pv.pv_name} names {handle}, which does not exist in {placed.named}, listed in "
                 f"full: its data is already gone", placed))
     findings.sort(key=lambda f: (f.kind, f.handle, f.pv_name or ""))

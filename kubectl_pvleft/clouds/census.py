@@ -10,19 +10,22 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from importlib import import_module
 from shlex import quote
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Optional, Union
 
 from msgspec.structs import replace
 
+from kubectl_pvleft.clouds import CLOUDS, SOURCES
 from kubectl_pvleft.clouds.base import (
     NOT_A_VOLUME,
     NOT_IN_KUBECONFIG,
     NOT_READ,
     READ,
     UNREADABLE,
+    Census,
+    CensusModule,
+    Cloud,
     CloudDisk,
     CloudError,
     CloudFinding,
@@ -50,7 +53,7 @@ def census_seconds(options: Options) -> float:
     return options.request_timeout or DEFAULT_CENSUS_SECONDS
 
 
-def listed_in_time(census: Any, seconds: float, from_flag: bool) -> list[CloudDisk]:
+def listed_in_time(census: Census, seconds: float, from_flag: bool) -> list[CloudDisk]:
     """Every disk of a census, or CloudError once ``seconds`` have passed, whatever the SDK is waiting on: its
     timeouts and retries are per call, so the whole is bounded here, and a census past its time stops at its next
     page (clouds/bounded.py), never left to page on."""
@@ -109,18 +112,20 @@ class CensusOutcome:
         return self.costing.of(disk) if self.costing is not None and isinstance(disk, CloudDisk) else None
 
 
-def asked(options: Options) -> list[Any]:
-    """The cloud modules whose census the flags ask for, in registry order."""
-    return [import_module(name) for name in options.clouds]
+def asked(options: Options) -> list[Cloud]:
+    """The clouds whose census the flags ask for (``options.clouds`` names them by source), in registry order."""
+    return [cloud for cloud in CLOUDS if cloud.SOURCE in options.clouds]
 
 
-def price_file(options: Options) -> Optional[PriceFile]:
-    """``--price-file``, read before anything is asked of a cluster or cloud: a bad file is a usage error."""
-    if not options.flags.get("cost"):
+def price_file(flags: Mapping[str, Any]) -> Optional[PriceFile]:
+    """``--price-file`` under ``--cost``, read before anything is asked of a cluster or cloud: a bad file is a usage
+    error. The one reader: leftovers, snapshots, a fleet and serve read it here."""
+    path = flags.get("price_file") if flags.get("cost") else None
+    if not path:
         return None
-    from kubectl_pvleft.clouds.pricing import check
+    from kubectl_pvleft.clouds.cost import read_price_file
 
-    return check(options.flags)
+    return read_price_file(path, SOURCES)
 
 
 def take(options: Options, pvs: Sequence[Any], prices: Optional[PriceFile] = None) -> CensusOutcome:
@@ -149,7 +154,7 @@ def take_estate(options: Options, volumes: Mapping[Optional[str], Sequence[Any]]
     for cloud in asked(options):
         drivers |= cloud.DRIVERS
         try:
-            implementation = import_module(cloud.__name__ + ".census")
+            implementation = cloud.census()
             census = implementation.open(options.flags, census_seconds(options))
             disks = listed_in_time(census, census_seconds(options), options.request_timeout is not None)
             joins = {context: join(census, context_refs, disks, where) for context, context_refs in refs.items()}
@@ -186,7 +191,7 @@ def take_estate(options: Options, volumes: Mapping[Optional[str], Sequence[Any]]
             if joined.unknown:
                 outcome.warnings.append((f"context {context}: " if context is not None else "")
                                         + unknown_note(cloud.NAME, joined.unknown))
-        if other_clusters and hasattr(implementation, "other_clusters_note"):
+        if other_clusters and implementation.other_clusters_note is not None:
             outcome.warnings.append(implementation.other_clusters_note(other_clusters, options.flags))
         outcome.warnings += census.notes
     outcome.findings.sort(key=lambda f: (f.kind, f.handle, f.context or "", f.pv_name or ""))
@@ -212,13 +217,12 @@ def take_estate(options: Options, volumes: Mapping[Optional[str], Sequence[Any]]
     return outcome
 
 
-def _attributed(finding: CloudFinding, implementation: Any,
+def _attributed(finding: CloudFinding, implementation: CensusModule,
                 kubeconfig: Sequence[tuple[str, Optional[str], str]]) -> CloudFinding:
     """The orphan with the cluster its tags say made it (``made_by``), and what the kubeconfig knows of that
     cluster: a context read, one that could not be read, one not asked for, or none."""
-    names: list[tuple[str, str]] = (getattr(implementation, "made_by", lambda disk: [])(finding.disk)
-                                    if finding.disk is not None else [])
-    parse = getattr(implementation, "kubeconfig_cluster", lambda name: None)
+    names = implementation.made_by(finding.disk) if finding.disk is not None else []
+    parse = implementation.kubeconfig_cluster
     rank = {READ: 0, UNREADABLE: 1, NOT_READ: 2}
     reaching: dict[str, tuple[str, str]] = {}  # cluster name -> (context, state), the best-known context first
     for context, cluster, state in kubeconfig:

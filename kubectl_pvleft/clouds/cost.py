@@ -2,11 +2,11 @@
 
 What every cloud shares lives here: the units (a price is converted to one canonical unit per component:
 GiB-month for capacity, IOPS-month for provisioned IOPS, MiB/s-month for provisioned throughput, disk-month for a
-price per disk whatever its size, as Azure lists its P/E/S tiers), the rates and
-what a disk needs priced, the ``--price-file`` reader (it takes precedence: a line there beats the API), and the
-totals; pricing.py runs the pricing itself. Each cloud's ``prices`` module says what a disk needs
-(``needs(disk)``) and reads its price API (``open(flags, timeout).rates(needs)``); it is imported only under
-``--cost``, and its SDK only inside ``open``.
+price per disk whatever its size, as Azure lists its P/E/S tiers), what a disk or snapshot is priced at (the
+``Need`` and ``Rate`` records themselves are base's), the ``--price-file`` reader (it takes precedence: a line there
+beats the API), and the totals; pricing.py runs the pricing itself. Each cloud's ``prices`` module
+(``base.PricesModule``) says what a disk needs (``needs(disk)``) and reads its price API (``open(flags,
+timeout).rates(needs)``); it is imported only under ``--cost``, and its SDK only inside ``open``.
 
 A disk whose price cannot be determined (its size unknown, no SKU for its type and region, the price API
 failed) gets an ``Unpriced`` with the reason, never 0.
@@ -14,17 +14,20 @@ failed) gets an ``Unpriced`` with the reason, never 0.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any, Optional, TypeVar, Union
 
 from msgspec import Struct, field
 
-from kubectl_pvleft.clouds.base import CloudDisk, CloudSnapshot
+# What a price list answers in is declared in base, beside the Protocols that speak it; the clouds' prices modules
+# take it from here, with the units.
+from kubectl_pvleft.clouds.base import Billable as Billable
+from kubectl_pvleft.clouds.base import CloudSnapshot
+from kubectl_pvleft.clouds.base import Need as Need
+from kubectl_pvleft.clouds.base import Rate as Rate
 from kubectl_pvleft.errors import UsageError
 
 T = TypeVar("T")
-# What --cost prices: a disk (leftovers) or a snapshot (snapshots); both say their source, handle, name, location.
-Billable = Union[CloudDisk, CloudSnapshot]
 
 CAPACITY, IOPS, THROUGHPUT = "capacity", "iops", "throughput"
 # A disk billed as a whole at its size tier's monthly price (Azure's P10, E20, S30 ...): quantity 1, one disk-month.
@@ -49,46 +52,6 @@ UNITS: dict[str, tuple[str, float]] = {
 PRICE_FILE = "price file"
 # The price-file and Need types of snapshot storage, in every cloud: what a snapshot bills as, by its tier.
 SNAPSHOT, ARCHIVE_SNAPSHOT = "snapshot", "archive-snapshot"
-
-
-class Need(Struct, frozen=True):
-    """One quantity of a disk that bills: ``quantity`` in the component's canonical unit, priced by the rate
-    listed for (component, location, type, regional). ``location`` is where price lists place it (a region)."""
-
-    component: str
-    quantity: float
-    location: str
-    type: str
-    regional: bool = False
-
-    @property
-    def key(self) -> tuple[str, str, str, bool]:
-        return (self.component, self.location, self.type, self.regional)
-
-
-class Rate(Struct, frozen=True):
-    """A price per canonical unit, by tier (from what quantity each price applies), and where it came from."""
-
-    tiers: tuple[tuple[float, float], ...]  # (from quantity, price per canonical unit), ascending
-    currency: str
-    unit: str  # the unit the source lists its price in, as it spells it ("GiBy.mo", "GB-Mo", "GiB-month")
-    listed: float  # the first tier's price in that unit, as listed
-    sku: str  # the SKU id, the product's SKU, or "FILE:LINE" of a price-file entry
-    source: str  # "Cloud Billing Catalog API", "AWS Price List Query API", "price file"
-    date: Optional[str] = None  # when the price took effect (or the price file's date)
-
-    @property
-    def unit_price(self) -> float:
-        return self.tiers[0][1]
-
-    def charge(self, quantity: float) -> float:
-        """The quantity priced tier by tier: each tier's price applies from its start to the next one's."""
-        total = 0.0
-        for index, (start, price) in enumerate(self.tiers):
-            end = self.tiers[index + 1][0] if index + 1 < len(self.tiers) else quantity
-            if quantity > start:
-                total += (min(quantity, end) - start) * price
-        return total
 
 
 class Line(Struct, frozen=True):
@@ -227,9 +190,10 @@ class PriceFile(Struct, frozen=True):
         return None
 
 
-def read_price_file(path: str) -> PriceFile:
-    """``--price-file``: YAML or JSON, ``currency``, optional ``date``, and ``prices``: a list of {cloud, location,
-    type, unit_price, unit (default GiB-month), regional (optional)}. Anything else is a usage error, one line."""
+def read_price_file(path: str, clouds: Collection[str]) -> PriceFile:
+    """``--price-file``: YAML or JSON, ``currency``, optional ``date``, and ``prices``: a list of {cloud (one of
+    ``clouds``: the registry's sources), location, type, unit_price, unit (default GiB-month), regional (optional)}.
+    Anything else is a usage error, one line."""
     try:
         with open(path, encoding="utf-8") as f:
             text = f.read()
@@ -251,7 +215,7 @@ def read_price_file(path: str) -> PriceFile:
     date = doc.get("date")
     prices = PriceFile(path, currency.strip(), None if date is None else str(date))
     for index, entry in enumerate(doc["prices"], 1):
-        cloud, component, location, kind, regional, rate = _price_line(path, index, entry, prices)
+        cloud, component, location, kind, regional, rate = _price_line(path, index, entry, prices, clouds)
         key = (cloud, component, location, kind, regional)
         if key in prices.rates:
             raise UsageError(f"--price-file {path}: prices[{index}] repeats {cloud} {location} {kind} {component}")
@@ -259,8 +223,8 @@ def read_price_file(path: str) -> PriceFile:
     return prices
 
 
-def _price_line(path: str, index: int, entry: Any,
-                prices: PriceFile) -> tuple[str, str, str, str, Optional[bool], Rate]:
+def _price_line(path: str, index: int, entry: Any, prices: PriceFile,
+                clouds: Collection[str]) -> tuple[str, str, str, str, Optional[bool], Rate]:
     where = f"--price-file {path}: prices[{index}]"
     if not isinstance(entry, dict):
         raise UsageError(f"{where}: expected a mapping of cloud, location, type, unit_price")
@@ -273,7 +237,6 @@ def _price_line(path: str, index: int, entry: Any,
         if not isinstance(value, str) or not value.strip():
             raise UsageError(f"{where}: `{key}` must be a non-empty string")
         words[key] = value.strip()
-    clouds = {module.SOURCE for module in _cloud_modules()}
     if words["cloud"] not in clouds:
         raise UsageError(f"{where}: cloud {words['cloud']!r} is not one of {', '.join(sorted(clouds))}")
     price = entry.get("unit_price")
@@ -289,12 +252,6 @@ def _price_line(path: str, index: int, entry: Any,
     rate = Rate(tiers=((0.0, float(price) / per),), currency=prices.currency, unit=unit, listed=float(price),
                 sku=f"{path}:prices[{index}]", source=PRICE_FILE, date=prices.date)
     return words["cloud"], component, words["location"], words["type"], regional, rate
-
-
-def _cloud_modules() -> list[Any]:
-    from kubectl_pvleft.clouds import cloud_modules
-
-    return cloud_modules()
 
 
 # -- totals ------------------------------------------------------------------------------------------------

@@ -5,26 +5,21 @@ rest on. The units, records and the price file it uses are in cost.py."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from importlib import import_module
 from typing import Any, Optional, Union
 
-from kubectl_pvleft.clouds.base import CloudError
+from kubectl_pvleft.clouds import CLOUDS
+from kubectl_pvleft.clouds.base import Billable, Cloud, CloudError, Need, PricesModule, Rate
 from kubectl_pvleft.clouds.cost import (
     AT_MOST,
     BASE,
     CANONICAL,
     PRICE_FILE,
-    Billable,
     Line,
     MonthlyCost,
-    Need,
     Priced,
     PriceFile,
-    Rate,
     Unpriced,
-    _cloud_modules,
     bound_needs,
-    read_price_file,
 )
 
 
@@ -43,27 +38,23 @@ class Costing:
         return None if disk is None else self.by_handle.get(disk.handle)
 
 
-def check(flags: Mapping[str, Any]) -> Optional[PriceFile]:
-    """The price file, read before any cluster or cloud is asked anything: a bad one is a usage error."""
-    path = flags.get("price_file")
-    return read_price_file(path) if path else None
-
-
 def price(flags: Mapping[str, Any], disks: Sequence[Billable], timeout: float,
           price_file: Optional[PriceFile] = None) -> Costing:
     """Every disk (or snapshot) priced: from the price file where it has a line, else from its cloud's price API (each cloud's
     list fetched at the same time as the others', once per run, read to its last page)."""
     costing = Costing()
-    modules = {module.SOURCE: module for module in _cloud_modules()}
+    clouds = {cloud.SOURCE: cloud for cloud in CLOUDS}
+    modules: dict[str, PricesModule] = {}  # cloud -> its prices module, for the disks of a cloud that has one
     wanted: dict[str, dict[str, list[Need]]] = {}  # cloud -> handle -> needs
     for disk in disks:
-        module = modules.get(disk.source)
-        if module is None:
+        owner = clouds.get(disk.source)
+        if owner is None:
             continue
-        pricing = prices_of(module)
-        if pricing is None:  # a cloud whose package has no prices module yet: said, never 0
-            costing.by_handle[disk.handle] = Unpriced(f"kubectl-pvleft does not read {module.NAME}'s prices yet")
+        pricing = prices_of(owner)
+        if pricing is None:  # a cloud whose prices are not read yet: said, never 0
+            costing.by_handle[disk.handle] = Unpriced(f"kubectl-pvleft does not read {owner.NAME}'s prices yet")
             continue
+        modules[disk.source] = pricing
         needs = pricing.needs(disk)
         if isinstance(needs, str):
             costing.by_handle[disk.handle] = Unpriced(needs)
@@ -87,11 +78,12 @@ def price(flags: Mapping[str, Any], disks: Sequence[Billable], timeout: float,
                 rate = price_file.rate(cloud, need) if price_file else None
                 if rate is not None:
                     from_file.setdefault(cloud, {})[need.key] = rate
-    api_rates = _fetch(flags, {cloud: modules[cloud] for cloud in from_api}, from_api, timeout, costing)
+    api_rates = _fetch(flags, {cloud: (clouds[cloud].NAME, modules[cloud]) for cloud in from_api}, from_api, timeout,
+                       costing)
     for cloud, by_handle in wanted.items():
         for handle, needs in by_handle.items():
             costing.by_handle[handle] = _priced(cloud, needs, from_file.get(cloud, {}), api_rates.get(cloud, {}),
-                                                price_file, modules[cloud].NAME)
+                                                price_file, clouds[cloud].NAME)
     for key in [k for k in costing.by_handle if k.endswith(AT_MOST)]:
         most, handle = costing.by_handle.pop(key), key[:-len(AT_MOST)]
         reason = costing.by_handle[handle]
@@ -108,12 +100,9 @@ def price(flags: Mapping[str, Any], disks: Sequence[Billable], timeout: float,
     return costing
 
 
-def prices_of(cloud: Any) -> Any:
-    """A cloud package's ``prices`` module, or None when it has none."""
-    from importlib.util import find_spec
-
-    name = cloud.__name__ + ".prices"
-    return import_module(name) if find_spec(name) is not None else None
+def prices_of(cloud: Cloud) -> Optional[PricesModule]:
+    """A cloud's ``prices`` module, imported now, or None when its prices are not read."""
+    return cloud.prices() if cloud.prices is not None else None
 
 
 def _capacity_priced_by_file(cloud: str, needs: Sequence[Need], price_file: Optional[PriceFile]) -> bool:
@@ -146,9 +135,10 @@ def _priced(cloud: str, needs: Sequence[Need], file_rates: Mapping[tuple[str, st
     return MonthlyCost(tuple(lines))
 
 
-def _fetch(flags: Mapping[str, Any], modules: Mapping[str, Any], needs: Mapping[str, list[Need]], timeout: float,
-           costing: Costing) -> dict[str, Mapping[tuple[str, str, str, bool], Union[Rate, str]]]:
-    """Each cloud's price list at the same time, bounded as a census is; one that fails leaves its disks unknown."""
+def _fetch(flags: Mapping[str, Any], modules: Mapping[str, tuple[str, PricesModule]], needs: Mapping[str, list[Need]],
+           timeout: float, costing: Costing) -> dict[str, Mapping[tuple[str, str, str, bool], Union[Rate, str]]]:
+    """Each cloud's price list at the same time, bounded as a census is; one that fails leaves its disks unknown.
+    ``modules``: each cloud's name and prices module, by source."""
     from functools import partial
 
     from kubectl_pvleft.clouds.bounded import run_together
@@ -157,9 +147,8 @@ def _fetch(flags: Mapping[str, Any], modules: Mapping[str, Any], needs: Mapping[
     failed: dict[str, str] = {}
 
     def read(cloud: str) -> Mapping[tuple[str, str, str, bool], Union[Rate, str]]:
-        prices = import_module(modules[cloud].__name__ + ".prices")
-        rates: Mapping[tuple[str, str, str, bool], Union[Rate, str]] = prices.open(flags, timeout).rates(needs[cloud])
-        return rates
+        _, prices = modules[cloud]
+        return prices.open(flags, timeout).rates(needs[cloud])
 
     # One bound for them all: they run at the same time, and one past it stops at its next page (clouds/bounded.py).
     outcomes = run_together({cloud: partial(read, cloud) for cloud in modules}, timeout)
@@ -172,18 +161,18 @@ def _fetch(flags: Mapping[str, Any], modules: Mapping[str, Any], needs: Mapping[
             raise outcome
         else:
             found[cloud] = outcome
-    for cloud, module in modules.items():
+    for cloud, (name, _) in modules.items():
         if cloud not in found and cloud not in failed:
             failed[cloud] = f"did not finish within {timeout:g}s"
         if cloud in failed:
-            costing.errors.append(f"{module.NAME} prices: {failed[cloud]}")
-            found[cloud] = {need.key: f"the {module.NAME} price list could not be read ({failed[cloud]})"
+            costing.errors.append(f"{name} prices: {failed[cloud]}")
+            found[cloud] = {need.key: f"the {name} price list could not be read ({failed[cloud]})"
                             for need in needs[cloud]}
     return found
 
 
-def _add_exclusions(costing: Costing, disks: Iterable[Billable], modules: Mapping[str, Any]) -> None:
-    """What a priced disk also bills and the price leaves out (a prices module's optional ``excluded(disk)``): in
+def _add_exclusions(costing: Costing, disks: Iterable[Billable], modules: Mapping[str, PricesModule]) -> None:
+    """What a priced disk also bills and the price leaves out (a prices module's ``excluded``, where it has one): in
     its JSON, and one warning per reason naming the disks, so a total is never read as the whole bill."""
     from kubectl_pvleft.text import shown as escaped
 
@@ -192,8 +181,8 @@ def _add_exclusions(costing: Costing, disks: Iterable[Billable], modules: Mappin
         priced = costing.by_handle.get(disk.handle)
         if not isinstance(priced, MonthlyCost) or disk.source not in modules:
             continue
-        excluded = getattr(prices_of(modules[disk.source]), "excluded", None)
-        reason = excluded(disk) if excluded else None
+        excluded = modules[disk.source].excluded
+        reason = excluded(disk) if excluded is not None else None
         if reason:
             costing.by_handle[disk.handle] = MonthlyCost(priced.lines, reason)
             names.setdefault(reason, []).append(escaped(disk.name))

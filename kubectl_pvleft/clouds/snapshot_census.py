@@ -1,12 +1,12 @@
 """`snapshots --project` / `--aws-region`: the cloud snapshot behind each VolumeSnapshotContent a row shows, and
 with ``--cost`` what it bills per month.
 
-A cloud answers for the contents of its CSI driver (its package's ``SNAPSHOT_DRIVERS``) and looks their snapshots
-up by handle in its ``snapshots`` module: ``open(flags, timeout).look_up(handles) -> SnapshotLookup``, read-only
-calls only. A snapshot the cloud says does not exist (its not-found for that snapshot, never a refusal) is a
-finding: the content and the cloud disagree, and restoring from it will fail. A cloud whose package has no
-``snapshots`` module says so once. Like the disk census, a lookup that fails is one line on stderr and the report
-is partial; the Kubernetes findings still print.
+A cloud answers for the contents of its CSI driver (its ``SNAPSHOT_DRIVERS``) and looks their snapshots up by
+handle in its ``snapshots`` module (``base.SnapshotsModule``): ``open(flags, timeout).look_up(handles) ->
+SnapshotLookup``, read-only calls only. A snapshot the cloud says does not exist (its not-found for that snapshot,
+never a refusal) is a finding: the content and the cloud disagree, and restoring from it will fail. A cloud whose
+snapshots are not looked up (``Cloud.snapshots`` None) says so once. Like the disk census, a lookup that fails is
+one line on stderr and the report is partial; the Kubernetes findings still print.
 """
 
 from __future__ import annotations
@@ -14,13 +14,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from functools import partial
-from importlib import import_module
-from importlib.util import find_spec
 from typing import TYPE_CHECKING, Any, Optional, Union
 
 from msgspec import Struct
 
-from kubectl_pvleft.clouds.base import CloudError, CloudSnapshot, SnapshotLookup
+from kubectl_pvleft.clouds.base import Cloud, CloudError, CloudSnapshot, SnapshotLookup, SnapshotsModule
 from kubectl_pvleft.clouds.census import asked, census_seconds, totals_report
 from kubectl_pvleft.invocation import Options
 from kubectl_pvleft.output.report import Column, Report, Verdict, actionable, utcnow
@@ -82,15 +80,6 @@ class SnapshotOutcome:
         return self.costing.of(found)
 
 
-def price_file(options: Options) -> Optional[PriceFile]:
-    """``--price-file``, read before anything is asked of a cluster or cloud: a bad file is a usage error."""
-    if not options.flags.get("cost"):
-        return None
-    from kubectl_pvleft.clouds.pricing import check
-
-    return check(options.flags)
-
-
 def take(options: Options, wanted: Sequence[Wanted], prices: Optional[PriceFile] = None,
          named: Optional[set[str]] = None) -> SnapshotOutcome:
     """Each asked cloud looks up the snapshots of its driver's contents; with ``named`` (every content's handle), it
@@ -98,8 +87,9 @@ def take(options: Options, wanted: Sequence[Wanted], prices: Optional[PriceFile]
     priced."""
     outcome = SnapshotOutcome()
     for cloud in asked(options):
-        mine = [w for w in wanted if w.driver in getattr(cloud, "SNAPSHOT_DRIVERS", ()) and w.handle]
-        if find_spec(cloud.__name__ + ".snapshots") is None:
+        mine = [w for w in wanted if w.driver in cloud.SNAPSHOT_DRIVERS and w.handle]
+        snapshots = cloud.snapshots
+        if snapshots is None:
             outcome.warnings.append(f"{cloud.NAME}: kubectl-pvleft does not look up {cloud.NAME} snapshots; "
                                     f"{cloud.FLAGS[0].name} only prices and checks disks, on leftovers")
             continue
@@ -107,7 +97,7 @@ def take(options: Options, wanted: Sequence[Wanted], prices: Optional[PriceFile]
             outcome.taken.append(cloud.NAME)
             continue
         try:
-            lookup = _look_up(cloud, options, {w.handle: w.source_volume for w in mine if w.handle})
+            lookup = _look_up(snapshots(), options, {w.handle: w.source_volume for w in mine if w.handle})
         except CloudError as exc:
             outcome.errors.append(f"{cloud.NAME} snapshots: {exc}")
             outcome.snapshots.update({w.content: Absent.UNKNOWN for w in mine})
@@ -129,9 +119,8 @@ def orphans(options: Options, named: set[str], outcome: SnapshotOutcome) -> None
     a full list says so: a list that fails is an error line and no orphan. With -l or --field-selector, the contents
     outside the selection were not read: no orphan is reported, said once."""
     for cloud in asked(options):
-        spec = find_spec(cloud.__name__ + ".snapshots")
-        module = import_module(cloud.__name__ + ".snapshots") if spec is not None else None
-        if module is None or not hasattr(module, "made_by_csi"):
+        module = cloud.snapshots() if cloud.snapshots is not None else None
+        if module is None:
             outcome.warnings.append(f"{cloud.NAME}: kubectl-pvleft does not list {cloud.NAME} snapshots: no "
                                     "orphan-snapshot is looked for there")
             continue
@@ -178,11 +167,11 @@ def _orphan_aside(snapshot: CloudSnapshot, options: Options, now: datetime) -> O
     return None
 
 
-def _every(module: Any, options: Options) -> list[CloudSnapshot]:
+def _every(module: SnapshotsModule, options: Options) -> list[CloudSnapshot]:
     return list(module.open(options.flags, census_seconds(options)).every())
 
 
-def _look_up(cloud: Any, options: Options, handles: Mapping[str, Optional[str]]) -> SnapshotLookup:
+def _look_up(module: SnapshotsModule, options: Options, handles: Mapping[str, Optional[str]]) -> SnapshotLookup:
     """The cloud's lookups, bounded as a census is (its SDK's retries are per call). ``handles``: each snapshot
     handle, and the volume it was taken of when the content says."""
     from kubectl_pvleft.clouds.bounded import run_bounded
@@ -190,9 +179,7 @@ def _look_up(cloud: Any, options: Options, handles: Mapping[str, Optional[str]])
     seconds = census_seconds(options)
 
     def work() -> SnapshotLookup:
-        module = import_module(cloud.__name__ + ".snapshots")
-        lookup: SnapshotLookup = module.open(options.flags, seconds).look_up(handles, sources=handles)
-        return lookup
+        return module.open(options.flags, seconds).look_up(handles, sources=handles)
 
     try:
         return run_bounded(work, seconds, "snapshot-census", f"did not finish within {seconds:g}s")
@@ -202,7 +189,7 @@ def _look_up(cloud: Any, options: Options, handles: Mapping[str, Optional[str]])
         raise CloudError(f"internal error ({type(exc).__name__})") from None
 
 
-def _place(outcome: SnapshotOutcome, cloud: Any, mine: Sequence[Wanted], lookup: SnapshotLookup) -> None:
+def _place(outcome: SnapshotOutcome, cloud: Cloud, mine: Sequence[Wanted], lookup: SnapshotLookup) -> None:
     reasons: dict[str, list[str]] = {}
     for want in mine:
         handle = want.handle or ""

@@ -12,10 +12,12 @@ import threading
 import time
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any, Generic, Optional, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Generic, Optional, Protocol, TypeVar, Union
 
+from kubectl_pvleft import invocation
 from kubectl_pvleft.errors import NotFound, PvleftError
 from kubectl_pvleft.exporter.heap import few_heaps, release_free_memory
+from kubectl_pvleft.invocation import Options, Row
 from kubectl_pvleft.kube.api import Kind, KubeAPI, Object, Unchanged, WatchEvent
 from kubectl_pvleft.kube.watch import (
     Changed,
@@ -25,12 +27,21 @@ from kubectl_pvleft.kube.watch import (
     Pages,
     Stores,
     Stream,
+    StreamItem,
     Synced,
     WatchSettings,
     reflect,
     uid_of,
 )
 from kubectl_pvleft.text import one_line, shown
+
+if TYPE_CHECKING:  # the clouds only under their flags
+    from kubectl_pvleft.clouds.base import CloudDisk, CloudFinding, CloudSnapshot
+    from kubectl_pvleft.clouds.census import CensusOutcome
+    from kubectl_pvleft.clouds.pricing import Costing
+    from kubectl_pvleft.clouds.snapshot_census import SnapshotOutcome
+    from kubectl_pvleft.output.series import Series
+    from kubectl_pvleft.records import Absent, PersistentVolume
 
 R = TypeVar("R", bound=Object)
 
@@ -153,24 +164,57 @@ class Shared:
                       unreadable=unreadable)  # kinds and analyses are named without braces: format() keeps them
 
 
-class Analysis:
-    """One analysis's stores and its last judgment. ``rows`` None: not judged yet (some stream has not listed)."""
+class Judgment(Generic[Row]):
+    """One judgment of an analysis: every row judged, the findings among them (by the analysis's verdict: a row
+    set aside, kept, is in no series), and what they tell /metrics, asked at scrape time."""
 
-    def __init__(self, name: str, spec: Follow[Any]) -> None:
-        self.name, self.spec = name, spec
+    __slots__ = ("analysis", "findings", "judged")
+
+    def __init__(self, judged: list[Row], finding: Callable[[Row], bool], analysis: invocation.Analysis[Row]) -> None:
+        self.judged, self.analysis = judged, analysis
+        self.findings = [row for row in judged if finding(row)]
+
+    def series(self) -> Series:
+        return self.analysis.metrics(self.findings, self.judged)
+
+
+class Judged(Protocol):
+    """A judgment, its row type its own: what a scrape and the census read of it. ``judged`` and ``findings``:
+    every row, and those that are findings, as objects (the census narrows them to the rows it prices, by type)."""
+
+    @property
+    def judged(self) -> Sequence[object]: ...
+
+    @property
+    def findings(self) -> Sequence[object]: ...
+
+    def series(self) -> Series: ...
+
+
+class Analysis:
+    """One analysis's stores and its last judgment. ``judgment`` None: not judged yet (some stream has not listed).
+    ``judge``: the analysis over the stores (``kept_live`` builds it with the analysis's own rows)."""
+
+    def __init__(self, name: str, spec: Follow[Row], judge: Callable[[Stores], Judged]) -> None:
+        self.name, self.streams, self.judge = name, spec.streams, judge
         self.stores = Stores([s.name for s in spec.streams], spec.primary, spec.keep, spec.departure)
         self.unsynced = {s.name for s in spec.streams}
         self.refused: set[str] = set()  # the streams it cannot do without that may not be read (403), by label
         self.shared: list[Shared] = []
-        self.rows: Optional[list[Any]] = None
+        self.judgment: Optional[Judged] = None
         self.assessed: Optional[float] = None  # wall clock of the last judgment
         self.dirty = False
 
     @property
+    def rows(self) -> Optional[Sequence[object]]:
+        """Every row of the last judgment, None before the first."""
+        return None if self.judgment is None else self.judgment.judged
+
+    @property
     def up(self) -> bool:
         """Judged, and every stream it reads is live now: its rows are current, not the last known."""
-        return self.rows is not None and all(s.health.up or not s.health.readable or not s.health.served
-                                             for s in self.shared)
+        return self.judgment is not None and all(s.health.up or not s.health.readable or not s.health.served
+                                                 for s in self.shared)
 
     @property
     def served(self) -> bool:
@@ -182,21 +226,31 @@ class Analysis:
         return any(r.analysis is self and r.unserved_ok for r in shared.readers)
 
 
+def kept_live(name: str, analysis: invocation.Analysis[Row], options: Options) -> Analysis:
+    """``analysis`` kept live under ``name`` (its command's): its streams, and a judge that keeps its own rows."""
+    spec = analysis.follow(options)
+
+    def judge(stores: Stores) -> Judged:
+        return Judgment(spec.assess(stores), spec.finding, analysis)
+
+    return Analysis(name, spec, judge)
+
+
 class CensusState:
     """The cloud censuses: their last findings and how the last runs went."""
 
     def __init__(self, clouds: Mapping[str, str]) -> None:
         self.names = dict(clouds)  # the census's NAME (what its outcome calls it) -> the metrics' cloud label
         self.clouds = tuple(clouds.values())
-        self.findings: Optional[list[Any]] = None  # None until a census answered
+        self.findings: Optional[list[CloudFinding]] = None  # None until a census answered
         # With --cost, from the same run as ``findings``: each PV's disk (found, missing or unknown) by PV name, to
         # price the leftover PVs a scrape names, and the prices (clouds/pricing.py's Costing); None without --cost.
-        self.disks: Mapping[str, Any] = {}
-        self.costing: Optional[Any] = None
+        self.disks: Mapping[str, Union[CloudDisk, Absent]] = {}
+        self.costing: Optional[Costing] = None
         # With --cost, the snapshots the snapshot contents with findings name, by content, and their prices
         # (clouds/snapshot_census.py's outcome), from the last lookup that a cloud answered.
-        self.snapshots: Mapping[str, Any] = {}
-        self.snapshot_costing: Optional[Any] = None
+        self.snapshots: Mapping[str, Union[CloudSnapshot, Absent]] = {}
+        self.snapshot_costing: Optional[Costing] = None
         self.last_success: dict[str, float] = {}
         self.failures: dict[str, int] = dict.fromkeys(self.clouds, 0)
         self.duration: Optional[float] = None
@@ -245,11 +299,11 @@ class Live:
     """The shared streams, the analyses fed from them, the judge and the census. ``start`` runs them in daemon
     threads; ``stop`` ends them (and every watch connection)."""
 
-    def __init__(self, api: KubeAPI, analyses: Sequence[tuple[str, Follow[Any]]], settings: WatchSettings,
-                 describe: Describe, census: Optional[Callable[[list[Any]], Any]] = None,
+    def __init__(self, api: KubeAPI, analyses: Sequence[Analysis], settings: WatchSettings,
+                 describe: Describe, census: Optional[Callable[[list[PersistentVolume]], CensusOutcome]] = None,
                  clouds: Mapping[str, str] = MappingProxyType({}), census_interval: float = 3600.0,
                  judge_every: float = 0.0, list_seconds: float = LIST_SECONDS,
-                 snapshot_census: Optional[Callable[[list[Any]], Any]] = None) -> None:
+                 snapshot_census: Optional[Callable[[Sequence[object]], SnapshotOutcome]] = None) -> None:
         self.api, self.settings, self.describe = api, settings, describe
         self.list_seconds = list_seconds
         self.lister = OneListAtATime(api)
@@ -257,10 +311,10 @@ class Live:
         self.lock = threading.Lock()
         self.stopping = threading.Event()
         self.changed = threading.Event()
-        self.analyses = [Analysis(name, spec) for name, spec in analyses]
+        self.analyses = list(analyses)
         asked: dict[Hashable, list[tuple[Analysis, Stream]]] = {}
         for analysis in self.analyses:
-            for stream in analysis.spec.streams:
+            for stream in analysis.streams:
                 asked.setdefault(stream_key(stream), []).append((analysis, stream))
         self.streams: dict[Hashable, Shared] = {}
         for key, pairs in asked.items():
@@ -336,7 +390,7 @@ class Live:
                 self.stopping.wait(delay)
                 delay = min(delay * 2, self.settings.backoff_max)
 
-    def take(self, shared: Shared, item: Any) -> None:
+    def take(self, shared: Shared, item: StreamItem) -> None:
         """What one stream showed, applied to every analysis that reads it."""
         if isinstance(item, Synced):
             self._refill(shared, item)
@@ -370,7 +424,7 @@ class Live:
                 analysis.refused.add(shared.label)
                 analysis.stores.data[reader.name] = {}
                 analysis.unsynced.add(reader.name)
-                analysis.rows = None
+                analysis.judgment = None
             else:
                 analysis.stores.unavailable(reader.name)
                 analysis.unsynced.discard(reader.name)
@@ -403,7 +457,7 @@ class Live:
                     continue
                 analysis.stores.data[reader.name] = {}
                 analysis.unsynced.add(reader.name)
-                analysis.rows = None
+                analysis.judgment = None
         self.changed.set()
 
     def held(self, shared: Shared, uid: str, version: str) -> bool:
@@ -493,14 +547,14 @@ class Live:
                     continue
                 analysis.dirty = False
                 try:
-                    rows = analysis.spec.assess(analysis.stores)
+                    judgment = analysis.judge(analysis.stores)
                 except Exception as exc:  # a bug of ours: one line, the analysis keeps its last rows (stale)
                     _log(f"{analysis.name}: internal error ({type(exc).__name__})")
                     continue
                 # Nobody prints "resolved" lines here: forget how objects left, or this grows forever.
                 analysis.stores.departed.clear()
                 # Under the lock: a stream that stopped being served meanwhile has emptied the rows.
-                analysis.rows, analysis.assessed = rows, time.time()
+                analysis.judgment, analysis.assessed = judgment, time.time()
 
     def _census_loop(self) -> None:
         assert self.census_run is not None
@@ -520,21 +574,20 @@ class Live:
                 self._take_snapshot_census()
             self.stopping.wait(self.census_interval)
 
-    def _volumes(self, leftovers: Optional[Analysis]) -> Optional[list[Any]]:
+    def _volumes(self, leftovers: Optional[Analysis]) -> Optional[list[PersistentVolume]]:
         if leftovers is None:
             return []
         with self.lock:
             return None if "volumes" in leftovers.unsynced else list(leftovers.stores["volumes"] or ())
 
-    def _take_census(self, volumes: list[Any]) -> None:
+    def _take_census(self, volumes: list[PersistentVolume]) -> None:
         assert self.census_run is not None
         started = time.monotonic()
+        crashed = ""
         try:
-            outcome = self.census_run(volumes)
+            outcome: Optional[CensusOutcome] = self.census_run(volumes)
         except Exception as exc:
             outcome, crashed = None, self.describe(exc)
-        else:
-            crashed = ""
         now = time.time()
         state = self.census
         state.duration = time.monotonic() - started
@@ -544,7 +597,7 @@ class Live:
                 state.failures[cloud] += 1
             else:
                 state.last_success[cloud] = now
-        state.errors = [crashed] if crashed else list(outcome.errors)
+        state.errors = [crashed] if outcome is None else list(outcome.errors)
         for message in state.errors:
             _log(message)
         if outcome is not None and outcome.taken:

@@ -5,24 +5,31 @@ Names follow Prometheus' conventions: the ``pvleft_`` prefix, base units (``_byt
 counters, ``_info`` on a series whose labels are the information. An analysis not judged yet has no finding series
 at all (absent, never zero); one whose streams are down keeps its last values and ``pvleft_analysis_up`` 0.
 docs/serve.md's "Metrics" section lists each with its labels and an example query.
+
+Each analysis's own families come from the analysis itself (``Analysis.metrics``: plain gauges and the findings
+alerts name, output/series.py): this module iterates the analyses serve keeps live and names none of them.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from datetime import datetime
-from typing import Any, Optional
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Optional, Union
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Metric
 
 from kubectl_pvleft import __version__
-from kubectl_pvleft.analyses.claim_problems import UNUSED
-from kubectl_pvleft.analyses.deletion import TERMINATING
-from kubectl_pvleft.analyses.pending.rules import on_storage
-from kubectl_pvleft.exporter.live import Analysis, Live
-from kubectl_pvleft.records.quantity import parse_quantity
+from kubectl_pvleft.analyses.leftovers import Leftover, bound_namespace
+from kubectl_pvleft.analyses.snapshots import ContentRow
+from kubectl_pvleft.exporter.live import Analysis, Health, Judged, Live
+from kubectl_pvleft.output.series import Finding, Gauge
 from kubectl_pvleft.text import cut_at_a_word, one_line, shown
+
+if TYPE_CHECKING:  # the clouds only under their flags
+    from kubectl_pvleft.clouds.base import CloudDisk, CloudFinding, CloudSnapshot
+    from kubectl_pvleft.clouds.cost import Priced
+    from kubectl_pvleft.clouds.pricing import Costing
+    from kubectl_pvleft.records import Absent
 
 GIB = 1 << 30
 ORPHAN_DISK = "orphan-disk"  # the cost's kind for an orphan, whatever the cloud calls it (EBS: orphan-volume)
@@ -30,30 +37,6 @@ SNAPSHOT = "snapshot"  # the cost's kind for the cloud snapshot behind a VolumeS
 FINDING_LABELS = ("analysis", "kind", "namespace", "name", "state")
 FAILURE_LABELS = ("analysis", "kind", "namespace", "name", "driver", "error")
 ERROR_WIDTH = 200  # a label, not a log: the words that say why, the rest in the plugin's HELD BY
-
-
-def quantity_bytes(text: Optional[str]) -> int:
-    value = parse_quantity(text) if text else None
-    return int(value) if value is not None else 0
-
-
-def timestamp(moment: Optional[datetime]) -> Optional[float]:
-    return moment.timestamp() if moment is not None else None
-
-
-class Finding:
-    """One object an alert can name: its labels, when the object was created (for "older than a week"), and when
-    its state began where the evidence says (for "unused for 30 days": a claim's Unused condition)."""
-
-    __slots__ = ("created", "labels", "on_storage", "since")
-
-    def __init__(self, analysis: str, kind: str, namespace: Optional[str], name: str, state: str,
-                 created: Optional[datetime], since: Optional[datetime] = None,
-                 on_storage: Optional[bool] = None) -> None:
-        self.labels = (analysis, kind, namespace or "", name, state)
-        self.created = timestamp(created)
-        self.since = timestamp(since)
-        self.on_storage = on_storage  # a Pending Pod's: does it wait on storage (not on CPU, a taint, an image)
 
 
 class ServeCollector:
@@ -65,7 +48,7 @@ class ServeCollector:
     def collect(self) -> Iterator[Metric]:
         live = self.live
         with live.lock:  # a consistent picture: the rows lists are replaced whole, the health mutated in place
-            analyses = [(a, a.rows, a.assessed, a.up, a.served, not a.refused) for a in live.analyses]
+            analyses = [(a, a.judgment, a.assessed, a.up, a.served, not a.refused) for a in live.analyses]
             health = [(s.label, s.stream.namespace or "", _copy(s.health)) for s in live.streams.values()]
             census = (live.census.findings, live.census.disks, live.census.costing)
             snapshots = (live.census.snapshots, live.census.snapshot_costing)
@@ -74,23 +57,28 @@ class ServeCollector:
         yield from _analyses(analyses)
         findings: list[Finding] = []
         deleting: Counter[tuple[str, ...]] = Counter()
-        failing: dict[tuple[str, ...], float] = {}
-        # Only the rows that are findings by their analysis's verdict: a row set aside (kept) is in no series.
-        rows: dict[str, list[Any]] = {a.name: [r for r in judged if a.spec.finding(r)]
-                                      for a, judged, *_ in analyses if judged is not None}
-        for analysis, judged, *_ in analyses:
-            if judged is not None:
-                families = FAMILIES[analysis.name]
-                yield from families.metrics(rows[analysis.name], judged, findings)
-                if families.meta is not None:
-                    _deleting(analysis.name, map(families.meta, rows[analysis.name]), deleting)
-                if families.failed_delete is not None:
-                    _failing(analysis.name, map(families.failed_delete, rows[analysis.name]), failing)
-        if any(FAMILIES[name].meta is not None for name in rows):
+        counts_deleting = False
+        failing: Optional[dict[tuple[str, ...], float]] = None
+        judgments = [judgment for _, judgment, *_ in analyses if judgment is not None]
+        for analysis, judgment, *_ in analyses:
+            if judgment is not None:
+                own = judgment.series()  # only the rows that are findings by its verdict (kept ones in no series)
+                yield from map(_family, own.gauges)
+                findings += own.findings
+                if own.terminating is not None:
+                    counts_deleting = True
+                    for finalizer, count in own.terminating.items():
+                        deleting[(analysis.name, finalizer)] += count
+                if own.failed_deletes is not None:
+                    failing = {} if failing is None else failing
+                    for failed in own.failed_deletes:
+                        failing[(analysis.name, failed.kind, failed.namespace, failed.name, failed.driver,
+                                 cut_at_a_word(shown(one_line(failed.error)), ERROR_WIDTH))] = 1
+        if counts_deleting:
             yield _gauge("pvleft_terminating_objects", "Objects being deleted (kubectl's Terminating) that a "
                          "finalizer still holds, by analysis and finalizer (an object held by two counts under "
                          "each; finalizer \"\" when none is left)", ("analysis", "finalizer"), deleting)
-        if any(FAMILIES[name].failed_delete is not None for name in rows):
+        if failing is not None:
             yield _gauge("pvleft_delete_failure_info", "One series per object whose delete in the storage backend "
                          "fails (value 1), with the CSI driver whose sidecar must act and its error: a PV's newest "
                          "VolumeFailedDelete event, a VolumeSnapshotContent's status.error (at most "
@@ -99,8 +87,10 @@ class ServeCollector:
         if live.census_run is not None:
             yield from _census(live, census[0], findings)
             if census[2] is not None or snapshots[1] is not None:
-                yield from _monthly_cost(census[0] or (), census[1], census[2], rows.get("leftovers") or (),
-                                         snapshots, rows.get("snapshots") or ())
+                # The rows that bill, told by their type: the leftover PVs' and the contents' with findings.
+                leftovers = [r for r in _findings_of(judgments) if isinstance(r, Leftover)]
+                contents = [r for r in _findings_of(judgments) if isinstance(r, ContentRow)]
+                yield from _monthly_cost(census[0] or (), census[1], census[2], leftovers, snapshots, contents)
         yield from self._findings(findings)
 
     def _findings(self, findings: list[Finding]) -> Iterator[Metric]:
@@ -132,7 +122,17 @@ class ServeCollector:
                                 "--max-finding-series", value=len(unique) - len(kept))
 
 
-def _copy(health: Any) -> tuple[Any, ...]:
+def _findings_of(judgments: Iterable[Judged]) -> Iterator[object]:
+    for judgment in judgments:
+        yield from judgment.findings
+
+
+# A stream's health as one scrape reads it: listed, readable, up, last list, last event, relists, errors, served,
+# last success.
+HealthCopy = tuple[bool, bool, bool, Optional[float], Optional[float], int, int, bool, Optional[float]]
+
+
+def _copy(health: Health) -> HealthCopy:
     return (health.listed, health.readable, health.up, health.last_list, health.last_event, health.relists,
             health.errors, health.served, health.last_success)
 
@@ -143,7 +143,7 @@ def _process() -> Iterator[Metric]:
     yield build
 
 
-def _streams(health: Iterable[tuple[str, str, tuple[Any, ...]]]) -> Iterator[Metric]:
+def _streams(health: Iterable[tuple[str, str, HealthCopy]]) -> Iterator[Metric]:
     labels = ("stream", "namespace")
     up = GaugeMetricFamily("pvleft_stream_up", "1 while the stream's list/watch is live (listed, or its watch "
                            "answered by the server); 0 before its first list, while it is re-established (its "
@@ -182,7 +182,7 @@ def _streams(health: Iterable[tuple[str, str, tuple[Any, ...]]]) -> Iterator[Met
     yield from (up, readable, served, last_list, last_event, last_success, relists, errors)
 
 
-def _analyses(analyses: list[tuple[Analysis, Optional[list[Any]], Optional[float], bool, bool, bool]]
+def _analyses(analyses: list[tuple[Analysis, Optional[Judged], Optional[float], bool, bool, bool]]
               ) -> Iterator[Metric]:
     up = GaugeMetricFamily("pvleft_analysis_up", "1 when the analysis is judged from live streams; 0 before its "
                            "first judgment and while a stream it reads is down (its series are then the last known)",
@@ -197,7 +197,7 @@ def _analyses(analyses: list[tuple[Analysis, Optional[list[Any]], Optional[float
                                  "judged", labels=("analysis",))
     findings = GaugeMetricFamily("pvleft_findings", "Rows the analysis reports as findings (0 is a judged, clean "
                                  "answer; absent: not judged yet)", labels=("analysis",))
-    for analysis, rows, at, is_up, is_served, can_read in analyses:
+    for analysis, judgment, at, is_up, is_served, can_read in analyses:
         served.add_metric([analysis.name], 1 if is_served else 0)
         if not is_served:
             continue  # nothing to judge here: neither up nor down, and no findings (absent, never zero)
@@ -205,196 +205,12 @@ def _analyses(analyses: list[tuple[Analysis, Optional[list[Any]], Optional[float
         readable.add_metric([analysis.name], 1 if can_read else 0)
         if at is not None:
             assessed.add_metric([analysis.name], at)
-        if rows is not None:
-            findings.add_metric([analysis.name], sum(1 for r in rows if analysis.spec.finding(r)))
+        if judgment is not None:
+            findings.add_metric([analysis.name], len(judgment.findings))
     yield from (up, served, readable, assessed, findings)
 
 
-def _deleting(analysis: str, metas: Iterable[Any], count: Counter[tuple[str, ...]]) -> None:
-    for meta in metas:
-        if meta.deletion_timestamp is not None:
-            for finalizer in meta.finalizers or ("",):
-                count[(analysis, finalizer)] += 1
-
-
-def _failing(analysis: str, failures: Iterable[Optional[tuple[str, str, str, str, str]]],
-             found: dict[tuple[str, ...], float]) -> None:
-    for failure in failures:
-        if failure is not None:
-            kind, namespace, name, driver, error = failure
-            found[(analysis, kind, namespace, name, driver, cut_at_a_word(shown(one_line(error)), ERROR_WIDTH))] = 1
-
-
-def _pv_delete_failure(row: Any) -> Optional[tuple[str, str, str, str, str]]:
-    """A leftover PV whose backend delete fails: its provisioner's newest VolumeFailedDelete (analyses/leftovers.py
-    reads it only for a PV the external-provisioner holds)."""
-    pv = row.pv
-    return ("PersistentVolume", "", pv.name, pv.driver or "", row.delete_failure) if row.delete_failure else None
-
-
-def _content_delete_failure(row: Any) -> Optional[tuple[str, str, str, str, str]]:
-    """A VolumeSnapshotContent being deleted with deletionPolicy Delete whose status.error says the csi-snapshotter
-    sidecar's DeleteSnapshot fails (external-snapshotter pkg/sidecar-controller ``syncContent``/``deleteCSISnapshot``:
-    the error is saved in status.error and its finalizer keeps the content, as analyses/deletion.py says)."""
-    content = row.content
-    error = content.status.error
-    if content.meta.deleted is None or content.spec.deletion_policy != "Delete" or error is None:
-        return None
-    return ("VolumeSnapshotContent", "", content.name, content.spec.driver or "",
-            error.message or "an error with no message")
-
-
-def _leftovers(rows: list[Any], judged: list[Any], findings: list[Finding]) -> Iterator[Metric]:
-    # namespace: the claim's the PV was bound to (its claimRef), "" when it names none: totals by namespace and class
-    labels = ("phase", "claim", "reclaim_policy", "storage_class", "namespace")
-    count: Counter[tuple[str, ...]] = Counter()
-    size: Counter[tuple[str, ...]] = Counter()
-    for row in rows:
-        pv = row.pv
-        key = (pv.phase or "", row.claim_state or "none", pv.reclaim_policy or "", pv.storage_class or "",
-               _claim_namespace(pv))
-        count[key] += 1
-        size[key] += quantity_bytes(pv.capacity)
-        # Being deleted first (its since is when deletion began): what holds it is what an operator acts on.
-        state = (TERMINATING if pv.meta.deleted else pv.phase if pv.phase in ("Released", "Failed")
-                 else f"claim-{row.claim_state}")
-        findings.append(Finding("leftovers", "PersistentVolume", "", pv.name, state, pv.meta.created,
-                                pv.meta.deleted))
-    yield _gauge("pvleft_leftover_volumes", "Leftover PersistentVolumes", labels, count)
-    yield _gauge("pvleft_leftover_volume_capacity_bytes", "Capacity of the leftover PersistentVolumes", labels, size)
-
-
-def _pending(rows: list[Any], judged: list[Any], findings: list[Finding]) -> Iterator[Metric]:
-    count: Counter[tuple[str, ...]] = Counter()
-    for row in rows:
-        count[(row.namespace, row.verdict.owner, row.verdict.reason)] += 1
-        findings.append(Finding("pending", "Pod", row.namespace, row.name, row.verdict.reason, row.pod.meta.created,
-                                on_storage=on_storage(row.verdict)))
-    yield _gauge("pvleft_pending_pods", "Pending Pods, by the controller that owns the blocker and the reason",
-                 ("namespace", "owner", "reason"), count)
-
-
-def _claims(rows: list[Any], judged: list[Any], findings: list[Finding]) -> Iterator[Metric]:
-    """``rows``: the findings; ``judged``: every row judged, among them the claims unused by design (never findings:
-    their own family)."""
-    count: Counter[tuple[str, ...]] = Counter()
-    size: Counter[tuple[str, ...]] = Counter()
-    unused: Counter[tuple[str, ...]] = Counter()
-    unused_size: Counter[tuple[str, ...]] = Counter()
-    by_design: Counter[tuple[str, ...]] = Counter()
-    by_design_size: Counter[tuple[str, ...]] = Counter()
-    for row in judged:
-        if row.usage.mounts:  # no Pod mounts it, and a workload will: visible, never a finding
-            claim = row.claim
-            key = (claim.namespace, claim.storage_class or "", row.usage.mounts[0].kind)
-            by_design[key] += 1
-            by_design_size[key] += quantity_bytes(claim.capacity or claim.requested)
-    missing_class: Counter[tuple[str, ...]] = Counter()
-    for row in rows:
-        claim = row.claim
-        for name in dict.fromkeys(p.missing_class for p in row.problems if p.missing_class):
-            missing_class[(claim.namespace, name)] += 1
-        for kind in dict.fromkeys(problem.kind for problem in row.problems):
-            count[(claim.namespace, kind)] += 1
-            size[(claim.namespace, kind)] += quantity_bytes(claim.requested)
-        if row.usage.unused and any(problem.kind == UNUSED for problem in row.problems):
-            key = (claim.namespace, claim.storage_class or "", row.usage.evidence or "")
-            unused[key] += 1
-            unused_size[key] += quantity_bytes(claim.capacity or claim.requested)  # what its volume holds
-        if row.problems:
-            state = row.problems[0].kind
-            since = row.usage.since if state == UNUSED else claim.meta.deleted if state == TERMINATING else None
-            findings.append(Finding("claims", "PersistentVolumeClaim", claim.namespace, claim.name, state,
-                                    claim.meta.created, since))
-    yield _gauge("pvleft_claims_missing_attributes_class", "Claims whose VolumeAttributesClass modification "
-                 "names a class that does not exist (modify-not-started, or modify-pending: the external-resizer "
-                 "waits for it), by namespace and the class named", ("namespace", "volume_attributes_class"),
-                 missing_class)
-    yield _gauge("pvleft_troubled_claims", "PersistentVolumeClaims in trouble, by problem (a claim with two "
-                 "problems counts under each)", ("namespace", "problem"), count)
-    yield _gauge("pvleft_troubled_claim_requested_bytes", "Storage the claims in trouble request",
-                 ("namespace", "problem"), size)
-    labels = ("namespace", "storage_class", "evidence")
-    yield _gauge("pvleft_unused_claims", "Bound PersistentVolumeClaims no Pod uses, by the evidence: the server's "
-                 "Unused condition (which says since when) or the Pods", labels, unused)
-    yield _gauge("pvleft_unused_claim_capacity_bytes", "Storage the unused claims hold (their capacity, else their "
-                 "request)", labels, unused_size)
-    labels = ("namespace", "storage_class", "workload_kind")
-    yield _gauge("pvleft_unused_by_design_claims", "Bound PersistentVolumeClaims no Pod mounts that a workload will "
-                 "mount again (a StatefulSet scaled down under whenScaled Retain, a Deployment at 0, a CronJob...), "
-                 "by the kind of the first such workload: never findings, never in pvleft_unused_claims", labels,
-                 by_design)
-    yield _gauge("pvleft_unused_by_design_claim_capacity_bytes", "Storage the claims unused by design hold (their "
-                 "capacity, else their request)", labels, by_design_size)
-
-
-def _classes(rows: list[Any], judged: list[Any], findings: list[Finding]) -> Iterator[Metric]:
-    count: Counter[tuple[str, ...]] = Counter()
-    for row in rows:
-        for finding in row.findings:
-            count[(row.name, finding.kind)] += 1
-        if row.findings:
-            created = row.storage_class.meta.created if row.storage_class is not None else None
-            findings.append(Finding("classes", "StorageClass", "", row.name, row.findings[0].kind, created))
-    yield _gauge("pvleft_storage_class_findings", "Findings about StorageClasses (a missing class, a second "
-                 "default, an unregistered driver...)", ("storage_class", "finding"), count)
-
-
-def _snapshots(rows: list[Any], judged: list[Any], findings: list[Finding]) -> Iterator[Metric]:
-    count: Counter[tuple[str, ...]] = Counter()
-    for row in rows:
-        for finding in row.findings:
-            count[(finding.kind,)] += 1
-        if row.findings:
-            content = row.content
-            findings.append(Finding("snapshots", "VolumeSnapshotContent", "", content.name, row.findings[0].kind,
-                                    content.meta.created, content.meta.deleted))
-    yield _gauge("pvleft_leftover_snapshot_contents", "VolumeSnapshotContents with a finding, by finding",
-                 ("finding",), count)
-
-
-def _attachments(rows: list[Any], judged: list[Any], findings: list[Finding]) -> Iterator[Metric]:
-    count: Counter[tuple[str, ...]] = Counter()
-    for row in rows:
-        for trouble in row.troubles:
-            count[(trouble.kind, trouble.driver, row.node_name)] += 1
-        if row.troubles:
-            findings.append(Finding("attachments", row.subject, "", row.name, row.troubles[0].kind, row.created,
-                                    row.troubles[0].since))
-    yield _gauge("pvleft_attachment_findings", "Findings about VolumeAttachments (attach/detach errors, detaches held "
-                 "by the attacher's finalizer, missing or NotReady nodes, missing PVs) and nodes (drivers not "
-                 "registered, attach limits), by finding, CSI driver and node", ("finding", "driver", "node"), count)
-
-
-
-class Families:
-    """An analysis's own families. ``metrics(rows, judged, findings)``: its families from the rows that are
-    findings (``judged``: every row, for the families that count what is never a finding), adding what alerts
-    name to ``findings``; ``meta``: a row's object, when the analysis counts in pvleft_terminating_objects;
-    ``failed_delete``: a row's (kind, namespace, name, driver, error) when its backend delete fails, for
-    pvleft_delete_failure_info."""
-
-    __slots__ = ("failed_delete", "meta", "metrics")
-
-    def __init__(self, metrics: Callable[[list[Any], list[Any], list[Finding]], Iterator[Metric]],
-                 meta: Optional[Callable[[Any], Any]] = None,
-                 failed_delete: Optional[Callable[[Any], Optional[tuple[str, str, str, str, str]]]] = None) -> None:
-        self.metrics, self.meta, self.failed_delete = metrics, meta, failed_delete
-
-
-# By the name of each analysis in invocation.COMMANDS (serve runs every one of them). An analysis missing here
-# fails every scrape with a KeyError, and tests/test_serve_unit.py fails first: none is left out of /metrics.
-FAMILIES: Mapping[str, Families] = {
-    "leftovers": Families(_leftovers, meta=lambda row: row.pv.meta, failed_delete=_pv_delete_failure),
-    "pending": Families(_pending),
-    "classes": Families(_classes),
-    "claims": Families(_claims, meta=lambda row: row.claim.meta),
-    "snapshots": Families(_snapshots, meta=lambda row: row.content.meta, failed_delete=_content_delete_failure),
-    "attachments": Families(_attachments),
-}
-
-
-def _census(live: Live, found: Optional[list[Any]], findings: list[Finding]) -> Iterator[Metric]:
+def _census(live: Live, found: Optional[list[CloudFinding]], findings: list[Finding]) -> Iterator[Metric]:
     state = live.census
     success = GaugeMetricFamily("pvleft_census_last_success_timestamp_seconds", "When the cloud's census last "
                                 "answered", labels=("cloud",))
@@ -432,8 +248,10 @@ def _census(live: Live, found: Optional[list[Any]], findings: list[Finding]) -> 
 COST_LABELS = ("kind", "namespace", "storage_class", "cloud")
 
 
-def _monthly_cost(found: Iterable[Any], disks: Mapping[str, Any], costing: Any, leftovers: Iterable[Any],
-                  snapshots: tuple[Mapping[str, Any], Any], contents: Iterable[Any]) -> Iterator[Metric]:
+def _monthly_cost(found: Iterable[CloudFinding], disks: Mapping[str, Union[CloudDisk, Absent]],
+                  costing: Optional[Costing], leftovers: Sequence[Leftover],
+                  snapshots: tuple[Mapping[str, Union[CloudSnapshot, Absent]], Optional[Costing]],
+                  contents: Sequence[ContentRow]) -> Iterator[Metric]:
     """``--cost``: what the leftover PVs' disks, the orphan disks and the snapshots of the contents with findings
     bill per month, summed by kind, namespace, class and cloud (never per object: pvleft_finding_info names them).
     The same rows as the one-shot commands' totals (clouds/census.py ``sections``, snapshots' totals). A disk or
@@ -444,7 +262,8 @@ def _monthly_cost(found: Iterable[Any], disks: Mapping[str, Any], costing: Any, 
 
     amount: dict[tuple[str, ...], float] = {}
     unpriced: Counter[tuple[str, ...]] = Counter()
-    billed: list[tuple[str, str, str, Any, Any]] = []  # kind, namespace, class, what bills, its price
+    # kind, namespace, class, what bills, its price
+    billed: list[tuple[str, str, str, Union[CloudDisk, CloudSnapshot], Optional[Priced]]] = []
     if costing is not None:
         # An orphan: the claim its CSI driver made it for says the namespace, if any (a missing disk bills nothing).
         billed += [(ORPHAN_DISK, _made_for_namespace(f.disk), "", f.disk, costing.of(f.disk))
@@ -452,17 +271,17 @@ def _monthly_cost(found: Iterable[Any], disks: Mapping[str, Any], costing: Any, 
         for row in leftovers:
             disk = disks.get(row.pv.name)
             if isinstance(disk, CloudDisk):
-                billed.append((LEFTOVER_PV, _claim_namespace(row.pv), row.pv.storage_class or "", disk,
+                billed.append((LEFTOVER_PV, bound_namespace(row.pv), row.pv.storage_class or "", disk,
                                costing.of(disk)))
     found_snapshots, snapshot_costing = snapshots
     if snapshot_costing is not None:
-        for row in contents:  # a content with findings: its VolumeSnapshot's namespace (a snapshot has no class)
-            snapshot = found_snapshots.get(row.content.name)
-            if row.counted and isinstance(snapshot, CloudSnapshot):
-                billed.append((SNAPSHOT, row.content.snapshot_ref.namespace or "", "", snapshot,
+        for content in contents:  # with findings: its VolumeSnapshot's namespace (a snapshot has no class)
+            snapshot = found_snapshots.get(content.content.name)
+            if content.counted and isinstance(snapshot, CloudSnapshot):
+                billed.append((SNAPSHOT, content.content.snapshot_ref.namespace or "", "", snapshot,
                                snapshot_costing.of(snapshot)))
-    for kind, namespace, storage_class, disk, priced in billed:
-        key = (kind, namespace, storage_class, disk.source)
+    for kind, namespace, storage_class, bills, priced in billed:
+        key = (kind, namespace, storage_class, bills.source)
         if isinstance(priced, MonthlyCost):
             priced_key = (*key, priced.currency)
             amount[priced_key] = amount.get(priced_key, 0.0) + priced.amount
@@ -476,15 +295,10 @@ def _monthly_cost(found: Iterable[Any], disks: Mapping[str, Any], costing: Any, 
                  "(the reason is on stderr): never counted as 0 in pvleft_monthly_cost", COST_LABELS, unpriced)
 
 
-def _made_for_namespace(disk: Any) -> str:
+def _made_for_namespace(disk: CloudDisk) -> str:
     from kubectl_pvleft.clouds.base import MADE_FOR_KEYS
 
     return next((disk.provenance[k] for k in MADE_FOR_KEYS[0] if disk.provenance.get(k)), "")
-
-
-def _claim_namespace(pv: Any) -> str:
-    ref = pv.spec.claim_ref
-    return (ref.namespace or "") if ref is not None else ""
 
 
 def _gauge(name: str, documentation: str, labels: tuple[str, ...], values: Mapping[tuple[str, ...], float]) -> Metric:
@@ -492,3 +306,7 @@ def _gauge(name: str, documentation: str, labels: tuple[str, ...], values: Mappi
     for key, value in sorted(values.items()):
         family.add_metric(list(key), value)
     return family
+
+
+def _family(gauge: Gauge) -> Metric:
+    return _gauge(gauge.name, gauge.documentation, gauge.labels, gauge.values)

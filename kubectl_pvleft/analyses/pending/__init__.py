@@ -10,7 +10,8 @@ Reads: Pods (``status.phase=Pending``), Events, PVCs, StorageClasses, CSIDrivers
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Optional, TypeVar
 
@@ -18,7 +19,16 @@ from msgspec.structs import replace
 
 from kubectl_pvleft.analyses.looks import describe, events, looks
 from kubectl_pvleft.analyses.pending.parties import names_attachment, names_rwop_holder
-from kubectl_pvleft.analyses.pending.rules import ClaimView, Evidence, Triage, TriageResult, assess, is_external, unattached_volumes
+from kubectl_pvleft.analyses.pending.rules import (
+    ClaimView,
+    Evidence,
+    Triage,
+    TriageResult,
+    assess,
+    is_external,
+    on_storage,
+    unattached_volumes,
+)
 from kubectl_pvleft.invocation import Analysis, AnalysisOf, Options, Result
 from kubectl_pvleft.kube.api import (
     CSI_DRIVER_SPECS,
@@ -36,6 +46,7 @@ from kubectl_pvleft.kube.api import (
     optional,
 )
 from kubectl_pvleft.migration import effective_provisioner
+from kubectl_pvleft.output import series
 from kubectl_pvleft.output.report import Column, Report, Verdict, actionable, age, clause_cut, finding_count, utcnow, word
 from kubectl_pvleft.records import Event, Pod, StorageClass, iso
 
@@ -417,5 +428,18 @@ def report(result: TriageResult, now: Optional[datetime] = None, *, wide: bool =
                       VERDICT, next_looks)
 
 
-# What a run, --watch, a fleet and serve call (invocation.Analysis; COMMANDS names this module).
-ANALYSIS: Analysis[Triage] = AnalysisOf(run, follow, watch_report)
+# -- what /metrics shows ------------------------------------------------------------------------------
+
+def metrics(rows: Sequence[Triage], judged: Sequence[Triage], findings: list[series.Finding]
+            ) -> Iterator[series.Gauge]:
+    count: Counter[tuple[str, ...]] = Counter()
+    for row in rows:
+        count[(row.namespace, row.verdict.owner, row.verdict.reason)] += 1
+        findings.append(series.Finding("pending", "Pod", row.namespace, row.name, row.verdict.reason,
+                                       row.pod.meta.created, on_storage=on_storage(row.verdict)))
+    yield series.Gauge("pvleft_pending_pods", "Pending Pods, by the controller that owns the blocker and the reason",
+                       ("namespace", "owner", "reason"), count)
+
+
+# What a run, --watch, a fleet and serve call (invocation.Analysis; the registry, analyses.ANALYSES, names it).
+ANALYSIS: Analysis[Triage] = AnalysisOf(run, follow, watch_report, metrics)

@@ -24,7 +24,7 @@ from datetime import timezone
 from typing import Any, Optional
 
 from kubectl_pvleft.clouds import base
-from kubectl_pvleft.clouds.aws import CSI_DRIVERS, IN_TREE_DRIVERS, MANAGED_DRIVER, SOURCE
+from kubectl_pvleft.clouds.aws.names import CSI_DRIVERS, IN_TREE_DRIVERS, MANAGED_DRIVER, SOURCE
 from kubectl_pvleft.clouds.aws.sdk import bounded_config, sdk_failures
 from kubectl_pvleft.clouds.base import CloudDisk, CloudError, Placement, VolumeRef
 from kubectl_pvleft.clouds.bounded import page_read
@@ -151,7 +151,7 @@ def dies_with_instance(volume: Mapping[str, Any]) -> bool:
 
 
 class AwsCensus:
-    """The ``Census`` of EBS volumes (see ``kubectl_pvleft.clouds``), one EC2 client per region."""
+    """The ``base.Census`` of EBS volumes, one EC2 client per region."""
 
     source = SOURCE
     orphan_kind = "orphan-volume"
@@ -171,6 +171,11 @@ class AwsCensus:
         # Regions listed without IncludeManagedResources (an older botocore): volumes AWS services manage (EKS Auto
         # Mode's) may have been hidden there, so those regions are not listed in full for that driver's PVs.
         self.managed_hidden: set[str] = set()
+
+    @staticmethod
+    def match_key(handle: str) -> str:
+        """Volume ids are compared as written."""
+        return handle
 
     def handle_of(self, pv: VolumeRef) -> Optional[str]:
         if not pv.handle or (pv.driver not in CSI_DRIVERS and pv.driver not in IN_TREE_DRIVERS):

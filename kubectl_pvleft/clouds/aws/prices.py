@@ -84,6 +84,9 @@ def needs(disk: Union[CloudDisk, CloudSnapshot]) -> Union[list[Need], str]:
     return found
 
 
+excluded = None  # no EBS price is said to leave something out (as Azure's transactions are)
+
+
 def open(flags: Mapping[str, Any], timeout: float) -> PriceListPrices:
     try:
         import boto3

@@ -28,8 +28,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from datetime import timezone
 from typing import Any, Optional
 
-from kubectl_pvleft.clouds.aws import SOURCE
 from kubectl_pvleft.clouds.aws.census import CLUSTER_NAME_TAGS, CLUSTER_TAG_PREFIX, INSTALL_HINT, KEEP_TAG
+from kubectl_pvleft.clouds.aws.names import SOURCE
 from kubectl_pvleft.clouds.aws.sdk import bounded_config, sdk_failures
 from kubectl_pvleft.clouds.base import CloudError, CloudSnapshot, SnapshotLookup
 from kubectl_pvleft.clouds.bounded import page_read

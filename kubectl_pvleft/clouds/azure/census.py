@@ -19,7 +19,7 @@ from datetime import datetime, timezone
 from typing import Any, Optional
 
 from kubectl_pvleft.clouds import base
-from kubectl_pvleft.clouds.azure import DRIVERS, SOURCE
+from kubectl_pvleft.clouds.azure.names import DRIVERS, SOURCE
 from kubectl_pvleft.clouds.base import CloudDisk, CloudError, Placement, VolumeRef
 from kubectl_pvleft.clouds.bounded import page_read
 from kubectl_pvleft.errors import needs_extra
@@ -189,7 +189,7 @@ def use_words(state: Optional[str], users: tuple[str, ...]) -> str:
 # -- the census -----------------------------------------------------------------------------------------
 
 class AzureCensus:
-    """The ``Census`` of managed disks (see ``kubectl_pvleft.clouds``), one Compute client per subscription."""
+    """The ``base.Census`` of managed disks, one Compute client per subscription."""
 
     source = SOURCE
     orphan_kind = "orphan-disk"

@@ -37,7 +37,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, NamedTuple, Optional, Union
 from urllib.parse import urlsplit
 
-from kubectl_pvleft.clouds.base import CloudDisk, CloudError
+from kubectl_pvleft.clouds.base import CloudDisk, CloudError, CloudSnapshot
 from kubectl_pvleft.clouds.bounded import page_read
 from kubectl_pvleft.clouds.cost import CANONICAL, CAPACITY, DISK, IOPS, THROUGHPUT, UNITS, Need, Rate, the_one
 from kubectl_pvleft.errors import needs_extra
@@ -117,8 +117,10 @@ def tier_of(letter: str, size_gb: int) -> Optional[str]:
     return next((tier for tier, size in TIERS[letter] if size_gb <= size), None)
 
 
-def needs(disk: CloudDisk) -> Union[list[Need], str]:
+def needs(disk: Union[CloudDisk, CloudSnapshot]) -> Union[list[Need], str]:
     """What a disk bills for: its tier as one disk-month, or its capacity, IOPS and throughput. A str says why not."""
+    if isinstance(disk, CloudSnapshot):  # never asked: Azure's snapshots are not looked up
+        return "kubectl-pvleft does not price Azure snapshots"
     if disk.type is None:
         return "Azure did not say the disk's SKU"
     if disk.size_gb is None:
@@ -142,8 +144,10 @@ def needs(disk: CloudDisk) -> Union[list[Need], str]:
     return found
 
 
-def excluded(disk: CloudDisk) -> Optional[str]:
+def excluded(disk: Union[CloudDisk, CloudSnapshot]) -> Optional[str]:
     """What a priced disk also bills and its price leaves out (cost.py warns and says it in JSON)."""
+    if isinstance(disk, CloudSnapshot):
+        return None
     tiered = TIERED.get(disk.type or "")
     return tiered.excludes if tiered else None
 

@@ -20,7 +20,7 @@ from msgspec import Struct
 
 from kubectl_pvleft.clouds.base import CloudDisk, CloudError, Placement, VolumeRef
 from kubectl_pvleft.clouds.bounded import page_read
-from kubectl_pvleft.clouds.gce import CSI_DRIVER, IN_TREE_DRIVER, SOURCE
+from kubectl_pvleft.clouds.gce.names import CSI_DRIVER, IN_TREE_DRIVER, SOURCE
 from kubectl_pvleft.errors import needs_extra
 from kubectl_pvleft.progress import Tally
 from kubectl_pvleft.text import one_line
@@ -174,7 +174,8 @@ def endpoint_and_credentials(variable: str, default: Callable[[], Any]) -> tuple
 
 
 class GceCensus:
-    """One census over the given projects. ``notes`` holds lines for stderr (what could not be told)."""
+    """The ``base.Census`` of persistent disks over the given projects. ``notes`` holds lines for stderr (what could
+    not be told)."""
 
     source = SOURCE
     orphan_kind = "orphan-disk"
@@ -196,6 +197,11 @@ class GceCensus:
         self._unreachable: set[tuple[str, str]] = set()  # (project, "zones/Z"): Google could not list there
 
     # -- the census ------------------------------------------------------------------------------------
+
+    @staticmethod
+    def match_key(handle: str) -> str:
+        """Compute Engine's handles are compared as written (its names are lower-case by rule)."""
+        return handle
 
     def disks(self) -> Iterator[CloudDisk]:
         """Every disk, listed once (later calls reuse the list)."""
@@ -419,6 +425,10 @@ def kubeconfig_cluster(name: str) -> Optional[str]:
     ``gke_PROJECT_LOCATION_CLUSTER`` (none of the three holds an underscore)."""
     parts = name.split("_")
     return parts[3] if len(parts) == 4 and parts[0] == "gke" and parts[3] else None
+
+
+# No flag names this cluster on Compute Engine (no --project cluster name): no disk is set aside as another's.
+other_clusters_note = None
 
 
 def made_by(disk: CloudDisk) -> list[tuple[str, str]]:

@@ -113,6 +113,9 @@ def needs(disk: Union[CloudDisk, CloudSnapshot]) -> Union[list[Need], str]:
     return found
 
 
+excluded = None  # no Compute Engine price is said to leave something out (as Azure's transactions are)
+
+
 def is_multi_region(location: str) -> bool:
     """Compute's multi-regions (us, eu, asia) are words; its regions carry a number (us-central1)."""
     return not any(ch.isdigit() for ch in location)

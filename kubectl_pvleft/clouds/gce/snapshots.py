@@ -20,7 +20,6 @@ from typing import Any, Optional
 
 from kubectl_pvleft.clouds.base import CloudError, CloudSnapshot, SnapshotLookup
 from kubectl_pvleft.clouds.bounded import page_read
-from kubectl_pvleft.clouds.gce import SOURCE
 from kubectl_pvleft.clouds.gce.census import (
     CALL_TIMEOUT,
     INSTALL_HINT,
@@ -31,6 +30,7 @@ from kubectl_pvleft.clouds.gce.census import (
     parse_timestamp,
     server_words,
 )
+from kubectl_pvleft.clouds.gce.names import SOURCE
 
 PERMISSION = "compute.snapshots.get"
 GIB = 2**30
