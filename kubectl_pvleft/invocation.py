@@ -10,10 +10,11 @@ turns argv into one ``Invocation``; below it, code reads typed fields.
   namespace resolved against that context's kubeconfig), the only thing an analysis sees.
 - ``Result``: what an analysis's ``run(api, options)`` produced.
 
-- ``Analysis``: what an analysis is to everything above it (a run, --watch, a fleet, serve): ``run``, ``follow``,
-  ``watch_report``, ``served`` and ``metrics``. Each analysis module exports one ``ANALYSIS`` meeting it (mypy
-  checks it where it is declared, with the module's own row type); ``SomeAnalysis`` is the same seen from the
-  registry, whose entries have different row types (``apply`` hands one over with its own).
+- ``Analysis``: what an analysis is to everything above it (a run, --watch, a fleet, serve, mcp): ``run``,
+  ``follow``, ``watch_report``, ``served``, ``metrics`` and ``items`` (the TypedDicts of what -o json prints). Each
+  analysis module exports one ``ANALYSIS`` meeting it (mypy checks it where it is declared, with the module's own
+  row type); ``SomeAnalysis`` is the same seen from the registry, whose entries have different row types (``apply``
+  hands one over with its own).
 """
 
 from __future__ import annotations
@@ -93,16 +94,20 @@ class Flag(_Frozen):
 
 class SomeAnalysis(Protocol):
     """An analysis whose rows are its own business: what the registry (``analyses.ANALYSES``) holds, since each
-    analysis has its own row type. A run and ``served`` need no rows; what pairs a row type across calls (--watch:
-    the streams and the report that prints their rows; serve: the rows and their metrics) is done by ``apply``,
-    which hands the analysis with its row type to a function generic in it (mypy checks that function for every
-    row type at once)."""
+    analysis has its own row type. A run, ``served`` and ``items`` need no rows; what pairs a row type across calls
+    (--watch: the streams and the report that prints their rows; serve: the rows and their metrics) is done by
+    ``apply``, which hands the analysis with its row type to a function generic in it (mypy checks that function
+    for every row type at once). ``items``: the types of the objects its -o json prints (TypedDicts, declared beside
+    the code that builds them; a cloud's rows imported only when asked): mcp generates its tools' output schemas
+    from them."""
 
     def run(self, api: Reader, options: Options) -> Result: ...
 
     def served(self, api: Reader) -> Optional[str]: ...
 
     def apply(self, use: WithAnalysis[T]) -> T: ...
+
+    def items(self) -> tuple[object, ...]: ...
 
 
 class Analysis(SomeAnalysis, Protocol[Row]):
@@ -129,22 +134,24 @@ def always_served(api: Reader) -> Optional[str]:
 
 
 class AnalysisOf(Generic[Row]):
-    """An ``Analysis`` made of a module's functions: ``ANALYSIS = AnalysisOf(run, follow, watch_report, metrics)``.
-    ``metrics(rows, judged, findings)``: its gauges from the rows that are findings (``judged``: every row, for
-    the gauges that count what is never a finding), adding what alerts name to ``findings``; ``meta``: a row's
-    object, when the analysis counts in pvleft_terminating_objects; ``failed_delete``: a finding row's failing
-    backend delete (None when it has none), when the analysis counts in pvleft_delete_failure_info."""
+    """An ``Analysis`` made of a module's functions: ``ANALYSIS = AnalysisOf(run, follow, watch_report, metrics,
+    items=items)``. ``metrics(rows, judged, findings)``: its gauges from the rows that are findings (``judged``:
+    every row, for the gauges that count what is never a finding), adding what alerts name to ``findings``;
+    ``meta``: a row's object, when the analysis counts in pvleft_terminating_objects; ``failed_delete``: a finding
+    row's failing backend delete (None when it has none), when the analysis counts in pvleft_delete_failure_info;
+    ``items``: see ``SomeAnalysis``."""
 
-    __slots__ = ("failed_delete", "follow", "gauges", "meta", "run", "served", "watch_report")
+    __slots__ = ("failed_delete", "follow", "gauges", "items", "meta", "run", "served", "watch_report")
 
     def __init__(self, run: Callable[[Reader, Options], Result], follow: Callable[[Options], Follow[Row]],
                  watch_report: Callable[[Options], Report[Row]],
                  metrics: Callable[[Sequence[Row], Sequence[Row], list[Finding]], Iterator[Gauge]],
                  served: Callable[[Reader], Optional[str]] = always_served,
-                 meta: Optional[Callable[[Row], ObjectMeta]] = None,
+                 meta: Optional[Callable[[Row], ObjectMeta]] = None, *,
+                 items: Callable[[], tuple[object, ...]],
                  failed_delete: Optional[Callable[[Row], Optional[FailedDelete]]] = None) -> None:
         self.run, self.follow, self.watch_report, self.served = run, follow, watch_report, served
-        self.gauges, self.meta, self.failed_delete = metrics, meta, failed_delete
+        self.gauges, self.meta, self.items, self.failed_delete = metrics, meta, items, failed_delete
 
     def metrics(self, rows: Sequence[Row], judged: Sequence[Row]) -> Series:
         from collections import Counter

@@ -3,6 +3,7 @@ the MCP tests use to start the server, list its tools and call them, keeping eve
 
 from __future__ import annotations
 
+import functools
 import time
 from pathlib import Path
 from typing import Any
@@ -52,3 +53,29 @@ def converse(kubeconfig: Path, calls: list[tuple[str, dict[str, Any]]], tmp_path
     anyio.run(run)
     talk.stderr = errlog.read_text()
     return talk
+
+
+def item_validator(output_schema: dict[str, Any]) -> Any:
+    """A validator of one item, from a tool's output schema: the item's schema with the definitions it refers to."""
+    import jsonschema
+
+    schema = {"$defs": output_schema.get("$defs", {}), **output_schema["properties"]["items"]["items"]}
+    return jsonschema.Draft202012Validator(schema)
+
+
+@functools.cache
+def declared(name: str) -> Any:
+    """The item validator of the tool `name`, generated here as the server generates it."""
+    from kubectl_pvleft.cli.mcp_server import output_schema
+    from kubectl_pvleft.invocation import COMMANDS_BY_NAME
+
+    return item_validator(output_schema(COMMANDS_BY_NAME[name]))
+
+
+def assert_declared(validator: Any, items: list[dict[str, Any]], what: object = "") -> None:
+    """Every item is what its type declares: no key it does not declare, none missing, each value of its type. The
+    message says what each of the union's types found wrong."""
+    for item in items:
+        errors = [e.message for error in validator.iter_errors(item) for e in (error.context or [error])]
+        assert not errors, (what, item.get("kind"), item.get("name"), errors)
+

@@ -32,6 +32,7 @@ from typing import Any
 
 import pytest
 
+from mcp_client import assert_declared, declared
 from plugin_runner import PLUGIN, items, run_plugin
 from scenarios import apply, wait_for
 
@@ -125,6 +126,7 @@ def kinds(row: dict[str, Any]) -> list[str]:
 def test_every_trouble_is_found_with_its_owner_as_json(scene: Any) -> None:
     res = run_plugin(scene.kubeconfig("reader"), "attachments", "-o", "json")
     assert res.returncode == 0, res.stderr
+    assert_declared(declared("attachments"), items(res.stdout))  # each as the attachments tool's schema says
     rows = ours(items(res.stdout))
     assert f"{P}healthy" not in rows  # attached, on a Ready node with its driver: nothing to say
     error = rows[f"{P}error"]
@@ -189,6 +191,7 @@ def test_a_refused_optional_kind_is_unknown_said_once(scene: Any) -> None:
 
         res = wait_for("the grant to take", refused_csinodes, timeout=30)
         assert res.stderr.count("cannot list csinodes") == 1
+        assert_declared(declared("attachments"), items(res.stdout))  # what is unknown is null, as declared
         rows = ours(items(res.stdout))
         assert kinds(rows[f"{P}error"]) == ["attach-error"]  # what the attachment says itself still counts
         assert N1 not in rows and N2 not in rows  # nothing is said of the nodes' drivers: unknown

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from mcp_client import assert_declared, declared
 from plugin_runner import items, run_plugin
 from scenarios import apply, host_path_pv, namespace, storage_class, wait_for, wait_pv_phase
 from scenarios import claim as claim_object
@@ -41,6 +42,7 @@ def write_status(cluster: Any, name: str, status: dict[str, Any]) -> None:
 def rows(cluster: Any, *args: str) -> dict[str, dict[str, Any]]:
     result = run_plugin(cluster.kubeconfig("reader"), "claims", "-n", NS, "-o", "json", *args)
     assert result.returncode == 0, result.stderr
+    assert_declared(declared("claims"), items(result.stdout))  # modify statuses known or not: as declared
     return {row["name"]: row for row in items(result.stdout)}
 
 
@@ -117,6 +119,7 @@ def test_classes_lists_the_attribute_classes_and_their_drivers(cluster: Any, mod
     StorageClass's provisioner is."""
     result = run_plugin(cluster.kubeconfig("reader"), "classes", "-o", "json")
     assert result.returncode == 0, result.stderr
+    assert_declared(declared("classes"), items(result.stdout))  # the StorageClasses, then the attribute classes
     found = {r["name"]: r for r in items(result.stdout) if r.get("kind") == "VolumeAttributesClass"}
     assert {n: (r["driver_name"], r["csi_driver_registered"], r["claims"], [f["kind"] for f in r["findings"]])
             for n, r in found.items() if n.startswith("vac-")} == {

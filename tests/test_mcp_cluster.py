@@ -1,7 +1,8 @@
 """`kubectl-pvleft mcp` driven by the official MCP client (the SDK's `mcp.client.stdio`) against the real control
 plane: the tools it lists and their read-only annotations and schemas, every tool's answer beside the CLI's `-o json`
-on the same cluster, pages that add up, a 403 and an unreachable server as structured errors, no token anywhere in
-the traffic or on stderr, and an audit log with nothing but get, list and watch from the server's identity.
+on the same cluster (every item of both valid under the tool's output schema: no key undeclared), pages that add up,
+a 403 and an unreachable server as structured errors, no token anywhere in the traffic or on stderr, and an audit log
+with nothing but get, list and watch from the server's identity.
 
 The server runs as a ServiceAccount of its own (a token from `kubectl create token`, bound to the plugin's
 ClusterRole), so the audit log tells its requests from every other test's; the CLI it is compared with runs as the
@@ -24,7 +25,7 @@ import pytest
 import yaml
 
 from kubectl_pvleft.invocation import COMMANDS
-from mcp_client import converse
+from mcp_client import assert_declared, converse, item_validator
 from plugin_runner import PLUGIN, items, run_plugin
 from scenarios import apply, claim, seed_mariadb
 
@@ -38,7 +39,7 @@ CLOUD_INPUTS = {"project", "aws_region", "azure_subscription", "cost"}
 QUESTIONS: list[tuple[str, dict[str, Any]]] = [
     ("leftovers", {}), ("leftovers", {"all": True}), ("pending", {"all_namespaces": True}),
     ("claims", {"all_namespaces": True, "all": True}), ("claims", {"namespace": NAMESPACE}), ("classes", {}),
-    ("classes", {"drift": True}), ("snapshots", {"all": True}),
+    ("classes", {"drift": True}), ("snapshots", {"all": True}), ("attachments", {"all": True}),
 ]
 
 
@@ -114,10 +115,15 @@ def test_every_tool_answers_the_facts_the_cli_prints(cluster: Any, seeded: str, 
         assert not result.is_error, (name, result.structured_content)
         doc = result.structured_content
         assert json.loads(result.content[0].text) == doc  # the same answer for clients that read text only
+        jsonschema.validate(doc, talk.tools[name].output_schema)
         words = shlex.split(doc["cli"])
         assert words[:3] == ["kubectl", "pvleft", name] and words[-2:] == ["-o", "json"]
         printed = run_plugin(cluster.kubeconfig("reader"), *words[2:])
         assert printed.returncode == 0, printed.stderr
+        # Every object either prints, this test's or another's, is what the tool's schema declares.
+        item = item_validator(talk.tools[name].output_schema)
+        assert_declared(item, doc["items"], (name, arguments))
+        assert_declared(item, items(printed.stdout), (name, arguments))
         # The plane is shared: other tests' objects may still be going away between the two answers, so the items
         # compared are this test's (its namespace, its names), and every one of them must be the same.
         assert ours(doc["items"]) == ours(items(printed.stdout)), (name, arguments)
@@ -202,6 +208,7 @@ def test_a_403_is_an_answer_with_what_could_not_be_read(cluster: Any, seeded: st
         else:
             assert ours(doc["items"]) == ours(items(printed.stdout)) != [], name
         assert doc["warnings"] == [line.removeprefix("warning: ") for line in printed.stderr.splitlines()], name
+        assert_declared(item_validator(talk.tools[name].output_schema), doc["items"] + items(printed.stdout), name)
     assert answers["leftovers"].structured_content["warnings"]
     unread = answers["leftovers"].structured_content["unread"]  # the same refusals, as data
     assert {(u["resource"], u["verb"], u["status"]) for u in unread} >= {("persistentvolumeclaims", "list", 403)}
@@ -252,8 +259,9 @@ def test_no_token_in_any_answer_or_on_stderr(cluster: Any, seeded: str, tmp_path
 def test_a_cloud_census_and_its_failure_are_answered_as_the_cli_prints_them(cluster: Any, seeded: str,
                                                                            tmp_path: Path) -> None:
     """`leftovers` with `aws_region` against moto in server mode: the census's rows (an orphan EBS volume) are in
-    the items as -o json prints them; with EC2 unreachable the answer is `partial` and `errors` holds the CLI's
-    error line, the cluster's rows still there."""
+    the items as -o json prints them, with `cost` (from a price file) their monthly cost and the totals, every item
+    as the tool's output schema declares it; with EC2 unreachable the answer is `partial` and `errors` holds the
+    CLI's error line, the cluster's rows still there."""
     import subprocess
 
     from aws_moto import FAKE_KEY_ID, FAKE_SECRET, MotoServer, aws_test_env, create_volume, csi_tags
@@ -261,12 +269,16 @@ def test_a_cloud_census_and_its_failure_are_answered_as_the_cli_prints_them(clus
     moto = MotoServer(tmp_path / "moto.log").start()
     try:
         ec2 = moto.client("ec2", "us-east-1")
-        orphan = create_volume(ec2, "us-east-1b", 30, tags=csi_tags("pvc-mcp-orphan", NAMESPACE, "cart", "eks-mcp"))
+        orphan = create_volume(ec2, "us-east-1b", 30, "gp2", tags=csi_tags("pvc-mcp-orphan", NAMESPACE, "cart", "eks-mcp"))
         keys = {"AWS_ACCESS_KEY_ID": FAKE_KEY_ID, "AWS_SECRET_ACCESS_KEY": FAKE_SECRET}
         reachable = aws_test_env(tmp_path, AWS_ENDPOINT_URL_EC2=moto.endpoint, **keys)
         unreachable = aws_test_env(tmp_path, AWS_ENDPOINT_URL_EC2=f"http://127.0.0.1:{closed_port()}", **keys)
-        question = ("leftovers", {"aws_region": ["us-east-1"], "aws_cluster_name": "eks-mcp"})
+        prices = tmp_path / "prices.yaml"
+        prices.write_text("currency: USD\ndate: 2026-10-01\nprices:\n"
+                          "  - {cloud: aws, location: '*', type: gp2, unit_price: 0.10}\n")
+        census = {"aws_region": ["us-east-1"], "aws_cluster_name": "eks-mcp"}
         for env, partial in ((reachable, False), (unreachable, True)):
+            question = ("leftovers", census if partial else {**census, "cost": True, "price_file": str(prices)})
             talk = converse(token_kubeconfig(tmp_path / "agent.kc", cluster, seeded), [question], tmp_path, env=env)
             result = talk.answers[0][2]
             assert not result.is_error, result.structured_content
@@ -276,6 +288,12 @@ def test_a_cloud_census_and_its_failure_are_answered_as_the_cli_prints_them(clus
                                      timeout=120, check=False)
             assert printed.returncode == (4 if partial else 0), printed.stderr
             assert ours(doc["items"]) == ours(items(printed.stdout)) != []  # this test's, as in the first test
+            item = item_validator(talk.tools["leftovers"].output_schema)
+            assert_declared(item, doc["items"] + items(printed.stdout), question)
+            if not partial:  # the PVs' disks, the census's orphan, each with its monthly cost, and the totals
+                kinds = {(o.get("kind"), "disk" in o, "monthly_cost" in o) for o in doc["items"]}
+                assert {("orphan-volume", True, True), ("monthly-cost-total", False, False)} <= kinds, kinds
+                assert any(o.get("monthly_cost", {}) and o["monthly_cost"].get("amount") for o in doc["items"])
             assert doc["partial"] is partial and bool(doc["errors"]) is partial
             assert [(f["cloud"], f["part"]) for f in doc["failed"]] == ([("aws", "census")] if partial else [])
             assert doc["errors"] == [line.removeprefix("error: ") for line in printed.stderr.splitlines()

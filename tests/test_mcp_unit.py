@@ -10,10 +10,11 @@ from typing import Any
 import jsonschema
 import pytest
 
-from kubectl_pvleft.cli.mcp_server import argv_of, checked, cli_line, input_schema, output_schema, tool_flags
+from kubectl_pvleft.analyses import ANALYSES_BY_NAME
+from kubectl_pvleft.cli.mcp_server import argv_of, checked, cli_line, input_schema, item_schema, output_schema, tool_flags
 from kubectl_pvleft.cli.parser import parse
 from kubectl_pvleft.errors import UsageError
-from kubectl_pvleft.invocation import BOOLEAN, COMMANDS, COMMANDS_BY_NAME, DURATION, REPEATED, Flag, Invocation
+from kubectl_pvleft.invocation import BOOLEAN, COMMANDS, COMMANDS_BY_NAME, DURATION, REPEATED, Flag, Invocation, Options
 
 PROG = "kubectl pvleft"
 CLAIMS = COMMANDS_BY_NAME["claims"]
@@ -36,6 +37,57 @@ def test_every_declared_flag_is_an_input_of_its_tool(command: Any) -> None:
         assert properties[flag.dest]["type"] == JSON_TYPES.get(flag.kind, "string"), flag.name
         assert properties[flag.dest]["description"].startswith(flag.help or ""), flag.name
     assert {flag.dest for flag in tool_flags(command)} | {"names", "limit", "continue"} == set(properties)
+
+
+def objects_in(schema: Any) -> list[dict[str, Any]]:
+    """Every object schema with properties in a schema, nested or in ``$defs``."""
+    if isinstance(schema, list):
+        return [found for part in schema for found in objects_in(part)]
+    if not isinstance(schema, dict):
+        return []
+    here = [schema] if "properties" in schema else []
+    return here + [found for value in schema.values() for found in objects_in(value)]
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: c.name)
+def test_each_item_schema_is_generated_from_its_types_and_closed(command: Any) -> None:
+    """The items' schema is a JSON Schema, made of every type the analysis declares (each TypedDict a definition
+    or the item itself), and every object in it has exactly its declared keys: a key printed and not declared is
+    refused (the real-plane tests validate every printed item against it)."""
+    schema = output_schema(command)
+    jsonschema.Draft202012Validator.check_schema(schema)
+    item = item_schema(command)
+    declared = {kind.__name__ for kind in ANALYSES_BY_NAME[command.name].load(Options()).items()}
+    top = {ref["$ref"].rsplit("/", 1)[-1] for ref in item.get("anyOf", ())} or {item.get("title")}
+    assert top == declared
+    objects = objects_in(item)
+    assert len(objects) >= len(item.get("$defs", {}))
+    assert all(found.get("additionalProperties") is False for found in objects), command.name
+    assert schema["properties"]["items"]["items"] == {key: value for key, value in item.items() if key != "$defs"}
+    assert schema["$defs"] == item.get("$defs", {})
+
+
+def test_an_item_must_have_every_declared_key_and_no_other() -> None:
+    """leftovers' rows over wire JSON recorded from the real plane, as -o json prints them: valid; one key more,
+    one key less or a value of another type is not."""
+    from kubectl_pvleft.analyses.leftovers import ClaimIndex, LeftoverResult, assess, report
+    from kubectl_pvleft.records import ClaimIdentity, PersistentVolume, StorageClass
+    from wire import items
+
+    rows = assess([PersistentVolume.from_wire(o) for o in items("leftovers_pvs")],
+                  ClaimIndex.of(ClaimIdentity.from_wire(o) for o in items("leftovers_pvc_metadata")),
+                  {sc.name: sc for sc in map(StorageClass.from_wire, items("leftovers_storageclasses"))},
+                  include_all=True)
+    leftovers = report(LeftoverResult(rows=rows))
+    printed = [dict(leftovers.to_json(row)) for row in leftovers.rows]
+    schema = output_schema(COMMANDS_BY_NAME["leftovers"])
+    item = jsonschema.Draft202012Validator({"$defs": schema["$defs"], **schema["properties"]["items"]["items"]})
+    assert printed and all(item.is_valid(doc) for doc in printed)
+    first = printed[0]
+    assert not item.is_valid({**first, "stray": 1})
+    assert not item.is_valid({key: value for key, value in first.items() if key != "claim_state"})
+    assert not item.is_valid({**first, "finding": "yes"})
+    assert item.is_valid({**first, "claim_uid": None})  # nullable: declared `str | None`
 
 
 def test_a_flag_added_to_a_command_is_an_input_of_its_tool() -> None:
@@ -150,3 +202,16 @@ def test_a_call_ends_within_the_request_timeout(tmp_path: Any) -> None:
     for (name, _, result), seconds in zip(talk.answers, talk.seconds, strict=True):
         assert result.is_error and result.structured_content["error"]["kind"] in ("timeout", "unreachable"), name
         assert seconds < 2 + 3, (name, seconds)
+
+
+@pytest.mark.parametrize("args", [("claims", "-o", "json"), ("claims", "--output=json"), ("claims", "-ojson")])
+def test_a_printed_item_with_an_undeclared_key_fails_the_test_that_printed_it(args: tuple[str, ...]) -> None:
+    """run_plugin's check (tests/plugin_runner.py), which every real-plane test printing -o json goes through."""
+    import json
+
+    from plugin_runner import check_declared
+
+    printed = json.dumps({"apiVersion": "v1", "items": [{"stray": 1}], "kind": "List", "metadata": {}})
+    with pytest.raises(AssertionError, match="stray"):
+        check_declared(args, printed)
+    check_declared((*args, "--all-contexts"), printed)  # a fleet's rows carry a context: not this check's

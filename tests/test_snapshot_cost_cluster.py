@@ -19,6 +19,7 @@ from aws_moto import FAKE_KEY_ID, FAKE_SECRET, MotoServer, aws_test_env
 from billing_fake import FakeCatalog, compute_skus, snapshot_skus
 from controlplane import ControlPlane, build
 from gce_fake import FakeCompute, gce_snapshot
+from mcp_client import assert_declared, declared
 from plugin_runner import items, run_plugin
 from pricing_fake import FakePriceList, snapshot_products
 from recording.snapshots import (
@@ -149,6 +150,9 @@ def test_json_carries_the_snapshot_its_monthly_cost_and_the_disagreement(world: 
     done = plugin(world, "--cost", "-o", "json")
     assert done.returncode == 0, done.stderr
     found = items(done.stdout)
+    # The contents with their cloud snapshots and costs, the gone snapshots, the totals: each as its type declares
+    # it (the snapshots tool's output schema), no key undeclared.
+    assert_declared(declared("snapshots"), found)
     by_content = {i["name"]: i for i in found if "snapshot_handle" in i}
     orphan = by_content[f"{P}gce-orphan"]
     assert orphan["cloud_snapshot"]["stored_gib"] == 20.0 and orphan["cloud_snapshot"]["source_size_gb"] == 100
@@ -233,6 +237,7 @@ def test_a_price_file_prices_snapshots_first_and_says_which(world: dict[str, Any
     done = plugin(world, "--cost", "--price-file", str(path), "-o", "json")
     assert done.returncode == 0, done.stderr
     found = items(done.stdout)
+    assert_declared(declared("snapshots"), found)
     cost = next(i for i in found if i.get("name") == f"{P}gce-orphan")["monthly_cost"]
     assert (cost["amount"], cost["price_source"], cost["sku"]) == (1.0, "price file", f"{path}:prices[1]")
     gce = next(t for t in found if t.get("kind") == "monthly-cost-total" and t["name"] == "gce")

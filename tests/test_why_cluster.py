@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from mcp_client import assert_declared
 from plugin_runner import run_plugin
 from recording.snapshots import CRD_NAMES, GROUP, install_crds
 from scenarios import apply, claim, host_path_pv, namespace, storage_class, wait_for, wait_pv_phase
@@ -34,9 +35,16 @@ NOW = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def why(cluster: Any, *args: str, user: str = "reader") -> dict[str, Any]:
+    import jsonschema
+
+    from kubectl_pvleft.cli.mcp_server import json_schema
+    from kubectl_pvleft.output.story import StoryJson
+
     res = run_plugin(cluster.kubeconfig(user), "why", *args, "-o", "json")
     assert res.returncode == 0, res.stderr
-    return json.loads(res.stdout)
+    story = json.loads(res.stdout)
+    assert_declared(jsonschema.Draft202012Validator(json_schema(StoryJson)), [story])  # as declared, no key more
+    return story
 
 
 def link(story: dict[str, Any], kind: str, name: str) -> dict[str, Any]:

@@ -37,16 +37,16 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from shlex import quote
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, TypedDict
 
 from msgspec import Struct, field
 from msgspec.structs import replace
 
-from kubectl_pvleft.analyses.looks import describe, events, looks
+from kubectl_pvleft.analyses.looks import FindingJson, describe, events, looks
 from kubectl_pvleft.invocation import KEEP_ANNOTATION, Analysis, AnalysisOf, Options, Result, kept_reason
 from kubectl_pvleft.kube.api import CSI_NODES, NODES, PERSISTENT_VOLUMES, VOLUME_ATTACHMENTS, Reader, optional
 from kubectl_pvleft.output import series
-from kubectl_pvleft.output.report import Column, Report, Verdict, actionable, age, clause_cut, finding_count, utcnow
+from kubectl_pvleft.output.report import Column, Report, SetAsideJson, Verdict, actionable, age, clause_cut, finding_count, utcnow
 from kubectl_pvleft.records import CSINode, Node, VolumeAttachment, iso
 
 if TYPE_CHECKING:  # --watch alone needs the watch runtime: imported in follow()
@@ -94,6 +94,14 @@ def near_limit(limit: int) -> int:
     return max(1, limit // 10)
 
 
+class TroubleJson(TypedDict):
+    kind: str
+    message: str
+    owner: str
+    since: str | None
+    driver: str | None
+
+
 class Trouble(Struct, frozen=True):
     """One finding on a row: its kind, the sentence that explains it, who must act, and since when."""
 
@@ -103,9 +111,16 @@ class Trouble(Struct, frozen=True):
     since: Optional[datetime] = None
     driver: str = ""  # the CSI driver it is about
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> TroubleJson:
         return {"kind": self.kind, "message": self.message, "owner": self.owner, "since": iso(self.since),
                 "driver": self.driver or None}
+
+
+class DriverUseJson(TypedDict):
+    driver: str
+    attachments: int
+    registered: bool | None
+    allocatable: int | None
 
 
 class DriverUse(Struct, frozen=True):
@@ -116,7 +131,7 @@ class DriverUse(Struct, frozen=True):
     registered: Optional[bool]  # None: CSINodes could not be read
     limit: Optional[int] = None  # allocatable.count: None when the driver sets none (or it is not registered)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> DriverUseJson:
         return {"driver": self.driver, "attachments": self.attachments, "registered": self.registered,
                 "allocatable": self.limit}
 
@@ -398,9 +413,59 @@ def _limits(row: AttachmentRow) -> Optional[str]:
                     for d in row.drivers) or None
 
 
-def to_json(row: AttachmentRow) -> dict[str, Any]:
+class AttachErrorJson(TypedDict):
+    message: str | None
+    time: str | None
+
+
+class SubjectJson(TypedDict):
+    kind: str  # "VolumeAttachment" or "CSINode"
+    name: str
+    node: str
+    node_state: str | None
+    owner: str | None
+    troubles: list[TroubleJson]
+    findings: list[FindingJson]
+    kept: str | None
+
+
+class VolumeAttachmentJson(SubjectJson):
+    uid: str
+    driver: str | None
+    persistent_volume: str | None
+    pv_state: str | None
+    attached: bool
+    attach_error: AttachErrorJson | None
+    detach_error: AttachErrorJson | None
+    finalizers: list[str]
+    creation_timestamp: str | None
+    deletion_timestamp: str | None
+
+
+class NodeDriversJson(SubjectJson):
+    uid: str | None
+    csinode_exists: bool | None
+    drivers: list[DriverUseJson]
+    registered_drivers: list[str]
+    creation_timestamp: str | None
+
+
+class VolumeAttachmentItem(VolumeAttachmentJson, SetAsideJson):
+    """What -o json prints for a VolumeAttachment: its keys and its verdict's."""
+
+
+class NodeDriversItem(NodeDriversJson, SetAsideJson):
+    """What -o json prints for a node's CSI drivers (its CSINode): its keys and its verdict's."""
+
+
+def items() -> tuple[object, ...]:
+    """The item types of -o json: VolumeAttachments and nodes' CSI drivers."""
+    return (VolumeAttachmentItem, NodeDriversItem)
+
+
+def to_json(row: AttachmentRow) -> VolumeAttachmentJson | NodeDriversJson:
     va, csinode = row.attachment, row.csinode
-    doc: dict[str, Any] = {
+    subject: SubjectJson = {
         "kind": row.subject,
         "name": row.name,
         "node": row.node_name,
@@ -412,7 +477,8 @@ def to_json(row: AttachmentRow) -> dict[str, Any]:
     }
     if va is not None:
         status = va.status
-        doc.update({
+        return {
+            **subject,
             "uid": va.meta.uid,
             "driver": va.spec.attacher or None,
             "persistent_volume": va.persistent_volume_name,
@@ -425,17 +491,16 @@ def to_json(row: AttachmentRow) -> dict[str, Any]:
             "finalizers": list(va.metadata.finalizers),
             "creation_timestamp": iso(va.meta.created),
             "deletion_timestamp": iso(va.meta.deleted),
-        })
-    else:
-        doc.update({
-            "uid": csinode.meta.uid if csinode is not None else None,
-            "csinode_exists": None if csinode is None and row.drivers and row.drivers[0].registered is None
-            else csinode is not None,
-            "drivers": [d.to_json() for d in row.drivers],
-            "registered_drivers": [d.name for d in csinode.spec.drivers or ()] if csinode is not None else [],
-            "creation_timestamp": iso(csinode.meta.created) if csinode is not None else None,
-        })
-    return doc
+        }
+    return {
+        **subject,
+        "uid": csinode.meta.uid if csinode is not None else None,
+        "csinode_exists": None if csinode is None and row.drivers and row.drivers[0].registered is None
+        else csinode is not None,
+        "drivers": [d.to_json() for d in row.drivers],
+        "registered_drivers": [d.name for d in csinode.spec.drivers or ()] if csinode is not None else [],
+        "creation_timestamp": iso(csinode.meta.created) if csinode is not None else None,
+    }
 
 
 def report(result: AttachmentCensus, now: Optional[datetime] = None, *,
@@ -508,4 +573,4 @@ def metrics(rows: Sequence[AttachmentRow], judged: Sequence[AttachmentRow], find
 
 
 # What a run, --watch, a fleet and serve call (invocation.Analysis; the registry, analyses.ANALYSES, names it).
-ANALYSIS: Analysis[AttachmentRow] = AnalysisOf(run, follow, watch_report, metrics)
+ANALYSIS: Analysis[AttachmentRow] = AnalysisOf(run, follow, watch_report, metrics, items=items)

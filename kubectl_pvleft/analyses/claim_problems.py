@@ -5,7 +5,7 @@ enumerations are open)."""
 from __future__ import annotations
 
 from collections.abc import Container, Sequence
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Optional, TypedDict
 
 from msgspec import Struct
 
@@ -14,6 +14,9 @@ from kubectl_pvleft.analyses.resize import StalledResize
 from kubectl_pvleft.analyses.usage import FROM_CONDITION, NOT_JUDGED, UNUSED_CONDITION, Usage
 from kubectl_pvleft.output.report import UNSET
 from kubectl_pvleft.records import Condition, PersistentVolumeClaim, Pod, iso
+
+if TYPE_CHECKING:
+    from kubectl_pvleft.analyses.pending.selinux import PairConflict
 
 PENDING, LOST = "pending", "lost"
 RESIZING, RESIZE_FAILED, RESIZE_ERROR = "resizing", "resize-failed", "resize-error"
@@ -67,6 +70,16 @@ PROBLEM_KINDS: tuple[str, ...] = tuple(dict.fromkeys((
     UNKNOWN)))
 
 
+class ProblemJson(TypedDict):
+    kind: str
+    field: str
+    value: str
+    known: bool
+    reason: str | None
+    message: str | None
+    detail: str | None
+
+
 class Problem(Struct, frozen=True):
     kind: str
     field: str  # where the evidence is, as a path into the PVC
@@ -77,7 +90,7 @@ class Problem(Struct, frozen=True):
     detail: Optional[str] = None  # shown instead of the value where the value alone says little
     missing_class: Optional[str] = None  # a modification's VolumeAttributesClass that does not exist (serve counts it)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> ProblemJson:
         return {"kind": self.kind, "field": self.field, "value": self.value, "known": self.known,
                 "reason": self.reason, "message": self.message, "detail": self.detail}
 
@@ -90,7 +103,7 @@ def condition_known(condition: Condition) -> bool:
     return condition.type in CONDITIONS
 
 
-def selinux_problem(conflicts: Sequence[Any], driver: str) -> Problem:
+def selinux_problem(conflicts: Sequence[PairConflict], driver: str) -> Problem:
     """One problem for every pair of the claim's Pods whose SELinux contexts conflict (``selinux.PairConflict``)."""
     pairs = ", ".join(f"{c.pod}/{c.other_pod}" for c in conflicts)
     return Problem(SELINUX_CONFLICT, "pods.spec.securityContext", pairs, detail=pairs,

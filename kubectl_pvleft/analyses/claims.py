@@ -34,7 +34,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, TypedDict
 
 from msgspec import Struct, field
 from msgspec.structs import replace
@@ -50,6 +50,7 @@ from kubectl_pvleft.analyses.claim_problems import (
     RESIZE_NOT_STARTED,
     UNUSED,
     Problem,
+    ProblemJson,
     condition_known,
     modification_wanted,
     problems,
@@ -57,8 +58,8 @@ from kubectl_pvleft.analyses.claim_problems import (
 )
 from kubectl_pvleft.analyses.claimwhy import CLAIM_EVENTS, about_a_claim, reasons_from
 from kubectl_pvleft.analyses.deletion import TERMINATING, claim_holders, holders_of
-from kubectl_pvleft.analyses.resize import StalledResize, stalled_resize
-from kubectl_pvleft.analyses.reuse import WORKLOADS_UNREADABLE, Workloads
+from kubectl_pvleft.analyses.resize import StalledResize, StalledResizeJson, stalled_resize
+from kubectl_pvleft.analyses.reuse import WORKLOADS_UNREADABLE, MountJson, Workloads
 from kubectl_pvleft.analyses.usage import NOT_JUDGED, Usage, idle_of, needs_pods, usage_of, used_claims
 from kubectl_pvleft.errors import NotFound
 from kubectl_pvleft.invocation import KEEP_ANNOTATION, Analysis, AnalysisOf, Options, Result, kept_reason
@@ -75,11 +76,25 @@ from kubectl_pvleft.kube.api import (
     optional,
 )
 from kubectl_pvleft.output import series
-from kubectl_pvleft.output.report import UNSET, Column, Report, Verdict, actionable, age, clause_cut, finding_count, utcnow
+from kubectl_pvleft.output.report import (
+    UNSET,
+    Column,
+    Report,
+    SetAsideJson,
+    Verdict,
+    actionable,
+    age,
+    clause_cut,
+    finding_count,
+    utcnow,
+)
 from kubectl_pvleft.records import (
     CLAIM_PHASES,
     Condition,
+    ConditionJson,
     HealthCondition,
+    HealthConditionJson,
+    ModifyVolumeStatusJson,
     PersistentVolume,
     PersistentVolumeClaim,
     Pod,
@@ -564,7 +579,77 @@ def _modify_status(claim: PersistentVolumeClaim) -> Optional[str]:
     return modify.status + ("" if modify.status in MODIFY_STATUSES else "(unknown)")
 
 
-def to_json(row: ClaimRow) -> dict[str, Any]:
+class ConditionKnownJson(ConditionJson):
+    known: bool  # a condition type the API documents
+
+
+class ModifyVolumeStatusKnownJson(ModifyVolumeStatusJson):
+    known: bool  # a status the API documents
+
+
+class HealthConditionKnownJson(HealthConditionJson):
+    known: bool  # a status the API documents
+
+
+class SELinuxConflictJson(TypedDict):
+    reason: str  # SELinuxLabelConflict or SELinuxChangePolicyConflict, the selinux-warning-controller's words
+    pod: str
+    value: str
+    other_pod: str
+    other_value: str
+
+
+class ClaimJson(TypedDict):
+    namespace: str
+    name: str
+    uid: str
+    status: str
+    phase: str | None
+    phase_known: bool
+    volume: str | None
+    storage_class: str | None
+    requested: str | None
+    capacity: str | None
+    allocated_resources: dict[str, str]
+    allocated_resource_statuses: dict[str, str]
+    conditions: list[ConditionKnownJson]
+    volume_attributes_class: str | None
+    current_volume_attributes_class: str | None
+    modify_volume_status: ModifyVolumeStatusKnownJson | None
+    health_conditions: list[HealthConditionKnownJson]
+    creation_timestamp: str | None
+    deletion_timestamp: str | None
+    in_trouble: bool
+    problems: list[ProblemJson]
+    stalled_resize: StalledResizeJson | None
+    unused: bool | None
+    usage: str | None
+    unused_since: str | None
+    unused_evidence: str | None
+    mounted_again_by: list[MountJson]
+    usage_unknown: str | None
+    waiting_for_first_consumer: bool | None
+    kept: str | None
+    finalizers: list[str]
+    held_by: str | None
+    holding_pods: list[str] | None
+    selinux_conflicts: list[SELinuxConflictJson]
+
+
+class ClaimReasonJson(ClaimJson):
+    pending_reason: str | None  # why a Pending claim is Pending (claimwhy)
+
+
+class ClaimItem(ClaimReasonJson, SetAsideJson):
+    """What -o json prints for a claim: its keys and its verdict's."""
+
+
+def items() -> tuple[object, ...]:
+    """The item type of -o json: the claims."""
+    return (ClaimItem,)
+
+
+def to_json(row: ClaimRow) -> ClaimJson:
     c = row.claim
     return {
         "namespace": c.namespace,
@@ -579,13 +664,13 @@ def to_json(row: ClaimRow) -> dict[str, Any]:
         "capacity": c.capacity,
         "allocated_resources": dict(c.allocated_resources),
         "allocated_resource_statuses": dict(c.allocated_resource_statuses),
-        "conditions": [dict(cond.to_json(), known=condition_known(cond)) for cond in c.conditions],
+        "conditions": [{**cond.to_json(), "known": condition_known(cond)} for cond in c.conditions],
         "volume_attributes_class": c.volume_attributes_class,
         "current_volume_attributes_class": c.current_volume_attributes_class,
-        "modify_volume_status": (dict(c.modify_volume_status.to_json(),
-                                      known=c.modify_volume_status.status in MODIFY_STATUSES)
+        "modify_volume_status": ({**c.modify_volume_status.to_json(),
+                                  "known": c.modify_volume_status.status in MODIFY_STATUSES}
                                  if c.modify_volume_status else None),
-        "health_conditions": [dict(h.to_json(), known=h.status in HEALTH_STATUSES) for h in c.health_conditions],
+        "health_conditions": [{**h.to_json(), "known": h.status in HEALTH_STATUSES} for h in c.health_conditions],
         "creation_timestamp": iso(c.meta.created),
         "deletion_timestamp": iso(c.meta.deleted),
         "in_trouble": row.in_trouble,
@@ -653,11 +738,14 @@ def report(result: ClaimCensus, now: Optional[datetime] = None, show_kept: bool 
         columns.insert(9, Column("KEPT", lambda r: r.kept, empty=""))
         columns.insert(10, Column("BY DESIGN", lambda r: by_design_cell(r, wide), empty=""))
     return actionable(Report(rows=result.rows, columns=columns,
-                             to_json=lambda r: {**to_json(r),
-                                                "pending_reason": why_of(r, reasons.get(r.claim.meta.uid) or r.why)},
+                             to_json=lambda r: reasoned(r, reasons),
                              name=lambda r: f"persistentvolumeclaim/{r.claim.name}",
                              namespace=lambda r: r.claim.namespace, labels=lambda r: r.claim.meta.labels),
                       VERDICT.with_evidence(lambda r: claim_findings(r, reasons)), claim_looks)
+
+
+def reasoned(row: ClaimRow, reasons: Mapping[str, str]) -> ClaimReasonJson:
+    return {**to_json(row), "pending_reason": why_of(row, reasons.get(row.claim.meta.uid) or row.why)}
 
 
 WHY_WIDTH = 60
@@ -784,4 +872,4 @@ def metrics(rows: Sequence[ClaimRow], judged: Sequence[ClaimRow], findings: list
 
 
 # What a run, --watch, a fleet and serve call (invocation.Analysis; the registry, analyses.ANALYSES, names it).
-ANALYSIS: Analysis[ClaimRow] = AnalysisOf(run, follow, watch_report, metrics, meta=lambda row: row.claim.meta)
+ANALYSIS: Analysis[ClaimRow] = AnalysisOf(run, follow, watch_report, metrics, meta=lambda row: row.claim.meta, items=items)

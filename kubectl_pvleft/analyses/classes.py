@@ -21,11 +21,11 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Optional, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Optional, TypedDict, TypeVar, Union
 
 from msgspec import Struct, field
 
-from kubectl_pvleft.analyses.looks import Finding, describe, looks
+from kubectl_pvleft.analyses.looks import Finding, FindingJson, describe, looks
 from kubectl_pvleft.errors import NotFound
 from kubectl_pvleft.invocation import Analysis, AnalysisOf, Options, Result
 from kubectl_pvleft.kube.api import (
@@ -40,7 +40,7 @@ from kubectl_pvleft.kube.api import (
 )
 from kubectl_pvleft.migration import csi_driver, effective_provisioner
 from kubectl_pvleft.output import series
-from kubectl_pvleft.output.report import Column, Report, Verdict, actionable, age, finding_count, utcnow
+from kubectl_pvleft.output.report import Column, Report, Verdict, VerdictJson, actionable, age, finding_count, utcnow
 from kubectl_pvleft.records import (
     PV_PHASES,
     Absent,
@@ -332,6 +332,21 @@ def run(api: Reader, options: Options) -> Result:
                   sections=sections)
 
 
+class AttributeClassJson(TypedDict):
+    kind: str  # "VolumeAttributesClass": these rows follow the StorageClasses' in one list
+    name: str
+    driver_name: str
+    parameters: dict[str, str]
+    csi_driver_registered: bool | None
+    claims: int | None
+    findings: list[FindingJson]
+    creation_timestamp: str | None
+
+
+class AttributeClassItem(AttributeClassJson, VerdictJson):
+    """What -o json prints for a VolumeAttributesClass: its keys and its verdict's."""
+
+
 def attribute_classes_report(rows: list[AttributeClassRow], now: Optional[datetime] = None) -> Report[AttributeClassRow]:
     """The VolumeAttributesClasses, in `kubectl get volumeattributesclass`'s columns and ours."""
     columns: list[Column[AttributeClassRow]] = [
@@ -343,7 +358,7 @@ def attribute_classes_report(rows: list[AttributeClassRow], now: Optional[dateti
         Column("AGE", lambda r: age(r.vac.meta.created, now or utcnow())),
     ]
 
-    def to_json(r: AttributeClassRow) -> dict[str, Any]:
+    def to_json(r: AttributeClassRow) -> AttributeClassJson:
         return {"kind": "VolumeAttributesClass", "name": r.vac.name, "driver_name": r.vac.driver_name,
                 "parameters": dict(r.vac.parameters), "csi_driver_registered": r.driver_registered,
                 "claims": r.claims, "findings": [f.to_json() for f in r.findings],
@@ -420,7 +435,56 @@ def _findings_cell(row: ClassRow) -> Optional[str]:
     return ",".join(f.kind for f in row.findings) or None
 
 
-def to_json(row: ClassRow) -> dict[str, Any]:
+class ClassJson(TypedDict):
+    name: str
+    exists: bool
+    is_default: bool
+    effective_default: bool
+    provisioner: str | None
+    provisioner_type: str | None
+    csi_driver: str | None
+    reclaim_policy: str | None
+    volume_binding_mode: str | None
+    allow_volume_expansion: bool | None
+    creation_timestamp: str | None
+    pvs: dict[str, int | None] | None  # PVs of the class by phase (lowercase); null: PVs could not be read
+    pv_unknown_phases: dict[str, int] | None
+    pending_claims: int | None
+    reclaim_drift: int | None
+    csi_driver_registered: bool | None
+    findings: list[FindingJson]
+
+
+class ClassItem(ClassJson, VerdictJson):
+    """What -o json prints for a StorageClass: its keys and its verdict's."""
+
+
+class DriftJson(TypedDict):
+    name: str
+    storage_class: str | None
+    reclaim_policy: str
+    class_reclaim_policy: str | None
+    phase: str
+    claim: str | None
+    claim_uid: str | None
+    capacity: str | None
+    driver: str | None
+    volume_handle: str | None
+    provisioned_by: str | None
+    creation_timestamp: str | None
+
+
+class DriftItem(DriftJson, VerdictJson):
+    """What -o json prints for a PV whose reclaim policy differs from its class's (--drift)."""
+
+
+def items() -> tuple[object, ...]:
+    """The item types of -o json: the StorageClasses and the VolumeAttributesClasses after them, or with --drift
+    the PVs that drifted."""
+    return (ClassItem, AttributeClassItem, DriftItem)
+
+
+def to_json(row: ClassRow) -> ClassJson:
     sc = row.storage_class
     return {
         "name": row.name,
@@ -497,7 +561,7 @@ def _registered(value: Optional[bool]) -> Optional[str]:
     return None if value is None else ("registered" if value else "missing")
 
 
-def drift_to_json(row: Drift) -> dict[str, Any]:
+def drift_to_json(row: Drift) -> DriftJson:
     pv = row.pv
     return {
         "name": pv.name,
@@ -559,6 +623,6 @@ def drift_metrics(rows: Sequence[Drift], judged: Sequence[Drift], findings: list
 
 
 # What a run, --watch, a fleet and serve call (invocation.Analysis; the registry, analyses.ANALYSES, names it).
-ANALYSIS: Analysis[ClassRow] = AnalysisOf(run, follow, watch_report, metrics)
+ANALYSIS: Analysis[ClassRow] = AnalysisOf(run, follow, watch_report, metrics, items=items)
 # classes --drift: the same run, watched and printed as drifted PVs.
-DRIFT: Analysis[Drift] = AnalysisOf(run, follow_drift, drift_watch_report, drift_metrics)
+DRIFT: Analysis[Drift] = AnalysisOf(run, follow_drift, drift_watch_report, drift_metrics, items=items)

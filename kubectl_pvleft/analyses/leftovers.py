@@ -26,7 +26,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from itertools import chain, islice
-from typing import TYPE_CHECKING, Any, Optional, Union
+from typing import TYPE_CHECKING, Any, Optional, TypedDict, Union
 
 from msgspec import Struct, field
 
@@ -35,10 +35,12 @@ from kubectl_pvleft.analyses.looks import describe, events, looks
 from kubectl_pvleft.invocation import KEEP_ANNOTATION, Analysis, AnalysisOf, Options, Result, kept_reason
 from kubectl_pvleft.kube.api import CLAIM_IDENTITIES, EVENTS, PERSISTENT_VOLUMES, STORAGE_CLASSES, Reader, begin, optional
 from kubectl_pvleft.output import series
-from kubectl_pvleft.output.report import UNSET, Column, Report, Verdict, actionable, age, finding_count, utcnow
+from kubectl_pvleft.output.report import UNSET, Column, Report, SetAsideJson, Verdict, actionable, age, finding_count, utcnow
 from kubectl_pvleft.records import Absent, ClaimIdentity, Event, PersistentVolume, StorageClass, iso
 
-if TYPE_CHECKING:  # --watch alone needs the watch runtime: imported in follow()
+if TYPE_CHECKING:  # --watch alone needs the watch runtime: imported in follow(); a cloud, only with its flags
+    from kubectl_pvleft.clouds.base import CloudDisk, CloudDiskJson, MonthlyCostJson, Placement, PlacementJson, UnpricedJson
+    from kubectl_pvleft.clouds.cost import Priced
     from kubectl_pvleft.kube.watch import Follow, Stores
 
 # CLAIM STATE: the seed's words, shown as they are.
@@ -358,11 +360,60 @@ def follow(options: Options) -> Follow[Leftover]:
 
 # -- how the rows are shown -----------------------------------------------------------------
 
-def to_json(row: Leftover, disks: Optional[Mapping[str, Any]] = None,
-            priced: Optional[Callable[[Any], Any]] = None,
-            evidence: Optional[Mapping[str, Any]] = None) -> dict[str, Any]:
+class LeftoverJson(TypedDict):
+    # The seed's keys, in the seed's order and meaning.
+    name: str
+    phase: str
+    reclaim: str
+    claim: str | None
+    claim_missing: bool | None
+    storage_class: str | None
+    capacity: str | None
+    # Ours.
+    claim_uid: str | None
+    claim_state: str | None
+    class_reclaim: str | None
+    class_missing: bool | None
+    driver: str | None
+    volume_handle: str | None
+    reason: str | None
+    message: str | None
+    last_phase_transition_time: str | None
+    kept: str | None
+    status: str | None
+    deletion_timestamp: str | None
+    finalizers: list[str]
+    held_by: str | None
+    delete_failure: str | None
+    finding: bool
+
+
+class LeftoverMoreJson(LeftoverJson, total=False):
+    """A PV's row; with a cloud's flags the disk behind it (null: not found, or not a cloud's volume) and, for a
+    disk not seen, the evidence; with --cost what that disk bills."""
+
+    disk: CloudDiskJson | None
+    disk_missing: bool | None
+    disk_evidence: PlacementJson | None
+    monthly_cost: MonthlyCostJson | UnpricedJson | None
+
+
+class LeftoverItem(LeftoverMoreJson, SetAsideJson):
+    """What -o json prints for a PV: its keys and its verdict's."""
+
+
+def items() -> tuple[object, ...]:
+    """The item types of -o json: the PVs, and with a cloud's flags the census's disks and --cost totals."""
+    from kubectl_pvleft.clouds.census import CensusFindingItem, DiskTotalJson
+
+    return (LeftoverItem, CensusFindingItem, DiskTotalJson)
+
+
+def to_json(row: Leftover, disks: Optional[Mapping[str, Union[CloudDisk, Absent]]] = None,
+            priced: Optional[Callable[[Union[CloudDisk, Absent, None]], Optional[Priced]]] = None,
+            evidence: Optional[Mapping[str, Placement]] = None) -> LeftoverMoreJson:
     pv = row.pv
-    doc = {
+    doc: LeftoverMoreJson = {
         # The seed's keys, in the seed's order and meaning.
         "name": pv.name,
         "phase": pv.phase,
@@ -404,9 +455,9 @@ def to_json(row: Leftover, disks: Optional[Mapping[str, Any]] = None,
 
 
 def report(result: LeftoverResult, now: Optional[datetime] = None,
-           disks: Optional[Mapping[str, Any]] = None, show_kept: bool = False,
-           priced: Optional[Callable[[Any], Any]] = None,
-           evidence: Optional[Mapping[str, Any]] = None) -> Report[Leftover]:
+           disks: Optional[Mapping[str, Union[CloudDisk, Absent]]] = None, show_kept: bool = False,
+           priced: Optional[Callable[[Union[CloudDisk, Absent, None]], Optional[Priced]]] = None,
+           evidence: Optional[Mapping[str, Placement]] = None) -> Report[Leftover]:
     columns: list[Column[Leftover]] = [
         Column("NAME", lambda r: r.pv.name),
         Column("STATUS", lambda r: r.status),
@@ -497,5 +548,5 @@ def failed_delete(row: Leftover) -> Optional[series.FailedDelete]:
             if row.delete_failure else None)
 
 
-ANALYSIS: Analysis[Leftover] = AnalysisOf(run, follow, watch_report, metrics, meta=lambda row: row.pv.meta,
+ANALYSIS: Analysis[Leftover] = AnalysisOf(run, follow, watch_report, metrics, meta=lambda row: row.pv.meta, items=items,
                                           failed_delete=failed_delete)

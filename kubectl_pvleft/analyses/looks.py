@@ -6,9 +6,14 @@ verbs), not even as a suggestion."""
 from __future__ import annotations
 
 from shlex import quote
-from typing import Any, Optional
+from typing import Optional, TypedDict
 
 from msgspec import Struct
+
+
+class FindingJson(TypedDict):
+    kind: str
+    message: str
 
 
 class Finding(Struct, frozen=True):
@@ -17,7 +22,7 @@ class Finding(Struct, frozen=True):
     kind: str
     message: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> FindingJson:
         return {"kind": self.kind, "message": self.message}
 
 

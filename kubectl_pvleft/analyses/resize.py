@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any, Optional
+from typing import Any, Optional, TypedDict
 
 from msgspec import Struct
 
@@ -23,6 +23,14 @@ from kubectl_pvleft.records import PersistentVolume, PersistentVolumeClaim, Stor
 RESIZE_CONDITIONS = ("Resizing", "FileSystemResizePending", "ControllerResizeError", "NodeResizeError")
 # In-tree volume types with no resizer at all (the expand controller has no plugin for them).
 NOT_EXPANDABLE = ("hostPath", "local", "nfs", "iscsi", "fc", "glusterfs", "cephfs", "flocker", "quobyte")
+
+
+class StalledResizeJson(TypedDict):
+    requested: str
+    capacity: str
+    allocated: str | None
+    since: str | None
+    likely_reason: str | None
 
 
 class StalledResize(Struct, frozen=True):
@@ -39,7 +47,7 @@ class StalledResize(Struct, frozen=True):
         return (f"requested {self.requested} > capacity {self.capacity}{before}{since}, and no resize has "
                 f"started{why}")
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> StalledResizeJson:
         return {"requested": self.requested, "capacity": self.capacity, "allocated": self.allocated,
                 "since": iso(self.since), "likely_reason": self.reason}
 

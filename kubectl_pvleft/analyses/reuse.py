@@ -20,7 +20,7 @@ Pure (records in, verdicts out), except ``read``, which lists the six kinds (pag
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, TypedDict
 
 from msgspec import Struct
 
@@ -40,6 +40,18 @@ FINISHED_JOB = ("Complete", "Failed")
 WORKLOADS_UNREADABLE = ("cannot list {lists} {scope} ({reason}); whether a workload will mount an unused claim "
                         "again is unknown: such a claim is not called unused (usage: unknown). Grant list/watch on "
                         "them (clusterrole.yaml).")
+
+
+class MountJson(TypedDict):
+    kind: str
+    name: str
+    replicas: int | None
+    when_scaled: str | None
+    ordinal: int | None
+    via: str
+    owner: str | None
+    suspended: bool
+    text: str
 
 
 class Mount(Struct, frozen=True):
@@ -87,7 +99,7 @@ class Mount(Struct, frozen=True):
             return f"mounts it in its Pod {self.name}-{self.ordinal}"
         return "mounts it in its Pods"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> MountJson:
         return {"kind": self.kind, "name": self.name, "replicas": self.replicas, "when_scaled": self.when_scaled,
                 "ordinal": self.ordinal, "via": self.via, "owner": self.owner, "suspended": self.suspended,
                 "text": self.text()}

@@ -28,20 +28,21 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Optional, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Optional, TypedDict, TypeVar, Union
 
 from msgspec import Struct, field
 
 from kubectl_pvleft.analyses.deletion import TERMINATING, content_hold, status_word, terminating
-from kubectl_pvleft.analyses.looks import Finding, describe, events, looks
+from kubectl_pvleft.analyses.looks import Finding, FindingJson, describe, events, looks
 from kubectl_pvleft.errors import ApiError, Forbidden, NotFound
 from kubectl_pvleft.invocation import KEEP_ANNOTATION, Analysis, AnalysisOf, Options, Result, kept_reason
 from kubectl_pvleft.kube.api import VOLUME_SNAPSHOT_CLASSES, VOLUME_SNAPSHOT_CONTENTS, VOLUME_SNAPSHOTS, Reader, optional
 from kubectl_pvleft.output import series
-from kubectl_pvleft.output.report import Column, Report, Verdict, actionable, age, finding_count, utcnow
+from kubectl_pvleft.output.report import Column, Report, SetAsideJson, Verdict, actionable, age, finding_count, utcnow
 from kubectl_pvleft.records import Absent, VolumeSnapshot, VolumeSnapshotClass, VolumeSnapshotContent, iso
 
 if TYPE_CHECKING:  # --watch alone needs the watch runtime: imported in follow(); a cloud, only with its flags
+    from kubectl_pvleft.clouds.base import CloudSnapshotJson, MonthlyCostJson, UnpricedJson
     from kubectl_pvleft.clouds.snapshot_census import SnapshotOutcome, Wanted
     from kubectl_pvleft.kube.watch import Follow, Stores
 
@@ -354,11 +355,71 @@ def _bool(value: Optional[bool]) -> Optional[str]:
     return None if value is None else str(value).lower()
 
 
-def to_json(row: ContentRow, cloud: Optional[SnapshotOutcome] = None) -> dict[str, Any]:
+class ContentErrorJson(TypedDict):
+    message: str | None
+    time: str | None
+
+
+class ContentJson(TypedDict):
+    name: str
+    uid: str
+    ready_to_use: bool | None
+    restore_size: int | None
+    deletion_policy: str | None
+    driver: str | None
+    snapshot_handle: str | None
+    source_volume_handle: str | None
+    source_snapshot_handle: str | None
+    snapshot: str | None
+    snapshot_namespace: str | None
+    snapshot_name: str | None
+    snapshot_uid: str | None
+    snapshot_state: str | None
+    snapshot_missing: bool | None
+    live_snapshot_uid: str | None
+    live_snapshot_bound_content: str | None
+    volume_snapshot_class: str | None
+    class_missing: bool | None
+    class_driver: str | None
+    class_deletion_policy: str | None
+    error: ContentErrorJson | None
+    creation_time: str | None
+    creation_timestamp: str | None
+    deletion_timestamp: str | None
+    findings: list[FindingJson]
+    kept: str | None
+    counted: int
+    status: str | None
+    finalizers: list[str]
+    held_by: str | None
+
+
+class ContentMoreJson(ContentJson, total=False):
+    """A VolumeSnapshotContent's row; with a cloud's flags the snapshot behind it (clouds/snapshot_census.py's
+    ``ContentCloudMoreJson``: ``monthly_cost`` with --cost)."""
+
+    cloud_snapshot: CloudSnapshotJson | None
+    cloud_snapshot_missing: bool | None
+    monthly_cost: MonthlyCostJson | UnpricedJson | None
+
+
+class ContentItem(ContentMoreJson, SetAsideJson):
+    """What -o json prints for a VolumeSnapshotContent: its keys and its verdict's."""
+
+
+def items() -> tuple[object, ...]:
+    """The item types of -o json: the contents, and with a cloud's flags the census's rows and --cost totals."""
+    from kubectl_pvleft.clouds.census import SnapshotTotalJson
+    from kubectl_pvleft.clouds.snapshot_census import SnapshotFindingItem
+
+    return (ContentItem, SnapshotFindingItem, SnapshotTotalJson)
+
+
+def to_json(row: ContentRow, cloud: Optional[SnapshotOutcome] = None) -> ContentMoreJson:
     c = row.content
     ref = c.snapshot_ref
     error = c.status.error
-    doc = {
+    doc: ContentMoreJson = {
         "name": c.name,
         "uid": c.meta.uid,
         "ready_to_use": c.status.ready_to_use,
@@ -397,7 +458,7 @@ def to_json(row: ContentRow, cloud: Optional[SnapshotOutcome] = None) -> dict[st
     if cloud is not None:  # a cloud looked: the snapshot behind the content, as that client saw it
         from kubectl_pvleft.clouds.snapshot_census import to_json as cloud_json
 
-        doc.update(cloud_json(cloud, c.name))
+        doc = {**doc, **cloud_json(cloud, c.name)}
     return doc
 
 
@@ -474,5 +535,5 @@ def failed_delete(row: ContentRow) -> Optional[series.FailedDelete]:
                                error.message or "an error with no message")
 
 
-ANALYSIS: Analysis[ContentRow] = AnalysisOf(run, follow, watch_report, metrics, served,
-                                            meta=lambda row: row.content.meta, failed_delete=failed_delete)
+ANALYSIS: Analysis[ContentRow] = AnalysisOf(run, follow, watch_report, metrics, served, meta=lambda row: row.content.meta,
+                                            items=items, failed_delete=failed_delete)

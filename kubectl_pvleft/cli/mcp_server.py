@@ -5,7 +5,10 @@ A tool call is one run of the CLI: its arguments become the subcommand's own fla
 (the same checks, the same usage errors), run in a ``Session`` exactly as `kubectl pvleft NAME -o json` runs, and
 answered with the objects that command prints, a page at a time. Nothing here judges a row: the analyses do.
 The tools and their input schemas come from the commands' declarations (``invocation.COMMANDS``, their ``Flag``s,
-the clouds' flags when the cloud's extra is installed), so a new analysis or flag is a new tool or input.
+the clouds' flags when the cloud's extra is installed), so a new analysis or flag is a new tool or input; their
+output schemas from the TypedDicts each analysis declares for what its -o json prints (``Analysis.items``), closed
+(``additionalProperties: false``), so a key printed and not declared is caught by the tests that validate against
+them.
 
 The official SDK (`mcp`, the ``mcp`` extra) is imported here only: the rest of the plugin never needs it. stdout is
 the protocol's channel: nothing else may write there (warnings are in the results, errors on stderr).
@@ -14,13 +17,15 @@ the protocol's channel: nothing else may write there (warnings are in the result
 from __future__ import annotations
 
 import shlex
+import types
 from collections.abc import Mapping
-from typing import Any, Optional
+from typing import Any, Literal, Optional, Union, get_args, get_origin, get_type_hints, is_typeddict
 
 from kubectl_pvleft import __version__
+from kubectl_pvleft.analyses import ANALYSES_BY_NAME
 from kubectl_pvleft.cli.session import Session, describe_api_error
 from kubectl_pvleft.errors import ApiError, ConfigError, ConnectionFailed, Forbidden, PvleftError, Refusal, UsageError, needs_extra
-from kubectl_pvleft.invocation import BOOLEAN, COMMANDS, DURATION, REPEATED, VALUE, Command, Flag, Invocation
+from kubectl_pvleft.invocation import BOOLEAN, COMMANDS, DURATION, REPEATED, VALUE, Command, Flag, Invocation, Options
 from kubectl_pvleft.text import one_line, shown
 
 PROG = "kubectl pvleft"
@@ -96,11 +101,66 @@ def input_schema(command: Command) -> dict[str, Any]:
     return {"type": "object", "properties": properties, "additionalProperties": False}
 
 
+def item_schema(command: Command) -> dict[str, Any]:
+    """The JSON Schema of one item the command's -o json prints: any of its analysis's item types (its rows', and a
+    cloud census's), each an object with exactly its declared keys. The definitions are in ``$defs``, referred to
+    from the document's root (``#/$defs/...``)."""
+    # Options(): the analysis without flags; classes --drift is another analysis with the same item types.
+    return json_schema(*ANALYSES_BY_NAME[command.name].load(Options()).items())
+
+
+def json_schema(*kinds: object) -> dict[str, Any]:
+    """The JSON Schema of a value of any of these types (TypedDicts), each object closed."""
+    from pydantic import TypeAdapter
+
+    made: dict[object, object] = {}
+    portable = tuple(_portable(kind, made) for kind in kinds)
+    either: Any = Union[portable] if len(portable) > 1 else portable[0]
+    schema: dict[str, Any] = TypeAdapter(either).json_schema()
+    return schema
+
+
+def _cloud_json_types() -> dict[str, object]:
+    """The clouds' JSON TypedDicts (clouds/base.py) by name: an analysis names them in its own only under
+    TYPE_CHECKING (a cloud is imported only with its flags), so its annotations are resolved with these."""
+    from kubectl_pvleft.clouds import base
+
+    return {name: value for name, value in vars(base).items() if name.endswith("Json") and is_typeddict(value)}
+
+
+def _portable(kind: Any, made: dict[object, object]) -> Any:
+    """``kind`` with every TypedDict in it made again as typing_extensions' (what pydantic reads before Python
+    3.12), its annotations resolved, its required and optional keys kept, and closed: another key is an error."""
+    import typing_extensions
+
+    if is_typeddict(kind):
+        if kind not in made:
+            hints = get_type_hints(kind, localns=_cloud_json_types())
+            fields = {key: (typing_extensions.Required if key in kind.__required_keys__ else
+                            typing_extensions.NotRequired)[_portable(value, made)] for key, value in hints.items()}
+            typed_dict: Any = typing_extensions.TypedDict  # called with a name mypy cannot see: a class made here
+            again = typed_dict(kind.__name__, fields)
+            again.__doc__ = kind.__doc__
+            again.__pydantic_config__ = {"extra": "forbid"}
+            made[kind] = again
+        return made[kind]
+    args, origin = get_args(kind), get_origin(kind)
+    if not args or origin is Literal:
+        return kind
+    portable = tuple(_portable(arg, made) for arg in args)
+    if origin in (Union, types.UnionType):
+        return Union[portable]
+    return origin[portable]
+
+
 def output_schema(command: Command) -> dict[str, Any]:
     strings = {"type": "array", "items": {"type": "string"}}
     maybe_string = {"type": ["string", "null"]}
+    item = item_schema(command)
+    definitions = item.pop("$defs", {})
     return {
         "type": "object",
+        "$defs": definitions,
         "properties": {
             "cli": {"type": "string", "description": "the kubectl pvleft command line whose -o json items these are "
                                                      "(connection flags left out)"},
@@ -109,7 +169,7 @@ def output_schema(command: Command) -> dict[str, Any]:
                                                                    "(or, for cluster-scoped kinds, not narrowed)"},
             "items": {"type": "array", "description": f"the objects `kubectl pvleft {command.name} -o json` prints in "
                                                      "items[], this page of them",
-                      "items": {"type": "object", "additionalProperties": True}},
+                      "items": item},
             "verdicts": {"type": "array", "description": "for each item, in order: the object, what is wrong with it "
                                                         "(empty: nothing to act on), why true evidence is set aside "
                                                         "(kept, younger than older_than, so by design; null: it is "

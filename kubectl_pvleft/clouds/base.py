@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Optional, Protocol, Union
+from typing import TYPE_CHECKING, Any, Optional, Protocol, TypedDict, Union
 
 from msgspec import Struct, field
 
@@ -26,6 +26,13 @@ MADE_FOR_KEYS = (
 )
 
 
+class PlacementJson(TypedDict):
+    pv_names: str | None
+    listed: str
+    listed_in_full: bool
+    unknown_because: str | None
+
+
 class Placement(Struct, frozen=True):
     """Where a PV places its disk and what the census listed in full: the evidence a missing verdict rests on.
 
@@ -38,9 +45,53 @@ class Placement(Struct, frozen=True):
     full: bool  # the named location lies in what was listed in full: a disk not seen there does not exist
     reason: Optional[str] = None  # when not full: why the disk cannot be called missing
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> PlacementJson:
         return {"pv_names": self.named, "listed": self.listed, "listed_in_full": self.full,
                 "unknown_because": self.reason}
+
+
+class CostComponentJson(TypedDict):
+    """One line of a monthly cost: a component (capacity, IOPS, throughput...) and its price."""
+
+    component: str
+    quantity: float
+    unit: str
+    unit_price: float
+    listed_price: float
+    listed_unit: str
+    amount: float
+    price_source: str
+    sku: str
+    price_date: str | None
+
+
+class PricedJson(TypedDict):
+    amount: float
+    currency: str
+    unit_price: float
+    unit: str
+    price_source: str
+    sku: str
+    price_date: str | None
+    components: list[CostComponentJson]
+
+
+class MonthlyCostJson(PricedJson, total=False):
+    """``monthly_cost`` of a priced disk or snapshot; ``excludes`` only where a cloud says what it leaves out."""
+
+    excludes: str
+
+
+class UnpricedBaseJson(TypedDict):
+    amount: None
+    currency: None
+    unknown: str
+
+
+class UnpricedJson(UnpricedBaseJson, total=False):
+    """``monthly_cost`` when the price is unknown: why, and an upper bound where one is known."""
+
+    at_most: MonthlyCostJson
 
 
 class CloudError(Exception):
@@ -56,6 +107,26 @@ class VolumeRef(Struct, frozen=True):
     zone: Optional[str] = None  # topology.kubernetes.io/zone (or the beta label) when the PV carries it
     region: Optional[str] = None  # topology.kubernetes.io/region (or the beta label)
     phase: Optional[str] = None
+
+
+class CloudDiskJson(TypedDict):
+    """A cloud disk in -o json (``disk`` of a PV row or a census row)."""
+
+    source: str
+    handle: str
+    name: str
+    location: str
+    size_gb: int | None
+    type: str | None
+    created: str | None
+    state: str | None
+    users: list[str]
+    provenance: dict[str, str]
+    other_cluster: bool | None
+    kept: str | None
+    iops: int | None
+    throughput: int | None
+    last_detached: str | None
 
 
 class CloudDisk(Struct, frozen=True):
@@ -96,7 +167,7 @@ class CloudDisk(Struct, frozen=True):
                                 for keys in MADE_FOR_KEYS)
         return "/".join(x for x in (namespace, claim) if x) or pv
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> CloudDiskJson:
         return {
             "source": self.source, "handle": self.handle, "name": self.name, "location": self.location,
             "size_gb": self.size_gb, "type": self.type,
@@ -105,6 +176,26 @@ class CloudDisk(Struct, frozen=True):
             "other_cluster": self.other_cluster, "kept": self.kept, "iops": self.iops, "throughput": self.throughput,
             "last_detached": self.detached.isoformat().replace("+00:00", "Z") if self.detached else None,
         }
+
+
+class CloudSnapshotJson(TypedDict):
+    """A cloud snapshot in -o json (``cloud_snapshot`` of a content row or a snapshot census row)."""
+
+    source: str
+    handle: str
+    name: str
+    location: str
+    multi_region: bool
+    tier: str
+    stored_gib: float | None
+    stored_size_unknown: str | None
+    stored_gib_at_most: float | None
+    source_size_gb: int | None
+    created: str | None
+    state: str | None
+    source_volume: str | None
+    provenance: dict[str, str]
+    kept: str | None
 
 
 class CloudSnapshot(Struct, frozen=True):
@@ -127,7 +218,7 @@ class CloudSnapshot(Struct, frozen=True):
     provenance: Mapping[str, str] = field(default_factory=dict)  # what the CSI driver tagged it with
     kept: Optional[str] = None  # the keep tag's or label's reason (pvleft.io/keep, GCE pvleft-keep), else None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> CloudSnapshotJson:
         return {
             "source": self.source, "handle": self.handle, "name": self.name, "location": self.location,
             "multi_region": self.multi_region, "tier": self.tier, "stored_gib": self.stored_gib,
@@ -211,6 +302,13 @@ def other_clusters_note(disks: Iterable[CloudDisk], cluster_names: Callable[[Map
 READ, UNREADABLE, NOT_READ, NOT_IN_KUBECONFIG = "read", "unreadable", "not-read", "not-in-kubeconfig"
 
 
+class MadeByJson(TypedDict):
+    cluster: str
+    evidence: str
+    state: str
+    context: str | None
+
+
 class MadeBy(Struct, frozen=True):
     """The cluster a disk's tags, labels or description say made it, and what the fleet knows of that cluster:
     ``state`` READ (a context read reaches it: its PVs do not name the disk), UNREADABLE (its context could not be
@@ -229,7 +327,7 @@ class MadeBy(Struct, frozen=True):
                  NOT_IN_KUBECONFIG: "which none of the kubeconfig's contexts reach"}[self.state]
         return f"made by cluster {self.cluster} ({self.evidence}), {where}"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> MadeByJson:
         return {"cluster": self.cluster, "evidence": self.evidence, "state": self.state, "context": self.context}
 
 

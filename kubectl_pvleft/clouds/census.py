@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from shlex import quote
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Optional, Union
+from typing import TYPE_CHECKING, Any, Optional, TypedDict, Union
 
 from msgspec.structs import replace
 
@@ -27,16 +27,21 @@ from kubectl_pvleft.clouds.base import (
     CensusModule,
     Cloud,
     CloudDisk,
+    CloudDiskJson,
     CloudError,
     CloudFinding,
     CloudReport,
     MadeBy,
+    MadeByJson,
+    MonthlyCostJson,
     Placement,
+    PlacementJson,
+    UnpricedJson,
     join,
 )
 from kubectl_pvleft.clouds.refs import volume_ref
 from kubectl_pvleft.invocation import Options
-from kubectl_pvleft.output.report import Column, Report, Verdict, actionable, age, utcnow
+from kubectl_pvleft.output.report import Column, Report, SetAsideJson, Verdict, actionable, age, utcnow
 from kubectl_pvleft.records import Absent
 from kubectl_pvleft.text import shown
 
@@ -327,6 +332,43 @@ def sections(outcome: CensusOutcome, leftover_pvs: Mapping[Optional[str], Sequen
 LEFTOVER_PV = "leftover-pv"  # the totals' kind for a leftover PV's disk: it bills as an orphan does
 
 
+class DiskTotalJson(TypedDict):
+    """A --cost total of the disks (leftovers): by finding kind, location or cloud."""
+
+    kind: str  # "monthly-cost-total"
+    by: str
+    name: str
+    disks: int
+    amount: float | None
+    currency: str | None
+    unknown: int
+    priced_by_price_file: int
+    sources: str | None
+
+
+class SnapshotTotalJson(TypedDict):
+    """``DiskTotalJson`` of the snapshots (snapshots --cost): ``snapshots`` counted instead of ``disks``."""
+
+    kind: str
+    by: str
+    name: str
+    snapshots: int
+    amount: float | None
+    currency: str | None
+    unknown: int
+    priced_by_price_file: int
+    sources: str | None
+
+
+def total_json(t: Total, counted: str, sources: Optional[str]) -> DiskTotalJson | SnapshotTotalJson:
+    amount = round(t.amount, 6) if t.currency else None
+    if counted == "SNAPSHOTS":
+        return {"kind": "monthly-cost-total", "by": t.by, "name": t.name, "snapshots": t.disks, "amount": amount,
+                "currency": t.currency, "unknown": t.unknown, "priced_by_price_file": t.by_file, "sources": sources}
+    return {"kind": "monthly-cost-total", "by": t.by, "name": t.name, "disks": t.disks, "amount": amount,
+            "currency": t.currency, "unknown": t.unknown, "priced_by_price_file": t.by_file, "sources": sources}
+
+
 def totals_report(rows: list[Total], costing: Costing, counted: str = "DISKS") -> Report[Total]:
     """The totals by finding kind, location and cloud; ``counted`` names what each counts (DISKS, SNAPSHOTS)."""
     from kubectl_pvleft.clouds.pricing import provenance_note
@@ -345,9 +387,7 @@ def totals_report(rows: list[Total], costing: Costing, counted: str = "DISKS") -
         Column("FROM PRICE FILE", lambda t: t.by_file),
     ]
     return Report(rows=rows, columns=columns, name=lambda t: f"monthly-cost/{t.by}/{t.name}",
-                  to_json=lambda t: {"kind": "monthly-cost-total", "by": t.by, "name": t.name, counted.lower(): t.disks,
-                                     "amount": round(t.amount, 6) if t.currency else None, "currency": t.currency,
-                                     "unknown": t.unknown, "priced_by_price_file": t.by_file, "sources": sources},
+                  to_json=lambda t: total_json(t, counted, sources),
                   empty_message=f"No {counted.lower()[:-1]} to price")
 
 
@@ -372,11 +412,37 @@ def disk_summary(disk: Union[CloudDisk, Absent, None]) -> Union[str, Absent, Non
     return f"{disk.source} {size} {disk.type or ''}".rstrip() + f", {use}"
 
 
-def finding_json(finding: CloudFinding, costing: Optional[Costing] = None, fleet: bool = False) -> dict[str, Any]:
-    doc: dict[str, Any] = {"context": finding.context} if fleet else {}
-    if fleet:  # an orphan: the cluster its tags say made it, and whether a context read reaches it
-        doc["made_by"] = finding.made_by.to_json() if finding.made_by else None
-    doc |= {
+# Since when an orphan has been unattached at the latest, and from what: its last detach (the cloud's field), or
+# "creation". The functional syntax: "from" is a keyword.
+UnattachedSinceJson = TypedDict("UnattachedSinceJson", {"time": Optional[str], "from": str})
+
+
+class CensusFindingJson(TypedDict):
+    kind: str
+    source: str
+    handle: str
+    pv: str | None
+    message: str
+    disk: CloudDiskJson | None
+    unattached_since: UnattachedSinceJson | None
+    evidence: PlacementJson | None
+
+
+class CensusFindingMoreJson(CensusFindingJson, total=False):
+    """A census's row: an orphan or missing disk; ``monthly_cost`` with --cost; ``context`` and ``made_by`` in a
+    fleet's census (first, before the row's own keys)."""
+
+    context: str | None
+    made_by: MadeByJson | None
+    monthly_cost: MonthlyCostJson | UnpricedJson | None
+
+
+class CensusFindingItem(CensusFindingMoreJson, SetAsideJson):
+    """What -o json prints for a census's row: its keys and its verdict's."""
+
+
+def finding_json(finding: CloudFinding, costing: Optional[Costing] = None, fleet: bool = False) -> CensusFindingMoreJson:
+    doc: CensusFindingMoreJson = {
         "kind": finding.kind,
         "source": finding.source,
         "handle": finding.handle,
@@ -392,10 +458,12 @@ def finding_json(finding: CloudFinding, costing: Optional[Costing] = None, fleet
         from kubectl_pvleft.clouds.cost import json_of
 
         doc["monthly_cost"] = json_of(costing.of(finding.disk))
+    if fleet:  # first: the context, and for an orphan the cluster its tags say made it, whether a context reaches it
+        doc = {"context": finding.context, "made_by": finding.made_by.to_json() if finding.made_by else None, **doc}
     return doc
 
 
-def _since_json(disk: Optional[CloudDisk]) -> Optional[dict[str, Any]]:
+def _since_json(disk: Optional[CloudDisk]) -> Optional[UnattachedSinceJson]:
     if disk is None or disk.users:
         return None
     since, field = disk.unattached_since

@@ -22,7 +22,7 @@ from msgspec import Struct, field
 # What a price list answers in is declared in base, beside the Protocols that speak it; the clouds' prices modules
 # take it from here, with the units.
 from kubectl_pvleft.clouds.base import Billable as Billable
-from kubectl_pvleft.clouds.base import CloudSnapshot
+from kubectl_pvleft.clouds.base import CloudSnapshot, MonthlyCostJson, UnpricedJson
 from kubectl_pvleft.clouds.base import Need as Need
 from kubectl_pvleft.clouds.base import Rate as Rate
 from kubectl_pvleft.errors import UsageError
@@ -76,9 +76,9 @@ class MonthlyCost(Struct, frozen=True):
     def by_file(self) -> bool:
         return all(line.rate.source == PRICE_FILE for line in self.lines)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> MonthlyCostJson:
         first = self.lines[0].rate  # the capacity (or per-disk) line: every disk that bills has one, first
-        found = {
+        found: MonthlyCostJson = {
             "amount": round(self.amount, 6), "currency": self.currency,
             "unit_price": round(first.unit_price, 9), "unit": CANONICAL[self.lines[0].need.component],
             "price_source": first.source, "sku": first.sku, "price_date": first.date,
@@ -100,8 +100,8 @@ class Unpriced(Struct, frozen=True):
     # most its full size): shown as "at most", never summed, never the price.
     at_most: Optional[MonthlyCost] = None
 
-    def to_json(self) -> dict[str, Any]:
-        found: dict[str, Any] = {"amount": None, "currency": None, "unknown": self.reason}
+    def to_json(self) -> UnpricedJson:
+        found: UnpricedJson = {"amount": None, "currency": None, "unknown": self.reason}
         if self.at_most is not None:
             found["at_most"] = self.at_most.to_json()
         return found
@@ -123,7 +123,7 @@ def cell(priced: Optional[Priced]) -> Any:
     return f"{priced.amount:.2f} {priced.currency}"
 
 
-def json_of(priced: Optional[Priced]) -> Optional[dict[str, Any]]:
+def json_of(priced: Optional[Priced]) -> MonthlyCostJson | UnpricedJson | None:
     return None if priced is None else priced.to_json()
 
 

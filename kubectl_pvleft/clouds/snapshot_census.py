@@ -14,14 +14,23 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from functools import partial
-from typing import TYPE_CHECKING, Any, Optional, Union
+from typing import TYPE_CHECKING, Any, Optional, TypedDict, Union
 
 from msgspec import Struct
 
-from kubectl_pvleft.clouds.base import Cloud, CloudError, CloudSnapshot, SnapshotLookup, SnapshotsModule
+from kubectl_pvleft.clouds.base import (
+    Cloud,
+    CloudError,
+    CloudSnapshot,
+    CloudSnapshotJson,
+    MonthlyCostJson,
+    SnapshotLookup,
+    SnapshotsModule,
+    UnpricedJson,
+)
 from kubectl_pvleft.clouds.census import asked, census_seconds, totals_report
 from kubectl_pvleft.invocation import Options
-from kubectl_pvleft.output.report import Column, Report, Verdict, actionable, utcnow
+from kubectl_pvleft.output.report import Column, Report, SetAsideJson, Verdict, actionable, utcnow
 from kubectl_pvleft.records import Absent
 
 if TYPE_CHECKING:  # --cost alone imports the pricing
@@ -44,6 +53,36 @@ class Wanted(Struct, frozen=True):
     # location lives (an EBS snapshot is made in its volume's region). None for a pre-provisioned content.
     source_volume: Optional[str] = None
     set_aside: Optional[str] = None  # why the content is no finding whatever the cloud says (kept, young)
+
+
+class SnapshotFindingJson(TypedDict):
+    kind: str
+    source: str
+    handle: str
+    volume_snapshot_content: str | None
+    message: str
+    cloud_snapshot: CloudSnapshotJson | None
+
+
+class SnapshotFindingMoreJson(SnapshotFindingJson, total=False):
+    """A snapshot census's row (a missing or orphaned cloud snapshot); ``monthly_cost`` with --cost."""
+
+    monthly_cost: MonthlyCostJson | UnpricedJson | None
+
+
+class SnapshotFindingItem(SnapshotFindingMoreJson, SetAsideJson):
+    """What -o json prints for a snapshot census's row: its keys and its verdict's."""
+
+
+class ContentCloudJson(TypedDict):
+    cloud_snapshot: CloudSnapshotJson | None
+    cloud_snapshot_missing: bool | None
+
+
+class ContentCloudMoreJson(ContentCloudJson, total=False):
+    """The keys a VolumeSnapshotContent's row gains from a snapshot census; ``monthly_cost`` with --cost."""
+
+    monthly_cost: MonthlyCostJson | UnpricedJson | None
 
 
 class SnapshotFinding(Struct, frozen=True):
@@ -270,9 +309,10 @@ def findings_report(findings: list[SnapshotFinding], taken: Sequence[str],
 
         columns.insert(5, Column("MONTHLY", lambda f: cell(costing.of(f.snapshot)) if f.snapshot else None))
 
-    def to_json(f: SnapshotFinding) -> dict[str, Any]:
-        doc = {"kind": f.kind, "source": f.source, "handle": f.handle, "volume_snapshot_content": f.content,
-               "message": f.message, "cloud_snapshot": f.snapshot.to_json() if f.snapshot else None}
+    def to_json(f: SnapshotFinding) -> SnapshotFindingMoreJson:
+        doc: SnapshotFindingMoreJson = {
+            "kind": f.kind, "source": f.source, "handle": f.handle, "volume_snapshot_content": f.content,
+            "message": f.message, "cloud_snapshot": f.snapshot.to_json() if f.snapshot else None}
         if costing is not None:
             from kubectl_pvleft.clouds.cost import json_of
 
@@ -298,11 +338,11 @@ def summary(snapshot: Union[CloudSnapshot, Absent, None]) -> Union[str, Absent, 
     return f"{snapshot.source} {size} {snapshot.tier}, {snapshot.location or '?'}"
 
 
-def to_json(outcome: SnapshotOutcome, content: str) -> Mapping[str, Any]:
+def to_json(outcome: SnapshotOutcome, content: str) -> ContentCloudMoreJson:
     """The keys a content's JSON gains: its cloud snapshot (null when not found), whether it is missing (null when
     no cloud could tell), and with ``--cost`` its monthly cost."""
     found = outcome.snapshots.get(content)
-    doc: dict[str, Any] = {
+    doc: ContentCloudMoreJson = {
         "cloud_snapshot": found.to_json() if isinstance(found, CloudSnapshot) else None,
         "cloud_snapshot_missing": None if found is None or found is Absent.UNKNOWN else found is Absent.MISSING,
     }

@@ -4,7 +4,7 @@ or a stream of row batches (``--watch``). Tables are aligned by kubectl's tabwri
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Generic, TextIO, TypeVar
 
 from kubectl_pvleft.output.report import PrintOptions, Report, labels_text, safe_text, word
@@ -29,7 +29,7 @@ class Formatter(Generic[T]):
         """Print rows that arrived together, flushed at once (``--watch``)."""
         raise NotImplementedError
 
-    def objects(self, rows: Sequence[T]) -> list[dict[str, Any]]:
+    def objects(self, rows: Sequence[T]) -> list[Mapping[str, Any]]:
         return [self.report.to_json(r) for r in rows]
 
 
@@ -99,7 +99,7 @@ class TableFormatter(Formatter[T]):
         return padded_line(cells, self.widths)
 
 
-def kubectl_list(items: list[dict[str, Any]]) -> dict[str, Any]:
+def kubectl_list(items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The List kubectl prints, keys in kubectl's order."""
     return {"apiVersion": "v1", "items": items, "kind": "List", "metadata": {"resourceVersion": ""}}
 

@@ -4,7 +4,7 @@ its sections printed, warnings on stderr. Subcommands never print; the command l
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
 from kubectl_pvleft.output.formats import Formatter, JsonFormatter, JsonLinesFormatter, NameFormatter, TableFormatter, YamlFormatter
@@ -59,7 +59,7 @@ def print_result(report: Report[Any], sections: Sequence[Report[Any]], options: 
             # A fleet's sections (classes' VolumeAttributesClasses of every context): context by context, each
             # context's objects in its own run's order, as the runs one context at a time print them.
             objects.sort(key=lambda o: str(o["context"]))
-        merged: Report[dict[str, Any]] = Report(rows=objects, columns=(), to_json=lambda o: o, name=lambda o: "")
+        merged: Report[Mapping[str, Any]] = Report(rows=objects, columns=(), to_json=lambda o: o, name=lambda o: "")
         formatter(merged, options).whole(objects)
         return
     formatter(report, options).whole(report.rows)

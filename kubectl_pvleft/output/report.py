@@ -6,9 +6,9 @@ kubectl users read: ``<none>``, ``<unset>``, ``<unknown>``, ``<missing>``; and A
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta, timezone
-from typing import Any, Generic, Optional, TextIO, TypeVar
+from typing import Any, Generic, Optional, TextIO, TypedDict, TypeVar
 
 import msgspec
 
@@ -47,7 +47,8 @@ class Report(msgspec.Struct, Generic[T], frozen=True):
 
     rows: Sequence[T]
     columns: Sequence[Column[T]]
-    to_json: Callable[[T], dict[str, Any]]
+    # A row as -o json prints it: each subcommand's own TypedDict (what its item's JSON Schema is generated from).
+    to_json: Callable[[T], Mapping[str, Any]]
     name: Callable[[T], str]
     namespace: Optional[Callable[[T], str]] = None  # shown as a NAMESPACE column with -A
     empty_message: str = "No resources found"
@@ -195,6 +196,19 @@ class Verdict(Generic[T]):
     def with_evidence(self, evidence: Callable[[T], Sequence[str]]) -> Verdict[T]:
         """The same decision, its evidence worded with what a run read beside the rows."""
         return Verdict(evidence, self.set_aside)
+
+
+class VerdictJson(TypedDict):
+    """The keys ``actionable`` adds to a row's own: an item type is its row's TypedDict and one of these two."""
+
+    finding: bool
+    next: list[str]
+
+
+class SetAsideJson(VerdictJson):
+    """``VerdictJson`` of a subcommand that sets rows aside (its verdict has a ``set_aside``)."""
+
+    set_aside: str | None
 
 
 def actionable(report: Report[T], verdict: Verdict[T], next_looks: Callable[[T], Sequence[str]]) -> Report[T]:

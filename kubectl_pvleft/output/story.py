@@ -7,13 +7,50 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, Optional
+from typing import Optional, TypedDict
 
 from msgspec import Struct
 
 from kubectl_pvleft.output.report import human_duration, utcnow
 from kubectl_pvleft.records import iso
 from kubectl_pvleft.text import shown
+
+
+class LinkJson(TypedDict):
+    kind: str
+    namespace: str | None
+    name: str
+    state: str
+    findings: list[str]
+    owner: str | None
+    analysis: str | None
+    next: list[str]
+
+
+class EvidenceJson(TypedDict):
+    time: str | None
+    object: str  # the link's title it is about
+    reason: str
+    message: str
+
+
+class BlockingJson(TypedDict):
+    kind: str
+    namespace: str | None
+    name: str
+    owner: str | None
+    findings: list[str]
+
+
+class StoryJson(TypedDict):
+    """What `why -o json` prints: one object, not a List."""
+
+    subject: str
+    blocked: bool
+    blocking: BlockingJson | None
+    chain: list[LinkJson]
+    evidence: list[EvidenceJson]
+    next: list[str]
 
 
 class Link(Struct, frozen=True):
@@ -33,7 +70,7 @@ class Link(Struct, frozen=True):
     def title(self) -> str:
         return f"{self.kind} {self.namespace}/{self.name}" if self.namespace else f"{self.kind} {self.name}"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> LinkJson:
         return {"kind": self.kind, "namespace": self.namespace, "name": self.name, "state": self.state,
                 "findings": list(self.findings), "owner": self.owner, "analysis": self.analysis,
                 "next": list(self.next)}
@@ -47,7 +84,7 @@ class Evidence(Struct, frozen=True):
     reason: str
     message: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> EvidenceJson:
         return {"time": iso(self.time), "object": self.source, "reason": self.reason, "message": self.message}
 
 
@@ -69,7 +106,7 @@ class Story(Struct, frozen=True):
         ordered = [*(first.next if first else ()), *(cmd for link in self.links for cmd in link.next)]
         return tuple(dict.fromkeys(ordered))
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> StoryJson:
         blocking = self.blocking
         return {"subject": self.subject,
                 "blocked": blocking is not None,

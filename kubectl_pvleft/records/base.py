@@ -14,7 +14,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any, Optional, TypeVar
+from typing import Any, Optional, TypedDict, TypeVar
 
 import msgspec
 
@@ -123,6 +123,14 @@ class OwnerReference(Record, frozen=True):
     controller: Optional[bool] = None
 
 
+class ConditionJson(TypedDict):
+    type: str
+    status: str
+    reason: str | None
+    message: str | None
+    last_transition_time: str | None
+
+
 class Condition(Record, frozen=True):
     type: str = ""
     status: str = ""
@@ -130,7 +138,7 @@ class Condition(Record, frozen=True):
     message: Optional[str] = None
     last_transition_time: Optional[datetime] = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> ConditionJson:
         return {
             "type": self.type,
             "status": self.status,

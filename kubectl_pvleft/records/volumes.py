@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any, Optional
+from typing import Optional, TypedDict
 
 import msgspec
 
@@ -219,17 +219,28 @@ class Named(Object, frozen=True):
 
 # -- PersistentVolumeClaim ----------------------------------------------------------------------------
 
+class HealthConditionJson(TypedDict):
+    status: str
+    reason: str | None
+    message: str | None
+
+
 class HealthCondition(Record, frozen=True):
     status: str = ""
     reason: Optional[str] = None
     message: Optional[str] = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> HealthConditionJson:
         return {"status": self.status, "reason": self.reason, "message": self.message}
 
 
 class HealthStatus(Record, frozen=True):
     health_conditions: tuple[HealthCondition, ...] = ()
+
+
+class ModifyVolumeStatusJson(TypedDict):
+    status: str
+    target_volume_attributes_class_name: str | None
 
 
 class ModifyVolumeStatus(Record, frozen=True):
@@ -240,7 +251,7 @@ class ModifyVolumeStatus(Record, frozen=True):
     def target_class(self) -> Optional[str]:
         return self.target_volume_attributes_class_name
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> ModifyVolumeStatusJson:
         return {"status": self.status, "target_volume_attributes_class_name": self.target_class}
 
 

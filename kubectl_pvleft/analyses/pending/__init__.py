@@ -13,12 +13,12 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Optional, TypeVar
+from typing import TYPE_CHECKING, Any, Optional, TypedDict, TypeVar
 
 from msgspec.structs import replace
 
 from kubectl_pvleft.analyses.looks import describe, events, looks
-from kubectl_pvleft.analyses.pending.parties import names_attachment, names_rwop_holder
+from kubectl_pvleft.analyses.pending.parties import OtherPartyJson, names_attachment, names_rwop_holder
 from kubectl_pvleft.analyses.pending.rules import (
     ClaimView,
     Evidence,
@@ -47,8 +47,19 @@ from kubectl_pvleft.kube.api import (
 )
 from kubectl_pvleft.migration import effective_provisioner
 from kubectl_pvleft.output import series
-from kubectl_pvleft.output.report import Column, Report, Verdict, actionable, age, clause_cut, finding_count, utcnow, word
-from kubectl_pvleft.records import Event, Pod, StorageClass, iso
+from kubectl_pvleft.output.report import (
+    Column,
+    Report,
+    Verdict,
+    VerdictJson,
+    actionable,
+    age,
+    clause_cut,
+    finding_count,
+    utcnow,
+    word,
+)
+from kubectl_pvleft.records import ConditionJson, Event, ModifyVolumeStatusJson, Pod, StorageClass, iso
 
 if TYPE_CHECKING:  # --watch alone needs the watch runtime: imported in follow()
     from kubectl_pvleft.kube.watch import Follow, Stores
@@ -334,7 +345,68 @@ def claims_cell(row: Triage) -> Optional[str]:
     return ",".join(f"{c.name}:{word(c.state)}" for c in row.claims) or None
 
 
-def event_json(source: str, event: Event) -> dict[str, Any]:
+class EventJson(TypedDict):
+    object: str  # the object it is about, as "Kind namespace/name"
+    reason: str | None
+    type: str | None
+    reporter: str | None
+    time: str | None
+    count: int
+    message: str | None
+
+
+class PodClaimJson(TypedDict):
+    name: str
+    exists: bool | None
+    ephemeral: bool
+    uid: str | None
+    phase: str | None
+    storage_class: str | None
+    volume_name: str | None
+    provisioner: str | None
+    selected_node: str | None
+    conditions: list[ConditionJson]
+    allocated_resource_statuses: dict[str, str]
+    modify_volume_status: ModifyVolumeStatusJson | None
+
+
+class SELinuxConflictJson(TypedDict):
+    reason: str
+    claim: str
+    other_pod: str
+    value: str
+    other_value: str
+
+
+class PendingJson(TypedDict):
+    namespace: str
+    pod: str
+    uid: str
+    node: str | None
+    owner: str
+    reason: str
+    message: str
+    source: str
+    claim: str | None
+    observed: str | None
+    other_party: OtherPartyJson | None
+    pending_since: str | None
+    pod_scheduled: ConditionJson | None
+    claims: list[PodClaimJson]
+    events: list[EventJson]
+    selinux_conflicts: list[SELinuxConflictJson]
+
+
+class PendingItem(PendingJson, VerdictJson):
+    """What -o json prints for a Pending Pod: its keys and its verdict's (no Pod is set aside)."""
+
+
+def items() -> tuple[object, ...]:
+    """The item type of -o json: the Pending Pods."""
+    return (PendingItem,)
+
+
+def event_json(source: str, event: Event) -> EventJson:
     return {
         "object": source,
         "reason": event.reason,
@@ -346,7 +418,7 @@ def event_json(source: str, event: Event) -> dict[str, Any]:
     }
 
 
-def claim_json(claim: ClaimView) -> dict[str, Any]:
+def claim_json(claim: ClaimView) -> PodClaimJson:
     pvc = claim.pvc
     return {
         "name": claim.name,
@@ -364,7 +436,7 @@ def claim_json(claim: ClaimView) -> dict[str, Any]:
     }
 
 
-def to_json(row: Triage) -> dict[str, Any]:
+def to_json(row: Triage) -> PendingJson:
     pod, verdict = row.pod, row.verdict
     scheduled = pod.condition("PodScheduled")
     return {
@@ -442,4 +514,4 @@ def metrics(rows: Sequence[Triage], judged: Sequence[Triage], findings: list[ser
 
 
 # What a run, --watch, a fleet and serve call (invocation.Analysis; the registry, analyses.ANALYSES, names it).
-ANALYSIS: Analysis[Triage] = AnalysisOf(run, follow, watch_report, metrics)
+ANALYSIS: Analysis[Triage] = AnalysisOf(run, follow, watch_report, metrics, items=items)

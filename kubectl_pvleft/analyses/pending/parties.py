@@ -8,7 +8,7 @@ a volume is attached to and the Pods there that use it. Each is structured (JSON
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Optional
+from typing import Optional, TypedDict
 
 from msgspec import Struct
 
@@ -28,6 +28,17 @@ def names_attachment(message: str) -> bool:
     return MULTI_ATTACH in message
 
 
+class OtherPartyJson(TypedDict):
+    kind: str
+    namespace: str | None
+    name: str | None
+    uid: str | None
+    exists: bool | None
+    state: str | None
+    node: str | None
+    pods: list[str]
+
+
 class OtherParty(Struct, frozen=True):
     kind: str  # PersistentVolumeClaim | Pod | Node
     namespace: Optional[str] = None
@@ -38,7 +49,7 @@ class OtherParty(Struct, frozen=True):
     node: Optional[str] = None
     pods: tuple[str, ...] = ()  # namespace/name of the Pods that hold it
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> OtherPartyJson:
         return {"kind": self.kind, "namespace": self.namespace, "name": self.name, "uid": self.uid,
                 "exists": self.exists, "state": self.state, "node": self.node, "pods": list(self.pods)}
 
