@@ -379,7 +379,8 @@ class Invocation(_Frozen):
                        show_all=self.shows_all, drift=bool(self.flags.get("drift")),
                        flags=self.flags, clouds=self.clouds, request_timeout=self.request_timeout,
                        older_than=self.flags.get(OLDER_THAN.dest),
-                       exclude_namespaces=tuple(self.flags.get(EXCLUDE_NAMESPACE.dest) or ()), names=self.names)
+                       exclude_namespaces=tuple(self.flags.get(EXCLUDE_NAMESPACE.dest) or ()), names=self.names,
+                       kubeconfig=self.selection.kubeconfig)
 
     def print_options(self) -> PrintOptions:
         from kubectl_pvleft.output.report import PrintOptions
@@ -397,10 +398,12 @@ class Options(_Frozen):
     __slots__ = (
         "all_namespaces",
         "clouds",
+        "context",
         "drift",
         "exclude_namespaces",
         "field_selector",
         "flags",
+        "kubeconfig",
         "label_selector",
         "names",
         "namespace",
@@ -428,6 +431,10 @@ class Options(_Frozen):
     request_timeout: Optional[float]
     older_than: Optional[float]  # seconds: younger rows are not findings (None: no threshold)
     exclude_namespaces: tuple[str, ...]  # glob patterns of namespaces left out
+    # The context this run reads and the --kubeconfig it came from (the session sets them): whose a cloud disk or
+    # snapshot is, by the kubeconfig's names. None where no session is (unit uses).
+    context: Optional[str]
+    kubeconfig: Optional[str]
 
     def excluded(self, namespace: Optional[str]) -> bool:
         """The namespace matches an --exclude-namespace pattern (fnmatch, case-sensitive as names are)."""

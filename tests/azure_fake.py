@@ -1,13 +1,15 @@
-"""A local Azure Resource Manager for the disk census, with the token endpoint it trusts, over HTTPS on 127.0.0.1.
+"""A local Azure Resource Manager for the disk and snapshot censuses, with the token endpoint it trusts, over HTTPS on
+127.0.0.1.
 
-It answers ``Disks_List`` and ``Disks_ListByResourceGroup`` with ARM's shapes (resource IDs with the resource group
-upper-cased, as ARM writes AKS's node resource groups; seven-digit fractional seconds; pages of at most
-``page_size`` disks chained by an absolute ``nextLink`` carrying ``$skiptoken``), ARM's error bodies for an unknown
-subscription or resource group, a 403 (AuthorizationFailed), a 401 without a valid token, and a 429 with
-Retry-After. Every request is matched to the Disks operation azure-mgmt-compute's generated code builds for it
-(tests/azure_models.py: path, query parameters, api-version) and every body sent is checked against the generated
-models the SDK reads it as; a mismatch is recorded in ``drift`` and answered with a 500, so a fake that drifts from
-the published API fails the test.
+It answers ``Disks_List``, ``Disks_ListByResourceGroup``, ``Snapshots_List``, ``Snapshots_ListByResourceGroup`` and
+``Snapshots_Get`` (ARM's ``ResourceNotFound`` for a snapshot it does not hold) with ARM's shapes (resource IDs with
+the resource group upper-cased, as ARM writes AKS's node resource groups; seven-digit fractional seconds; pages of at
+most ``page_size`` resources chained by an absolute ``nextLink`` carrying ``$skiptoken``), ARM's error bodies for an
+unknown subscription or resource group, a 403 (AuthorizationFailed), a 401 without a valid token, and a 429 with
+Retry-After. Every request is matched to the Disks or Snapshots operation azure-mgmt-compute's generated code builds
+for it (tests/azure_models.py: path, query parameters, api-version) and every body sent is checked against the
+generated models the SDK reads it as; a mismatch is recorded in ``drift`` and answered with a 500, so a fake that
+drifts from the published API fails the test.
 
 The SDK reaches it only through documented settings: ``AZURE_AUTHORITY_HOST`` and the ``AZURE_CLIENT_ID`` /
 ``AZURE_TENANT_ID`` / ``AZURE_CLIENT_SECRET`` of EnvironmentCredential for the token (OpenID discovery, then the
@@ -79,6 +81,51 @@ def azure_disk(subscription: str, group: str, name: str, *, size_gb: int = 20, s
     return disk
 
 
+def snapshot_id(subscription: str, group: str, name: str) -> str:
+    return f"/subscriptions/{subscription}/resourceGroups/{group}/providers/Microsoft.Compute/snapshots/{name}"
+
+
+def csi_snapshot_tags(source_disk: str, snapshot: Optional[str] = None, namespace: Optional[str] = None,
+                      cluster: Optional[str] = None) -> dict[str, str]:
+    """The tags the Azure Disk CSI driver writes on a snapshot (azuredisk-csi-driver pkg/azuredisk/controllerserver.go
+    CreateSnapshot): k8s-azure-created-by and source_volume_id, the VolumeSnapshot's name and namespace with
+    --extra-create-metadata; a cluster-name tag, as a VolumeSnapshotClass's `tags` parameter may add."""
+    tags = {"k8s-azure-created-by": "kubernetes-azure-dd", "source_volume_id": source_disk}
+    if snapshot:
+        tags["kubernetes.io-created-for-snapshot-name"] = snapshot
+    if namespace:
+        tags["kubernetes.io-created-for-snapshot-namespace"] = namespace
+    if cluster:
+        tags["k8s-azure-cluster-name"] = cluster
+    return tags
+
+
+def azure_snapshot(subscription: str, group: str, name: str, *, source_disk: Optional[str] = None,
+                   size_gb: int = 20, incremental: bool = True, sku: str = "Standard_LRS", location: str = "eastus",
+                   tags: Optional[dict[str, str]] = None,
+                   created: str = "2026-03-04T08:01:02.1234567+00:00") -> dict[str, Any]:
+    """A Snapshot resource as ARM returns it (the resource group in the ID upper-cased, as for disks): a ``Copy`` of
+    ``source_disk`` (an ARM disk ID)."""
+    creation: dict[str, Any] = {"createOption": "Copy"}
+    if source_disk:
+        creation.update(sourceResourceId=source_disk, sourceUniqueId=secrets.token_hex(16))
+    snapshot: dict[str, Any] = {
+        "id": snapshot_id(subscription, group.upper(), name), "name": name, "type": "Microsoft.Compute/snapshots",
+        "location": location, "sku": {"name": sku, "tier": "Standard"},
+        "properties": {
+            "creationData": creation, "diskSizeGB": size_gb, "diskSizeBytes": size_gb << 30,
+            "uniqueId": secrets.token_hex(16), "provisioningState": "Succeeded", "timeCreated": created,
+            "incremental": incremental, "diskState": "Unattached", "networkAccessPolicy": "AllowAll",
+            "encryption": {"type": "EncryptionAtRestWithPlatformKey"},
+        },
+    }
+    if incremental:
+        snapshot["properties"]["incrementalSnapshotFamilyId"] = secrets.token_hex(16)
+    if tags:
+        snapshot["tags"] = dict(tags)
+    return snapshot
+
+
 def _error(code: str, message: str) -> dict[str, Any]:
     return {"error": {"code": code, "message": message}}
 
@@ -92,6 +139,7 @@ class FakeArm(LoopbackFake):
         self.page_size = page_size
         self.groups: dict[str, set[str]] = {}  # subscription -> resource groups (lower case: ARM's are)
         self.disks: dict[str, list[dict[str, Any]]] = {}
+        self.snapshots: dict[str, list[dict[str, Any]]] = {}
         self.forbidden: set[tuple[str, str]] = set()  # (subscription, group lower): AuthorizationFailed
         self.throttle: dict[str, int] = {}  # path -> how many 429s to send first
         self.retry_after = "1"
@@ -109,6 +157,12 @@ class FakeArm(LoopbackFake):
         self.add_group(subscription, group)
         self.disks[subscription].append(disk)
         return disk
+
+    def add_snapshot(self, snapshot: dict[str, Any]) -> dict[str, Any]:
+        subscription, group = snapshot["id"].split("/")[2], snapshot["id"].split("/")[4]
+        self.add_group(subscription, group)
+        self.snapshots.setdefault(subscription, []).append(snapshot)
+        return snapshot
 
     # -- serving -----------------------------------------------------------------------------------------
 
@@ -170,7 +224,7 @@ class FakeArm(LoopbackFake):
         except azure_models.Drift as exc:
             self.drift.append(str(exc))
             return 500, _error("InternalServerError", f"drift: {exc}"), {}
-        status, body, headers = self._answer(path, params, query, authorization)
+        status, body, headers = self._answer(path, params, query, authorization, operation.name)
         try:
             azure_models.check_response(operation, status, body)
         except azure_models.Drift as exc:
@@ -178,8 +232,8 @@ class FakeArm(LoopbackFake):
             return 500, _error("InternalServerError", f"drift: {exc}"), {}
         return status, body, headers
 
-    def _answer(self, path: str, params: dict[str, str], query: dict[str, str],
-                authorization: str) -> tuple[int, Any, dict[str, str]]:
+    def _answer(self, path: str, params: dict[str, str], query: dict[str, str], authorization: str,
+                operation: str) -> tuple[int, Any, dict[str, str]]:
         if not authorization.startswith("Bearer ") or authorization[len("Bearer "):] not in self.tokens:
             return 401, _error("InvalidAuthenticationToken", "The access token is invalid."), {}
         if self.throttle.get(path):
@@ -192,12 +246,27 @@ class FakeArm(LoopbackFake):
         if group is not None and group.lower() not in self.groups[subscription]:
             return 404, _error("ResourceGroupNotFound", f"Resource group '{group}' could not be found."), {}
         scope = f"/subscriptions/{subscription}" + (f"/resourceGroups/{group}" if group else "")
+        kind = "snapshots" if "_snapshots_" in operation else "disks"
         if (subscription, (group or "").lower()) in self.forbidden:
             return 403, _error("AuthorizationFailed", (
                 f"The client '{CLIENT_ID}' with object id '{CLIENT_ID}' does not have authorization to perform action "
-                f"'Microsoft.Compute/disks/read' over scope '{scope}' or the scope is invalid. If access was "
+                f"'Microsoft.Compute/{kind}/read' over scope '{scope}' or the scope is invalid. If access was "
                 "recently granted, please refresh your credentials.")), {}
-        disks = sorted(self.disks[subscription], key=lambda d: d["id"].lower())
+        if operation == "build_snapshots_get_request":
+            wanted = snapshot_id(subscription, group or "", params["snapshot_name"]).lower()
+            held = [s for s in self.snapshots.get(subscription, []) if s["id"].lower() == wanted]
+            if not held:
+                return 404, _error("ResourceNotFound", (
+                    f"The Resource 'Microsoft.Compute/snapshots/{params['snapshot_name']}' under resource group "
+                    f"'{group}' was not found. For more details please go to https://aka.ms/ARMResourceNotFoundFix")), {}
+            return 200, held[0], {}
+        if operation.startswith("build_disks_") and operation != "build_disks_get_request":
+            resources = self.disks[subscription]
+        elif operation.startswith("build_snapshots_list"):
+            resources = self.snapshots.get(subscription, [])
+        else:  # the census reads no single disk: a request it never sends
+            return 405, _error("MethodNotAllowed", f"{operation} is not served by this test server"), {}
+        disks = sorted(resources, key=lambda d: d["id"].lower())
         if group is not None:
             disks = [d for d in disks if d["id"].split("/")[4].lower() == group.lower()]
         start = int(query.get(azure_models.CONTINUATION) or 0)

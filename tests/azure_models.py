@@ -35,7 +35,9 @@ from azure.mgmt.compute.operations import _operations as operations
 
 # ARM's continuation token: it comes back only inside the nextLink the server itself wrote, never from the client.
 CONTINUATION = "$skiptoken"
-OPERATION_GROUP = "disks"  # the builders build_disks_*_request and the class DisksOperations
+# The operation groups the fake serves: the builders build_<group>_*_request and the classes DisksOperations,
+# SnapshotsOperations.
+OPERATION_GROUPS = ("disks", "snapshots")
 
 
 class Drift(AssertionError):
@@ -79,6 +81,7 @@ class Operation(typing.NamedTuple):
     query: frozenset[str]  # every query parameter the builder may send
     api_version: str  # the builder's default
     item: Optional[type]  # a list's items' model (the answer is {value: [item], nextLink}); None: not a list
+    model: Optional[type]  # a get's answer's model (the answer is one object); None: a list
     value_key: Optional[str]
     next_key: Optional[str]
     error: Optional[type]  # the model an error answer is read as
@@ -86,11 +89,13 @@ class Operation(typing.NamedTuple):
 
 @cache
 def disk_operations() -> tuple[Operation, ...]:
-    return tuple(_operation(name, builder) for name, builder in vars(operations).items()
-                 if name.startswith(f"build_{OPERATION_GROUP}_") and name.endswith("_request"))
+    """Every operation of the groups served (the name is the first group's, kept for the tests that use it)."""
+    return tuple(_operation(group, name, builder) for group in OPERATION_GROUPS
+                 for name, builder in vars(operations).items()
+                 if name.startswith(f"build_{group}_") and name.endswith("_request"))
 
 
-def _operation(name: str, builder: Any) -> Operation:
+def _operation(group: str, name: str, builder: Any) -> Operation:
     """What a builder declares: built once with a marker for each path parameter, read back from the request."""
     parameters = [p for p in inspect.signature(builder).parameters.values() if p.kind is p.POSITIONAL_OR_KEYWORD]
     request = builder(**{p.name: f"PVLEFTMARK{i}" for i, p in enumerate(parameters)})
@@ -100,28 +105,33 @@ def _operation(name: str, builder: Any) -> Operation:
         template = template.replace(f"PVLEFTMARK{i}", "{" + parameter.name + "}")
         pattern = pattern.replace(f"PVLEFTMARK{i}", f"(?P<{parameter.name}>[^/]+)")
     query = frozenset(re.findall(r'_params\["([^"]+)"\]', inspect.getsource(builder)))
-    item, value_key, next_key, error = _reading(name)
+    item, model, value_key, next_key, error = _reading(group, name)
     return Operation(name, request.method, template, re.compile(f"^{pattern}$"), query,
-                     str(request.query.get("api-version") or ""), item, value_key, next_key, error)
+                     str(request.query.get("api-version") or ""), item, model, value_key, next_key, error)
 
 
-def _reading(builder_name: str) -> tuple[Optional[type], Optional[str], Optional[str], Optional[type]]:
-    """How DisksOperations reads the answer of the operation that calls this builder."""
-    group = getattr(operations, f"{OPERATION_GROUP.capitalize()}Operations")
+def _reading(group_name: str, builder_name: str) -> tuple[Optional[type], Optional[type], Optional[str],
+                                                          Optional[str], Optional[type]]:
+    """How the group's operations class (DisksOperations, SnapshotsOperations) reads the answer of the operation
+    that calls this builder: a list's items, or one object's model."""
+    group = getattr(operations, f"{group_name.capitalize()}Operations")
     for _, method in inspect.getmembers(group, inspect.isfunction):
         source = inspect.getsource(method)
         if f"{builder_name}(" not in source:
             continue
         listed = re.search(r'_deserialize\(\s*List\[_models\.(\w+)\],\s*deserialized\.get\("(\w+)"', source)
+        single = re.search(r"_deserialize\(_models\.(\w+), response\.json\(\)\)", source)
         following = re.search(r'deserialized\.get\("(\w+)"\) or None', source)
         error = re.search(r"_failsafe_deserialize\(\s*_models\.(\w+)", source)
-        return (getattr(models, listed.group(1)) if listed else None, listed.group(2) if listed else None,
+        return (getattr(models, listed.group(1)) if listed else None,
+                getattr(models, single.group(1)) if single and not listed else None,
+                listed.group(2) if listed else None,
                 following.group(1) if following else None, getattr(models, error.group(1)) if error else None)
-    return None, None, None, None
+    return None, None, None, None, None
 
 
 def api_version() -> str:
-    """The api-version the SDK's Disks operations send by default (one for the whole group)."""
+    """The api-version the SDK's Disks and Snapshots operations send by default (one for both groups)."""
     versions = {operation.api_version for operation in disk_operations()}
     assert len(versions) == 1, versions
     return versions.pop()
@@ -133,7 +143,7 @@ def route(method: str, path: str) -> tuple[Operation, dict[str, str]]:
         match = operation.path.match(path)
         if match and operation.method == method:
             return operation, match.groupdict()
-    raise Drift(f"the SDK's Disks operations build no {method} {path}")
+    raise Drift(f"the SDK's Disks and Snapshots operations build no {method} {path}")
 
 
 def check_request(operation: Operation, query: typing.Mapping[str, str]) -> None:
@@ -148,6 +158,8 @@ def check_request(operation: Operation, query: typing.Mapping[str, str]) -> None
 def check_response(operation: Operation, status: int, body: Any) -> None:
     if status == 200 and operation.item is not None:
         errors = _page_errors(operation, body)
+    elif status == 200 and operation.model is not None:
+        errors = errors_in(body, operation.model, f"{operation.name}[200]")
     elif status != 200 and operation.error is not None:
         errors = errors_in(body, operation.error, f"{operation.name}[{status}]")
     else:

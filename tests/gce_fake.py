@@ -77,7 +77,7 @@ def gce_snapshot(project: str, name: str, *, storage_bytes: Optional[int] = 1610
                  source_disk: str = "pvc-data", zone: str = "us-central1-a", status: str = "READY",
                  storage_bytes_status: Optional[str] = "UP_TO_DATE",
                  created: str = "2026-09-14T02:00:07.118-07:00",
-                 description: Optional[str] = None) -> dict[str, Any]:
+                 description: Optional[str] = None, labels: Optional[dict[str, str]] = None) -> dict[str, Any]:
     """A Snapshot resource as ``snapshots.get`` returns it: ``storageBytes`` (what it stores, what bills) apart from
     ``diskSizeGb`` (its disk's size); ``storageBytes`` is absent while it is being created. ``description``: what
     its maker wrote (the PD CSI driver: its tags as JSON, else "Snapshot created by GCE-PD CSI Driver")."""
@@ -98,6 +98,8 @@ def gce_snapshot(project: str, name: str, *, storage_bytes: Optional[int] = 1610
     }
     if description is not None:
         snapshot["description"] = description
+    if labels:
+        snapshot["labels"] = dict(labels)
     if storage_bytes is not None:
         snapshot["storageBytes"] = str(storage_bytes)
     if storage_bytes_status is not None:

@@ -142,7 +142,7 @@ def test_the_judge_refuses_what_azure_would_not_send() -> None:
     with pytest.raises(azure_models.Drift, match=r"sends no query parameter '\$filter'"):
         azure_models.check_request(operation, {"api-version": azure_models.api_version(), "$filter": "x"})
     with pytest.raises(azure_models.Drift, match="build no GET"):
-        azure_models.route("GET", f"/subscriptions/{SUB}/providers/Microsoft.Compute/snapshots")
+        azure_models.route("GET", f"/subscriptions/{SUB}/providers/Microsoft.Compute/images")
     with pytest.raises(azure_models.Drift, match="build no POST"):
         azure_models.route("POST", LIST)
 

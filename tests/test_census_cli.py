@@ -303,11 +303,16 @@ def test_aws_region_as_json(cluster, volumes, moto: MotoServer, tmp_path: Path) 
         ("orphan-volume", volumes["orphan"]), ("orphan-volume", volumes["untagged"]),
         ("missing-volume", volumes["ghost"])}
     messages = {f["handle"]: f["message"] for f in ours(named, handles)}
-    assert "it is tagged for this cluster" in messages[volumes["orphan"]]
-    # Without --aws-cluster-name nothing says whose it is: the other cluster's volume is an orphan, marked so.
+    # The tags name the cluster --aws-cluster-name names: this one (clouds/census.py this_cluster).
+    assert f"; made by cluster {CLUSTER} (tag " in messages[volumes["orphan"]]
+    assert ": this cluster, context " in messages[volumes["orphan"]]
+    # Without --aws-cluster-name the other cluster's volume is an orphan, and its tag says whose: a cluster no
+    # context of the kubeconfig reaches.
     foreign = next(f for f in unnamed if f.get("handle") == volumes["foreign"])
     assert foreign["kind"] == "orphan-volume" and foreign["source"] == "aws"
-    assert "may belong to another cluster" in foreign["message"]
+    assert foreign["made_by"] == {"cluster": "eks-other", "evidence": "tag kubernetes.io/cluster/eks-other",
+                                  "state": "not-in-kubeconfig", "context": None}
+    assert foreign["message"].endswith("which none of the kubeconfig's contexts reach")
     assert foreign["disk"]["provenance"]["kubernetes.io/cluster/eks-other"] == "owned"
     mysql = next(o for o in named if o.get("name") == EBS_RELEASED)
     assert mysql["disk"]["handle"] == volumes["mysql"] and mysql["disk"]["state"] == "available"

@@ -341,10 +341,12 @@ def test_a_pd_csi_snapshot_no_content_names_is_an_orphan_of_the_project(
 
     tags = json.dumps({"kubernetes.io/created-for/volumesnapshot/name": "kept-gce",
                        "storage.gke.io/created-by": "pd.csi.storage.gke.io"}, sort_keys=True, separators=(",", ":"))
+    # The left one's class wrote GKE's cluster label (a VolumeSnapshotClass's `labels` parameter): it says whose.
+    gke = {"snapshot-left": {"goog-k8s-cluster-name": WEST}}
     for name, description in (("snapshot-named", tags), ("snapshot-left", "Snapshot created by GCE-PD CSI Driver"),
                               ("image-base", None), ("snapshot-other", "nightly backup")):
         compute.add_snapshot(gce_snapshot(PROJECT, name, description=description, source_disk=f"pvc-{name}",
-                                          zone=ZONE))
+                                          zone=ZONE, labels=gke.get(name)))
     apply(west, volume_snapshot("estate-snap", "kept-gce"),
           content("estate-named-gce", driver="pd.csi.storage.gke.io", ns="estate-snap", snapshot="kept-gce", uid=None,
                   snapshot_handle=f"projects/{PROJECT}/global/snapshots/snapshot-named"))
@@ -356,4 +358,158 @@ def test_a_pd_csi_snapshot_no_content_names_is_an_orphan_of_the_project(
     found = [i for i in items(result.stdout) if i.get("kind") == "orphan-snapshot"]
     assert [f["handle"] for f in found] == [f"projects/{PROJECT}/global/snapshots/snapshot-left"]
     assert found[0]["cloud_snapshot"]["source_volume"] == f"projects/{PROJECT}/zones/{ZONE}/disks/pvc-snapshot-left"
+    assert found[0]["made_by"] == {"cluster": WEST, "evidence": "label goog-k8s-cluster-name", "state": "read",
+                                   "context": WEST}
+    assert found[0]["message"].endswith(f": this cluster, context {WEST}")
     assert ("GET", f"/compute/v1/projects/{PROJECT}/global/snapshots") in {(v, p) for v, p, _ in compute.requests}
+
+
+# -- one cluster: who made an orphan, and whether it is this cluster ------------------------------------------
+
+def test_one_cluster_says_which_cluster_made_an_orphan_and_whether_it_is_this_one(
+        estate: dict[str, Any], moto: MotoServer) -> None:
+    """`leftovers --aws-region` in one context: each orphan says the cluster its tags name, matched against the
+    kubeconfig's contexts: this cluster (the east-lost volume its driver made), another context of the kubeconfig
+    not read (the west plane's, the closed port's cluster by its kubeconfig cluster name), or none (a deleted
+    cluster's)."""
+    command = [PLUGIN or sys.executable, *([] if PLUGIN else ["-m", "kubectl_pvleft"]), "leftovers", "--aws-region",
+               "us-east-1", "--context", EAST, "-o", "json", "--kubeconfig", str(estate["kubeconfig"])]
+    result = subprocess.run(command, capture_output=True, text=True, env=env_for(estate["home"], moto=moto),
+                            timeout=180, check=False)
+    print(result.stdout, result.stderr, sep="\n--- stderr ---\n")
+    assert result.returncode == 0, result.stderr
+    ids = estate["ids"]
+    findings = [i for i in items(result.stdout) if "source" in i and i["handle"] in set(ids.values())]
+    made = {f["handle"]: f["made_by"] for f in findings if f["kind"] == "orphan-volume"}
+    assert {h: (m["state"], m["context"]) for h, m in made.items()} == {
+        ids["gone"]: ("not-in-kubeconfig", None), ids["west-only"]: ("not-read", WEST),
+        ids["east-lost"]: ("read", EAST), ids["dead-made"]: ("not-read", DEAD)}
+    messages = {f["handle"]: f["message"] for f in findings}
+    assert messages[ids["east-lost"]].endswith(
+        f"; made by cluster {EAST} (tag kubernetes.io/cluster/{EAST}): this cluster, context {EAST}")
+    assert messages[ids["west-only"]].endswith(f"context {WEST} of the kubeconfig, which was not among those read")
+    assert "context" not in findings[0], "one cluster's findings carry no context"
+
+
+# -- the reverse snapshot census across the fleet -------------------------------------------------------------
+
+SNAP_REGION = "us-west-2"  # a region of its own: the snapshots above, in us-east-1, stay the other tests' orphans
+
+
+@pytest.fixture(scope="module")
+def snapshot_estate(cluster: ControlPlane, west: ControlPlane, moto: MotoServer) -> Iterator[dict[str, str]]:
+    """In us-west-2, EBS snapshots with the tags aws-ebs-csi-driver's CreateSnapshot writes (CSIVolumeSnapshotName,
+    ebs.csi.aws.com/cluster, and kubernetes.io/cluster/<id> with --k8s-tag-cluster-id): east (an east content names
+    it), west (a west content names it, made by the west cluster), both (a content in each names it), east-lost
+    (made by the east cluster, no content names it), ghost-made (made by a cluster no context reaches, no content
+    names it). The east contents and the 'both' ones are Retain contents whose VolumeSnapshot is gone (the
+    retained-orphan finding, counted in the totals); the west one is pre-provisioned, no finding, no row. The shared
+    plane gets the snapshot CRDs for this module only."""
+    from recording.snapshots import CRD_NAMES, GROUP, content, install_crds
+
+    tag = uuid.uuid4().hex[:5]
+    ec2 = moto.client("ec2", SNAP_REGION)
+    volume = create_volume(ec2, f"{SNAP_REGION}a", 30, "gp2")
+
+    def snapshot(name: str, cluster_id: str | None = None) -> str:
+        tags = {"CSIVolumeSnapshotName": f"snapshot-{name}-{tag}", "ebs.csi.aws.com/cluster": "true"}
+        if cluster_id:
+            tags[f"kubernetes.io/cluster/{cluster_id}"] = "owned"
+        spec = {"VolumeId": volume, "TagSpecifications": [
+            {"ResourceType": "snapshot", "Tags": [{"Key": k, "Value": v} for k, v in tags.items()]}]}
+        return str(ec2.create_snapshot(**spec)["SnapshotId"])
+
+    ids = {"east": snapshot("east"), "west": snapshot("west", WEST), "both": snapshot("both"),
+           "east-lost": snapshot("east-lost", EAST), "ghost-made": snapshot("ghost-made", "long-gone"),
+           "volume": volume}
+    had_crds = cluster.kubectl("get", f"crd/volumesnapshotcontents.{GROUP}", check=False).returncode == 0
+    install_crds(cluster)
+    install_crds(west)
+    names = {"east": f"fleet-snap-{tag}-east", "both-east": f"fleet-snap-{tag}-both-e",
+             "both-west": f"fleet-snap-{tag}-both-w", "west": f"fleet-snap-{tag}-west"}
+
+    def retained(name: str, handle: str) -> dict[str, Any]:
+        return content(name, driver="ebs.csi.aws.com", ns="estate-snapf", snapshot=name, uid=str(uuid.uuid4()),
+                       snapshot_handle=handle)
+
+    apply(cluster, retained(names["east"], ids["east"]), retained(names["both-east"], ids["both"]))
+    apply(west, retained(names["both-west"], ids["both"]),
+          content(names["west"], driver="ebs.csi.aws.com", ns="estate-snapf", snapshot="pre", uid=None,
+                  snapshot_handle=ids["west"]))
+    yield {**ids, **{f"content-{k}": v for k, v in names.items()}}
+    cluster.kubectl("delete", "volumesnapshotcontent", names["east"], names["both-east"], "--wait=false", check=False)
+    if not had_crds:
+        cluster.kubectl("delete", "--wait=true", *(f"crd/{n}.{GROUP}" for n in CRD_NAMES), check=False)
+
+
+def snapshots_fleet(estate: dict[str, Any], moto: MotoServer, *args: str) -> Any:
+    command = [PLUGIN or sys.executable, *([] if PLUGIN else ["-m", "kubectl_pvleft"]), "snapshots", "--aws-region",
+               SNAP_REGION, *args, "--kubeconfig", str(estate["kubeconfig"])]
+    result = subprocess.run(command, capture_output=True, text=True, env=env_for(estate["home"], moto=moto),
+                            timeout=180, check=False)
+    print(result.stdout, result.stderr, sep="\n--- stderr ---\n")
+    return result
+
+
+def orphan_snapshots(result: Any, ids: dict[str, str]) -> dict[str, Any]:
+    return {i["handle"]: i for i in items(result.stdout)
+            if i.get("kind") == "orphan-snapshot" and i["handle"] in set(ids.values())}
+
+
+def test_a_snapshot_another_context_names_is_no_orphan_and_each_snapshot_counts_once(
+        estate: dict[str, Any], moto: MotoServer, snapshot_estate: dict[str, str]) -> None:
+    """snapshots --contexts east,west --aws-region: the account's snapshots listed once, joined against the
+    contents of both planes. The west content's snapshot is no orphan (though no east content names it); the two
+    no content names are, each with the cluster its kubernetes.io/cluster tag names: the east cluster (a context
+    read) and one no context reaches. Read from the east plane alone, the west one is an orphan, made by the west
+    cluster, a context of the kubeconfig not read. With --cost the totals count the snapshot two contexts' contents
+    name once."""
+    ids = snapshot_estate
+    prices = estate["home"] / "snapshot-prices.yaml"
+    prices.write_text(f"currency: USD\nprices:\n  - {{cloud: aws, location: {SNAP_REGION}, type: snapshot, "
+                      "unit_price: 0.05}\n")
+    result = snapshots_fleet(estate, moto, "--contexts", f"{EAST},{WEST}", "--cost", "--price-file", str(prices),
+                             "-o", "json")
+    assert result.returncode == 0 and error_lines(result.stderr) == [], result.stderr
+    found = orphan_snapshots(result, ids)
+    assert {h: (f["context"], f["made_by"]["state"], f["made_by"]["context"]) for h, f in found.items()} == {
+        ids["east-lost"]: (None, "read", EAST), ids["ghost-made"]: (None, "not-in-kubeconfig", None)}
+    assert found[ids["ghost-made"]]["message"].startswith(
+        f"no VolumeSnapshotContent in the 2 context(s) read ({EAST}, {WEST}) names {ids['ghost-made']} ")
+    assert found[ids["ghost-made"]]["message"].endswith(
+        "; made by cluster long-gone (tag kubernetes.io/cluster/long-gone), which none of the kubeconfig's contexts "
+        "reach")
+    rows = {(i["context"], i["name"]): i for i in items(result.stdout) if str(i.get("name", "")).startswith("fleet-snap")}
+    assert {key: row["cloud_snapshot"]["handle"] for key, row in rows.items()} == {
+        (EAST, ids["content-east"]): ids["east"], (EAST, ids["content-both-east"]): ids["both"],
+        (WEST, ids["content-both-west"]): ids["both"]}
+    # Each snapshot once, priced or UNKNOWN (a standard EBS snapshot's bill is unknown, at most its volume's size):
+    # east + both (named by a content in each context, counted once) + the two orphans; the other tests' snapshots
+    # are in us-east-1, not listed here.
+    totals = {(t["by"], t["name"]): t["snapshots"] + t["unknown"] for t in items(result.stdout)
+              if t.get("kind") == "monthly-cost-total"}
+    assert totals[("kind", "retained-orphan")] == 2 and totals[("kind", "orphan-snapshot")] == 2
+    assert totals[("cloud", "aws")] == 4
+
+    alone = orphan_snapshots(snapshots_fleet(estate, moto, "--context", EAST, "-o", "json"), ids)
+    assert set(alone) == {ids["east-lost"], ids["ghost-made"], ids["west"]}
+    assert (alone[ids["west"]]["made_by"]["state"], alone[ids["west"]]["made_by"]["context"]) == ("not-read", WEST)
+    assert alone[ids["east-lost"]]["message"].endswith(
+        f"; made by cluster {EAST} (tag kubernetes.io/cluster/{EAST}): this cluster, context {EAST}")
+
+
+def test_an_unreadable_context_makes_the_unnamed_snapshots_unknown_said_once(
+        estate: dict[str, Any], moto: MotoServer, snapshot_estate: dict[str, str]) -> None:
+    """A context that cannot be read may name any snapshot: none is an orphan, one warning says why, --all shows
+    them set aside, and the run is partial (exit 4)."""
+    result = snapshots_fleet(estate, moto, "--contexts", f"{EAST},{WEST},{DEAD}", "--all", "-o", "json")
+    assert result.returncode == 4, result.stderr
+    assert [line for line in error_lines(result.stderr) if "context" in line] == [
+        line for line in error_lines(result.stderr) if line.startswith(f"error: context {DEAD}:")]
+    unknown = [line for line in result.stderr.splitlines() if "are not called orphans" in line]
+    assert unknown == [f"warning: EBS snapshots: 2 snapshot(s) no context read names are not called orphans: "
+                       f"context(s) {DEAD} could not be read, and may name them (shown with --all)"]
+    found = orphan_snapshots(result, snapshot_estate)
+    assert {h: f["finding"] for h, f in found.items()} == {snapshot_estate["east-lost"]: False,
+                                                           snapshot_estate["ghost-made"]: False}
+    assert all(f"context(s) {DEAD} could not be read" in f["set_aside"] for f in found.values())

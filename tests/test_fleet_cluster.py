@@ -241,10 +241,6 @@ def test_an_unauthorised_context_fails_alone(fleet: dict[str, Any], tmp_path: Pa
     assert {r["context"] for r in items(result.stdout)} == set(LIVE)
 
 
-CENSUS_ONLY_LEFTOVERS = ("--project, --aws-region and --azure-subscription can be used with --all-contexts or --contexts "
-                         "only with leftovers")
-
-
 def test_fleet_usage_errors(fleet: dict[str, Any], tmp_path: Path) -> None:
     kubeconfig = fleet["kubeconfig"]
     for args, message in (
@@ -260,8 +256,6 @@ def test_fleet_usage_errors(fleet: dict[str, Any], tmp_path: Path) -> None:
         result = run_plugin(kubeconfig, "leftovers", *args)
         assert (result.returncode, result.stdout) == (2, ""), (args, result.stderr)
         assert len(result.stderr.splitlines()) == 1 and result.stderr.startswith(f"error: {message}"), result.stderr
-    result = run_plugin(kubeconfig, "snapshots", "--all-contexts", "--project", "p-1")
-    assert (result.returncode, result.stdout) == (2, "") and result.stderr.startswith(f"error: {CENSUS_ONLY_LEFTOVERS}")
     empty = tmp_path / "empty.kubeconfig"
     empty.write_text("apiVersion: v1\nkind: Config\nclusters: []\nusers: []\ncontexts: []\n")
     result = run_plugin(empty, "claims", "--all-contexts")

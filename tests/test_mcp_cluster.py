@@ -27,7 +27,7 @@ import yaml
 from kubectl_pvleft.invocation import COMMANDS
 from mcp_client import assert_declared, converse, item_validator
 from plugin_runner import PLUGIN, items, run_plugin
-from scenarios import apply, claim, seed_mariadb
+from scenarios import apply, claim, get, seed_mariadb, wait_for
 
 pytestmark = pytest.mark.cluster
 
@@ -65,6 +65,11 @@ def seeded(cluster: Any) -> Iterator[str]:
            "spec": {"containers": [{"name": "app", "image": "registry.example/app:1"}],
                     "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "waiting"}}],
                     "terminationGracePeriodSeconds": 0}})
+    # The answers are compared with the CLI's read a moment later: let the scheduler's first verdict on web-0 be in
+    # (its PodScheduled condition and FailedScheduling event) before either reads it.
+    wait_for("web-0's FailedScheduling", lambda: any(
+        event["reason"] == "FailedScheduling" for event in get(cluster, f"/api/v1/namespaces/{NAMESPACE}/events?"
+                                                              "fieldSelector=involvedObject.name%3Dweb-0")["items"]))
     cluster.kubectl("create", "serviceaccount", ACCOUNT, "-n", NAMESPACE)
     cluster.kubectl("create", "clusterrolebinding", "pvleft-mcp-agent", "--clusterrole=pvleft-reader",
                     f"--serviceaccount={NAMESPACE}:{ACCOUNT}")

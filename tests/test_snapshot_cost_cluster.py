@@ -244,14 +244,39 @@ def test_a_price_file_prices_snapshots_first_and_says_which(world: dict[str, Any
     assert gce["priced_by_price_file"] == 1 and gce["amount"] == pytest.approx(1.0 + 1.9)
 
 
-def test_a_cloud_flag_without_snapshots_of_its_own_says_so(world: dict[str, Any]) -> None:
-    done = run_plugin(world["plane"].kubeconfig("reader"), "snapshots", "--azure-subscription",
-                      "00000000-0000-0000-0000-000000000000", env=world["env"])
+def test_azure_a_content_s_snapshot_is_found_and_one_no_content_names_is_an_orphan(
+        world: dict[str, Any], tmp_path: Path) -> None:
+    """--azure-subscription on the local Resource Manager (its answers checked against azure-mgmt-compute's
+    Snapshots operations): the Azure Disk driver's content finds its snapshot by ARM ID in another case than ARM
+    writes it (AKS's node resource group lower-cased); the snapshot the driver made (its k8s-azure-created-by tag)
+    that no content names is an orphan, with its source disk (creationData.sourceResourceId); one the driver did not
+    make is not."""
+    from azure_fake import FakeArm, azure_snapshot, csi_snapshot_tags, disk_id, snapshot_id
+    from test_azure_cluster import azure_env
+
+    sub, group = "1e2d3c4b-5a69-4788-9a0b-1c2d3e4f5a6b", "MC_rg_aks_eastus"
+    disk = disk_id(sub, group.upper(), "pvc-azure-src")
+    with FakeArm(page_size=2) as arm:
+        arm.add_snapshot(azure_snapshot(sub, group, "snapshot-named", source_disk=disk, tags=csi_snapshot_tags(disk)))
+        arm.add_snapshot(azure_snapshot(sub, group, "snapshot-left", source_disk=disk, size_gb=32,
+                                        tags=csi_snapshot_tags(disk, "weekly", NS)))
+        arm.add_snapshot(azure_snapshot(sub, "rg-backup", "vault-copy", source_disk=disk))
+        apply(world["plane"], volume_snapshot(NS, "azure-kept"),
+              content(f"{P}azure-named", driver="disk.csi.azure.com", ns=NS, snapshot="azure-kept", uid=None,
+                      snapshot_handle=snapshot_id(sub, group, "snapshot-named")))
+        done = run_plugin(world["plane"].kubeconfig("reader"), "snapshots", "--azure-subscription", sub, "--all",
+                          "-o", "json", env=azure_env(tmp_path, arm))
     print(done.stdout, done.stderr)
-    assert done.returncode == 0, done.stderr
-    assert ("warning: Azure: kubectl-pvleft does not look up Azure snapshots; --azure-subscription only prices and "
-            "checks disks, on leftovers") in done.stderr
-    assert "CLOUD SNAPSHOT" not in done.stdout
+    assert arm.drift == [] and {method for method, _, _ in arm.requests} == {"GET"}
+    assert done.returncode == 0 and "error:" not in done.stderr, done.stderr
+    found = items(done.stdout)
+    named = next(i for i in found if i.get("name") == f"{P}azure-named")
+    assert named["cloud_snapshot"]["name"] == "snapshot-named" and named["cloud_snapshot_missing"] is False
+    assert named["cloud_snapshot"]["source_volume"] == disk
+    orphans = [i for i in found if i.get("kind") == "orphan-snapshot"]
+    assert [o["handle"] for o in orphans] == [snapshot_id(sub, group.upper(), "snapshot-left")]
+    assert orphans[0]["cloud_snapshot"]["source_volume"] == disk and orphans[0]["finding"] is True
+    assert f"taken of {disk}" in orphans[0]["message"]
 
 
 def test_serve_exports_what_the_snapshots_bill_as_the_command_totals_them(world: dict[str, Any],

@@ -123,9 +123,11 @@ def test_cells_and_json_say_found_missing_or_unknown() -> None:
         "aws ?GiB standard, us-east-1")
     assert summary(Absent.MISSING) is Absent.MISSING and summary(None) is None
     outcome = SnapshotOutcome()
-    outcome.snapshots = {"a": found, "b": Absent.MISSING, "c": Absent.UNKNOWN}
+    outcome.snapshots = {(None, "a"): found, (None, "b"): Absent.MISSING, (None, "c"): Absent.UNKNOWN,
+                         ("west", "b"): found}  # a fleet's: content names are one cluster's, told by context
     assert to_json(outcome, "a")["cloud_snapshot"]["stored_gib"] == 1.5
     assert [to_json(outcome, c)["cloud_snapshot_missing"] for c in ("a", "b", "c", "d")] == [False, True, None, None]
+    assert to_json(outcome, "b", "west")["cloud_snapshot_missing"] is False
     assert "monthly_cost" not in to_json(outcome, "a")  # only with --cost
 
 

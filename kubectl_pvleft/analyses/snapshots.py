@@ -266,6 +266,13 @@ def snapshot_namespace(options: Options) -> Optional[str]:
     return options.namespace
 
 
+def read(api: Reader, options: Options) -> Optional[SnapshotCensus]:
+    """The contents, their snapshots and classes as the options ask; None when the API group is not served."""
+    return census(api, include_all=options.show_all, snapshot_namespace=snapshot_namespace(options),
+                  label_selector=options.label_selector, field_selector=options.field_selector,
+                  older_than=options.older_than, excluded=options.excluded)
+
+
 def run(api: Reader, options: Options) -> Result:
     prices = None
     if options.clouds:
@@ -273,23 +280,33 @@ def run(api: Reader, options: Options) -> Result:
         from kubectl_pvleft.clouds.census import price_file
 
         prices = price_file(options.flags)  # a bad --price-file stops the run before any request
-    result = census(api, include_all=options.show_all, snapshot_namespace=snapshot_namespace(options),
-                    label_selector=options.label_selector, field_selector=options.field_selector,
-                    older_than=options.older_than, excluded=options.excluded)
+    result = read(api, options)
     if result is None:
         return not_served()
     if not options.clouds:
         shown = _shown(report(result, show_kept=options.show_all), options)
         return Result(shown, finding_count(shown), result.warnings)
-    # Only the rows that will be shown: with NAMEs, the CLI keeps theirs, so the cloud is asked about them alone.
-    wanted = [wanted_of(row) for row in result.rows if not options.names or row.content.name in options.names]
+    wanted = wanted_rows(result, options)
     # With NAMEs only those contents are asked about, and no orphan is looked for: the run is about them.
     taken = snapshot_census.take(options, wanted, prices, None if options.names else result.named)
-    looked = taken if taken.taken or taken.errors else None  # no cloud looks up snapshots: no column to show
-    shown = _shown(report(result, show_kept=options.show_all, cloud=looked), options)
+    rows = with_cloud(result, options, taken)
     sections = snapshot_census.sections(taken, wanted, show_all=options.show_all)
-    return Result(shown, finding_count(shown) + sum(finding_count(section) for section in sections),
+    return Result(rows.report, rows.findings + sum(finding_count(section) for section in sections),
                   result.warnings + taken.warnings, partial=bool(taken.errors), sections=sections, errors=taken.errors)
+
+
+def wanted_rows(result: SnapshotCensus, options: Options, context: Optional[str] = None) -> list[Wanted]:
+    """What the clouds are asked about: the rows that will be shown (with NAMEs, the CLI keeps theirs alone)."""
+    return [wanted_of(row, context) for row in result.rows if not options.names or row.content.name in options.names]
+
+
+def with_cloud(result: SnapshotCensus, options: Options, taken: SnapshotOutcome,
+               context: Optional[str] = None) -> Result:
+    """The contents' rows with what the clouds said of their snapshots (``context``: a fleet's, whose rows these
+    are); the clouds' own sections, warnings and errors are the caller's, said once for one run or a fleet."""
+    looked = taken if taken.taken or taken.errors else None  # no cloud looks up snapshots: no column to show
+    shown = _shown(report(result, show_kept=options.show_all, cloud=looked, context=context), options)
+    return Result(shown, finding_count(shown), result.warnings)
 
 
 def _shown(report_: Report[ContentRow], options: Options) -> Report[ContentRow]:
@@ -298,14 +315,14 @@ def _shown(report_: Report[ContentRow], options: Options) -> Report[ContentRow]:
     return report_
 
 
-def wanted_of(row: ContentRow) -> Wanted:
+def wanted_of(row: ContentRow, context: Optional[str] = None) -> Wanted:
     """What a cloud needs of a row: the content, its driver and handle, and its findings for the totals."""
     from kubectl_pvleft.clouds.snapshot_census import Wanted
 
     return Wanted(row.content.name, row.content.spec.driver or None, row.content.snapshot_handle,
                   ",".join(f.kind for f in row.findings) or "no-finding", counted=row.counted > 0,
                   set_aside=set_aside(row),
-                  source_volume=row.content.spec.source.volume_handle or None)
+                  source_volume=row.content.spec.source.volume_handle or None, context=context)
 
 
 def not_served() -> Result:
@@ -415,7 +432,7 @@ def items() -> tuple[object, ...]:
     return (ContentItem, SnapshotFindingItem, SnapshotTotalJson)
 
 
-def to_json(row: ContentRow, cloud: Optional[SnapshotOutcome] = None) -> ContentMoreJson:
+def to_json(row: ContentRow, cloud: Optional[SnapshotOutcome] = None, context: Optional[str] = None) -> ContentMoreJson:
     c = row.content
     ref = c.snapshot_ref
     error = c.status.error
@@ -458,12 +475,12 @@ def to_json(row: ContentRow, cloud: Optional[SnapshotOutcome] = None) -> Content
     if cloud is not None:  # a cloud looked: the snapshot behind the content, as that client saw it
         from kubectl_pvleft.clouds.snapshot_census import to_json as cloud_json
 
-        doc = {**doc, **cloud_json(cloud, c.name)}
+        doc = {**doc, **cloud_json(cloud, c.name, context)}
     return doc
 
 
 def report(result: SnapshotCensus, now: Optional[datetime] = None, show_kept: bool = False,
-           cloud: Optional[SnapshotOutcome] = None) -> Report[ContentRow]:
+           cloud: Optional[SnapshotOutcome] = None, context: Optional[str] = None) -> Report[ContentRow]:
     columns: list[Column[ContentRow]] = [
         Column("NAME", lambda r: r.content.name),
         # kubectl get volumesnapshotcontent leaves these blank until the driver reports them; so do we.
@@ -486,14 +503,14 @@ def report(result: SnapshotCensus, now: Optional[datetime] = None, show_kept: bo
     if cloud is not None:
         from kubectl_pvleft.clouds.snapshot_census import summary
 
-        columns.insert(10, Column("CLOUD SNAPSHOT", lambda r: summary(cloud.snapshot(r.content.name))))
+        columns.insert(10, Column("CLOUD SNAPSHOT", lambda r: summary(cloud.snapshot(r.content.name, context))))
         if cloud.costing is not None:
             from kubectl_pvleft.clouds.cost import cell
 
-            columns.insert(11, Column("MONTHLY", lambda r: cell(cloud.priced(r.content.name))))
+            columns.insert(11, Column("MONTHLY", lambda r: cell(cloud.priced(r.content.name, context))))
     if show_kept:  # kept contents are shown only with --all: then say why each is kept
         columns.insert(10, Column("KEPT", lambda r: r.kept, empty=""))
-    return actionable(Report(rows=result.rows, columns=columns, to_json=lambda r: to_json(r, cloud),
+    return actionable(Report(rows=result.rows, columns=columns, to_json=lambda r: to_json(r, cloud, context),
                              name=lambda r: f"volumesnapshotcontent.snapshot.storage.k8s.io/{r.content.name}",
                              labels=lambda r: r.content.meta.labels),
                       VERDICT, next_looks)

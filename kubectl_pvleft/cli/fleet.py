@@ -57,19 +57,16 @@ def check_flags(invocation: Invocation) -> None:
         raise UsageError("--context cannot be used with --all-contexts or --contexts")
     if invocation.max_concurrency is not None and invocation.max_concurrency < 1:
         raise UsageError("--max-concurrency must be at least 1")
-    # A cloud census across a fleet joins each account's disks against every context's PVs (census_contexts): the
-    # leftovers census only, and without the flags that name one cluster as "this" one.
+    # A cloud census across a fleet joins each account's disks (or snapshots) against every context's PVs (or
+    # VolumeSnapshotContents) (census_contexts), without the flags that name one cluster as "this" one. Only
+    # leftovers and snapshots take the clouds' flags (Command.census), and each has its fleet census.
     if invocation.clouds:
-        from kubectl_pvleft.clouds import asking_flags, one_cluster_flags
+        from kubectl_pvleft.clouds import one_cluster_flags
 
-        if invocation.command.name != "leftovers":
-            *others, last = asking_flags()
-            census = f"{', '.join(others)} and {last}" if others else last
-            raise UsageError(f"{census} can be used with --all-contexts or --contexts only with leftovers")
         for flag in one_cluster_flags():
             if invocation.flags.get(flag.dest):
                 raise UsageError(f"{flag.name} names this cluster, and cannot be used with --all-contexts or "
-                                 "--contexts: the fleet census joins the disks against every context read")
+                                 "--contexts: the fleet census joins the disks or snapshots against every context read")
         if invocation.names:
             raise UsageError("NAMEs cannot be used with a cloud census and --all-contexts or --contexts")
 
@@ -256,6 +253,8 @@ def census_contexts(contexts: list[str], invocation: Invocation,
     fleet run), then each asked cloud's disks listed once and joined against them all (census.take_estate); each
     context's rows then get their DISK. Returns the outcomes (each with its result) and the census's outcome, or
     None when no context could be read (a census then could tell nothing of any disk)."""
+    if invocation.command.name == "snapshots":
+        return snapshot_contexts(contexts, invocation, on_done)
     from kubectl_pvleft.analyses import leftovers
     from kubectl_pvleft.clouds import census
 
@@ -268,7 +267,7 @@ def census_contexts(contexts: list[str], invocation: Invocation,
         return outcomes, None
     unread = [o.context for o in outcomes if o.error is not None]
     taken = census.take_estate(options, {c: result.all_pvs for c, (_, result) in read.items()}, unread, prices,
-                               kubeconfig_clusters(invocation.selection.kubeconfig, set(read), set(unread)))
+                               census.kubeconfig_clusters(invocation.selection.kubeconfig, set(read), set(unread)))
     for outcome in outcomes:
         if outcome.read is not None:
             context_options, result = outcome.read
@@ -276,31 +275,51 @@ def census_contexts(contexts: list[str], invocation: Invocation,
     return outcomes, taken
 
 
-def kubeconfig_clusters(kubeconfig: Optional[str], read: set[str],
-                        unread: set[str]) -> list[tuple[str, Optional[str], str]]:
-    """Every context of the kubeconfig as (context, its cluster's name, what the run knows of it): the names a
-    fleet census matches the cluster an orphan's tags name against."""
-    from kubectl_pvleft.clouds.base import NOT_READ, READ, UNREADABLE
-    from kubectl_pvleft.kube.kubeconfig import kubeconfig_files, merge_kubeconfigs
+def snapshot_contexts(contexts: list[str], invocation: Invocation,
+                      on_done: Optional[Callable[[ContextOutcome], None]] = None) -> tuple[list[ContextOutcome], Any]:
+    """``snapshots`` with a cloud across contexts: each context's VolumeSnapshotContents read (failures apart), then
+    each asked cloud looks up the contents' snapshots and lists its own once, joined against the contents of every
+    context read (snapshot_census.take_estate); each context's rows then get their CLOUD SNAPSHOT. Returns the
+    outcomes and the clouds' outcome, or None when no context could be read."""
+    from kubectl_pvleft.analyses import snapshots
+    from kubectl_pvleft.clouds import census, snapshot_census
 
-    found = []
-    for entry in merge_kubeconfigs(kubeconfig_files(kubeconfig))["contexts"]:
-        name = entry["name"]
-        cluster = (entry.get("context") or {}).get("cluster")
-        state = READ if name in read else UNREADABLE if name in unread else NOT_READ
-        found.append((name, cluster if isinstance(cluster, str) else None, state))
-    return found
+    options = invocation.options("")  # what the clouds read of the flags; no context's namespace matters to them
+    prices = census.price_file(options.flags)  # a bad --price-file stops the run before any request
+    outcomes = run_contexts(contexts, invocation, on_done,
+                            task=lambda session: (session.options, snapshots.read(session.api, session.options)))
+    read = {o.context: o.read for o in outcomes if o.read is not None}
+    if not read:
+        return outcomes, None
+    unread = [o.context for o in outcomes if o.error is not None]
+    # A context without the snapshot CRDs was read: no content there names any snapshot.
+    named: dict[Optional[str], set[str]] = {context: (found.named if found is not None else set())
+                                            for context, (_, found) in read.items()}
+    wanted = [want for context, (context_options, found) in read.items() if found is not None
+              for want in snapshots.wanted_rows(found, context_options, context)]
+    taken = snapshot_census.take_estate(options, wanted, named, unread, prices,
+                                        census.kubeconfig_clusters(invocation.selection.kubeconfig, set(read),
+                                                                   set(unread)))
+    for outcome in outcomes:
+        if outcome.read is not None:
+            context_options, found = outcome.read
+            outcome.result = (snapshots.not_served() if found is None else
+                              snapshots.with_cloud(found, context_options, taken, outcome.context))
+    return outcomes, taken
 
 
 def census_result(result: Result, outcomes: list[ContextOutcome], taken: Any, show_all: bool) -> None:
     """The fleet census's sections, findings, warnings and errors, added to the combined result."""
     from kubectl_pvleft.analyses import leftovers
-    from kubectl_pvleft.clouds import census
+    from kubectl_pvleft.clouds import census, snapshot_census
     from kubectl_pvleft.output.report import finding_count
 
-    names: dict[Optional[str], list[str]] = {o.context: leftovers.leftover_names(o.read[1])
-                                             for o in outcomes if o.read is not None}
-    result.sections = census.sections(taken, names, show_all=show_all)
+    if isinstance(taken, snapshot_census.SnapshotOutcome):
+        result.sections = snapshot_census.sections(taken, taken.wanted, show_all=show_all)
+    else:
+        names: dict[Optional[str], list[str]] = {o.context: leftovers.leftover_names(o.read[1])
+                                                 for o in outcomes if o.read is not None}
+        result.sections = census.sections(taken, names, show_all=show_all)
     result.findings += sum(finding_count(section) for section in result.sections)
     result.warnings += taken.warnings
     result.errors += taken.errors

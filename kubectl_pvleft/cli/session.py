@@ -47,7 +47,7 @@ class Session:
         self.invocation = invocation
         self.api, namespace = connect(selection, invocation.request_timeout, invocation.request_timeout is not None,
                                       interactive, invocation.chunk_size)
-        self.options: Options = invocation.options(namespace)
+        self.options: Options = invocation.options(namespace).replace(context=self.api.connection.context)
         self._analysis: Optional[SomeAnalysis] = None
 
     @property

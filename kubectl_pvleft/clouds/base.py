@@ -320,7 +320,10 @@ class MadeBy(Struct, frozen=True):
     state: str
     context: Optional[str] = None  # the context that reaches it, when one does
 
-    def words(self) -> str:
+    def words(self, fleet: bool = True) -> str:
+        """Whose it is, in words; ``fleet`` False: one cluster was read, and a READ cluster is this one."""
+        if not fleet and self.state == READ:
+            return f"made by cluster {self.cluster} ({self.evidence}): this cluster, context {self.context}"
         where = {READ: f"context {self.context}, read: none of its PVs names it",
                  UNREADABLE: f"context {self.context}, which could not be read",
                  NOT_READ: f"context {self.context} of the kubeconfig, which was not among those read",
@@ -394,9 +397,10 @@ class CensusModule(Protocol):
     def open(self, flags: Mapping[str, Any], timeout: float) -> Census:
         """The census the flags ask for (its SDK imported here)."""
 
-    def made_by(self, disk: CloudDisk) -> list[tuple[str, str]]:
-        """The clusters a disk's tags, labels or description say made it, each with the evidence ("tag
-        KubernetesCluster"), surest first: a fleet census tells which context reaches the cluster of an orphan."""
+    def made_by(self, disk: Union[CloudDisk, CloudSnapshot]) -> list[tuple[str, str]]:
+        """The clusters a disk's or snapshot's tags, labels or description say made it (its ``provenance`` and
+        ``handle``), each with the evidence ("tag KubernetesCluster"), surest first: a census tells which context
+        reaches the cluster of an orphan."""
 
     def kubeconfig_cluster(self, name: str) -> Optional[str]:
         """The cluster a kubeconfig context or cluster name names, in this cloud's tools' words (``aws eks
@@ -451,6 +455,10 @@ class SnapshotsModule(Protocol):
     def made_by_csi(self, snapshot: CloudSnapshot) -> bool:
         """The cloud's CSI driver made it (its tags or description say so): only such a snapshot can be an
         orphan-snapshot."""
+
+    def match_key(self, handle: str) -> str:
+        """What snapshot handles are compared by: the handle itself, or Azure's ARM ID lower-cased (ARM IDs are
+        case-insensitive)."""
 
 
 class Cloud(Protocol):

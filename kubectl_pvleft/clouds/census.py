@@ -31,6 +31,7 @@ from kubectl_pvleft.clouds.base import (
     CloudError,
     CloudFinding,
     CloudReport,
+    CloudSnapshot,
     MadeBy,
     MadeByJson,
     MonthlyCostJson,
@@ -136,7 +137,7 @@ def price_file(flags: Mapping[str, Any]) -> Optional[PriceFile]:
 def take(options: Options, pvs: Sequence[Any], prices: Optional[PriceFile] = None) -> CensusOutcome:
     """Join every PV of one cluster (not only the leftovers: a Bound PV's disk is not an orphan) with each asked
     cloud's disks; with ``--cost``, price every disk a row shows."""
-    return take_estate(options, {None: pvs}, (), prices)
+    return take_estate(options, {None: pvs}, (), prices, this_cluster(options))
 
 
 def take_estate(options: Options, volumes: Mapping[Optional[str], Sequence[Any]], unread: Sequence[str] = (),
@@ -175,7 +176,7 @@ def take_estate(options: Options, volumes: Mapping[Optional[str], Sequence[Any]]
         outcome.taken.append(cloud.NAME)
         orphans, not_volumes, other_clusters = _named_by_none(list(joins.values()))
         if kubeconfig:
-            orphans = [_attributed(f, implementation, kubeconfig) for f in orphans]
+            orphans = [_attributed(f, implementation, kubeconfig, fleet) for f in orphans]
         if unread and orphans:
             _unread_set_aside(orphans, unread, cloud.NAME, outcome)
             orphans = []
@@ -223,10 +224,22 @@ def take_estate(options: Options, volumes: Mapping[Optional[str], Sequence[Any]]
 
 
 def _attributed(finding: CloudFinding, implementation: CensusModule,
-                kubeconfig: Sequence[tuple[str, Optional[str], str]]) -> CloudFinding:
+                kubeconfig: Sequence[tuple[str, Optional[str], str]], fleet: bool = True) -> CloudFinding:
     """The orphan with the cluster its tags say made it (``made_by``), and what the kubeconfig knows of that
     cluster: a context read, one that could not be read, one not asked for, or none."""
-    names = implementation.made_by(finding.disk) if finding.disk is not None else []
+    made = made_by(finding.disk, implementation, kubeconfig) if finding.disk is not None else None
+    if made is None and not fleet:  # one cluster's: "it may belong to another cluster" is what can be said
+        return finding
+    said, _, _ = finding.message.rpartition("; ")
+    whose = shown(made.words(fleet)) if made is not None else "no tag or label says which cluster made it"
+    return replace(finding, made_by=made, message=f"{said}; {whose}")
+
+
+def made_by(item: Union[CloudDisk, CloudSnapshot], implementation: CensusModule,
+            kubeconfig: Sequence[tuple[str, Optional[str], str]]) -> Optional[MadeBy]:
+    """The cluster a disk's or snapshot's tags say made it (the cloud's ``made_by``, which reads its provenance and
+    handle), matched against the kubeconfig's contexts: (context, its cluster's name, what the run knows of it)."""
+    names = implementation.made_by(item)
     parse = implementation.kubeconfig_cluster
     rank = {READ: 0, UNREADABLE: 1, NOT_READ: 2}
     reaching: dict[str, tuple[str, str]] = {}  # cluster name -> (context, state), the best-known context first
@@ -235,17 +248,43 @@ def _attributed(finding: CloudFinding, implementation: CensusModule,
             known = reaching.get(str(name).lower())
             if known is None or rank[state] < rank[known[1]]:
                 reaching[str(name).lower()] = (context, state)
-    made: Optional[MadeBy] = None
     for name, evidence in names:  # in any case: ARM writes an AKS node resource group's name upper-cased
         if name.lower() in reaching:
             context, state = reaching[name.lower()]
-            made = MadeBy(name, evidence, state, context)
-            break
-    if made is None and names:
-        made = MadeBy(names[0][0], names[0][1], NOT_IN_KUBECONFIG)
-    said, _, _ = finding.message.rpartition("; ")
-    whose = shown(made.words()) if made is not None else "no tag or label says which cluster made it"
-    return replace(finding, made_by=made, message=f"{said}; {whose}")
+            return MadeBy(name, evidence, state, context)
+    return MadeBy(names[0][0], names[0][1], NOT_IN_KUBECONFIG) if names else None
+
+
+def kubeconfig_clusters(kubeconfig: Optional[str], read: set[str],
+                        unread: set[str]) -> list[tuple[str, Optional[str], str]]:
+    """Every context of the kubeconfig as (context, its cluster's name, what the run knows of it): the names an
+    orphan's tags are matched against. A kubeconfig that cannot be read gives none (the run read it already)."""
+    from kubectl_pvleft.errors import PvleftError
+    from kubectl_pvleft.kube.kubeconfig import kubeconfig_files, merge_kubeconfigs
+
+    found = []
+    try:
+        entries = merge_kubeconfigs(kubeconfig_files(kubeconfig))["contexts"]
+    except (PvleftError, OSError):
+        return []
+    for entry in entries:
+        name = entry["name"]
+        cluster = (entry.get("context") or {}).get("cluster")
+        state = READ if name in read else UNREADABLE if name in unread else NOT_READ
+        found.append((name, cluster if isinstance(cluster, str) else None, state))
+    return found
+
+
+def this_cluster(options: Options) -> list[tuple[str, Optional[str], str]]:
+    """One cluster's run: the kubeconfig's contexts, this run's the one read (none when the run names no context),
+    and the name a cloud's flag gives this cluster in its tags (``--aws-cluster-name``) as this context's too."""
+    if not options.context:
+        return []
+    from kubectl_pvleft.clouds import one_cluster_flags
+
+    named = [(options.context, str(options.flags[flag.dest]), READ) for flag in one_cluster_flags()
+             if options.flags.get(flag.dest)]
+    return kubeconfig_clusters(options.kubeconfig, {options.context}, set()) + named
 
 
 def _named_by_none(joins: Sequence[CloudReport]) -> tuple[list[CloudFinding], list[CloudFinding], list[CloudDisk]]:
@@ -429,8 +468,8 @@ class CensusFindingJson(TypedDict):
 
 
 class CensusFindingMoreJson(CensusFindingJson, total=False):
-    """A census's row: an orphan or missing disk; ``monthly_cost`` with --cost; ``context`` and ``made_by`` in a
-    fleet's census (first, before the row's own keys)."""
+    """A census's row: an orphan or missing disk; ``monthly_cost`` with --cost; ``made_by`` (first, before the
+    row's own keys), after ``context`` in a fleet's census."""
 
     context: str | None
     made_by: MadeByJson | None
@@ -458,9 +497,12 @@ def finding_json(finding: CloudFinding, costing: Optional[Costing] = None, fleet
         from kubectl_pvleft.clouds.cost import json_of
 
         doc["monthly_cost"] = json_of(costing.of(finding.disk))
-    if fleet:  # first: the context, and for an orphan the cluster its tags say made it, whether a context reaches it
-        doc = {"context": finding.context, "made_by": finding.made_by.to_json() if finding.made_by else None, **doc}
-    return doc
+    # First: a fleet's context, and for an orphan the cluster its tags say made it and whether a context read
+    # reaches it (one cluster: this one, another context of the kubeconfig, or none).
+    made = finding.made_by.to_json() if finding.made_by else None
+    if fleet:
+        return {"context": finding.context, "made_by": made, **doc}
+    return {"made_by": made, **doc}
 
 
 def _since_json(disk: Optional[CloudDisk]) -> Optional[UnattachedSinceJson]:

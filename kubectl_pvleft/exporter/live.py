@@ -247,9 +247,9 @@ class CensusState:
         # price the leftover PVs a scrape names, and the prices (clouds/pricing.py's Costing); None without --cost.
         self.disks: Mapping[str, Union[CloudDisk, Absent]] = {}
         self.costing: Optional[Costing] = None
-        # With --cost, the snapshots the snapshot contents with findings name, by content, and their prices
+        # With --cost, the snapshots the snapshot contents with findings name, by (None, content), and their prices
         # (clouds/snapshot_census.py's outcome), from the last lookup that a cloud answered.
-        self.snapshots: Mapping[str, Union[CloudSnapshot, Absent]] = {}
+        self.snapshots: Mapping[tuple[Optional[str], str], Union[CloudSnapshot, Absent]] = {}
         self.snapshot_costing: Optional[Costing] = None
         self.last_success: dict[str, float] = {}
         self.failures: dict[str, int] = dict.fromkeys(self.clouds, 0)

@@ -250,7 +250,7 @@ COST_LABELS = ("kind", "namespace", "storage_class", "cloud")
 
 def _monthly_cost(found: Iterable[CloudFinding], disks: Mapping[str, Union[CloudDisk, Absent]],
                   costing: Optional[Costing], leftovers: Sequence[Leftover],
-                  snapshots: tuple[Mapping[str, Union[CloudSnapshot, Absent]], Optional[Costing]],
+                  snapshots: tuple[Mapping[tuple[Optional[str], str], Union[CloudSnapshot, Absent]], Optional[Costing]],
                   contents: Sequence[ContentRow]) -> Iterator[Metric]:
     """``--cost``: what the leftover PVs' disks, the orphan disks and the snapshots of the contents with findings
     bill per month, summed by kind, namespace, class and cloud (never per object: pvleft_finding_info names them).
@@ -276,7 +276,7 @@ def _monthly_cost(found: Iterable[CloudFinding], disks: Mapping[str, Union[Cloud
     found_snapshots, snapshot_costing = snapshots
     if snapshot_costing is not None:
         for content in contents:  # with findings: its VolumeSnapshot's namespace (a snapshot has no class)
-            snapshot = found_snapshots.get(content.content.name)
+            snapshot = found_snapshots.get((None, content.content.name))  # one cluster: (context None, name)
             if content.counted and isinstance(snapshot, CloudSnapshot):
                 billed.append((SNAPSHOT, content.content.snapshot_ref.namespace or "", "", snapshot,
                                snapshot_costing.of(snapshot)))

@@ -21,12 +21,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 from datetime import timezone
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 from kubectl_pvleft.clouds import base
 from kubectl_pvleft.clouds.aws.names import CSI_DRIVERS, IN_TREE_DRIVERS, MANAGED_DRIVER, SOURCE
 from kubectl_pvleft.clouds.aws.sdk import bounded_config, sdk_failures
-from kubectl_pvleft.clouds.base import CloudDisk, CloudError, Placement, VolumeRef
+from kubectl_pvleft.clouds.base import CloudDisk, CloudError, CloudSnapshot, Placement, VolumeRef
 from kubectl_pvleft.clouds.bounded import page_read
 from kubectl_pvleft.errors import needs_extra
 from kubectl_pvleft.progress import Tally
@@ -92,7 +92,7 @@ def kubeconfig_cluster(name: str) -> Optional[str]:
     return None
 
 
-def made_by(disk: CloudDisk) -> list[tuple[str, str]]:
+def made_by(disk: Union[CloudDisk, CloudSnapshot]) -> list[tuple[str, str]]:
     """The clusters a volume's tags name, each with the tag that says it (the EBS CSI driver's with
     --k8s-tag-cluster-id, pkg/driver/controller.go: ``kubernetes.io/cluster/<id>``, ``KubernetesCluster``,
     ``ebs.csi.aws.com/cluster-name``; the in-tree provider's ``KubernetesCluster``). ``ebs.csi.aws.com/cluster: true``

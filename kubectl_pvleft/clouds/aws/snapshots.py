@@ -218,6 +218,11 @@ def snapshot_record(snapshot: Mapping[str, Any], region: str) -> CloudSnapshot:
         kept=(tags[KEEP_TAG].strip() or "(no reason given)") if KEEP_TAG in tags else None)
 
 
+def match_key(handle: str) -> str:
+    """An EBS snapshot id is compared as written."""
+    return handle
+
+
 def made_by_csi(snapshot: CloudSnapshot) -> bool:
     """The EBS CSI driver made it: CreateSnapshot tags every snapshot it makes with CSIVolumeSnapshotName (its
     name, ``snapshot-<VolumeSnapshot uid>``) and ebs.csi.aws.com/cluster (aws-ebs-csi-driver pkg/driver/controller.go

@@ -1,6 +1,6 @@
-"""Azure: the managed disks of the subscriptions named with ``--azure-subscription``. ``CLOUD`` declares it (what
-``base.Cloud`` asks), cheaply: the parser reads its flags on every run; its ``census`` and ``prices`` modules are
-imported when a run asks for them, and the Azure SDK only in their ``open``."""
+"""Azure: the managed disks and snapshots of the subscriptions named with ``--azure-subscription``. ``CLOUD`` declares it
+(what ``base.Cloud`` asks), cheaply: the parser reads its flags on every run; its ``census``, ``prices`` and ``snapshots``
+modules are imported when a run asks for them, and the Azure SDK only in their ``open``."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from kubectl_pvleft.clouds.azure import names
 from kubectl_pvleft.invocation import REPEATED, VALUE, Flag
 
 if TYPE_CHECKING:
-    from kubectl_pvleft.clouds.base import CensusModule, Cloud, PricesModule
+    from kubectl_pvleft.clouds.base import CensusModule, Cloud, PricesModule, SnapshotsModule
 
 
 class Azure:
@@ -39,8 +39,7 @@ class Azure:
     # The flag that names this cluster as "this" one: a fleet census (many clusters) refuses it.
     ONE_CLUSTER_FLAGS = tuple(flag for flag in FLAGS if flag.name == "--azure-cluster-name")
     DRIVERS = names.DRIVERS
-    SNAPSHOT_DRIVERS: frozenset[str] = frozenset()
-    snapshots = None  # kubectl-pvleft does not look Azure snapshots up
+    SNAPSHOT_DRIVERS = frozenset({names.CSI_DRIVER})
 
     def asked(self, flags: Mapping[str, Any]) -> bool:
         return bool(flags.get("azure_subscription"))
@@ -54,6 +53,11 @@ class Azure:
         from kubectl_pvleft.clouds.azure import prices
 
         return prices
+
+    def snapshots(self) -> SnapshotsModule:
+        from kubectl_pvleft.clouds.azure import snapshots
+
+        return snapshots
 
 
 CLOUD: Cloud = Azure()

@@ -16,11 +16,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime, timezone
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 from kubectl_pvleft.clouds import base
 from kubectl_pvleft.clouds.azure.names import DRIVERS, SOURCE
-from kubectl_pvleft.clouds.base import CloudDisk, CloudError, Placement, VolumeRef
+from kubectl_pvleft.clouds.base import CloudDisk, CloudError, CloudSnapshot, Placement, VolumeRef
 from kubectl_pvleft.clouds.bounded import page_read
 from kubectl_pvleft.errors import needs_extra
 from kubectl_pvleft.progress import Tally
@@ -54,6 +54,7 @@ RETRIES = 3  # azure-core's default is 10, each honouring Retry-After (a 429's)
 
 _DISK_ID = re.compile(r"^/subscriptions/([^/]+)/resourceGroups/([^/]+)/providers/Microsoft\.Compute/disks/([^/]+)$",
                       re.IGNORECASE)
+_RESOURCE_GROUP = re.compile(r"^/subscriptions/[^/]+/resourceGroups/([^/]+)/providers/", re.IGNORECASE)
 _VM = re.compile(r"/virtualMachineScaleSets/([^/]+)/virtualMachines/([^/]+)$|/virtualMachines/([^/]+)$", re.IGNORECASE)
 _SECRETS = re.compile(r"(Bearer\s+\S+|eyJ[\w-]+\.[\w-]+\.[\w-]*|client_secret=\S+)", re.IGNORECASE)
 
@@ -98,18 +99,19 @@ def kubeconfig_cluster(name: str) -> Optional[str]:
     return None
 
 
-def made_by(disk: CloudDisk) -> list[tuple[str, str]]:
-    """The clusters a disk's tags name (CLUSTER_NAME_TAGS), else the AKS cluster its resource group is the node
-    resource group of: AKS names it ``MC_<resource group>_<cluster>_<location>`` unless told another name, and
-    the Azure Disk CSI driver makes a cluster's disks there. A name with more underscores than those three is
-    ambiguous (a resource group or cluster name may hold one): then nothing is said."""
+def made_by(disk: Union[CloudDisk, CloudSnapshot]) -> list[tuple[str, str]]:
+    """The clusters a disk's (or snapshot's) tags name (CLUSTER_NAME_TAGS), else the AKS cluster its resource group
+    is the node resource group of: AKS names it ``MC_<resource group>_<cluster>_<location>`` unless told another
+    name, and the Azure Disk CSI driver makes a cluster's disks there (and their snapshots, in the source disk's
+    resource group: CreateSnapshot's default). A name with more underscores than those three is ambiguous (a
+    resource group or cluster name may hold one): then nothing is said."""
     found = {disk.provenance[key]: f"tag {key}" for key in reversed(CLUSTER_NAME_TAGS) if disk.provenance.get(key)}
     if found:
         return list(reversed(found.items()))
-    parsed = parse_disk_id(disk.handle)
-    parts = parsed[1].split("_") if parsed else []
-    if len(parts) == 4 and parts[0].upper() == "MC" and all(parts):
-        return [(parts[2], f"node resource group {parsed[1] if parsed else ''}")]
+    group = _RESOURCE_GROUP.match(disk.handle.strip())
+    parts = group.group(1).split("_") if group else []
+    if group and len(parts) == 4 and parts[0].upper() == "MC" and all(parts):
+        return [(parts[2], f"node resource group {group.group(1)}")]
     return []
 
 
@@ -207,6 +209,11 @@ class AzureCensus:
         self.call_timeout = CALL_TIMEOUT
 
     match_key = staticmethod(match_key)
+
+    @property
+    def clients(self) -> Mapping[str, Any]:
+        """The Compute client of each subscription (the snapshots module reads through them too)."""
+        return self._clients
 
     def handle_of(self, pv: VolumeRef) -> Optional[str]:
         if pv.driver not in DRIVERS or parse_disk_id(pv.handle) is None:

@@ -39,7 +39,20 @@ from urllib.parse import urlsplit
 
 from kubectl_pvleft.clouds.base import CloudDisk, CloudError, CloudSnapshot
 from kubectl_pvleft.clouds.bounded import page_read
-from kubectl_pvleft.clouds.cost import CANONICAL, CAPACITY, DISK, IOPS, THROUGHPUT, UNITS, Need, Rate, the_one
+from kubectl_pvleft.clouds.cost import (
+    ARCHIVE_SNAPSHOT,
+    CANONICAL,
+    CAPACITY,
+    DISK,
+    IOPS,
+    SNAPSHOT,
+    THROUGHPUT,
+    UNITS,
+    Need,
+    Rate,
+    snapshot_needs,
+    the_one,
+)
 from kubectl_pvleft.errors import needs_extra
 from kubectl_pvleft.text import one_line
 
@@ -118,9 +131,10 @@ def tier_of(letter: str, size_gb: int) -> Optional[str]:
 
 
 def needs(disk: Union[CloudDisk, CloudSnapshot]) -> Union[list[Need], str]:
-    """What a disk bills for: its tier as one disk-month, or its capacity, IOPS and throughput. A str says why not."""
-    if isinstance(disk, CloudSnapshot):  # never asked: Azure's snapshots are not looked up
-        return "kubectl-pvleft does not price Azure snapshots"
+    """What a disk bills for: its tier as one disk-month, or its capacity, IOPS and throughput. A str says why not: a
+    snapshot's always (ARM does not say what it stores; its bound is priced from --price-file, ``rates``)."""
+    if isinstance(disk, CloudSnapshot):
+        return snapshot_needs(disk, "Azure")
     if disk.type is None:
         return "Azure did not say the disk's SKU"
     if disk.size_gb is None:
@@ -199,7 +213,15 @@ class RetailPrices:
         self.pages_read = 0
 
     def rates(self, wanted: Iterable[Need]) -> dict[tuple[str, str, str, bool], Union[Rate, str]]:
-        wanted = list(wanted)
+        found: dict[tuple[str, str, str, bool], Union[Rate, str]] = {}
+        # A snapshot's meters are not read from the list: which one bills a snapshot (its SKU's "LRS Snapshots",
+        # "ZRS Snapshots" ... under a disk product) is not a rule written here; --price-file prices them.
+        for need in wanted:
+            if need.type in (SNAPSHOT, ARCHIVE_SNAPSHOT):
+                found[need.key] = (f"kubectl-pvleft does not read Azure's snapshot meters from the {SOURCE_NAME}: "
+                                   f"give a price for cloud azure, location {need.location}, type {need.type} in "
+                                   "--price-file")
+        wanted = [need for need in wanted if need.type not in (SNAPSHOT, ARCHIVE_SNAPSHOT)]
         queries: dict[tuple[str, str], set[str]] = {}  # (region, product) -> skuNames
         for need in wanted:
             meter = meter_of(need)
@@ -207,7 +229,6 @@ class RetailPrices:
         items: dict[tuple[str, str], list[Mapping[str, Any]]] = {
             (region, product): list(self._items(region, product, sorted(skus)))
             for (region, product), skus in sorted(queries.items())}
-        found: dict[tuple[str, str, str, bool], Union[Rate, str]] = {}
         for need in wanted:
             meter = meter_of(need)
             matching = [item for item in items[(need.location, meter.product)] if self._matches(item, need, meter)]

@@ -14,11 +14,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime, timezone
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 from msgspec import Struct
 
-from kubectl_pvleft.clouds.base import CloudDisk, CloudError, Placement, VolumeRef
+from kubectl_pvleft.clouds.base import CloudDisk, CloudError, CloudSnapshot, Placement, VolumeRef
 from kubectl_pvleft.clouds.bounded import page_read
 from kubectl_pvleft.clouds.gce.names import CSI_DRIVER, IN_TREE_DRIVER, SOURCE
 from kubectl_pvleft.errors import needs_extra
@@ -431,7 +431,7 @@ def kubeconfig_cluster(name: str) -> Optional[str]:
 other_clusters_note = None
 
 
-def made_by(disk: CloudDisk) -> list[tuple[str, str]]:
+def made_by(disk: Union[CloudDisk, CloudSnapshot]) -> list[tuple[str, str]]:
     """The GKE cluster a disk's labels name, with its location when labelled."""
     name = disk.provenance.get(f"label:{CLUSTER_NAME_LABEL}")
     if not name:

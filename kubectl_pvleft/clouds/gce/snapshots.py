@@ -137,6 +137,11 @@ CSI_DESCRIPTIONS = ("Snapshot created by GCE-PD CSI Driver", "Regional Snapshot 
 CSI_CREATED_BY = "pd.csi.storage.gke.io"
 
 
+def match_key(handle: str) -> str:
+    """A Compute snapshot handle is compared as written."""
+    return handle
+
+
 def made_by_csi(snapshot: CloudSnapshot) -> bool:
     """The PD CSI driver made it: its description says so (``provenance``, read by ``snapshot_record``)."""
     return bool(snapshot.provenance.get("description") in CSI_DESCRIPTIONS
@@ -175,7 +180,11 @@ def snapshot_record(snapshot: Any, handle: str) -> CloudSnapshot:
         created=parse_timestamp(snapshot.creation_timestamp), state=snapshot.status or None,
         multi_region=bool(location) and not any(ch.isdigit() for ch in location),
         source_volume=_disk_handle(snapshot.source_disk) if snapshot.source_disk else None,
-        provenance=_provenance(snapshot.description or ""),
+        # Its labels too (``label:KEY``, as the disk census keeps them): a VolumeSnapshotClass's ``labels`` parameter
+        # writes them (gcp-compute-persistent-disk-csi-driver pkg/parameters ExtractAndDefaultSnapshotParameters), and
+        # GKE's goog-k8s-cluster-name there says which cluster made it (census.made_by).
+        provenance={**_provenance(snapshot.description or ""),
+                    **{f"label:{k}": v for k, v in sorted(snapshot.labels.items()) if k != KEEP_LABEL}},
         kept=((snapshot.labels[KEEP_LABEL] or "(no reason given)") if KEEP_LABEL in snapshot.labels else None))
 
 
