@@ -204,8 +204,9 @@ def texts_of(doc: Any, rng: random.Random) -> list[str]:
     PyYAML's dumper, scalars written unquoted as people do, and JSON."""
     dumped = yaml.dump(doc, Dumper=DUMPER, default_flow_style=False, sort_keys=rng.random() < 0.5, width=10 ** 6)
     indented = yaml.dump(doc, Dumper=DUMPER, default_flow_style=False, indent=4, width=10 ** 6)
+    wrapped = yaml.dump(doc, Dumper=DUMPER, default_flow_style=False, width=rng.choice([8, 20]))  # continued lines
     unquoted = dumped.replace("'", "") if rng.random() < 0.5 else dumped.replace("'", '"')
-    return [dumped, indented, unquoted, json.dumps(doc), json.dumps(doc, indent=rng.choice([1, 2, 4]))]
+    return [dumped, indented, wrapped, unquoted, json.dumps(doc), json.dumps(doc, indent=rng.choice([1, 2, 4]))]
 
 
 # Where kubectl's YAML reader (go-yaml v2, tests/test_kubeconfig_scalars_unit.py has kubectl's own answers)
@@ -326,6 +327,9 @@ def test_generated_documents_read_as_kubectl_reads_them() -> None:
     "a:\n  - x\n  -   y: 1\n      z: 2\n",
     "a:\n  b: 1\n c: 2\n",  # bad indentation: PyYAML's error
     "a: x\n  continued\n",  # a folded plain scalar
+    "a: x\n  y\n  z\nb: 1\n", "a: 1\n  2\n", "a:   x  \n     y  \n", "a: x\n\n  y\n", "a: x\n  # c\n  y\n",
+    "a: x\n  b: c\n", "a: x\n  - y\n", "a: x\n  'y'\n", "a: 'x\n  y'\n", "- a\n  b\n", "a:\n- b: x\n   y\n",
+    "a:\n  b: x\n  y\n", "a:\n  b: x\n   y\nc: d\n", "a: x\n y:\n", "a: yes\n  no\n", "a: {}\n  x\n",
     "a: x\n- y\n",
     "- a\n- b\n",  # not a mapping at the top
     "a: 'it''s'\nb: \"q\"\nc: ''\n",
@@ -364,5 +368,15 @@ def test_the_shapes_tools_write_are_read_without_pyyaml() -> None:
           provideClusterInfo: false
         """), "    "))
     assert read(exec_user) == yaml.load(exec_user, Loader=LOADER) and read(exec_user) is not None
+    # gcloud container clusters get-credentials: the installHint goes on over a second, more indented line.
+    gke_user = plain.replace("    token: not-a-real-token\n", textwrap.indent(textwrap.dedent("""\
+        exec:
+          apiVersion: client.authentication.k8s.io/v1beta1
+          command: gke-gcloud-auth-plugin
+          installHint: Install gke-gcloud-auth-plugin for use with kubectl by following
+            https://cloud.google.com/kubernetes-engine/docs/how-to/cluster-access-for-kubectl#install_plugin
+          provideClusterInfo: true
+        """), "    "))
+    assert read(gke_user) == yaml.load(gke_user, Loader=LOADER) and read(gke_user) is not None
     as_json = json.dumps(yaml.safe_load(exec_user), indent=2)
     assert read(as_json) == json.loads(as_json)

@@ -9,9 +9,10 @@ an infinity anywhere refuses the file) and is decoded into client-go's structs, 
 and `read_yaml` give that JSON document, or raise `Refused` where kubectl refuses the file.
 
 Two shapes are read here without PyYAML: JSON, and the plain block YAML that kubectl and the cloud CLIs write
-(``key: value`` lines, ``- `` items, plain or simply quoted scalars). Anything else returns None from `read`, and
+(``key: value`` lines, ``- `` items, plain or simply quoted scalars, a plain value continued on more indented
+lines as gcloud writes a GKE context's installHint). Anything else returns None from `read`, and
 `read_yaml` reads it with PyYAML's parser and go-yaml's typing: anchors, tags, flow collections, block scalars,
-escapes, comments after a value, tabs, CR, non-ASCII, continuation lines, non-decimal floats in JSON. Both give
+escapes, comments after a value, tabs, CR, non-ASCII, other continuation lines, non-decimal floats in JSON. Both give
 the same document for the same text (duplicate keys: the last wins); tests/test_startup_unit.py compares them,
 and compares both with SafeLoader where YAML 1.1 and go-yaml agree; tests/test_kubeconfig_scalars_unit.py holds
 kubectl's own answers.
@@ -238,17 +239,37 @@ def _has_wide_number(value: Any) -> bool:
 
 def _block(text: str) -> Optional[dict[str, Any]]:
     lines: list[tuple[int, str]] = []  # (indent, content) of every line that is not blank or a comment
+    foldable = False  # the line before ends in a plain scalar that a more indented line continues
     for raw in text.split("\n"):
         content = raw.lstrip(" ")
         if not content or content.startswith("#"):
+            foldable = False  # a blank line in a folded scalar is a line break in it: read_yaml's
             continue
-        if "#" in content:  # a comment after a value, or a '#' PyYAML may read either way
+        if " #" in content:  # a comment after a value ('#' not after a space is text: a URL's fragment)
             return None
-        lines.append((len(raw) - len(content), content.rstrip(" ")))
+        indent, content = len(raw) - len(content), content.rstrip(" ")
+        if foldable and indent > lines[-1][0] and _continues(content):
+            lines[-1] = (lines[-1][0], f"{lines[-1][1]} {content}")  # YAML folds the line break into a space
+            continue
+        foldable = _ends_in_plain_value(content)
+        lines.append((indent, content))
     if not lines or lines[0][0] != 0 or lines[0][1].startswith(("---", "...", "%")):
         return None
     doc, end = _node(lines, 0, 0)
     return doc if end == len(lines) and isinstance(doc, dict) else None
+
+
+def _ends_in_plain_value(content: str) -> bool:
+    """``key: value`` with a plain value: what a more indented line may continue (gcloud writes the exec
+    plugin's installHint over two lines). Not after ``- ``, where the item's own indent is not the line's."""
+    _, separator, rest = content.partition(": ")
+    rest = rest.strip(" ")
+    return bool(separator and rest) and not _is_item(content) and rest[0] not in _NOT_PLAIN_START
+
+
+def _continues(content: str) -> bool:
+    """A line that can only be the continuation of a plain scalar: no indicator first, no key in it."""
+    return content[0] not in _NOT_PLAIN_START + "-?:" and ": " not in content and not content.endswith(":")
 
 
 def _is_item(content: str) -> bool:

@@ -299,6 +299,11 @@ class ClaimMeta(ObjectMeta, frozen=True):
     # StatefulSet's whenScaled: Delete), or an operator's own kind.
     owner_references: tuple[OwnerReference, ...] = ()
 
+    def __post_init__(self) -> None:
+        # A Raw decoded from a page is a view into the whole page: held by each claim a census keeps, it kept every
+        # page of the list alive (176 MiB of 100,000 claims' pages, benchmarks: claims -A -o json). Its own bytes.
+        msgspec.structs.force_setattr(self, "managed_fields", self.managed_fields.copy())
+
     def last_write_of(self, *field_keys: bytes) -> Optional[datetime]:
         """When the newest writer of the object itself (not its status) last set all of these fields."""
         entries = _MANAGED_FIELDS.decode(self.managed_fields) if self.managed_fields else ()
