@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from mcp_client import assert_declared, declared
 from plugin_runner import items, run_plugin
-from scenarios import apply, host_path_pv, namespace, storage_class, wait_pv_phase
+from scenarios import apply, host_path_pv, namespace, storage_class, wait_for, wait_pv_phase
 from scenarios import claim as claim_object
 
 pytestmark = pytest.mark.cluster
@@ -129,3 +130,18 @@ def test_classes_lists_the_attribute_classes_and_their_drivers(cluster: Any, mod
     assert "VOLUMEATTRIBUTESCLASS   DRIVERNAME" in table
     assert any(line.split()[:5] == ["vac-gold", DRIVER, "missing", "2", "missing-csidriver"]
                for line in table.splitlines())
+
+
+def test_serve_counts_the_claims_whose_class_does_not_exist(cluster: Any, modified: None, tmp_path: Path) -> None:
+    """serve reads the VolumeAttributesClasses as the one-shot claims does: missing (never started) and pending
+    (the resizer waits for the class, validateVACAndModifyVolumeWithTarget) name vac-none, which does not exist;
+    gold and infeasible name classes that do."""
+    from prometheus_server import exporter, fetch, samples
+
+    with exporter(cluster.kubeconfig("reader"), log=tmp_path / "serve.log") as target:
+        def counted() -> Any:
+            body = fetch(f"http://{target}/metrics")[1]
+            return {labels["volume_attributes_class"]: value for labels, value
+                    in samples(body, "pvleft_claims_missing_attributes_class") if labels["namespace"] == NS}
+
+        assert wait_for("the claims naming vac-none", counted, timeout=60) == {"vac-none": 2}

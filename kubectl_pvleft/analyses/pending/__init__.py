@@ -123,7 +123,7 @@ class _Gatherer:
     def _named(self, kind: Kind[T], wanted: set[tuple[str, str]], scope: Optional[str], unreadable: str) -> Any:
         if not wanted:
             return {}
-        return optional(lambda: _read_named(self.api, kind, wanted, scope, self.limit), self.warnings, unreadable)
+        return optional(lambda: read_named(self.api, kind, wanted, scope, self.limit), self.warnings, unreadable)
 
     def evidence(self, pods: Sequence[Pod]) -> Evidence:
         events_ahead = self._begin_events(pods)
@@ -226,7 +226,7 @@ def _blocker_messages(pods: Sequence[Pod], evidence: Evidence) -> list[str]:
         c.message or "" for p in pods for c in p.conditions]
 
 
-def _read_named(api: Reader, kind: Kind[T], wanted: set[tuple[str, str]], namespace: Optional[str],
+def read_named(api: Reader, kind: Kind[T], wanted: set[tuple[str, str]], namespace: Optional[str],
                 limit: int) -> dict[tuple[str, str], T]:
     """The wanted (namespace, name) objects that exist: one GET each when few, else lists."""
     found: dict[tuple[str, str], T] = {}
