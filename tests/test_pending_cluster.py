@@ -194,9 +194,7 @@ def audit_size(cluster: Any) -> int:
 
 
 def audit_entries(cluster: Any, since: int) -> list[dict]:
-    with cluster.audit_log.open("rb") as f:
-        f.seek(since)
-        return [json.loads(line) for line in f.read().splitlines() if line.strip()]
+    return cluster.audit_events(since=since)
 
 
 def event_reads(cluster: Any, since: int, ns: str) -> list[str]:
