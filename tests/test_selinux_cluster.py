@@ -134,3 +134,32 @@ def test_claims_lists_the_shared_volume_with_every_conflicting_pair_the_controll
                     if labels == {"namespace": NS, "problem": "selinux-conflict"}]
 
         assert wait_for("the conflict in serve", counted, timeout=60) == [1.0]
+
+
+def test_pending_watch_keeps_the_pre_flight(cluster: Any, shared: dict[str, str]) -> None:
+    """`pending --watch` (and serve, which runs the same follow) streams every Pod and the CSIDrivers' specs, so a
+    Pending Pod's SELinux conflicts are the one-shot run's: the same pairs the controller reports as events."""
+    import os
+    import queue
+    import signal
+    import subprocess
+    import threading
+
+    from plugin_runner import PLUGIN
+
+    seen = wait_for("the selinux-warning-controller's events", lambda: (lambda s: s if s >= EXPECTED else None)(
+        oracle(cluster, shared)), timeout=60)
+    proc = subprocess.Popen([PLUGIN or "kubectl-pvleft", "pending", "--watch", "-n", NS, "-o", "jsonl",
+                             "--kubeconfig", str(cluster.kubeconfig("reader"))], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "PVLEFT_WATCH_SETTLE_SECONDS": "0.1"})
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()  # type: ignore[union-attr]
+    latest: dict[str, set[tuple[str, str, str]]] = {}
+    try:
+        while {pair for pairs in latest.values() for pair in pairs} != seen:  # rows as they come, newest per Pod
+            row = json.loads(lines.get(timeout=60))
+            latest[row["pod"]] = {(row["pod"], c["reason"], c["other_pod"]) for c in row["selinux_conflicts"]}
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 130 and "Traceback" not in stderr, stderr

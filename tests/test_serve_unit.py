@@ -643,7 +643,8 @@ def test_each_kind_is_one_stream_shared_by_every_analysis_that_reads_it() -> Non
     assert {"pods", "events"} <= set(by_label)
     pods, events = by_label["pods"], by_label["events"]
     assert (pods.stream.field_selector, events.stream.field_selector) == (None, None)  # every Pod, every event
-    assert sorted(r.analysis.name for r in pods.readers) == ["claims", "pending"]
+    # pending reads it twice: its Pending Pods, and every Pod for the SELinux pre-flight
+    assert sorted(r.analysis.name for r in pods.readers) == ["claims", "pending", "pending"]
     assert sorted(r.analysis.name for r in events.readers) == ["claims", "leftovers", "pending"]
     metrics = scrape(live)
     stream_series = [tuple(sorted(labels.items())) for labels, _ in metrics["pvleft_stream_errors_total"]]
@@ -662,8 +663,10 @@ def test_each_kind_is_one_stream_shared_by_every_analysis_that_reads_it() -> Non
     live.take(events, Synced("", (event("about-claim", "PersistentVolumeClaim"), event("about-pod", "Pod"),
                                   event("delete-failed", "PersistentVolume", "VolumeFailedDelete"),
                                   event("recycled", "PersistentVolume", "VolumeRecycled")), "1"))
-    stores = {(r.analysis.name, shared.label): r.analysis.stores.data[r.name]
+    stores = {(r.analysis.name, shared.label, r.name): r.analysis.stores.data[r.name]
               for shared in (pods, events) for r in shared.readers}
+    assert set(stores.pop(("pending", "pods", "everyone"))) == {"uid-waits", "uid-runs"}  # the SELinux pre-flight's
+    stores = {(analysis, label): store for (analysis, label, _), store in stores.items()}
     assert set(stores["pending", "pods"]) == {"uid-waits"}
     assert set(stores["claims", "pods"]) == {"uid-waits", "uid-runs"}
     assert set(stores["claims", "events"]) == {"uid-about-claim"}
