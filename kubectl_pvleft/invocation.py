@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # --help must not pay for these
     from kubectl_pvleft.kube.kubeconfig import Selection
     from kubectl_pvleft.kube.watch import Follow
     from kubectl_pvleft.output.report import PrintOptions, Report
-    from kubectl_pvleft.output.series import Finding, Gauge, Series
+    from kubectl_pvleft.output.series import FailedDelete, Finding, Gauge, Series
     from kubectl_pvleft.records import ObjectMeta
 
 Row = TypeVar("Row")
@@ -137,19 +137,21 @@ class AnalysisOf(Generic[Row]):
     """An ``Analysis`` made of a module's functions: ``ANALYSIS = AnalysisOf(run, follow, watch_report, metrics,
     items=items)``. ``metrics(rows, judged, findings)``: its gauges from the rows that are findings (``judged``:
     every row, for the gauges that count what is never a finding), adding what alerts name to ``findings``;
-    ``meta``: a row's object, when the analysis counts in pvleft_terminating_objects; ``items``: see
-    ``SomeAnalysis``."""
+    ``meta``: a row's object, when the analysis counts in pvleft_terminating_objects; ``failed_delete``: a finding
+    row's failing backend delete (None when it has none), when the analysis counts in pvleft_delete_failure_info;
+    ``items``: see ``SomeAnalysis``."""
 
-    __slots__ = ("follow", "gauges", "items", "meta", "run", "served", "watch_report")
+    __slots__ = ("failed_delete", "follow", "gauges", "items", "meta", "run", "served", "watch_report")
 
     def __init__(self, run: Callable[[Reader, Options], Result], follow: Callable[[Options], Follow[Row]],
                  watch_report: Callable[[Options], Report[Row]],
                  metrics: Callable[[Sequence[Row], Sequence[Row], list[Finding]], Iterator[Gauge]],
                  served: Callable[[Reader], Optional[str]] = always_served,
                  meta: Optional[Callable[[Row], ObjectMeta]] = None, *,
-                 items: Callable[[], tuple[object, ...]]) -> None:
+                 items: Callable[[], tuple[object, ...]],
+                 failed_delete: Optional[Callable[[Row], Optional[FailedDelete]]] = None) -> None:
         self.run, self.follow, self.watch_report, self.served = run, follow, watch_report, served
-        self.gauges, self.meta, self.items = metrics, meta, items
+        self.gauges, self.meta, self.items, self.failed_delete = metrics, meta, items, failed_delete
 
     def metrics(self, rows: Sequence[Row], judged: Sequence[Row]) -> Series:
         from collections import Counter
@@ -164,7 +166,10 @@ class AnalysisOf(Generic[Row]):
             for meta in map(self.meta, rows):
                 if meta.deletion_timestamp is not None:
                     terminating.update(meta.finalizers or ("",))
-        return Series(gauges, findings, terminating)
+        failed = None
+        if self.failed_delete is not None:
+            failed = [f for f in map(self.failed_delete, rows) if f is not None]
+        return Series(gauges, findings, terminating, failed)
 
     def apply(self, use: WithAnalysis[T]) -> T:
         return use(self)

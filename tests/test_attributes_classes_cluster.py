@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from mcp_client import assert_declared, declared
 from plugin_runner import items, run_plugin
-from scenarios import apply, host_path_pv, namespace, storage_class, wait_pv_phase
+from scenarios import apply, host_path_pv, namespace, storage_class, wait_for, wait_pv_phase
 from scenarios import claim as claim_object
 
 pytestmark = pytest.mark.cluster
@@ -129,3 +130,76 @@ def test_classes_lists_the_attribute_classes_and_their_drivers(cluster: Any, mod
     assert "VOLUMEATTRIBUTESCLASS   DRIVERNAME" in table
     assert any(line.split()[:5] == ["vac-gold", DRIVER, "missing", "2", "missing-csidriver"]
                for line in table.splitlines())
+
+
+def test_serve_counts_the_claims_whose_class_does_not_exist(cluster: Any, modified: None, tmp_path: Path) -> None:
+    """serve reads the VolumeAttributesClasses as the one-shot claims does: missing (never started) and pending
+    (the resizer waits for the class, validateVACAndModifyVolumeWithTarget) name vac-none, which does not exist;
+    gold and infeasible name classes that do."""
+    from prometheus_server import exporter, fetch, samples
+
+    with exporter(cluster.kubeconfig("reader"), log=tmp_path / "serve.log") as target:
+        def counted() -> Any:
+            body = fetch(f"http://{target}/metrics")[1]
+            return {labels["volume_attributes_class"]: value for labels, value
+                    in samples(body, "pvleft_claims_missing_attributes_class") if labels["namespace"] == NS}
+
+        assert wait_for("the claims naming vac-none", counted, timeout=60) == {"vac-none": 2}
+
+        def attribute_findings() -> Any:  # serve follows classes with their VolumeAttributesClasses, as the one-shot
+            body = fetch(f"http://{target}/metrics")[1]
+            counts = {(labels["volume_attributes_class"], labels["finding"]): value for labels, value
+                      in samples(body, "pvleft_attributes_class_findings")
+                      if labels["volume_attributes_class"].startswith("vac-")}
+            named = {(labels["kind"], labels["name"], labels["state"]) for labels, _
+                     in samples(body, "pvleft_finding_info") if labels["analysis"] == "classes"}
+            return counts, named
+
+        counts, named = wait_for("the attribute classes' findings", lambda: attribute_findings()[0] and
+                                 attribute_findings(), timeout=60)
+        # vac-registered's driver registered its CSIDriver: no finding, no series.
+        assert counts == {("vac-gold", "missing-csidriver"): 1, ("vac-silver", "missing-csidriver"): 1}
+        assert {("VolumeAttributesClass", "vac-gold", "missing-csidriver"),
+                ("VolumeAttributesClass", "vac-silver", "missing-csidriver")} <= named
+
+
+def test_classes_watch_follows_the_attribute_classes(cluster: Any, modified: None) -> None:
+    """`classes --watch` streams the VolumeAttributesClasses and the CSIDrivers: a class whose driver registered
+    none appears with missing-csidriver, and changes when that CSIDriver is created (modify_volume.go
+    callModifyVolumeOnPlugin: that driver's external-resizer is what applies the class)."""
+    import os
+    import queue
+    import signal
+    import subprocess
+    import threading
+
+    from plugin_runner import PLUGIN
+
+    late = "vac-late.csi.example.com"
+    proc = subprocess.Popen([PLUGIN or "kubectl-pvleft", "classes", "--watch", "-o", "jsonl",
+                             "--kubeconfig", str(cluster.kubeconfig("reader"))], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "PVLEFT_WATCH_SETTLE_SECONDS": "0.1"})
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()  # type: ignore[union-attr]
+
+    def next_of(name: str) -> dict[str, Any]:
+        while True:  # StorageClasses and other tests' classes are cluster-wide: only this one's lines count
+            line = json.loads(lines.get(timeout=60))
+            if line.get("kind") == "VolumeAttributesClass" and line["name"] == name:
+                return line
+
+    try:
+        apply(cluster, vac("vac-late", driver=late))
+        appeared = next_of("vac-late")
+        assert (appeared["change"], appeared["driver_name"], appeared["csi_driver_registered"],
+                [f["kind"] for f in appeared["findings"]]) == ("appeared", late, False, ["missing-csidriver"])
+        apply(cluster, {"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver", "metadata": {"name": late},
+                        "spec": {}})
+        changed = next_of("vac-late")
+        assert (changed["change"], changed["csi_driver_registered"], changed["findings"]) == ("changed", True, [])
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=30)
+        cluster.kubectl("delete", "volumeattributesclass", "vac-late", "--wait=false", check=False)
+        cluster.kubectl("delete", "csidriver", late, "--wait=false", check=False)
+    assert proc.returncode == 130 and "Traceback" not in stderr, stderr

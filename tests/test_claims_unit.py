@@ -228,7 +228,8 @@ def test_json_keys_are_stable_and_complete() -> None:
                          "volume_attributes_class", "current_volume_attributes_class", "modify_volume_status",
                          "health_conditions", "creation_timestamp", "deletion_timestamp", "in_trouble", "problems",
                          "stalled_resize", "unused", "usage", "unused_since", "unused_evidence", "mounted_again_by",
-                         "usage_unknown", "waiting_for_first_consumer", "kept", "finalizers", "held_by", "holding_pods"]
+                         "usage_unknown", "waiting_for_first_consumer", "kept", "finalizers", "held_by", "holding_pods",
+                             "selinux_conflicts"]
     assert doc["modify_volume_status"] == {"status": "Infeasible",
                                            "target_volume_attributes_class_name": "cc-rec-gold-io", "known": True}
     assert (doc["volume_attributes_class"], doc["current_volume_attributes_class"]) == ("cc-rec-gold-io",
@@ -261,6 +262,9 @@ def serve(seen: list[str]):
         if path == "/apis/storage.k8s.io/v1/storageclasses":  # the recording's class of cc-rec-pending
             return 200, {"kind": "StorageClassList", "apiVersion": "storage.k8s.io/v1",
                          "metadata": {"resourceVersion": "1"}, "items": [WAIT_CLASS]}
+        if path == "/apis/storage.k8s.io/v1/csidrivers":  # none mounts with -o context: no SELinux census
+            return 200, {"kind": "CSIDriverList", "apiVersion": "storage.k8s.io/v1",
+                         "metadata": {"resourceVersion": "1"}, "items": []}
         if path.rsplit("/", 1)[-1] in WORKLOADS:  # none: every Bound claim no Pod mounts is plainly unused
             return 200, {"kind": "List", "apiVersion": "v1", "metadata": {"resourceVersion": "1"}, "items": []}
         return 404, status(404, "NotFound", "the server could not find the requested resource")
@@ -272,7 +276,7 @@ def serve(seen: list[str]):
     (["-n", "cc-rec-claims"], "/api/v1/namespaces/cc-rec-claims/persistentvolumeclaims"),
     ([], "/api/v1/namespaces/default/persistentvolumeclaims"),  # the context has no namespace
 ])
-def test_cli_scope_is_one_list(tmp_path: Path, args: list[str], path: str) -> None:
+def test_cli_scope_is_one_list_of_claims(tmp_path: Path, args: list[str], path: str) -> None:
     seen: list[str] = []
     with FakeAPIServer(serve(seen)) as server:
         result = invoke("claims", *args, "--exit-code", "--kubeconfig", str(server.kubeconfig(tmp_path / "kc")))
@@ -283,7 +287,8 @@ def test_cli_scope_is_one_list(tmp_path: Path, args: list[str], path: str) -> No
     scope = path.removeprefix("/api/v1").removesuffix("/persistentvolumeclaims")
     workloads = [f"/apis/{group}{scope}/{plural}" for plural, group in WORKLOADS.items()]
     extra = [path.replace("persistentvolumeclaims", "pods"), "/apis/storage.k8s.io/v1/storageclasses", *workloads]
-    assert seen == [path] + (extra if "default" not in path else [])
+    # First the CSIDrivers: one small list says whether the SELinux census needs the Pods at all (none here).
+    assert seen == ["/apis/storage.k8s.io/v1/csidrivers", path] + (extra if "default" not in path else [])
     if path == "/api/v1/namespaces/default/persistentvolumeclaims":
         assert (result.returncode, result.stdout, result.stderr) == (
             0, "", "No claims in trouble found in default namespace.\n")
@@ -344,3 +349,51 @@ def test_a_resize_under_way_is_not_a_resize_that_never_started() -> None:
     assert allocated.stalled_resize is None
     resizing = grown("2Gi", "1Gi", conditions=[{"type": "Resizing", "status": "True"}])
     assert [p.kind for p in assess([resizing]).rows[0].problems] == ["resizing"]
+
+
+# -- the SELinux census's reads ------------------------------------------------------------------------------
+
+class ScopedReader:
+    """A namespaced user's view: claims and Pods of one namespace; cluster-scoped CSIDrivers refused (403)."""
+
+    def __init__(self, claims_: list[Any], pods: list[Any]) -> None:
+        self.claims, self.pods, self.asked = claims_, pods, []  # type: ignore[var-annotated]
+
+    def list(self, kind: Any, namespace: Any = None, *, field_selector: Any = None, label_selector: Any = None) -> Any:
+        from kubectl_pvleft.kube.api import error_for
+
+        self.asked.append(kind.plural)
+        if kind.plural == "csidrivers":
+            raise error_for(403, "Forbidden", 'csidrivers.storage.k8s.io is forbidden: User "u" cannot list resource '
+                            '"csidrivers" in API group "storage.k8s.io" at the cluster scope', "list",
+                            kind.path(namespace))
+        return iter({"persistentvolumeclaims": self.claims, "pods": self.pods}.get(kind.plural, ()))
+
+    def get(self, kind: Any, name: str, namespace: Any = None) -> Any:
+        raise AssertionError("no get")
+
+
+def test_refused_csidrivers_are_said_only_where_pods_share_a_claim() -> None:
+    """A namespaced user may not list CSIDrivers (cluster-scoped): whether Pods sharing a volume conflict is then
+    unknown. Said once when two Pods share a Bound claim; never for a namespace where nothing is shared."""
+    from kubectl_pvleft.analyses.claims import census
+    from kubectl_pvleft.records import Pod
+
+    def pod(name: str) -> Pod:
+        return Pod.from_wire({"metadata": {"name": name, "namespace": "shop", "uid": f"uid-{name}"},
+                              "spec": {"containers": [{"name": "c", "volumeMounts": [{"name": "d", "mountPath": "/d"}]}],
+                                       "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}]},
+                              "status": {"phase": "Running"}})
+
+    # Bound, with no Unused condition (an older server): the Pods are read to judge it.
+    data = PersistentVolumeClaim.from_wire({"metadata": {"name": "data", "namespace": "shop", "uid": "uid-data"},
+                                            "spec": {"volumeName": "pv-data"}, "status": {"phase": "Bound"}})
+    shared = census(ScopedReader([data], [pod("a"), pod("b")]), namespace="shop")  # type: ignore[arg-type]
+    assert [w for w in shared.warnings if "csidrivers" in w] == [
+        'cannot read csidrivers (csidrivers.storage.k8s.io is forbidden: User "u" cannot list resource "csidrivers" in '
+        'API group "storage.k8s.io" at the cluster scope); whether Pods that share a volume have conflicting SELinux '
+        "contexts is not checked."]
+    alone = census(ScopedReader([data], [pod("a")]), namespace="shop")  # type: ignore[arg-type]
+    assert not [w for w in alone.warnings if "csidrivers" in w]
+    empty = census(ScopedReader([], []), namespace="shop")  # type: ignore[arg-type]
+    assert empty.warnings == []

@@ -224,7 +224,6 @@ def test_serve_in_cluster_as_65532_on_a_read_only_root(cluster, image: Image, tm
         cluster.kubectl("delete", "namespace", NAMESPACE, "--wait=false", check=False)
     assert "Traceback" not in output and "Read-only file system" not in output and "ermission denied" not in output
     assert container_root.tree(image.root) == before  # the image's files: none added, none changed
-    with cluster.audit_log.open() as audit:
-        events = [json.loads(line) for line in audit if f"system:serviceaccount:{NAMESPACE}:{ACCOUNT}" in line]
+    events = cluster.audit_events(f"system:serviceaccount:{NAMESPACE}:{ACCOUNT}")
     verbs = {e["verb"] for e in events if e.get("user", {}).get("username") == f"system:serviceaccount:{NAMESPACE}:{ACCOUNT}"}
     assert {"list", "watch"} <= verbs <= {"get", "list", "watch"}, sorted(verbs)

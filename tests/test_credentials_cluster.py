@@ -173,7 +173,7 @@ def test_a_relative_exec_plugin_resolves_against_the_kubeconfig_folder(cluster, 
 
 
 def audit_events(cluster) -> list[dict]:
-    return [json.loads(line) for line in cluster.audit_log.read_text().splitlines() if line.strip()]
+    return cluster.audit_events()
 
 
 def test_a_failing_exec_plugin_is_one_line_and_nothing_is_sent_as_anonymous(cluster, tmp_path: Path) -> None:

@@ -21,7 +21,7 @@ import pytest
 from billing_fake import FakeCatalog, compute_skus
 from gce_fake import FakeCompute, csi_description, gce_disk
 from prometheus_server import PROMETHEUS, Prometheus, dashboard_queries, exporter, prometheus, scraping
-from scenarios import apply, claim, host_path_pv, namespace, wait_for, wait_pv_phase
+from scenarios import apply, claim, get, host_path_pv, namespace, wait_for, wait_pv_phase
 
 pytestmark = [pytest.mark.cluster,
               pytest.mark.skipif(not PROMETHEUS, reason="needs Debian's prometheus package (apt-get install prometheus)")]
@@ -30,6 +30,7 @@ PROJECT, REGION, ZONE = "pvleft-dash", "europe-west1", "europe-west1-b"
 NS = "dash-apps"
 GIB = 2**30
 PD_DRIVER = "pd.csi.storage.gke.io"
+FAILING_DRIVER = "dash.csi.example.com"
 KUBECTL = "/usr/lib/google-cloud-sdk/bin/kubectl.1.33"  # its kustomize, as test_serve_deploy_cluster renders deploy/base
 
 
@@ -59,9 +60,32 @@ def scenario(cluster) -> list[str]:
           {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "dash-pending", "namespace": NS},
            "spec": {"containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10"}],
                     "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "dash-absent"}}]}})
+    # A Released Delete-policy PV the external-provisioner holds, its DeleteVolume failing (the VolumeFailedDelete
+    # event sig-storage-lib-external-provisioner's deleteVolumeOperation writes); an attachment to a node that is
+    # gone (as pkg/volume/csi/csi_attacher.go creates it): the "Stuck attachments and deletions" row.
+    # (Another driver and namespace than the census's and the totals': the cost and totals tests stay as they are.)
+    failing = {"apiVersion": "v1", "kind": "PersistentVolume",
+               "metadata": {"name": "dash-failing", "finalizers": ["external-provisioner.volume.kubernetes.io/finalizer"],
+                            "annotations": {"pv.kubernetes.io/provisioned-by": FAILING_DRIVER}},
+               "spec": {"capacity": {"storage": "5Gi"}, "accessModes": ["ReadWriteOnce"],
+                        "persistentVolumeReclaimPolicy": "Delete", "storageClassName": "dash-failing",
+                        "claimRef": {"namespace": "dash-other", "name": "gone", "uid": "00000000-0000-0000-0000-0000000000bc"},
+                        "csi": {"driver": FAILING_DRIVER, "volumeHandle": "vol-dash-failing"}}}
+    apply(cluster, failing,
+          {"apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttachment", "metadata": {"name": "dash-attachment"},
+           "spec": {"attacher": FAILING_DRIVER, "nodeName": "dash-gone-node",
+                    "source": {"persistentVolumeName": "dash-unused-pv"}}})
     wait_pv_phase(cluster, "dash-leftover", "Released")
+    wait_pv_phase(cluster, "dash-failing", "Released")
     wait_pv_phase(cluster, "dash-unused-pv", "Bound")
-    return ["dash-leftover", "dash-missing", "dash-unused-pv"]
+    uid = get(cluster, "/api/v1/persistentvolumes/dash-failing")["metadata"]["uid"]
+    apply(cluster, {"apiVersion": "v1", "kind": "Event", "metadata": {"name": "dash-failing.failed", "namespace": "default"},
+                    "involvedObject": {"kind": "PersistentVolume", "name": "dash-failing", "uid": uid,
+                                       "apiVersion": "v1"},
+                    "reason": "VolumeFailedDelete", "type": "Warning", "count": 2,
+                    "message": "rpc error: code = FailedPrecondition desc = disk dash-failing-disk has snapshots",
+                    "source": {"component": f"{FAILING_DRIVER}_csi-provisioner-0"}})
+    return ["dash-leftover", "dash-missing", "dash-unused-pv", "dash-failing"]
 
 
 @pytest.fixture(scope="module")
@@ -89,6 +113,10 @@ def stored(cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Promet
     finally:
         compute.stop()
         catalog.stop()
+        cluster.kubectl("delete", "volumeattachment", "dash-attachment", "--ignore-not-found", "--wait=false")
+        cluster.kubectl("delete", "event", "dash-failing.failed", "-n", "default", "--ignore-not-found")
+        cluster.kubectl("patch", "pv", "dash-failing", "--type=json", "-p",
+                        '[{"op": "remove", "path": "/metadata/finalizers"}]', check=False)
         for pv in made:
             cluster.kubectl("delete", "pv", pv, "--wait=false", check=False)
         cluster.kubectl("delete", "namespace", NS, "--wait=false", check=False)

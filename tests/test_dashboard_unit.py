@@ -65,5 +65,6 @@ def test_the_panels_the_issue_asks_for_are_there() -> None:
     for title in ("Leftover PVs by state", "Leftover PVs by age", "Unused claims by namespace and class",
                   "Held by unused claims", "Pending Pods by owner of the blocker", "Orphan disks by cloud",
                   "By kind", "By namespace", "By class", "By cloud", "Streams live", "Streams readable",
-                  "Stream errors", "Leftover PVs by cluster", "Monthly cost by cluster"):
+                  "Stream errors", "Leftover PVs by cluster", "Monthly cost by cluster",
+                  "Attachments in trouble, by finding", "Backend deletes failing"):
         assert title in titles, title

@@ -194,9 +194,7 @@ def audit_size(cluster: Any) -> int:
 
 
 def audit_entries(cluster: Any, since: int) -> list[dict]:
-    with cluster.audit_log.open("rb") as f:
-        f.seek(since)
-        return [json.loads(line) for line in f.read().splitlines() if line.strip()]
+    return cluster.audit_events(since=since)
 
 
 def event_reads(cluster: Any, since: int, ns: str) -> list[str]:
@@ -405,9 +403,12 @@ def proxy(cluster: Any) -> Iterator[FaultProxy]:
 
 
 def pod_lists_by_plugin(cluster: Any, since: int, ns: str) -> list[dict]:
+    """The plugin's lists of the Pending Pods (its primary stream; its list of every Pod, for the SELinux
+    pre-flight, is another stream with its own history)."""
     return [e for e in audit_entries(cluster, since)
             if e.get("objectRef", {}).get("resource") == "pods" and e.get("objectRef", {}).get("namespace") == ns
-            and e["verb"] == "list" and e.get("userAgent", "").startswith("kubectl-pvleft/")]
+            and e["verb"] == "list" and e.get("userAgent", "").startswith("kubectl-pvleft/")
+            and "status.phase" in e["requestURI"]]
 
 
 def test_watch_relists_and_resyncs_after_a_real_410(cluster: Any, ns: str, proxy: FaultProxy, tmp_path: Path,

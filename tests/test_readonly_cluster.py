@@ -6,7 +6,6 @@ tests themselves write (as admin, with kubectl) carries kubectl's.
 
 from __future__ import annotations
 
-import json
 import signal
 import subprocess
 import time
@@ -17,8 +16,7 @@ USER_AGENT = "kubectl-pvleft/"
 
 
 def plugin_audit_events(cluster) -> list[dict]:
-    with cluster.audit_log.open() as log:
-        events = [json.loads(line) for line in log if USER_AGENT in line]
+    events = cluster.audit_events(USER_AGENT)
     return [e for e in events if e.get("userAgent", "").startswith(USER_AGENT)]
 
 

@@ -239,10 +239,10 @@ WORKLOAD_PLURALS = ["statefulsets", "deployments", "replicasets", "daemonsets", 
 def test_census_reads_the_workloads_only_for_a_claim_no_pod_mounts() -> None:
     busy = Reader([claim("busy", idle=False)])
     census(busy, namespace=NS)
-    assert busy.asked == ["persistentvolumeclaims"]
+    assert busy.asked == ["csidrivers", "persistentvolumeclaims"]  # none mounts with -o context: no Pods for it
     idle = Reader([claim("data-web-0"), claim("idle")], objects={"statefulsets": [statefulset("web", 0, "data")]})
     result = census(idle, namespace=NS, include_all=True)
-    assert idle.asked == ["persistentvolumeclaims", *WORKLOAD_PLURALS] and result.warnings == []
+    assert idle.asked == ["csidrivers", "persistentvolumeclaims", *WORKLOAD_PLURALS] and result.warnings == []
     assert {r.claim.name: r.usage.state for r in result.rows} == {"data-web-0": "unused-by-design", "idle": "unused"}
 
 

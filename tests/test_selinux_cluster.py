@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -99,3 +100,66 @@ def test_pending_names_the_conflicting_pods_as_the_controller_does(cluster: Any,
     assert (label["value"], label["other_value"]) == (":::s0:c1,c2", ":::s0:c3,c4")
     wide = run_plugin(cluster.kubeconfig("reader"), "pending", "-n", NS, "-o", "wide").stdout
     assert "SELinuxChangePolicyConflict" in wide and json.dumps(wide)  # the whole message in -o wide
+
+
+def test_claims_lists_the_shared_volume_with_every_conflicting_pair_the_controller_reports(
+        cluster: Any, shared: dict[str, str], tmp_path: Path) -> None:
+    """The census (claims, not only pending's pre-flight for a Pending Pod): the volume shared by Pods whose contexts
+    conflict, each pair once, the same pairs and reasons as the controller's events (cache/volumecache.go AddVolume
+    reports both directions: an event on each Pod); in serve too, where PvleftClaimInTrouble alerts on it."""
+    seen = wait_for("the selinux-warning-controller's events", lambda: (lambda s: s if s >= EXPECTED else None)(
+        oracle(cluster, shared)), timeout=60)
+    result = run_plugin(cluster.kubeconfig("reader"), "claims", "-n", NS, "-o", "json")
+    assert result.returncode == 0, result.stderr
+    row = next(r for r in items(result.stdout) if r["name"] == "shared")
+    assert "selinux-conflict" in [p["kind"] for p in row["problems"]] and row["in_trouble"] is True
+    ours = {(c["pod"], c["reason"], c["other_pod"]) for c in row["selinux_conflicts"]}
+    assert {(a, r, b) for a, r, b in ours} | {(b, r, a) for a, r, b in ours} == seen
+    assert all(a < b for a, _, b in ours)  # each pair once, in name order
+    label = next(c for c in row["selinux_conflicts"] if (c["pod"], c["other_pod"], c["reason"])
+                 == ("a", "b", "SELinuxLabelConflict"))
+    assert (label["value"], label["other_value"]) == (":::s0:c1,c2", ":::s0:c3,c4")
+    problem = next(p for p in row["problems"] if p["kind"] == "selinux-conflict")
+    assert problem["message"].endswith(f"CSIDriver {DRIVER} sets seLinuxMount: true, so on one node only one of each "
+                                       "pair can mount the volume (SELinuxMount, GA in 1.37)")
+    # Pods that agree share nothing worth a row: a and d alone would be no conflict (pair_conflicts is per pair).
+    assert not any(c["pod"] == "a" and c["other_pod"] == "d" for c in row["selinux_conflicts"])
+
+    from prometheus_server import exporter, fetch, samples
+
+    with exporter(cluster.kubeconfig("reader"), log=tmp_path / "serve.log") as target:
+        def counted() -> Any:
+            body = fetch(f"http://{target}/metrics")[1]
+            return [v for labels, v in samples(body, "pvleft_troubled_claims")
+                    if labels == {"namespace": NS, "problem": "selinux-conflict"}]
+
+        assert wait_for("the conflict in serve", counted, timeout=60) == [1.0]
+
+
+def test_pending_watch_keeps_the_pre_flight(cluster: Any, shared: dict[str, str]) -> None:
+    """`pending --watch` (and serve, which runs the same follow) streams every Pod and the CSIDrivers' specs, so a
+    Pending Pod's SELinux conflicts are the one-shot run's: the same pairs the controller reports as events."""
+    import os
+    import queue
+    import signal
+    import subprocess
+    import threading
+
+    from plugin_runner import PLUGIN
+
+    seen = wait_for("the selinux-warning-controller's events", lambda: (lambda s: s if s >= EXPECTED else None)(
+        oracle(cluster, shared)), timeout=60)
+    proc = subprocess.Popen([PLUGIN or "kubectl-pvleft", "pending", "--watch", "-n", NS, "-o", "jsonl",
+                             "--kubeconfig", str(cluster.kubeconfig("reader"))], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "PVLEFT_WATCH_SETTLE_SECONDS": "0.1"})
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()  # type: ignore[union-attr]
+    latest: dict[str, set[tuple[str, str, str]]] = {}
+    try:
+        while {pair for pairs in latest.values() for pair in pairs} != seen:  # rows as they come, newest per Pod
+            row = json.loads(lines.get(timeout=60))
+            latest[row["pod"]] = {(row["pod"], c["reason"], c["other_pod"]) for c in row["selinux_conflicts"]}
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 130 and "Traceback" not in stderr, stderr

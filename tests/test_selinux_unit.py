@@ -41,3 +41,25 @@ def test_disagreeing_containers_are_the_pods_own_error_and_recursive_is_empty() 
     assert mount_context(pod({"level": "s0:c1"}, [(None, True)], RECURSIVE), "data", True) == ("", RECURSIVE)
     assert mount_context(pod({"level": "s0:c1"}, [(None, True)]), "data", False) == ("", RECURSIVE)
     assert mount_context(pod(None, [(None, True)]), "data", True) == ("", RECURSIVE)
+
+
+def test_the_census_compares_each_pair_once_and_only_on_a_context_mount_driver() -> None:
+    """cache/volumecache.go AddVolume: a Pod is compared with every other on the same volume; the census lists each
+    pair once (the controller's two events, one per Pod, are one pair). A finished Pod no longer counts (``sync``);
+    a driver without seLinuxMount: true mounts nothing with -o context, so nothing conflicts."""
+    from kubectl_pvleft.analyses.pending.selinux import LABEL_CONFLICT, pair_conflicts, sharing
+    from kubectl_pvleft.records import PersistentVolume
+
+    def named(name: str, level: str, phase: str = "Running") -> Pod:
+        return Pod.from_wire({"metadata": {"name": name, "namespace": "ns", "uid": f"u-{name}"}, "spec": {
+            "securityContext": {"seLinuxOptions": {"level": level}},
+            "containers": [{"name": "c", "volumeMounts": [{"name": "data", "mountPath": "/d"}]}],
+            "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "shared"}}]}, "status": {"phase": phase}})
+
+    users = sharing([named("c", "s0:c1"), named("a", "s0:c1"), named("b", "s0:c2"), named("done", "s0:c9", "Succeeded")])
+    assert [p.name for p, _ in users[("ns", "shared")]] == ["a", "b", "c"]
+    volume = PersistentVolume.from_wire({"metadata": {"name": "pv"}, "spec": {"csi": {"driver": "d", "volumeHandle": "h"}}})
+    found = pair_conflicts(users[("ns", "shared")], volume, frozenset({"d"}))
+    assert [(c.reason, c.pod, c.other_pod) for c in found] == [(LABEL_CONFLICT, "a", "b"), (LABEL_CONFLICT, "b", "c")]
+    assert pair_conflicts(users[("ns", "shared")], volume, frozenset({"other"})) == ()
+    assert sharing([named("a", "s0:c1")]) == {}

@@ -361,8 +361,7 @@ def test_the_exporter_only_read_and_ends_within_a_second_of_sigterm(cluster, exp
     took = time.monotonic() - sent
     assert process.returncode == 0
     assert took < 1.0, f"SIGTERM took {took:.2f}s"
-    with cluster.audit_log.open() as log:
-        events = [json.loads(line) for line in log if "kubectl-pvleft/" in line]
+    events = cluster.audit_events("kubectl-pvleft/")
     mine = [e for e in events if e.get("userAgent", "").startswith("kubectl-pvleft/")
             and e.get("user", {}).get("username") == "pvleft-reader-user" and e["requestReceivedTimestamp"] >= exporter.started]
     verbs = {e["verb"] for e in mine}

@@ -78,6 +78,7 @@ def sync_all(live: Live, streams: dict, drop_claims: bool = False) -> None:
     live.take(streams["persistentvolumes"], Synced("", pvs, "1"))
     live.take(streams["persistentvolumeclaims/metadata"], Synced("", () if drop_claims else claims, "1"))
     live.take(streams["storageclasses"], Synced("", classes, "1"))
+    live.take(streams["events"], Synced("", (), "1"))
 
 
 def test_no_finding_series_before_every_stream_has_listed_never_zero() -> None:
@@ -111,6 +112,41 @@ def test_leftovers_become_series_and_a_stream_down_keeps_them_stale() -> None:
     assert ({"stream": "persistentvolumes", "namespace": ""}, 0.0) in stale["pvleft_stream_up"]
     assert ({"stream": "persistentvolumes", "namespace": ""}, 1.0) in stale["pvleft_stream_errors_total"]
     assert live.healthy(0)[0] is False and live.healthy(3600)[0] is True
+
+
+def test_a_released_pv_whose_backend_delete_fails_is_quoted_in_delete_failure_info() -> None:
+    """The external-provisioner holds a Released Delete-policy PV with its finalizer and reports each failed
+    DeleteVolume as a VolumeFailedDelete event on the PV (sig-storage-lib-external-provisioner controller.go
+    deleteVolumeOperation): the newest one, matched by the PV's uid, is the series' error. Another PV's namesake
+    event (another uid) quotes nothing."""
+    from kubectl_pvleft.records.pods import Event
+
+    live, streams = live_leftovers()
+    sync_all(live, streams)
+    pv = PersistentVolume.from_wire({
+        "metadata": {"name": "held", "uid": "uid-held", "resourceVersion": "1",
+                     "finalizers": ["external-provisioner.volume.kubernetes.io/finalizer"]},
+        "spec": {"persistentVolumeReclaimPolicy": "Delete", "csi": {"driver": "d.example.com", "volumeHandle": "v"},
+                 "claimRef": {"namespace": "a", "name": "gone", "uid": "uid-gone"}},
+        "status": {"phase": "Released"}})
+
+    def failed(name: str, uid: str, message: str, at: str) -> Event:
+        return Event.from_wire({"metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}",
+                                             "resourceVersion": "1"}, "reason": "VolumeFailedDelete",
+                                "involvedObject": {"kind": "PersistentVolume", "name": "held", "uid": uid},
+                                "message": message, "lastTimestamp": at})
+
+    live.take(streams["persistentvolumes"], Changed("", "ADDED", pv))
+    live.take(streams["events"], Synced("", (failed("old", "uid-held", "first try", "2026-01-01T00:00:00Z"),
+                                             failed("new", "uid-held", "volume has\nsnapshots", "2026-01-01T01:00:00Z"),
+                                             failed("other", "uid-other", "not ours", "2026-01-01T02:00:00Z")), "2"))
+    live.judge_once()
+    info = scrape(live)["pvleft_delete_failure_info"]
+    assert info == [({"analysis": "leftovers", "kind": "PersistentVolume", "namespace": "", "name": "held",
+                      "driver": "d.example.com", "error": "VolumeFailedDelete: volume has snapshots"}, 1.0)]
+    live.take(streams["persistentvolumes"], Changed("", "DELETED", pv))
+    live.judge_once()
+    assert scrape(live).get("pvleft_delete_failure_info", []) == []
 
 
 def test_a_deleted_leftover_leaves_and_a_relist_is_counted() -> None:
@@ -222,6 +258,7 @@ def test_a_stream_that_may_not_be_read_is_unknown_evidence_not_an_outage() -> No
     pvs = tuple(PersistentVolume.from_wire(o) for o in items("leftovers_pvs"))
     live.take(streams["persistentvolumes"], Synced("", pvs, "1"))
     live.take(streams["storageclasses"], Synced("", (), "1"))
+    live.take(streams["events"], Synced("", (), "1"))
     live.take(streams["persistentvolumeclaims/metadata"], Notice("claims", "cannot list claims", unavailable=True))
     live.judge_once()
     metrics = scrape(live)
@@ -325,6 +362,9 @@ def test_unused_claims_and_their_bytes_with_since_for_the_30_day_alert() -> None
     live.take(streams["pods"], Synced("", (), "1"))
     live.take(streams["events"], Synced("", (), "1"))
     live.take(streams["classes"], Synced("", (), "1"))  # whether a Pending claim waits for its first consumer
+    live.take(streams["attributeclasses"], Synced("", (), "1"))
+    live.take(streams["csidrivers"], Synced("", (), "1"))
+    live.take(streams["volumes"], Synced("", (), "1"))
     for plural in WORKLOADS:
         live.take(streams[plural], Synced("", (), "1"))
     live.judge_once()
@@ -367,7 +407,7 @@ def test_a_claim_a_workload_mounts_again_is_counted_apart_and_never_alerted() ->
         live = Live(None, [kept_live("claims", claims.ANALYSIS, Options())], WatchSettings(), describe=str)  # type: ignore[arg-type]
         streams = {shared.stream.name: shared for shared in live.streams.values()}
         live.take(streams["claims"], Synced("", tuple(PersistentVolumeClaim.from_wire(o) for o in wire), "1"))
-        for name in ("pods", "events", "classes", *WORKLOADS):
+        for name in ("pods", "events", "classes", "attributeclasses", "csidrivers", "volumes", *WORKLOADS):
             if name == "statefulsets" and not statefulsets_readable:
                 live.take(streams[name], Notice(name, "cannot list statefulsets", unavailable=True))
             else:
@@ -684,8 +724,9 @@ def test_each_kind_is_one_stream_shared_by_every_analysis_that_reads_it() -> Non
     assert {"pods", "events"} <= set(by_label)
     pods, events = by_label["pods"], by_label["events"]
     assert (pods.stream.field_selector, events.stream.field_selector) == (None, None)  # every Pod, every event
-    assert sorted(r.analysis.name for r in pods.readers) == ["claims", "pending"]
-    assert sorted(r.analysis.name for r in events.readers) == ["claims", "pending"]
+    # pending reads it twice: its Pending Pods, and every Pod for the SELinux pre-flight
+    assert sorted(r.analysis.name for r in pods.readers) == ["claims", "pending", "pending"]
+    assert sorted(r.analysis.name for r in events.readers) == ["claims", "leftovers", "pending"]
     metrics = scrape(live)
     stream_series = [tuple(sorted(labels.items())) for labels, _ in metrics["pvleft_stream_errors_total"]]
     assert len(stream_series) == len(set(stream_series)) == len(live.streams)
@@ -694,18 +735,25 @@ def test_each_kind_is_one_stream_shared_by_every_analysis_that_reads_it() -> Non
         return Pod.from_wire({"metadata": {"name": name, "namespace": "a", "uid": f"uid-{name}",
                                            "resourceVersion": version}, "status": {"phase": phase}})
 
-    def event(name: str, kind: str) -> Event:
+    def event(name: str, kind: str, reason: str = "") -> Event:
         return Event.from_wire({"metadata": {"name": name, "namespace": "a", "uid": f"uid-{name}",
-                                             "resourceVersion": "1"}, "involvedObject": {"kind": kind}})
+                                             "resourceVersion": "1"}, "involvedObject": {"kind": kind},
+                                "reason": reason})
 
     live.take(pods, Synced("", (pod("waits", "Pending"), pod("runs", "Running")), "1"))
-    live.take(events, Synced("", (event("about-claim", "PersistentVolumeClaim"), event("about-pod", "Pod")), "1"))
-    stores = {(r.analysis.name, shared.label): r.analysis.stores.data[r.name]
+    live.take(events, Synced("", (event("about-claim", "PersistentVolumeClaim"), event("about-pod", "Pod"),
+                                  event("delete-failed", "PersistentVolume", "VolumeFailedDelete"),
+                                  event("recycled", "PersistentVolume", "VolumeRecycled")), "1"))
+    stores = {(r.analysis.name, shared.label, r.name): r.analysis.stores.data[r.name]
               for shared in (pods, events) for r in shared.readers}
+    assert set(stores.pop(("pending", "pods", "everyone"))) == {"uid-waits", "uid-runs"}  # the SELinux pre-flight's
+    stores = {(analysis, label): store for (analysis, label, _), store in stores.items()}
     assert set(stores["pending", "pods"]) == {"uid-waits"}
     assert set(stores["claims", "pods"]) == {"uid-waits", "uid-runs"}
     assert set(stores["claims", "events"]) == {"uid-about-claim"}
-    assert set(stores["pending", "events"]) == {"uid-about-claim", "uid-about-pod"}
+    assert set(stores["leftovers", "events"]) == {"uid-delete-failed"}
+    assert set(stores["pending", "events"]) == {"uid-about-claim", "uid-about-pod", "uid-delete-failed",
+                                                "uid-recycled"}
     # The Pending Pod starts: it leaves pending's store (as the server's DELETED would say), stays in claims'.
     started = pod("waits", "Running")
     live.take(pods, Changed("", "MODIFIED", started))
@@ -824,6 +872,9 @@ def test_a_claim_waiting_for_its_first_consumer_is_no_finding_and_no_trouble() -
         live.take(streams["pods"], Synced("", (), "1"))
         live.take(streams["events"], Synced("", (), "1"))
         live.take(streams["classes"], Synced("", classes, "1"))
+        live.take(streams["attributeclasses"], Synced("", (), "1"))
+        live.take(streams["csidrivers"], Synced("", (), "1"))
+        live.take(streams["volumes"], Synced("", (), "1"))
         for plural in WORKLOADS:
             live.take(streams[plural], Synced("", (), "1"))
         live.judge_once()
@@ -834,3 +885,44 @@ def test_a_claim_waiting_for_its_first_consumer_is_no_finding_and_no_trouble() -
     assert not [v for s, v in waiting["pvleft_troubled_claims"] if s["problem"] == "pending" and v]
     unknown = judged(())  # its class is gone: the PV controller binds it as Immediate, so it is pending
     assert ("cc-rec-pending", "pending") in {(s["name"], s["state"]) for s, _ in unknown["pvleft_finding_info"]}
+
+
+def test_a_modification_naming_a_class_that_does_not_exist_and_a_cluster_without_the_kind() -> None:
+    """external-resizer pkg/modifycontroller validateVACAndModifyVolumeWithTarget: a claim whose target class does
+    not exist waits (Pending). serve reads the VolumeAttributesClasses to say so, as the one-shot claims does; on a
+    cluster that does not serve them (404: before 1.34) the claims are still judged, that evidence unknown."""
+    from kubectl_pvleft.analyses import claims
+    from kubectl_pvleft.records import PersistentVolumeClaim
+    from kubectl_pvleft.records.volumes import VolumeAttributesClass
+
+    claim = PersistentVolumeClaim.from_wire({
+        "metadata": {"name": "fast", "namespace": "a", "uid": "uid-fast", "resourceVersion": "1"},
+        "spec": {"volumeName": "pv-fast", "volumeAttributesClassName": "vac-none"},
+        "status": {"phase": "Bound", "conditions": [{"type": "Unused", "status": "False", "reason": "PodUsingPVC"}]}})
+
+    def judged(vacs: object) -> tuple[Live, dict[str, list[tuple[dict[str, str], float]]]]:
+        live = Live(None, [kept_live("claims", claims.ANALYSIS, Options())], WatchSettings(), describe=str)  # type: ignore[arg-type]
+        streams = {shared.stream.name: shared for shared in live.streams.values()}
+        live.take(streams["claims"], Synced("", (claim,), "1"))
+        for name in ("pods", "events", "classes", "csidrivers", "volumes", *WORKLOADS):
+            live.take(streams[name], Synced("", (), "1"))
+        if vacs is None:
+            live.not_served(streams["attributeclasses"])
+        else:
+            live.take(streams["attributeclasses"], Synced("", vacs, "1"))  # type: ignore[arg-type]
+        live.judge_once()
+        return live, scrape(live)
+
+    gold = VolumeAttributesClass.from_wire({"metadata": {"name": "vac-gold", "uid": "uid-gold", "resourceVersion": "1"},
+                                            "driverName": "d"})
+    _, metrics = judged((gold,))
+    assert metrics["pvleft_claims_missing_attributes_class"] == [
+        ({"namespace": "a", "volume_attributes_class": "vac-none"}, 1.0)]
+    assert ({"namespace": "a", "problem": "modify-not-started"}, 1.0) in metrics["pvleft_troubled_claims"]
+    live, unserved = judged(None)
+    assert "pvleft_claims_missing_attributes_class" not in unserved  # unknown: never said missing
+    assert ({"namespace": "a", "problem": "modify-not-started"}, 1.0) in unserved["pvleft_troubled_claims"]
+    assert unserved["pvleft_analysis_served"] == [({"analysis": "claims"}, 1.0)]
+    assert unserved["pvleft_analysis_up"] == [({"analysis": "claims"}, 1.0)]
+    assert ({"stream": "volumeattributesclasses", "namespace": ""}, 0.0) in unserved["pvleft_stream_served"]
+    assert live.healthy(60)[0] is True

@@ -215,8 +215,9 @@ def scrape(live: Live) -> dict[str, list[tuple[dict[str, str], float]]]:
 
 
 STREAMS: dict[str, dict[str, Sequence[Any]]] = {
-    "leftovers": {"volumes": PVS, "claims": (), "classes": ()},
-    "claims": {"claims": CLAIMS, "pods": (), "events": (), "classes": (),  # and the workloads that mount claims
+    "leftovers": {"volumes": PVS, "claims": (), "classes": (), "events": ()},
+    "claims": {"claims": CLAIMS, "pods": (), "events": (), "classes": (), "attributeclasses": (), "csidrivers": (),
+               "volumes": (),  # and the workloads that mount claims
                **dict.fromkeys(("statefulsets", "deployments", "replicasets", "daemonsets", "jobs", "cronjobs"), ())},
     "snapshots": {"contents": CONTENTS, "snapshots": (), "classes": ()},
 }

@@ -14,6 +14,7 @@ import queue
 import subprocess
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -33,7 +34,7 @@ from recording.snapshots import (
     write_status,
 )
 from recording.snapshots import build as build_scenario
-from scenarios import apply
+from scenarios import apply, wait_for
 
 pytestmark = pytest.mark.cluster
 
@@ -271,7 +272,7 @@ BOUND_PROTECTION = "snapshot.storage.kubernetes.io/volumesnapshotcontent-bound-p
 DELETE_ERROR = "Failed to delete snapshot"
 
 
-def test_a_content_whose_delete_fails_is_terminating_and_held(plane: ControlPlane) -> None:
+def test_a_content_whose_delete_fails_is_terminating_and_held(plane: ControlPlane, tmp_path: Path) -> None:
     """external-snapshotter pkg/common-controller snapshot_controller.go: a VolumeSnapshot deleted with a Delete-policy
     content has its content deleted; pkg/sidecar-controller snapshot_controller.go syncContent keeps the content
     (the bound-protection finalizer, utils.VolumeSnapshotContentFinalizer) while deleteCSISnapshot fails, and
@@ -301,6 +302,17 @@ def test_a_content_whose_delete_fails_is_terminating_and_held(plane: ControlPlan
         assert "HELD BY" in wide.splitlines()[0] and any(ln.startswith(f"{name} ") and "terminating" in ln
                                                           for ln in wide.splitlines())
         assert name not in [r["name"] for r in items(plugin(plane, "-o", "json", "--older-than", "1h").stdout)]
+        # serve quotes the same status.error, with the driver whose sidecar must act.
+        from prometheus_server import exporter, fetch, samples
+
+        with exporter(plane.kubeconfig("reader"), log=tmp_path / "serve.log") as target:
+            def quoted() -> Any:
+                body = fetch(f"http://{target}/metrics")[1]
+                return [labels for labels, _ in samples(body, "pvleft_delete_failure_info") if labels["name"] == name]
+
+            assert wait_for("the failure's series", quoted, timeout=60) == [
+                {"analysis": "snapshots", "kind": "VolumeSnapshotContent", "namespace": "", "name": name,
+                 "driver": driver, "error": DELETE_ERROR}]
     finally:
         plane.kubectl("patch", "volumesnapshotcontent", name, "--type=json", "-p",
                       '[{"op": "remove", "path": "/metadata/finalizers"}]', check=False)

@@ -157,7 +157,8 @@ def test_assess_over_pods_with_keep_and_exclusions() -> None:
 def test_the_watch_reads_pods_as_a_second_stream_and_rechecks_with_older_than() -> None:
     spec = claims.follow(Options(namespace="shop", older_than=7 * DAY))
     assert [(s.name, s.required) for s in spec.streams] == [("claims", True), ("pods", False), ("events", False),
-                                                            ("classes", False)] + [
+                                                            ("classes", False), ("attributeclasses", False),
+                                                            ("csidrivers", False), ("volumes", False)] + [
         (plural, False) for plural in ("statefulsets", "deployments", "replicasets", "daemonsets", "jobs", "cronjobs")]
     assert spec.recheck == recheck_for(7 * DAY) == 60.0
     assert claims.follow(Options(namespace="shop")).recheck is None

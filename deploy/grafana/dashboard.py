@@ -143,6 +143,15 @@ def build() -> Dashboard:
         .with_panel(graph("Claims in trouble, by problem", "A claim with two problems counts under each", "short",
                           (f"sum by (problem) (pvleft_troubled_claims{s()})", "{{problem}}"), span=8))
 
+        .with_row(Row("Stuck attachments and deletions"))
+        .with_panel(graph("Attachments in trouble, by finding", "VolumeAttachments (attach/detach errors, detaches "
+                          "held by the attacher's finalizer, missing or NotReady nodes, missing PVs) and nodes (drivers "
+                          "not registered, at or near their attach limit), by CSI driver", "short",
+                          (f"sum by (finding, driver) (pvleft_attachment_findings{s()})", "{{finding}} {{driver}}")))
+        .with_panel(listing("Backend deletes failing", "PVs and VolumeSnapshotContents whose delete in the storage "
+                            "backend fails (they still bill), with the CSI driver and its error", "short",
+                            "max by (cluster, kind, name, driver, error) (pvleft_delete_failure_info" + s() + ")"))
+
         .with_row(Row("Pending Pods"))
         .with_panel(bars("Pending Pods by owner of the blocker", "The controller that owns what keeps each Pod "
                          "Pending, and its reason", "short",

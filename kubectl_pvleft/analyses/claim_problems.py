@@ -5,7 +5,7 @@ enumerations are open)."""
 from __future__ import annotations
 
 from collections.abc import Container, Sequence
-from typing import Optional, TypedDict
+from typing import TYPE_CHECKING, Optional, TypedDict
 
 from msgspec import Struct
 
@@ -15,6 +15,9 @@ from kubectl_pvleft.analyses.usage import FROM_CONDITION, NOT_JUDGED, UNUSED_CON
 from kubectl_pvleft.output.report import UNSET
 from kubectl_pvleft.records import Condition, PersistentVolumeClaim, Pod, iso
 
+if TYPE_CHECKING:
+    from kubectl_pvleft.analyses.pending.selinux import PairConflict
+
 PENDING, LOST = "pending", "lost"
 RESIZING, RESIZE_FAILED, RESIZE_ERROR = "resizing", "resize-failed", "resize-error"
 RESIZE_NOT_STARTED = "resize-not-started"  # requested > capacity, and nothing says a resize is under way
@@ -23,6 +26,9 @@ MODIFY_PENDING, MODIFYING, MODIFY_INFEASIBLE, MODIFY_ERROR = "modify-pending", "
 MODIFY_NOT_STARTED = "modify-not-started"
 MODIFY_CONDITIONS = ("ModifyingVolume", "ModifyVolumeError")
 UNHEALTHY = "unhealthy"
+# Pods that share the claim's volume (its CSIDriver sets seLinuxMount: true) cannot mount it together: the
+# selinux-warning-controller's SELinuxLabelConflict / SELinuxChangePolicyConflict (analyses/pending/selinux.py)
+SELINUX_CONFLICT = "selinux-conflict"
 UNUSED = "unused"  # Bound, and no non-terminal Pod references it
 UNKNOWN = "unknown"  # a value this version does not know, in any of the fields above
 
@@ -60,7 +66,8 @@ HEALTH_STATUSES = ("Inaccessible", "DataLoss", "Degraded")
 # PROBLEM values: a test compares).
 PROBLEM_KINDS: tuple[str, ...] = tuple(dict.fromkeys((
     TERMINATING, UNUSED, *PHASE_PROBLEMS.values(), *RESIZE_STATUSES.values(), *(k for k in CONDITIONS.values() if k is not None),
-    RESIZE_NOT_STARTED, MODIFY_NOT_STARTED, *MODIFY_STATUSES.values(), MODIFY_ERROR, UNHEALTHY, UNKNOWN)))
+    RESIZE_NOT_STARTED, MODIFY_NOT_STARTED, *MODIFY_STATUSES.values(), MODIFY_ERROR, UNHEALTHY, SELINUX_CONFLICT,
+    UNKNOWN)))
 
 
 class ProblemJson(TypedDict):
@@ -81,6 +88,7 @@ class Problem(Struct, frozen=True):
     reason: Optional[str] = None
     message: Optional[str] = None
     detail: Optional[str] = None  # shown instead of the value where the value alone says little
+    missing_class: Optional[str] = None  # a modification's VolumeAttributesClass that does not exist (serve counts it)
 
     def to_json(self) -> ProblemJson:
         return {"kind": self.kind, "field": self.field, "value": self.value, "known": self.known,
@@ -93,6 +101,15 @@ def _unknown(path: str, value: str, reason: Optional[str] = None, message: Optio
 
 def condition_known(condition: Condition) -> bool:
     return condition.type in CONDITIONS
+
+
+def selinux_problem(conflicts: Sequence[PairConflict], driver: str) -> Problem:
+    """One problem for every pair of the claim's Pods whose SELinux contexts conflict (``selinux.PairConflict``)."""
+    pairs = ", ".join(f"{c.pod}/{c.other_pod}" for c in conflicts)
+    return Problem(SELINUX_CONFLICT, "pods.spec.securityContext", pairs, detail=pairs,
+                   reason=",".join(dict.fromkeys(c.reason for c in conflicts)),
+                   message="; ".join(c.text() for c in conflicts) + f": CSIDriver {driver} sets seLinuxMount: true, "
+                   "so on one node only one of each pair can mount the volume (SELinuxMount, GA in 1.37)")
 
 
 def problems(claim: PersistentVolumeClaim, stalled: Optional[StalledResize] = None,
@@ -183,6 +200,7 @@ def _modify_problems(claim: PersistentVolumeClaim, attribute_classes: Optional[C
                ": is the external-resizer of the volume's CSI driver running, with VolumeAttributesClass on?")
         return [Problem(MODIFY_NOT_STARTED, "spec.volumeAttributesClassName", wanted or "",
                         detail=f"{claim.current_volume_attributes_class or UNSET}->{wanted}",
+                        missing_class=wanted if missing else None,
                         message=f"asks for VolumeAttributesClass {wanted!r}{when}, and no modification has "
                                 f"started{why}")]
     path = "status.modifyVolumeStatus.status"
@@ -200,4 +218,5 @@ def _modify_problems(claim: PersistentVolumeClaim, attribute_classes: Optional[C
     elif kind == MODIFY_INFEASIBLE:
         message = (f"the driver rejected VolumeAttributesClass {target!r} as invalid (InvalidArgument); the "
                    "external-resizer retries it only slowly: another class, or the previous one, is needed")
-    return [Problem(kind, path, modify.status, detail=change, message=message)]
+    missing_class = target if kind == MODIFY_PENDING and _missing_class(target, attribute_classes) else None
+    return [Problem(kind, path, modify.status, detail=change, message=message, missing_class=missing_class)]

@@ -54,6 +54,7 @@ from kubectl_pvleft.analyses.claim_problems import (
     condition_known,
     modification_wanted,
     problems,
+    selinux_problem,
 )
 from kubectl_pvleft.analyses.claimwhy import CLAIM_EVENTS, about_a_claim, reasons_from
 from kubectl_pvleft.analyses.deletion import TERMINATING, claim_holders, holders_of
@@ -63,6 +64,7 @@ from kubectl_pvleft.analyses.usage import NOT_JUDGED, Usage, idle_of, needs_pods
 from kubectl_pvleft.errors import NotFound
 from kubectl_pvleft.invocation import KEEP_ANNOTATION, Analysis, AnalysisOf, Options, Result, kept_reason
 from kubectl_pvleft.kube.api import (
+    CSI_DRIVER_SPECS,
     EVENTS,
     PERSISTENT_VOLUME_CLAIMS,
     PERSISTENT_VOLUMES,
@@ -113,6 +115,8 @@ VACS_UNREADABLE = ("cannot list volumeattributesclasses ({reason}); whether the 
                    "modification names exists is unknown.")
 VACS_NOT_SERVED = ("volumeattributesclasses are not served by this cluster (storage.k8s.io/v1 has them since 1.34); "
                    "whether the class a claim's modification names exists is unknown.")
+SELINUX_UNREADABLE = ("cannot read {what} ({reason}); whether Pods that share a volume have conflicting SELinux contexts "
+                      "is not checked.")
 CLASSES_UNREADABLE = ("cannot list storageclasses ({reason}); whether a Pending claim waits for its first consumer "
                       "by design (WaitForFirstConsumer) is unknown, so it counts as pending.")
 SINCE_UNKNOWN = ("{count} unused claim(s) carry no Unused condition, so how long they have been unused is unknown: "
@@ -133,6 +137,8 @@ class ClaimRow(Struct, frozen=True):
     waiting_for_consumer: Optional[bool] = None
     # The Pods pvc-protection counts as holding the claim (scheduled, naming it); None: the Pods were not read.
     holders: Optional[tuple[Pod, ...]] = None
+    # Pairs of the Pods sharing its volume whose SELinux contexts conflict (pending/selinux.py PairConflict).
+    selinux: tuple[Any, ...] = ()
 
     @property
     def in_trouble(self) -> bool:
@@ -216,22 +222,65 @@ def waits_for_consumer(claim: PersistentVolumeClaim, classes: Optional[Mapping[s
     return (claim.namespace, claim.name) not in used
 
 
+class SELinuxSharing(Struct):
+    """What the SELinux census reads (pending/selinux.py): the CSI drivers that mount with -o context, the claims
+    two or more unfinished Pods mount (with those Pods), and the PVs of those claims (filled once they are known)."""
+
+    drivers: frozenset[str]
+    users: dict[tuple[str, str], list[tuple[Pod, str]]]
+    volumes: dict[str, PersistentVolume] = field(default_factory=dict)
+
+    def shares(self, claim: PersistentVolumeClaim) -> bool:
+        return bool(claim.volume_name) and (claim.namespace, claim.name) in self.users
+
+    def of(self, claim: PersistentVolumeClaim) -> Optional[tuple[str, tuple[Any, ...]]]:
+        """(the volume's driver, the conflicting pairs) when the claim's Pods conflict on it."""
+        from kubectl_pvleft.analyses.pending.selinux import pair_conflicts
+
+        if not self.shares(claim):
+            return None
+        volume = self.volumes.get(claim.volume_name or "")
+        found = pair_conflicts(self.users[(claim.namespace, claim.name)], volume, self.drivers)
+        return (volume.driver or "", found) if found and volume is not None else None
+
+
+def selinux_sharing(pods: Optional[Iterable[Pod]], drivers: Optional[Iterable[Any]],
+                    volumes: Optional[Iterable[PersistentVolume]] = None) -> Optional[SELinuxSharing]:
+    """None when there is nothing to check (no driver mounts with -o context, no claim is shared) or the
+    evidence could not be read."""
+    from kubectl_pvleft.analyses.pending.selinux import sharing
+
+    context_mount = frozenset(d.name for d in drivers or () if d.spec.se_linux_mount)
+    if not context_mount or pods is None:
+        return None
+    users = sharing(pods)
+    if not users:
+        return None
+    return SELinuxSharing(context_mount, users, {pv.name: pv for pv in volumes or ()})
+
+
 def judge(claim: PersistentVolumeClaim, used: Optional[set[tuple[str, str]]], criteria: Criteria,
           stalled: Optional[StalledResize] = None, classes: Optional[Mapping[str, StorageClass]] = None,
           workloads: Optional[Workloads] = None,
           holding: Optional[Mapping[tuple[str, str], tuple[Pod, ...]]] = None,
-          attribute_classes: Optional[set[str]] = None) -> tuple[ClaimRow, bool]:
+          attribute_classes: Optional[set[str]] = None,
+          selinux: Optional[SELinuxSharing] = None) -> tuple[ClaimRow, bool]:
     """Pure: one claim's row, and whether --older-than left it out for want of a since. ``workloads``: who
     will mount a claim again (None: none was read, as for a claim a Pod mounts); ``holding``: claim_holders of the
     Pods read (None: not read); ``attribute_classes``: the VolumeAttributesClasses' names (None: not read)."""
     usage = usage_of(claim, used) if workloads is None else usage_of(claim, used, workloads.reuse)
     holders = holders_of(claim, holding)
-    found, unknown_since = _young(problems(claim, stalled, usage, holders, attribute_classes), claim, usage, criteria)
+    found_now = problems(claim, stalled, usage, holders, attribute_classes)
+    conflict = selinux.of(claim) if selinux is not None else None
+    if conflict is not None:
+        found_now += (selinux_problem(conflict[1], conflict[0]),)
+    found, unknown_since = _young(found_now, claim, usage, criteria)
     waiting = waits_for_consumer(claim, classes, used) if claim.phase == "Pending" else None
     if waiting:  # waiting by design (the PV controller's WaitForFirstConsumer): not a problem
         found = tuple(p for p in found if p.kind != PENDING)
     return ClaimRow(claim, found, stalled, usage, kept_reason(claim.meta.annotations),
-                    waiting_for_consumer=waiting, holders=holders), unknown_since
+                    waiting_for_consumer=waiting, holders=holders,
+                    selinux=conflict[1] if conflict is not None else ()), unknown_since
 
 
 def assess(claims: list[PersistentVolumeClaim], *, include_all: bool = False,
@@ -240,7 +289,8 @@ def assess(claims: list[PersistentVolumeClaim], *, include_all: bool = False,
            pods: Optional[Iterable[Pod]] = None, criteria: Optional[Criteria] = None,
            excluded: Callable[[Optional[str]], bool] = lambda namespace: False,
            workloads: Optional[Workloads] = None,
-           attribute_classes: Optional[set[str]] = None) -> ClaimCensus:
+           attribute_classes: Optional[set[str]] = None,
+           selinux: Optional[SELinuxSharing] = None) -> ClaimCensus:
     """Pure: the claims in trouble (every claim with include_all), in kubectl's namespace/name order.
     ``pods`` None: they could not be read (whether a claim is used is then unknown). ``workloads``: those that
     can name a claim (None: none exist)."""
@@ -254,7 +304,7 @@ def assess(claims: list[PersistentVolumeClaim], *, include_all: bool = False,
         if excluded(c.namespace):
             continue
         row, unknown_since = judge(c, used, criteria, stalled_resize(c, classes, volumes), classes, workloads,
-                                   holding, attribute_classes)
+                                   holding, attribute_classes, selinux)
         rows.append(row)
         unknown += unknown_since
     rows.sort(key=lambda r: (r.claim.namespace, r.claim.name))
@@ -277,13 +327,20 @@ def census(api: Reader, *, namespace: Optional[str] = None, include_all: bool = 
     warnings: list[str] = []
     modified: list[PersistentVolumeClaim] = []  # a modification to explain: the VolumeAttributesClasses will
     attribute_classes: Optional[set[str]] = None
+    # The SELinux census: read first (the CSIDrivers, then only if one mounts with -o context the Pods), so the
+    # claims that Pods share wait for their PVs like those above.
+    # CSIDrivers refused (a namespaced user's usual lot): said only where it matters, below.
+    drivers_refused: list[str] = []
+    pods_read, selinux = _selinux_evidence(api, namespace, warnings, drivers_refused)
+    shared: list[PersistentVolumeClaim] = []
+    bound = False  # a Bound claim with a volume in scope: one Pods could share
 
     def take(claim: PersistentVolumeClaim, used: Optional[set[tuple[str, str]]],
              classes: Optional[Mapping[str, StorageClass]] = None, workloads: Optional[Workloads] = None,
              holding: Optional[Mapping[tuple[str, str], tuple[Pod, ...]]] = None) -> None:
         nonlocal trouble, unknown
         row, unknown_since = judge(claim, used, criteria, stalled_resize(claim), classes, workloads, holding,
-                                   attribute_classes)
+                                   attribute_classes, selinux)
         trouble += row.in_trouble
         unknown += unknown_since
         if criteria.keeps(row):
@@ -293,15 +350,20 @@ def census(api: Reader, *, namespace: Optional[str] = None, include_all: bool = 
                           field_selector=field_selector):
         if excluded(claim.namespace):
             continue
+        bound = bound or (claim.phase == "Bound" and bool(claim.volume_name))
+        if selinux is not None and selinux.shares(claim):
+            shared.append(claim)
         # deleted: which Pods still hold it
         if needs_pods(claim) or may_wait_for_consumer(claim) or idle_of(claim, None).idle or claim.meta.deleted:
             waiting.append(claim)
-        elif explains_modification(claim):
+        elif explains_modification(claim) or (selinux is not None and selinux.shares(claim)):
             modified.append(claim)
         else:
             take(claim, None)
-    if modified or any(explains_modification(c) for c in waiting):
+    if any(explains_modification(c) for c in (*modified, *waiting)):
         attribute_classes = attribute_class_names(api, warnings)
+    if selinux is not None:  # the PVs of the shared claims: on a driver that mounts with -o context?
+        selinux.volumes = _shared_volumes(api, shared, warnings)
     for claim in modified:
         take(claim, None)
     if waiting:
@@ -309,8 +371,9 @@ def census(api: Reader, *, namespace: Optional[str] = None, include_all: bool = 
         used = holding = None  # the Pods: for a claim the server has not judged, one that may wait for a consumer,
         # or one being deleted (which Pods hold it)
         if any(needs_pods(c) or may_wait_for_consumer(c) or c.meta.deleted for c in waiting):
-            pods = optional(lambda: list(api.list(PODS, namespace)), warnings,
-                            PODS_UNREADABLE.replace("{scope}", scope))
+            pods = pods_read if pods_read is not None else optional(
+                lambda: list(api.list(PODS, namespace)), warnings, PODS_UNREADABLE.replace("{scope}", scope))
+            pods_read = pods
             used = None if pods is None else used_claims(pods)
             holding = None if pods is None else claim_holders(pods)
         classes = None
@@ -324,12 +387,47 @@ def census(api: Reader, *, namespace: Optional[str] = None, include_all: bool = 
             take(claim, used, classes, workloads, holding)
     if unknown:
         warnings.append(SINCE_UNKNOWN.format(count=unknown))
+    # Whether the Pods that share a volume conflict is unknown without the CSIDrivers: said when a claim may be so
+    # shared (Bound, and two Pods name it, or the Pods were not read), never for a namespace with nothing to share.
+    if drivers_refused and bound and (pods_read is None or _sharing(pods_read)):
+        warnings += drivers_refused
     grown = [r.claim for r in rows if r.stalled_resize is not None]
     if grown:  # a stalled resize is trouble, so its claim is among the rows: now say why it never started
         classes, volumes = _resize_evidence(api, grown, warnings)
         rows = [_with_reason(r, classes, volumes) if r.stalled_resize is not None else r for r in rows]
     rows.sort(key=lambda r: (r.claim.namespace, r.claim.name))
     return ClaimCensus(rows=rows, trouble_count=trouble, warnings=warnings)
+
+
+def _sharing(pods: Iterable[Pod]) -> bool:
+    from kubectl_pvleft.analyses.pending.selinux import sharing
+
+    return bool(sharing(pods))
+
+
+def _selinux_evidence(api: Reader, namespace: Optional[str], warnings: list[str],
+                      drivers_refused: list[str]) -> tuple[Optional[list[Pod]], Optional[SELinuxSharing]]:
+    """The Pods (when read) and what the SELinux census needs: read only as far as it matters, the CSIDrivers
+    first (one small list), the Pods only when a driver mounts with -o context (SELinuxMount). A 403 on the
+    CSIDrivers goes to ``drivers_refused``, for the caller to say when it matters."""
+    drivers = optional(lambda: list(api.list(CSI_DRIVER_SPECS)), drivers_refused,
+                       SELINUX_UNREADABLE.replace("{what}", "csidrivers"))
+    if not any(d.spec.se_linux_mount for d in drivers or ()):
+        return None, None
+    pods = optional(lambda: list(api.list(PODS, namespace)), warnings, SELINUX_UNREADABLE.replace("{what}", "pods"))
+    return pods, selinux_sharing(pods, drivers)
+
+
+def _shared_volumes(api: Reader, shared: list[PersistentVolumeClaim],
+                    warnings: list[str]) -> dict[str, PersistentVolume]:
+    from kubectl_pvleft.analyses.pending import PER_OBJECT_LIMIT, read_named
+
+    wanted = {("", c.volume_name or "") for c in shared if c.volume_name}
+    if not wanted:
+        return {}
+    read = optional(lambda: read_named(api, PERSISTENT_VOLUMES, wanted, None, PER_OBJECT_LIMIT), warnings,
+                    SELINUX_UNREADABLE.replace("{what}", "persistentvolumes"))
+    return {name: pv for (_, name), pv in (read or {}).items()}
 
 
 def explains_modification(claim: PersistentVolumeClaim) -> bool:
@@ -398,6 +496,15 @@ def follow(options: Options) -> Follow[ClaimRow]:
                       unreadable=EVENTS_UNREADABLE.replace("{scope}", scope), selects=about_a_claim),
                # Whether a Pending claim waits for its first consumer by design: its class's binding mode.
                Stream("classes", STORAGE_CLASSES, unreadable=CLASSES_UNREADABLE),
+               # Whether the VolumeAttributesClass a claim's modification names exists (storage.k8s.io/v1 since 1.34:
+               # an older cluster's 404 makes that unknown, as the one-shot run says).
+               Stream("attributeclasses", VOLUME_ATTRIBUTES_CLASSES, unreadable=VACS_UNREADABLE,
+                      unserved=VACS_NOT_SERVED),
+               # Whether Pods that share a claim's volume have conflicting SELinux contexts: the drivers that mount
+               # with -o context, and the PVs (their drivers).
+               Stream("csidrivers", CSI_DRIVER_SPECS, unreadable=SELINUX_UNREADABLE.replace("{what}", "csidrivers")),
+               Stream("volumes", PERSISTENT_VOLUMES,
+                      unreadable=SELINUX_UNREADABLE.replace("{what}", "persistentvolumes")),
                # Who will mount a claim no Pod mounts again: a scale-down, a CronJob's next run.
                *(Stream(kind.plural, kind, options.namespace, unreadable=WORKLOADS_UNREADABLE.format(
                    lists=kind.plural, scope=scope, reason="{reason}")) for kind in WORKLOAD_KINDS)]
@@ -408,9 +515,11 @@ def follow(options: Options) -> Follow[ClaimRow]:
         criteria = Criteria(include_all=options.show_all, older_than=options.older_than, by_design=True)
         classes = stores["classes"]
         workloads = reuse.from_stores({kind.plural: stores[kind.plural] for kind in WORKLOAD_KINDS})
+        vacs = stores["attributeclasses"]
         rows = assess(stores["claims"] or [], pods=stores["pods"], criteria=criteria, excluded=options.excluded,
                       classes=None if classes is None else {sc.name: sc for sc in classes},
-                      workloads=workloads).rows
+                      workloads=workloads, attribute_classes=None if vacs is None else {v.name for v in vacs},
+                      selinux=selinux_sharing(stores["pods"], stores["csidrivers"], stores["volumes"])).rows
         why = reasons_from((r.claim for r in rows), stores["events"])
         return [replace(r, why=why[r.claim.meta.uid]) if r.claim.meta.uid in why else r for r in rows]
 
@@ -482,6 +591,14 @@ class HealthConditionKnownJson(HealthConditionJson):
     known: bool  # a status the API documents
 
 
+class SELinuxConflictJson(TypedDict):
+    reason: str  # SELinuxLabelConflict or SELinuxChangePolicyConflict, the selinux-warning-controller's words
+    pod: str
+    value: str
+    other_pod: str
+    other_value: str
+
+
 class ClaimJson(TypedDict):
     namespace: str
     name: str
@@ -516,6 +633,7 @@ class ClaimJson(TypedDict):
     finalizers: list[str]
     held_by: str | None
     holding_pods: list[str] | None
+    selinux_conflicts: list[SELinuxConflictJson]
 
 
 class ClaimReasonJson(ClaimJson):
@@ -570,6 +688,8 @@ def to_json(row: ClaimRow) -> ClaimJson:
         "finalizers": list(c.meta.finalizers),
         "held_by": held_by(row),
         "holding_pods": None if row.holders is None else [p.name for p in row.holders],
+        "selinux_conflicts": [{"reason": c.reason, "pod": c.pod, "value": c.value, "other_pod": c.other_pod,
+                               "other_value": c.other_value} for c in row.selinux],
     }
 
 
@@ -712,8 +832,11 @@ def metrics(rows: Sequence[ClaimRow], judged: Sequence[ClaimRow], findings: list
             key = (claim.namespace, claim.storage_class or "", row.usage.mounts[0].kind)
             by_design[key] += 1
             by_design_size[key] += series.quantity_bytes(claim.capacity or claim.requested)
+    missing_class: Counter[tuple[str, ...]] = Counter()
     for row in rows:
         claim = row.claim
+        for name in dict.fromkeys(p.missing_class for p in row.problems if p.missing_class):
+            missing_class[(claim.namespace, name)] += 1
         for kind in dict.fromkeys(problem.kind for problem in row.problems):
             count[(claim.namespace, kind)] += 1
             size[(claim.namespace, kind)] += series.quantity_bytes(claim.requested)
@@ -726,6 +849,10 @@ def metrics(rows: Sequence[ClaimRow], judged: Sequence[ClaimRow], findings: list
             since = row.usage.since if state == UNUSED else claim.meta.deleted if state == TERMINATING else None
             findings.append(series.Finding("claims", "PersistentVolumeClaim", claim.namespace, claim.name, state,
                                            claim.meta.created, since))
+    yield series.Gauge("pvleft_claims_missing_attributes_class", "Claims whose VolumeAttributesClass modification "
+                       "names a class that does not exist (modify-not-started, or modify-pending: the "
+                       "external-resizer waits for it), by namespace and the class named",
+                       ("namespace", "volume_attributes_class"), missing_class)
     yield series.Gauge("pvleft_troubled_claims", "PersistentVolumeClaims in trouble, by problem (a claim with two "
                        "problems counts under each)", ("namespace", "problem"), count)
     yield series.Gauge("pvleft_troubled_claim_requested_bytes", "Storage the claims in trouble request",

@@ -76,6 +76,8 @@ CLAIMS_UNREADABLE = ("cannot list persistentvolumeclaims cluster-wide ({reason})
                      "named only by claims are unknown.")
 DRIVERS_UNREADABLE = "cannot list csidrivers ({reason}); CSI provisioners are not checked for a registered CSIDriver."
 VACS_UNREADABLE = "cannot list volumeattributesclasses ({reason}); VolumeAttributesClasses are not checked."
+VACS_NOT_SERVED = ("volumeattributesclasses are not served by this cluster (storage.k8s.io/v1 has them since 1.34); "
+                   "VolumeAttributesClasses are not checked.")
 
 
 class Drift(Struct, frozen=True):
@@ -123,6 +125,10 @@ class AttributeClassRow(Struct, frozen=True):
     driver_registered: Optional[bool]
     claims: Optional[int]  # claims whose spec names it; None: claims could not be read
     findings: tuple[Finding, ...] = ()
+
+
+# What --watch and serve follow: the StorageClasses' rows, then the VolumeAttributesClasses'.
+Watched = Union[ClassRow, AttributeClassRow]
 
 
 class ClassCensus(Struct):
@@ -367,8 +373,14 @@ def attribute_classes_report(rows: list[AttributeClassRow], now: Optional[dateti
     return actionable(Report(rows=rows, columns=columns, to_json=to_json,
                              name=lambda r: f"volumeattributesclass.storage.k8s.io/{r.vac.name}",
                              labels=lambda r: r.vac.meta.labels),
-                      Verdict(lambda r: tuple(f"{f.kind}: {f.message}" for f in r.findings)),
-                      lambda r: looks(describe("volumeattributesclass", r.vac.name)))
+                      ATTRIBUTE_VERDICT, attribute_class_looks)
+
+
+ATTRIBUTE_VERDICT: Verdict[AttributeClassRow] = Verdict(lambda r: tuple(f"{f.kind}: {f.message}" for f in r.findings))
+
+
+def attribute_class_looks(row: AttributeClassRow) -> tuple[str, ...]:
+    return looks(describe("volumeattributesclass", row.vac.name))
 
 
 def _streams(options: Options) -> list[Stream]:
@@ -380,6 +392,8 @@ def _streams(options: Options) -> list[Stream]:
         Stream("volumes", PERSISTENT_VOLUMES, unreadable=PVS_UNREADABLE),
         Stream("claims", PERSISTENT_VOLUME_CLAIMS, unreadable=CLAIMS_UNREADABLE),
         Stream("csidrivers", CSI_DRIVERS, unreadable=DRIVERS_UNREADABLE),
+        # storage.k8s.io/v1 since 1.34: an older cluster's 404 leaves the StorageClasses judged, as the one-shot run.
+        Stream("attributeclasses", VOLUME_ATTRIBUTES_CLASSES, unreadable=VACS_UNREADABLE, unserved=VACS_NOT_SERVED),
     ]
 
 
@@ -389,16 +403,22 @@ def _assessed(stores: Stores) -> ClassCensus:
                   None if drivers is None else {d.name for d in drivers})
 
 
-def follow(options: Options) -> Follow[ClassRow]:
+def follow(options: Options) -> Follow[Watched]:
+    """The StorageClasses' rows, and after them the VolumeAttributesClasses' (not with NAMEs: those are
+    StorageClasses), as the one-shot run shows both."""
     from kubectl_pvleft.kube.watch import Follow
 
-    def judge(stores: Stores) -> list[ClassRow]:
+    def judge(stores: Stores) -> list[Watched]:
         result = _assessed(stores)
         selected = options.label_selector or options.field_selector
-        return [r for r in result.rows if r.exists] if selected else result.rows
+        rows: list[Watched] = [r for r in result.rows if r.exists] if selected else list(result.rows)
+        drivers, vacs = stores["csidrivers"], stores["attributeclasses"]
+        if vacs and not options.names:
+            rows += assess_attribute_classes(vacs, stores["claims"], None if drivers is None else {d.name for d in drivers})
+        return rows
 
-    return Follow(_streams(options), "classes", judge, key=lambda r: r.name, signature=_signature,
-                  finding=VERDICT.is_finding, departure=lambda sc: "the StorageClass was deleted")
+    return Follow(_streams(options), "classes", judge, key=_key, signature=_signature,
+                  finding=lambda r: bool(r.findings), departure=lambda sc: "the StorageClass was deleted")
 
 
 def follow_drift(options: Options) -> Follow[Drift]:
@@ -411,14 +431,37 @@ def follow_drift(options: Options) -> Follow[Drift]:
                   finding=lambda d: True, gone="no longer drifted")
 
 
-def _signature(row: ClassRow) -> tuple[Any, ...]:
+def _key(row: Watched) -> str:
+    # Names have no slash: a VolumeAttributesClass never takes a StorageClass's key.
+    return row.name if isinstance(row, ClassRow) else f"volumeattributesclass/{row.vac.name}"
+
+
+def _signature(row: Watched) -> tuple[Any, ...]:
+    if isinstance(row, AttributeClassRow):
+        return (row.vac.driver_name, row.driver_registered, row.claims, row.findings)
     sc = row.storage_class
     return (row.exists, row.effective_default, sc.reclaim_policy if sc else None, row.pv_phases, row.pending_claims,
             row.drift, row.csi_driver_registered, row.findings)
 
 
-def watch_report(options: Options) -> Report[ClassRow]:
-    return report(ClassCensus(rows=[], drift=[]))
+def watch_report(options: Options) -> Report[Watched]:
+    """--watch's one table: a VolumeAttributesClass's row says so after its NAME, its driver under PROVISIONER;
+    -o json prints each as the one-shot run does (a VolumeAttributesClass's with its "kind")."""
+    classes, attribute = report(ClassCensus(rows=[], drift=[])), attribute_classes_report([])
+    vac_columns = {c.header: c.cell for c in attribute.columns}
+    vac_columns.update({"NAME": lambda r: f"{r.vac.name} (VolumeAttributesClass)",
+                        "PROVISIONER": vac_columns["DRIVERNAME"], "CSIDRIVER": lambda r: _registered(r.driver_registered)})
+
+    def either(for_class: Callable[[ClassRow], T], for_vac: Callable[[AttributeClassRow], T]) -> Callable[[Watched], T]:
+        return lambda r: for_class(r) if isinstance(r, ClassRow) else for_vac(r)
+
+    columns: list[Column[Watched]] = [
+        Column(c.header, either(c.cell, vac_columns.get(c.header, lambda r: None)), c.wide_only, c.empty)
+        for c in classes.columns]
+    return Report(rows=[], columns=columns, to_json=either(classes.to_json, attribute.to_json),
+                  name=either(classes.name, attribute.name), labels=either(_class_labels, lambda r: r.vac.meta.labels),
+                  findings=either(VERDICT.findings, ATTRIBUTE_VERDICT.findings),
+                  next=either(class_looks, attribute_class_looks))
 
 
 def drift_watch_report(options: Options) -> Report[Drift]:
@@ -542,8 +585,12 @@ def report(result: ClassCensus, now: Optional[datetime] = None) -> Report[ClassR
     ]
     return actionable(Report(rows=result.rows, columns=columns, to_json=to_json,
                              name=lambda r: f"storageclass.storage.k8s.io/{r.name}",  # kubectl's -o name
-                             labels=lambda r: r.storage_class.meta.labels if r.storage_class else {}),
+                             labels=_class_labels),
                       VERDICT, class_looks)
+
+
+def _class_labels(row: ClassRow) -> dict[str, str]:
+    return row.storage_class.meta.labels if row.storage_class else {}
 
 
 # Every finding of a class counts (a class cannot be kept: it is what provisions).
@@ -603,10 +650,17 @@ def drift_report(result: ClassCensus, now: Optional[datetime] = None) -> Report[
 
 # -- what /metrics shows ------------------------------------------------------------------------------
 
-def metrics(rows: Sequence[ClassRow], judged: Sequence[ClassRow], findings: list[series.Finding]
+def metrics(rows: Sequence[Watched], judged: Sequence[Watched], findings: list[series.Finding]
             ) -> Iterator[series.Gauge]:
     count: Counter[tuple[str, ...]] = Counter()
+    attribute_count: Counter[tuple[str, ...]] = Counter()
     for row in rows:
+        if isinstance(row, AttributeClassRow):
+            attribute_count.update((row.vac.name, finding.kind) for finding in row.findings)
+            if row.findings:
+                findings.append(series.Finding("classes", "VolumeAttributesClass", "", row.vac.name,
+                                               row.findings[0].kind, row.vac.meta.created))
+            continue
         for finding in row.findings:
             count[(row.name, finding.kind)] += 1
         if row.findings:
@@ -614,6 +668,8 @@ def metrics(rows: Sequence[ClassRow], judged: Sequence[ClassRow], findings: list
             findings.append(series.Finding("classes", "StorageClass", "", row.name, row.findings[0].kind, created))
     yield series.Gauge("pvleft_storage_class_findings", "Findings about StorageClasses (a missing class, a second "
                        "default, an unregistered driver...)", ("storage_class", "finding"), count)
+    yield series.Gauge("pvleft_attributes_class_findings", "Findings about VolumeAttributesClasses (a driver that "
+                       "registered no CSIDriver)", ("volume_attributes_class", "finding"), attribute_count)
 
 
 def drift_metrics(rows: Sequence[Drift], judged: Sequence[Drift], findings: list[series.Finding]
@@ -623,6 +679,6 @@ def drift_metrics(rows: Sequence[Drift], judged: Sequence[Drift], findings: list
 
 
 # What a run, --watch, a fleet and serve call (invocation.Analysis; the registry, analyses.ANALYSES, names it).
-ANALYSIS: Analysis[ClassRow] = AnalysisOf(run, follow, watch_report, metrics, items=items)
+ANALYSIS: Analysis[Watched] = AnalysisOf(run, follow, watch_report, metrics, items=items)
 # classes --drift: the same run, watched and printed as drifted PVs.
 DRIFT: Analysis[Drift] = AnalysisOf(run, follow_drift, drift_watch_report, drift_metrics, items=items)

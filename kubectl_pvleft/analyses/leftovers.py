@@ -58,6 +58,11 @@ EVENTS_UNREADABLE = ("cannot list events ({reason}); why a PersistentVolume's de
 DELETE_EVENTS = f"involvedObject.kind=PersistentVolume,reason={DELETE_FAILED}"
 
 
+def a_failed_delete(event: Event) -> bool:
+    """What DELETE_EVENTS selects, judged here (serve shares one events stream between the analyses)."""
+    return event.involved.kind == "PersistentVolume" and event.reason == DELETE_FAILED
+
+
 class ClaimIndex(Struct, frozen=True):
     """Live claims: "namespace/name" -> uid; ``None`` in place of an index means the user may not read PVCs.
 
@@ -330,18 +335,24 @@ def follow(options: Options) -> Follow[Leftover]:
                unreadable=CLAIMS_UNREADABLE.replace("{scope}", f'in namespace "{namespace}"' if namespace
                                                     else "cluster-wide")),
         Stream("classes", STORAGE_CLASSES, unreadable=CLASSES_UNREADABLE),
+        # Why a PV the external-provisioner holds is still there: its newest VolumeFailedDelete, as the one-shot
+        # run quotes it.
+        Stream("events", EVENTS, field_selector=DELETE_EVENTS, unreadable=EVENTS_UNREADABLE, selects=a_failed_delete),
     ]
 
     def judge(stores: Stores) -> list[Leftover]:
-        claims, classes = stores["claims"], stores["classes"]
-        return assess(stores["volumes"] or (), None if claims is None else ClaimIndex.of(claims),
+        claims, classes, events_ = stores["claims"], stores["classes"], stores["events"]
+        volumes = stores["volumes"] or ()
+        deleting = {pv.meta.uid for pv in volumes if pv.meta.uid and may_fail_delete(pv)}
+        failures = delete_failures(events_, deleting, []) if deleting and events_ is not None else {}
+        return assess(volumes, None if claims is None else ClaimIndex.of(claims),
                       None if classes is None else {sc.name: sc for sc in classes},
                       include_all=options.show_all, claim_namespace=namespace, older_than=options.older_than,
-                      excluded=options.excluded)
+                      excluded=options.excluded, delete_failures=failures)
 
     return Follow(streams, "volumes", judge, key=lambda r: r.pv.meta.uid, finding=VERDICT.is_finding,
                   signature=lambda r: (r.pv.phase, r.claim_state, r.class_reclaim, r.pv.reclaim_policy, r.kept,
-                                       r.young, r.pv.meta.deleted, r.pv.meta.finalizers),
+                                       r.young, r.pv.meta.deleted, r.pv.meta.finalizers, r.delete_failure),
                   gone="no longer a leftover", departure=lambda pv: "the PersistentVolume was deleted",
                   recheck=recheck_for(options.older_than))
 
@@ -529,4 +540,13 @@ def bound_namespace(pv: PersistentVolume) -> str:
 
 
 # What a run, --watch, a fleet and serve call (invocation.Analysis; the registry, analyses.ANALYSES, names it).
-ANALYSIS: Analysis[Leftover] = AnalysisOf(run, follow, watch_report, metrics, meta=lambda row: row.pv.meta, items=items)
+def failed_delete(row: Leftover) -> Optional[series.FailedDelete]:
+    """A PV whose backend delete fails: its provisioner's newest VolumeFailedDelete (read only for a PV the
+    external-provisioner holds), for pvleft_delete_failure_info."""
+    pv = row.pv
+    return (series.FailedDelete("PersistentVolume", "", pv.name, pv.driver or "", row.delete_failure)
+            if row.delete_failure else None)
+
+
+ANALYSIS: Analysis[Leftover] = AnalysisOf(run, follow, watch_report, metrics, meta=lambda row: row.pv.meta, items=items,
+                                          failed_delete=failed_delete)

@@ -540,5 +540,17 @@ def metrics(rows: Sequence[ContentRow], judged: Sequence[ContentRow], findings: 
 
 
 # What a run, --watch, a fleet and serve call (invocation.Analysis; the registry, analyses.ANALYSES, names it).
+def failed_delete(row: ContentRow) -> Optional[series.FailedDelete]:
+    """A content being deleted with deletionPolicy Delete whose status.error says the csi-snapshotter sidecar's
+    DeleteSnapshot fails (external-snapshotter pkg/sidecar-controller ``syncContent``/``deleteCSISnapshot``: the
+    error is saved in status.error and its finalizer keeps the content, as analyses/deletion.py says)."""
+    content = row.content
+    error = content.status.error
+    if content.meta.deleted is None or content.spec.deletion_policy != "Delete" or error is None:
+        return None
+    return series.FailedDelete("VolumeSnapshotContent", "", content.name, content.spec.driver or "",
+                               error.message or "an error with no message")
+
+
 ANALYSIS: Analysis[ContentRow] = AnalysisOf(run, follow, watch_report, metrics, served, meta=lambda row: row.content.meta,
-                                            items=items)
+                                            items=items, failed_delete=failed_delete)

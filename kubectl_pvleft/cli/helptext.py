@@ -94,7 +94,9 @@ LEGENDS: dict[str, tuple[tuple[str, str], ...]] = {
                     "pending, lost, resizing, resize-failed, resize-error, resize-not-started, modify-not-started "
                     "(spec.volumeAttributesClassName differs from the volume's class, and no modification has "
                     "started), modify-pending (with whether its class exists), "
-                    "modifying, modify-infeasible, modify-error, unhealthy, unknown (a value this version does not "
+                    "modifying, modify-infeasible, modify-error, unhealthy, selinux-conflict (Pods that share "
+                    "the volume, whose CSIDriver sets seLinuxMount: true, have conflicting SELinux labels or "
+                    "seLinuxChangePolicy: on one node only one of them can mount it), unknown (a value this version does not "
                     "know, with where it is). A claim annotated pvleft.io/keep is never in trouble; with "
                     "--older-than, unused and pending count only once they have lasted that long"),
         ("WHY", "why a Pending claim is Pending: its latest event (and, for a WaitForFirstConsumer claim a Pod "

@@ -138,10 +138,12 @@ class Reader:
     """One analysis reading a shared stream: its store's name, whether it can be judged without it (a 403 there
     leaves it with no rows when it cannot), and what its own selectors select when the stream asks for more."""
 
-    __slots__ = ("analysis", "name", "required", "selects")
+    __slots__ = ("analysis", "name", "required", "selects", "unserved_ok")
 
     def __init__(self, analysis: Analysis, stream: Stream, shared: Stream) -> None:
         self.analysis, self.name, self.required = analysis, stream.name, stream.required
+        # A kind newer than some clusters (Stream.unserved): while it is not served, judged without it.
+        self.unserved_ok = bool(stream.unserved) and not stream.required
         self.selects = stream.selects if selectors(stream) != selectors(shared) else None
 
     def wants(self, obj: Any) -> bool:
@@ -226,12 +228,17 @@ class Analysis:
     @property
     def up(self) -> bool:
         """Judged, and every stream it reads is live now: its rows are current, not the last known."""
-        return self.judgment is not None and all(s.health.up or not s.health.readable for s in self.shared)
+        return self.judgment is not None and all(s.health.up or not s.health.readable or not s.health.served
+                                                 for s in self.shared)
 
     @property
     def served(self) -> bool:
-        """Every kind it reads is served by this cluster (the snapshot CRDs may come and go while it runs)."""
-        return all(s.health.served for s in self.shared)
+        """Every kind it reads is served by this cluster (the snapshot CRDs may come and go while it runs), but for
+        the kinds it can judge without (Stream.unserved)."""
+        return all(s.health.served or self._judged_without(s) for s in self.shared)
+
+    def _judged_without(self, shared: Shared) -> bool:
+        return any(r.analysis is self and r.unserved_ok for r in shared.readers)
 
 
 def kept_live(name: str, analysis: invocation.Analysis[Row], options: Options) -> Analysis:
@@ -484,16 +491,27 @@ class Live:
         with self.lock:
             health = shared.health
             if health.served:
-                _log(f"{shared.label} is not served by this cluster (no CRD): its analyses report nothing until "
-                     f"it is; asking again every {self.settings.backoff_max:.0f}s")
+                blocked = [r.analysis.name for r in shared.readers if not r.unserved_ok]
+                without = [r.analysis.name for r in shared.readers if r.unserved_ok]
+                effects = ([f"{' and '.join(blocked)} {_verb(blocked, 'reports')} nothing until it is"]
+                           if blocked else []) + \
+                          ([f"{' and '.join(without)} {_verb(without, 'judges')} without it"] if without else [])
+                _log(f"{shared.label} is not served by this cluster: {'; '.join(effects)}; asking again every "
+                     f"{self.settings.backoff_max:.0f}s")
             # A 404 is an answer past authorization: a 403 said before (a restarted server's RBAC cache) is over.
             health.served, health.listed, health.up, health.down_since = False, True, False, None
             health.readable = True
             for reader in shared.readers:
-                reader.analysis.stores.data[reader.name] = {}
-                reader.analysis.unsynced.add(reader.name)
-                reader.analysis.refused.discard(shared.label)
-                reader.analysis.judgment = None
+                analysis = reader.analysis
+                analysis.refused.discard(shared.label)
+                if reader.unserved_ok:  # that evidence is unknown, as after a 403; the rest is judged
+                    analysis.stores.unavailable(reader.name)
+                    analysis.unsynced.discard(reader.name)
+                    analysis.dirty = True
+                    continue
+                analysis.stores.data[reader.name] = {}
+                analysis.unsynced.add(reader.name)
+                analysis.judgment = None
         self.changed.set()
 
     def held(self, shared: Shared, uid: str, version: str) -> bool:
@@ -507,7 +525,8 @@ class Live:
         copies of a store. Its analyses are not judged meanwhile (half old, half new evidence); scrapes go on,
         with their last rows."""
         with self.lock:
-            readable_again = not shared.health.readable  # refused before (403), answered now
+            # refused before (403), or not served (404), and answered now: a store that held nothing to fill
+            readable_again = not shared.health.readable or not shared.health.served
             shared.health.readable = True
             for reader in shared.readers:
                 reader.analysis.unsynced.add(reader.name)

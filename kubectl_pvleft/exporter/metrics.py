@@ -23,6 +23,7 @@ from kubectl_pvleft.analyses.leftovers import Leftover, bound_namespace
 from kubectl_pvleft.analyses.snapshots import ContentRow
 from kubectl_pvleft.exporter.live import Analysis, Health, Judged, Live
 from kubectl_pvleft.output.series import Finding, Gauge
+from kubectl_pvleft.text import cut_at_a_word, one_line, shown
 
 if TYPE_CHECKING:  # the clouds only under their flags
     from kubectl_pvleft.clouds.base import CloudDisk, CloudFinding, CloudSnapshot
@@ -34,6 +35,8 @@ GIB = 1 << 30
 ORPHAN_DISK = "orphan-disk"  # the cost's kind for an orphan, whatever the cloud calls it (EBS: orphan-volume)
 SNAPSHOT = "snapshot"  # the cost's kind for the cloud snapshot behind a VolumeSnapshotContent with findings
 FINDING_LABELS = ("analysis", "kind", "namespace", "name", "state")
+FAILURE_LABELS = ("analysis", "kind", "namespace", "name", "driver", "error")
+ERROR_WIDTH = 200  # a label, not a log: the words that say why, the rest in the plugin's HELD BY
 
 
 class ServeCollector:
@@ -55,6 +58,7 @@ class ServeCollector:
         findings: list[Finding] = []
         deleting: Counter[tuple[str, ...]] = Counter()
         counts_deleting = False
+        failing: Optional[dict[tuple[str, ...], float]] = None
         judgments = [judgment for _, judgment, *_ in analyses if judgment is not None]
         for analysis, judgment, *_ in analyses:
             if judgment is not None:
@@ -65,10 +69,21 @@ class ServeCollector:
                     counts_deleting = True
                     for finalizer, count in own.terminating.items():
                         deleting[(analysis.name, finalizer)] += count
+                if own.failed_deletes is not None:
+                    failing = {} if failing is None else failing
+                    for failed in own.failed_deletes:
+                        failing[(analysis.name, failed.kind, failed.namespace, failed.name, failed.driver,
+                                 cut_at_a_word(shown(one_line(failed.error)), ERROR_WIDTH))] = 1
         if counts_deleting:
             yield _gauge("pvleft_terminating_objects", "Objects being deleted (kubectl's Terminating) that a "
                          "finalizer still holds, by analysis and finalizer (an object held by two counts under "
                          "each; finalizer \"\" when none is left)", ("analysis", "finalizer"), deleting)
+        if failing is not None:
+            yield _gauge("pvleft_delete_failure_info", "One series per object whose delete in the storage backend "
+                         "fails (value 1), with the CSI driver whose sidecar must act and its error: a PV's newest "
+                         "VolumeFailedDelete event, a VolumeSnapshotContent's status.error (at most "
+                         f"{ERROR_WIDTH} characters); at most --max-finding-series", FAILURE_LABELS,
+                         dict(sorted(failing.items())[:self.max_finding_series]))
         if live.census_run is not None:
             yield from _census(live, census[0], findings)
             if census[2] is not None or snapshots[1] is not None:

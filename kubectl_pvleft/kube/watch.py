@@ -26,7 +26,7 @@ from typing import Any, Generic, Optional, Protocol, TypeVar, Union
 
 from msgspec import Struct, field
 
-from kubectl_pvleft.errors import ApiError, ConnectionFailed, Expired, Forbidden
+from kubectl_pvleft.errors import ApiError, ConnectionFailed, Expired, Forbidden, NotFound
 from kubectl_pvleft.kube.api import Kind, KubeAPI, Object, StreamClosed, Unchanged, WatchEvent
 
 Row = TypeVar("Row")
@@ -100,6 +100,10 @@ class Stream(Struct, frozen=True):
     label_selector: Optional[str] = None
     required: bool = False  # a 403 on a required stream is an error; on the others, unknown evidence
     unreadable: str = ""  # the warning for a 403 on an optional stream ({reason}: the server's words)
+    # The warning for a 404 on an optional stream whose kind a cluster may not serve yet (an API newer than it): that
+    # evidence is then unknown, as after a 403, and the others are judged. "": a 404 ends the stream (serve: its
+    # analyses report nothing while the kind is not served).
+    unserved: str = ""
     # What the selectors select, judged here: a reader that asks for fewer objects than another one of the same kind
     # can then share its stream (serve lists and watches each kind once) and keep only these. None: not known here.
     selects: Optional[Callable[[Any], bool]] = None
@@ -251,6 +255,8 @@ class _Reflector:
 
     def _failure(self, exc: Exception) -> str:
         """What an error means: an outage to wait out (returned), or the end (raised)."""
+        if isinstance(exc, NotFound) and not self.listed_once and self.stream.unserved and not self.stream.required:
+            raise _Unavailable(self.stream.unserved.format(name=self.stream.name))
         if isinstance(exc, Forbidden) and not self.listed_once:
             if self.stream.required:
                 raise exc

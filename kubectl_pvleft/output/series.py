@@ -40,15 +40,29 @@ class Finding:
         self.on_storage = on_storage  # a Pending Pod's: does it wait on storage (not on CPU, a taint, an image)
 
 
+class FailedDelete:
+    """An object whose delete in the storage backend fails: the CSI driver whose sidecar must act, and its error
+    as the evidence says it (a PV's newest VolumeFailedDelete, a snapshot content's status.error)."""
+
+    __slots__ = ("driver", "error", "kind", "name", "namespace")
+
+    def __init__(self, kind: str, namespace: str, name: str, driver: str, error: str) -> None:
+        self.kind, self.namespace, self.name, self.driver, self.error = kind, namespace, name, driver, error
+
+
 class Series:
     """One analysis's part of a scrape. ``terminating``: its objects being deleted, by the finalizer that holds
-    them ("" when none is left), or None when the analysis does not count in pvleft_terminating_objects."""
+    them ("" when none is left), or None when the analysis does not count in pvleft_terminating_objects;
+    ``failed_deletes``: its objects whose backend delete fails, or None when it does not count in
+    pvleft_delete_failure_info."""
 
-    __slots__ = ("findings", "gauges", "terminating")
+    __slots__ = ("failed_deletes", "findings", "gauges", "terminating")
 
     def __init__(self, gauges: list[Gauge], findings: list[Finding],
-                 terminating: Optional[Counter[str]] = None) -> None:
+                 terminating: Optional[Counter[str]] = None,
+                 failed_deletes: Optional[list[FailedDelete]] = None) -> None:
         self.gauges, self.findings, self.terminating = gauges, findings, terminating
+        self.failed_deletes = failed_deletes
 
 
 def quantity_bytes(text: Optional[str]) -> int:

@@ -233,6 +233,16 @@ class ControlPlane:
             raise KubectlError(res.returncode, cmd, res.stdout, res.stderr)
         return res
 
+    def audit_events(self, containing: str = "", since: int = 0) -> list[dict[str, Any]]:
+        """The audit log's events from byte ``since`` on (``audit_log.stat().st_size`` taken earlier), those whose
+        line holds ``containing``. The API server appends as it goes: a last line without its newline is still being
+        written, and is left for the next read."""
+        with self.audit_log.open("rb") as log:
+            log.seek(since)
+            lines = log.read().split(b"\n")[:-1]  # the piece after the last newline: not a whole line yet
+        needle = containing.encode()
+        return [json.loads(line) for line in lines if line.strip() and needle in line]
+
     def api(
         self,
         method: str,

@@ -123,7 +123,7 @@ class _Gatherer:
     def _named(self, kind: Kind[T], wanted: set[tuple[str, str]], scope: Optional[str], unreadable: str) -> Any:
         if not wanted:
             return {}
-        return optional(lambda: _read_named(self.api, kind, wanted, scope, self.limit), self.warnings, unreadable)
+        return optional(lambda: read_named(self.api, kind, wanted, scope, self.limit), self.warnings, unreadable)
 
     def evidence(self, pods: Sequence[Pod]) -> Evidence:
         events_ahead = self._begin_events(pods)
@@ -226,7 +226,7 @@ def _blocker_messages(pods: Sequence[Pod], evidence: Evidence) -> list[str]:
         c.message or "" for p in pods for c in p.conditions]
 
 
-def _read_named(api: Reader, kind: Kind[T], wanted: set[tuple[str, str]], namespace: Optional[str],
+def read_named(api: Reader, kind: Kind[T], wanted: set[tuple[str, str]], namespace: Optional[str],
                 limit: int) -> dict[tuple[str, str], T]:
     """The wanted (namespace, name) objects that exist: one GET each when few, else lists."""
     found: dict[tuple[str, str], T] = {}
@@ -295,8 +295,12 @@ def follow(options: Options) -> Follow[Triage]:
         Stream("claims", PERSISTENT_VOLUME_CLAIMS, ns, unreadable=CLAIMS_UNREADABLE),
         Stream("events", EVENTS, ns, unreadable=EVENTS_UNREADABLE),
         Stream("classes", STORAGE_CLASSES, unreadable=CLASSES_UNREADABLE),
-        Stream("csidrivers", CSI_DRIVERS, unreadable=DRIVERS_UNREADABLE),
+        # Their specs: seLinuxMount says whose volumes the SELinux pre-flight checks.
+        Stream("csidrivers", CSI_DRIVER_SPECS, unreadable=DRIVERS_UNREADABLE),
         Stream("volumes", PERSISTENT_VOLUMES, unreadable=VOLUMES_UNREADABLE),
+        # Every Pod, not only the Pending ones: those a Pending Pod would share a volume with (serve shares the
+        # stream with claims').
+        Stream("everyone", PODS, ns, unreadable=SELINUX_UNREADABLE.replace("{what}", "pods")),
     ]
     return Follow(streams, "pods", lambda stores: assess(stores["pods"] or (), evidence_of(stores, ns is None)),
                   key=lambda r: r.pod.meta.uid, signature=lambda r: (*r.verdict.key, claims_cell(r) or ""),
@@ -315,6 +319,16 @@ def evidence_of(stores: Stores, cluster_wide: bool = False) -> Evidence:
                 events.setdefault(event.involved.uid or "", []).append(event)
     claims, classes, drivers, volumes = stores["claims"], stores["classes"], stores["csidrivers"], stores["volumes"]
     by_key = None if claims is None else {(c.namespace, c.name): c for c in claims}
+    by_name = None if volumes is None else {pv.name: pv for pv in volumes}
+    # The SELinux pre-flight, as a run's (_selinux): only where a driver mounts with -o context and every Pod,
+    # claim and volume it compares could be read; otherwise unknown (the stream's warning says which).
+    context_mount = None if drivers is None else frozenset(d.name for d in drivers if d.spec.se_linux_mount)
+    everyone, pending = stores["everyone"], stores["pods"]
+    selinux = None
+    if context_mount and everyone is not None and by_key is not None and by_name is not None and pending:
+        from kubectl_pvleft.analyses.pending.selinux import preflight
+
+        selinux = preflight(list(pending), everyone, by_key, by_name, context_mount)
     return Evidence(
         claims=by_key,
         # A claim in another namespace is not in a namespaced store: there, the other party stays unknown.
@@ -322,7 +336,8 @@ def evidence_of(stores: Stores, cluster_wide: bool = False) -> Evidence:
         events=events,
         classes=None if classes is None else {sc.name: sc for sc in classes},
         csi_drivers=None if drivers is None else frozenset(d.name for d in drivers),
-        volumes=None if volumes is None else {pv.name: pv for pv in volumes},
+        volumes=by_name,
+        selinux=selinux,
     )
 
 

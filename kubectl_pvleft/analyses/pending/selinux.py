@@ -89,6 +89,16 @@ def _claim_volumes(pod: Pod) -> dict[str, str]:
     return {v.persistent_volume_claim.claim_name: v.name for v in pod.spec.volumes if v.persistent_volume_claim}
 
 
+def _compare(mine: tuple[str, str], theirs: tuple[str, str]) -> list[tuple[str, str, str]]:
+    """(reason, this value, the other's value) for each way two mount contexts of one volume conflict."""
+    found = []
+    if theirs[1] != mine[1]:
+        found.append((POLICY_CONFLICT, mine[1], theirs[1]))
+    if labels_conflict(mine[0], theirs[0]):
+        found.append((LABEL_CONFLICT, mine[0], theirs[0]))
+    return found
+
+
 def conflicts(pod: Pod, pods: Iterable[Pod], claims: Mapping[tuple[str, str], PersistentVolumeClaim],
               volumes: Mapping[str, PersistentVolume], context_mount_drivers: frozenset[str]) -> list[Conflict]:
     """Pure: the conflicts of one Pod with the other Pods that mount the same volume (the same bound claim), where
@@ -109,10 +119,8 @@ def conflicts(pod: Pod, pods: Iterable[Pod], claims: Mapping[tuple[str, str], Pe
             theirs = mount_context(other, other_volume, True) if other_volume else None
             if theirs is None:
                 continue
-            if theirs[1] != mine[1]:
-                found.append(Conflict(POLICY_CONFLICT, claim_name, other.name, mine[1], theirs[1]))
-            if labels_conflict(mine[0], theirs[0]):
-                found.append(Conflict(LABEL_CONFLICT, claim_name, other.name, mine[0], theirs[0]))
+            found += [Conflict(reason, claim_name, other.name, value, other_value)
+                      for reason, value, other_value in _compare(mine, theirs)]
     return found
 
 
@@ -122,3 +130,49 @@ def preflight(pending: Sequence[Pod], pods: Iterable[Pod], claims: Mapping[tuple
     everyone = list(pods)
     found = {p.meta.uid: tuple(conflicts(p, everyone, claims, volumes, context_mount_drivers)) for p in pending}
     return {uid: c for uid, c in found.items() if c}
+
+
+# -- the census: every volume shared by Pods whose contexts conflict -------------------------------------------
+
+class PairConflict(Struct, frozen=True):
+    """Two Pods on one claim that cannot mount it together, as the controller reports it (an event on each)."""
+
+    reason: str  # LABEL_CONFLICT or POLICY_CONFLICT
+    pod: str
+    value: str  # pod's label or policy
+    other_pod: str
+    other_value: str
+
+    def text(self) -> str:
+        what = "SELinux labels" if self.reason == LABEL_CONFLICT else "seLinuxChangePolicy"
+        return f'{self.reason}: Pod {self.pod} ("{self.value}") and Pod {self.other_pod} ("{self.other_value}") differ in {what}'
+
+
+def sharing(pods: Iterable[Pod]) -> dict[tuple[str, str], list[tuple[Pod, str]]]:
+    """(namespace, claim) -> the Pods that mount it and their volume's name, for each claim two or more Pods that
+    have not finished name (the controller's ``sync`` forgets a Succeeded or Failed Pod)."""
+    users: dict[tuple[str, str], list[tuple[Pod, str]]] = {}
+    for pod in pods:
+        if pod.phase in ("Succeeded", "Failed"):
+            continue
+        for claim_name, volume_name in _claim_volumes(pod).items():
+            users.setdefault((pod.namespace, claim_name), []).append((pod, volume_name))
+    return {key: sorted(found, key=lambda u: u[0].name) for key, found in users.items()
+            if len(found) > 1}
+
+
+def pair_conflicts(users: Sequence[tuple[Pod, str]], volume: Optional[PersistentVolume],
+                   context_mount_drivers: frozenset[str]) -> tuple[PairConflict, ...]:
+    """Pure: each pair of the claim's Pods (in name order, once) whose contexts conflict on its volume, when the
+    volume's CSI driver sets seLinuxMount: true (cache/volumecache.go ``AddVolume``: the controller compares each
+    Pod with every other on the same volume)."""
+    if volume is None or not volume.csi or volume.driver not in context_mount_drivers:
+        return ()
+    contexts = [(pod, mount_context(pod, name, True)) for pod, name in users]
+    known = [(pod, context) for pod, context in contexts if context is not None]
+    found = []
+    for index, (pod, mine) in enumerate(known):
+        for other, theirs in known[index + 1:]:
+            found += [PairConflict(reason, pod.name, value, other.name, other_value)
+                      for reason, value, other_value in _compare(mine, theirs)]
+    return tuple(found)
