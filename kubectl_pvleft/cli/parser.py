@@ -551,7 +551,7 @@ def _clouds_asked(command: Command, flags: dict[str, Any]) -> tuple[str, ...]:
         return ()
     from kubectl_pvleft.clouds import CLOUDS
 
-    return tuple(cloud.SOURCE for cloud in CLOUDS if cloud.asked(flags))
+    return tuple(cloud.SOURCE for cloud in CLOUDS if flags.get(cloud.FLAGS[0].dest))  # its first flag asks
 
 
 def parse(argv: Sequence[str], prog: str) -> Optional[Invocation]:

@@ -496,9 +496,6 @@ class Cloud(Protocol):
     def SNAPSHOT_DRIVERS(self) -> frozenset[str]:
         """The CSI drivers whose VolumeSnapshotContents its ``snapshots`` module looks up."""
 
-    def asked(self, flags: Mapping[str, Any]) -> bool:
-        """The parsed flags ask for this cloud."""
-
     def census(self) -> CensusModule:
         """Its ``census`` module, imported now."""
 

@@ -4,8 +4,7 @@ when a run asks for them, and boto3 only in their ``open``."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kubectl_pvleft.clouds.aws import names
 from kubectl_pvleft.invocation import REPEATED, VALUE, Flag
@@ -35,9 +34,6 @@ class Ebs:
     ONE_CLUSTER_FLAGS = tuple(flag for flag in FLAGS if flag.name == "--aws-cluster-name")
     DRIVERS = names.DRIVERS
     SNAPSHOT_DRIVERS = names.CSI_DRIVERS
-
-    def asked(self, flags: Mapping[str, Any]) -> bool:
-        return bool(flags.get("aws_region"))
 
     def census(self) -> CensusModule:
         from kubectl_pvleft.clouds.aws import census

@@ -4,8 +4,7 @@ modules are imported when a run asks for them, and the Azure SDK only in their `
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kubectl_pvleft.clouds.azure import names
 from kubectl_pvleft.invocation import REPEATED, VALUE, Flag
@@ -40,9 +39,6 @@ class Azure:
     ONE_CLUSTER_FLAGS = tuple(flag for flag in FLAGS if flag.name == "--azure-cluster-name")
     DRIVERS = names.DRIVERS
     SNAPSHOT_DRIVERS = frozenset({names.CSI_DRIVER})
-
-    def asked(self, flags: Mapping[str, Any]) -> bool:
-        return bool(flags.get("azure_subscription"))
 
     def census(self) -> CensusModule:
         from kubectl_pvleft.clouds.azure import census

@@ -4,8 +4,7 @@ modules are imported when a run asks for them, and their SDK only in their ``ope
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kubectl_pvleft.clouds.gce import names
 from kubectl_pvleft.invocation import REPEATED, Flag
@@ -40,9 +39,6 @@ class ComputeEngine:
     ONE_CLUSTER_FLAGS = ()  # no flag names this cluster: no disk is set aside as another cluster's
     DRIVERS = names.DRIVERS
     SNAPSHOT_DRIVERS = frozenset({names.CSI_DRIVER})
-
-    def asked(self, flags: Mapping[str, Any]) -> bool:
-        return bool(flags.get("project"))
 
     def census(self) -> CensusModule:
         from kubectl_pvleft.clouds.gce import census
