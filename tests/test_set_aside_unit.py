@@ -235,7 +235,8 @@ def test_serve_has_a_series_for_the_finding_alone(command: str, show_all: bool) 
     for shared in live.streams.values():
         live.take(shared, Synced("", tuple(STREAMS[command][shared.stream.name]), "1"))
     live.judge_once()
-    assert live.analyses[0].rows is not None and len(live.analyses[0].rows) == (3 if show_all else 1)
+    judgment = live.analyses[0].judgment
+    assert judgment is not None and judgment.count == (3 if show_all else 1)
     metrics = scrape(live)
     assert {series["name"] for series, _ in metrics["pvleft_finding_info"]} == {FINDING}
     assert metrics["pvleft_findings"] == [({"analysis": command}, 1.0)]

@@ -206,7 +206,7 @@ def _analyses(analyses: list[tuple[Analysis, Optional[Judged], Optional[float], 
         if at is not None:
             assessed.add_metric([analysis.name], at)
         if judgment is not None:
-            findings.add_metric([analysis.name], len(judgment.findings))
+            findings.add_metric([analysis.name], judgment.found)
     yield from (up, served, readable, assessed, findings)
 
 
