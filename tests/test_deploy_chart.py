@@ -149,11 +149,28 @@ def test_the_service_monitor_selects_the_service_and_the_service_the_pod() -> No
     ("censusInterval=1d", "censusInterval"), ("serviceMonitor.enabled=maybe", "enabled"),
     ("serviceMonitor.interval=1 minute", "interval"), ("portt=9479", "portt"), ("tolerations=none", "tolerations"),
     ("image.pullPolicy=Sometimes", "pullPolicy"), ("extraArgs={serve}", "extraArgs"),
+    ("maxObjects=many", "maxObjects"), ("maxObjects=0", "maxObjects"),
 ])
 def test_the_values_schema_refuses_a_bad_value(setting: str, field: str) -> None:
     refused = helm("template", "pvleft", str(CHART), "--set", setting, check=False)
     assert refused.returncode != 0 and "values don't meet the specifications of the schema" in refused.stderr
     assert field in refused.stderr, refused.stderr
+
+
+def test_the_per_stream_object_bound_reaches_serve_from_a_value() -> None:
+    """serve reads its per-stream bound from PVLEFT_SERVE_MAX_OBJECTS (cli/serve.py ``max_objects``), no flag: the
+    chart sets it from maxObjects, the code's own default unless told, as a whole number even past a million (a
+    YAML number is a float to helm, printed 1e+06 unless made an integer), and refuses a fraction."""
+    def bound(*values: str) -> list[dict]:
+        return [e for e in container(template("pvleft", "pvleft", *values)).get("env", [])
+                if e["name"] == "PVLEFT_SERVE_MAX_OBJECTS"]
+
+    from kubectl_pvleft.exporter.live import MAX_STREAM_OBJECTS
+    assert bound() == [{"name": "PVLEFT_SERVE_MAX_OBJECTS", "value": str(MAX_STREAM_OBJECTS)}]
+    assert bound("--set", "maxObjects=1000000") == [{"name": "PVLEFT_SERVE_MAX_OBJECTS", "value": "1000000"}]
+    assert bound("--set-json", "maxObjects=5000000")[0]["value"] == "5000000"  # a float64 to helm
+    refused = helm("template", "pvleft", str(CHART), "--set-json", "maxObjects=1.5", check=False)
+    assert refused.returncode != 0 and "maxObjects" in refused.stderr, refused.stderr
 
 
 def test_every_name_comes_from_the_release_so_two_live_side_by_side() -> None:
