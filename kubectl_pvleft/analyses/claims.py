@@ -100,6 +100,7 @@ from kubectl_pvleft.records import (
     Pod,
     StorageClass,
     iso,
+    shared_value,
 )
 
 if TYPE_CHECKING:  # --watch alone needs the watch runtime: imported in follow()
@@ -433,7 +434,8 @@ def census(api: Reader, *, namespace: Optional[str] = None, include_all: bool = 
                 before_pods.append(len(rows))
             # managedFields say since when a resize or a modification waits: kept for the claims that may say so
             keep_fields = row.stalled_resize is not None or explains_modification(claim)
-            rows.append(replace(row, claim=claim.compact(shared, managed_fields=keep_fields)))
+            rows.append(replace(row, claim=claim.compact(shared, managed_fields=keep_fields),
+                                problems=shared_value(row.problems, shared), usage=shared_value(row.usage, shared)))
 
     def judged(claim: PersistentVolumeClaim) -> None:
         if explains_modification(claim):

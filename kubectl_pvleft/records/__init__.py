@@ -20,6 +20,7 @@ from kubectl_pvleft.records.base import (
     Record,
     Status,
     iso,
+    shared_value,
 )
 from kubectl_pvleft.records.nodes import CSINode, CSINodeDriver, Node
 from kubectl_pvleft.records.pods import ClaimVolumeSource, ContainerStatus, ContainerWait, Event, Pod, PodSpec, PodStatus, PodVolume
@@ -86,4 +87,5 @@ __all__ = [
     "VolumeSnapshotClass",
     "VolumeSnapshotContent",
     "iso",
+    "shared_value",
 ]

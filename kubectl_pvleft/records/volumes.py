@@ -17,6 +17,7 @@ from kubectl_pvleft.records.base import (
     OwnerReference,
     Record,
     _class_name,
+    shared_value,
 )
 
 # -- PersistentVolume ---------------------------------------------------------------------------------
@@ -294,14 +295,6 @@ _NO_MANAGED_FIELDS = msgspec.Raw(b"[]")
 V = TypeVar("V")
 
 
-def _shared(value: V, shared: dict[Any, Any]) -> V:
-    """An equal value kept before (a hashable one: strings, times, tuples of them, frozen records), else this one."""
-    try:
-        return shared.setdefault(value, value)  # type: ignore[no-any-return]
-    except TypeError:  # a frozen record holding a mapping is not hashable: kept as it is
-        return value
-
-
 def _shared_map(mapping: dict[str, str], shared: dict[Any, Any]) -> dict[str, str]:
     """An equal mapping (the same keys, values and order) kept before, else this one."""
     return shared.setdefault(("mapping", *mapping.items()), mapping)  # type: ignore[no-any-return]
@@ -346,20 +339,20 @@ class PersistentVolumeClaim(Object, frozen=True):
         mutated, so a shared value is as good as an equal one."""
         meta, spec, status = self.metadata, self.spec, self.status
         meta = msgspec.structs.replace(
-            meta, namespace=_shared(meta.namespace, shared), finalizers=_shared(meta.finalizers, shared),
-            creation_timestamp=_shared(meta.creation_timestamp, shared), labels=_shared_map(meta.labels, shared),
+            meta, namespace=shared_value(meta.namespace, shared), finalizers=shared_value(meta.finalizers, shared),
+            creation_timestamp=shared_value(meta.creation_timestamp, shared), labels=_shared_map(meta.labels, shared),
             annotations=_shared_map(meta.annotations, shared),
-            owner_references=_shared(meta.owner_references, shared),
+            owner_references=shared_value(meta.owner_references, shared),
             managed_fields=meta.managed_fields if managed_fields else _NO_MANAGED_FIELDS)
         spec = msgspec.structs.replace(
-            spec, access_modes=_shared(spec.access_modes, shared),
-            storage_class_name=_shared(spec.storage_class_name, shared),
+            spec, access_modes=shared_value(spec.access_modes, shared),
+            storage_class_name=shared_value(spec.storage_class_name, shared),
             resources=_shared_struct(spec.resources, (tuple(spec.resources.requests.items()),), shared))
         status = msgspec.structs.replace(
-            status, phase=_shared(status.phase, shared), capacity=_shared_map(status.capacity, shared),
+            status, phase=shared_value(status.phase, shared), capacity=_shared_map(status.capacity, shared),
             allocated_resources=_shared_map(status.allocated_resources, shared),
             allocated_resource_statuses=_shared_map(status.allocated_resource_statuses, shared),
-            conditions=tuple(_shared(c, shared) for c in status.conditions))
+            conditions=shared_value(tuple(shared_value(c, shared) for c in status.conditions), shared))
         return msgspec.structs.replace(self, metadata=meta, spec=spec, status=status)
 
     @property
