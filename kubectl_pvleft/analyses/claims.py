@@ -400,8 +400,9 @@ def census(api: Reader, *, namespace: Optional[str] = None, include_all: bool = 
     claim that needs it, and only the rows shown are kept, compacted (PersistentVolumeClaim.compact): memory
     grows with the rows, not with the claims read. The pages of one list are one snapshot, taken at its first
     page, before any of those reads: a claim in them existed when they began. A list restarted after a 410 is a
-    later snapshot: a claim created as the Pods or workloads were read, or after, is never called unused from them
-    (its usage is unknown, CREATED_DURING_READS)."""
+    later snapshot, and so is the list after the SELinux census's Pods: there, a claim created as the Pods or
+    workloads were read, or after, is never called unused from them (its usage is unknown, CREATED_DURING_READS).
+    """
     criteria = criteria or Criteria(include_all=include_all)
     rows: list[ClaimRow] = []
     trouble = unknown = 0
@@ -415,27 +416,38 @@ def census(api: Reader, *, namespace: Optional[str] = None, include_all: bool = 
     evidence = _Evidence(api, namespace, pods_read)
     if pods_read is not None:  # read before the claims: a claim created since may have a Pod they did not show
         evidence.since = began
+    listing = api.list(PERSISTENT_VOLUME_CLAIMS, namespace, label_selector=label_selector,
+                       field_selector=field_selector)
+
+    def guard() -> Optional[datetime]:
+        """When the reads began, where the claims' snapshot may be later than they are (else None)."""
+        return evidence.since if pods_read is not None or getattr(listing, "restarted", False) else None
+
     shared_claims: list[PersistentVolumeClaim] = []
-    before_pods: list[int] = []  # rows judged, with the others, before the Pods were read: their holders come later
+    # Rows judged, with the others, before the Pods were read (for a later claim): their holders come later.
+    before_pods: list[tuple[int, Optional[datetime]]] = []
     shared: dict[Any, Any] = {}  # the values the kept claims share (PersistentVolumeClaim.compact)
     bound = False  # a Bound claim with a volume in scope: one Pods could share
 
+    def compact(row: ClaimRow, claim: PersistentVolumeClaim) -> ClaimRow:
+        # managedFields say since when a resize or a modification waits: kept for the claims that may say so
+        keep_fields = row.stalled_resize is not None or explains_modification(claim)
+        return replace(row, claim=claim.compact(shared, managed_fields=keep_fields),
+                       problems=shared_value(row.problems, shared), usage=shared_value(row.usage, shared))
+
     def take(claim: PersistentVolumeClaim, with_evidence: bool) -> None:
         nonlocal trouble, unknown
-        e = evidence
+        e, since = evidence, guard()
         row, unknown_since = (judge(claim, e.used, criteria, stalled_resize(claim), e.classes, e.workloads, e.holding,
-                                    e.attribute_classes, selinux, e.since) if with_evidence
+                                    e.attribute_classes, selinux, since) if with_evidence
                               else judge(claim, None, criteria, stalled_resize(claim), None, None, None,
-                                         e.attribute_classes, selinux, e.since))
+                                         e.attribute_classes, selinux, since))
         trouble += row.in_trouble
         unknown += unknown_since
         if criteria.keeps(row):
             if with_evidence and not e.pods_asked:
-                before_pods.append(len(rows))
-            # managedFields say since when a resize or a modification waits: kept for the claims that may say so
-            keep_fields = row.stalled_resize is not None or explains_modification(claim)
-            rows.append(replace(row, claim=claim.compact(shared, managed_fields=keep_fields),
-                                problems=shared_value(row.problems, shared), usage=shared_value(row.usage, shared)))
+                before_pods.append((len(rows), since))
+            rows.append(compact(row, claim))
 
     def judged(claim: PersistentVolumeClaim) -> None:
         if explains_modification(claim):
@@ -451,8 +463,7 @@ def census(api: Reader, *, namespace: Optional[str] = None, include_all: bool = 
             evidence.read_workloads()
         take(claim, True)
 
-    for claim in api.list(PERSISTENT_VOLUME_CLAIMS, namespace, label_selector=label_selector,
-                          field_selector=field_selector):
+    for claim in listing:
         if excluded(claim.namespace):
             continue
         bound = bound or (claim.phase == "Bound" and bool(claim.volume_name))
@@ -466,12 +477,13 @@ def census(api: Reader, *, namespace: Optional[str] = None, include_all: bool = 
     for claim in shared_claims:
         judged(claim)
     if before_pods and evidence.holding is not None:  # read for a later claim: which Pods hold the earlier ones
-        for index in before_pods:
+        for index, since in before_pods:
             row = rows[index]
             again, _ = judge(row.claim, evidence.used, criteria, row.stalled_resize, evidence.classes,
-                             evidence.workloads, evidence.holding, evidence.attribute_classes, selinux, evidence.since)
+                             evidence.workloads, evidence.holding, evidence.attribute_classes, selinux, since)
             trouble += again.in_trouble - row.in_trouble
-            rows[index] = again
+            rows[index] = replace(again, problems=shared_value(again.problems, shared),
+                                  usage=shared_value(again.usage, shared))  # its claim is the row's, compacted
     # Said in the order of the reads when they all came after the list.
     warnings += evidence.warnings["vacs"] + volume_warnings
     warnings += evidence.warnings["pods"] + evidence.warnings["classes"] + evidence.warnings["workloads"]
