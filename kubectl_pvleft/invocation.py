@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # --help must not pay for these
     from kubectl_pvleft.kube.api import Reader
     from kubectl_pvleft.kube.kubeconfig import Selection
     from kubectl_pvleft.kube.watch import Follow
-    from kubectl_pvleft.output.report import PrintOptions, Report
+    from kubectl_pvleft.output.report import PrintOptions, Report, SomeReport
     from kubectl_pvleft.output.series import FailedDelete, Finding, Gauge, Series
     from kubectl_pvleft.records import ObjectMeta
 
@@ -453,18 +453,19 @@ def kept_reason(annotations: Mapping[str, str]) -> Optional[str]:
 
 
 class Result:
-    """What a subcommand's run produced."""
+    """What a subcommand's run produced: its analysis's report and the sections under it (a cloud census), each
+    with its own row type (``SomeReport``: what reads their rows is generic in it)."""
 
     __slots__ = ("errors", "findings", "not_found", "not_served", "partial", "report", "sections", "warnings")
 
-    def __init__(self, report: Report[Any], findings: int, warnings: Optional[list[str]] = None, partial: bool = False,
-                 sections: Optional[list[Report[Any]]] = None, errors: Optional[list[str]] = None,
+    def __init__(self, report: SomeReport, findings: int, warnings: Optional[list[str]] = None, partial: bool = False,
+                 sections: Optional[list[SomeReport]] = None, errors: Optional[list[str]] = None,
                  not_served: Optional[str] = None) -> None:
         self.report = report
         self.findings = findings
         self.warnings = [] if warnings is None else warnings
         self.partial = partial  # a second census (a cloud) failed: the report is incomplete
-        self.sections = [] if sections is None else sections  # printed after the report (a second census)
+        self.sections: list[SomeReport] = [] if sections is None else sections  # printed after the report (a second census)
         self.errors = [] if errors is None else errors  # what made the report partial, one line each
         self.not_served = not_served  # the kinds it reads are not served here: the one line that says so
         self.not_found: dict[str, str] = {}  # positional NAMEs without a row: the line that says why, by name

@@ -367,7 +367,9 @@ def answer(base: Invocation, command: Command, arguments: Mapping[str, Any]) -> 
         result = session.run()
         context = session.api.connection.context
         namespace = session.options.namespace
-    reports = [result.report, *result.sections]
+    from kubectl_pvleft.output.report import placed
+
+    reports = [shown.apply(placed) for shown in (result.report, *result.sections)]
     rows = [(report, row) for report in reports for row in report.rows]  # as -o json lists them: one List
     offset, limit = int(arguments.get(CONTINUE, "0")), int(arguments.get(LIMIT, DEFAULT_LIMIT))
     page = rows[offset:offset + limit]

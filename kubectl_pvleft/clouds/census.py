@@ -42,7 +42,7 @@ from kubectl_pvleft.clouds.base import (
 )
 from kubectl_pvleft.clouds.refs import volume_ref
 from kubectl_pvleft.invocation import Options
-from kubectl_pvleft.output.report import Column, Report, SetAsideJson, Verdict, actionable, age, utcnow
+from kubectl_pvleft.output.report import Column, Report, SetAsideJson, SomeReport, Verdict, actionable, age, utcnow
 from kubectl_pvleft.records import Absent
 from kubectl_pvleft.text import shown
 
@@ -338,7 +338,7 @@ def _set_aside(finding: CloudFinding, older_than: Optional[float], now: datetime
 
 
 def sections(outcome: CensusOutcome, leftover_pvs: Mapping[Optional[str], Sequence[str]] = MappingProxyType({}),
-             show_all: bool = False) -> list[Report[Any]]:
+             show_all: bool = False) -> list[SomeReport]:
     """The findings table under the PVs, and with ``--cost`` the totals of what the leftover PVs' disks
     (``leftover_pvs``: their names by context) and the orphans bill, each disk once however many contexts name it;
     none when no census could be taken: an empty one would read as "no orphans found". With --all, the orphans set
@@ -351,8 +351,8 @@ def sections(outcome: CensusOutcome, leftover_pvs: Mapping[Optional[str], Sequen
                       key=lambda f: (f.kind, f.handle, f.context or "", f.pv_name or ""))
     aside = {(f.source, f.handle): outcome.set_aside_why.get((f.source, f.handle)) or set_aside_reason(f)
              for f in outcome.set_aside}
-    found: list[Report[Any]] = [findings_report(rows, taken=outcome.taken, show_kept=show_all,
-                                                costing=outcome.costing, set_aside=aside, fleet=outcome.fleet)]
+    found: list[SomeReport] = [findings_report(rows, taken=outcome.taken, show_kept=show_all,
+                                               costing=outcome.costing, set_aside=aside, fleet=outcome.fleet)]
     if outcome.costing is not None:
         from kubectl_pvleft.clouds.cost import totals
 
