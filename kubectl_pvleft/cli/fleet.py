@@ -68,7 +68,7 @@ def check_flags(invocation: Invocation) -> None:
         from kubectl_pvleft.clouds import one_cluster_flags
 
         for flag in one_cluster_flags():
-            if invocation.flags.get(flag.dest):
+            if invocation.values.get(flag.dest):
                 raise UsageError(f"{flag.name} names this cluster, and cannot be used with --all-contexts or "
                                  "--contexts: the fleet census joins the disks or snapshots against every context read")
         if invocation.names:

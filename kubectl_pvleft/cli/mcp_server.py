@@ -478,7 +478,7 @@ def serve_mcp(invocation: Invocation) -> int:
         raise PvleftError(needs_extra("mcp", "the mcp package", "mcp", in_image=False)) from None
     import asyncio
 
-    listen = invocation.flags.get("listen")
+    listen = invocation.flags.listen
     asyncio.run(_serve_stdio(invocation) if listen is None else _serve_http(invocation, listen))
     return 0
 

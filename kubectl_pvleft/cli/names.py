@@ -24,7 +24,7 @@ def short_name(full: str) -> str:
 
 def listed_kind(invocation: Invocation) -> str:
     """The kind the rows are: the subcommand's, or PVs for ``classes --drift``."""
-    return "persistentvolumes" if invocation.flags.get("drift") else invocation.command.kind
+    return "persistentvolumes" if invocation.flags.drift else invocation.command.kind
 
 
 def narrow(result: Result, invocation: Invocation, options: Options, api: KubeAPI) -> Result:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Optional, TypedDict, Union
 
 from msgspec.structs import replace
 
-from kubectl_pvleft.clouds import CLOUDS, SOURCES
+from kubectl_pvleft.clouds import CLOUDS, SOURCES, CensusFlags
 from kubectl_pvleft.clouds.base import (
     NOT_A_VOLUME,
     NOT_IN_KUBECONFIG,
@@ -41,7 +41,7 @@ from kubectl_pvleft.clouds.base import (
     join,
 )
 from kubectl_pvleft.clouds.refs import volume_ref
-from kubectl_pvleft.invocation import Options
+from kubectl_pvleft.invocation import FlagValues, Options
 from kubectl_pvleft.output.report import Column, Report, SetAsideJson, SomeReport, Verdict, actionable, age, utcnow
 from kubectl_pvleft.records import Absent
 from kubectl_pvleft.text import shown
@@ -123,10 +123,11 @@ def asked(options: Options) -> list[Cloud]:
     return [cloud for cloud in CLOUDS if cloud.SOURCE in options.clouds]
 
 
-def price_file(flags: Mapping[str, Any]) -> Optional[PriceFile]:
+def price_file(flags: FlagValues) -> Optional[PriceFile]:
     """``--price-file`` under ``--cost``, read before anything is asked of a cluster or cloud: a bad file is a usage
     error. The one reader: leftovers, snapshots, a fleet and serve read it here."""
-    path = flags.get("price_file") if flags.get("cost") else None
+    shared = CensusFlags.of(flags)
+    path = shared.price_file if shared.cost else None
     if not path:
         return None
     from kubectl_pvleft.clouds.cost import read_price_file
@@ -208,7 +209,7 @@ def take_estate(options: Options, volumes: Mapping[Optional[str], Sequence[Any]]
                 side.disks[ref.pv_name] = Absent.UNKNOWN
                 side.placements.setdefault(ref.pv_name, Placement(
                     None, "", False, "its handle names no disk a census could match (see the warnings)"))
-    if options.flags.get("cost") and outcome.taken:
+    if CensusFlags.of(options.flags).cost and outcome.taken:
         from kubectl_pvleft.clouds.pricing import price, provenance_note
 
         priced = [f.disk for f in outcome.findings + outcome.set_aside if f.disk is not None]

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Optional, TypedDict, Union
 
 from msgspec import Struct
 
+from kubectl_pvleft.clouds import CensusFlags
 from kubectl_pvleft.clouds.base import (
     Cloud,
     CloudError,
@@ -175,7 +176,7 @@ def take_estate(options: Options, wanted: Sequence[Wanted], named: Optional[Mapp
         _place(outcome, cloud, mine, lookup)
     if named is not None:
         orphans(options, named, outcome, unread, kubeconfig)
-    if options.flags.get("cost") and outcome.taken:
+    if CensusFlags.of(options.flags).cost and outcome.taken:
         _price(outcome, options, wanted, prices)
     return outcome
 
