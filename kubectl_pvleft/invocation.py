@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Generic, Optional, Protocol, TypeVar, Union
+from typing import TYPE_CHECKING, Generic, Optional, Protocol, TypeVar, Union
 
 if TYPE_CHECKING:  # --help must not pay for these
     from kubectl_pvleft.kube.api import Reader
@@ -33,6 +33,7 @@ if TYPE_CHECKING:  # --help must not pay for these
 
 Row = TypeVar("Row")
 S = TypeVar("S", bound="FlagSet")
+F = TypeVar("F", bound="_Frozen")
 T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)
 
@@ -43,7 +44,7 @@ T_co = TypeVar("T_co", covariant=True)
 class _Frozen:
     __slots__: tuple[str, ...] = ()
 
-    def __init__(self, **values: Any) -> None:
+    def __init__(self, **values: object) -> None:
         for name in self.__slots__:
             object.__setattr__(self, name, values.pop(name, getattr(type(self), f"_default_{name}", None)))
         if values:
@@ -60,13 +61,13 @@ class _Frozen:
     def __hash__(self) -> int:
         return hash(tuple(repr(getattr(self, n)) for n in self.__slots__))
 
-    def __setattr__(self, name: str, value: Any) -> None:
+    def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"cannot assign to field {name!r}")
 
     def __delattr__(self, name: str) -> None:
         raise AttributeError(f"cannot delete field {name!r}")
 
-    def replace(self, **changes: Any) -> Any:
+    def replace(self: F, **changes: object) -> F:
         return type(self)(**{**{n: getattr(self, n) for n in self.__slots__}, **changes})
 
 

@@ -350,9 +350,8 @@ def run_of(argv: list[str], base: Invocation) -> Invocation:
 
     parsed = parse(argv, PROG)
     assert parsed is not None  # argv names the subcommand
-    run: Invocation = parsed.replace(selection=base.selection, request_timeout=base.request_timeout,
-                                     verbosity=base.verbosity, chunk_size=base.chunk_size, output="json")
-    return run
+    return parsed.replace(selection=base.selection, request_timeout=base.request_timeout, verbosity=base.verbosity,
+                          chunk_size=base.chunk_size, output="json")
 
 
 def answer(base: Invocation, command: Command, arguments: Mapping[str, Any]) -> dict[str, Any]:
