@@ -35,18 +35,7 @@ from kubectl_pvleft.analyses.looks import describe, events, looks
 from kubectl_pvleft.invocation import KEEP_ANNOTATION, Analysis, AnalysisOf, Options, Result, kept_reason
 from kubectl_pvleft.kube.api import CLAIM_IDENTITIES, EVENTS, PERSISTENT_VOLUMES, STORAGE_CLASSES, Reader, begin, optional
 from kubectl_pvleft.output import series
-from kubectl_pvleft.output.report import (
-    UNSET,
-    Column,
-    Report,
-    SetAsideJson,
-    Verdict,
-    actionable,
-    age,
-    finding_count,
-    section_findings,
-    utcnow,
-)
+from kubectl_pvleft.output.report import UNSET, Column, Report, SetAsideJson, Verdict, actionable, age, finding_count, utcnow
 from kubectl_pvleft.records import Absent, ClaimIdentity, Event, PersistentVolume, StorageClass, iso
 
 if TYPE_CHECKING:  # --watch alone needs the watch runtime: imported in follow(); a cloud, only with its flags
@@ -307,6 +296,8 @@ def run(api: Reader, options: Options) -> Result:
     taken = census.take(options, result.all_pvs, prices)
     outcome = with_disks(result, options, taken)
     sections = census.sections(taken, {None: leftover_names(result)}, show_all=options.show_all)
+    from kubectl_pvleft.output.report import section_findings
+
     outcome.findings += section_findings(sections)
     outcome.sections, outcome.partial = sections, bool(taken.errors)
     outcome.warnings += taken.warnings
