@@ -471,7 +471,7 @@ def drift_watch_report(options: Options) -> Report[Drift]:
 
 # -- how the rows are shown -----------------------------------------------------------------
 
-def _count(value: Optional[int]) -> Any:
+def _count(value: Optional[int]) -> Union[str, Absent]:
     return Absent.UNKNOWN if value is None else str(value)
 
 

@@ -538,9 +538,6 @@ def findings_report(findings: list[CloudFinding], now: Optional[datetime] = None
     why) and the disks that are not volumes, shown and never findings. ``fleet``: a CONTEXT column first (the
     context whose PV names the disk; none for an orphan), ``context`` in JSON."""
     aside = set_aside or {}
-    def disk(attr: str) -> Any:
-        return lambda f: getattr(f.disk, attr) if f.disk is not None else None
-
     columns: list[Column[CloudFinding]] = [
         Column("SOURCE", lambda f: f.source),
         Column("FINDING", lambda f: f.kind),
@@ -549,7 +546,7 @@ def findings_report(findings: list[CloudFinding], now: Optional[datetime] = None
         Column("PV", lambda f: f.pv_name),
         Column("LOCATION", lambda f: f.disk.location if f.disk else location_in(f.handle)),
         Column("SIZE", lambda f: f"{f.disk.size_gb}GiB" if f.disk and f.disk.size_gb is not None else None),
-        Column("TYPE", disk("type")),
+        Column("TYPE", lambda f: f.disk.type if f.disk is not None else None),
         Column("USERS", lambda f: ",".join(f.disk.users) if f.disk and f.disk.users else None),
         Column("MADE FOR", lambda f: f.disk.made_for if f.disk else None),
         Column("AGE", lambda f: age(f.disk.created, now or utcnow()) if f.disk else None),
