@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Optional, Protocol, TypedDict, Union
+from typing import TYPE_CHECKING, Optional, Protocol, TypedDict, Union
 
 from msgspec import Struct, field
 
@@ -408,7 +408,7 @@ class CensusModule(Protocol):
         update-kubeconfig`` writes the cluster's ARN), or None when the name is the cluster's own or says nothing."""
 
     @property
-    def other_clusters_note(self) -> Optional[Callable[[list[CloudDisk], Mapping[str, Any]], str]]:
+    def other_clusters_note(self) -> Optional[Callable[[list[CloudDisk], FlagValues], str]]:
         """What a cluster-name flag (``ONE_CLUSTER_FLAGS``) set aside as other clusters' disks, one line in the
         cloud's words (``base.other_clusters_note``); None for a cloud that sets no disk aside."""
 
