@@ -1,7 +1,5 @@
 """Records of the workload side `pending` reads: Pods and Events."""
 
-from __future__ import annotations
-
 from datetime import datetime
 from typing import Any, Optional
 

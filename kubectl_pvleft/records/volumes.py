@@ -1,7 +1,5 @@
 """Records of the storage kinds: PersistentVolumes, their claims, StorageClasses, and names-only objects."""
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Optional, TypedDict
