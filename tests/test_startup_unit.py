@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 import yaml
 
+from kubectl_pvleft.invocation import SUBCOMMANDS
 from kubectl_pvleft.kube.plainyaml import Refused, read, read_yaml, resolve
 
 LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # YAML 1.1's typing, the reference where go-yaml agrees
@@ -164,6 +165,26 @@ def test_the_console_script_holds_the_collector_only_while_the_run_starts(tmp_pa
         assert stderr.startswith("error: ") and "Traceback" not in stderr, stderr
         assert state == expected, call
     assert collector_at_exit(["--help"], "entry", tmp_path)[0] == "False False"  # help exits without a collection
+
+
+@pytest.mark.integration  # a fresh interpreter: a child process
+def test_a_run_builds_only_its_own_subcommands_parser(tmp_path: Path) -> None:
+    """Each subcommand's argparse parser costs start-up (BENCHMARKS.md, Start-up): a run builds the one it names;
+    --help and a word that names no subcommand get them all."""
+    code = textwrap.dedent("""\
+        import sys
+        from kubectl_pvleft.cli.parser import parse, run_parser
+        try:
+            parse(sys.argv[1:], "kubectl pvleft")
+        except BaseException:  # --help exits; a usage error raises
+            pass
+        print("BUILT", " ".join(run_parser("kubectl pvleft").subcommands.choices))
+        """)
+    every = " ".join(c.name for c in SUBCOMMANDS)
+    for argv, built in ((["-n", "x", "claims", "-o", "json"], "claims"), (["--help"], every), (["claim"], every)):
+        done = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, cwd=tmp_path,
+                              timeout=60, env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}, check=False)
+        assert done.stdout.rpartition("BUILT ")[2].strip() == built, (argv, done.stdout, done.stderr)
 
 
 @pytest.mark.integration  # a fresh interpreter: a child process
