@@ -51,6 +51,8 @@ NOT_ON_COMMON_PATH = (
     # `mcp` alone: the MCP SDK and what it brings (pydantic, anyio, starlette), and our server over it
     "mcp", "mcp_types", "pydantic", "anyio", "starlette", "kubectl_pvleft.cli.mcp_server",
 )
+# Records whose Struct classes only some commands decode (each class costs start-up): imported by those alone.
+RECORDS_READ_BY = {"kubectl_pvleft.records.nodes": ("attachments",), "kubectl_pvleft.records.snapshots": ("snapshots",)}
 NOT_FOR_HELP = ("msgspec", "dataclasses", "inspect", "kubectl_pvleft.kube.kubeconfig", "kubectl_pvleft.output.printer",
                 "kubectl_pvleft.kube.api", "kubectl_pvleft.kube.transport", "json", "yaml", "tabulate", "mcp", "mcp_types",
                 "pydantic", "kubectl_pvleft.cli.mcp_server",
@@ -124,7 +126,7 @@ def library_modules() -> frozenset[str]:
     return frozenset(done.stdout.split())
 
 
-@pytest.mark.parametrize("command", ["claims", "leftovers", "classes", "pending", "snapshots"])
+@pytest.mark.parametrize("command", ["claims", "leftovers", "classes", "pending", "snapshots", "attachments"])
 @pytest.mark.integration  # a fresh interpreter: a child process
 def test_a_one_shot_run_imports_only_what_it_runs(tmp_path: Path, command: str) -> None:
     # A closed port: the run fails at its first request, after everything a run needs is imported.
@@ -135,6 +137,7 @@ def test_a_one_shot_run_imports_only_what_it_runs(tmp_path: Path, command: str) 
     assert stderr.startswith("error: ") and "Traceback" not in stderr, stderr
     assert "kubectl_pvleft.kube.kubeconfig" in modules and "kubectl_pvleft.kube.plainyaml" in modules
     assert loaded(modules, NOT_ON_COMMON_PATH) == []
+    assert loaded(modules, tuple(m for m, users in RECORDS_READ_BY.items() if command not in users)) == []
 
 
 def collector_at_exit(argv: list[str], call: str, tmp_path: Path) -> tuple[str, str]:

@@ -21,7 +21,8 @@ from kubectl_pvleft.clouds.census import _set_aside
 from kubectl_pvleft.errors import UsageError
 from kubectl_pvleft.invocation import Options, kept_reason
 from kubectl_pvleft.kube.watch import WatchSettings, _burst, recheck_for
-from kubectl_pvleft.records import PersistentVolume, PersistentVolumeClaim, Pod, VolumeSnapshotContent
+from kubectl_pvleft.records import PersistentVolume, PersistentVolumeClaim, Pod
+from kubectl_pvleft.records.snapshots import VolumeSnapshotContent
 
 NOW = datetime(2026, 12, 4, 12, 0, tzinfo=timezone.utc)
 DAY = 86400.0

@@ -1,8 +1,8 @@
 """Small typed records decoded straight from the API's response bytes (msgspec Structs that declare only
-the fields the analyses read, under their wire names). workloads.py (the workloads that name claims)
-is imported where it is read, never at start-up. base: the Record base and the API's envelopes;
-volumes: PVs, claims, classes, attachments; nodes: Nodes and CSINodes; pods: Pods and Events; snapshots:
-VolumeSnapshots, contents, classes."""
+the fields the analyses read, under their wire names). base: the Record base and the API's envelopes;
+volumes: PVs, claims, classes, attachments; pods: Pods and Events, exported here. nodes (Nodes and CSINodes),
+snapshots (VolumeSnapshots, contents, classes) and workloads (the workloads that name claims) are imported from
+their modules where they are read, never at start-up: each Struct class costs start-up time to create."""
 
 from kubectl_pvleft.records.base import (
     BETA_CLASS_ANNOTATION,
@@ -21,9 +21,7 @@ from kubectl_pvleft.records.base import (
     Status,
     iso,
 )
-from kubectl_pvleft.records.nodes import CSINode, CSINodeDriver, Node
 from kubectl_pvleft.records.pods import ClaimVolumeSource, ContainerStatus, ContainerWait, Event, Pod, PodSpec, PodStatus, PodVolume
-from kubectl_pvleft.records.snapshots import SnapshotError, VolumeSnapshot, VolumeSnapshotClass, VolumeSnapshotContent
 from kubectl_pvleft.records.volumes import (
     ZONE_KEYS,
     ClaimIdentity,
@@ -49,8 +47,6 @@ __all__ = [
     "ZONE_KEYS",
     "Absent",
     "CSIDriver",
-    "CSINode",
-    "CSINodeDriver",
     "ClaimIdentity",
     "ClaimVolumeSource",
     "Condition",
@@ -64,7 +60,6 @@ __all__ = [
     "ModifyVolumeStatus",
     "ModifyVolumeStatusJson",
     "Named",
-    "Node",
     "Object",
     "ObjectMeta",
     "ObjectRef",
@@ -76,14 +71,10 @@ __all__ = [
     "PodStatus",
     "PodVolume",
     "Record",
-    "SnapshotError",
     "Status",
     "StorageClass",
     "VolumeAttachment",
     "VolumeAttributesClass",
     "VolumeError",
-    "VolumeSnapshot",
-    "VolumeSnapshotClass",
-    "VolumeSnapshotContent",
     "iso",
 ]
