@@ -236,7 +236,7 @@ def finding_count(report: Report[Any]) -> int:
     return 0 if report.findings is None else sum(len(report.findings(row)) for row in report.rows)
 
 
-_CLAUSE_END = re.compile(r"[.;](?=\s)|\s(?=\()|\s[-\u2014](?=\s)")
+_CLAUSE_END = r"[.;](?=\s)|\s(?=\()|\s[-\u2014](?=\s)"  # compiled at first use (re caches it)
 
 
 def clause_cut(text: Optional[str], width: int) -> Optional[str]:
@@ -249,7 +249,7 @@ def clause_cut(text: Optional[str], width: int) -> Optional[str]:
     flat = one_line(text)
     if len(flat) <= width:
         return flat
-    ends = [m.start() for m in _CLAUSE_END.finditer(flat)]
+    ends = [m.start() for m in re.finditer(_CLAUSE_END, flat)]
     fitting = [end for end in ends if end + 4 <= width]
     if fitting:
         return flat[: fitting[-1]].rstrip(" ,:") + " ..."
