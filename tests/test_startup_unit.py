@@ -52,7 +52,8 @@ NOT_ON_COMMON_PATH = (
     "mcp", "mcp_types", "pydantic", "anyio", "starlette", "kubectl_pvleft.cli.mcp_server",
 )
 # Records whose Struct classes only some commands decode (each class costs start-up): imported by those alone.
-RECORDS_READ_BY = {"kubectl_pvleft.records.nodes": ("attachments",), "kubectl_pvleft.records.snapshots": ("snapshots",)}
+RECORDS_READ_BY = {"kubectl_pvleft.records.nodes": ("attachments",), "kubectl_pvleft.records.snapshots": ("snapshots",),
+                   "kubectl_pvleft.records.pods": ("claims", "pending")}
 NOT_FOR_HELP = ("msgspec", "dataclasses", "inspect", "kubectl_pvleft.kube.kubeconfig", "kubectl_pvleft.output.printer",
                 "kubectl_pvleft.kube.api", "kubectl_pvleft.kube.transport", "json", "yaml", "tabulate", "mcp", "mcp_types",
                 "pydantic", "kubectl_pvleft.cli.mcp_server",

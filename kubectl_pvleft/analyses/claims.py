@@ -97,10 +97,10 @@ from kubectl_pvleft.records import (
     ModifyVolumeStatusJson,
     PersistentVolume,
     PersistentVolumeClaim,
-    Pod,
     StorageClass,
     iso,
 )
+from kubectl_pvleft.records.pods import Pod
 
 if TYPE_CHECKING:  # --watch alone needs the watch runtime: imported in follow()
     from kubectl_pvleft.kube.watch import Follow, Stores

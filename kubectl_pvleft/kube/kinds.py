@@ -19,7 +19,6 @@ from kubectl_pvleft.records import (
     ObjectMeta,
     PersistentVolume,
     PersistentVolumeClaim,
-    Pod,
     StorageClass,
     VolumeAttachment,
     VolumeAttributesClass,
@@ -27,6 +26,7 @@ from kubectl_pvleft.records import (
 
 if TYPE_CHECKING:  # imported when first read (LateKind), by the commands that read them
     from kubectl_pvleft.records.nodes import CSINode, Node  # attachments
+    from kubectl_pvleft.records.pods import Pod  # pending, claims, attachments, why
     from kubectl_pvleft.records.snapshots import VolumeSnapshot, VolumeSnapshotClass, VolumeSnapshotContent
     from kubectl_pvleft.records.workloads import CronJob, DaemonSet, Deployment, Job, ReplicaSet, StatefulSet
 
@@ -102,7 +102,7 @@ class LateKind(Kind[R]):
 PERSISTENT_VOLUMES = Kind("persistentvolumes", "/api/v1", False, PersistentVolume)
 PERSISTENT_VOLUME_CLAIMS = Kind("persistentvolumeclaims", "/api/v1", True, PersistentVolumeClaim)
 CLAIM_IDENTITIES = Kind("persistentvolumeclaims", "/api/v1", True, ClaimIdentity, metadata_only=True)
-PODS = Kind("pods", "/api/v1", True, Pod)
+PODS: Kind[Pod] = LateKind("pods", "/api/v1", True, "pods", "Pod")
 EVENTS = Kind("events", "/api/v1", True, Event)
 STORAGE_CLASSES = Kind("storageclasses", "/apis/storage.k8s.io/v1", False, StorageClass)
 CSI_DRIVERS = Kind("csidrivers", "/apis/storage.k8s.io/v1", False, Named, metadata_only=True)

@@ -1,8 +1,8 @@
 """Small typed records decoded straight from the API's response bytes (msgspec Structs that declare only
 the fields the analyses read, under their wire names). base: the Record base and the API's envelopes;
-volumes: PVs, claims, classes, attachments; pods: Pods and Events, exported here. nodes (Nodes and CSINodes),
-snapshots (VolumeSnapshots, contents, classes) and workloads (the workloads that name claims) are imported from
-their modules where they are read, never at start-up: each Struct class costs start-up time to create."""
+volumes: PVs, claims, classes, attachments; events: Events; all exported here. pods (Pods), nodes (Nodes and
+CSINodes), snapshots (VolumeSnapshots, contents, classes) and workloads (the workloads that name claims) are
+imported from their modules where they are read, never at start-up: each Struct class costs start-up time."""
 
 from kubectl_pvleft.records.base import (
     BETA_CLASS_ANNOTATION,
@@ -21,7 +21,7 @@ from kubectl_pvleft.records.base import (
     Status,
     iso,
 )
-from kubectl_pvleft.records.pods import ClaimVolumeSource, ContainerStatus, ContainerWait, Event, Pod, PodSpec, PodStatus, PodVolume
+from kubectl_pvleft.records.events import Event
 from kubectl_pvleft.records.volumes import (
     ZONE_KEYS,
     ClaimIdentity,
@@ -48,11 +48,8 @@ __all__ = [
     "Absent",
     "CSIDriver",
     "ClaimIdentity",
-    "ClaimVolumeSource",
     "Condition",
     "ConditionJson",
-    "ContainerStatus",
-    "ContainerWait",
     "Event",
     "HealthCondition",
     "HealthConditionJson",
@@ -66,10 +63,6 @@ __all__ = [
     "OwnerReference",
     "PersistentVolume",
     "PersistentVolumeClaim",
-    "Pod",
-    "PodSpec",
-    "PodStatus",
-    "PodVolume",
     "Record",
     "Status",
     "StorageClass",
