@@ -141,34 +141,41 @@ def test_a_one_shot_run_imports_only_what_it_runs(tmp_path: Path, command: str) 
     assert loaded(modules, tuple(m for m, users in RECORDS_READ_BY.items() if command not in users)) == []
 
 
-def collector_at_exit(argv: list[str], call: str, tmp_path: Path) -> tuple[str, str]:
-    """Whether the cyclic collector is on, and whether objects are frozen, when a fresh interpreter that ran the
-    CLI through `call` ("entry" as the console script, "main" as a library) exits; and its stderr."""
+def collector_at_exit(argv: list[str], call: str, tmp_path: Path) -> tuple[str, str, int]:
+    """How a fresh interpreter that ran the CLI through `call` ("entry" as the console script, "main" as a library)
+    ends: whether the cyclic collector is on, whether objects are frozen, and whether it left through os._exit
+    (FAST) or the interpreter's teardown (SLOW); its stderr and exit code."""
     code = textwrap.dedent(f"""\
-        import atexit, gc, sys
-        atexit.register(lambda: print("COLLECTOR", gc.isenabled(), gc.get_freeze_count() > 0, file=sys.__stdout__))
+        import atexit, gc, os, sys
+        def state(how):
+            print("COLLECTOR", gc.isenabled(), gc.get_freeze_count() > 0, how, file=sys.__stdout__, flush=True)
+        leave = os._exit
+        os._exit = lambda code: (state("FAST"), leave(code))
+        atexit.register(state, "SLOW")
         sys.argv = ["kubectl-pvleft", *{argv!r}]
         from kubectl_pvleft.cli.main import entry, main
-        {call}() if {call!r} == "entry" else main(sys.argv[1:])
+        {call}() if {call!r} == "entry" else sys.exit(main(sys.argv[1:]))
         """)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=60,
                           env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}, check=False)
-    return done.stdout.rpartition("COLLECTOR ")[2].strip(), done.stderr
+    return done.stdout.rpartition("COLLECTOR ")[2].strip(), done.stderr, done.returncode
 
 
 @pytest.mark.integration  # a fresh interpreter: a child process
-def test_the_console_script_holds_the_collector_only_while_the_run_starts(tmp_path: Path) -> None:
+def test_the_console_script_holds_the_collector_while_starting_and_skips_the_teardown(tmp_path: Path) -> None:
     """entry() turns the cyclic collector off for start-up (BENCHMARKS.md, Start-up); a run that reached its
-    connection has it on again, start-up's objects frozen, for the work. main(), as a library calls it, leaves
-    the collector alone."""
+    connection has it on again, start-up's objects frozen, for the work; a one-shot run that is done leaves through
+    os._exit with its exit code and its output said. main(), as a library calls it, leaves the collector and the
+    interpreter's exit alone; so does help (no run)."""
     config = tmp_path / "config"
     config.write_text(kubeconfig_text(f"https://127.0.0.1:{closed_port()}"))
     run = ["claims", "--kubeconfig", str(config)]  # fails at its first request, after the connection is made
-    for call, expected in (("entry", "True True"), ("main", "True False")):
-        state, stderr = collector_at_exit(run, call, tmp_path)
-        assert stderr.startswith("error: ") and "Traceback" not in stderr, stderr
+    for call, expected in (("entry", "True True FAST"), ("main", "True False SLOW")):
+        state, stderr, code = collector_at_exit(run, call, tmp_path)
+        assert stderr.startswith("error: ") and "Traceback" not in stderr and code == 1, (call, stderr, code)
         assert state == expected, call
-    assert collector_at_exit(["--help"], "entry", tmp_path)[0] == "False False"  # help exits without a collection
+    state, _, code = collector_at_exit(["--help"], "entry", tmp_path)
+    assert (state, code) == ("False False SLOW", 0)  # help exits without a collection, through the usual exit
 
 
 @pytest.mark.integration  # a fresh interpreter: a child process
