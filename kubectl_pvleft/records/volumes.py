@@ -90,11 +90,12 @@ class PersistentVolumeSpec(Record, frozen=True):
     node_affinity: Optional[VolumeNodeAffinity] = None
 
 
-# From the class's own annotations, not msgspec.structs.fields(), which resolves every type hint at start-up.
+# From the class's own annotations (objects: this module has no postponed annotations), not
+# msgspec.structs.fields(), which resolves every type hint at start-up.
 _IN_TREE_SOURCES = tuple(
     (name, wire_name)
     for name, wire_name in zip(PersistentVolumeSpec.__struct_fields__, PersistentVolumeSpec.__struct_encode_fields__, strict=True)
-    if PersistentVolumeSpec.__annotations__.get(name) == "Optional[InTreeSource]"
+    if PersistentVolumeSpec.__annotations__.get(name) == Optional[InTreeSource]
 )
 
 
