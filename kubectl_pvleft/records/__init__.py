@@ -20,6 +20,7 @@ from kubectl_pvleft.records.base import (
     Record,
     Status,
     iso,
+    shared_value,
 )
 from kubectl_pvleft.records.events import Event
 from kubectl_pvleft.records.volumes import (
@@ -70,4 +71,5 @@ __all__ = [
     "VolumeAttributesClass",
     "VolumeError",
     "iso",
+    "shared_value",
 ]
