@@ -32,8 +32,6 @@ if TYPE_CHECKING:  # --help must not pay for these
     from kubectl_pvleft.records import ObjectMeta
 
 Row = TypeVar("Row")
-S = TypeVar("S", bound="FlagSet")
-F = TypeVar("F", bound="_Frozen")
 T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)
 
@@ -69,6 +67,11 @@ class _Frozen:
 
     def replace(self: F, **changes: object) -> F:
         return type(self)(**{**{n: getattr(self, n) for n in self.__slots__}, **changes})
+
+
+# Bound to the class, not its name: typing compiles a name (a ForwardRef) at import, and a run's first compile()
+# costs ~0.7 ms of start-up (BENCHMARKS.md, Start-up).
+F = TypeVar("F", bound=_Frozen)
 
 
 BOOLEAN, VALUE, REPEATED = "boolean", "value", "repeated"
@@ -112,6 +115,9 @@ class FlagSet(_Frozen):
     @classmethod
     def of(cls: type[S], values: FlagValues) -> S:
         return cls(**{name: values[name] for name in cls.__slots__ if name in values})
+
+
+S = TypeVar("S", bound=FlagSet)  # the class, not its name: see F
 
 
 class Flags(FlagSet):

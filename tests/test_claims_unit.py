@@ -379,7 +379,7 @@ def test_refused_csidrivers_are_said_only_where_pods_share_a_claim() -> None:
     """A namespaced user may not list CSIDrivers (cluster-scoped): whether Pods sharing a volume conflict is then
     unknown. Said once when two Pods share a Bound claim; never for a namespace where nothing is shared."""
     from kubectl_pvleft.analyses.claims import census
-    from kubectl_pvleft.records import Pod
+    from kubectl_pvleft.records.pods import Pod
 
     def pod(name: str) -> Pod:
         return Pod.from_wire({"metadata": {"name": name, "namespace": "shop", "uid": f"uid-{name}"},

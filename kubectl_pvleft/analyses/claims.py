@@ -98,11 +98,11 @@ from kubectl_pvleft.records import (
     ModifyVolumeStatusJson,
     PersistentVolume,
     PersistentVolumeClaim,
-    Pod,
     StorageClass,
     iso,
     shared_value,
 )
+from kubectl_pvleft.records.pods import Pod
 
 if TYPE_CHECKING:  # --watch alone needs the watch runtime: imported in follow()
     from kubectl_pvleft.kube.watch import Follow, Stores

@@ -19,9 +19,12 @@ is met. The rules are the controllers' own:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
-from kubectl_pvleft.records import ObjectMeta, PersistentVolumeClaim, Pod
+from kubectl_pvleft.records import ObjectMeta, PersistentVolumeClaim
+
+if TYPE_CHECKING:  # a run that reads no Pods (leftovers) never imports their records
+    from kubectl_pvleft.records.pods import Pod
 
 TERMINATING = "terminating"  # the finding kind, in every analysis
 

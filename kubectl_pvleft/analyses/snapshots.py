@@ -39,7 +39,8 @@ from kubectl_pvleft.invocation import KEEP_ANNOTATION, Analysis, AnalysisOf, Opt
 from kubectl_pvleft.kube.api import VOLUME_SNAPSHOT_CLASSES, VOLUME_SNAPSHOT_CONTENTS, VOLUME_SNAPSHOTS, Reader, optional
 from kubectl_pvleft.output import series
 from kubectl_pvleft.output.report import Column, Report, SetAsideJson, Verdict, actionable, age, finding_count, utcnow
-from kubectl_pvleft.records import Absent, VolumeSnapshot, VolumeSnapshotClass, VolumeSnapshotContent, iso
+from kubectl_pvleft.records import Absent, iso
+from kubectl_pvleft.records.snapshots import VolumeSnapshot, VolumeSnapshotClass, VolumeSnapshotContent
 
 if TYPE_CHECKING:  # --watch alone needs the watch runtime: imported in follow(); a cloud, only with its flags
     from kubectl_pvleft.clouds.base import CloudSnapshotJson, MonthlyCostJson, UnpricedJson

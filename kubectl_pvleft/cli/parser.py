@@ -9,6 +9,7 @@ import argparse
 import functools
 import os
 import re
+import threading
 from collections.abc import Callable, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NoReturn, Optional
@@ -140,6 +141,7 @@ class _Parser(argparse.ArgumentParser):
     argv: tuple[str, ...] = ()  # what was typed, for pflag's words (which form of a flag lacked its value)
     pending: Optional[Callable[[], None]] = None  # a subcommand's flags, added when it is first used
     render_help: Optional[Callable[[], str]] = None  # --help in kubectl's layout (cli/helplayout.py)
+    subcommands: Optional[argparse._SubParsersAction[_Parser]] = None  # the program's: its subcommands' parsers
 
     def materialize(self) -> _Parser:
         """Add this subcommand's flags now: a run builds only its own (each set costs ~1 ms of start-up)."""
@@ -410,19 +412,44 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
 
 @functools.lru_cache(maxsize=4)  # a parser is reusable; building one costs more than a run's parsing
 def build_parser(prog: str) -> argparse.ArgumentParser:
+    """The program's parser with every subcommand's, in their order: for help topics and completion. A run parses
+    with run_parser's."""
+    parser = _top_parser(prog)
+    for command in SUBCOMMANDS:
+        _add_subcommand(parser, command, prog)
+    return parser
+
+
+@functools.lru_cache(maxsize=4)
+def run_parser(prog: str) -> _Parser:
+    """The program's parser as a run uses it: the subcommands' parsers are added as runs name them (in one process,
+    one run: one subcommand), since each costs ~0.1 ms of start-up and three gettext look-ups (BENCHMARKS.md)."""
+    return _top_parser(prog)
+
+
+def _top_parser(prog: str) -> _Parser:
     parser = _Parser(prog=prog, allow_abbrev=False,  # pflag takes no abbreviations: --all is not --all-namespaces
                      formatter_class=_HelpFormatter)
     parser.add_argument("--version", action="version", version=f"kubectl-pvleft {__version__}",
                         help="print the plugin's version and exit")
     _flags(parser, top=True)
     # prog given: argparse would format the parent's usage to find it (no positional precedes SUBCOMMAND).
-    sub = parser.add_subparsers(dest="command", metavar="SUBCOMMAND", parser_class=_Parser, prog=prog)
-    for command in SUBCOMMANDS:
-        p = sub.add_parser(command.name, help=command.summary, formatter_class=_HelpFormatter, allow_abbrev=False)
-        p.pending = functools.partial(_subcommand_flags, p, command)
-        p.render_help = functools.partial(_subcommand_help, p, command, prog)
+    parser.subcommands = parser.add_subparsers(dest="command", metavar="SUBCOMMAND", parser_class=_Parser, prog=prog)
     parser.render_help = functools.partial(_program_help, prog)
     return parser
+
+
+_ADDING = threading.Lock()  # mcp parses its tool calls' argv in threads
+
+
+def _add_subcommand(parser: _Parser, command: Command, prog: str) -> None:
+    with _ADDING:
+        if parser.subcommands is None or command.name in parser.subcommands.choices:
+            return
+        p = parser.subcommands.add_parser(command.name, help=command.summary, formatter_class=_HelpFormatter,
+                                          allow_abbrev=False)
+        p.pending = functools.partial(_subcommand_flags, p, command)
+        p.render_help = functools.partial(_subcommand_help, p, command, prog)
 
 
 def _program_help(prog: str) -> str:
@@ -439,7 +466,7 @@ def _subcommand_help(parser: argparse.ArgumentParser, command: Command, prog: st
     from kubectl_pvleft.cli.helplayout import command_help
     from kubectl_pvleft.cli.helptext import EXAMPLES, legend
 
-    return command_help(parser, build_parser(prog), prog, command.name, command.summary, EXIT_CODES_SHORT,
+    return command_help(parser, run_parser(prog), prog, command.name, command.summary, EXIT_CODES_SHORT,
                         EXAMPLES[command.name], legend(command.name), "" if command is SERVE else "[NAME ...] ")
 
 
@@ -478,7 +505,7 @@ def _add(parser: Any, flag: Flag) -> None:
 def command_word(argv: Sequence[str], prog: str) -> Optional[str]:
     """The subcommand argv names, flags before it skipped as argparse would skip them (kubectl takes
     `kubectl pvleft --context x version`)."""
-    actions = build_parser(prog)._option_string_actions
+    actions = run_parser(prog)._option_string_actions  # the program's own flags: any parser of it has them
     index = 0
     while index < len(argv):
         arg = argv[index]
@@ -561,7 +588,12 @@ def _clouds_asked(command: Command, flags: FlagValues) -> tuple[str, ...]:
 def parse(argv: Sequence[str], prog: str) -> Optional[Invocation]:
     """The invocation argv asks for; None when it names no subcommand (the caller prints the help)."""
     argv = rewrite_bool_forms(list(argv))
-    parser = build_parser(prog)
+    word = command_word(argv, prog)
+    parser = run_parser(prog)
+    # The subcommand argv names; all of them when it names none (--help) or a word that is none (argparse's
+    # invalid choice, which error() words as kubectl does).
+    for command in (SUBCOMMANDS_BY_NAME[word],) if word in SUBCOMMANDS_BY_NAME else SUBCOMMANDS:
+        _add_subcommand(parser, command, prog)
     _Parser.secrets, _Parser.argv = secret_values(argv), tuple(argv)
     args, extras = parser.parse_known_args(argv)
     if extras:  # like kubectl: name the first unknown flag, never what follows it (it may be a secret)

@@ -303,7 +303,7 @@ def section_findings(sections: Sequence[SomeReport]) -> int:
     return sum(section.apply(finding_count) for section in sections)
 
 
-_CLAUSE_END = re.compile(r"[.;](?=\s)|\s(?=\()|\s[-\u2014](?=\s)")
+_CLAUSE_END = r"[.;](?=\s)|\s(?=\()|\s[-\u2014](?=\s)"  # compiled at first use (re caches it)
 
 
 def clause_cut(text: Optional[str], width: int) -> Optional[str]:
@@ -316,7 +316,7 @@ def clause_cut(text: Optional[str], width: int) -> Optional[str]:
     flat = one_line(text)
     if len(flat) <= width:
         return flat
-    ends = [m.start() for m in _CLAUSE_END.finditer(flat)]
+    ends = [m.start() for m in re.finditer(_CLAUSE_END, flat)]
     fitting = [end for end in ends if end + 4 <= width]
     if fitting:
         return flat[: fitting[-1]].rstrip(" ,:") + " ..."

@@ -9,8 +9,6 @@ send a field is not an error), and enumerations stay open: an unknown phase or s
 the string the server sent. ``from_wire`` converts an already-parsed dict, for tests and fixtures.
 """
 
-from __future__ import annotations
-
 import enum
 from collections.abc import Mapping
 from datetime import datetime

@@ -1,7 +1,5 @@
 """Records of the storage kinds: PersistentVolumes, their claims, StorageClasses, and names-only objects."""
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, Optional, TypedDict, TypeVar
@@ -93,11 +91,12 @@ class PersistentVolumeSpec(Record, frozen=True):
     node_affinity: Optional[VolumeNodeAffinity] = None
 
 
-# From the class's own annotations, not msgspec.structs.fields(), which resolves every type hint at start-up.
+# From the class's own annotations (objects: this module has no postponed annotations), not
+# msgspec.structs.fields(), which resolves every type hint at start-up.
 _IN_TREE_SOURCES = tuple(
     (name, wire_name)
     for name, wire_name in zip(PersistentVolumeSpec.__struct_fields__, PersistentVolumeSpec.__struct_encode_fields__, strict=True)
-    if PersistentVolumeSpec.__annotations__.get(name) == "Optional[InTreeSource]"
+    if PersistentVolumeSpec.__annotations__.get(name) == Optional[InTreeSource]
 )
 
 
@@ -330,7 +329,7 @@ class PersistentVolumeClaim(Object, frozen=True):
     spec: ClaimSpec = ClaimSpec()
     status: ClaimStatus = ClaimStatus()
 
-    def compact(self, shared: dict[Any, Any], *, managed_fields: bool = False) -> PersistentVolumeClaim:
+    def compact(self, shared: dict[Any, Any], *, managed_fields: bool = False) -> "PersistentVolumeClaim":
         """The same claim to keep until the end of a run (a row to print): without its managedFields unless asked
         (only a resize that never started reads them), and with the values many claims repeat (namespace, class,
         sizes, finalizers, annotations, conditions) shared with the claims kept before it through ``shared``
