@@ -39,6 +39,7 @@ from kubectl_pvleft.records.volumes import (
     VolumeAttachment,
     VolumeAttributesClass,
     VolumeError,
+    VolumeView,
 )
 
 __all__ = [
@@ -85,5 +86,6 @@ __all__ = [
     "VolumeSnapshot",
     "VolumeSnapshotClass",
     "VolumeSnapshotContent",
+    "VolumeView",
     "iso",
 ]
