@@ -34,7 +34,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Optional, TypedDict
+from typing import TYPE_CHECKING, Any, Optional, TypedDict, Union
 
 from msgspec import Struct, field
 from msgspec.structs import replace
@@ -90,6 +90,7 @@ from kubectl_pvleft.output.report import (
 )
 from kubectl_pvleft.records import (
     CLAIM_PHASES,
+    Absent,
     Condition,
     ConditionJson,
     HealthCondition,
@@ -693,7 +694,7 @@ def to_json(row: ClaimRow) -> ClaimJson:
     }
 
 
-def unused_since(row: ClaimRow, now: datetime) -> Any:
+def unused_since(row: ClaimRow, now: datetime) -> Union[str, Absent, None]:
     """The UNUSED SINCE cell: how long no Pod has mounted it, from the server's condition; from the Pods alone
     the start is unknown."""
     if not row.usage.idle:

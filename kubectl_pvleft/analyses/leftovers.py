@@ -26,7 +26,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from itertools import chain, islice
-from typing import TYPE_CHECKING, Any, Optional, Protocol, TypedDict, Union
+from typing import TYPE_CHECKING, Optional, Protocol, TypedDict, Union
 
 from msgspec import Struct, field
 
@@ -48,6 +48,7 @@ from kubectl_pvleft.records import Absent, ClaimIdentity, Event, ObjectRef, Pers
 
 if TYPE_CHECKING:  # --watch alone needs the watch runtime: imported in follow(); a cloud, only with its flags
     from kubectl_pvleft.clouds.base import CloudDisk, CloudDiskJson, MonthlyCostJson, Placement, PlacementJson, UnpricedJson
+    from kubectl_pvleft.clouds.census import CensusOutcome
     from kubectl_pvleft.clouds.cost import Priced
     from kubectl_pvleft.kube.watch import Follow, Stores
 
@@ -320,7 +321,9 @@ def run(api: Reader, options: Options) -> Result:
     taken = census.take(options, result.all_pvs, prices)
     outcome = with_disks(result, options, taken)
     sections = census.sections(taken, {None: leftover_names(result)}, show_all=options.show_all)
-    outcome.findings += sum(finding_count(section) for section in sections)
+    from kubectl_pvleft.output.report import section_findings
+
+    outcome.findings += section_findings(sections)
     outcome.sections, outcome.partial = sections, bool(taken.errors)
     outcome.warnings += taken.warnings
     outcome.errors += taken.errors
@@ -340,7 +343,7 @@ def leftover_names(result: LeftoverResult) -> list[str]:
     return [row.pv.name for row in result.rows if is_finding(row)]
 
 
-def with_disks(result: LeftoverResult, options: Options, taken: Any, context: Optional[str] = None) -> Result:
+def with_disks(result: LeftoverResult, options: Options, taken: CensusOutcome, context: Optional[str] = None) -> Result:
     """One cluster's rows with the DISK each PV names, as the census (``census.CensusOutcome``) saw it under
     ``context`` (None: one cluster's census)."""
     side = taken.of(context)

@@ -291,7 +291,9 @@ def run(api: Reader, options: Options) -> Result:
     taken = snapshot_census.take(options, wanted, prices, None if options.names else result.named)
     rows = with_cloud(result, options, taken)
     sections = snapshot_census.sections(taken, wanted, show_all=options.show_all)
-    return Result(rows.report, rows.findings + sum(finding_count(section) for section in sections),
+    from kubectl_pvleft.output.report import section_findings
+
+    return Result(rows.report, rows.findings + section_findings(sections),
                   result.warnings + taken.warnings, partial=bool(taken.errors), sections=sections, errors=taken.errors)
 
 

@@ -33,9 +33,9 @@ from kubectl_pvleft.invocation import MCP, SERVE, WHY, Analysis, Invocation, Res
 from kubectl_pvleft.text import one_line, shown, warn
 
 if TYPE_CHECKING:
-    from kubectl_pvleft.output.report import Report
+    from kubectl_pvleft.output.report import Report, SomeReport
 
-Shown = TypeVar("Shown")  # what a watch prints a line for: a row change, in its context for a fleet
+Shown = TypeVar("Shown")  # a row, where what prints it is generic in its type: a report's, a watch's row change
 
 # The CLI's public face: what tests, completion and the bundle's entry call.
 __all__ = ["EXIT_CODES_HELP", "EXIT_USAGE", "build_parser", "describe_api_error", "entry", "main",
@@ -133,7 +133,12 @@ def print_and_exit(result: Result, invocation: Invocation, *, fleet: bool, conte
     if invocation.sort_by:
         from kubectl_pvleft.output.templates import sort_rows
 
-        report = report.with_rows(sort_rows(report, invocation.sort_by))
+        key = invocation.sort_by
+
+        def sort(shown: Report[Shown]) -> SomeReport:
+            return shown.with_rows(sort_rows(shown, key))
+
+        report = report.apply(sort)
     if not (invocation.names and not report.rows and not result.sections and printing.format in ("table", "wide")):
         print_result(report, result.sections, printing)  # (kubectl says nothing but NotFound for names it lacks)
     for message in result.errors:  # a second census that failed: its own line, after what did print
@@ -157,17 +162,15 @@ def run_fleet(invocation: Invocation) -> int:
         return watch_fleet(invocation, contexts)
     from kubectl_pvleft import progress
 
-    # -v: each context's line as it finishes (above the status line on a terminal), not all at the end.
-    said = (lambda o: progress.line(fleet.summary(o))) if invocation.verbosity else None
-    taken = None
+    census = None
     if invocation.clouds:  # one census of the whole estate: each account's disks against every context's PVs
-        outcomes, taken = fleet.census_contexts(contexts, invocation, said)
+        outcomes, census = fleet.census_contexts(contexts, invocation)
     else:
-        outcomes = fleet.run_contexts(contexts, invocation, said)
+        outcomes = fleet.run_contexts(contexts, invocation, Session.run, fleet.result_rows)
     progress.stop()
     report, result = fleet.combine(outcomes)
-    if taken is not None:
-        fleet.census_result(result, outcomes, taken, invocation.shows_all)
+    if census is not None:
+        fleet.census_result(result, census)
     if report is None:  # no context answered: their errors are the report
         for message in result.errors:
             error(message)

@@ -30,6 +30,9 @@ from kubectl_pvleft.invocation import (
     WHY,
     Command,
     Flag,
+    Flags,
+    FlagValue,
+    FlagValues,
     Invocation,
 )
 from kubectl_pvleft.output.names import DOCUMENT_FORMATS, PLAIN_FORMATS, REFUSED_FORMATS, TEMPLATE_FORMATS
@@ -525,11 +528,11 @@ def selection_of(args: argparse.Namespace) -> Selection:
 def invocation_of(args: argparse.Namespace) -> Invocation:
     """The parsed command line as the one frozen, typed value everything below the CLI reads."""
     command = SUBCOMMANDS_BY_NAME[args.command]
-    flags = {}
+    values: dict[str, FlagValue] = {}
     for flag in declared_flags(command):
         value = getattr(args, flag.dest, None)
-        flags[flag.dest] = (tuple(value or ()) if flag.kind == REPEATED else bool(value) if flag.kind == BOOLEAN
-                            else value)
+        values[flag.dest] = (tuple(value or ()) if flag.kind == REPEATED else bool(value) if flag.kind == BOOLEAN
+                             else value)
     patterns = tuple(p.strip() for value in args.contexts or () for p in value.split(",") if p.strip())
     if args.contexts and not patterns:
         raise UsageError("--contexts needs context names or patterns, e.g. --contexts 'prod-*'")
@@ -538,14 +541,15 @@ def invocation_of(args: argparse.Namespace) -> Invocation:
         label_selector=args.selector, field_selector=args.field_selector, output=args.output,
         no_headers=args.no_headers, show_labels=args.show_labels, sort_by=args.sort_by, watch=args.watch,
         exit_code=args.exit_code, request_timeout=args.request_timeout, verbosity=args.verbosity,
-        flags=MappingProxyType(flags), clouds=_clouds_asked(command, flags), all_contexts=args.all_contexts,
+        flags=Flags.of(values), values=MappingProxyType(values), clouds=_clouds_asked(command, values),
+        all_contexts=args.all_contexts,
         contexts=patterns, names=tuple(dict.fromkeys(getattr(args, "names", None) or ())),
         max_concurrency=args.max_concurrency, chunk_size=args.chunk_size,
         label_columns=tuple(key.strip() for value in args.label_columns or () for key in value.split(",")
                             if key.strip()))
 
 
-def _clouds_asked(command: Command, flags: dict[str, Any]) -> tuple[str, ...]:
+def _clouds_asked(command: Command, flags: FlagValues) -> tuple[str, ...]:
     """The clouds whose census the flags ask for, by source, in registry order."""
     if not command.census:
         return ()
@@ -583,7 +587,7 @@ def check_combinations(invocation: Invocation) -> None:
     if invocation.names and invocation.all_namespaces and not invocation.command.cluster_scoped:
         raise UsageError("a resource cannot be retrieved by name across all namespaces")  # kubectl's words
     declared = declared_flags(invocation.command)
-    given = {flag.name for flag in declared if invocation.flags.get(flag.dest)}
+    given = {flag.name for flag in declared if invocation.values.get(flag.dest)}
     for flag in declared:
         if flag.needs == NEEDS_CENSUS and flag.name in given and not invocation.clouds:
             from kubectl_pvleft.clouds import asking_flags
@@ -593,8 +597,8 @@ def check_combinations(invocation: Invocation) -> None:
             raise UsageError(f"{flag.name} needs {flag.needs}")
     for flag in declared:
         if flag.pattern:
-            values = invocation.flags.get(flag.dest)  # "" is a value to check (--listen ''), None is not given
-            for value in (values,) if isinstance(values, str) else values or ():
+            values = invocation.values.get(flag.dest)  # "" is a value to check (--listen ''), None is not given
+            for value in (values,) if isinstance(values, str) else values if isinstance(values, tuple) else ():
                 if not re.fullmatch(flag.pattern, value):
                     raise UsageError(f"{flag.name} {shown(value)!r} is not {flag.what}")
     if invocation.command is SERVE:
@@ -603,9 +607,7 @@ def check_combinations(invocation: Invocation) -> None:
         check_why(invocation)
     if invocation.command is MCP:
         refuse_run_flags(invocation, "mcp (its tools take these per call, and answer in JSON)")
-        listen = invocation.flags.get("listen")
-        if listen is not None and not 0 <= int(listen.rpartition(":")[2]) < 65536:
-            raise UsageError(f"--listen {shown(listen)!r} has no port between 0 and 65535")
+        check_port(invocation.flags.listen)
     if invocation.watch and invocation.clouds:
         from kubectl_pvleft.clouds import asking_flags
 
@@ -656,8 +658,8 @@ def refuse_run_flags(invocation: Invocation, why: str) -> None:
 
 def check_serve(invocation: Invocation) -> None:
     refuse_run_flags(invocation, "serve (it serves metrics for one context, every kind)")
-    for dest, name in (("census_interval", "--census-interval"), ("stale_after", "--stale-after")):
-        text = invocation.flags.get(dest)
+    for text, name in ((invocation.flags.census_interval, "--census-interval"),
+                       (invocation.flags.stale_after, "--stale-after")):
         if text is not None:
             try:
                 seconds = go_duration(text) / 1e9
@@ -665,6 +667,10 @@ def check_serve(invocation: Invocation) -> None:
                 seconds = 0
             if seconds < 1:
                 raise UsageError(f"{name} {shown(text)!r} is not a duration of at least 1s (e.g. 30s, 15m, 1h)")
-    listen = invocation.flags.get("listen")
+    check_port(invocation.flags.listen)
+
+
+def check_port(listen: Optional[str]) -> None:
+    """--listen's port, once its syntax is checked (its pattern): one TCP can have."""
     if listen is not None and not 0 <= int(listen.rpartition(":")[2]) < 65536:
         raise UsageError(f"--listen {shown(listen)!r} has no port between 0 and 65535")
