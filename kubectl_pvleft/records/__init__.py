@@ -21,6 +21,7 @@ from kubectl_pvleft.records.base import (
     Record,
     Status,
     iso,
+    shared_value,
 )
 from kubectl_pvleft.records.nodes import CSINode, CSINodeDriver, Node
 from kubectl_pvleft.records.pods import ClaimVolumeSource, ContainerStatus, ContainerWait, Event, Pod, PodSpec, PodStatus, PodVolume
@@ -90,4 +91,5 @@ __all__ = [
     "VolumeSnapshotContent",
     "VolumeView",
     "iso",
+    "shared_value",
 ]

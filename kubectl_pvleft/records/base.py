@@ -49,6 +49,15 @@ class Record(msgspec.Struct, rename="camel", frozen=True, gc=False):
         return msgspec.json.decode(msgspec.json.encode(obj), type=cls)
 
 
+def shared_value(value: T, shared: dict[Any, Any]) -> T:
+    """An equal value kept before in ``shared`` (a hashable one: strings, times, tuples of them, frozen records),
+    else this one, kept for the next: what many kept records repeat, held once."""
+    try:
+        return shared.setdefault(value, value)  # type: ignore[no-any-return]
+    except TypeError:  # a frozen record holding a mapping is not hashable: kept as it is
+        return value
+
+
 def iso(when: Optional[datetime]) -> Optional[str]:
     """The API's own time format, for JSON output."""
     if when is None:
