@@ -19,7 +19,8 @@ is met. The rules are the controllers' own:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Optional
+from datetime import datetime
+from typing import TYPE_CHECKING, Optional, Protocol
 
 from kubectl_pvleft.records import ObjectMeta, PersistentVolumeClaim
 
@@ -45,7 +46,14 @@ OWNERS = {
 }
 
 
-def terminating(meta: ObjectMeta) -> bool:
+class BeingDeleted(Protocol):
+    """An object's metadata, as far as whether it is being deleted."""
+
+    @property
+    def deletion_timestamp(self) -> Optional[datetime]: ...
+
+
+def terminating(meta: BeingDeleted) -> bool:
     return meta.deletion_timestamp is not None
 
 

@@ -14,9 +14,9 @@ from kubectl_pvleft.records import (
     ClaimIdentity,
     CSIDriver,
     Event,
+    IdentityMeta,
     ListMeta,
     Named,
-    ObjectMeta,
     PersistentVolume,
     PersistentVolumeClaim,
     StorageClass,
@@ -39,7 +39,7 @@ class Object(Protocol):
     """What every kind's record has: the watch reads its resourceVersion, a list its uid."""
 
     @property
-    def metadata(self) -> ObjectMeta: ...
+    def metadata(self) -> IdentityMeta: ...
 
 
 R = TypeVar("R", bound=Object)
@@ -74,16 +74,21 @@ class Kind(Generic[R]):
 
     @cached_property
     def page_decoder(self) -> msgspec.json.Decoder[Any]:
-        # The item type is built at run time from this kind's record, which a type checker cannot follow.
-        page = msgspec.defstruct(f"{self.record.__name__}Page", [
-            # An empty metadata-only list says "items": null.
-            ("metadata", ListMeta, ListMeta()),
-            ("items", Optional[list[self.record]], None)], frozen=True, gc=False)  # type: ignore[name-defined]
-        return msgspec.json.Decoder(page)
+        return page_decoder(self.record)
 
     @cached_property
     def decoder(self) -> msgspec.json.Decoder[R]:
         return msgspec.json.Decoder(self.record)
+
+
+def page_decoder(record: type[Any]) -> msgspec.json.Decoder[Any]:
+    """A decoder of one page of a list whose items decode as ``record``."""
+    # The item type is built at run time from the record, which a type checker cannot follow.
+    page = msgspec.defstruct(f"{record.__name__}Page", [
+        # An empty metadata-only list says "items": null.
+        ("metadata", ListMeta, ListMeta()),
+        ("items", Optional[list[record]], None)], frozen=True, gc=False)  # type: ignore[valid-type]
+    return msgspec.json.Decoder(page)
 
 
 class LateKind(Kind[R]):

@@ -12,6 +12,7 @@ from kubectl_pvleft.records.base import (
     Absent,
     Condition,
     ConditionJson,
+    IdentityMeta,
     ListMeta,
     Object,
     ObjectMeta,
@@ -38,6 +39,7 @@ from kubectl_pvleft.records.volumes import (
     VolumeAttachment,
     VolumeAttributesClass,
     VolumeError,
+    VolumeView,
 )
 
 __all__ = [
@@ -54,6 +56,7 @@ __all__ = [
     "Event",
     "HealthCondition",
     "HealthConditionJson",
+    "IdentityMeta",
     "ListMeta",
     "ModifyVolumeStatus",
     "ModifyVolumeStatusJson",
@@ -70,6 +73,7 @@ __all__ = [
     "VolumeAttachment",
     "VolumeAttributesClass",
     "VolumeError",
+    "VolumeView",
     "iso",
     "shared_value",
 ]

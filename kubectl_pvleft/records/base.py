@@ -63,11 +63,16 @@ def iso(when: Optional[datetime]) -> Optional[str]:
     return when.isoformat().replace("+00:00", "Z")
 
 
-class ObjectMeta(Record, frozen=True):
+class IdentityMeta(Record, frozen=True):
+    """The metadata that names an object and its version: all a list needs of it (its uid), and a watch."""
+
     name: str = ""
     namespace: Optional[str] = None
     uid: str = ""
     resource_version: str = ""
+
+
+class ObjectMeta(IdentityMeta, frozen=True):
     creation_timestamp: Optional[datetime] = None
     deletion_timestamp: Optional[datetime] = None
     deletion_grace_period_seconds: Optional[int] = None

@@ -9,6 +9,7 @@ import msgspec
 from kubectl_pvleft.records.base import (
     DEFAULT_CLASS_ANNOTATIONS,
     Condition,
+    IdentityMeta,
     Object,
     ObjectMeta,
     ObjectRef,
@@ -199,6 +200,42 @@ class PersistentVolume(Object, frozen=True):
         return regions.pop() if len(regions) == 1 else None
 
 
+class _ViewMeta(Record, frozen=True):
+    uid: str = ""
+    deletion_timestamp: Optional[datetime] = None
+
+
+class _ViewSpec(Record, frozen=True):
+    claim_ref: Optional[ObjectRef] = None
+
+
+class _ViewStatus(Record, frozen=True):
+    phase: str = ""
+
+
+class VolumeView(Record, frozen=True):
+    """The fields of a PersistentVolume that say whether it can be a leftover (its phase, its claimRef, whether it is
+    being deleted), under PersistentVolume's names: a PV list is judged on these, and only the PVs that can be rows
+    are decoded whole (api.Listing.sifted). The other fields of the rest are skipped unbuilt and unchecked, as every
+    record skips the fields it does not declare."""
+
+    metadata: _ViewMeta = _ViewMeta()
+    spec: _ViewSpec = _ViewSpec()
+    status: _ViewStatus = _ViewStatus()
+
+    @property
+    def meta(self) -> _ViewMeta:
+        return self.metadata
+
+    @property
+    def phase(self) -> str:
+        return self.status.phase
+
+    @property
+    def claim_ref(self) -> Optional[ObjectRef]:
+        return self.spec.claim_ref
+
+
 class CSIDriverSpec(Record, frozen=True):
     se_linux_mount: Optional[bool] = msgspec.field(default=None, name="seLinuxMount")
 
@@ -209,8 +246,23 @@ class CSIDriver(Object, frozen=True):
     spec: CSIDriverSpec = CSIDriverSpec()
 
 
-class ClaimIdentity(Object, frozen=True):
-    """What a metadata-only PVC list gives: enough to say whether a claimRef still points at a live claim."""
+class ClaimIdentity(Record, frozen=True):
+    """A claim's name and uid, from a metadata-only PVC list: enough to say whether a claimRef still points at a live
+    claim. Its labels, annotations and times are skipped unbuilt (a third of leftovers' decoding of 10,000 claims)."""
+
+    metadata: IdentityMeta = IdentityMeta()
+
+    @property
+    def name(self) -> str:
+        return self.metadata.name
+
+    @property
+    def namespace(self) -> str:
+        return self.metadata.namespace or ""
+
+    @property
+    def uid(self) -> str:
+        return self.metadata.uid
 
 
 class Named(Object, frozen=True):
