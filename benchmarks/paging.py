@@ -13,7 +13,9 @@ in one answer per list. One warm-up of everything (--no-warm-up: of the unpaged 
 the order rotated every round; medians.
 kube-controller-manager and kube-scheduler are stopped (SIGSTOP) while it runs and resumed after: at 100,000 PVs
 the controller manager's resyncs alone take a core of the two, and nothing here needs a controller.
---claims also times `claims -A -o json` (peak RSS above all). The samples go to benchmarks/results/paging-LABEL.json.
+--claims also times `claims -A -o json` (peak RSS above all). --baseline CMD times another plugin command line the
+same way, alternated with the rest: an older tree, as `env PYTHONPATH=DIR python -P -m kubectl_pvleft` (without -P
+the current directory's tree is imported instead). The samples go to benchmarks/results/paging-LABEL.json.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import http.client
 import json
 import os
 import re
+import shlex
 import signal
 import statistics
 import subprocess
@@ -147,6 +150,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--sizes", type=int, nargs="+", default=[500, 1000, 2500, 5000, 0])
     parser.add_argument("--plugin", default=str(Path(sys.executable).parent / "kubectl-pvleft"))
+    parser.add_argument("--baseline", metavar="CMD",
+                        help="another plugin command line (an older tree, say) timed beside --plugin, alternated")
     parser.add_argument("--claims", action="store_true", help="also `claims -A -o json`")
     parser.add_argument("--only-claims", action="store_true")
     parser.add_argument("--no-warm-up", dest="warm_up", action="store_false",
@@ -166,6 +171,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 runners[f"plugin {size or 'unpaged'}"] = (
                     lambda size=size: plugin_run([args.plugin, "leftovers", "-o", "json", "--chunk-size", str(size),
                                                   "--kubeconfig", kubeconfig], env, scratch, audit))
+                if args.baseline:
+                    runners[f"baseline {size or 'unpaged'}"] = (
+                        lambda size=size: plugin_run([*shlex.split(args.baseline), "leftovers", "-o", "json",
+                                                      "--chunk-size", str(size), "--kubeconfig", kubeconfig],
+                                                     env, scratch, audit))
                 runners[f"floor {size or 'unpaged'}"] = lambda size=size: floor_run(cp, size)
         if args.claims or args.only_claims:
             runners["claims -A -o json"] = lambda: plugin_run(
@@ -191,7 +201,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     keys = ("wall", "cpu", "server_cpu", "rss_mib", "first_byte", "out_bytes", "requests", "load")
     summary = {name: {key: median(group, key) for key in keys} for name, group in samples.items()}
     result = {"label": args.label, "pvs": pvs, "claims": claims, "rounds": args.rounds, "plugin": args.plugin,
-              "summary": summary, "samples": samples}
+              "baseline": args.baseline, "summary": summary, "samples": samples}
     out = HERE / "results" / f"paging-{args.label}.json"
     out.write_text(json.dumps(result, indent=1) + "\n")
     print(f"{pvs} PVs, {claims} claims; medians of {args.rounds}")

@@ -20,13 +20,14 @@ turns argv into one ``Invocation``; below it, code reads typed fields.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Generic, Optional, Protocol, TypeVar
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Generic, Optional, Protocol, TypeVar, Union
 
 if TYPE_CHECKING:  # --help must not pay for these
     from kubectl_pvleft.kube.api import Reader
     from kubectl_pvleft.kube.kubeconfig import Selection
     from kubectl_pvleft.kube.watch import Follow
-    from kubectl_pvleft.output.report import PrintOptions, Report
+    from kubectl_pvleft.output.report import PrintOptions, Report, SomeReport
     from kubectl_pvleft.output.series import FailedDelete, Finding, Gauge, Series
     from kubectl_pvleft.records import ObjectMeta
 
@@ -41,7 +42,7 @@ T_co = TypeVar("T_co", covariant=True)
 class _Frozen:
     __slots__: tuple[str, ...] = ()
 
-    def __init__(self, **values: Any) -> None:
+    def __init__(self, **values: object) -> None:
         for name in self.__slots__:
             object.__setattr__(self, name, values.pop(name, getattr(type(self), f"_default_{name}", None)))
         if values:
@@ -58,14 +59,19 @@ class _Frozen:
     def __hash__(self) -> int:
         return hash(tuple(repr(getattr(self, n)) for n in self.__slots__))
 
-    def __setattr__(self, name: str, value: Any) -> None:
+    def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"cannot assign to field {name!r}")
 
     def __delattr__(self, name: str) -> None:
         raise AttributeError(f"cannot delete field {name!r}")
 
-    def replace(self, **changes: Any) -> Any:
+    def replace(self: F, **changes: object) -> F:
         return type(self)(**{**{n: getattr(self, n) for n in self.__slots__}, **changes})
+
+
+# Bound to the class, not its name: typing compiles a name (a ForwardRef) at import, and a run's first compile()
+# costs ~0.7 ms of start-up (BENCHMARKS.md, Start-up).
+F = TypeVar("F", bound=_Frozen)
 
 
 BOOLEAN, VALUE, REPEATED = "boolean", "value", "repeated"
@@ -90,6 +96,46 @@ class Flag(_Frozen):
     needs: Optional[str]
     pattern: Optional[str]
     what: Optional[str]
+
+
+# A parsed flag, by its kind: BOOLEAN a bool, VALUE a string, DURATION seconds (a float), REPEATED a tuple of
+# strings; None: a VALUE or DURATION not given. ``FlagValues``: every flag of a run by dest (``Invocation.values``).
+FlagValue = Union[bool, str, float, tuple[str, ...], None]
+FlagValues = Mapping[str, FlagValue]
+
+
+class FlagSet(_Frozen):
+    """Some flags, typed: one field per flag, named by its dest and typed by its kind (see ``FlagValue``), read
+    from a run's values with ``of``, so that mypy checks a flag's name and type where it is read. Each set lives
+    beside the declarations of its flags (``Flags`` here; the clouds' in their packages); a test holds its fields
+    to them. A flag the run does not take is the field's default (False, (), None)."""
+
+    __slots__: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls: type[S], values: FlagValues) -> S:
+        return cls(**{name: values[name] for name in cls.__slots__ if name in values})
+
+
+S = TypeVar("S", bound=FlagSet)  # the class, not its name: see F
+
+
+class Flags(FlagSet):
+    """The subcommands' own flags (``COMMANDS``, ``SERVE``, ``MCP``), typed."""
+
+    __slots__ = ("all", "census_interval", "drift", "exclude_namespaces", "listen", "max_finding_series",
+                 "older_than", "stale_after")
+    _default_all = _default_drift = False
+    _default_exclude_namespaces = ()
+
+    all: bool  # leftovers, claims, snapshots, attachments: every object, not only those with findings
+    drift: bool  # classes
+    older_than: Optional[float]  # seconds
+    exclude_namespaces: tuple[str, ...]
+    listen: Optional[str]  # serve, mcp
+    census_interval: Optional[str]  # serve: Go durations, checked by the parser
+    max_finding_series: Optional[str]
+    stale_after: Optional[str]
 
 
 class SomeAnalysis(Protocol):
@@ -294,8 +340,9 @@ SUBCOMMANDS_BY_NAME = {command.name: command for command in SUBCOMMANDS}
 
 
 class Invocation(_Frozen):
-    """Everything argv said, parsed once. ``flags``: the subcommand's and the clouds' own flags by dest, typed by
-    their declaration (bool, Optional[str], tuple[str, ...])."""
+    """Everything argv said, parsed once. ``flags``: the subcommand's own flags, typed; ``values``: every flag the
+    subcommand takes by dest, the clouds' too (what a ``FlagSet`` is read from, and what checks every declared flag
+    alike read)."""
 
     __slots__ = (
         "all_contexts",
@@ -318,6 +365,7 @@ class Invocation(_Frozen):
         "selection",
         "show_labels",
         "sort_by",
+        "values",
         "verbosity",
         "watch",
     )
@@ -325,7 +373,8 @@ class Invocation(_Frozen):
     _default_output = "table"
     _default_no_headers = _default_show_labels = _default_watch = _default_exit_code = _default_all_contexts = False
     _default_verbosity = 0
-    _default_flags: Mapping[str, Any] = {}
+    _default_flags = Flags()
+    _default_values: FlagValues = MappingProxyType({})
     _default_contexts = ()
     _default_clouds = ()
     _default_names = ()
@@ -346,7 +395,8 @@ class Invocation(_Frozen):
     exit_code: bool
     request_timeout: Optional[float]
     verbosity: int
-    flags: Mapping[str, Any]
+    flags: Flags
+    values: FlagValues
     clouds: tuple[str, ...]  # the sources ("gce", "aws", "azure") whose census the flags ask for
     all_contexts: bool
     contexts: tuple[str, ...]
@@ -363,7 +413,7 @@ class Invocation(_Frozen):
     def shows_all(self) -> bool:
         """Every object, not only those with findings: --all; NAMEs (a named object is shown as it is); -o junit
         (a testcase per object examined, so CI shows what passed too)."""
-        return bool(self.flags.get(SHOW_ALL)) or bool(self.names) or self.output == "junit"
+        return self.flags.all or bool(self.names) or self.output == "junit"
 
     def options(self, context_namespace: str) -> Options:
         """What one context's run is asked: kubectl's -n / -A / context-namespace rule for namespaced kinds; for
@@ -376,10 +426,10 @@ class Invocation(_Frozen):
             namespace = self.namespace or context_namespace
         return Options(namespace=namespace, all_namespaces=self.all_namespaces, label_selector=self.label_selector,
                        field_selector=self.field_selector, wide=self.output == "wide",
-                       show_all=self.shows_all, drift=bool(self.flags.get("drift")),
-                       flags=self.flags, clouds=self.clouds, request_timeout=self.request_timeout,
-                       older_than=self.flags.get(OLDER_THAN.dest),
-                       exclude_namespaces=tuple(self.flags.get(EXCLUDE_NAMESPACE.dest) or ()), names=self.names,
+                       show_all=self.shows_all, drift=self.flags.drift,
+                       flags=self.values, clouds=self.clouds, request_timeout=self.request_timeout,
+                       older_than=self.flags.older_than,
+                       exclude_namespaces=self.flags.exclude_namespaces, names=self.names,
                        kubeconfig=self.selection.kubeconfig)
 
     def print_options(self) -> PrintOptions:
@@ -413,7 +463,7 @@ class Options(_Frozen):
         "wide",
     )
     _default_all_namespaces = _default_wide = _default_show_all = _default_drift = False
-    _default_flags: Mapping[str, Any] = {}
+    _default_flags: FlagValues = MappingProxyType({})
     _default_clouds = ()
     _default_exclude_namespaces = ()
     _default_names = ()
@@ -425,7 +475,7 @@ class Options(_Frozen):
     wide: bool
     show_all: bool
     drift: bool
-    flags: Mapping[str, Any]  # the clouds' flags by dest, for the census
+    flags: FlagValues  # every flag by dest: what the census reads its clouds' ``FlagSet``s from
     clouds: tuple[str, ...]  # the sources ("gce", "aws", "azure") whose census the flags ask for
     names: tuple[str, ...]  # positional NAMEs: the CLI narrows the rows to them; a cloud looks up only theirs
     request_timeout: Optional[float]
@@ -453,18 +503,19 @@ def kept_reason(annotations: Mapping[str, str]) -> Optional[str]:
 
 
 class Result:
-    """What a subcommand's run produced."""
+    """What a subcommand's run produced: its analysis's report and the sections under it (a cloud census), each
+    with its own row type (``SomeReport``: what reads their rows is generic in it)."""
 
     __slots__ = ("errors", "findings", "not_found", "not_served", "partial", "report", "sections", "warnings")
 
-    def __init__(self, report: Report[Any], findings: int, warnings: Optional[list[str]] = None, partial: bool = False,
-                 sections: Optional[list[Report[Any]]] = None, errors: Optional[list[str]] = None,
+    def __init__(self, report: SomeReport, findings: int, warnings: Optional[list[str]] = None, partial: bool = False,
+                 sections: Optional[list[SomeReport]] = None, errors: Optional[list[str]] = None,
                  not_served: Optional[str] = None) -> None:
         self.report = report
         self.findings = findings
         self.warnings = [] if warnings is None else warnings
         self.partial = partial  # a second census (a cloud) failed: the report is incomplete
-        self.sections = [] if sections is None else sections  # printed after the report (a second census)
+        self.sections: list[SomeReport] = [] if sections is None else sections  # printed after the report (a second census)
         self.errors = [] if errors is None else errors  # what made the report partial, one line each
         self.not_served = not_served  # the kinds it reads are not served here: the one line that says so
         self.not_found: dict[str, str] = {}  # positional NAMEs without a row: the line that says why, by name

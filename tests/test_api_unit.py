@@ -173,3 +173,40 @@ def test_an_object_of_more_than_16_mib_in_a_list_is_refused_before_it_is_decoded
 
     with FakeAPIServer(handler) as server, pytest.raises(Oversized, match="an object of more than 16 MiB"):
         list(api_for(server, tmp_path).list(PERSISTENT_VOLUMES).changed(lambda uid, version: False))
+
+
+def test_a_sifted_list_decodes_whole_only_the_objects_kept(tmp_path: Path) -> None:
+    """``Listing.sifted``: each object is judged on its view and decoded whole only when kept. A PV that is not kept
+    carries a field its whole record refuses: the sifted list never decodes it, the whole list stops on it."""
+    from kubectl_pvleft.errors import BadResponse
+    from kubectl_pvleft.kube.api import SiftedPage
+    from kubectl_pvleft.records import PersistentVolume, VolumeView
+
+    spare = next(o for o in PVS["items"] if o["status"]["phase"] == "Available")
+    broken = {**spare, "spec": {**spare["spec"], "capacity": "not a map"}}
+    served = [broken if o is spare else o for o in PVS["items"]]
+
+    def handler(path: str, query: dict[str, list[str]]) -> tuple[int, dict]:
+        index = int(query.get("continue", ["0"])[0])
+        meta = {"resourceVersion": "7", **({"continue": str(index + 2)} if index + 2 < len(served) else {})}
+        return 200, {"kind": "PersistentVolumeList", "apiVersion": "v1", "metadata": meta,
+                     "items": served[index:index + 2]}
+
+    with FakeAPIServer(handler) as server:
+        api = api_for(server, tmp_path)
+        pages = list(api.list(PERSISTENT_VOLUMES).sifted(VolumeView))
+        kept = [pv for page in pages for pv in page.kept(lambda view: view.phase in ("Released", "Failed"))]
+        with pytest.raises(BadResponse, match="not what list expects"):
+            list(api.list(PERSISTENT_VOLUMES))
+    assert all(isinstance(page, SiftedPage) for page in pages) and len(pages) == 3
+    assert kept == [PersistentVolume.from_wire(o) for o in served if o["status"]["phase"] in ("Released", "Failed")]
+
+
+def test_a_sifted_list_restarted_after_a_410_gives_each_object_once(tmp_path: Path) -> None:
+    from kubectl_pvleft.records import VolumeView
+
+    with FakeAPIServer(paged({"2"})) as server:
+        api = api_for(server, tmp_path)
+        got = [pv.name for page in api.list(PERSISTENT_VOLUMES).sifted(VolumeView) for pv in page.kept(lambda view: True)]
+    assert got == [o["metadata"]["name"] for o in PVS["items"]]
+    assert [r.split("?")[1] for r in server.requests][3:] == ["limit=2", "limit=2&continue=1", "limit=2&continue=2"]

@@ -6,7 +6,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 
 from kubectl_pvleft.analyses import attachments
-from kubectl_pvleft.records import CSINode, Node, VolumeAttachment
+from kubectl_pvleft.records import VolumeAttachment
+from kubectl_pvleft.records.nodes import CSINode, Node
 
 NOW = datetime(2026, 12, 4, 12, 0, tzinfo=timezone.utc)
 

@@ -89,7 +89,7 @@ def test_the_flags_reach_the_census_typed_and_ask_for_it() -> None:
     invocation = parse(["leftovers", "--azure-subscription", SUB, "--azure-resource-group", "MC_rg(1).x",
                         "--azure-cluster-name", "aks"], "kubectl pvleft")
     assert invocation is not None and invocation.clouds == ("azure",)
-    assert {k: v for k, v in invocation.flags.items() if k.startswith("azure")} == {
+    assert {k: v for k, v in invocation.values.items() if k.startswith("azure")} == {
         "azure_subscription": (SUB,), "azure_resource_group": ("MC_rg(1).x",), "azure_cluster_name": "aks"}
     plain = parse(["leftovers"], "kubectl pvleft")
     assert plain is not None and plain.clouds == ()

@@ -194,7 +194,7 @@ def test_cost_needs_a_census_and_price_file_needs_cost():
     with pytest.raises(UsageError, match="--price-file needs --cost"):
         parse(["leftovers", "--project", "p", "--price-file", "x"], "kubectl pvleft")
     invocation = parse(["leftovers", "--project", "p", "--cost", "--price-file", "x"], "kubectl pvleft")
-    assert invocation is not None and invocation.flags["cost"] is True and invocation.flags["price_file"] == "x"
+    assert invocation is not None and invocation.values["cost"] is True and invocation.values["price_file"] == "x"
 
 
 def test_a_bad_price_file_stops_the_run_before_any_request(tmp_path: Path):

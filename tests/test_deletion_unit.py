@@ -11,7 +11,8 @@ from kubectl_pvleft.analyses.deletion import claim_holders
 from kubectl_pvleft.exporter.live import Live, kept_live
 from kubectl_pvleft.invocation import Options
 from kubectl_pvleft.kube.watch import Synced, WatchSettings
-from kubectl_pvleft.records import ClaimIdentity, PersistentVolume, PersistentVolumeClaim, Pod
+from kubectl_pvleft.records import ClaimIdentity, PersistentVolume, PersistentVolumeClaim
+from kubectl_pvleft.records.pods import Pod
 from kubectl_pvleft.records.snapshots import VolumeSnapshotContent
 from test_serve_unit import scrape
 

@@ -228,9 +228,29 @@ def test_every_declared_boolean_takes_pflags_true_and_false_forms():
             census = [CLOUDS[0].FLAGS[0].name, "x"] if flag.needs == NEEDS_CENSUS else []
             for text, expected in (("true", True), ("false", False), ("1", True), ("F", False)):
                 invocation = parse([command.name, *census, f"{flag.name}={text}"], "kubectl pvleft")
-                assert invocation is not None and invocation.flags[flag.dest] is expected, (command.name, flag.name)
+                assert invocation is not None and invocation.values[flag.dest] is expected, (command.name, flag.name)
             checked += 1
     assert checked >= 4  # leftovers/claims/snapshots --all, classes --drift
+
+
+def test_each_flag_set_is_the_flags_it_types():
+    """A ``FlagSet`` (invocation.py) is what mypy checks a flag's reads against: its fields must be exactly the dests
+    of the flags it types, each of the type the parser gives that flag's kind, defaulting to "not given"."""
+    from typing import Optional, get_type_hints
+
+    from kubectl_pvleft.clouds import CLOUDS, FLAGS, CensusFlags
+    from kubectl_pvleft.invocation import BOOLEAN, DURATION, REPEATED, SUBCOMMANDS, VALUE, Flags
+
+    typed = {BOOLEAN: (bool, False), VALUE: (Optional[str], None), DURATION: (Optional[float], None),
+             REPEATED: (tuple[str, ...], ())}
+    own = {flag.dest: flag for command in SUBCOMMANDS for flag in command.flags}
+    sets = [(Flags, own.values()), (CensusFlags, FLAGS)]
+    sets += [(cloud.FLAG_SET, cloud.FLAGS) for cloud in CLOUDS]
+    for flag_set, flags in sets:
+        hints, empty = get_type_hints(flag_set), flag_set.of({})
+        assert sorted(flag_set.__slots__) == sorted(flag.dest for flag in flags), flag_set
+        for flag in flags:
+            assert (hints[flag.dest], getattr(empty, flag.dest)) == typed[flag.kind], (flag_set, flag.name)
 
 
 def test_scope_comes_from_the_kind_table():

@@ -55,6 +55,20 @@ def test_relative_paths_resolve_against_the_file_that_names_them(two_files: tupl
     assert c2["cluster"]["certificate-authority"] == str(two_files[1].parent / "ca.crt")
 
 
+def test_users_sharing_one_aliased_body_each_get_absolute_paths(tmp_path: Path) -> None:
+    """A YAML alias makes two users one mapping as read: each merged entry has the paths made absolute, once (the
+    merge writes new mappings, never the file's own)."""
+    (tmp_path / "sub").mkdir()
+    config = tmp_path / "sub" / "config"
+    config.write_text("apiVersion: v1\nkind: Config\nusers:\n"
+                      "- name: a\n  user: &u {client-certificate: a.crt, client-key: /abs/a.key, exec: {command: ./get}}\n"
+                      "- name: b\n  user: *u\n")
+    merged = merge_kubeconfigs([config])
+    for entry in merged["users"]:
+        assert entry["user"] == {"client-certificate": str(tmp_path / "sub" / "a.crt"), "client-key": "/abs/a.key",
+                                 "exec": {"command": "./get", "__dir__": str(tmp_path / "sub")}}, entry["name"]
+
+
 def test_kubeconfig_list_skips_missing_entries(two_files: tuple[Path, Path], tmp_path: Path) -> None:
     env = ":".join([str(tmp_path / "nope"), str(two_files[1]), "", str(two_files[0]), str(two_files[1])])
     assert kubeconfig_files(None, env) == [two_files[1], two_files[0]]

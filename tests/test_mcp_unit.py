@@ -133,7 +133,7 @@ def test_arguments_become_the_command_line_they_mean() -> None:
     invocation = parse(argv, PROG)
     assert invocation is not None
     assert (invocation.namespace, invocation.names) == ("shop", ("-odd", "b"))  # a value never reads as a flag
-    assert (invocation.flags["older_than"], invocation.flags["exclude_namespaces"]) == (7 * 86400, ("kube-*",))
+    assert (invocation.flags.older_than, invocation.flags.exclude_namespaces) == (7 * 86400, ("kube-*",))
     assert cli_line(argv) == ("kubectl pvleft claims --all --older-than=7d '--exclude-namespace=kube-*' "
                               "--namespace=shop -o json -- -odd b")
     assert cli_line(["claims"]) == "kubectl pvleft claims -o json"
@@ -179,7 +179,7 @@ def test_http_answers_on_loopback_only(listen: str) -> None:
 
 @pytest.mark.parametrize("listen", ["127.0.0.1:0", "[::1]:8080", "localhost:65535"])
 def test_a_loopback_address_is_taken(listen: str) -> None:
-    assert server_invocation("--listen", listen).flags["listen"] == listen
+    assert server_invocation("--listen", listen).flags.listen == listen
 
 
 @pytest.mark.parametrize("thing", ["pod/web-0", "Pod/web-0", "po/a", "PVC/data", "persistentvolumeclaims/d", "pv/x",

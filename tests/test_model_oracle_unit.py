@@ -18,7 +18,8 @@ import pytest
 
 kubernetes = pytest.importorskip("kubernetes")
 
-from kubectl_pvleft.records import Event, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass  # noqa: E402
+from kubectl_pvleft.records import Event, PersistentVolume, PersistentVolumeClaim, StorageClass  # noqa: E402
+from kubectl_pvleft.records.pods import Pod  # noqa: E402
 from kubectl_pvleft.records.workloads import CronJob, DaemonSet, Deployment, Job, ReplicaSet, StatefulSet  # noqa: E402
 
 WIRE = pathlib.Path(__file__).parent / "fixtures" / "wire"

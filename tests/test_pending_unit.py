@@ -18,7 +18,8 @@ from kubectl_pvleft.analyses.pending import rules
 from kubectl_pvleft.analyses.pending.rules import Evidence, Triage, TriageResult
 from kubectl_pvleft.errors import Forbidden
 from kubectl_pvleft.kube.api import Kind, error_for
-from kubectl_pvleft.records import Event, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass, VolumeAttachment
+from kubectl_pvleft.records import Event, PersistentVolume, PersistentVolumeClaim, StorageClass, VolumeAttachment
+from kubectl_pvleft.records.pods import Pod
 from reports import render
 
 WIRE = Path(__file__).parent / "fixtures" / "wire"

@@ -131,3 +131,28 @@ def test_the_streamed_list_is_the_whole_document_written_at_once(fmt: str) -> No
     for objects in ([], [{}], [{"name": "a\nb", "ü": ["ß", {}], "n": None}], [{"a": []}, {"b": {"c": "yes"}}]):
         streamed, whole = _streamed_and_whole(objects, fmt)
         assert streamed == whole, objects
+
+
+def test_indented_json_is_json_dumps_with_an_indent() -> None:
+    """-o json lays out the json module's compact text with msgspec: the same text as json.dumps(indent=4) for every
+    code point (escapes, lone surrogates a server's JSON may carry), every float json writes its own way (1e+16,
+    1e-07), and NaN or Infinity, which only json's own indenting takes."""
+    from hypothesis import HealthCheck, given, settings
+
+    from kubectl_pvleft.output.formats import indented_json
+
+    every = "".join(chr(c) for c in range(0x110000))
+    for start in range(0, len(every), 4096):
+        doc = {every[start:start + 64]: [every[start:start + 4096], {}, []], "n": None}
+        assert indented_json(doc) == json.dumps(doc, indent=4, ensure_ascii=False)
+    for number in (1e16, 1e-7, -0.0, 0.1, 5e-324, 1.7976931348623157e308, 2**70, float("nan"), float("inf"),
+                   -float("inf")):
+        doc = {"cost": number, "nested": [{"x": number}]}
+        assert indented_json(doc) == json.dumps(doc, indent=4, ensure_ascii=False)
+
+    @settings(max_examples=300, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    @given(_json_values())
+    def check(value: object) -> None:
+        assert indented_json(value) == json.dumps(value, indent=4, ensure_ascii=False)
+
+    check()

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from kubectl_pvleft.analyses.pending.selinux import RECURSIVE, mount_context
-from kubectl_pvleft.records import Pod
+from kubectl_pvleft.records.pods import Pod
 
 
 def pod(pod_options: dict[str, str] | None, containers: list[tuple[dict[str, str] | None, bool]],

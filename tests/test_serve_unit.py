@@ -119,7 +119,7 @@ def test_a_released_pv_whose_backend_delete_fails_is_quoted_in_delete_failure_in
     DeleteVolume as a VolumeFailedDelete event on the PV (sig-storage-lib-external-provisioner controller.go
     deleteVolumeOperation): the newest one, matched by the PV's uid, is the series' error. Another PV's namesake
     event (another uid) quotes nothing."""
-    from kubectl_pvleft.records.pods import Event
+    from kubectl_pvleft.records.events import Event
 
     live, streams = live_leftovers()
     sync_all(live, streams)
@@ -715,7 +715,8 @@ def test_each_kind_is_one_stream_shared_by_every_analysis_that_reads_it() -> Non
     """pending asks for Pending Pods and claims for every Pod; claims asks for the events about claims and pending for
     all: one stream each (the server asked once, one series per label set), and each analysis keeps what its own
     selectors select."""
-    from kubectl_pvleft.records.pods import Event, Pod
+    from kubectl_pvleft.records.events import Event
+    from kubectl_pvleft.records.pods import Pod
 
     live = every_analysis()
     labels = [(shared.label, shared.stream.namespace) for shared in live.streams.values()]

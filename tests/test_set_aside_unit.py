@@ -30,7 +30,8 @@ from kubectl_pvleft.invocation import Options, Result
 from kubectl_pvleft.kube.watch import Synced, WatchSettings
 from kubectl_pvleft.output import junit, markdown
 from kubectl_pvleft.output.report import Report, finding_count
-from kubectl_pvleft.records import PersistentVolume, PersistentVolumeClaim, VolumeSnapshotContent
+from kubectl_pvleft.records import PersistentVolume, PersistentVolumeClaim
+from kubectl_pvleft.records.snapshots import VolumeSnapshotContent
 from reports import table_lines
 
 # Real time, whole seconds: serve judges against the clock, and every age here is days from any threshold.

@@ -24,7 +24,8 @@ from kubectl_pvleft.invocation import Options
 from kubectl_pvleft.kube.api import VOLUME_SNAPSHOT_CLASSES, VOLUME_SNAPSHOT_CONTENTS, VOLUME_SNAPSHOTS, Kind
 from kubectl_pvleft.kube.transport import error_for
 from kubectl_pvleft.kube.watch import Changed, Stores, Synced
-from kubectl_pvleft.records import Absent, VolumeSnapshot, VolumeSnapshotClass, VolumeSnapshotContent
+from kubectl_pvleft.records import Absent
+from kubectl_pvleft.records.snapshots import VolumeSnapshot, VolumeSnapshotClass, VolumeSnapshotContent
 from reports import table_lines
 from wire import items, load
 

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 import yaml
 
+from kubectl_pvleft.invocation import SUBCOMMANDS
 from kubectl_pvleft.kube.plainyaml import Refused, read, read_yaml, resolve
 
 LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # YAML 1.1's typing, the reference where go-yaml agrees
@@ -50,6 +51,9 @@ NOT_ON_COMMON_PATH = (
     # `mcp` alone: the MCP SDK and what it brings (pydantic, anyio, starlette), and our server over it
     "mcp", "mcp_types", "pydantic", "anyio", "starlette", "kubectl_pvleft.cli.mcp_server",
 )
+# Records whose Struct classes only some commands decode (each class costs start-up): imported by those alone.
+RECORDS_READ_BY = {"kubectl_pvleft.records.nodes": ("attachments",), "kubectl_pvleft.records.snapshots": ("snapshots",),
+                   "kubectl_pvleft.records.pods": ("claims", "pending")}
 NOT_FOR_HELP = ("msgspec", "dataclasses", "inspect", "kubectl_pvleft.kube.kubeconfig", "kubectl_pvleft.output.printer",
                 "kubectl_pvleft.kube.api", "kubectl_pvleft.kube.transport", "json", "yaml", "tabulate", "mcp", "mcp_types",
                 "pydantic", "kubectl_pvleft.cli.mcp_server",
@@ -123,7 +127,7 @@ def library_modules() -> frozenset[str]:
     return frozenset(done.stdout.split())
 
 
-@pytest.mark.parametrize("command", ["claims", "leftovers", "classes", "pending", "snapshots"])
+@pytest.mark.parametrize("command", ["claims", "leftovers", "classes", "pending", "snapshots", "attachments"])
 @pytest.mark.integration  # a fresh interpreter: a child process
 def test_a_one_shot_run_imports_only_what_it_runs(tmp_path: Path, command: str) -> None:
     # A closed port: the run fails at its first request, after everything a run needs is imported.
@@ -134,6 +138,64 @@ def test_a_one_shot_run_imports_only_what_it_runs(tmp_path: Path, command: str) 
     assert stderr.startswith("error: ") and "Traceback" not in stderr, stderr
     assert "kubectl_pvleft.kube.kubeconfig" in modules and "kubectl_pvleft.kube.plainyaml" in modules
     assert loaded(modules, NOT_ON_COMMON_PATH) == []
+    assert loaded(modules, tuple(m for m, users in RECORDS_READ_BY.items() if command not in users)) == []
+
+
+def collector_at_exit(argv: list[str], call: str, tmp_path: Path) -> tuple[str, str, int]:
+    """How a fresh interpreter that ran the CLI through `call` ("entry" as the console script, "main" as a library)
+    ends: whether the cyclic collector is on, whether objects are frozen, and whether it left through os._exit
+    (FAST) or the interpreter's teardown (SLOW); its stderr and exit code."""
+    code = textwrap.dedent(f"""\
+        import atexit, gc, os, sys
+        def state(how):
+            print("COLLECTOR", gc.isenabled(), gc.get_freeze_count() > 0, how, file=sys.__stdout__, flush=True)
+        leave = os._exit
+        os._exit = lambda code: (state("FAST"), leave(code))
+        atexit.register(state, "SLOW")
+        sys.argv = ["kubectl-pvleft", *{argv!r}]
+        from kubectl_pvleft.cli.main import entry, main
+        {call}() if {call!r} == "entry" else sys.exit(main(sys.argv[1:]))
+        """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=60,
+                          env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}, check=False)
+    return done.stdout.rpartition("COLLECTOR ")[2].strip(), done.stderr, done.returncode
+
+
+@pytest.mark.integration  # a fresh interpreter: a child process
+def test_the_console_script_holds_the_collector_while_starting_and_skips_the_teardown(tmp_path: Path) -> None:
+    """entry() turns the cyclic collector off for start-up (BENCHMARKS.md, Start-up); a run that reached its
+    connection has it on again, start-up's objects frozen, for the work; a one-shot run that is done leaves through
+    os._exit with its exit code and its output said. main(), as a library calls it, leaves the collector and the
+    interpreter's exit alone; so does help (no run)."""
+    config = tmp_path / "config"
+    config.write_text(kubeconfig_text(f"https://127.0.0.1:{closed_port()}"))
+    run = ["claims", "--kubeconfig", str(config)]  # fails at its first request, after the connection is made
+    for call, expected in (("entry", "True True FAST"), ("main", "True False SLOW")):
+        state, stderr, code = collector_at_exit(run, call, tmp_path)
+        assert stderr.startswith("error: ") and "Traceback" not in stderr and code == 1, (call, stderr, code)
+        assert state == expected, call
+    state, _, code = collector_at_exit(["--help"], "entry", tmp_path)
+    assert (state, code) == ("False False SLOW", 0)  # help exits without a collection, through the usual exit
+
+
+@pytest.mark.integration  # a fresh interpreter: a child process
+def test_a_run_builds_only_its_own_subcommands_parser(tmp_path: Path) -> None:
+    """Each subcommand's argparse parser costs start-up (BENCHMARKS.md, Start-up): a run builds the one it names;
+    --help and a word that names no subcommand get them all."""
+    code = textwrap.dedent("""\
+        import sys
+        from kubectl_pvleft.cli.parser import parse, run_parser
+        try:
+            parse(sys.argv[1:], "kubectl pvleft")
+        except BaseException:  # --help exits; a usage error raises
+            pass
+        print("BUILT", " ".join(run_parser("kubectl pvleft").subcommands.choices))
+        """)
+    every = " ".join(c.name for c in SUBCOMMANDS)
+    for argv, built in ((["-n", "x", "claims", "-o", "json"], "claims"), (["--help"], every), (["claim"], every)):
+        done = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, cwd=tmp_path,
+                              timeout=60, env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}, check=False)
+        assert done.stdout.rpartition("BUILT ")[2].strip() == built, (argv, done.stdout, done.stderr)
 
 
 @pytest.mark.integration  # a fresh interpreter: a child process

@@ -21,7 +21,9 @@ from kubectl_pvleft.clouds.census import _set_aside
 from kubectl_pvleft.errors import UsageError
 from kubectl_pvleft.invocation import Options, kept_reason
 from kubectl_pvleft.kube.watch import WatchSettings, _burst, recheck_for
-from kubectl_pvleft.records import PersistentVolume, PersistentVolumeClaim, Pod, VolumeSnapshotContent
+from kubectl_pvleft.records import PersistentVolume, PersistentVolumeClaim
+from kubectl_pvleft.records.pods import Pod
+from kubectl_pvleft.records.snapshots import VolumeSnapshotContent
 
 NOW = datetime(2026, 12, 4, 12, 0, tzinfo=timezone.utc)
 DAY = 86400.0
@@ -169,7 +171,7 @@ def test_the_watch_says_why_a_claim_is_pending_from_the_events_stream() -> None:
     """`claims --watch` fills WHY as the one-shot run does: the claim's newest event, matched by uid (an event
     about a deleted namesake says nothing about this claim)."""
     from kubectl_pvleft.kube.watch import Stores, Synced
-    from kubectl_pvleft.records.pods import Event
+    from kubectl_pvleft.records.events import Event
 
     def event(uid: str, reason: str, message: str, at: str) -> Event:
         return Event.from_wire({"metadata": {"name": f"e-{reason}", "namespace": "shop", "uid": f"e-{reason}"},

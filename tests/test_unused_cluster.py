@@ -6,12 +6,17 @@ since when it is unused is unknown, said as such. The server that writes it: tes
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
+from typing import Any, Optional
 
 import pytest
 
 from controlplane import ControlPlane, own_plane
+from kubectl_pvleft.analyses import claims
+from kubectl_pvleft.kube.api import PODS, KubeAPI
+from kubectl_pvleft.kube.kubeconfig import Selection, load_connection
 from plugin_runner import items, run_plugin
 from recording.pending import pod
 from scenarios import apply, claim, get, host_path_pv, storage_class, wait_for, wait_pv_phase
@@ -134,3 +139,55 @@ def test_watch_follows_the_pods_when_no_condition_says_it(plane: ControlPlane, n
         proc.terminate()
         proc.wait(timeout=10)
     assert proc.stderr is not None and proc.stderr.read() == ""
+
+
+class CreatesAClaimAfterThePods:
+    """A Reader over the plane's own API that, once it has read the Pods, has a claim and the Pod that mounts it
+    created (the claim waited for until Bound) before it answers: the race of a run, made to happen every time."""
+
+    def __init__(self, plane: ControlPlane, ns: str) -> None:
+        self.plane, self.ns, self.done = plane, ns, False
+        self.api = KubeAPI(load_connection(Selection(kubeconfig=str(plane.kubeconfig("reader")))))
+
+    def list(self, kind: Any, namespace: Optional[str] = None, **selectors: Any) -> Any:
+        listing = self.api.list(kind, namespace, **selectors)
+        if kind is not PODS or self.done:
+            return listing
+        pods = list(listing)
+        self.done = True
+        bound(self.plane, self.ns, "late")
+        apply(self.plane, pod(self.ns, "late-user", "late", nodeName="node-a"))
+        return pods
+
+    def get(self, kind: Any, name: str, namespace: Optional[str] = None) -> Any:
+        return self.api.get(kind, name, namespace)
+
+
+def test_a_claim_created_after_the_pods_were_read_is_not_called_unused(plane: ControlPlane, ns: str) -> None:
+    """When a CSIDriver mounts with -o context, the SELinux census reads the Pods before the claims (so the claims
+    Pods share can be judged), and the claim list is a later snapshot: a claim created after that read, with its
+    Pod, is in the list while its Pod is not in the Pods read. Without the server's Unused condition (the gate off,
+    as here) the Pods alone would call it unused: a verdict without evidence. Its usage is unknown, said why; a
+    claim created before the run is still judged from the Pods. (The claim list's pages are one snapshot:
+    kubernetes/kubernetes staging/src/k8s.io/apiserver/pkg/storage/etcd3/store.go ``GetList`` serves a continue
+    token at its first page's resourceVersion.)"""
+    driver = f"selinux.{ns}.example.com"
+    apply(plane, {"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver", "metadata": {"name": driver},
+                  "spec": {"seLinuxMount": True, "attachRequired": False}})
+    try:
+        bound(plane, ns, "idle")
+        time.sleep(1.1)  # creationTimestamp is in whole seconds: "idle" is older than the run's reads
+        reader = CreatesAClaimAfterThePods(plane, ns)
+        result = claims.census(reader, namespace=ns, criteria=claims.Criteria(include_all=True))
+        reader.api.close()
+    finally:
+        plane.kubectl("delete", "csidriver", driver, "--wait=false", check=False)
+    assert reader.done
+    rows = {r.claim.name: r for r in result.rows}
+    assert (rows["idle"].usage.unused, rows["idle"].usage.evidence) == (True, "pods")
+    late = rows["late"]
+    assert late.claim.phase == "Bound" and late.usage.unused is None and not late.in_trouble
+    assert late.usage.why_unknown == claims.CREATED_DURING_READS
+    # Read again, the Pod is among the Pods: used.
+    again = run_plugin(plane.kubeconfig("reader"), "claims", "-n", ns, "--all", "-o", "json")
+    assert {r["name"]: r["usage"] for r in items(again.stdout)} == {"idle": "unused", "late": "used"}

@@ -13,15 +13,8 @@ from kubectl_pvleft.analyses import claims, classes, leftovers, pending
 from kubectl_pvleft.analyses.leftovers import ClaimIndex
 from kubectl_pvleft.analyses.pending.rules import Evidence
 from kubectl_pvleft.analyses.resize import stalled_resize
-from kubectl_pvleft.records import (
-    ClaimIdentity,
-    Event,
-    PersistentVolume,
-    PersistentVolumeClaim,
-    Pod,
-    StorageClass,
-    VolumeAttachment,
-)
+from kubectl_pvleft.records import ClaimIdentity, Event, PersistentVolume, PersistentVolumeClaim, StorageClass, VolumeAttachment
+from kubectl_pvleft.records.pods import Pod
 from reports import table_lines
 
 NS = "shop"

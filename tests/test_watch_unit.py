@@ -20,7 +20,7 @@ from kubectl_pvleft.invocation import Options
 from kubectl_pvleft.kube.api import EVENTS, PODS, Kind, StreamClosed, Unchanged, WatchEvent, error_for
 from kubectl_pvleft.kube.watch import Changed, Notice, RowBoard, RowChange, Stores, Stream, Synced, WatchSettings, reflect
 from kubectl_pvleft.output.watchprint import change_report
-from kubectl_pvleft.records import Pod
+from kubectl_pvleft.records.pods import Pod
 from reports import LinePrinter
 
 WIRE = Path(__file__).parent / "fixtures" / "wire"

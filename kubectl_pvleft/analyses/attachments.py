@@ -47,7 +47,8 @@ from kubectl_pvleft.invocation import KEEP_ANNOTATION, Analysis, AnalysisOf, Opt
 from kubectl_pvleft.kube.api import CSI_NODES, NODES, PERSISTENT_VOLUMES, VOLUME_ATTACHMENTS, Reader, optional
 from kubectl_pvleft.output import series
 from kubectl_pvleft.output.report import Column, Report, SetAsideJson, Verdict, actionable, age, clause_cut, finding_count, utcnow
-from kubectl_pvleft.records import CSINode, Node, VolumeAttachment, iso
+from kubectl_pvleft.records import VolumeAttachment, iso
+from kubectl_pvleft.records.nodes import CSINode, Node
 
 if TYPE_CHECKING:  # --watch alone needs the watch runtime: imported in follow()
     from kubectl_pvleft.kube.watch import Follow, Stores

@@ -13,7 +13,8 @@ from kubectl_pvleft.analyses.deletion import TERMINATING, claim_hold, pod_list
 from kubectl_pvleft.analyses.resize import StalledResize
 from kubectl_pvleft.analyses.usage import FROM_CONDITION, NOT_JUDGED, UNUSED_CONDITION, Usage
 from kubectl_pvleft.output.report import UNSET
-from kubectl_pvleft.records import Condition, PersistentVolumeClaim, Pod, iso
+from kubectl_pvleft.records import Condition, PersistentVolumeClaim, iso
+from kubectl_pvleft.records.pods import Pod
 
 if TYPE_CHECKING:
     from kubectl_pvleft.analyses.pending.selinux import PairConflict

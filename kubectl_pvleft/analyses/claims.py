@@ -34,7 +34,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Optional, TypedDict
+from typing import TYPE_CHECKING, Any, Optional, TypedDict, Union
 
 from msgspec import Struct, field
 from msgspec.structs import replace
@@ -90,6 +90,7 @@ from kubectl_pvleft.output.report import (
 )
 from kubectl_pvleft.records import (
     CLAIM_PHASES,
+    Absent,
     Condition,
     ConditionJson,
     HealthCondition,
@@ -97,10 +98,11 @@ from kubectl_pvleft.records import (
     ModifyVolumeStatusJson,
     PersistentVolume,
     PersistentVolumeClaim,
-    Pod,
     StorageClass,
     iso,
+    shared_value,
 )
+from kubectl_pvleft.records.pods import Pod
 
 if TYPE_CHECKING:  # --watch alone needs the watch runtime: imported in follow()
     from kubectl_pvleft.kube.watch import Follow, Stores
@@ -119,6 +121,8 @@ SELINUX_UNREADABLE = ("cannot read {what} ({reason}); whether Pods that share a 
                       "is not checked.")
 CLASSES_UNREADABLE = ("cannot list storageclasses ({reason}); whether a Pending claim waits for its first consumer "
                       "by design (WaitForFirstConsumer) is unknown, so it counts as pending.")
+CREATED_DURING_READS = ("created as the Pods and workloads were read, or after: whether a Pod mounts it, or a "
+                        "workload will, is not known from them (run again)")
 SINCE_UNKNOWN = ("{count} unused claim(s) carry no Unused condition, so how long they have been unused is unknown: "
                  "--older-than leaves them out (run with --all to see them)")
 
@@ -198,6 +202,13 @@ def _young(found: tuple[Problem, ...], claim: PersistentVolumeClaim, usage: Usag
     return tuple(kept), unknown_since
 
 
+def created_since(claim: PersistentVolumeClaim, when: datetime) -> bool:
+    """Whether the claim was created at or after ``when``, as far as its creationTimestamp (whole seconds) tells:
+    within the same second counts as after."""
+    created = claim.meta.created
+    return created is not None and created >= when.replace(microsecond=0)
+
+
 def may_wait_for_consumer(claim: PersistentVolumeClaim) -> bool:
     """A Pending claim the scheduler has not chosen a node for, that names a class and no volume: whether it
     waits by design depends on its class's binding mode and on the Pods."""
@@ -264,11 +275,15 @@ def judge(claim: PersistentVolumeClaim, used: Optional[set[tuple[str, str]]], cr
           workloads: Optional[Workloads] = None,
           holding: Optional[Mapping[tuple[str, str], tuple[Pod, ...]]] = None,
           attribute_classes: Optional[set[str]] = None,
-          selinux: Optional[SELinuxSharing] = None) -> tuple[ClaimRow, bool]:
+          selinux: Optional[SELinuxSharing] = None,
+          evidence_since: Optional[datetime] = None) -> tuple[ClaimRow, bool]:
     """Pure: one claim's row, and whether --older-than left it out for want of a since. ``workloads``: who
     will mount a claim again (None: none was read, as for a claim a Pod mounts); ``holding``: claim_holders of the
-    Pods read (None: not read); ``attribute_classes``: the VolumeAttributesClasses' names (None: not read)."""
+    Pods read (None: not read); ``attribute_classes``: the VolumeAttributesClasses' names (None: not read);
+    ``evidence_since``: when the Pods and workloads began to be read (None: whenever, as a watch's stores)."""
     usage = usage_of(claim, used) if workloads is None else usage_of(claim, used, workloads.reuse)
+    if usage.idle and evidence_since is not None and created_since(claim, evidence_since):
+        usage = Usage(unknown=CREATED_DURING_READS)  # its Pod or workload may have come after them
     holders = holders_of(claim, holding)
     found_now = problems(claim, stalled, usage, holders, attribute_classes)
     conflict = selinux.of(claim) if selinux is not None else None
@@ -313,83 +328,171 @@ def assess(claims: list[PersistentVolumeClaim], *, include_all: bool = False,
                        warnings=[SINCE_UNKNOWN.format(count=unknown)] if unknown else [])
 
 
+class _Evidence:
+    """What judges the claims beyond their own fields, each read once, when the first claim that needs it comes
+    (the same reads under the same conditions as reading them after the whole list, which kept every claim
+    until then): the VolumeAttributesClasses, the Pods, the StorageClasses and the workloads. Each read's
+    warnings are kept apart, to be said in one order whatever claim asked first."""
+
+    def __init__(self, api: Reader, namespace: Optional[str], pods: Optional[list[Pod]]) -> None:
+        self.api, self.namespace = api, namespace
+        self.scope = f'in namespace "{namespace}"' if namespace else "cluster-wide"
+        self.pods_read = pods  # the SELinux census's, when it read them
+        self.pods_asked = False
+        self.used: Optional[set[tuple[str, str]]] = None
+        self.holding: Optional[Mapping[tuple[str, str], tuple[Pod, ...]]] = None
+        self.classes: Optional[Mapping[str, StorageClass]] = None
+        self.workloads: Optional[Workloads] = None
+        self.attribute_classes: Optional[set[str]] = None
+        self.asked: set[str] = set()
+        # When the first read of Pods or workloads began: a claim created then or later may have a Pod (or a
+        # workload) these reads did not see.
+        self.since: Optional[datetime] = None
+        self.warnings: dict[str, list[str]] = {"vacs": [], "pods": [], "classes": [], "workloads": []}
+
+    def _begin(self) -> None:
+        if self.since is None:
+            self.since = utcnow()
+
+    def read_pods(self) -> None:
+        if self.pods_asked:
+            return
+        self.pods_asked = True
+        if self.pods_read is None:
+            self._begin()
+            self.pods_read = optional(lambda: list(self.api.list(PODS, self.namespace)), self.warnings["pods"],
+                                      PODS_UNREADABLE.replace("{scope}", self.scope))
+        if self.pods_read is not None:
+            self.used, self.holding = used_claims(self.pods_read), claim_holders(self.pods_read)
+
+    def read_classes(self) -> None:
+        if "classes" not in self.asked:
+            self.asked.add("classes")
+            self.classes = optional(lambda: {sc.name: sc for sc in self.api.list(STORAGE_CLASSES)},
+                                    self.warnings["classes"], CLASSES_UNREADABLE)
+
+    def read_workloads(self) -> None:
+        if "workloads" not in self.asked:
+            self.asked.add("workloads")
+            self._begin()
+            self.workloads = reuse.read(self.api, self.namespace, self.warnings["workloads"])
+
+    def read_attribute_classes(self) -> None:
+        if "vacs" not in self.asked:
+            self.asked.add("vacs")
+            self.attribute_classes = attribute_class_names(self.api, self.warnings["vacs"])
+
+
+def waits(claim: PersistentVolumeClaim) -> bool:
+    """A claim judged with the Pods, classes and workloads when any is read: one the server has not judged, one
+    that may wait for a consumer, one the server says no Pod mounts, one being deleted (which Pods hold it)."""
+    return needs_pods(claim) or may_wait_for_consumer(claim) or idle_of(claim, None).idle or bool(claim.meta.deleted)
+
+
 def census(api: Reader, *, namespace: Optional[str] = None, include_all: bool = False,
            label_selector: Optional[str] = None, field_selector: Optional[str] = None,
            criteria: Optional[Criteria] = None,
            excluded: Callable[[Optional[str]], bool] = lambda namespace: False) -> ClaimCensus:
     """One list of claims, in one namespace or all (None). A 403 is the answer, not a warning: it propagates.
     Pods are listed (same scope) only when a Bound claim carries no Unused condition; a 403 there is a warning.
-    The workloads that can name a claim are listed (same scope) only when a Bound claim is mounted by no Pod."""
+    The workloads that can name a claim are listed (same scope) only when a Bound claim is mounted by no Pod.
+
+    Each claim is judged as its page comes (the next page is read meanwhile), what it needs read at the first
+    claim that needs it, and only the rows shown are kept, compacted (PersistentVolumeClaim.compact): memory
+    grows with the rows, not with the claims read. The pages of one list are one snapshot, taken at its first
+    page, before any of those reads: a claim in them existed when they began. A list restarted after a 410 is a
+    later snapshot, and so is the list after the SELinux census's Pods: there, a claim created as the Pods or
+    workloads were read, or after, is never called unused from them (its usage is unknown, CREATED_DURING_READS).
+    """
     criteria = criteria or Criteria(include_all=include_all)
-    # Judged as the pages come (the next page is read meanwhile), and only the rows shown are kept.
-    rows, trouble, unknown = [], 0, 0
-    waiting: list[PersistentVolumeClaim] = []  # Bound claims the server has not judged, or says no Pod mounts
+    rows: list[ClaimRow] = []
+    trouble = unknown = 0
     warnings: list[str] = []
-    modified: list[PersistentVolumeClaim] = []  # a modification to explain: the VolumeAttributesClasses will
-    attribute_classes: Optional[set[str]] = None
     # The SELinux census: read first (the CSIDrivers, then only if one mounts with -o context the Pods), so the
-    # claims that Pods share wait for their PVs like those above.
+    # claims that Pods share wait for their PVs, at the end.
     # CSIDrivers refused (a namespaced user's usual lot): said only where it matters, below.
     drivers_refused: list[str] = []
+    began = utcnow()
     pods_read, selinux = _selinux_evidence(api, namespace, warnings, drivers_refused)
-    shared: list[PersistentVolumeClaim] = []
+    evidence = _Evidence(api, namespace, pods_read)
+    if pods_read is not None:  # read before the claims: a claim created since may have a Pod they did not show
+        evidence.since = began
+    listing = api.list(PERSISTENT_VOLUME_CLAIMS, namespace, label_selector=label_selector,
+                       field_selector=field_selector)
+
+    def guard() -> Optional[datetime]:
+        """When the reads began, where the claims' snapshot may be later than they are (else None)."""
+        return evidence.since if pods_read is not None or getattr(listing, "restarted", False) else None
+
+    shared_claims: list[PersistentVolumeClaim] = []
+    # Rows judged, with the others, before the Pods were read (for a later claim): their holders come later.
+    before_pods: list[tuple[int, Optional[datetime]]] = []
+    shared: dict[Any, Any] = {}  # the values the kept claims share (PersistentVolumeClaim.compact)
     bound = False  # a Bound claim with a volume in scope: one Pods could share
 
-    def take(claim: PersistentVolumeClaim, used: Optional[set[tuple[str, str]]],
-             classes: Optional[Mapping[str, StorageClass]] = None, workloads: Optional[Workloads] = None,
-             holding: Optional[Mapping[tuple[str, str], tuple[Pod, ...]]] = None) -> None:
+    def compact(row: ClaimRow, claim: PersistentVolumeClaim) -> ClaimRow:
+        # managedFields say since when a resize or a modification waits: kept for the claims that may say so
+        keep_fields = row.stalled_resize is not None or explains_modification(claim)
+        return replace(row, claim=claim.compact(shared, managed_fields=keep_fields),
+                       problems=shared_value(row.problems, shared), usage=shared_value(row.usage, shared))
+
+    def take(claim: PersistentVolumeClaim, with_evidence: bool) -> None:
         nonlocal trouble, unknown
-        row, unknown_since = judge(claim, used, criteria, stalled_resize(claim), classes, workloads, holding,
-                                   attribute_classes, selinux)
+        e, since = evidence, guard()
+        row, unknown_since = (judge(claim, e.used, criteria, stalled_resize(claim), e.classes, e.workloads, e.holding,
+                                    e.attribute_classes, selinux, since) if with_evidence
+                              else judge(claim, None, criteria, stalled_resize(claim), None, None, None,
+                                         e.attribute_classes, selinux, since))
         trouble += row.in_trouble
         unknown += unknown_since
         if criteria.keeps(row):
-            rows.append(row)
+            if with_evidence and not e.pods_asked:
+                before_pods.append((len(rows), since))
+            rows.append(compact(row, claim))
 
-    for claim in api.list(PERSISTENT_VOLUME_CLAIMS, namespace, label_selector=label_selector,
-                          field_selector=field_selector):
+    def judged(claim: PersistentVolumeClaim) -> None:
+        if explains_modification(claim):
+            evidence.read_attribute_classes()
+        if not waits(claim):
+            take(claim, False)
+            return
+        if needs_pods(claim) or may_wait_for_consumer(claim) or claim.meta.deleted:
+            evidence.read_pods()
+        if may_wait_for_consumer(claim):  # is it WaitForFirstConsumer? its class says
+            evidence.read_classes()
+        if idle_of(claim, evidence.used).idle:  # who will mount a claim no Pod mounts again
+            evidence.read_workloads()
+        take(claim, True)
+
+    for claim in listing:
         if excluded(claim.namespace):
             continue
         bound = bound or (claim.phase == "Bound" and bool(claim.volume_name))
         if selinux is not None and selinux.shares(claim):
-            shared.append(claim)
-        # deleted: which Pods still hold it
-        if needs_pods(claim) or may_wait_for_consumer(claim) or idle_of(claim, None).idle or claim.meta.deleted:
-            waiting.append(claim)
-        elif explains_modification(claim) or (selinux is not None and selinux.shares(claim)):
-            modified.append(claim)
+            shared_claims.append(claim)  # judged once its volume is read
         else:
-            take(claim, None)
-    if any(explains_modification(c) for c in (*modified, *waiting)):
-        attribute_classes = attribute_class_names(api, warnings)
+            judged(claim)
+    volume_warnings: list[str] = []
     if selinux is not None:  # the PVs of the shared claims: on a driver that mounts with -o context?
-        selinux.volumes = _shared_volumes(api, shared, warnings)
-    for claim in modified:
-        take(claim, None)
-    if waiting:
-        scope = f'in namespace "{namespace}"' if namespace else "cluster-wide"
-        used = holding = None  # the Pods: for a claim the server has not judged, one that may wait for a consumer,
-        # or one being deleted (which Pods hold it)
-        if any(needs_pods(c) or may_wait_for_consumer(c) or c.meta.deleted for c in waiting):
-            pods = pods_read if pods_read is not None else optional(
-                lambda: list(api.list(PODS, namespace)), warnings, PODS_UNREADABLE.replace("{scope}", scope))
-            pods_read = pods
-            used = None if pods is None else used_claims(pods)
-            holding = None if pods is None else claim_holders(pods)
-        classes = None
-        if any(may_wait_for_consumer(c) for c in waiting):  # is it WaitForFirstConsumer? its class says
-            classes = optional(lambda: {sc.name: sc for sc in api.list(STORAGE_CLASSES)}, warnings,
-                               CLASSES_UNREADABLE)
-        # Who will mount a claim no Pod mounts again: read only when there is such a claim.
-        idle = any(idle_of(c, used).idle for c in waiting)
-        workloads = reuse.read(api, namespace, warnings) if idle else None
-        for claim in waiting:
-            take(claim, used, classes, workloads, holding)
+        selinux.volumes = _shared_volumes(api, shared_claims, volume_warnings)
+    for claim in shared_claims:
+        judged(claim)
+    if before_pods and evidence.holding is not None:  # read for a later claim: which Pods hold the earlier ones
+        for index, since in before_pods:
+            row = rows[index]
+            again, _ = judge(row.claim, evidence.used, criteria, row.stalled_resize, evidence.classes,
+                             evidence.workloads, evidence.holding, evidence.attribute_classes, selinux, since)
+            trouble += again.in_trouble - row.in_trouble
+            rows[index] = replace(again, problems=shared_value(again.problems, shared),
+                                  usage=shared_value(again.usage, shared))  # its claim is the row's, compacted
+    # Said in the order of the reads when they all came after the list.
+    warnings += evidence.warnings["vacs"] + volume_warnings
+    warnings += evidence.warnings["pods"] + evidence.warnings["classes"] + evidence.warnings["workloads"]
     if unknown:
         warnings.append(SINCE_UNKNOWN.format(count=unknown))
     # Whether the Pods that share a volume conflict is unknown without the CSIDrivers: said when a claim may be so
     # shared (Bound, and two Pods name it, or the Pods were not read), never for a namespace with nothing to share.
-    if drivers_refused and bound and (pods_read is None or _sharing(pods_read)):
+    if drivers_refused and bound and (evidence.pods_read is None or _sharing(evidence.pods_read)):
         warnings += drivers_refused
     grown = [r.claim for r in rows if r.stalled_resize is not None]
     if grown:  # a stalled resize is trouble, so its claim is among the rows: now say why it never started
@@ -693,7 +796,7 @@ def to_json(row: ClaimRow) -> ClaimJson:
     }
 
 
-def unused_since(row: ClaimRow, now: datetime) -> Any:
+def unused_since(row: ClaimRow, now: datetime) -> Union[str, Absent, None]:
     """The UNUSED SINCE cell: how long no Pod has mounted it, from the server's condition; from the Pods alone
     the start is unknown."""
     if not row.usage.idle:

@@ -8,7 +8,7 @@ from typing import Optional
 
 from kubectl_pvleft.errors import ApiError
 from kubectl_pvleft.kube.api import EVENTS, Reader
-from kubectl_pvleft.records.pods import Event
+from kubectl_pvleft.records.events import Event
 from kubectl_pvleft.records.volumes import PersistentVolumeClaim
 
 NOTHING_SAYS = "no event or annotation says why (events expire after 1h by default)"

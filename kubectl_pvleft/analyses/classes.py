@@ -332,10 +332,11 @@ def run(api: Reader, options: Options) -> Result:
         return Result(drift, finding_count(drift), result.warnings)
     shown = report(result)
     # NAMEs are StorageClasses: `classes gold` asks about that class alone, not the VolumeAttributesClasses.
-    sections = [attribute_classes_report(result.attribute_classes)] if result.attribute_classes and not options.names \
-        else []
-    return Result(shown, finding_count(shown) + sum(finding_count(s) for s in sections), result.warnings,
-                  sections=sections)
+    attributes = attribute_classes_report(result.attribute_classes) if result.attribute_classes and not options.names \
+        else None
+    if attributes is None:
+        return Result(shown, finding_count(shown), result.warnings)
+    return Result(shown, finding_count(shown) + finding_count(attributes), result.warnings, sections=[attributes])
 
 
 class AttributeClassJson(TypedDict):
@@ -470,7 +471,7 @@ def drift_watch_report(options: Options) -> Report[Drift]:
 
 # -- how the rows are shown -----------------------------------------------------------------
 
-def _count(value: Optional[int]) -> Any:
+def _count(value: Optional[int]) -> Union[str, Absent]:
     return Absent.UNKNOWN if value is None else str(value)
 
 
@@ -555,7 +556,7 @@ def to_json(row: ClassRow) -> ClassJson:
 
 def report(result: ClassCensus, now: Optional[datetime] = None) -> Report[ClassRow]:
 
-    def created(r: ClassRow) -> Optional[str]:
+    def created(r: ClassRow) -> Union[str, Absent, None]:
         return age(r.storage_class.meta.created, now or utcnow()) if r.storage_class else None
 
     def other(r: ClassRow) -> Union[str, Absent, None]:

@@ -19,9 +19,13 @@ is met. The rules are the controllers' own:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Optional
+from datetime import datetime
+from typing import TYPE_CHECKING, Optional, Protocol
 
-from kubectl_pvleft.records import ObjectMeta, PersistentVolumeClaim, Pod
+from kubectl_pvleft.records import ObjectMeta, PersistentVolumeClaim
+
+if TYPE_CHECKING:  # a run that reads no Pods (leftovers) never imports their records
+    from kubectl_pvleft.records.pods import Pod
 
 TERMINATING = "terminating"  # the finding kind, in every analysis
 
@@ -42,7 +46,14 @@ OWNERS = {
 }
 
 
-def terminating(meta: ObjectMeta) -> bool:
+class BeingDeleted(Protocol):
+    """An object's metadata, as far as whether it is being deleted."""
+
+    @property
+    def deletion_timestamp(self) -> Optional[datetime]: ...
+
+
+def terminating(meta: BeingDeleted) -> bool:
     return meta.deletion_timestamp is not None
 
 

@@ -39,7 +39,8 @@ from kubectl_pvleft.invocation import KEEP_ANNOTATION, Analysis, AnalysisOf, Opt
 from kubectl_pvleft.kube.api import VOLUME_SNAPSHOT_CLASSES, VOLUME_SNAPSHOT_CONTENTS, VOLUME_SNAPSHOTS, Reader, optional
 from kubectl_pvleft.output import series
 from kubectl_pvleft.output.report import Column, Report, SetAsideJson, Verdict, actionable, age, finding_count, utcnow
-from kubectl_pvleft.records import Absent, VolumeSnapshot, VolumeSnapshotClass, VolumeSnapshotContent, iso
+from kubectl_pvleft.records import Absent, iso
+from kubectl_pvleft.records.snapshots import VolumeSnapshot, VolumeSnapshotClass, VolumeSnapshotContent
 
 if TYPE_CHECKING:  # --watch alone needs the watch runtime: imported in follow(); a cloud, only with its flags
     from kubectl_pvleft.clouds.base import CloudSnapshotJson, MonthlyCostJson, UnpricedJson
@@ -291,7 +292,9 @@ def run(api: Reader, options: Options) -> Result:
     taken = snapshot_census.take(options, wanted, prices, None if options.names else result.named)
     rows = with_cloud(result, options, taken)
     sections = snapshot_census.sections(taken, wanted, show_all=options.show_all)
-    return Result(rows.report, rows.findings + sum(finding_count(section) for section in sections),
+    from kubectl_pvleft.output.report import section_findings
+
+    return Result(rows.report, rows.findings + section_findings(sections),
                   result.warnings + taken.warnings, partial=bool(taken.errors), sections=sections, errors=taken.errors)
 
 

@@ -13,7 +13,8 @@ from msgspec import Struct
 from msgspec.structs import replace
 
 from kubectl_pvleft.analyses.reuse import NOBODY, Mount, Reuse
-from kubectl_pvleft.records import Condition, PersistentVolumeClaim, Pod
+from kubectl_pvleft.records import Condition, PersistentVolumeClaim
+from kubectl_pvleft.records.pods import Pod
 
 UNUSED_CONDITION = "Unused"
 TERMINAL_POD_PHASES = ("Succeeded", "Failed")  # such a Pod no longer uses its claims

@@ -92,7 +92,7 @@ def parse_request_timeout(text: str) -> Optional[float]:
     return nanoseconds / 1e9 if nanoseconds > 0 else None
 
 
-_DAYS = re.compile(r"([0-9]*\.?[0-9]*)d")  # a number of days, as one term of a duration: 7d, 1.5d, 1d12h
+_DAYS = r"([0-9]*\.?[0-9]*)d"  # a number of days, as one term of a duration: 7d, 1.5d, 1d12h
 
 
 def parse_age(text: str) -> float:
@@ -112,7 +112,7 @@ def parse_age(text: str) -> float:
         return ""
 
     if "d" in text:
-        rest = _DAYS.sub(strip_days, text)
+        rest = re.sub(_DAYS, strip_days, text)
     try:
         nanoseconds = go_duration(rest) if rest else 0
     except ValueError:

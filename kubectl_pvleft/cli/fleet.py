@@ -14,27 +14,31 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Optional, Union
+from typing import TYPE_CHECKING, Generic, Optional, TypeVar, Union
 
 import msgspec
 from msgspec import Struct
 
 from kubectl_pvleft.cli.session import Session, describe_api_error
 from kubectl_pvleft.errors import ApiError, ConfigError, PvleftError, UsageError
-from kubectl_pvleft.invocation import Analysis, Invocation, Result, Row
-from kubectl_pvleft.output.report import Report, rewrapped
+from kubectl_pvleft.invocation import Analysis, Invocation, Options, Result, Row
+from kubectl_pvleft.output.report import Report, SomeReport, placed, rewrapped
 
 if TYPE_CHECKING:
+    from kubectl_pvleft.clouds.cost import PriceFile
+    from kubectl_pvleft.kube.api import Reader
     from kubectl_pvleft.kube.watch import Notice, RowChange, WatchSettings
 
 DEFAULT_CONCURRENCY = 8  # a laptop's worth of TLS handshakes and JSON decoding at once
 
+Read = TypeVar("Read")  # what a context's task read there: the command's run (a Result), or a census's reading
 
-class InContext(Struct, frozen=True):
+
+class InContext(Struct, Generic[Row], frozen=True):
     """One row of one context's report."""
 
     context: str
-    row: Any
+    row: Row
 
 
 class NotServed(Struct, frozen=True):
@@ -43,13 +47,13 @@ class NotServed(Struct, frozen=True):
     message: str
 
 
-class ContextOutcome(Struct):
+class ContextOutcome(Struct, Generic[Read]):
     context: str
-    result: Optional[Result] = None
-    read: Any = None  # what a task other than the command's run read there (census_contexts: its PVs)
+    read: Optional[Read] = None  # what the context's task read there: the command's run, its Result
     error: Optional[str] = None
     seconds: float = 0.0
     requests: int = 0
+    rows: int = 0  # the rows read, for -v's line
 
 
 def check_flags(invocation: Invocation) -> None:
@@ -64,7 +68,7 @@ def check_flags(invocation: Invocation) -> None:
         from kubectl_pvleft.clouds import one_cluster_flags
 
         for flag in one_cluster_flags():
-            if invocation.flags.get(flag.dest):
+            if invocation.values.get(flag.dest):
                 raise UsageError(f"{flag.name} names this cluster, and cannot be used with --all-contexts or "
                                  "--contexts: the fleet census joins the disks or snapshots against every context read")
         if invocation.names:
@@ -95,29 +99,33 @@ def context_names(kubeconfig: Optional[str], patterns: Sequence[str], everything
     return chosen
 
 
-def lift(report: Report[Any], by_context: Optional[dict[str, Report[Any]]] = None) -> Report[InContext]:
+def lift(report: Report[Row], by_context: Optional[dict[str, Report[Row]]] = None) -> Report[InContext[Row]]:
     """The same report over rows of several contexts: a CONTEXT column first, ``context`` in JSON. Each row is
     shown by its own context's report (``by_context``): a report may hold what its run read beside the rows
     (why each claim is Pending), which another context's report does not know."""
-    lifted: Report[InContext] = rewrapped(report, lambda r: r.row, lambda r: (by_context or {}).get(r.context, report))
+    lifted: Report[InContext[Row]] = rewrapped(report, lambda r: r.row,
+                                               lambda r: (by_context or {}).get(r.context, report))
     return msgspec.structs.replace(
         lifted, to_json=lambda r: {"context": r.context, **lifted.to_json(r)},
         empty_message=report.empty_message + " in any context", context=lambda r: r.context)
 
 
-def run_context(context: str, invocation: Invocation,
-                task: Optional[Callable[[Session], Any]] = None) -> ContextOutcome:
-    """The command's run in one context (``task``: another reading of the session, kept in ``read``)."""
+def result_rows(result: Result) -> int:
+    return len(result.report.rows)
+
+
+def run_context(context: str, invocation: Invocation, task: Callable[[Session], Read],
+                rows: Optional[Callable[[Read], int]] = None) -> ContextOutcome[Read]:
+    """``task`` in one context (``Session.run``: the command's run), what it read kept in ``read``, and how many
+    rows that is (``rows``; else 0)."""
     started = time.monotonic()
-    outcome = ContextOutcome(context)
+    outcome: ContextOutcome[Read] = ContextOutcome(context)
     session = None
     try:
         # Never wait for a human: a credential plugin that wants a terminal fails this context at once.
         session = Session(invocation, context, interactive=False)
-        if task is None:
-            outcome.result = session.run()
-        else:
-            outcome.read = task(session)
+        read = outcome.read = task(session)
+        outcome.rows = rows(read) if rows is not None else 0
     except ApiError as exc:
         outcome.error = describe_api_error(exc)
     except PvleftError as exc:
@@ -134,11 +142,10 @@ def run_context(context: str, invocation: Invocation,
     return outcome
 
 
-def run_contexts(contexts: list[str], invocation: Invocation,
-                 on_done: Optional[Callable[[ContextOutcome], None]] = None,
-                 task: Optional[Callable[[Session], Any]] = None) -> list[ContextOutcome]:
-    """Every context's outcome, in the order given, at most ``--max-concurrency`` at once; ``on_done`` is called
-    with each as it finishes, on this thread (``task``: what each context reads, else the command's run). On a
+def run_contexts(contexts: list[str], invocation: Invocation, task: Callable[[Session], Read],
+                 rows: Optional[Callable[[Read], int]] = None) -> list[ContextOutcome[Read]]:
+    """Every context's outcome of ``task``, in the order given, at most ``--max-concurrency`` at once; with -v each
+    context's line as it finishes (``summary``: its ``rows``), above the status line on a terminal. On a
     terminal the status line counts them and names the ones still running, the slowest first, redrawn every second
     while nothing finishes (kubectl_pvleft.progress).
 
@@ -150,8 +157,8 @@ def run_contexts(contexts: list[str], invocation: Invocation,
     todo: queue.SimpleQueue[tuple[int, str]] = queue.SimpleQueue()
     for index, context in enumerate(contexts):
         todo.put((index, context))
-    outcomes: list[Optional[ContextOutcome]] = [None] * len(contexts)
-    finished: queue.SimpleQueue[tuple[Optional[ContextOutcome], Optional[BaseException]]] = queue.SimpleQueue()
+    outcomes: list[Optional[ContextOutcome[Read]]] = [None] * len(contexts)
+    finished: queue.SimpleQueue[tuple[Optional[ContextOutcome[Read]], Optional[BaseException]]] = queue.SimpleQueue()
     running: dict[str, float] = {}  # context -> when it started (written by the workers, read here)
 
     def work() -> None:
@@ -162,7 +169,7 @@ def run_contexts(contexts: list[str], invocation: Invocation,
                 return
             running[context] = time.monotonic()
             try:
-                outcomes[index] = run_context(context, invocation, task)
+                outcomes[index] = run_context(context, invocation, task, rows)
             except BaseException as exc:  # a bug of ours: raised on the main thread
                 finished.put((None, exc))
                 return
@@ -184,9 +191,9 @@ def run_contexts(contexts: list[str], invocation: Invocation,
         assert outcome is not None
         done += 1
         failed += outcome.error is not None
-        if on_done is not None:
-            on_done(outcome)
-    return outcomes  # type: ignore[return-value]
+        if invocation.verbosity:
+            progress.line(summary(outcome))
+    return [outcome for outcome in outcomes if outcome is not None]  # every one, once all are done
 
 
 STATUS_EVERY = 1.0  # seconds: the waiting contexts' clocks tick on the status line
@@ -207,35 +214,37 @@ def waiting_line(command: str, done: int, failed: int, total: int, running: dict
     return line
 
 
-def _rows_by_context(results: list[tuple[str, Result]]) -> Optional[Report[InContext]]:
-    return _lifted([(context, result.report) for context, result in results])
-
-
-def _lifted(reports: list[tuple[str, Report[Any]]]) -> Optional[Report[InContext]]:
+def _lifted(reports: list[tuple[str, SomeReport]]) -> Optional[Report[InContext[int]]]:
+    """One report over the rows of every context's report: each context's over its rows' places (``placed``), so
+    that reports made by the same code in every context read as one, whatever their row type."""
     if not reports:
         return None
-    rows = [InContext(context, row) for context, report in reports for row in report.rows]
-    return lift(reports[0][1], dict(reports)).with_rows(rows)
+    by_context = {context: report.apply(placed) for context, report in reports}
+    rows = [InContext(context, row) for context, report in by_context.items() for row in report.rows]
+    return lift(by_context[reports[0][0]], by_context).with_rows(rows)
 
 
-def _sections_by_context(results: list[tuple[str, Result]]) -> list[Report[InContext]]:
+def _sections_by_context(results: list[tuple[str, Result]]) -> list[SomeReport]:
     """Each kind of section the contexts' runs had (classes' VolumeAttributesClasses, ...), one report over every
     context's rows of it, in the order the kinds first appear; a context without that section adds nothing. A kind
     is told by its columns: the same analysis makes the same section the same way in every context."""
-    kinds: dict[tuple[str, ...], list[tuple[str, Report[Any]]]] = {}
+    kinds: dict[tuple[str, ...], list[tuple[str, SomeReport]]] = {}
     for context, result in results:
         for section in result.sections:
-            kinds.setdefault(tuple(column.header for column in section.columns), []).append((context, section))
+            headers = tuple(column.header for column in section.apply(placed).columns)
+            kinds.setdefault(headers, []).append((context, section))
     return [lifted for reports in kinds.values() if (lifted := _lifted(reports)) is not None]
 
 
-def combine(outcomes: list[ContextOutcome]) -> tuple[Optional[Report[InContext]], Result]:
-    """One report: rows sorted by context, then as each context's report had them."""
-    done = sorted((o for o in outcomes if o.result is not None), key=lambda o: o.context)
-    results = [(o.context, o.result) for o in done if o.result is not None]
-    report = _rows_by_context(results)
+def combine(outcomes: list[ContextOutcome[Result]]) -> tuple[Optional[Report[InContext[int]]], Result]:
+    """One report: rows sorted by context, then as each context's report had them. None when no context was read:
+    the result then holds their errors, and its report has no rows."""
+    done = sorted((o for o in outcomes if o.read is not None), key=lambda o: o.context)
+    results = [(o.context, o.read) for o in done if o.read is not None]
+    report = _lifted([(context, result.report) for context, result in results])
     failed = [f"context {o.context}: {o.error}" for o in outcomes if o.error is not None]
-    result = Result(report=report, findings=sum(r.findings for _, r in results),  # type: ignore[arg-type]
+    result = Result(report=report if report is not None else NOTHING_READ,
+                    findings=sum(r.findings for _, r in results),
                     warnings=[f"context {c}: {w}" for c, r in results
                               for w in r.warnings + ([r.not_served] if r.not_served else [])],
                     partial=bool(failed) or any(r.partial for _, r in results),
@@ -247,90 +256,118 @@ def combine(outcomes: list[ContextOutcome]) -> tuple[Optional[Report[InContext]]
     return report, result
 
 
-def census_contexts(contexts: list[str], invocation: Invocation,
-                    on_done: Optional[Callable[[ContextOutcome], None]] = None) -> tuple[list[ContextOutcome], Any]:
+# What a fleet that read no context reports: no rows (its errors say why; the command line prints only them).
+NOTHING_READ: Report[str] = Report(rows=(), columns=(), to_json=lambda row: {}, name=str)
+
+
+class FleetCensus(Struct):
+    """What a fleet's cloud census adds to the combined result: its sections (the disks or snapshots, each once
+    however many contexts name it), and what it could not read."""
+
+    sections: list[SomeReport]
+    warnings: list[str]
+    errors: list[str]
+
+
+class Estate(Struct, Generic[Read]):
+    """What a fleet census joins the clouds against: each context's own reading with that context's options (its
+    namespace), the contexts that could not be read, and every context of the kubeconfig with its cluster's name
+    (what an orphan's tags are matched against)."""
+
+    options: Options  # what the census reads of the flags: no context's namespace matters to it
+    prices: Optional[PriceFile]
+    outcomes: list[ContextOutcome[tuple[Options, Read]]]
+    read: dict[str, tuple[Options, Read]]
+    unread: list[str]
+    kubeconfig: list[tuple[str, Optional[str], str]]
+
+
+def read_estate(contexts: list[str], invocation: Invocation, reading: Callable[[Reader, Options], Read],
+                rows: Callable[[Read], int]) -> Estate[Read]:
+    """Each context's ``reading`` (failures apart, as every fleet run), after --price-file is read: a bad one stops
+    the run before any request."""
+    from kubectl_pvleft.clouds import census
+
+    options = invocation.options("")
+    prices = census.price_file(options.flags)
+    outcomes = run_contexts(contexts, invocation, lambda session: (session.options, reading(session.api, session.options)),
+                            lambda read: rows(read[1]))
+    read = {o.context: o.read for o in outcomes if o.read is not None}
+    unread = [o.context for o in outcomes if o.error is not None]
+    kubeconfig = census.kubeconfig_clusters(invocation.selection.kubeconfig, set(read), set(unread)) if read else []
+    return Estate(options, prices, outcomes, read, unread, kubeconfig)
+
+
+def with_results(estate: Estate[Read], result: Optional[Callable[[Options, Read, str], Result]]
+                 ) -> list[ContextOutcome[Result]]:
+    """Each context's outcome, its reading made a run's result (``result``: with what the census said of it; None
+    when no context was read, and there is nothing to make one of)."""
+    return [ContextOutcome(o.context, None if o.read is None or result is None else result(*o.read, o.context),
+                           o.error, o.seconds, o.requests, o.rows) for o in estate.outcomes]
+
+
+def census_contexts(contexts: list[str], invocation: Invocation
+                    ) -> tuple[list[ContextOutcome[Result]], Optional[FleetCensus]]:
     """``leftovers`` with a cloud census across contexts: each context's PVs read (failures apart, as every
     fleet run), then each asked cloud's disks listed once and joined against them all (census.take_estate); each
-    context's rows then get their DISK. Returns the outcomes (each with its result) and the census's outcome, or
+    context's rows then get their DISK. Returns the outcomes (each with its result) and what the census adds, or
     None when no context could be read (a census then could tell nothing of any disk)."""
     if invocation.command.name == "snapshots":
-        return snapshot_contexts(contexts, invocation, on_done)
+        return snapshot_contexts(contexts, invocation)
     from kubectl_pvleft.analyses import leftovers
     from kubectl_pvleft.clouds import census
 
-    options = invocation.options("")  # what the census reads of the flags; no context's namespace matters to it
-    prices = census.price_file(options.flags)  # a bad --price-file stops the run before any request
-    outcomes = run_contexts(contexts, invocation, on_done,
-                            task=lambda session: (session.options, leftovers.read(session.api, session.options)))
-    read = {o.context: o.read for o in outcomes if o.read is not None}
-    if not read:
-        return outcomes, None
-    unread = [o.context for o in outcomes if o.error is not None]
-    taken = census.take_estate(options, {c: result.all_pvs for c, (_, result) in read.items()}, unread, prices,
-                               census.kubeconfig_clusters(invocation.selection.kubeconfig, set(read), set(unread)))
-    for outcome in outcomes:
-        if outcome.read is not None:
-            context_options, result = outcome.read
-            outcome.result = leftovers.with_disks(result, context_options, taken, outcome.context)
-    return outcomes, taken
+    estate = read_estate(contexts, invocation, leftovers.read, lambda found: len(found.rows))
+    if not estate.read:
+        return with_results(estate, None), None
+    taken = census.take_estate(estate.options, {c: found.all_pvs for c, (_, found) in estate.read.items()},
+                               estate.unread, estate.prices, estate.kubeconfig)
+    names: dict[Optional[str], list[str]] = {c: leftovers.leftover_names(found) for c, (_, found) in estate.read.items()}
+    sections = census.sections(taken, names, show_all=invocation.shows_all)
+    return (with_results(estate, lambda options, found, context: leftovers.with_disks(found, options, taken, context)),
+            FleetCensus(sections, taken.warnings, taken.errors))
 
 
-def snapshot_contexts(contexts: list[str], invocation: Invocation,
-                      on_done: Optional[Callable[[ContextOutcome], None]] = None) -> tuple[list[ContextOutcome], Any]:
+def snapshot_contexts(contexts: list[str], invocation: Invocation
+                      ) -> tuple[list[ContextOutcome[Result]], Optional[FleetCensus]]:
     """``snapshots`` with a cloud across contexts: each context's VolumeSnapshotContents read (failures apart), then
     each asked cloud looks up the contents' snapshots and lists its own once, joined against the contents of every
     context read (snapshot_census.take_estate); each context's rows then get their CLOUD SNAPSHOT. Returns the
-    outcomes and the clouds' outcome, or None when no context could be read."""
+    outcomes and what the clouds add, or None when no context could be read."""
     from kubectl_pvleft.analyses import snapshots
-    from kubectl_pvleft.clouds import census, snapshot_census
+    from kubectl_pvleft.clouds import snapshot_census
 
-    options = invocation.options("")  # what the clouds read of the flags; no context's namespace matters to them
-    prices = census.price_file(options.flags)  # a bad --price-file stops the run before any request
-    outcomes = run_contexts(contexts, invocation, on_done,
-                            task=lambda session: (session.options, snapshots.read(session.api, session.options)))
-    read = {o.context: o.read for o in outcomes if o.read is not None}
-    if not read:
-        return outcomes, None
-    unread = [o.context for o in outcomes if o.error is not None]
+    estate = read_estate(contexts, invocation, snapshots.read, lambda found: len(found.rows) if found else 0)
+    if not estate.read:
+        return with_results(estate, None), None
     # A context without the snapshot CRDs was read: no content there names any snapshot.
     named: dict[Optional[str], set[str]] = {context: (found.named if found is not None else set())
-                                            for context, (_, found) in read.items()}
-    wanted = [want for context, (context_options, found) in read.items() if found is not None
+                                            for context, (_, found) in estate.read.items()}
+    wanted = [want for context, (context_options, found) in estate.read.items() if found is not None
               for want in snapshots.wanted_rows(found, context_options, context)]
-    taken = snapshot_census.take_estate(options, wanted, named, unread, prices,
-                                        census.kubeconfig_clusters(invocation.selection.kubeconfig, set(read),
-                                                                   set(unread)))
-    for outcome in outcomes:
-        if outcome.read is not None:
-            context_options, found = outcome.read
-            outcome.result = (snapshots.not_served() if found is None else
-                              snapshots.with_cloud(found, context_options, taken, outcome.context))
-    return outcomes, taken
+    taken = snapshot_census.take_estate(estate.options, wanted, named, estate.unread, estate.prices, estate.kubeconfig)
+
+    def result(options: Options, found: Optional[snapshots.SnapshotCensus], context: str) -> Result:
+        return snapshots.not_served() if found is None else snapshots.with_cloud(found, options, taken, context)
+
+    return with_results(estate, result), FleetCensus(snapshot_census.sections(taken, taken.wanted,
+                                                                              show_all=invocation.shows_all),
+                                                     taken.warnings, taken.errors)
 
 
-def census_result(result: Result, outcomes: list[ContextOutcome], taken: Any, show_all: bool) -> None:
+def census_result(result: Result, census: FleetCensus) -> None:
     """The fleet census's sections, findings, warnings and errors, added to the combined result."""
-    from kubectl_pvleft.analyses import leftovers
-    from kubectl_pvleft.clouds import census, snapshot_census
-    from kubectl_pvleft.output.report import finding_count
+    from kubectl_pvleft.output.report import section_findings
 
-    if isinstance(taken, snapshot_census.SnapshotOutcome):
-        result.sections = snapshot_census.sections(taken, taken.wanted, show_all=show_all)
-    else:
-        names: dict[Optional[str], list[str]] = {o.context: leftovers.leftover_names(o.read[1])
-                                                 for o in outcomes if o.read is not None}
-        result.sections = census.sections(taken, names, show_all=show_all)
-    result.findings += sum(finding_count(section) for section in result.sections)
-    result.warnings += taken.warnings
-    result.errors += taken.errors
-    result.partial = result.partial or bool(taken.errors)
+    result.sections = census.sections
+    result.findings += section_findings(census.sections)
+    result.warnings += census.warnings
+    result.errors += census.errors
+    result.partial = result.partial or bool(census.errors)
 
 
-def summary(outcome: ContextOutcome) -> str:
-    rows = len(outcome.result.report.rows) if outcome.result is not None else 0
-    if outcome.result is None and isinstance(outcome.read, tuple):  # a fleet census's context: the rows it read
-        rows = len(getattr(outcome.read[-1], "rows", ()))
-    state = "failed" if outcome.error is not None else f"{rows} row{'' if rows == 1 else 's'}"
+def summary(outcome: ContextOutcome[Read]) -> str:
+    state = "failed" if outcome.error is not None else f"{outcome.rows} row{'' if outcome.rows == 1 else 's'}"
     requests = f"{outcome.requests} request{'' if outcome.requests == 1 else 's'}"
     return f"context {outcome.context}: {state} in {outcome.seconds:.2f}s, {requests}"
 

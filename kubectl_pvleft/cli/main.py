@@ -7,9 +7,11 @@ subcommand runs, so ``--help`` and usage errors cost nothing.
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import sys
+import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NoReturn, Optional, TypeVar
 
@@ -33,9 +35,9 @@ from kubectl_pvleft.invocation import MCP, SERVE, WHY, Analysis, Invocation, Res
 from kubectl_pvleft.text import one_line, shown, warn
 
 if TYPE_CHECKING:
-    from kubectl_pvleft.output.report import Report
+    from kubectl_pvleft.output.report import Report, SomeReport
 
-Shown = TypeVar("Shown")  # what a watch prints a line for: a row change, in its context for a fleet
+Shown = TypeVar("Shown")  # a row, where what prints it is generic in its type: a report's, a watch's row change
 
 # The CLI's public face: what tests, completion and the bundle's entry call.
 __all__ = ["EXIT_CODES_HELP", "EXIT_USAGE", "build_parser", "describe_api_error", "entry", "main",
@@ -64,6 +66,8 @@ def run(argv: Sequence[str], prog: str) -> int:
     if invocation is None:
         build_parser(prog).print_help()
         return EXIT_OK
+    if invocation.command in (SERVE, WHY, MCP) or invocation.fleet:
+        collector_back()  # they load their modules as they go, and serve and mcp run for hours
     from kubectl_pvleft.kube.transport import set_verbosity
 
     set_verbosity(invocation.verbosity)
@@ -93,6 +97,8 @@ def run(argv: Sequence[str], prog: str) -> int:
     if invocation.fleet:
         return run_fleet(invocation)
     with Session(invocation) as session:
+        collector_back()  # the connection's modules are loaded
+        _Run.one_shot = not invocation.watch and not invocation.clouds
         if invocation.watch:
             absent = session.not_served()
             if absent:  # the kinds it watches are not served here (no CRDs): nothing to watch, not an error
@@ -133,7 +139,12 @@ def print_and_exit(result: Result, invocation: Invocation, *, fleet: bool, conte
     if invocation.sort_by:
         from kubectl_pvleft.output.templates import sort_rows
 
-        report = report.with_rows(sort_rows(report, invocation.sort_by))
+        key = invocation.sort_by
+
+        def sort(shown: Report[Shown]) -> SomeReport:
+            return shown.with_rows(sort_rows(shown, key))
+
+        report = report.apply(sort)
     if not (invocation.names and not report.rows and not result.sections and printing.format in ("table", "wide")):
         print_result(report, result.sections, printing)  # (kubectl says nothing but NotFound for names it lacks)
     for message in result.errors:  # a second census that failed: its own line, after what did print
@@ -157,17 +168,15 @@ def run_fleet(invocation: Invocation) -> int:
         return watch_fleet(invocation, contexts)
     from kubectl_pvleft import progress
 
-    # -v: each context's line as it finishes (above the status line on a terminal), not all at the end.
-    said = (lambda o: progress.line(fleet.summary(o))) if invocation.verbosity else None
-    taken = None
+    census = None
     if invocation.clouds:  # one census of the whole estate: each account's disks against every context's PVs
-        outcomes, taken = fleet.census_contexts(contexts, invocation, said)
+        outcomes, census = fleet.census_contexts(contexts, invocation)
     else:
-        outcomes = fleet.run_contexts(contexts, invocation, said)
+        outcomes = fleet.run_contexts(contexts, invocation, Session.run, fleet.result_rows)
     progress.stop()
     report, result = fleet.combine(outcomes)
-    if taken is not None:
-        fleet.census_result(result, outcomes, taken, invocation.shows_all)
+    if census is not None:
+        fleet.census_result(result, census)
     if report is None:  # no context answered: their errors are the report
         for message in result.errors:
             error(message)
@@ -288,13 +297,54 @@ def _quiet_exit(code: int) -> int:
     return code
 
 
+class _Collector:
+    held = False  # entry() turned the collector off: collector_back() turns it on
+
+
+class _Run:
+    one_shot = False  # one context's run, no watch, no cloud census: nothing is left to do once it has printed
+
+
 def entry() -> None:
-    """The console script: Ctrl-C as KeyboardInterrupt, SIGTERM/SIGHUP end the run cleanly too."""
+    """The console script: Ctrl-C as KeyboardInterrupt, SIGTERM/SIGHUP end the run cleanly too. The cyclic
+    garbage collector is off while the run starts (collector_back)."""
+    if gc.isenabled():
+        gc.disable()
+        _Collector.held = True
     signal.signal(signal.SIGINT, signal.default_int_handler)
     for name in ("SIGTERM", "SIGHUP"):
         if hasattr(signal, name):
             signal.signal(getattr(signal, name), _terminate)
-    raise SystemExit(main())
+    code = main()
+    if _Run.one_shot and _finished():
+        # The interpreter's teardown (clearing every module, a last full collection) is ~1.6 ms of a small
+        # `leftovers` (BENCHMARKS.md, Start-up) and does nothing a finished one-shot run needs: its session and
+        # connections are closed, its threads are daemons, its output is flushed.
+        os._exit(code)
+    raise SystemExit(code)
+
+
+def _finished() -> bool:
+    """stdout and stderr flushed, and no thread but daemons left. When a flush fails, the interpreter's exit says
+    so as it always has."""
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        return False
+    return all(thread.daemon for thread in threading.enumerate() if thread is not threading.main_thread())
+
+
+def collector_back() -> None:
+    """The collector on again, as before, for the work itself, once entry() held it. Start-up (imports, the parser,
+    the kubeconfig and the connection) makes tens of thousands of objects that live as long as the process, and
+    the collector walked them some 30 times meanwhile, and once more at exit: 4 to 11 ms of a `leftovers` run
+    (BENCHMARKS.md, Start-up). Frozen now, they are never walked again; a run that ends before this point (help,
+    a usage error) exits without a collection."""
+    if _Collector.held:
+        _Collector.held = False
+        gc.freeze()
+        gc.enable()
 
 
 def _terminate(signum: int, frame: Any) -> NoReturn:

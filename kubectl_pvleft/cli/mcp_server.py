@@ -199,50 +199,64 @@ UNREAD: dict[str, Any] = {
               "required": ["resource", "verb", "path", "status", "warning"], "additionalProperties": False}}
 
 
-def output_schema(command: Command) -> dict[str, Any]:
-    item = item_schema(command)
-    definitions = item.pop("$defs", {})
-    return {
+def answer_schema(kind: Mapping[str, Any], shown_as: str, namespace: str, answer: Mapping[str, Any],
+                  required: tuple[str, ...], closed: bool = False) -> dict[str, Any]:
+    """What a tool answers: ``answer`` (its own properties, ``required`` of them) beside what every tool says the
+    same way: the command line whose -o json it is (``shown_as``), the context and namespace read (``namespace``:
+    what the namespace means for it), what could not be read. ``kind``: the JSON Schema of what the -o json
+    prints, whose definitions go to the root (``#/$defs/...``, as its references say); ``closed``: no other key."""
+    definitions = dict(kind).pop("$defs", {})
+    schema = {
         "type": "object",
         "$defs": definitions,
         "properties": {
-            "cli": {"type": "string", "description": "the kubectl pvleft command line whose -o json items these are "
+            "cli": {"type": "string", "description": f"the kubectl pvleft command line whose -o json {shown_as} "
                                                      "(connection flags left out)"},
             "context": MAYBE_STRING,
-            "namespace": {"type": ["string", "null"], "description": "the namespace read; null: every namespace "
-                                                                   "(or, for cluster-scoped kinds, not narrowed)"},
-            "items": {"type": "array", "description": f"the objects `kubectl pvleft {command.name} -o json` prints in "
-                                                     "items[], this page of them",
-                      "items": item},
-            "verdicts": {"type": "array", "description": "for each item, in order: the object, what is wrong with it "
-                                                        "(empty: nothing to act on), why true evidence is set aside "
-                                                        "(kept, younger than older_than, so by design; null: it is "
-                                                        "not) and the read-only next looks",
-                         "items": {"type": "object", "properties": {"object": {"type": "string"}, "findings": STRINGS,
-                                                                    "set_aside": MAYBE_STRING, "next": STRINGS},
-                                   "required": ["object", "findings", "set_aside", "next"]}},
-            "findings": {"type": "integer", "minimum": 0, "description": "the findings, over every page: what --exit-code counts"},
-            "total": {"type": "integer", "minimum": 0},
-            "offset": {"type": "integer", "minimum": 0},
-            "omitted": {"type": "integer", "minimum": 0, "description": "items after this page, left out"},
-            "continue": {"type": ["string", "null"], "description": "pass as `continue` for the next page; null: last"},
-            "partial": {"type": "boolean", "description": "a cloud census or its prices failed: `errors` says which"},
-            "errors": {**STRINGS, "description": "what made the answer partial, one line each"},
+            "namespace": {"type": ["string", "null"], "description": namespace},
+            **answer,
             "warnings": WARNINGS,
-            "failed": {"type": "array", "description": "`errors` as data: the cloud (gce, aws, azure) and the part of "
-                                                      "its work (census, snapshots, prices) that failed",
-                       "items": {"type": "object", "properties": {
-                           "cloud": MAYBE_STRING, "part": MAYBE_STRING, "message": {"type": "string"}},
-                                 "required": ["cloud", "part", "message"]}},
             "unread": UNREAD,
-            "not_served": {"type": ["string", "null"], "description": "the kinds this tool reads are not served by "
-                                                                    "this cluster (no CRDs): nothing to check"},
-            "not_found": {"type": "object", "additionalProperties": {"type": "string"},
-                          "description": "names asked for that have no object, with kubectl's line for each"},
         },
-        "required": ["cli", "context", "namespace", "items", "verdicts", "findings", "total", "offset", "omitted",
-                     "continue", "partial", "errors", "failed", "warnings", "unread", "not_served", "not_found"],
+        "required": ["cli", "context", "namespace", *required, "warnings", "unread"],
     }
+    return {**schema, "additionalProperties": False} if closed else schema
+
+
+def output_schema(command: Command) -> dict[str, Any]:
+    item = item_schema(command)
+    answer = {
+        "items": {"type": "array", "description": f"the objects `kubectl pvleft {command.name} -o json` prints in "
+                                                 "items[], this page of them",
+                  "items": {key: value for key, value in item.items() if key != "$defs"}},
+        "verdicts": {"type": "array", "description": "for each item, in order: the object, what is wrong with it "
+                                                    "(empty: nothing to act on), why true evidence is set aside "
+                                                    "(kept, younger than older_than, so by design; null: it is "
+                                                    "not) and the read-only next looks",
+                     "items": {"type": "object", "properties": {"object": {"type": "string"}, "findings": STRINGS,
+                                                                "set_aside": MAYBE_STRING, "next": STRINGS},
+                               "required": ["object", "findings", "set_aside", "next"]}},
+        "findings": {"type": "integer", "minimum": 0, "description": "the findings, over every page: what --exit-code counts"},
+        "total": {"type": "integer", "minimum": 0},
+        "offset": {"type": "integer", "minimum": 0},
+        "omitted": {"type": "integer", "minimum": 0, "description": "items after this page, left out"},
+        "continue": {"type": ["string", "null"], "description": "pass as `continue` for the next page; null: last"},
+        "partial": {"type": "boolean", "description": "a cloud census or its prices failed: `errors` says which"},
+        "errors": {**STRINGS, "description": "what made the answer partial, one line each"},
+        "failed": {"type": "array", "description": "`errors` as data: the cloud (gce, aws, azure) and the part of "
+                                                  "its work (census, snapshots, prices) that failed",
+                   "items": {"type": "object", "properties": {
+                       "cloud": MAYBE_STRING, "part": MAYBE_STRING, "message": {"type": "string"}},
+                             "required": ["cloud", "part", "message"]}},
+        "not_served": {"type": ["string", "null"], "description": "the kinds this tool reads are not served by "
+                                                                "this cluster (no CRDs): nothing to check"},
+        "not_found": {"type": "object", "additionalProperties": {"type": "string"},
+                      "description": "names asked for that have no object, with kubectl's line for each"},
+    }
+    return answer_schema(item, "items these are", "the namespace read; null: every namespace (or, for "
+                                                  "cluster-scoped kinds, not narrowed)", answer,
+                         ("items", "verdicts", "findings", "total", "offset", "omitted", "continue", "partial",
+                          "errors", "failed", "not_served", "not_found"))
 
 
 def why_output_schema() -> dict[str, Any]:
@@ -251,24 +265,12 @@ def why_output_schema() -> dict[str, Any]:
     from kubectl_pvleft.output.story import StoryJson
 
     story = json_schema(StoryJson)
-    definitions = story.pop("$defs", {})
-    return {
-        "type": "object",
-        "$defs": definitions,
-        "properties": {
-            "cli": {"type": "string", "description": "the kubectl pvleft command line whose -o json is `story` "
-                                                     "(connection flags left out)"},
-            "context": MAYBE_STRING,
-            "namespace": {"type": ["string", "null"], "description": "the namespace a Pod or claim was read in"},
-            "story": {**story, "description": "what `kubectl pvleft why ... -o json` prints: the chain of links (each "
-                                              "with its state, findings, owner and read-only next looks), the link "
-                                              "that blocks, the evidence newest first"},
-            "warnings": WARNINGS,
-            "unread": UNREAD,
-        },
-        "required": ["cli", "context", "namespace", "story", "warnings", "unread"],
-        "additionalProperties": False,
-    }
+    told = {key: value for key, value in story.items() if key != "$defs"}
+    answer = {"story": {**told, "description": "what `kubectl pvleft why ... -o json` prints: the chain of links "
+                                               "(each with its state, findings, owner and read-only next looks), "
+                                               "the link that blocks, the evidence newest first"}}
+    return answer_schema(story, "is `story`", "the namespace a Pod or claim was read in", answer, ("story",),
+                         closed=True)
 
 
 def tools() -> list[Any]:
@@ -348,9 +350,8 @@ def run_of(argv: list[str], base: Invocation) -> Invocation:
 
     parsed = parse(argv, PROG)
     assert parsed is not None  # argv names the subcommand
-    run: Invocation = parsed.replace(selection=base.selection, request_timeout=base.request_timeout,
-                                     verbosity=base.verbosity, chunk_size=base.chunk_size, output="json")
-    return run
+    return parsed.replace(selection=base.selection, request_timeout=base.request_timeout, verbosity=base.verbosity,
+                          chunk_size=base.chunk_size, output="json")
 
 
 def answer(base: Invocation, command: Command, arguments: Mapping[str, Any]) -> dict[str, Any]:
@@ -365,7 +366,9 @@ def answer(base: Invocation, command: Command, arguments: Mapping[str, Any]) -> 
         result = session.run()
         context = session.api.connection.context
         namespace = session.options.namespace
-    reports = [result.report, *result.sections]
+    from kubectl_pvleft.output.report import placed
+
+    reports = [shown.apply(placed) for shown in (result.report, *result.sections)]
     rows = [(report, row) for report in reports for row in report.rows]  # as -o json lists them: one List
     offset, limit = int(arguments.get(CONTINUE, "0")), int(arguments.get(LIMIT, DEFAULT_LIMIT))
     page = rows[offset:offset + limit]
@@ -474,7 +477,7 @@ def serve_mcp(invocation: Invocation) -> int:
         raise PvleftError(needs_extra("mcp", "the mcp package", "mcp", in_image=False)) from None
     import asyncio
 
-    listen = invocation.flags.get("listen")
+    listen = invocation.flags.listen
     asyncio.run(_serve_stdio(invocation) if listen is None else _serve_http(invocation, listen))
     return 0
 

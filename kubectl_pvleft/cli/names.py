@@ -5,10 +5,16 @@ do exist, and the run exits 1 as kubectl's does."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Optional, TypeVar
 
 from kubectl_pvleft.errors import NotFound
 from kubectl_pvleft.invocation import Invocation, Options, Result
+
+if TYPE_CHECKING:
+    from kubectl_pvleft.kube.api import KubeAPI
+    from kubectl_pvleft.output.report import Report
+
+T = TypeVar("T")
 
 
 def short_name(full: str) -> str:
@@ -18,26 +24,29 @@ def short_name(full: str) -> str:
 
 def listed_kind(invocation: Invocation) -> str:
     """The kind the rows are: the subcommand's, or PVs for ``classes --drift``."""
-    return "persistentvolumes" if invocation.flags.get("drift") else invocation.command.kind
+    return "persistentvolumes" if invocation.flags.drift else invocation.command.kind
 
 
-def narrow(result: Result, invocation: Invocation, options: Options, api: Any) -> Result:
+def narrow(result: Result, invocation: Invocation, options: Options, api: KubeAPI) -> Result:
     """Only the named rows; the findings counted again over them; a line for each name without a row."""
     names = invocation.names
-    report = result.report
-    kept = [row for row in report.rows if short_name(report.name(row)) in names]
-    if report.findings is not None:
-        result.findings += sum(len(report.findings(r)) for r in kept) - sum(len(report.findings(r))
-                                                                             for r in report.rows)
-    result.report = report.with_rows(kept)
-    shown = {short_name(report.name(row)) for row in kept}
+
+    def named(report: Report[T]) -> set[str]:
+        from kubectl_pvleft.output.report import finding_count
+
+        kept = report.with_rows([row for row in report.rows if short_name(report.name(row)) in names])
+        result.findings += finding_count(kept) - finding_count(report)
+        result.report = kept
+        return {short_name(report.name(row)) for row in kept.rows}
+
+    shown = result.report.apply(named)
     for name in names:
         if name not in shown:
             result.not_found[name] = absent_line(api, listed_kind(invocation), name, options.namespace)
     return result
 
 
-def absent_line(api: Any, plural: str, name: str, namespace: Optional[str]) -> str:
+def absent_line(api: KubeAPI, plural: str, name: str, namespace: Optional[str]) -> str:
     """The server's NotFound, as kubectl prints it; for an object that exists but has no row (a Pod that is not
     Pending, a PV whose claim is outside -n), why it has none."""
     from kubectl_pvleft.kube.kinds import JSON, KINDS

@@ -9,6 +9,7 @@ import argparse
 import functools
 import os
 import re
+import threading
 from collections.abc import Callable, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NoReturn, Optional
@@ -30,6 +31,9 @@ from kubectl_pvleft.invocation import (
     WHY,
     Command,
     Flag,
+    Flags,
+    FlagValue,
+    FlagValues,
     Invocation,
 )
 from kubectl_pvleft.output.names import DOCUMENT_FORMATS, PLAIN_FORMATS, REFUSED_FORMATS, TEMPLATE_FORMATS
@@ -137,6 +141,7 @@ class _Parser(argparse.ArgumentParser):
     argv: tuple[str, ...] = ()  # what was typed, for pflag's words (which form of a flag lacked its value)
     pending: Optional[Callable[[], None]] = None  # a subcommand's flags, added when it is first used
     render_help: Optional[Callable[[], str]] = None  # --help in kubectl's layout (cli/helplayout.py)
+    subcommands: Optional[argparse._SubParsersAction[_Parser]] = None  # the program's: its subcommands' parsers
 
     def materialize(self) -> _Parser:
         """Add this subcommand's flags now: a run builds only its own (each set costs ~1 ms of start-up)."""
@@ -407,19 +412,44 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
 
 @functools.lru_cache(maxsize=4)  # a parser is reusable; building one costs more than a run's parsing
 def build_parser(prog: str) -> argparse.ArgumentParser:
+    """The program's parser with every subcommand's, in their order: for help topics and completion. A run parses
+    with run_parser's."""
+    parser = _top_parser(prog)
+    for command in SUBCOMMANDS:
+        _add_subcommand(parser, command, prog)
+    return parser
+
+
+@functools.lru_cache(maxsize=4)
+def run_parser(prog: str) -> _Parser:
+    """The program's parser as a run uses it: the subcommands' parsers are added as runs name them (in one process,
+    one run: one subcommand), since each costs ~0.1 ms of start-up and three gettext look-ups (BENCHMARKS.md)."""
+    return _top_parser(prog)
+
+
+def _top_parser(prog: str) -> _Parser:
     parser = _Parser(prog=prog, allow_abbrev=False,  # pflag takes no abbreviations: --all is not --all-namespaces
                      formatter_class=_HelpFormatter)
     parser.add_argument("--version", action="version", version=f"kubectl-pvleft {__version__}",
                         help="print the plugin's version and exit")
     _flags(parser, top=True)
     # prog given: argparse would format the parent's usage to find it (no positional precedes SUBCOMMAND).
-    sub = parser.add_subparsers(dest="command", metavar="SUBCOMMAND", parser_class=_Parser, prog=prog)
-    for command in SUBCOMMANDS:
-        p = sub.add_parser(command.name, help=command.summary, formatter_class=_HelpFormatter, allow_abbrev=False)
-        p.pending = functools.partial(_subcommand_flags, p, command)
-        p.render_help = functools.partial(_subcommand_help, p, command, prog)
+    parser.subcommands = parser.add_subparsers(dest="command", metavar="SUBCOMMAND", parser_class=_Parser, prog=prog)
     parser.render_help = functools.partial(_program_help, prog)
     return parser
+
+
+_ADDING = threading.Lock()  # mcp parses its tool calls' argv in threads
+
+
+def _add_subcommand(parser: _Parser, command: Command, prog: str) -> None:
+    with _ADDING:
+        if parser.subcommands is None or command.name in parser.subcommands.choices:
+            return
+        p = parser.subcommands.add_parser(command.name, help=command.summary, formatter_class=_HelpFormatter,
+                                          allow_abbrev=False)
+        p.pending = functools.partial(_subcommand_flags, p, command)
+        p.render_help = functools.partial(_subcommand_help, p, command, prog)
 
 
 def _program_help(prog: str) -> str:
@@ -436,7 +466,7 @@ def _subcommand_help(parser: argparse.ArgumentParser, command: Command, prog: st
     from kubectl_pvleft.cli.helplayout import command_help
     from kubectl_pvleft.cli.helptext import EXAMPLES, legend
 
-    return command_help(parser, build_parser(prog), prog, command.name, command.summary, EXIT_CODES_SHORT,
+    return command_help(parser, run_parser(prog), prog, command.name, command.summary, EXIT_CODES_SHORT,
                         EXAMPLES[command.name], legend(command.name), "" if command is SERVE else "[NAME ...] ")
 
 
@@ -475,7 +505,7 @@ def _add(parser: Any, flag: Flag) -> None:
 def command_word(argv: Sequence[str], prog: str) -> Optional[str]:
     """The subcommand argv names, flags before it skipped as argparse would skip them (kubectl takes
     `kubectl pvleft --context x version`)."""
-    actions = build_parser(prog)._option_string_actions
+    actions = run_parser(prog)._option_string_actions  # the program's own flags: any parser of it has them
     index = 0
     while index < len(argv):
         arg = argv[index]
@@ -525,11 +555,11 @@ def selection_of(args: argparse.Namespace) -> Selection:
 def invocation_of(args: argparse.Namespace) -> Invocation:
     """The parsed command line as the one frozen, typed value everything below the CLI reads."""
     command = SUBCOMMANDS_BY_NAME[args.command]
-    flags = {}
+    values: dict[str, FlagValue] = {}
     for flag in declared_flags(command):
         value = getattr(args, flag.dest, None)
-        flags[flag.dest] = (tuple(value or ()) if flag.kind == REPEATED else bool(value) if flag.kind == BOOLEAN
-                            else value)
+        values[flag.dest] = (tuple(value or ()) if flag.kind == REPEATED else bool(value) if flag.kind == BOOLEAN
+                             else value)
     patterns = tuple(p.strip() for value in args.contexts or () for p in value.split(",") if p.strip())
     if args.contexts and not patterns:
         raise UsageError("--contexts needs context names or patterns, e.g. --contexts 'prod-*'")
@@ -538,14 +568,15 @@ def invocation_of(args: argparse.Namespace) -> Invocation:
         label_selector=args.selector, field_selector=args.field_selector, output=args.output,
         no_headers=args.no_headers, show_labels=args.show_labels, sort_by=args.sort_by, watch=args.watch,
         exit_code=args.exit_code, request_timeout=args.request_timeout, verbosity=args.verbosity,
-        flags=MappingProxyType(flags), clouds=_clouds_asked(command, flags), all_contexts=args.all_contexts,
+        flags=Flags.of(values), values=MappingProxyType(values), clouds=_clouds_asked(command, values),
+        all_contexts=args.all_contexts,
         contexts=patterns, names=tuple(dict.fromkeys(getattr(args, "names", None) or ())),
         max_concurrency=args.max_concurrency, chunk_size=args.chunk_size,
         label_columns=tuple(key.strip() for value in args.label_columns or () for key in value.split(",")
                             if key.strip()))
 
 
-def _clouds_asked(command: Command, flags: dict[str, Any]) -> tuple[str, ...]:
+def _clouds_asked(command: Command, flags: FlagValues) -> tuple[str, ...]:
     """The clouds whose census the flags ask for, by source, in registry order."""
     if not command.census:
         return ()
@@ -557,7 +588,12 @@ def _clouds_asked(command: Command, flags: dict[str, Any]) -> tuple[str, ...]:
 def parse(argv: Sequence[str], prog: str) -> Optional[Invocation]:
     """The invocation argv asks for; None when it names no subcommand (the caller prints the help)."""
     argv = rewrite_bool_forms(list(argv))
-    parser = build_parser(prog)
+    word = command_word(argv, prog)
+    parser = run_parser(prog)
+    # The subcommand argv names; all of them when it names none (--help) or a word that is none (argparse's
+    # invalid choice, which error() words as kubectl does).
+    for command in (SUBCOMMANDS_BY_NAME[word],) if word in SUBCOMMANDS_BY_NAME else SUBCOMMANDS:
+        _add_subcommand(parser, command, prog)
     _Parser.secrets, _Parser.argv = secret_values(argv), tuple(argv)
     args, extras = parser.parse_known_args(argv)
     if extras:  # like kubectl: name the first unknown flag, never what follows it (it may be a secret)
@@ -583,7 +619,7 @@ def check_combinations(invocation: Invocation) -> None:
     if invocation.names and invocation.all_namespaces and not invocation.command.cluster_scoped:
         raise UsageError("a resource cannot be retrieved by name across all namespaces")  # kubectl's words
     declared = declared_flags(invocation.command)
-    given = {flag.name for flag in declared if invocation.flags.get(flag.dest)}
+    given = {flag.name for flag in declared if invocation.values.get(flag.dest)}
     for flag in declared:
         if flag.needs == NEEDS_CENSUS and flag.name in given and not invocation.clouds:
             from kubectl_pvleft.clouds import asking_flags
@@ -593,8 +629,8 @@ def check_combinations(invocation: Invocation) -> None:
             raise UsageError(f"{flag.name} needs {flag.needs}")
     for flag in declared:
         if flag.pattern:
-            values = invocation.flags.get(flag.dest)  # "" is a value to check (--listen ''), None is not given
-            for value in (values,) if isinstance(values, str) else values or ():
+            values = invocation.values.get(flag.dest)  # "" is a value to check (--listen ''), None is not given
+            for value in (values,) if isinstance(values, str) else values if isinstance(values, tuple) else ():
                 if not re.fullmatch(flag.pattern, value):
                     raise UsageError(f"{flag.name} {shown(value)!r} is not {flag.what}")
     if invocation.command is SERVE:
@@ -603,9 +639,7 @@ def check_combinations(invocation: Invocation) -> None:
         check_why(invocation)
     if invocation.command is MCP:
         refuse_run_flags(invocation, "mcp (its tools take these per call, and answer in JSON)")
-        listen = invocation.flags.get("listen")
-        if listen is not None and not 0 <= int(listen.rpartition(":")[2]) < 65536:
-            raise UsageError(f"--listen {shown(listen)!r} has no port between 0 and 65535")
+        check_port(invocation.flags.listen)
     if invocation.watch and invocation.clouds:
         from kubectl_pvleft.clouds import asking_flags
 
@@ -656,8 +690,8 @@ def refuse_run_flags(invocation: Invocation, why: str) -> None:
 
 def check_serve(invocation: Invocation) -> None:
     refuse_run_flags(invocation, "serve (it serves metrics for one context, every kind)")
-    for dest, name in (("census_interval", "--census-interval"), ("stale_after", "--stale-after")):
-        text = invocation.flags.get(dest)
+    for text, name in ((invocation.flags.census_interval, "--census-interval"),
+                       (invocation.flags.stale_after, "--stale-after")):
         if text is not None:
             try:
                 seconds = go_duration(text) / 1e9
@@ -665,6 +699,10 @@ def check_serve(invocation: Invocation) -> None:
                 seconds = 0
             if seconds < 1:
                 raise UsageError(f"{name} {shown(text)!r} is not a duration of at least 1s (e.g. 30s, 15m, 1h)")
-    listen = invocation.flags.get("listen")
+    check_port(invocation.flags.listen)
+
+
+def check_port(listen: Optional[str]) -> None:
+    """--listen's port, once its syntax is checked (its pattern): one TCP can have."""
     if listen is not None and not 0 <= int(listen.rpartition(":")[2]) < 65536:
         raise UsageError(f"--listen {shown(listen)!r} has no port between 0 and 65535")

@@ -107,7 +107,7 @@ def serve(invocation: Invocation) -> int:
     if invocation.clouds:  # a bad --price-file: exit 2, before connecting
         from kubectl_pvleft.clouds.census import price_file
 
-        prices = price_file(flags)
+        prices = price_file(invocation.values)
     api, namespace = connect(invocation.selection, invocation.request_timeout, invocation.request_timeout is not None,
                              interactive=False)  # a daemon never waits for a human at a terminal
     stopping = threading.Event()
@@ -116,14 +116,14 @@ def serve(invocation: Invocation) -> int:
         options = invocation.options(namespace)
         census, clouds = _census(options, prices)
         live = Live(api, followed(options), WatchSettings.from_env(), describe, census=census, clouds=clouds,
-                    census_interval=seconds(flags.get("census_interval") or DEFAULT_CENSUS_INTERVAL),
+                    census_interval=seconds(flags.census_interval or DEFAULT_CENSUS_INTERVAL),
                     judge_every=judge_every(), snapshot_census=_snapshot_census(options, prices),
                     max_objects=max_objects())
         registry = CollectorRegistry()
         ProcessCollector(registry=registry)  # process_resident_memory_bytes, process_cpu_seconds_total
-        registry.register(ServeCollector(live, int(flags.get("max_finding_series") or DEFAULT_MAX_FINDING_SERIES)))
-        stale_after = seconds(flags.get("stale_after") or DEFAULT_STALE_AFTER)
-        where = address(flags.get("listen") or DEFAULT_LISTEN)
+        registry.register(ServeCollector(live, int(flags.max_finding_series or DEFAULT_MAX_FINDING_SERIES)))
+        stale_after = seconds(flags.stale_after or DEFAULT_STALE_AFTER)
+        where = address(flags.listen or DEFAULT_LISTEN)
         server = _server(where, registry, live, stale_after)
         live.start()
         # A daemon thread: the process ends with the main one, the listening sockets with it.
@@ -157,7 +157,9 @@ def _snapshot_census(options: Options, prices: Optional[PriceFile]
                      ) -> Optional[Callable[[Sequence[object]], SnapshotOutcome]]:
     """With --cost and a cloud's flag: the snapshots behind the snapshot contents with findings, looked up and
     priced on each census interval (as `snapshots --cost` does once), as one function of the analysis's rows."""
-    if not (options.flags.get("cost") and options.clouds):
+    from kubectl_pvleft.clouds import CensusFlags
+
+    if not (CensusFlags.of(options.flags).cost and options.clouds):
         return None
     from kubectl_pvleft.analyses.snapshots import ContentRow, wanted_of
     from kubectl_pvleft.clouds import snapshot_census

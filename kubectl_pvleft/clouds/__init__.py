@@ -36,10 +36,10 @@ What a census promises beyond its Protocol:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Optional
 
 from kubectl_pvleft.clouds import aws, azure, gce
-from kubectl_pvleft.invocation import BOOLEAN, NEEDS_CENSUS, VALUE, Flag
+from kubectl_pvleft.invocation import BOOLEAN, NEEDS_CENSUS, VALUE, Flag, FlagSet
 
 if TYPE_CHECKING:
     from kubectl_pvleft.clouds.base import Cloud
@@ -57,6 +57,17 @@ FLAGS = (
     Flag(name="--price-file", dest="price_file", kind=VALUE, metavar="FILE", needs="--cost",
          help="YAML/JSON prices (cloud, location, type -> unit_price) that take precedence over the price APIs"),
 )
+
+
+
+class CensusFlags(FlagSet):
+    """The flags every census shares (``FLAGS``), typed."""
+
+    __slots__ = ("cost", "price_file")
+    _default_cost = False
+
+    cost: bool
+    price_file: Optional[str]
 
 
 def asking_flags() -> list[str]:

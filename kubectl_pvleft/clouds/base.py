@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Optional, Protocol, TypedDict, Union
+from typing import TYPE_CHECKING, Optional, Protocol, TypedDict, Union
 
 from msgspec import Struct, field
 
 if TYPE_CHECKING:  # the clouds' declarations, read on every run, name these types only for mypy
-    from kubectl_pvleft.invocation import Flag
+    from kubectl_pvleft.invocation import Flag, FlagSet, FlagValues
 
 ORPHAN_DISK = "orphan-disk"  # a disk no PV in this cluster names
 MISSING_DISK = "missing-disk"  # a PV whose disk does not exist: its data is already gone
@@ -361,7 +361,8 @@ class CloudReport(Struct):
 # ``snapshots`` modules meet ``CensusModule``, ``PricesModule`` and ``SnapshotsModule`` (a module meets a Protocol by
 # its functions): each ``open(flags, timeout)`` imports the SDK, builds the client and raises ``CloudError`` (one
 # line: what is missing and how to get it) when credentials or the SDK are absent; their other functions are pure.
-# ``flags`` are the parsed flags by dest (``Invocation.flags``); ``timeout`` bounds every call, in seconds.
+# ``flags`` are the parsed flags by dest (``Invocation.values``), which a cloud reads through its own ``FlagSet``
+# (``GceFlags.of(flags).project``); ``timeout`` bounds every call, in seconds.
 
 
 class Census(Protocol):
@@ -394,7 +395,7 @@ class Census(Protocol):
 class CensusModule(Protocol):
     """A cloud's ``census`` module: the census, and what a disk's tags say of the cluster that made it."""
 
-    def open(self, flags: Mapping[str, Any], timeout: float) -> Census:
+    def open(self, flags: FlagValues, timeout: float) -> Census:
         """The census the flags ask for (its SDK imported here)."""
 
     def made_by(self, disk: Union[CloudDisk, CloudSnapshot]) -> list[tuple[str, str]]:
@@ -407,7 +408,7 @@ class CensusModule(Protocol):
         update-kubeconfig`` writes the cluster's ARN), or None when the name is the cluster's own or says nothing."""
 
     @property
-    def other_clusters_note(self) -> Optional[Callable[[list[CloudDisk], Mapping[str, Any]], str]]:
+    def other_clusters_note(self) -> Optional[Callable[[list[CloudDisk], FlagValues], str]]:
         """What a cluster-name flag (``ONE_CLUSTER_FLAGS``) set aside as other clusters' disks, one line in the
         cloud's words (``base.other_clusters_note``); None for a cloud that sets no disk aside."""
 
@@ -432,7 +433,7 @@ class PricesModule(Protocol):
         """What a priced item also bills that its price leaves out (Azure's transactions): said in its JSON and
         once on stderr; None for a cloud whose prices leave nothing out."""
 
-    def open(self, flags: Mapping[str, Any], timeout: float) -> PriceList: ...
+    def open(self, flags: FlagValues, timeout: float) -> PriceList: ...
 
 
 class SnapshotCensus(Protocol):
@@ -450,7 +451,7 @@ class SnapshotCensus(Protocol):
 class SnapshotsModule(Protocol):
     """A cloud's ``snapshots`` module, for ``snapshots`` with the cloud's flags."""
 
-    def open(self, flags: Mapping[str, Any], timeout: float) -> SnapshotCensus: ...
+    def open(self, flags: FlagValues, timeout: float) -> SnapshotCensus: ...
 
     def made_by_csi(self, snapshot: CloudSnapshot) -> bool:
         """The cloud's CSI driver made it (its tags or description say so): only such a snapshot can be an
@@ -482,6 +483,11 @@ class Cloud(Protocol):
     @property
     def FLAGS(self) -> tuple[Flag, ...]:
         """Its flags; the first is the one that asks for its census."""
+
+    @property
+    def FLAG_SET(self) -> type[FlagSet]:
+        """Its flags, typed (one field per flag: ``invocation.FlagSet``), as its modules read them from the values
+        their ``open`` is given; in its ``names`` module (which its modules import, and its ``__init__``)."""
 
     @property
     def ONE_CLUSTER_FLAGS(self) -> tuple[Flag, ...]:

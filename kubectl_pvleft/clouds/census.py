@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Optional, TypedDict, Union
 
 from msgspec.structs import replace
 
-from kubectl_pvleft.clouds import CLOUDS, SOURCES
+from kubectl_pvleft.clouds import CLOUDS, SOURCES, CensusFlags
 from kubectl_pvleft.clouds.base import (
     NOT_A_VOLUME,
     NOT_IN_KUBECONFIG,
@@ -41,8 +41,8 @@ from kubectl_pvleft.clouds.base import (
     join,
 )
 from kubectl_pvleft.clouds.refs import volume_ref
-from kubectl_pvleft.invocation import Options
-from kubectl_pvleft.output.report import Column, Report, SetAsideJson, Verdict, actionable, age, utcnow
+from kubectl_pvleft.invocation import FlagValues, Options
+from kubectl_pvleft.output.report import Column, Report, SetAsideJson, SomeReport, Verdict, actionable, age, utcnow
 from kubectl_pvleft.records import Absent
 from kubectl_pvleft.text import shown
 
@@ -123,10 +123,11 @@ def asked(options: Options) -> list[Cloud]:
     return [cloud for cloud in CLOUDS if cloud.SOURCE in options.clouds]
 
 
-def price_file(flags: Mapping[str, Any]) -> Optional[PriceFile]:
+def price_file(flags: FlagValues) -> Optional[PriceFile]:
     """``--price-file`` under ``--cost``, read before anything is asked of a cluster or cloud: a bad file is a usage
     error. The one reader: leftovers, snapshots, a fleet and serve read it here."""
-    path = flags.get("price_file") if flags.get("cost") else None
+    shared = CensusFlags.of(flags)
+    path = shared.price_file if shared.cost else None
     if not path:
         return None
     from kubectl_pvleft.clouds.cost import read_price_file
@@ -208,7 +209,7 @@ def take_estate(options: Options, volumes: Mapping[Optional[str], Sequence[Any]]
                 side.disks[ref.pv_name] = Absent.UNKNOWN
                 side.placements.setdefault(ref.pv_name, Placement(
                     None, "", False, "its handle names no disk a census could match (see the warnings)"))
-    if options.flags.get("cost") and outcome.taken:
+    if CensusFlags.of(options.flags).cost and outcome.taken:
         from kubectl_pvleft.clouds.pricing import price, provenance_note
 
         priced = [f.disk for f in outcome.findings + outcome.set_aside if f.disk is not None]
@@ -338,7 +339,7 @@ def _set_aside(finding: CloudFinding, older_than: Optional[float], now: datetime
 
 
 def sections(outcome: CensusOutcome, leftover_pvs: Mapping[Optional[str], Sequence[str]] = MappingProxyType({}),
-             show_all: bool = False) -> list[Report[Any]]:
+             show_all: bool = False) -> list[SomeReport]:
     """The findings table under the PVs, and with ``--cost`` the totals of what the leftover PVs' disks
     (``leftover_pvs``: their names by context) and the orphans bill, each disk once however many contexts name it;
     none when no census could be taken: an empty one would read as "no orphans found". With --all, the orphans set
@@ -351,8 +352,8 @@ def sections(outcome: CensusOutcome, leftover_pvs: Mapping[Optional[str], Sequen
                       key=lambda f: (f.kind, f.handle, f.context or "", f.pv_name or ""))
     aside = {(f.source, f.handle): outcome.set_aside_why.get((f.source, f.handle)) or set_aside_reason(f)
              for f in outcome.set_aside}
-    found: list[Report[Any]] = [findings_report(rows, taken=outcome.taken, show_kept=show_all,
-                                                costing=outcome.costing, set_aside=aside, fleet=outcome.fleet)]
+    found: list[SomeReport] = [findings_report(rows, taken=outcome.taken, show_kept=show_all,
+                                               costing=outcome.costing, set_aside=aside, fleet=outcome.fleet)]
     if outcome.costing is not None:
         from kubectl_pvleft.clouds.cost import totals
 
@@ -537,9 +538,6 @@ def findings_report(findings: list[CloudFinding], now: Optional[datetime] = None
     why) and the disks that are not volumes, shown and never findings. ``fleet``: a CONTEXT column first (the
     context whose PV names the disk; none for an orphan), ``context`` in JSON."""
     aside = set_aside or {}
-    def disk(attr: str) -> Any:
-        return lambda f: getattr(f.disk, attr) if f.disk is not None else None
-
     columns: list[Column[CloudFinding]] = [
         Column("SOURCE", lambda f: f.source),
         Column("FINDING", lambda f: f.kind),
@@ -548,7 +546,7 @@ def findings_report(findings: list[CloudFinding], now: Optional[datetime] = None
         Column("PV", lambda f: f.pv_name),
         Column("LOCATION", lambda f: f.disk.location if f.disk else location_in(f.handle)),
         Column("SIZE", lambda f: f"{f.disk.size_gb}GiB" if f.disk and f.disk.size_gb is not None else None),
-        Column("TYPE", disk("type")),
+        Column("TYPE", lambda f: f.disk.type if f.disk is not None else None),
         Column("USERS", lambda f: ",".join(f.disk.users) if f.disk and f.disk.users else None),
         Column("MADE FOR", lambda f: f.disk.made_for if f.disk else None),
         Column("AGE", lambda f: age(f.disk.created, now or utcnow()) if f.disk else None),

@@ -5,7 +5,7 @@ rest on. The units, records and the price file it uses are in cost.py."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Optional, Union
+from typing import Optional, Union
 
 from kubectl_pvleft.clouds import CLOUDS
 from kubectl_pvleft.clouds.base import Billable, Cloud, CloudError, Need, PricesModule, Rate
@@ -21,6 +21,7 @@ from kubectl_pvleft.clouds.cost import (
     Unpriced,
     bound_needs,
 )
+from kubectl_pvleft.invocation import FlagValues
 
 
 class Costing:
@@ -38,7 +39,7 @@ class Costing:
         return None if disk is None else self.by_handle.get(disk.handle)
 
 
-def price(flags: Mapping[str, Any], disks: Sequence[Billable], timeout: float,
+def price(flags: FlagValues, disks: Sequence[Billable], timeout: float,
           price_file: Optional[PriceFile] = None) -> Costing:
     """Every disk (or snapshot) priced: from the price file where it has a line, else from its cloud's price API (each cloud's
     list fetched at the same time as the others', once per run, read to its last page)."""
@@ -135,7 +136,7 @@ def _priced(cloud: str, needs: Sequence[Need], file_rates: Mapping[tuple[str, st
     return MonthlyCost(tuple(lines))
 
 
-def _fetch(flags: Mapping[str, Any], modules: Mapping[str, tuple[str, PricesModule]], needs: Mapping[str, list[Need]],
+def _fetch(flags: FlagValues, modules: Mapping[str, tuple[str, PricesModule]], needs: Mapping[str, list[Need]],
            timeout: float, costing: Costing) -> dict[str, Mapping[tuple[str, str, str, bool], Union[Rate, str]]]:
     """Each cloud's price list at the same time, bounded as a census is; one that fails leaves its disks unknown.
     ``modules``: each cloud's name and prices module, by source."""

@@ -15,10 +15,11 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from functools import partial
 from shlex import quote
-from typing import TYPE_CHECKING, Any, Optional, TypedDict, Union
+from typing import TYPE_CHECKING, Optional, TypedDict, Union
 
 from msgspec import Struct
 
+from kubectl_pvleft.clouds import CensusFlags
 from kubectl_pvleft.clouds.base import (
     Cloud,
     CloudError,
@@ -33,7 +34,7 @@ from kubectl_pvleft.clouds.base import (
 )
 from kubectl_pvleft.clouds.census import asked, census_seconds, made_by, this_cluster, totals_report
 from kubectl_pvleft.invocation import Options
-from kubectl_pvleft.output.report import Column, Report, SetAsideJson, Verdict, actionable, utcnow
+from kubectl_pvleft.output.report import Column, Report, SetAsideJson, SomeReport, Verdict, actionable, utcnow
 from kubectl_pvleft.records import Absent
 from kubectl_pvleft.text import shown
 
@@ -175,7 +176,7 @@ def take_estate(options: Options, wanted: Sequence[Wanted], named: Optional[Mapp
         _place(outcome, cloud, mine, lookup)
     if named is not None:
         orphans(options, named, outcome, unread, kubeconfig)
-    if options.flags.get("cost") and outcome.taken:
+    if CensusFlags.of(options.flags).cost and outcome.taken:
         _price(outcome, options, wanted, prices)
     return outcome
 
@@ -316,15 +317,15 @@ def _price(outcome: SnapshotOutcome, options: Options, wanted: Sequence[Wanted],
         outcome.warnings.append(note)
 
 
-def sections(outcome: SnapshotOutcome, wanted: Sequence[Wanted], show_all: bool = False) -> list[Report[Any]]:
+def sections(outcome: SnapshotOutcome, wanted: Sequence[Wanted], show_all: bool = False) -> list[SomeReport]:
     """The snapshots the clouds say are gone, and with ``--cost`` the totals of what the counted contents' snapshots
     bill; none when no cloud answered (an empty table would read as "all there")."""
     if not outcome.taken:
         return []
     aside = {(want.context, want.content): want.set_aside for want in wanted if want.set_aside is not None}
     rows_shown = [f for f in outcome.findings if show_all or f.set_aside is None]  # a set-aside orphan: with --all
-    found: list[Report[Any]] = [findings_report(rows_shown, outcome.taken, aside, outcome.costing,
-                                                outcome.listed, fleet=outcome.fleet)]
+    found: list[SomeReport] = [findings_report(rows_shown, outcome.taken, aside, outcome.costing,
+                                               outcome.listed, fleet=outcome.fleet)]
     if outcome.costing is not None:
         from kubectl_pvleft.clouds.cost import totals
 

@@ -13,7 +13,6 @@ them into kubectl's words.
 
 from __future__ import annotations
 
-import copy
 import socket
 import ssl
 import threading
@@ -353,6 +352,8 @@ class Pool:
         self._tls_name = server_hostname  # tls-server-name: Go verifies an https proxy by it too, when set
         if proxy is not None and not server.tls and proxy.forwards_plain_http():
             # Go sends a plain-HTTP request to an http(s) proxy itself, with the absolute URI as its target.
+            import copy  # only here: copy (and weakref) cost every start-up ~0.5 ms
+
             self.server = copy.copy(server)
             self.server.prefix = f"http://{server.host_header}{server.prefix}"
         self._idle: list[_Connection] = []

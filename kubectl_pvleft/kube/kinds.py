@@ -13,24 +13,21 @@ import msgspec
 from kubectl_pvleft.records import (
     ClaimIdentity,
     CSIDriver,
-    CSINode,
     Event,
+    IdentityMeta,
     ListMeta,
     Named,
-    Node,
-    ObjectMeta,
     PersistentVolume,
     PersistentVolumeClaim,
-    Pod,
     StorageClass,
     VolumeAttachment,
     VolumeAttributesClass,
-    VolumeSnapshot,
-    VolumeSnapshotClass,
-    VolumeSnapshotContent,
 )
 
-if TYPE_CHECKING:  # imported when first read (LateKind): only `claims` reads them, and only for an unused claim
+if TYPE_CHECKING:  # imported when first read (LateKind), by the commands that read them
+    from kubectl_pvleft.records.nodes import CSINode, Node  # attachments
+    from kubectl_pvleft.records.pods import Pod  # pending, claims, attachments, why
+    from kubectl_pvleft.records.snapshots import VolumeSnapshot, VolumeSnapshotClass, VolumeSnapshotContent
     from kubectl_pvleft.records.workloads import CronJob, DaemonSet, Deployment, Job, ReplicaSet, StatefulSet
 
 JSON = "application/json"
@@ -42,7 +39,7 @@ class Object(Protocol):
     """What every kind's record has: the watch reads its resourceVersion, a list its uid."""
 
     @property
-    def metadata(self) -> ObjectMeta: ...
+    def metadata(self) -> IdentityMeta: ...
 
 
 R = TypeVar("R", bound=Object)
@@ -77,16 +74,21 @@ class Kind(Generic[R]):
 
     @cached_property
     def page_decoder(self) -> msgspec.json.Decoder[Any]:
-        # The item type is built at run time from this kind's record, which a type checker cannot follow.
-        page = msgspec.defstruct(f"{self.record.__name__}Page", [
-            # An empty metadata-only list says "items": null.
-            ("metadata", ListMeta, ListMeta()),
-            ("items", Optional[list[self.record]], None)], frozen=True, gc=False)  # type: ignore[name-defined]
-        return msgspec.json.Decoder(page)
+        return page_decoder(self.record)
 
     @cached_property
     def decoder(self) -> msgspec.json.Decoder[R]:
         return msgspec.json.Decoder(self.record)
+
+
+def page_decoder(record: type[Any]) -> msgspec.json.Decoder[Any]:
+    """A decoder of one page of a list whose items decode as ``record``."""
+    # The item type is built at run time from the record, which a type checker cannot follow.
+    page = msgspec.defstruct(f"{record.__name__}Page", [
+        # An empty metadata-only list says "items": null.
+        ("metadata", ListMeta, ListMeta()),
+        ("items", Optional[list[record]], None)], frozen=True, gc=False)  # type: ignore[valid-type]
+    return msgspec.json.Decoder(page)
 
 
 class LateKind(Kind[R]):
@@ -105,7 +107,7 @@ class LateKind(Kind[R]):
 PERSISTENT_VOLUMES = Kind("persistentvolumes", "/api/v1", False, PersistentVolume)
 PERSISTENT_VOLUME_CLAIMS = Kind("persistentvolumeclaims", "/api/v1", True, PersistentVolumeClaim)
 CLAIM_IDENTITIES = Kind("persistentvolumeclaims", "/api/v1", True, ClaimIdentity, metadata_only=True)
-PODS = Kind("pods", "/api/v1", True, Pod)
+PODS: Kind[Pod] = LateKind("pods", "/api/v1", True, "pods", "Pod")
 EVENTS = Kind("events", "/api/v1", True, Event)
 STORAGE_CLASSES = Kind("storageclasses", "/apis/storage.k8s.io/v1", False, StorageClass)
 CSI_DRIVERS = Kind("csidrivers", "/apis/storage.k8s.io/v1", False, Named, metadata_only=True)
@@ -113,8 +115,8 @@ CSI_DRIVER_SPECS = Kind("csidrivers", "/apis/storage.k8s.io/v1", False, CSIDrive
 NAMESPACES = Kind("namespaces", "/api/v1", False, Named, metadata_only=True)
 VOLUME_ATTACHMENTS = Kind("volumeattachments", "/apis/storage.k8s.io/v1", False, VolumeAttachment)
 VOLUME_ATTRIBUTES_CLASSES = Kind("volumeattributesclasses", "/apis/storage.k8s.io/v1", False, VolumeAttributesClass)
-CSI_NODES = Kind("csinodes", "/apis/storage.k8s.io/v1", False, CSINode)
-NODES = Kind("nodes", "/api/v1", False, Node)
+CSI_NODES: Kind[CSINode] = LateKind("csinodes", "/apis/storage.k8s.io/v1", False, "nodes", "CSINode")
+NODES: Kind[Node] = LateKind("nodes", "/api/v1", False, "nodes", "Node")
 
 
 # -- the workloads that can name a claim (claims: whether an unused claim is unused by design) ----------
@@ -131,9 +133,11 @@ WORKLOAD_KINDS: tuple[Kind[Any], ...] = (STATEFUL_SETS, DEPLOYMENTS, REPLICA_SET
 # -- snapshot.storage.k8s.io: served only where the CSI snapshotter's CRDs are installed ---------------
 
 SNAPSHOT_API = "/apis/snapshot.storage.k8s.io/v1"
-VOLUME_SNAPSHOTS = Kind("volumesnapshots", SNAPSHOT_API, True, VolumeSnapshot)
-VOLUME_SNAPSHOT_CONTENTS = Kind("volumesnapshotcontents", SNAPSHOT_API, False, VolumeSnapshotContent)
-VOLUME_SNAPSHOT_CLASSES = Kind("volumesnapshotclasses", SNAPSHOT_API, False, VolumeSnapshotClass)
+VOLUME_SNAPSHOTS: Kind[VolumeSnapshot] = LateKind("volumesnapshots", SNAPSHOT_API, True, "snapshots", "VolumeSnapshot")
+VOLUME_SNAPSHOT_CONTENTS: Kind[VolumeSnapshotContent] = LateKind("volumesnapshotcontents", SNAPSHOT_API, False,
+                                                                  "snapshots", "VolumeSnapshotContent")
+VOLUME_SNAPSHOT_CLASSES: Kind[VolumeSnapshotClass] = LateKind("volumesnapshotclasses", SNAPSHOT_API, False,
+                                                              "snapshots", "VolumeSnapshotClass")
 
 
 # The only verbs api.py speaks, on every kind: the read-only ClusterRole grants these on KINDS and nothing else.

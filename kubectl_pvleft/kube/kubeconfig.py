@@ -28,7 +28,7 @@ from kubectl_pvleft.kube.proxy import checked_proxy_url
 # Where a Pod finds its ServiceAccount token, CA and namespace; PVLEFT_SERVICEACCOUNT_DIR points elsewhere
 # (a sidecar that mounts the projected volume at another path, and the in-cluster tests).
 SERVICEACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
-_DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_DNS1123_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"  # compiled at first use, by re
 
 
 
@@ -168,7 +168,7 @@ def namespace_problem(namespace: str) -> Optional[str]:
     for bad in ("/", "%"):
         if bad in namespace:
             return f"may not contain '{bad}'"
-    if len(namespace) > 63 or not _DNS1123_LABEL.fullmatch(namespace):
+    if len(namespace) > 63 or not re.fullmatch(_DNS1123_LABEL, namespace):
         return ("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', start and "
                 "end with an alphanumeric character, and be at most 63 characters")
     return None

@@ -4,7 +4,6 @@ current-context; relative paths resolve against the file that named them."""
 
 from __future__ import annotations
 
-import copy
 import os
 from pathlib import Path
 from typing import Any, Optional
@@ -151,14 +150,19 @@ def _entries(doc: dict[str, Any], section: str, path: Path) -> list[dict[str, An
     return entries
 
 
-def _absolutize(section: str, entry: dict[str, Any], base: Path) -> None:
-    body = entry.get(section[:-1]) or {}
-    for key in _PATH_FIELDS.get(section, ()):
-        value = body.get(key)
+def _absolutized(section: str, entry: dict[str, Any], base: Path) -> dict[str, Any]:
+    """The entry with its relative file paths made absolute against the file's folder. What changes is a new
+    mapping: the file's own are never written to (a YAML alias may share one between entries)."""
+    key = section[:-1]
+    body = entry.get(key) or {}
+    changed: dict[str, Any] = {}
+    for name in _PATH_FIELDS.get(section, ()):
+        value = body.get(name)
         if isinstance(value, str) and value and not os.path.isabs(value):  # "~/ca.crt" is relative, as in client-go
-            body[key] = str(base / value)
+            changed[name] = str(base / value)
     if section == "users" and isinstance(body.get("exec"), dict):
-        body["exec"]["__dir__"] = str(base)  # a relative exec command resolves against this folder
+        changed["exec"] = {**body["exec"], "__dir__": str(base)}  # a relative exec command resolves against this folder
+    return {**entry, key: {**body, **changed}} if changed else entry
 
 
 def merge_kubeconfigs(paths: list[Path]) -> dict[str, Any]:
@@ -176,8 +180,6 @@ def merge_kubeconfigs(paths: list[Path]) -> dict[str, Any]:
             for entry in _entries(doc, section, path):
                 if entry["name"] in have:
                     continue
-                entry = copy.deepcopy(entry)
-                _absolutize(section, entry, path.parent)
-                merged[section].append(entry)
+                merged[section].append(_absolutized(section, entry, path.parent))
                 have.add(entry["name"])
     return merged

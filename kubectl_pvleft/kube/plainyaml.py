@@ -27,10 +27,12 @@ from typing import Any, ClassVar, Optional
 
 # Outside the shapes read here: a character other than printable ASCII and LF, and any backslash (an escape).
 _OUTSIDE = re.compile(r"[^\n\x20-\x7e]|\\")
+# The patterns below are text, compiled by re (and cached there) at their first use: an ordinary kubeconfig needs
+# none of them, and each compile costs start-up.
 # JSON that YAML reads otherwise, or refuses: a key whose ':' is on a later line, a key too long for YAML's simple
 # keys (1024 characters).
-_JSON_KEY_APART = re.compile(r'"[^"\n]*"[ \n]*\n[ \n]*:')
-_JSON_LONG_KEY = re.compile(r'"[^"\n]{1000,}"[ \n]*:')
+_JSON_KEY_APART = r'"[^"\n]*"[ \n]*\n[ \n]*:'
+_JSON_LONG_KEY = r'"[^"\n]{1000,}"[ \n]*:'
 _NOT_PLAIN_START = ",[]{}#&*!|>'\"%@`"  # YAML indicators that cannot begin a plain scalar
 
 # go-yaml v2's resolve table (resolve.go): these words exactly, in these spellings only.
@@ -41,9 +43,9 @@ _SPECIAL_FLOATS = {sign + word: value for words, sign, value in (
     ((".nan", ".NaN", ".NAN"), "", math.nan), ((".inf", ".Inf", ".INF"), "", math.inf),
     ((".inf", ".Inf", ".INF"), "+", math.inf), ((".inf", ".Inf", ".INF"), "-", -math.inf)) for word in words}
 # strconv.ParseInt(s, 0, 64) and ParseUint's syntax once go-yaml has removed every '_'.
-_GO_INT = re.compile(r"([-+]?)(?:0[xX]([0-9a-fA-F]+)|0[oO]([0-7]+)|0[bB]([01]+)|(0[0-7]*)|([1-9][0-9]*))")
-_GO_FLOAT = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?")  # go-yaml's yamlStyleFloat
-_DOT_FLOAT = re.compile(r"\.[0-9]+(?:[eE][-+]?[0-9]+)?")  # what strconv.ParseFloat reads of a scalar starting '.'
+_GO_INT = r"([-+]?)(?:0[xX]([0-9a-fA-F]+)|0[oO]([0-7]+)|0[bB]([01]+)|(0[0-7]*)|([1-9][0-9]*))"
+_GO_FLOAT = r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"  # go-yaml's yamlStyleFloat
+_DOT_FLOAT = r"\.[0-9]+(?:[eE][-+]?[0-9]+)?"  # what strconv.ParseFloat reads of a scalar starting '.'
 _INT64 = 1 << 63
 _UINT64 = 1 << 64
 
@@ -67,11 +69,11 @@ def resolve(text: str) -> Any:
         return _SPECIAL_FLOATS[text]
     first = text[0]
     if first == ".":  # strconv.ParseFloat of the text as written
-        number = _finite(text) if _DOT_FLOAT.fullmatch(text) else None
+        number = _finite(text) if re.fullmatch(_DOT_FLOAT, text) else None
     elif first in "+-0123456789":
         plain = text.replace("_", "")
         number = _go_int(plain)
-        if number is None and _GO_FLOAT.fullmatch(plain):
+        if number is None and re.fullmatch(_GO_FLOAT, plain):
             number = _finite(plain)
         if number is None and plain.startswith(("0b", "-0b")):  # ParseInt(digits, 2), a sign allowed after "0b"
             digits = plain[2:] if plain[0] == "0" else "-" + plain[3:]
@@ -82,7 +84,7 @@ def resolve(text: str) -> Any:
 
 
 def _go_int(text: str) -> Optional[int]:
-    match = _GO_INT.fullmatch(text)
+    match = re.fullmatch(_GO_INT, text)
     if match is None:
         return None
     sign, hexadecimal, octal, binary, zero_octal, decimal = match.groups()
@@ -205,7 +207,7 @@ def _within_depth(doc: Any) -> None:
 def _json(text: str) -> Optional[dict[str, Any]]:
     import json  # JSON kubeconfigs only
 
-    if _JSON_KEY_APART.search(text) or _JSON_LONG_KEY.search(text):
+    if re.search(_JSON_KEY_APART, text) or re.search(_JSON_LONG_KEY, text):
         return None
     try:
         doc = json.loads(text, parse_constant=_not_json)
@@ -355,7 +357,7 @@ def _plain(text: str) -> Any:
 
 
 # A double-quoted "\/": YAML 1.2's escape, which libyaml and PyYAML read and go-yaml v2 refuses.
-_SLASH_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\/")
+_SLASH_ESCAPE = r"(?<!\\)(?:\\\\)*\\/"
 _PLAIN_TAG = "tag:kubectl-pvleft,2026:plain"  # every plain scalar, resolved by resolve() instead of YAML 1.1
 
 
@@ -473,7 +475,7 @@ def _allowed_alias_ratio(decoded: int) -> float:
 def _refuse_slash_escape(text: str, yaml: Any) -> None:
     for token in yaml.scan(text, Loader=yaml.SafeLoader):
         if isinstance(token, yaml.ScalarToken) and token.style == '"' \
-                and _SLASH_ESCAPE.search(text, token.start_mark.index, token.end_mark.index):
+                and re.compile(_SLASH_ESCAPE).search(text, token.start_mark.index, token.end_mark.index):
             raise Refused(f"line {token.start_mark.line + 1}: found unknown escape character (\\/ is not an "
                           "escape to kubectl's YAML reader)")
 

@@ -254,14 +254,14 @@ def _os_words(exc: OSError) -> str:
 # What Go's url.Parse refuses and Python's urlsplit lets through: a control character anywhere (urlsplit drops tabs
 # and line breaks silently, so "http://proxy:3128<TAB>" would become another URL), and a "%" that is not an escape
 # (golang/go src/net/url/url.go: parse -> "invalid control character in URL"; unescape -> EscapeError).
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-_BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
+_CONTROL = r"[\x00-\x1f\x7f]"  # both compiled at first use, by re
+_BAD_ESCAPE = r"%(?![0-9A-Fa-f]{2})"
 
 
 def _split(url: str, origin: str) -> SplitResult:
     safe = "<redacted>@" + url.rsplit("@", 1)[1] if "@" in url else url  # repr() below escapes what is left
     before_query = url.split("?", 1)[0].split("#", 1)[0]  # Go checks the escapes of the query only when asked
-    if _CONTROL.search(url) or _BAD_ESCAPE.search(before_query):
+    if re.search(_CONTROL, url) or re.search(_BAD_ESCAPE, before_query):
         raise ConfigError(f"invalid proxy address {safe!r} ({origin})")
     try:
         return urlsplit(url)

@@ -4,10 +4,10 @@ or a stream of row batches (``--watch``). Tables are aligned by kubectl's tabwri
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping, Sequence
-from typing import Any, Generic, TextIO, TypeVar
+from collections.abc import Callable, Sequence
+from typing import Generic, TextIO, TypeVar
 
-from kubectl_pvleft.output.report import PrintOptions, Report, labels_text, safe_text, word
+from kubectl_pvleft.output.report import JsonObject, PrintOptions, Report, SomeReport, labels_text, safe_text, word
 from kubectl_pvleft.output.tabwriter import align, padded_line
 
 T = TypeVar("T")
@@ -29,7 +29,7 @@ class Formatter(Generic[T]):
         """Print rows that arrived together, flushed at once (``--watch``)."""
         raise NotImplementedError
 
-    def objects(self, rows: Sequence[T]) -> list[Mapping[str, Any]]:
+    def objects(self, rows: Sequence[T]) -> list[JsonObject]:
         return [self.report.to_json(r) for r in rows]
 
 
@@ -60,15 +60,16 @@ class TableFormatter(Formatter[T]):
 
     def cells(self, row: T) -> list[str]:
         cells = [word(c.cell(row), c.empty) for c in self.columns]
-        if self._with_namespace:
-            cells.insert(0, safe_text(self.report.namespace(row) or ""))  # type: ignore[misc]
-        if self.report.context is not None:
-            cells.insert(0, safe_text(self.report.context(row)))
-        if self.label_keys:
-            labels = self.report.labels(row) or {}  # type: ignore[misc]
-            cells.extend(safe_text(labels.get(key, "")) for key in self.label_keys)
-        if self.options.show_labels and self.report.labels is not None:
-            cells.append(labels_text(self.report.labels(row)))
+        namespace, context, labels = self.report.namespace, self.report.context, self.report.labels
+        if self._with_namespace and namespace is not None:
+            cells.insert(0, safe_text(namespace(row) or ""))
+        if context is not None:
+            cells.insert(0, safe_text(context(row)))
+        if labels is not None and (self.label_keys or self.options.show_labels):
+            own = labels(row) or {}
+            cells.extend(safe_text(own.get(key, "")) for key in self.label_keys)
+            if self.options.show_labels:
+                cells.append(labels_text(own))
         return cells
 
     def whole(self, rows: Sequence[T]) -> None:
@@ -99,7 +100,7 @@ class TableFormatter(Formatter[T]):
         return padded_line(cells, self.widths)
 
 
-def kubectl_list(items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def kubectl_list(items: Sequence[JsonObject]) -> dict[str, object]:
     """The List kubectl prints, keys in kubectl's order."""
     return {"apiVersion": "v1", "items": items, "kind": "List", "metadata": {"resourceVersion": ""}}
 
@@ -111,31 +112,44 @@ _JSON_HEAD, _JSON_TAIL = '{\n    "apiVersion": "v1",\n    "items": [', ',\n    "
 _YAML_HEAD, _YAML_TAIL = "apiVersion: v1\nitems:\n", 'kind: List\nmetadata:\n  resourceVersion: ""\n'
 
 
+def indented_json(obj: object) -> str:
+    """``json.dumps(obj, indent=4, ensure_ascii=False)``, byte for byte, at a fraction of its CPU: with an indent the
+    json module encodes in pure Python (a third of the CPU of printing 1,000 leftovers went there). Its C encoder
+    writes the compact text, numbers and escapes as json writes them, and msgspec lays it out with json's indent,
+    copying every token as it is (tests/test_printing_unit.py holds them equal, every character and float).
+    NaN and Infinity, which are not JSON to msgspec, take json's own indenting."""
+    import json  # not for tables
+
+    import msgspec
+
+    compact = json.dumps(obj, ensure_ascii=False)
+    try:
+        return msgspec.json.format(compact.encode("utf-8", "surrogatepass"), indent=4).decode("utf-8", "surrogatepass")
+    except msgspec.DecodeError:
+        return json.dumps(obj, indent=4, ensure_ascii=False)
+
+
 class JsonFormatter(Formatter[T]):
     def whole(self, rows: Sequence[T]) -> None:
         """The List, streamed: each object encoded and written as it comes, byte for byte what encoding the whole
         List at once writes (tests/test_printing_unit.py compares them)."""
-        import json  # not for tables
-
         out = self.out
         out.write(_JSON_HEAD)
         empty = True
         for row in rows:
-            text = json.dumps(self.report.to_json(row), indent=4, ensure_ascii=False)
-            out.write(("\n" if empty else ",\n") + "\n".join("        " + line for line in text.split("\n")))
+            text = indented_json(self.report.to_json(row))
+            out.write(("\n        " if empty else ",\n        ") + text.replace("\n", "\n        "))
             empty = False
         out.write(("]" if empty else "\n    ]") + _JSON_TAIL)
         out.flush()
 
     def batch(self, rows: Sequence[T]) -> None:
-        import json
-
         for obj in self.objects(rows):
-            print(json.dumps(obj, indent=4, ensure_ascii=False), file=self.out)
+            print(indented_json(obj), file=self.out)
         self.out.flush()
 
 
-def yaml_text(doc: Any) -> str:
+def yaml_text(doc: object) -> str:
     """A document as kubectl prints YAML: block style, keys in their order, go-yaml's double quotes."""
     import yaml  # only for -o yaml
 
@@ -149,7 +163,7 @@ def yaml_text(doc: Any) -> str:
 
 
 class YamlFormatter(Formatter[T]):
-    def _dump(self, doc: Any) -> str:
+    def _dump(self, doc: object) -> str:
         return yaml_text(doc)
 
     def whole(self, rows: Sequence[T]) -> None:
@@ -183,3 +197,19 @@ class NameFormatter(Formatter[T]):
         for row in rows:
             print(safe_text(self.report.name(row)), file=self.out)
         self.out.flush()
+
+
+class DocumentFormatter(Formatter[T]):
+    """-o markdown and -o junit: one document of a run's reports (``document``: the format's), never a stream (the
+    command line refuses them with --watch)."""
+
+    def __init__(self, report: Report[T], options: PrintOptions,
+                 document: Callable[[Sequence[SomeReport], PrintOptions], None]) -> None:
+        super().__init__(report, options)
+        self.document = document
+
+    def whole(self, rows: Sequence[T]) -> None:
+        self.document([self.report.with_rows(rows)], self.options)
+
+    def batch(self, rows: Sequence[T]) -> None:
+        raise NotImplementedError(f"-o {self.options.format} is a whole report")

@@ -5,12 +5,12 @@ the read-only next looks). An object whose evidence was set aside (kept with pvl
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Optional
 from xml.sax.saxutils import quoteattr
 
-from kubectl_pvleft.output.formats import Formatter
-from kubectl_pvleft.output.report import Report, utcnow
+from kubectl_pvleft.output.report import PrintOptions, SomeReport, utcnow
 from kubectl_pvleft.output.reports import findings_of, next_of, parts, set_aside_of, stamp
 from kubectl_pvleft.text import shown
 
@@ -26,9 +26,7 @@ def attr(value: str) -> str:
     return quoteattr(shown(value))
 
 
-def document(reports: Sequence[Report[Any]], command: str, context: Any, now: str) -> str:
-    from kubectl_pvleft.output.report import PrintOptions
-
+def document(reports: Sequence[SomeReport], command: str, context: Optional[str], now: str) -> str:
     suites, total, failed = [], 0, 0
     for part in parts(reports, PrintOptions(context=context)):
         report = part.report
@@ -58,13 +56,7 @@ def document(reports: Sequence[Report[Any]], command: str, context: Any, now: st
             + "".join(s + "\n" for s in suites) + "</testsuites>\n")
 
 
-class JunitFormatter(Formatter[Any]):
-    def whole(self, rows: Sequence[Any]) -> None:
-        self.document([self.report.with_rows(rows)])
-
-    def document(self, reports: Sequence[Report[Any]]) -> None:
-        self.out.write(document(reports, self.options.command, self.options.context, stamp(utcnow())))
-        self.out.flush()
-
-    def batch(self, rows: Sequence[Any]) -> None:  # refused with --watch by the command line
-        raise NotImplementedError("-o junit is a whole report")
+def print_document(reports: Sequence[SomeReport], options: PrintOptions) -> None:
+    out = options.out or sys.stdout
+    out.write(document(reports, options.command, options.context, stamp(utcnow())))
+    out.flush()

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Optional
 
-from kubectl_pvleft.output.formats import Formatter
-from kubectl_pvleft.output.report import Report, utcnow, word
+from kubectl_pvleft.output.report import PrintOptions, SomeReport, utcnow, word
 from kubectl_pvleft.output.reports import Part, findings_of, next_of, parts, set_aside_of, stamp
 
 
@@ -52,9 +51,9 @@ def set_aside(part: Part) -> list[str]:
             for reason in [set_aside_of(report, row)] if reason is not None]
 
 
-def document(reports: Sequence[Report[Any]], command: str, context: Any, now: str) -> str:
+def document(reports: Sequence[SomeReport], command: str, context: Optional[str], now: str) -> str:
     out = []
-    for part in parts(reports, _options(context)):
+    for part in parts(reports, PrintOptions(context=context)):
         where = part.context or "the current context"
         out += [f"## kubectl pvleft {command}: {where}", "",
                 f"Taken {now} in context {code(part.context) if part.context else where}.", ""]
@@ -68,20 +67,7 @@ def document(reports: Sequence[Report[Any]], command: str, context: Any, now: st
     return "\n".join(out)
 
 
-def _options(context: Any) -> Any:
-    from kubectl_pvleft.output.report import PrintOptions
-
-    return PrintOptions(context=context)
-
-
-class MarkdownFormatter(Formatter[Any]):
-    def whole(self, rows: Sequence[Any]) -> None:
-        self.document([self.report.with_rows(rows)])
-
-    def document(self, reports: Sequence[Report[Any]]) -> None:
-        text = document(reports, self.options.command, self.options.context, stamp(utcnow()))
-        print(text, file=self.out or sys.stdout, end="")
-        self.out.flush()
-
-    def batch(self, rows: Sequence[Any]) -> None:  # refused with --watch by the command line
-        raise NotImplementedError("-o markdown is a whole report")
+def print_document(reports: Sequence[SomeReport], options: PrintOptions) -> None:
+    out = options.out or sys.stdout
+    print(document(reports, options.command, options.context, stamp(utcnow())), file=out, end="")
+    out.flush()

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta, timezone
-from typing import Any, Generic, Optional, TextIO, TypedDict, TypeVar
+from typing import Generic, Optional, Protocol, TextIO, TypedDict, TypeVar, Union
 
 import msgspec
 
@@ -17,12 +17,18 @@ from kubectl_pvleft.text import one_line, shown
 
 T = TypeVar("T")
 U = TypeVar("U")
+V = TypeVar("V")
+X_co = TypeVar("X_co", covariant=True)
+
+# What a row is in -o json: each subcommand's own TypedDict (what its item's JSON Schema is generated from), which
+# this layer only reads as a mapping of keys to values it passes on.
+JsonObject = Mapping[str, object]
 
 NONE = "<none>"
 UNSET = "<unset>"
 
 
-def word(value: Any, empty: str = NONE) -> str:
+def word(value: object, empty: str = NONE) -> str:
     """A cell's text: absent values in kubectl's words; control characters a hostile object may carry
     (terminal escapes, line breaks) shown escaped, never sent raw to a terminal."""
     if isinstance(value, Absent):
@@ -37,7 +43,7 @@ safe_text = shown  # a cell's text: control characters escaped
 
 class Column(msgspec.Struct, Generic[T], frozen=True):  # a Struct: msgspec builds it in C, a frozen dataclass costs ~1 ms
     header: str
-    cell: Callable[[T], Any]
+    cell: Callable[[T], object]  # what word() shows: a string, a number, None or an Absent
     wide_only: bool = False
     empty: str = NONE  # what an empty cell says: <none> for absent values, <unset> for unset settings, "" as kubectl
 
@@ -47,8 +53,7 @@ class Report(msgspec.Struct, Generic[T], frozen=True):
 
     rows: Sequence[T]
     columns: Sequence[Column[T]]
-    # A row as -o json prints it: each subcommand's own TypedDict (what its item's JSON Schema is generated from).
-    to_json: Callable[[T], Mapping[str, Any]]
+    to_json: Callable[[T], JsonObject]  # a row as -o json prints it
     name: Callable[[T], str]
     namespace: Optional[Callable[[T], str]] = None  # shown as a NAMESPACE column with -A
     empty_message: str = "No resources found"
@@ -70,6 +75,42 @@ class Report(msgspec.Struct, Generic[T], frozen=True):
     def with_empty_message(self, message: str) -> Report[T]:
         return msgspec.structs.replace(self, empty_message=message)
 
+    @property
+    def of_contexts(self) -> bool:
+        """Its rows are of several contexts (a fleet's), each naming its own."""
+        return self.context is not None
+
+    def apply(self, use: WithReport[X_co]) -> X_co:
+        return use(self)
+
+
+class WithReport(Protocol[X_co]):
+    """Something done with a report whatever its row type: a function generic in it, such as
+    ``def finding_count(report: Report[T]) -> int``. ``SomeReport.apply`` calls it."""
+
+    def __call__(self, report: Report[T], /) -> X_co: ...
+
+
+class SomeReport(Protocol):
+    """A report whose rows are its own business: what a ``Result`` carries (the report of its analysis and the
+    sections under it: a cloud's disks, the classes' VolumeAttributesClasses), each with its own row type. What
+    reads a row through its report (the printer, --sort-by, NAMEs, a fleet) is a function generic in the row
+    type, which ``apply`` hands the report to (mypy checks it for every row type at once), as
+    ``SomeAnalysis.apply`` hands over an analysis."""
+
+    @property
+    def rows(self) -> Sequence[object]: ...
+
+    @property
+    def empty_message(self) -> str: ...
+
+    @property
+    def of_contexts(self) -> bool: ...
+
+    def with_empty_message(self, message: str) -> SomeReport: ...
+
+    def apply(self, use: WithReport[X_co]) -> X_co: ...
+
 
 def rewrapped(report: Report[T], row_of: Callable[[U], T], report_of: Optional[Callable[[U], Report[T]]] = None,
               verdicts: bool = True) -> Report[U]:
@@ -83,19 +124,40 @@ def rewrapped(report: Report[T], row_of: Callable[[U], T], report_of: Optional[C
     def column(index: int, c: Column[T]) -> Column[U]:
         return Column(c.header, lambda r: own(r).columns[index].cell(row_of(r)), c.wide_only, c.empty)
 
-    def accessor(present: Optional[Callable[[T], Any]], read: Callable[[Report[T], T], Any]) -> Any:
-        return None if present is None else (lambda r: read(own(r), row_of(r)))
+    def through(pick: Callable[[Report[T]], Optional[Callable[[T], V]]], kept: bool = True
+                ) -> Optional[Callable[[U], V]]:
+        """The accessor ``pick`` chooses, read from the wrapped row's own report; None where ``report`` has none
+        (every report ``report_of`` gives is made by the same code, so it has the same accessors)."""
+        if not kept or pick(report) is None:
+            return None
+
+        def read(r: U) -> V:
+            accessor = pick(own(r))
+            assert accessor is not None, "the reports of one rewrapping have the same accessors"
+            return accessor(row_of(r))
+        return read
 
     return Report(
         rows=[], columns=[column(i, c) for i, c in enumerate(report.columns)],
         to_json=lambda r: own(r).to_json(row_of(r)),
         name=lambda r: own(r).name(row_of(r)),
-        namespace=accessor(report.namespace, lambda o, row: o.namespace(row)),  # type: ignore[misc]
-        labels=accessor(report.labels, lambda o, row: o.labels(row)),  # type: ignore[misc]
-        findings=accessor(report.findings if verdicts else None, lambda o, row: o.findings(row)),  # type: ignore[misc]
-        set_aside=accessor(report.set_aside if verdicts else None, lambda o, row: o.set_aside(row)),  # type: ignore[misc]
-        next=accessor(report.next if verdicts else None, lambda o, row: o.next(row)),  # type: ignore[misc]
+        namespace=through(lambda o: o.namespace),
+        labels=through(lambda o: o.labels),
+        findings=through(lambda o: o.findings, verdicts),
+        set_aside=through(lambda o: o.set_aside, verdicts),
+        next=through(lambda o: o.next, verdicts),
     )
+
+
+def placed(report: Report[T]) -> Report[int]:
+    """The report over its rows' places (row ``i`` is ``report.rows[i]``): the same columns, JSON, verdicts,
+    context and empty message, with one row type whatever the report's. What reads reports of different row types
+    as one (a fleet's sections of every context, -o markdown's parts) reads them so."""
+    rows = report.rows
+    over = rewrapped(report, rows.__getitem__)
+    context = report.context
+    return msgspec.structs.replace(over, rows=range(len(rows)), empty_message=report.empty_message,
+                                   context=None if context is None else (lambda i: context(rows[i])))
 
 
 class PrintOptions(msgspec.Struct, frozen=True):
@@ -150,7 +212,7 @@ def human_duration(delta: timedelta) -> str:
     return f"{hours // 24 // 365}y"
 
 
-def age(since: Optional[datetime], now: datetime) -> Any:
+def age(since: Optional[datetime], now: datetime) -> Union[str, Absent]:
     return Absent.UNKNOWN if since is None else human_duration(now - since)
 
 
@@ -218,7 +280,7 @@ def actionable(report: Report[T], verdict: Verdict[T], next_looks: Callable[[T],
     to_json = report.to_json
     sets_aside = verdict.set_aside is not None
 
-    def judged(row: T) -> dict[str, Any]:
+    def judged(row: T) -> dict[str, object]:
         doc = {**to_json(row), "finding": verdict.is_finding(row)}
         if sets_aside:
             doc["set_aside"] = verdict.held(row)
@@ -230,13 +292,18 @@ def actionable(report: Report[T], verdict: Verdict[T], next_looks: Callable[[T],
                                    set_aside=verdict.held if sets_aside else None, next=next_looks)
 
 
-def finding_count(report: Report[Any]) -> int:
+def finding_count(report: Report[T]) -> int:
     """The findings among a report's rows, as its verdict counts them: what --exit-code reads. (Every row that is a
-    finding is among the rows: only --all adds rows that are not.)"""
+    finding is among the rows: only --all adds rows that are not.) A section's: ``section.apply(finding_count)``."""
     return 0 if report.findings is None else sum(len(report.findings(row)) for row in report.rows)
 
 
-_CLAUSE_END = re.compile(r"[.;](?=\s)|\s(?=\()|\s[-\u2014](?=\s)")
+def section_findings(sections: Sequence[SomeReport]) -> int:
+    """The findings of the sections under a report (a cloud census), each counted by its own verdict."""
+    return sum(section.apply(finding_count) for section in sections)
+
+
+_CLAUSE_END = r"[.;](?=\s)|\s(?=\()|\s[-\u2014](?=\s)"  # compiled at first use (re caches it)
 
 
 def clause_cut(text: Optional[str], width: int) -> Optional[str]:
@@ -249,7 +316,7 @@ def clause_cut(text: Optional[str], width: int) -> Optional[str]:
     flat = one_line(text)
     if len(flat) <= width:
         return flat
-    ends = [m.start() for m in _CLAUSE_END.finditer(flat)]
+    ends = [m.start() for m in re.finditer(_CLAUSE_END, flat)]
     fitting = [end for end in ends if end + 4 <= width]
     if fitting:
         return flat[: fitting[-1]].rstrip(" ,:") + " ..."

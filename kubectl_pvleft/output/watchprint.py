@@ -4,7 +4,7 @@ object ``-o json`` prints, plus ``change`` (and ``resolution``)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypeVar
 
 import msgspec
 
@@ -13,25 +13,26 @@ from kubectl_pvleft.output.report import Column, Report, clause_cut, rewrapped
 from kubectl_pvleft.text import one_line
 
 MESSAGE_WIDTH = 80
+T = TypeVar("T")
 
 
-def change_json(report: Report[Any], line: RowChange[Any]) -> dict[str, Any]:
+def change_json(report: Report[T], line: RowChange[T]) -> dict[str, object]:
     doc = {"change": line.change, **report.to_json(line.row)}
     if line.resolution is not None:
         doc["resolution"] = line.resolution
     return doc
 
 
-def change_report(report: Report[Any], wide: bool = False) -> Report[RowChange[Any]]:
-    def resolved_or(column: Column[Any]) -> Column[RowChange[Any]]:
-        def cell(line: RowChange[Any]) -> Any:
+def change_report(report: Report[T], wide: bool = False) -> Report[RowChange[T]]:
+    def resolved_or(column: Column[T]) -> Column[RowChange[T]]:
+        def cell(line: RowChange[T]) -> object:
             if line.change != "resolved":
                 return column.cell(line.row)
             text = f"resolved: {line.resolution}"
             return one_line(text) if wide else clause_cut(text, MESSAGE_WIDTH)
         return Column(column.header, cell, column.wide_only, column.empty)
 
-    lifted: Report[RowChange[Any]] = rewrapped(report, lambda line: line.row, verdicts=False)
+    lifted: Report[RowChange[T]] = rewrapped(report, lambda line: line.row, verdicts=False)
     columns = [lifted.columns[i] if c.header != "MESSAGE" else resolved_or(c) for i, c in enumerate(report.columns)]
     columns.insert(1, Column("CHANGE", lambda line: line.change))
     if not any(c.header == "MESSAGE" for c in report.columns):

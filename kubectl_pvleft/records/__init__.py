@@ -1,8 +1,8 @@
 """Small typed records decoded straight from the API's response bytes (msgspec Structs that declare only
-the fields the analyses read, under their wire names). workloads.py (the workloads that name claims)
-is imported where it is read, never at start-up. base: the Record base and the API's envelopes;
-volumes: PVs, claims, classes, attachments; nodes: Nodes and CSINodes; pods: Pods and Events; snapshots:
-VolumeSnapshots, contents, classes."""
+the fields the analyses read, under their wire names). base: the Record base and the API's envelopes;
+volumes: PVs, claims, classes, attachments; events: Events; all exported here. pods (Pods), nodes (Nodes and
+CSINodes), snapshots (VolumeSnapshots, contents, classes) and workloads (the workloads that name claims) are
+imported from their modules where they are read, never at start-up: each Struct class costs start-up time."""
 
 from kubectl_pvleft.records.base import (
     BETA_CLASS_ANNOTATION,
@@ -12,6 +12,7 @@ from kubectl_pvleft.records.base import (
     Absent,
     Condition,
     ConditionJson,
+    IdentityMeta,
     ListMeta,
     Object,
     ObjectMeta,
@@ -20,10 +21,9 @@ from kubectl_pvleft.records.base import (
     Record,
     Status,
     iso,
+    shared_value,
 )
-from kubectl_pvleft.records.nodes import CSINode, CSINodeDriver, Node
-from kubectl_pvleft.records.pods import ClaimVolumeSource, ContainerStatus, ContainerWait, Event, Pod, PodSpec, PodStatus, PodVolume
-from kubectl_pvleft.records.snapshots import SnapshotError, VolumeSnapshot, VolumeSnapshotClass, VolumeSnapshotContent
+from kubectl_pvleft.records.events import Event
 from kubectl_pvleft.records.volumes import (
     ZONE_KEYS,
     ClaimIdentity,
@@ -39,6 +39,7 @@ from kubectl_pvleft.records.volumes import (
     VolumeAttachment,
     VolumeAttributesClass,
     VolumeError,
+    VolumeView,
 )
 
 __all__ = [
@@ -49,41 +50,30 @@ __all__ = [
     "ZONE_KEYS",
     "Absent",
     "CSIDriver",
-    "CSINode",
-    "CSINodeDriver",
     "ClaimIdentity",
-    "ClaimVolumeSource",
     "Condition",
     "ConditionJson",
-    "ContainerStatus",
-    "ContainerWait",
     "Event",
     "HealthCondition",
     "HealthConditionJson",
+    "IdentityMeta",
     "ListMeta",
     "ModifyVolumeStatus",
     "ModifyVolumeStatusJson",
     "Named",
-    "Node",
     "Object",
     "ObjectMeta",
     "ObjectRef",
     "OwnerReference",
     "PersistentVolume",
     "PersistentVolumeClaim",
-    "Pod",
-    "PodSpec",
-    "PodStatus",
-    "PodVolume",
     "Record",
-    "SnapshotError",
     "Status",
     "StorageClass",
     "VolumeAttachment",
     "VolumeAttributesClass",
     "VolumeError",
-    "VolumeSnapshot",
-    "VolumeSnapshotClass",
-    "VolumeSnapshotContent",
+    "VolumeView",
     "iso",
+    "shared_value",
 ]

@@ -9,8 +9,6 @@ send a field is not an error), and enumerations stay open: an unknown phase or s
 the string the server sent. ``from_wire`` converts an already-parsed dict, for tests and fixtures.
 """
 
-from __future__ import annotations
-
 import enum
 from collections.abc import Mapping
 from datetime import datetime
@@ -49,6 +47,15 @@ class Record(msgspec.Struct, rename="camel", frozen=True, gc=False):
         return msgspec.json.decode(msgspec.json.encode(obj), type=cls)
 
 
+def shared_value(value: T, shared: dict[Any, Any]) -> T:
+    """An equal value kept before in ``shared`` (a hashable one: strings, times, tuples of them, frozen records),
+    else this one, kept for the next: what many kept records repeat, held once."""
+    try:
+        return shared.setdefault(value, value)  # type: ignore[no-any-return]
+    except TypeError:  # a frozen record holding a mapping is not hashable: kept as it is
+        return value
+
+
 def iso(when: Optional[datetime]) -> Optional[str]:
     """The API's own time format, for JSON output."""
     if when is None:
@@ -56,11 +63,16 @@ def iso(when: Optional[datetime]) -> Optional[str]:
     return when.isoformat().replace("+00:00", "Z")
 
 
-class ObjectMeta(Record, frozen=True):
+class IdentityMeta(Record, frozen=True):
+    """The metadata that names an object and its version: all a list needs of it (its uid), and a watch."""
+
     name: str = ""
     namespace: Optional[str] = None
     uid: str = ""
     resource_version: str = ""
+
+
+class ObjectMeta(IdentityMeta, frozen=True):
     creation_timestamp: Optional[datetime] = None
     deletion_timestamp: Optional[datetime] = None
     deletion_grace_period_seconds: Optional[int] = None

@@ -1,8 +1,6 @@
 """Records of the node side of attaching: Nodes (are they there, are they Ready) and CSINodes (which CSI drivers
 the kubelet registered on a node, and how many volumes each may attach there)."""
 
-from __future__ import annotations
-
 from typing import Optional
 
 import msgspec

@@ -4,8 +4,6 @@ The content is the cluster's handle on a snapshot in the storage system; the Vol
 namespaced request that names it, matched by uid through ``spec.volumeSnapshotRef``.
 """
 
-from __future__ import annotations
-
 from datetime import datetime, timedelta, timezone
 from typing import Optional
 

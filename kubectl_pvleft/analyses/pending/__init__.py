@@ -59,7 +59,8 @@ from kubectl_pvleft.output.report import (
     utcnow,
     word,
 )
-from kubectl_pvleft.records import ConditionJson, Event, ModifyVolumeStatusJson, Pod, StorageClass, iso
+from kubectl_pvleft.records import ConditionJson, Event, ModifyVolumeStatusJson, StorageClass, iso
+from kubectl_pvleft.records.pods import Pod
 
 if TYPE_CHECKING:  # --watch alone needs the watch runtime: imported in follow()
     from kubectl_pvleft.kube.watch import Follow, Stores

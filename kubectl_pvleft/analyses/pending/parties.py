@@ -12,7 +12,8 @@ from typing import Optional, TypedDict
 
 from msgspec import Struct
 
-from kubectl_pvleft.records import PersistentVolume, PersistentVolumeClaim, Pod, VolumeAttachment
+from kubectl_pvleft.records import PersistentVolume, PersistentVolumeClaim, VolumeAttachment
+from kubectl_pvleft.records.pods import Pod
 
 RWOP = "ReadWriteOncePod"
 MULTI_ATTACH = "Multi-Attach"  # the attach/detach controller's words for a volume attached to another node

@@ -31,16 +31,8 @@ from kubectl_pvleft.analyses.pending.parties import (
 )
 from kubectl_pvleft.analyses.pending.selinux import Conflict
 from kubectl_pvleft.migration import effective_provisioner, migration_of
-from kubectl_pvleft.records import (
-    Absent,
-    Condition,
-    Event,
-    PersistentVolume,
-    PersistentVolumeClaim,
-    Pod,
-    StorageClass,
-    VolumeAttachment,
-)
+from kubectl_pvleft.records import Absent, Condition, Event, PersistentVolume, PersistentVolumeClaim, StorageClass, VolumeAttachment
+from kubectl_pvleft.records.pods import Pod
 
 # -- owners ------------------------------------------------------------------------------------------
 

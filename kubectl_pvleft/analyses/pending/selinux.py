@@ -24,8 +24,8 @@ from typing import Optional
 
 from msgspec import Struct
 
-from kubectl_pvleft.records import PersistentVolume, PersistentVolumeClaim, Pod
-from kubectl_pvleft.records.pods import SELinuxOptions
+from kubectl_pvleft.records import PersistentVolume, PersistentVolumeClaim
+from kubectl_pvleft.records.pods import Pod, SELinuxOptions
 
 MOUNT_OPTION, RECURSIVE = "MountOption", "Recursive"
 LABEL_CONFLICT, POLICY_CONFLICT = "SELinuxLabelConflict", "SELinuxChangePolicyConflict"  # the controller's reasons

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kubectl_pvleft.clouds.aws import names
+from kubectl_pvleft.clouds.aws.names import AwsFlags
 from kubectl_pvleft.invocation import REPEATED, VALUE, Flag
 
 if TYPE_CHECKING:
@@ -31,6 +32,7 @@ class Ebs:
              help="this cluster's name in EBS tags: volumes tagged for other clusters are told apart"),
     )
     # The flag that names this cluster as "this" one: a fleet census (many clusters) refuses it.
+    FLAG_SET = AwsFlags  # the flags, typed: what its modules read them as
     ONE_CLUSTER_FLAGS = tuple(flag for flag in FLAGS if flag.name == "--aws-cluster-name")
     DRIVERS = names.DRIVERS
     SNAPSHOT_DRIVERS = names.CSI_DRIVERS

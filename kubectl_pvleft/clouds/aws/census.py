@@ -24,11 +24,12 @@ from datetime import timezone
 from typing import Any, Optional, Union
 
 from kubectl_pvleft.clouds import base
-from kubectl_pvleft.clouds.aws.names import CSI_DRIVERS, IN_TREE_DRIVERS, MANAGED_DRIVER, SOURCE
+from kubectl_pvleft.clouds.aws.names import CSI_DRIVERS, IN_TREE_DRIVERS, MANAGED_DRIVER, SOURCE, AwsFlags
 from kubectl_pvleft.clouds.aws.sdk import bounded_config, sdk_failures
 from kubectl_pvleft.clouds.base import CloudDisk, CloudError, CloudSnapshot, Placement, VolumeRef
 from kubectl_pvleft.clouds.bounded import page_read
 from kubectl_pvleft.errors import needs_extra
+from kubectl_pvleft.invocation import FlagValues
 from kubectl_pvleft.progress import Tally
 from kubectl_pvleft.text import one_line
 
@@ -248,15 +249,16 @@ def check_describe_volumes(page: Any, region: str) -> None:
                          "list): the census was not taken, and no volume is reported missing")
 
 
-def other_clusters_note(disks: list[CloudDisk], flags: Mapping[str, Any]) -> str:
+def other_clusters_note(disks: list[CloudDisk], flags: FlagValues) -> str:
     """What --aws-cluster-name left out of the orphan findings (base.other_clusters_note, in EBS's words)."""
     return base.other_clusters_note(disks, cluster_names, "EBS volume(s)", "--aws-cluster-name",
-                                    flags.get("aws_cluster_name"))
+                                    AwsFlags.of(flags).aws_cluster_name)
 
 
-def open(flags: Mapping[str, Any], timeout: float) -> AwsCensus:
-    return open_census(list(flags.get("aws_region") or ()), profile=flags.get("aws_profile"),
-                       cluster_name=flags.get("aws_cluster_name"), timeout=timeout)
+def open(flags: FlagValues, timeout: float) -> AwsCensus:
+    asked = AwsFlags.of(flags)
+    return open_census(list(asked.aws_region), profile=asked.aws_profile, cluster_name=asked.aws_cluster_name,
+                       timeout=timeout)
 
 
 def open_census(regions: list[str], profile: Optional[str] = None, cluster_name: Optional[str] = None,

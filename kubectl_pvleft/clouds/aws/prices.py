@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping
 from functools import partial
 from typing import Any, Optional, Union
 
+from kubectl_pvleft.clouds.aws.names import AwsFlags
 from kubectl_pvleft.clouds.aws.sdk import bounded_config, sdk_failures
 from kubectl_pvleft.clouds.base import CloudDisk, CloudError, CloudSnapshot
 from kubectl_pvleft.clouds.bounded import page_read
@@ -38,6 +39,7 @@ from kubectl_pvleft.clouds.cost import (
     the_one,
 )
 from kubectl_pvleft.errors import needs_extra
+from kubectl_pvleft.invocation import FlagValues
 from kubectl_pvleft.text import one_line
 
 SOURCE_NAME = "AWS Price List Query API"
@@ -87,14 +89,14 @@ def needs(disk: Union[CloudDisk, CloudSnapshot]) -> Union[list[Need], str]:
 excluded = None  # no EBS price is said to leave something out (as Azure's transactions are)
 
 
-def open(flags: Mapping[str, Any], timeout: float) -> PriceListPrices:
+def open(flags: FlagValues, timeout: float) -> PriceListPrices:
     try:
         import boto3
     except ImportError:
         raise CloudError(INSTALL_HINT) from None
     failures = sdk_failures()
     try:
-        session = boto3.session.Session(profile_name=flags.get("aws_profile"))
+        session = boto3.session.Session(profile_name=AwsFlags.of(flags).aws_profile)
         if session.get_credentials() is None:
             raise CloudError("the AWS Price List Query API needs AWS credentials (pricing:GetProducts); none found: "
                              "set --aws-profile or AWS_PROFILE, or use --price-file")

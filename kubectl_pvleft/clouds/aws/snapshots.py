@@ -29,10 +29,11 @@ from datetime import timezone
 from typing import Any, Optional
 
 from kubectl_pvleft.clouds.aws.census import CLUSTER_NAME_TAGS, CLUSTER_TAG_PREFIX, INSTALL_HINT, KEEP_TAG
-from kubectl_pvleft.clouds.aws.names import SOURCE
+from kubectl_pvleft.clouds.aws.names import SOURCE, AwsFlags
 from kubectl_pvleft.clouds.aws.sdk import bounded_config, sdk_failures
 from kubectl_pvleft.clouds.base import CloudError, CloudSnapshot, SnapshotLookup
 from kubectl_pvleft.clouds.bounded import page_read
+from kubectl_pvleft.invocation import FlagValues
 from kubectl_pvleft.text import one_line
 
 PERMISSION = "ec2:DescribeSnapshots"
@@ -43,8 +44,9 @@ GIB = 2**30
 CSI_SNAPSHOT_TAGS = ("CSIVolumeSnapshotName", "ebs.csi.aws.com/cluster")
 
 
-def open(flags: Mapping[str, Any], timeout: float) -> AwsSnapshots:
-    regions = list(dict.fromkeys(r.strip() for r in flags.get("aws_region") or () if r.strip()))
+def open(flags: FlagValues, timeout: float) -> AwsSnapshots:
+    asked = AwsFlags.of(flags)
+    regions = list(dict.fromkeys(r.strip() for r in asked.aws_region if r.strip()))
     if not regions:
         raise CloudError("--aws-region needs a region name, e.g. --aws-region us-east-1")
     try:
@@ -53,7 +55,7 @@ def open(flags: Mapping[str, Any], timeout: float) -> AwsSnapshots:
         raise CloudError(INSTALL_HINT) from None
     failures = sdk_failures()
     try:
-        session = boto3.session.Session(profile_name=flags.get("aws_profile"))
+        session = boto3.session.Session(profile_name=asked.aws_profile)
         if session.get_credentials() is None:
             raise CloudError(f"no AWS credentials found for {PERMISSION}: set --aws-profile or AWS_PROFILE, or "
                              "export AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")

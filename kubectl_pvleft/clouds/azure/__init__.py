@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kubectl_pvleft.clouds.azure import names
+from kubectl_pvleft.clouds.azure.names import AzureFlags
 from kubectl_pvleft.invocation import REPEATED, VALUE, Flag
 
 if TYPE_CHECKING:
@@ -36,6 +37,7 @@ class Azure:
              help="this cluster's name in disk tags: disks tagged for other clusters are told apart"),
     )
     # The flag that names this cluster as "this" one: a fleet census (many clusters) refuses it.
+    FLAG_SET = AzureFlags  # the flags, typed: what its modules read them as
     ONE_CLUSTER_FLAGS = tuple(flag for flag in FLAGS if flag.name == "--azure-cluster-name")
     DRIVERS = names.DRIVERS
     SNAPSHOT_DRIVERS = frozenset({names.CSI_DRIVER})

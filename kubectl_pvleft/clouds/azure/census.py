@@ -19,10 +19,11 @@ from datetime import datetime, timezone
 from typing import Any, Optional, Union
 
 from kubectl_pvleft.clouds import base
-from kubectl_pvleft.clouds.azure.names import DRIVERS, SOURCE
+from kubectl_pvleft.clouds.azure.names import DRIVERS, SOURCE, AzureFlags
 from kubectl_pvleft.clouds.base import CloudDisk, CloudError, CloudSnapshot, Placement, VolumeRef
 from kubectl_pvleft.clouds.bounded import page_read
 from kubectl_pvleft.errors import needs_extra
+from kubectl_pvleft.invocation import FlagValues
 from kubectl_pvleft.progress import Tally
 from kubectl_pvleft.text import one_line
 
@@ -59,12 +60,13 @@ _VM = re.compile(r"/virtualMachineScaleSets/([^/]+)/virtualMachines/([^/]+)$|/vi
 _SECRETS = re.compile(r"(Bearer\s+\S+|eyJ[\w-]+\.[\w-]+\.[\w-]*|client_secret=\S+)", re.IGNORECASE)
 
 
-def open(flags: Mapping[str, Any], timeout: float) -> AzureCensus:
+def open(flags: FlagValues, timeout: float) -> AzureCensus:
     """The census the flags ask for; PVLEFT_ARM_ENDPOINT names a private Resource Manager (Azure Stack Hub, tests)."""
     import os
 
-    return open_census(flags.get("azure_subscription") or (), flags.get("azure_resource_group") or (),
-                       cluster_name=flags.get("azure_cluster_name"), endpoint=os.environ.get(ENDPOINT_ENV),
+    asked = AzureFlags.of(flags)
+    return open_census(asked.azure_subscription, asked.azure_resource_group,
+                       cluster_name=asked.azure_cluster_name, endpoint=os.environ.get(ENDPOINT_ENV),
                        timeout=timeout)
 
 
@@ -273,10 +275,10 @@ class AzureCensus:
                              f"({type(exc).__name__}): the census was not taken") from None
 
 
-def other_clusters_note(disks: list[CloudDisk], flags: Mapping[str, Any]) -> str:
+def other_clusters_note(disks: list[CloudDisk], flags: FlagValues) -> str:
     """What --azure-cluster-name left out of the orphan findings (base.other_clusters_note, in Azure's words)."""
     return base.other_clusters_note(disks, cluster_names, "Azure disk(s)", "--azure-cluster-name",
-                                    flags.get("azure_cluster_name"))
+                                    AzureFlags.of(flags).azure_cluster_name)
 
 
 def open_census(subscriptions: Iterable[str], resource_groups: Iterable[str] = (), *,

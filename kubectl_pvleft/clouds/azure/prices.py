@@ -54,6 +54,7 @@ from kubectl_pvleft.clouds.cost import (
     the_one,
 )
 from kubectl_pvleft.errors import needs_extra
+from kubectl_pvleft.invocation import FlagValues
 from kubectl_pvleft.text import one_line
 
 SOURCE_NAME = "Azure Retail Prices API"
@@ -182,7 +183,7 @@ def meter_of(need: Need) -> Meter:
     return Meter(provisioned.product, provisioned.sku, f"{provisioned.sku} {PROVISIONED_METERS[need.component]}")
 
 
-def open(flags: Mapping[str, Any], timeout: float) -> RetailPrices:
+def open(flags: FlagValues, timeout: float) -> RetailPrices:
     try:
         from azure.core import PipelineClient
         from azure.core.pipeline.policies import HeadersPolicy, RetryPolicy, UserAgentPolicy

@@ -31,9 +31,10 @@ from kubectl_pvleft.clouds.azure.census import (
     open_census,
     parse_time,
 )
-from kubectl_pvleft.clouds.azure.names import SOURCE
+from kubectl_pvleft.clouds.azure.names import SOURCE, AzureFlags
 from kubectl_pvleft.clouds.base import CloudError, CloudSnapshot, SnapshotLookup
 from kubectl_pvleft.clouds.bounded import page_read
+from kubectl_pvleft.invocation import FlagValues
 
 PERMISSION = "Microsoft.Compute/snapshots/read"
 # What the Azure Disk CSI driver tags a snapshot with (azuredisk-csi-driver pkg/azuredisk/controllerserver.go
@@ -61,11 +62,12 @@ def match_key(handle: str) -> str:
     return handle.strip().lower()
 
 
-def open(flags: Mapping[str, Any], timeout: float) -> AzureSnapshots:
+def open(flags: FlagValues, timeout: float) -> AzureSnapshots:
     """The snapshots client, with the disk census's credentials, endpoint and bounds (PVLEFT_ARM_ENDPOINT)."""
     import os
 
-    census = open_census(flags.get("azure_subscription") or (), flags.get("azure_resource_group") or (),
+    asked = AzureFlags.of(flags)
+    census = open_census(asked.azure_subscription, asked.azure_resource_group,
                          endpoint=os.environ.get(ENDPOINT_ENV), timeout=timeout)
     return AzureSnapshots(census.clients, census.resource_groups, census.call_timeout)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kubectl_pvleft.clouds.gce import names
+from kubectl_pvleft.clouds.gce.names import GceFlags
 from kubectl_pvleft.invocation import REPEATED, Flag
 
 if TYPE_CHECKING:
@@ -36,6 +37,7 @@ class ComputeEngine:
              help="only these regions (with --project)", needs="--project", pattern=_NAME_PATTERN,
              what="a Compute Engine region name"),
     )
+    FLAG_SET = GceFlags  # the flags, typed: what its modules read them as
     ONE_CLUSTER_FLAGS = ()  # no flag names this cluster: no disk is set aside as another cluster's
     DRIVERS = names.DRIVERS
     SNAPSHOT_DRIVERS = frozenset({names.CSI_DRIVER})

@@ -12,7 +12,7 @@ list is read to its last page. Only list calls are made; nothing is created, cha
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime, timezone
 from typing import Any, Optional, Union
 
@@ -20,8 +20,9 @@ from msgspec import Struct
 
 from kubectl_pvleft.clouds.base import CloudDisk, CloudError, CloudSnapshot, Placement, VolumeRef
 from kubectl_pvleft.clouds.bounded import page_read
-from kubectl_pvleft.clouds.gce.names import CSI_DRIVER, IN_TREE_DRIVER, SOURCE
+from kubectl_pvleft.clouds.gce.names import CSI_DRIVER, IN_TREE_DRIVER, SOURCE, GceFlags
 from kubectl_pvleft.errors import needs_extra
+from kubectl_pvleft.invocation import FlagValues
 from kubectl_pvleft.progress import Tally
 from kubectl_pvleft.text import one_line
 
@@ -97,7 +98,7 @@ def label_location(zone_label: Optional[str], region_label: Optional[str]) -> Op
 LIST_KINDS = ("compute#diskAggregatedList", "compute#diskList")  # what every page of Compute's disk lists says it is
 
 
-def open(flags: Mapping[str, Any], timeout: float) -> GceCensus:
+def open(flags: FlagValues, timeout: float) -> GceCensus:
     """The census the flags ask for. PVLEFT_COMPUTE_ENDPOINT names a local Compute (tests, a proxy): it never gets
     the user's Google credentials, anonymous ones instead."""
     import os
@@ -110,7 +111,8 @@ def open(flags: Mapping[str, Any], timeout: float) -> GceCensus:
             credentials = AnonymousCredentials()
         except ImportError:
             pass  # open_census says what to install
-    return open_census(flags.get("project") or (), zones=flags.get("zone") or (), regions=flags.get("region") or (),
+    asked = GceFlags.of(flags)
+    return open_census(asked.project, zones=asked.zone, regions=asked.region,
                        api_endpoint=endpoint, credentials=credentials, timeout=timeout)
 
 

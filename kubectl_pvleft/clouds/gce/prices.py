@@ -17,7 +17,7 @@ provisioned IOPS per IOPS-month and throughput per MiB/s-month (``mo``: a count 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from functools import partial
 from typing import Any, Optional, Union
 
@@ -38,6 +38,7 @@ from kubectl_pvleft.clouds.cost import (
 )
 from kubectl_pvleft.clouds.gce.census import endpoint_and_credentials
 from kubectl_pvleft.errors import needs_extra
+from kubectl_pvleft.invocation import FlagValues
 from kubectl_pvleft.text import one_line
 
 SERVICE = "services/6F81-5844-456A"  # Compute Engine's service id in the catalog
@@ -121,7 +122,7 @@ def is_multi_region(location: str) -> bool:
     return not any(ch.isdigit() for ch in location)
 
 
-def open(flags: Mapping[str, Any], timeout: float) -> CatalogPrices:
+def open(flags: FlagValues, timeout: float) -> CatalogPrices:
     """The catalog client. PVLEFT_BILLING_ENDPOINT names a local catalog (tests, a proxy): it gets anonymous
     credentials, never the user's."""
     import os

@@ -30,7 +30,8 @@ from kubectl_pvleft.clouds.gce.census import (
     parse_timestamp,
     server_words,
 )
-from kubectl_pvleft.clouds.gce.names import SOURCE
+from kubectl_pvleft.clouds.gce.names import SOURCE, GceFlags
+from kubectl_pvleft.invocation import FlagValues
 
 PERMISSION = "compute.snapshots.get"
 GIB = 2**30
@@ -47,7 +48,7 @@ def parse_handle(handle: Optional[str]) -> Optional[tuple[str, str]]:
     return (parts[1], parts[4]) if parts[1] and parts[4] else None
 
 
-def open(flags: Mapping[str, Any], timeout: float) -> GceSnapshots:
+def open(flags: FlagValues, timeout: float) -> GceSnapshots:
     """The snapshots client. PVLEFT_COMPUTE_ENDPOINT names a local Compute (tests, a proxy): anonymous credentials,
     never the user's."""
     try:
@@ -58,7 +59,7 @@ def open(flags: Mapping[str, Any], timeout: float) -> GceSnapshots:
     endpoint, credentials = endpoint_and_credentials("PVLEFT_COMPUTE_ENDPOINT", default_credentials)
     client = compute_v1.SnapshotsClient(credentials=credentials, transport="rest",
                                         client_options=ClientOptions(api_endpoint=endpoint) if endpoint else None)
-    return GceSnapshots(client, flags.get("project") or (), timeout)
+    return GceSnapshots(client, GceFlags.of(flags).project, timeout)
 
 
 class GceSnapshots:
