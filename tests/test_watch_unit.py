@@ -304,7 +304,7 @@ def test_unreadable_evidence_in_watch_mode_is_unknown() -> None:
     for kind in ("events", "classes", "csidrivers", "volumes"):
         stores.apply(synced(kind, []))
     stores.apply(synced("pods", doc["pods"]))
-    assert pending.evidence_of(stores).claims is None
+    assert pending.evidence_of(pending.streams_of(Options(namespace="x")), stores).claims is None
     row = judge()[0].row
     assert (row.verdict.owner, row.verdict.reason, row.verdict.source) == ("kube-scheduler", "Unschedulable",
                                                                            "pod-condition")

@@ -365,22 +365,21 @@ def run(api: Reader, options: Options) -> Result:
 def follow(options: Options) -> Follow[AttachmentRow]:
     from kubectl_pvleft.kube.watch import Follow, Stream, recheck_for
 
-    streams = [
-        Stream("attachments", VOLUME_ATTACHMENTS, label_selector=options.label_selector,
-               field_selector=options.field_selector, required=True),
-        Stream("nodes", NODES, unreadable=NODES_UNREADABLE),
-        Stream("csinodes", CSI_NODES, unreadable=CSI_NODES_UNREADABLE),
-        Stream("volumes", PERSISTENT_VOLUMES, unreadable=VOLUMES_UNREADABLE),
-    ]
+    vas = Stream("attachments", VOLUME_ATTACHMENTS, label_selector=options.label_selector,
+                 field_selector=options.field_selector, required=True)
+    nodes = Stream("nodes", NODES, unreadable=NODES_UNREADABLE)
+    csinodes = Stream("csinodes", CSI_NODES, unreadable=CSI_NODES_UNREADABLE)
+    pvs = Stream("volumes", PERSISTENT_VOLUMES, unreadable=VOLUMES_UNREADABLE)
 
     def judge(stores: Stores) -> list[AttachmentRow]:
-        volumes = stores["volumes"]
-        return assess(stores["attachments"] or (), stores["nodes"], stores["csinodes"],
+        volumes = stores[pvs]
+        return assess(stores[vas] or (), stores[nodes], stores[csinodes],
                       None if volumes is None else (pv.name for pv in volumes), include_all=options.show_all,
                       older_than=options.older_than,
                       every_attachment=not (options.label_selector or options.field_selector)).rows
 
-    return Follow(streams, "attachments", judge, key=lambda r: r.uid, signature=_signature, finding=VERDICT.is_finding,
+    return Follow((vas, nodes, csinodes, pvs), "attachments", judge, key=lambda r: r.uid, signature=_signature,
+                  finding=VERDICT.is_finding,
                   gone="no longer in trouble", departure=lambda va: "the VolumeAttachment was deleted (detached)",
                   recheck=recheck_for(options.older_than))
 

@@ -59,7 +59,7 @@ from kubectl_pvleft.analyses.claim_problems import (
 from kubectl_pvleft.analyses.claimwhy import CLAIM_EVENTS, about_a_claim, reasons_from
 from kubectl_pvleft.analyses.deletion import TERMINATING, claim_holders, holders_of
 from kubectl_pvleft.analyses.resize import StalledResize, StalledResizeJson, stalled_resize
-from kubectl_pvleft.analyses.reuse import WORKLOADS_UNREADABLE, MountJson, Workloads
+from kubectl_pvleft.analyses.reuse import MountJson, Workloads
 from kubectl_pvleft.analyses.usage import NOT_JUDGED, Usage, idle_of, needs_pods, usage_of, used_claims
 from kubectl_pvleft.errors import NotFound
 from kubectl_pvleft.invocation import KEEP_ANNOTATION, Analysis, AnalysisOf, Options, Result, kept_reason
@@ -71,7 +71,6 @@ from kubectl_pvleft.kube.api import (
     PODS,
     STORAGE_CLASSES,
     VOLUME_ATTRIBUTES_CLASSES,
-    WORKLOAD_KINDS,
     Reader,
     optional,
 )
@@ -590,43 +589,41 @@ def follow(options: Options) -> Follow[ClaimRow]:
     from kubectl_pvleft.kube.watch import Follow, Stream, recheck_for
 
     scope = f'in namespace "{options.namespace}"' if options.namespace else "cluster-wide"
-    streams = [Stream("claims", PERSISTENT_VOLUME_CLAIMS, options.namespace, field_selector=options.field_selector,
-                      label_selector=options.label_selector, required=True),
-               # Whether a claim without the Unused condition is used: a Pod starting or ending changes the answer.
-               Stream("pods", PODS, options.namespace, unreadable=PODS_UNREADABLE.replace("{scope}", scope)),
-               # Why a Pending claim is Pending: its newest event, as the one-shot run reads it.
-               Stream("events", EVENTS, options.namespace, field_selector=CLAIM_EVENTS,
-                      unreadable=EVENTS_UNREADABLE.replace("{scope}", scope), selects=about_a_claim),
-               # Whether a Pending claim waits for its first consumer by design: its class's binding mode.
-               Stream("classes", STORAGE_CLASSES, unreadable=CLASSES_UNREADABLE),
-               # Whether the VolumeAttributesClass a claim's modification names exists (storage.k8s.io/v1 since 1.34:
-               # an older cluster's 404 makes that unknown, as the one-shot run says).
-               Stream("attributeclasses", VOLUME_ATTRIBUTES_CLASSES, unreadable=VACS_UNREADABLE,
-                      unserved=VACS_NOT_SERVED),
-               # Whether Pods that share a claim's volume have conflicting SELinux contexts: the drivers that mount
-               # with -o context, and the PVs (their drivers).
-               Stream("csidrivers", CSI_DRIVER_SPECS, unreadable=SELINUX_UNREADABLE.replace("{what}", "csidrivers")),
-               Stream("volumes", PERSISTENT_VOLUMES,
-                      unreadable=SELINUX_UNREADABLE.replace("{what}", "persistentvolumes")),
-               # Who will mount a claim no Pod mounts again: a scale-down, a CronJob's next run.
-               *(Stream(kind.plural, kind, options.namespace, unreadable=WORKLOADS_UNREADABLE.format(
-                   lists=kind.plural, scope=scope, reason="{reason}")) for kind in WORKLOAD_KINDS)]
+    pvcs = Stream("claims", PERSISTENT_VOLUME_CLAIMS, options.namespace, field_selector=options.field_selector,
+                  label_selector=options.label_selector, required=True)
+    # Whether a claim without the Unused condition is used: a Pod starting or ending changes the answer.
+    pods = Stream("pods", PODS, options.namespace, unreadable=PODS_UNREADABLE.replace("{scope}", scope))
+    # Why a Pending claim is Pending: its newest event, as the one-shot run reads it.
+    claim_events = Stream("events", EVENTS, options.namespace, field_selector=CLAIM_EVENTS,
+                          unreadable=EVENTS_UNREADABLE.replace("{scope}", scope), selects=about_a_claim)
+    # Whether a Pending claim waits for its first consumer by design: its class's binding mode.
+    scs = Stream("classes", STORAGE_CLASSES, unreadable=CLASSES_UNREADABLE)
+    # Whether the VolumeAttributesClass a claim's modification names exists (storage.k8s.io/v1 since 1.34:
+    # an older cluster's 404 makes that unknown, as the one-shot run says).
+    vacs_ = Stream("attributeclasses", VOLUME_ATTRIBUTES_CLASSES, unreadable=VACS_UNREADABLE, unserved=VACS_NOT_SERVED)
+    # Whether Pods that share a claim's volume have conflicting SELinux contexts: the drivers that mount
+    # with -o context, and the PVs (their drivers).
+    drivers = Stream("csidrivers", CSI_DRIVER_SPECS, unreadable=SELINUX_UNREADABLE.replace("{what}", "csidrivers"))
+    pvs = Stream("volumes", PERSISTENT_VOLUMES, unreadable=SELINUX_UNREADABLE.replace("{what}", "persistentvolumes"))
+    # Who will mount a claim no Pod mounts again: a scale-down, a CronJob's next run.
+    workload_streams = reuse.WorkloadStreams.of(options.namespace, scope)
 
     def judge(stores: Stores) -> list[ClaimRow]:
         # "now" is each judgment's: a claim that has been unused long enough appears at the next recheck.
         # The rows unused by design are judged too (the exporter counts them); --watch prints them with --all.
         criteria = Criteria(include_all=options.show_all, older_than=options.older_than, by_design=True)
-        classes = stores["classes"]
-        workloads = reuse.from_stores({kind.plural: stores[kind.plural] for kind in WORKLOAD_KINDS})
-        vacs = stores["attributeclasses"]
-        rows = assess(stores["claims"] or [], pods=stores["pods"], criteria=criteria, excluded=options.excluded,
+        classes = stores[scs]
+        workloads = reuse.from_stores(workload_streams, stores)
+        vacs = stores[vacs_]
+        rows = assess(stores[pvcs] or [], pods=stores[pods], criteria=criteria, excluded=options.excluded,
                       classes=None if classes is None else {sc.name: sc for sc in classes},
                       workloads=workloads, attribute_classes=None if vacs is None else {v.name for v in vacs},
-                      selinux=selinux_sharing(stores["pods"], stores["csidrivers"], stores["volumes"])).rows
-        why = reasons_from((r.claim for r in rows), stores["events"])
+                      selinux=selinux_sharing(stores[pods], stores[drivers], stores[pvs])).rows
+        why = reasons_from((r.claim for r in rows), stores[claim_events])
         return [replace(r, why=why[r.claim.meta.uid]) if r.claim.meta.uid in why else r for r in rows]
 
-    return Follow(streams, "claims", judge, key=lambda r: r.claim.meta.uid, finding=VERDICT.is_finding,
+    return Follow((pvcs, pods, claim_events, scs, vacs_, drivers, pvs, *workload_streams), "claims", judge,
+                  key=lambda r: r.claim.meta.uid, finding=VERDICT.is_finding,
                   signature=lambda r: (r.status, r.claim.capacity, r.claim.requested, r.problems, r.usage, r.kept,
                                        r.why, r.waiting_for_consumer),
                   reported=lambda r: options.show_all or r.in_trouble,

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Optional, TypedDict, TypeVar, Union
+from typing import TYPE_CHECKING, Any, NamedTuple, Optional, TypedDict, TypeVar, Union
 
 from msgspec import Struct, field
 
@@ -44,6 +44,7 @@ from kubectl_pvleft.output.report import Column, Report, Verdict, VerdictJson, a
 from kubectl_pvleft.records import (
     PV_PHASES,
     Absent,
+    Named,
     PersistentVolume,
     PersistentVolumeClaim,
     StorageClass,
@@ -384,10 +385,20 @@ def attribute_class_looks(row: AttributeClassRow) -> tuple[str, ...]:
     return looks(describe("volumeattributesclass", row.vac.name))
 
 
-def _streams(options: Options) -> list[Stream]:
+class _Streams(NamedTuple):
+    """What --watch and serve read for the classes, each stream the handle of its store."""
+
+    classes: Stream[StorageClass]
+    volumes: Stream[PersistentVolume]
+    claims: Stream[PersistentVolumeClaim]
+    drivers: Stream[Named]
+    attribute_classes: Stream[VolumeAttributesClass]
+
+
+def _streams(options: Options) -> _Streams:
     from kubectl_pvleft.kube.watch import Stream
 
-    return [
+    return _Streams(
         Stream("classes", STORAGE_CLASSES, label_selector=options.label_selector,
                field_selector=options.field_selector, required=True),
         Stream("volumes", PERSISTENT_VOLUMES, unreadable=PVS_UNREADABLE),
@@ -395,12 +406,12 @@ def _streams(options: Options) -> list[Stream]:
         Stream("csidrivers", CSI_DRIVERS, unreadable=DRIVERS_UNREADABLE),
         # storage.k8s.io/v1 since 1.34: an older cluster's 404 leaves the StorageClasses judged, as the one-shot run.
         Stream("attributeclasses", VOLUME_ATTRIBUTES_CLASSES, unreadable=VACS_UNREADABLE, unserved=VACS_NOT_SERVED),
-    ]
+    )
 
 
-def _assessed(stores: Stores) -> ClassCensus:
-    drivers = stores["csidrivers"]
-    return assess(stores["classes"] or (), stores["volumes"], stores["claims"],
+def _assessed(streams: _Streams, stores: Stores) -> ClassCensus:
+    drivers = stores[streams.drivers]
+    return assess(stores[streams.classes] or (), stores[streams.volumes], stores[streams.claims],
                   None if drivers is None else {d.name for d in drivers})
 
 
@@ -409,16 +420,19 @@ def follow(options: Options) -> Follow[Watched]:
     StorageClasses), as the one-shot run shows both."""
     from kubectl_pvleft.kube.watch import Follow
 
+    streams = _streams(options)
+
     def judge(stores: Stores) -> list[Watched]:
-        result = _assessed(stores)
+        result = _assessed(streams, stores)
         selected = options.label_selector or options.field_selector
         rows: list[Watched] = [r for r in result.rows if r.exists] if selected else list(result.rows)
-        drivers, vacs = stores["csidrivers"], stores["attributeclasses"]
+        drivers, vacs = stores[streams.drivers], stores[streams.attribute_classes]
         if vacs and not options.names:
-            rows += assess_attribute_classes(vacs, stores["claims"], None if drivers is None else {d.name for d in drivers})
+            rows += assess_attribute_classes(vacs, stores[streams.claims],
+                                             None if drivers is None else {d.name for d in drivers})
         return rows
 
-    return Follow(_streams(options), "classes", judge, key=_key, signature=_signature,
+    return Follow(streams, "classes", judge, key=_key, signature=_signature,
                   finding=lambda r: bool(r.findings), departure=lambda sc: "the StorageClass was deleted")
 
 
@@ -426,7 +440,8 @@ def follow_drift(options: Options) -> Follow[Drift]:
     """--drift: the PVs whose reclaim policy is not their class's, each one a finding."""
     from kubectl_pvleft.kube.watch import Follow
 
-    return Follow(_streams(options), "volumes", lambda stores: list(_assessed(stores).drift),
+    streams = _streams(options)
+    return Follow(streams, "volumes", lambda stores: list(_assessed(streams, stores).drift),
                   key=lambda d: d.pv.meta.uid, signature=lambda d: (d.pv.reclaim_policy, d.class_reclaim_policy,
                                                                     d.pv.phase),
                   finding=lambda d: True, gone="no longer drifted")

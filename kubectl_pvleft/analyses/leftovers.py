@@ -356,21 +356,20 @@ def follow(options: Options) -> Follow[Leftover]:
     from kubectl_pvleft.kube.watch import Follow, Stream, recheck_for
 
     namespace = claim_namespace(options)
-    streams = [
-        Stream("volumes", PERSISTENT_VOLUMES, label_selector=options.label_selector,
-               field_selector=options.field_selector, required=True),
-        Stream("claims", CLAIM_IDENTITIES, namespace,
-               unreadable=CLAIMS_UNREADABLE.replace("{scope}", f'in namespace "{namespace}"' if namespace
-                                                    else "cluster-wide")),
-        Stream("classes", STORAGE_CLASSES, unreadable=CLASSES_UNREADABLE),
-        # Why a PV the external-provisioner holds is still there: its newest VolumeFailedDelete, as the one-shot
-        # run quotes it.
-        Stream("events", EVENTS, field_selector=DELETE_EVENTS, unreadable=EVENTS_UNREADABLE, selects=a_failed_delete),
-    ]
+    pvs = Stream("volumes", PERSISTENT_VOLUMES, label_selector=options.label_selector,
+                 field_selector=options.field_selector, required=True)
+    pvcs = Stream("claims", CLAIM_IDENTITIES, namespace,
+                  unreadable=CLAIMS_UNREADABLE.replace("{scope}", f'in namespace "{namespace}"' if namespace
+                                                       else "cluster-wide"))
+    scs = Stream("classes", STORAGE_CLASSES, unreadable=CLASSES_UNREADABLE)
+    # Why a PV the external-provisioner holds is still there: its newest VolumeFailedDelete, as the one-shot
+    # run quotes it.
+    delete_events = Stream("events", EVENTS, field_selector=DELETE_EVENTS, unreadable=EVENTS_UNREADABLE,
+                           selects=a_failed_delete)
 
     def judge(stores: Stores) -> list[Leftover]:
-        claims, classes, events_ = stores["claims"], stores["classes"], stores["events"]
-        volumes = stores["volumes"] or ()
+        claims, classes, events_ = stores[pvcs], stores[scs], stores[delete_events]
+        volumes = stores[pvs] or ()
         deleting = {pv.meta.uid for pv in volumes if pv.meta.uid and may_fail_delete(pv)}
         failures = delete_failures(events_, deleting, []) if deleting and events_ is not None else {}
         return assess(volumes, None if claims is None else ClaimIndex.of(claims),
@@ -378,7 +377,7 @@ def follow(options: Options) -> Follow[Leftover]:
                       include_all=options.show_all, claim_namespace=namespace, older_than=options.older_than,
                       excluded=options.excluded, delete_failures=failures)
 
-    return Follow(streams, "volumes", judge, key=lambda r: r.pv.meta.uid, finding=VERDICT.is_finding,
+    return Follow((pvs, pvcs, scs, delete_events), "volumes", judge, key=lambda r: r.pv.meta.uid, finding=VERDICT.is_finding,
                   signature=lambda r: (r.pv.phase, r.claim_state, r.class_reclaim, r.pv.reclaim_policy, r.kept,
                                        r.young, r.pv.meta.deleted, r.pv.meta.finalizers, r.delete_failure),
                   gone="no longer a leftover", departure=lambda pv: "the PersistentVolume was deleted",

@@ -20,15 +20,17 @@ Pure (records in, verdicts out), except ``read``, which lists the six kinds (pag
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Optional, TypedDict
+from typing import TYPE_CHECKING, Any, NamedTuple, Optional, TypedDict
 
 from msgspec import Struct
 
 from kubectl_pvleft.errors import Forbidden, NotFound
 from kubectl_pvleft.kube.api import WORKLOAD_KINDS, Reader
+from kubectl_pvleft.kube.kinds import CRON_JOBS, DAEMON_SETS, DEPLOYMENTS, JOBS, REPLICA_SETS, STATEFUL_SETS, Kind, R
 from kubectl_pvleft.records import PersistentVolumeClaim
 
 if TYPE_CHECKING:  # the records are imported where the lists are read (kinds.LateKind), never at start-up
+    from kubectl_pvleft.kube.watch import Stores, Stream
     from kubectl_pvleft.records.workloads import CronJob, DaemonSet, Deployment, Job, ReplicaSet, StatefulSet, Workload
 
 RETAIN, DELETE = "Retain", "Delete"
@@ -208,7 +210,33 @@ def read(api: Reader, namespace: Optional[str], warnings: list[str]) -> Workload
     return Workloads(**found, unreadable=unreadable)
 
 
-def from_stores(stores: Mapping[str, Optional[list[Any]]]) -> Workloads:
+class WorkloadStreams(NamedTuple):
+    """The six kinds as --watch and serve stream them (in a namespace or all), each the handle of its store."""
+
+    statefulsets: Stream[StatefulSet]
+    deployments: Stream[Deployment]
+    replicasets: Stream[ReplicaSet]
+    daemonsets: Stream[DaemonSet]
+    jobs: Stream[Job]
+    cronjobs: Stream[CronJob]
+
+    @classmethod
+    def of(cls, namespace: Optional[str], scope: str) -> WorkloadStreams:
+        from kubectl_pvleft.kube.watch import Stream
+
+        def stream(kind: Kind[R]) -> Stream[R]:
+            return Stream(kind.plural, kind, namespace, unreadable=WORKLOADS_UNREADABLE.format(
+                lists=kind.plural, scope=scope, reason="{reason}"))
+
+        return cls(stream(STATEFUL_SETS), stream(DEPLOYMENTS), stream(REPLICA_SETS), stream(DAEMON_SETS),
+                   stream(JOBS), stream(CRON_JOBS))
+
+
+def from_stores(streams: WorkloadStreams, stores: Stores) -> Workloads:
     """The watch's stores of the six kinds (None: that stream may not be read)."""
-    found = {k.plural: stores[k.plural] or [] for k in WORKLOAD_KINDS}
-    return Workloads(**found, unreadable={k.plural: "forbidden" for k in WORKLOAD_KINDS if stores[k.plural] is None})
+    shown = (sets, deployments, replicasets, daemonsets, jobs, cronjobs) = (
+        stores[streams.statefulsets], stores[streams.deployments], stores[streams.replicasets],
+        stores[streams.daemonsets], stores[streams.jobs], stores[streams.cronjobs])
+    return Workloads(sets or [], deployments or [], replicasets or [], daemonsets or [], jobs or [], cronjobs or [],
+                     unreadable={kind.plural: "forbidden" for kind, found in zip(WORKLOAD_KINDS, shown, strict=True)
+                                 if found is None})

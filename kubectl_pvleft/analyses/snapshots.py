@@ -339,21 +339,20 @@ def follow(options: Options) -> Follow[ContentRow]:
 
     namespace = snapshot_namespace(options)
     scope = f'in namespace "{namespace}"' if namespace else "cluster-wide"
-    streams = [
-        Stream("contents", VOLUME_SNAPSHOT_CONTENTS, label_selector=options.label_selector,
-               field_selector=options.field_selector, required=True),
-        Stream("snapshots", VOLUME_SNAPSHOTS, namespace, unreadable=SNAPSHOTS_UNREADABLE.replace("{scope}", scope)),
-        Stream("classes", VOLUME_SNAPSHOT_CLASSES, unreadable=CLASSES_UNREADABLE),
-    ]
+    vscs = Stream("contents", VOLUME_SNAPSHOT_CONTENTS, label_selector=options.label_selector,
+                  field_selector=options.field_selector, required=True)
+    vss = Stream("snapshots", VOLUME_SNAPSHOTS, namespace, unreadable=SNAPSHOTS_UNREADABLE.replace("{scope}", scope))
+    vsclasses = Stream("classes", VOLUME_SNAPSHOT_CLASSES, unreadable=CLASSES_UNREADABLE)
 
     def judge(stores: Stores) -> list[ContentRow]:
-        snapshots, classes = stores["snapshots"], stores["classes"]
-        return assess(stores["contents"] or (), None if snapshots is None else SnapshotIndex.of(snapshots),
+        snapshots, classes = stores[vss], stores[vsclasses]
+        return assess(stores[vscs] or (), None if snapshots is None else SnapshotIndex.of(snapshots),
                       None if classes is None else {c.name: c for c in classes},
                       include_all=options.show_all, snapshot_namespace=namespace, older_than=options.older_than,
                       excluded=options.excluded).rows
 
-    return Follow(streams, "contents", judge, key=lambda r: r.content.meta.uid, signature=_signature, finding=VERDICT.is_finding,
+    return Follow((vscs, vss, vsclasses), "contents", judge, key=lambda r: r.content.meta.uid, signature=_signature,
+                  finding=VERDICT.is_finding,
                   gone="no longer has findings", departure=lambda c: "the VolumeSnapshotContent was deleted",
                   recheck=recheck_for(options.older_than))
 

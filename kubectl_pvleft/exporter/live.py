@@ -19,19 +19,21 @@ from kubectl_pvleft import invocation
 from kubectl_pvleft.errors import NotFound, Oversized
 from kubectl_pvleft.exporter.heap import few_heaps, release_free_memory
 from kubectl_pvleft.invocation import Options, Row
-from kubectl_pvleft.kube.api import Kind, KubeAPI, Object, Unchanged, WatchEvent
+from kubectl_pvleft.kube.api import PERSISTENT_VOLUMES, Kind, KubeAPI, Object, Unchanged, WatchEvent
 from kubectl_pvleft.kube.watch import (
     Changed,
     Follow,
     Notice,
     Observer,
     Pages,
+    SomeStream,
     Stores,
     Stream,
     StreamItem,
     Synced,
     WatchSettings,
     reflect,
+    stream_of,
     uid_of,
 )
 from kubectl_pvleft.text import one_line, shown
@@ -67,23 +69,23 @@ class ListTooLong(Oversized):
     """A relist past LIST_SECONDS."""
 
 
-def stream_key(stream: Stream) -> Hashable:
+def stream_key(stream: SomeStream) -> Hashable:
     """Streams of one kind, view and namespace are one stream: the server is asked once, whatever the selectors
     (each reader keeps what its own selectors select, ``Stream.selects``)."""
     kind = stream.kind
     return (kind.prefix, kind.plural, kind.metadata_only, stream.namespace)
 
 
-def selectors(stream: Stream) -> tuple[Optional[str], Optional[str]]:
+def selectors(stream: SomeStream) -> tuple[Optional[str], Optional[str]]:
     return stream.field_selector, stream.label_selector
 
 
-def stream_label(stream: Stream) -> str:
+def stream_label(stream: SomeStream) -> str:
     """The stream's name in metrics: its resource, and how it is read when that differs (names and uids only)."""
     return stream.kind.plural + ("/metadata" if stream.kind.metadata_only else "")
 
 
-def shared_streams(asked: Sequence[Stream]) -> list[tuple[Stream, list[Stream]]]:
+def shared_streams(asked: Sequence[SomeStream]) -> list[tuple[SomeStream, list[SomeStream]]]:
     """The streams to open for the streams of one kind the analyses ask for, each with the readers it feeds. One when
     they ask the same selectors, or when each reader that asks fewer objects can tell its own (``selects``): the
     shared one then asks for every object. Otherwise one per selector, labelled with it, never two streams under
@@ -140,7 +142,7 @@ class Reader:
 
     __slots__ = ("analysis", "name", "required", "selects", "unserved_ok")
 
-    def __init__(self, analysis: Analysis, stream: Stream, shared: Stream) -> None:
+    def __init__(self, analysis: Analysis, stream: SomeStream, shared: SomeStream) -> None:
         self.analysis, self.name, self.required = analysis, stream.name, stream.required
         # A kind newer than some clusters (Stream.unserved): while it is not served, judged without it.
         self.unserved_ok = bool(stream.unserved) and not stream.required
@@ -153,7 +155,7 @@ class Reader:
 class Shared:
     """One stream as the server sees it, and the analyses that read it, each under its own store name."""
 
-    def __init__(self, stream: Stream, lock: threading.Lock, label: str) -> None:
+    def __init__(self, stream: SomeStream, lock: threading.Lock, label: str) -> None:
         self.label = label
         self.health = Health(lock)
         self.readers: list[Reader] = []
@@ -164,7 +166,7 @@ class Shared:
         self.bound_said = ""  # the last bound it was refused at, said once (a run of them is one line)
         self.bound_at = -BOUND_RUN_SECONDS  # monotonic: when it was last refused at a bound
 
-    def open_as(self) -> Stream:
+    def open_as(self) -> SomeStream:
         """The stream the reflector opens: never required (a 403 is the readers' to judge, each as it needs it),
         with a warning that says which analyses lose what."""
         blocked = [r.analysis.name for r in self.readers if r.required]
@@ -346,7 +348,7 @@ class Live:
         self.stopping = threading.Event()
         self.changed = threading.Event()
         self.analyses = list(analyses)
-        asked: dict[Hashable, list[tuple[Analysis, Stream]]] = {}
+        asked: dict[Hashable, list[tuple[Analysis, SomeStream]]] = {}
         for analysis in self.analyses:
             for stream in analysis.streams:
                 asked.setdefault(stream_key(stream), []).append((analysis, stream))
@@ -654,10 +656,11 @@ class Live:
             self.stopping.wait(self.census_interval)
 
     def _volumes(self, leftovers: Optional[Analysis]) -> Optional[list[PersistentVolume]]:
-        if leftovers is None:
+        pvs = None if leftovers is None else stream_of(leftovers.streams, PERSISTENT_VOLUMES)
+        if leftovers is None or pvs is None:
             return []
         with self.lock:
-            return None if "volumes" in leftovers.unsynced else list(leftovers.stores["volumes"] or ())
+            return None if pvs.name in leftovers.unsynced else list(leftovers.stores[pvs] or ())
 
     def _take_census(self, volumes: list[PersistentVolume]) -> None:
         assert self.census_run is not None

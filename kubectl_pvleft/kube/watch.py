@@ -22,9 +22,9 @@ import random
 import threading
 import time
 from collections.abc import Callable, Generator, Hashable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, Generic, Optional, Protocol, TypeVar, Union
+from typing import Any, Generic, Optional, Protocol, TypeVar, Union, cast
 
-from msgspec import Struct, field
+from msgspec import Struct
 
 from kubectl_pvleft.errors import ApiError, ConnectionFailed, Expired, Forbidden, NotFound
 from kubectl_pvleft.kube.api import Kind, KubeAPI, Object, StreamClosed, Unchanged, WatchEvent
@@ -90,11 +90,12 @@ class WatchSettings(Struct, frozen=True):
         )
 
 
-class Stream(Struct, frozen=True):
-    """One kind to list and watch, in a namespace or all (None)."""
+class Stream(Struct, Generic[R], frozen=True):
+    """One kind to list and watch, in a namespace or all (None); its objects decode as ``R``, and the store it
+    fills is read through it: ``stores[stream]`` is a ``list[R]``."""
 
     name: str  # the store it fills: pods, claims, events, classes, csidrivers, volumes...
-    kind: Kind[Any]
+    kind: Kind[R]
     namespace: Optional[str] = None
     field_selector: Optional[str] = None
     label_selector: Optional[str] = None
@@ -106,7 +107,12 @@ class Stream(Struct, frozen=True):
     unserved: str = ""
     # What the selectors select, judged here: a reader that asks for fewer objects than another one of the same kind
     # can then share its stream (serve lists and watches each kind once) and keep only these. None: not known here.
-    selects: Optional[Callable[[Any], bool]] = None
+    selects: Optional[Callable[[R], bool]] = None
+
+
+# Streams of several kinds side by side (an analysis's streams, serve's shared ones): each reads one record type,
+# which only the stream itself names.
+SomeStream = Stream[Any]
 
 
 class Synced(Struct, frozen=True):
@@ -115,14 +121,14 @@ class Synced(Struct, frozen=True):
     asking the reflector for its next item (``resource_version`` is then known only after: "")."""
 
     stream: str
-    objects: Iterable[Any]
+    objects: Iterable[Union[Object, Unchanged]]  # Unchanged only from a lazy list with ``held``
     resource_version: str
 
 
 class Changed(Struct, frozen=True):
     stream: str
     type: str  # ADDED | MODIFIED | DELETED
-    object: Any
+    object: Object
 
 
 class Notice(Struct, frozen=True):
@@ -153,7 +159,7 @@ class Observer:
         pass
 
 
-def reflect(api: ListerWatcher, stream: Stream, settings: WatchSettings, stop: Optional[threading.Event] = None,
+def reflect(api: ListerWatcher, stream: SomeStream, settings: WatchSettings, stop: Optional[threading.Event] = None,
             observer: Optional[Observer] = None, lazy_lists: bool = False,
             held: Optional[Callable[[str, str], bool]] = None) -> Generator[StreamItem, None, None]:
     """list, then watch from the list's resourceVersion, until ``stop``; see the module's docstring.
@@ -169,15 +175,12 @@ def reflect(api: ListerWatcher, stream: Stream, settings: WatchSettings, stop: O
                       held).run()
 
 
-_END = object()
-
-
 class _Unavailable(Exception):
     """An optional stream the user may not read: its evidence is unknown, and the stream ends."""
 
 
 class _Reflector:
-    def __init__(self, api: ListerWatcher, stream: Stream, settings: WatchSettings, stop: threading.Event,
+    def __init__(self, api: ListerWatcher, stream: SomeStream, settings: WatchSettings, stop: threading.Event,
                  observer: Observer, lazy_lists: bool = False,
                  held: Optional[Callable[[str, str], bool]] = None) -> None:
         self.api, self.stream, self.settings, self.stop, self.observer = api, stream, settings, stop, observer
@@ -210,11 +213,12 @@ class _Reflector:
                 listing = self.api.list(s.kind, s.namespace, field_selector=s.field_selector,
                                         label_selector=s.label_selector)
                 if self.lazy_lists:
-                    pages: Iterator[Any] = iter(listing) if self.held is None else listing.changed(self.held)
-                    first = next(pages, _END)  # a list refused at once fails here, as an eager one would
+                    pages: Iterator[Union[Object, Unchanged]] = (
+                        iter(listing) if self.held is None else listing.changed(self.held))
+                    first = next(pages, None)  # a list refused at once fails here, as an eager one would
                     self.listed_once = True
                     yield from self._up()
-                    yield Synced(s.name, pages if first is _END else _handed_over(first, pages), "")
+                    yield Synced(s.name, pages if first is None else _handed_over(first, pages), "")
                     self.resource_version = listing.resource_version or ""  # known once the pages are read
                 else:
                     objects = tuple(listing)
@@ -295,7 +299,8 @@ class _Reflector:
         self.delay = min(self.delay * 2, self.settings.backoff_max)
 
 
-def _handed_over(first: Any, pages: Iterator[Any]) -> Iterator[Any]:
+def _handed_over(first: Union[Object, Unchanged],
+                 pages: Iterator[Union[Object, Unchanged]]) -> Iterator[Union[Object, Unchanged]]:
     """The list's objects, the first one already read; closing this closes the list (its page reader, its gate),
     which a consumer that gives a list up must be able to do at once, not when the collector gets to it."""
     try:
@@ -307,29 +312,36 @@ def _handed_over(first: Any, pages: Iterator[Any]) -> Iterator[Any]:
             close()
 
 
+def stream_of(streams: Iterable[SomeStream], kind: Kind[R]) -> Optional[Stream[R]]:
+    """The first of these streams that reads this kind, as a stream of its records."""
+    return next((stream for stream in streams if stream.kind is kind), None)
+
+
 def uid_of(obj: Object) -> str:
     return obj.metadata.uid
 
 
-def _version(obj: Any) -> str:
-    return getattr(obj.metadata, "resource_version", "") or ""
+def _version(obj: Object) -> str:
+    return obj.metadata.resource_version or ""
 
 
 class Stores:
     """What the streams have shown so far, by stream name and uid; ``None`` for a stream that cannot be read.
+    Read through the stream that fills a store: ``stores[stream]`` is a ``list[R]`` for a ``Stream[R]``.
 
     ``departed`` remembers how objects of the primary stream left it (uid -> text), for "resolved" lines.
     """
 
     def __init__(self, names: Iterable[str], primary: str, keep: Callable[[Any], bool] = lambda obj: True,
                  departure: Callable[[Any], str] = lambda obj: "deleted") -> None:
-        self.data: dict[str, Optional[dict[str, Any]]] = {name: {} for name in names}
+        self.data: dict[str, Optional[dict[str, Object]]] = {name: {} for name in names}
         self.primary, self._keep, self._departure = primary, keep, departure
         self.departed: dict[str, str] = {}
 
-    def __getitem__(self, name: str) -> Optional[list[Any]]:
-        store = self.data[name]
-        return None if store is None else list(store.values())
+    def __getitem__(self, stream: Stream[R]) -> Optional[list[R]]:
+        store = self.data[stream.name]
+        # Only this stream (or serve's shared stream of its kind) fills its store: its objects are R.
+        return None if store is None else cast("list[R]", list(store.values()))
 
     def unavailable(self, name: str) -> None:
         self.data[name] = None
@@ -339,12 +351,16 @@ class Stores:
         if store is None:
             return
         if isinstance(item, Synced):
-            before = set(store)
+            held = dict(store)
             store.clear()
             for obj in item.objects:
+                if isinstance(obj, Unchanged):  # held already at this version: the copy held stays
+                    if obj.uid in held:
+                        store[obj.uid] = held[obj.uid]
+                    continue
                 self._put(item.stream, store, obj)
             if item.stream == self.primary:
-                for uid in before - set(store):
+                for uid in held.keys() - store.keys():
                     self.departed.setdefault(uid, "gone when the watch resynced")
         elif item.type == "DELETED":
             if store.pop(uid_of(item.object), None) is not None and item.stream == self.primary:
@@ -373,7 +389,7 @@ class Stores:
         old = store.get(uid) if store is not None else None
         return old is not None and _version(old) == version
 
-    def refill(self, name: str, obj: Any) -> None:
+    def refill(self, name: str, obj: Object) -> None:
         """One object of a relist read page by page: it replaces its old copy at once (``refilled`` ends it).
         An object the relist shows unchanged (same resourceVersion) keeps the copy already held, so the new one
         is freed with its page: after an outage most objects are unchanged, and memory keeps its layout."""
@@ -396,7 +412,7 @@ class Stores:
             if name == self.primary:
                 self.departed.setdefault(uid, "gone when the watch resynced")
 
-    def _put(self, name: str, store: dict[str, Any], obj: Any) -> None:
+    def _put(self, name: str, store: dict[str, Object], obj: Object) -> None:
         uid = uid_of(obj)
         if name != self.primary or self._keep(obj):
             store[uid] = obj
@@ -438,7 +454,7 @@ class RowBoard(Generic[Row]):
 class Follow(Struct, Generic[Row]):
     """How a subcommand is watched: its streams, its pure analysis over the stores, and row identity."""
 
-    streams: Sequence[Stream]
+    streams: Sequence[SomeStream]
     primary: str
     assess: Callable[[Stores], list[Row]]
     key: Callable[[Row], Hashable]  # the primary object's uid, as a string
@@ -449,13 +465,12 @@ class Follow(Struct, Generic[Row]):
     gone: str = "no longer reported"
     keep: Callable[[Any], bool] = lambda obj: True
     departure: Callable[[Any], str] = lambda obj: "deleted"
-    extra: dict[str, Any] = field(default_factory=dict)
     # Judge again after this many seconds without a change: verdicts that depend on the clock (--older-than)
     # change with no event to say so. None: only changes are judged.
     recheck: Optional[float] = None
     # The rows --watch prints; the others are judged for the exporter's own families only (a claim unused by
     # design, counted in pvleft_unused_by_design_claims).
-    reported: Callable[[Any], bool] = lambda row: True
+    reported: Callable[[Row], bool] = lambda row: True
 
 
 def recheck_for(older_than: Optional[float]) -> Optional[float]:
@@ -472,7 +487,7 @@ def follow(api: KubeAPI, spec: Follow[Row], settings: Optional[WatchSettings] = 
     Closing the generator (or setting ``stop``) ends every stream and closes every connection it opened."""
     settings = settings or WatchSettings()
     stop = stop or threading.Event()
-    inbox: queue.Queue[Union[StreamItem, BaseException]] = queue.Queue()
+    inbox: Inbox = queue.Queue()
     threads = [threading.Thread(target=_pump, args=(api, s, settings, stop, inbox), name=f"pvleft-watch-{s.name}",
                                 daemon=True) for s in spec.streams]
     judge = _Judge(spec)
@@ -490,7 +505,10 @@ def follow(api: KubeAPI, spec: Follow[Row], settings: Optional[WatchSettings] = 
                 thread.join(timeout=0.1)
 
 
-def _pump(api: KubeAPI, stream: Stream, settings: WatchSettings, stop: threading.Event, inbox: queue.Queue[Any]) -> None:
+Inbox = queue.Queue[Union[StreamItem, BaseException]]  # what the streams' threads hand the judge
+
+
+def _pump(api: KubeAPI, stream: SomeStream, settings: WatchSettings, stop: threading.Event, inbox: Inbox) -> None:
     try:
         for item in reflect(api, stream, settings, stop):
             inbox.put(item)
@@ -499,7 +517,8 @@ def _pump(api: KubeAPI, stream: Stream, settings: WatchSettings, stop: threading
             inbox.put(exc)
 
 
-def _burst(inbox: queue.Queue[Any], settings: WatchSettings, recheck: Optional[float] = None) -> list[Any]:
+def _burst(inbox: Inbox, settings: WatchSettings,
+           recheck: Optional[float] = None) -> list[Union[StreamItem, BaseException]]:
     """What arrives together is judged once; but never starve the output. Nothing within ``recheck`` seconds: an
     empty batch, judged again all the same."""
     try:
@@ -525,7 +544,7 @@ class _Judge(Generic[Row]):
         self.unsynced = {s.name for s in spec.streams}
         self.held: list[Notice] = []  # notices before every stream is listed: a failing first list drops them
 
-    def take(self, batch: list[Any]) -> Iterator[Union[list[RowChange[Row]], Notice]]:
+    def take(self, batch: list[Union[StreamItem, BaseException]]) -> Iterator[Union[list[RowChange[Row]], Notice]]:
         for item in batch:
             self._apply(item)
         if self.unsynced:
@@ -538,7 +557,7 @@ class _Judge(Generic[Row]):
         if changes:
             yield changes
 
-    def _apply(self, item: Any) -> None:
+    def _apply(self, item: Union[StreamItem, BaseException]) -> None:
         if isinstance(item, BaseException):
             raise item
         if isinstance(item, Notice):

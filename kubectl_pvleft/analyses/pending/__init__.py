@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Optional, TypedDict, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, Optional, TypedDict, TypeVar
 
 from msgspec.structs import replace
 
@@ -59,11 +59,20 @@ from kubectl_pvleft.output.report import (
     utcnow,
     word,
 )
-from kubectl_pvleft.records import ConditionJson, Event, ModifyVolumeStatusJson, StorageClass, iso
+from kubectl_pvleft.records import (
+    ConditionJson,
+    CSIDriver,
+    Event,
+    ModifyVolumeStatusJson,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    StorageClass,
+    iso,
+)
 from kubectl_pvleft.records.pods import Pod
 
 if TYPE_CHECKING:  # --watch alone needs the watch runtime: imported in follow()
-    from kubectl_pvleft.kube.watch import Follow, Stores
+    from kubectl_pvleft.kube.watch import Follow, Stores, Stream
 
 T = TypeVar("T", bound=Object)
 
@@ -285,11 +294,23 @@ def _pending_phase(pod: Any) -> bool:
     return (pod.phase or "Pending") == "Pending"
 
 
-def follow(options: Options) -> Follow[Triage]:
-    from kubectl_pvleft.kube.watch import Follow, Stream
+class Streams(NamedTuple):
+    """What --watch and serve read for Pending Pods, each stream the handle of its store."""
+
+    pods: Stream[Pod]
+    claims: Stream[PersistentVolumeClaim]
+    events: Stream[Event]
+    classes: Stream[StorageClass]
+    drivers: Stream[CSIDriver]
+    volumes: Stream[PersistentVolume]
+    everyone: Stream[Pod]
+
+
+def streams_of(options: Options) -> Streams:
+    from kubectl_pvleft.kube.watch import Stream
 
     ns = options.namespace
-    streams = [
+    return Streams(
         Stream("pods", PODS, ns, field_selector=pod_selector(options.field_selector),
                label_selector=options.label_selector, required=True,
                selects=None if options.field_selector or options.label_selector else _pending_phase),
@@ -302,29 +323,39 @@ def follow(options: Options) -> Follow[Triage]:
         # Every Pod, not only the Pending ones: those a Pending Pod would share a volume with (serve shares the
         # stream with claims').
         Stream("everyone", PODS, ns, unreadable=SELINUX_UNREADABLE.replace("{what}", "pods")),
-    ]
-    return Follow(streams, "pods", lambda stores: assess(stores["pods"] or (), evidence_of(stores, ns is None)),
+    )
+
+
+def follow(options: Options) -> Follow[Triage]:
+    from kubectl_pvleft.kube.watch import Follow
+
+    ns = options.namespace
+    streams = streams_of(options)
+    return Follow(streams, "pods", lambda stores: assess(stores[streams.pods] or (),
+                                                          evidence_of(streams, stores, ns is None)),
                   key=lambda r: r.pod.meta.uid, signature=lambda r: (*r.verdict.key, claims_cell(r) or ""),
                   gone="no longer Pending", finding=VERDICT.is_finding,
                   keep=lambda pod: (pod.phase or "Pending") == "Pending" and not options.excluded(pod.namespace),
                   departure=departure)
 
 
-def evidence_of(stores: Stores, cluster_wide: bool = False) -> Evidence:
+def evidence_of(streams: Streams, stores: Stores, cluster_wide: bool = False) -> Evidence:
     """What the streams have shown, as the evidence the rules read; None for a kind that cannot be read."""
     events: Optional[dict[str, list[Event]]] = None
-    if stores["events"] is not None:
+    shown = stores[streams.events]
+    if shown is not None:
         events = {}
-        for event in stores["events"]:
+        for event in shown:
             if event.involved.kind in EVIDENCE_KINDS:
                 events.setdefault(event.involved.uid or "", []).append(event)
-    claims, classes, drivers, volumes = stores["claims"], stores["classes"], stores["csidrivers"], stores["volumes"]
+    claims, classes = stores[streams.claims], stores[streams.classes]
+    drivers, volumes = stores[streams.drivers], stores[streams.volumes]
     by_key = None if claims is None else {(c.namespace, c.name): c for c in claims}
     by_name = None if volumes is None else {pv.name: pv for pv in volumes}
     # The SELinux pre-flight, as a run's (_selinux): only where a driver mounts with -o context and every Pod,
     # claim and volume it compares could be read; otherwise unknown (the stream's warning says which).
     context_mount = None if drivers is None else frozenset(d.name for d in drivers if d.spec.se_linux_mount)
-    everyone, pending = stores["everyone"], stores["pods"]
+    everyone, pending = stores[streams.everyone], stores[streams.pods]
     selinux = None
     if context_mount and everyone is not None and by_key is not None and by_name is not None and pending:
         from kubectl_pvleft.analyses.pending.selinux import preflight
