@@ -299,6 +299,7 @@ def test_the_watches_judge_with_the_same_age_keep_and_exclusions() -> None:
     assert [r.pv.name for r in spec.assess(stores)] == ["old"]
     assert spec.recheck == 60.0
 
-    watched = pending.follow(Options(exclude_namespaces=("kube-*",)))
-    assert [watched.keep(pod("a", "Pending", ns=ns)) for ns in ("shop", "kube-system")] == [True, False]
+    keep = pending.streams_of(Options(exclude_namespaces=("kube-*",))).pods.keep  # the Pending Pods' stream
+    assert keep is not None
+    assert [keep(pod("a", "Pending", ns=ns)) for ns in ("shop", "kube-system")] == [True, False]
     assert snapshots.follow(Options(older_than=30.0)).recheck == 1.5

@@ -234,7 +234,7 @@ KINDS = {"pods": "pods", "claims": "claims", "events": "events", "classes": "cla
 def watched(namespace: str = "x"):
     spec = pending.follow(Options(namespace=namespace))
     kinds = {s.name: s.kind for s in spec.streams}
-    stores = Stores(kinds, spec.primary, spec.keep, spec.departure)
+    stores = spec.stores()
     board: RowBoard[Any] = RowBoard(spec.key, spec.signature)
 
     def synced(name: str, objs: list[dict]) -> Synced:

@@ -366,7 +366,8 @@ def follow(options: Options) -> Follow[AttachmentRow]:
     from kubectl_pvleft.kube.watch import Follow, Stream, recheck_for
 
     vas = Stream("attachments", VOLUME_ATTACHMENTS, label_selector=options.label_selector,
-                 field_selector=options.field_selector, required=True)
+                 field_selector=options.field_selector, required=True,
+                 departure=lambda va: "the VolumeAttachment was deleted (detached)")
     nodes = Stream("nodes", NODES, unreadable=NODES_UNREADABLE)
     csinodes = Stream("csinodes", CSI_NODES, unreadable=CSI_NODES_UNREADABLE)
     pvs = Stream("volumes", PERSISTENT_VOLUMES, unreadable=VOLUMES_UNREADABLE)
@@ -380,7 +381,7 @@ def follow(options: Options) -> Follow[AttachmentRow]:
 
     return Follow((vas, nodes, csinodes, pvs), "attachments", judge, key=lambda r: r.uid, signature=_signature,
                   finding=VERDICT.is_finding,
-                  gone="no longer in trouble", departure=lambda va: "the VolumeAttachment was deleted (detached)",
+                  gone="no longer in trouble",
                   recheck=recheck_for(options.older_than))
 
 

@@ -590,7 +590,7 @@ def follow(options: Options) -> Follow[ClaimRow]:
 
     scope = f'in namespace "{options.namespace}"' if options.namespace else "cluster-wide"
     pvcs = Stream("claims", PERSISTENT_VOLUME_CLAIMS, options.namespace, field_selector=options.field_selector,
-                  label_selector=options.label_selector, required=True)
+                  label_selector=options.label_selector, required=True, departure=lambda c: "the claim was deleted")
     # Whether a claim without the Unused condition is used: a Pod starting or ending changes the answer.
     pods = Stream("pods", PODS, options.namespace, unreadable=PODS_UNREADABLE.replace("{scope}", scope))
     # Why a Pending claim is Pending: its newest event, as the one-shot run reads it.
@@ -627,7 +627,7 @@ def follow(options: Options) -> Follow[ClaimRow]:
                   signature=lambda r: (r.status, r.claim.capacity, r.claim.requested, r.problems, r.usage, r.kept,
                                        r.why, r.waiting_for_consumer),
                   reported=lambda r: options.show_all or r.in_trouble,
-                  gone="no longer in trouble", departure=lambda c: "the claim was deleted",
+                  gone="no longer in trouble",
                   recheck=recheck_for(options.older_than))
 
 

@@ -400,7 +400,7 @@ def _streams(options: Options) -> _Streams:
 
     return _Streams(
         Stream("classes", STORAGE_CLASSES, label_selector=options.label_selector,
-               field_selector=options.field_selector, required=True),
+               field_selector=options.field_selector, required=True, departure=lambda sc: "the StorageClass was deleted"),
         Stream("volumes", PERSISTENT_VOLUMES, unreadable=PVS_UNREADABLE),
         Stream("claims", PERSISTENT_VOLUME_CLAIMS, unreadable=CLAIMS_UNREADABLE),
         Stream("csidrivers", CSI_DRIVERS, unreadable=DRIVERS_UNREADABLE),
@@ -433,7 +433,7 @@ def follow(options: Options) -> Follow[Watched]:
         return rows
 
     return Follow(streams, "classes", judge, key=_key, signature=_signature,
-                  finding=lambda r: bool(r.findings), departure=lambda sc: "the StorageClass was deleted")
+                  finding=lambda r: bool(r.findings))
 
 
 def follow_drift(options: Options) -> Follow[Drift]:

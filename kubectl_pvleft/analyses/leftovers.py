@@ -357,7 +357,8 @@ def follow(options: Options) -> Follow[Leftover]:
 
     namespace = claim_namespace(options)
     pvs = Stream("volumes", PERSISTENT_VOLUMES, label_selector=options.label_selector,
-                 field_selector=options.field_selector, required=True)
+                 field_selector=options.field_selector, required=True,
+                 departure=lambda pv: "the PersistentVolume was deleted")
     pvcs = Stream("claims", CLAIM_IDENTITIES, namespace,
                   unreadable=CLAIMS_UNREADABLE.replace("{scope}", f'in namespace "{namespace}"' if namespace
                                                        else "cluster-wide"))
@@ -380,7 +381,7 @@ def follow(options: Options) -> Follow[Leftover]:
     return Follow((pvs, pvcs, scs, delete_events), "volumes", judge, key=lambda r: r.pv.meta.uid, finding=VERDICT.is_finding,
                   signature=lambda r: (r.pv.phase, r.claim_state, r.class_reclaim, r.pv.reclaim_policy, r.kept,
                                        r.young, r.pv.meta.deleted, r.pv.meta.finalizers, r.delete_failure),
-                  gone="no longer a leftover", departure=lambda pv: "the PersistentVolume was deleted",
+                  gone="no longer a leftover",
                   recheck=recheck_for(options.older_than))
 
 

@@ -340,7 +340,8 @@ def follow(options: Options) -> Follow[ContentRow]:
     namespace = snapshot_namespace(options)
     scope = f'in namespace "{namespace}"' if namespace else "cluster-wide"
     vscs = Stream("contents", VOLUME_SNAPSHOT_CONTENTS, label_selector=options.label_selector,
-                  field_selector=options.field_selector, required=True)
+                  field_selector=options.field_selector, required=True,
+                  departure=lambda c: "the VolumeSnapshotContent was deleted")
     vss = Stream("snapshots", VOLUME_SNAPSHOTS, namespace, unreadable=SNAPSHOTS_UNREADABLE.replace("{scope}", scope))
     vsclasses = Stream("classes", VOLUME_SNAPSHOT_CLASSES, unreadable=CLASSES_UNREADABLE)
 
@@ -353,7 +354,7 @@ def follow(options: Options) -> Follow[ContentRow]:
 
     return Follow((vscs, vss, vsclasses), "contents", judge, key=lambda r: r.content.meta.uid, signature=_signature,
                   finding=VERDICT.is_finding,
-                  gone="no longer has findings", departure=lambda c: "the VolumeSnapshotContent was deleted",
+                  gone="no longer has findings",
                   recheck=recheck_for(options.older_than))
 
 

@@ -231,7 +231,7 @@ class Analysis:
     def __init__(self, name: str, spec: Follow[Row], judge: Callable[[Stores, bool], Judged]) -> None:
         self.name, self.streams, self.judge = name, spec.streams, judge
         self.keep_rows = False
-        self.stores = Stores([s.name for s in spec.streams], spec.primary, spec.keep, spec.departure)
+        self.stores = spec.stores()
         self.unsynced = {s.name for s in spec.streams}
         self.refused: set[str] = set()  # the streams it cannot do without that may not be read (403), by label
         self.shared: list[Shared] = []

@@ -108,6 +108,11 @@ class Stream(Struct, Generic[R], frozen=True):
     # What the selectors select, judged here: a reader that asks for fewer objects than another one of the same kind
     # can then share its stream (serve lists and watches each kind once) and keep only these. None: not known here.
     selects: Optional[Callable[[R], bool]] = None
+    # On the stream the rows are about (Follow.primary): whether an object it shows stays in its store (a Pod no
+    # longer Pending leaves a watch on Pending Pods), and how one left it, for "resolved" lines. None: every object
+    # stays; one that left was deleted.
+    keep: Optional[Callable[[R], bool]] = None
+    departure: Optional[Callable[[R], str]] = None
 
 
 # Streams of several kinds side by side (an analysis's streams, serve's shared ones): each reads one record type,
@@ -332,8 +337,8 @@ class Stores:
     ``departed`` remembers how objects of the primary stream left it (uid -> text), for "resolved" lines.
     """
 
-    def __init__(self, names: Iterable[str], primary: str, keep: Callable[[Any], bool] = lambda obj: True,
-                 departure: Callable[[Any], str] = lambda obj: "deleted") -> None:
+    def __init__(self, names: Iterable[str], primary: str, keep: Callable[[Object], bool] = lambda obj: True,
+                 departure: Callable[[Object], str] = lambda obj: "deleted") -> None:
         self.data: dict[str, Optional[dict[str, Object]]] = {name: {} for name in names}
         self.primary, self._keep, self._departure = primary, keep, departure
         self.departed: dict[str, str] = {}
@@ -463,14 +468,18 @@ class Follow(Struct, Generic[Row]):
     # and names. Required, so that no analysis reaches /metrics with every row, or none, a finding by default.
     finding: Callable[[Row], bool]
     gone: str = "no longer reported"
-    keep: Callable[[Any], bool] = lambda obj: True
-    departure: Callable[[Any], str] = lambda obj: "deleted"
     # Judge again after this many seconds without a change: verdicts that depend on the clock (--older-than)
     # change with no event to say so. None: only changes are judged.
     recheck: Optional[float] = None
     # The rows --watch prints; the others are judged for the exporter's own families only (a claim unused by
     # design, counted in pvleft_unused_by_design_claims).
     reported: Callable[[Row], bool] = lambda row: True
+
+    def stores(self) -> Stores:
+        """Empty stores for these streams; the primary stream's ``keep`` and ``departure`` judge its objects."""
+        primary = next(s for s in self.streams if s.name == self.primary)
+        return Stores([s.name for s in self.streams], self.primary, primary.keep or (lambda obj: True),
+                      primary.departure or (lambda obj: "deleted"))
 
 
 def recheck_for(older_than: Optional[float]) -> Optional[float]:
@@ -539,7 +548,7 @@ class _Judge(Generic[Row]):
 
     def __init__(self, spec: Follow[Row]) -> None:
         self.spec = spec
-        self.stores = Stores([s.name for s in spec.streams], spec.primary, spec.keep, spec.departure)
+        self.stores = spec.stores()
         self.board: RowBoard[Row] = RowBoard(spec.key, spec.signature)
         self.unsynced = {s.name for s in spec.streams}
         self.held: list[Notice] = []  # notices before every stream is listed: a failing first list drops them

@@ -289,7 +289,7 @@ def run(api: Reader, options: Options) -> Result:
 
 # -- --watch: the same kinds as streams, the same rules over what they show ------------------------------
 
-def _pending_phase(pod: Any) -> bool:
+def _pending_phase(pod: Pod) -> bool:
     """What PENDING_SELECTOR selects, judged here (a Pod with no phase yet is Pending, as keep judges it)."""
     return (pod.phase or "Pending") == "Pending"
 
@@ -313,7 +313,9 @@ def streams_of(options: Options) -> Streams:
     return Streams(
         Stream("pods", PODS, ns, field_selector=pod_selector(options.field_selector),
                label_selector=options.label_selector, required=True,
-               selects=None if options.field_selector or options.label_selector else _pending_phase),
+               selects=None if options.field_selector or options.label_selector else _pending_phase,
+               keep=lambda pod: (pod.phase or "Pending") == "Pending" and not options.excluded(pod.namespace),
+               departure=departure),
         Stream("claims", PERSISTENT_VOLUME_CLAIMS, ns, unreadable=CLAIMS_UNREADABLE),
         Stream("events", EVENTS, ns, unreadable=EVENTS_UNREADABLE),
         Stream("classes", STORAGE_CLASSES, unreadable=CLASSES_UNREADABLE),
@@ -334,9 +336,7 @@ def follow(options: Options) -> Follow[Triage]:
     return Follow(streams, "pods", lambda stores: assess(stores[streams.pods] or (),
                                                           evidence_of(streams, stores, ns is None)),
                   key=lambda r: r.pod.meta.uid, signature=lambda r: (*r.verdict.key, claims_cell(r) or ""),
-                  gone="no longer Pending", finding=VERDICT.is_finding,
-                  keep=lambda pod: (pod.phase or "Pending") == "Pending" and not options.excluded(pod.namespace),
-                  departure=departure)
+                  gone="no longer Pending", finding=VERDICT.is_finding)
 
 
 def evidence_of(streams: Streams, stores: Stores, cluster_wide: bool = False) -> Evidence:
