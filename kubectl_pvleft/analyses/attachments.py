@@ -37,7 +37,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from shlex import quote
-from typing import TYPE_CHECKING, Any, Optional, TypedDict
+from typing import TYPE_CHECKING, Optional, TypedDict
 
 from msgspec import Struct, field
 from msgspec.structs import replace
@@ -385,7 +385,7 @@ def follow(options: Options) -> Follow[AttachmentRow]:
                   recheck=recheck_for(options.older_than))
 
 
-def _signature(row: AttachmentRow) -> tuple[Any, ...]:
+def _signature(row: AttachmentRow) -> tuple[object, ...]:
     va = row.attachment
     return (row.troubles, row.node_state, row.pv_state, row.drivers, row.kept, row.young,
             va.attached if va is not None else None)

@@ -92,6 +92,7 @@ from kubectl_pvleft.records import (
     Absent,
     Condition,
     ConditionJson,
+    CSIDriver,
     HealthCondition,
     HealthConditionJson,
     ModifyVolumeStatusJson,
@@ -104,6 +105,7 @@ from kubectl_pvleft.records import (
 from kubectl_pvleft.records.pods import Pod
 
 if TYPE_CHECKING:  # --watch alone needs the watch runtime: imported in follow()
+    from kubectl_pvleft.analyses.pending.selinux import PairConflict
     from kubectl_pvleft.kube.watch import Follow, Stores
 
 # Problem kinds, as the PROBLEM column and JSON name them.
@@ -141,7 +143,7 @@ class ClaimRow(Struct, frozen=True):
     # The Pods pvc-protection counts as holding the claim (scheduled, naming it); None: the Pods were not read.
     holders: Optional[tuple[Pod, ...]] = None
     # Pairs of the Pods sharing its volume whose SELinux contexts conflict (pending/selinux.py PairConflict).
-    selinux: tuple[Any, ...] = ()
+    selinux: tuple[PairConflict, ...] = ()
 
     @property
     def in_trouble(self) -> bool:
@@ -243,7 +245,7 @@ class SELinuxSharing(Struct):
     def shares(self, claim: PersistentVolumeClaim) -> bool:
         return bool(claim.volume_name) and (claim.namespace, claim.name) in self.users
 
-    def of(self, claim: PersistentVolumeClaim) -> Optional[tuple[str, tuple[Any, ...]]]:
+    def of(self, claim: PersistentVolumeClaim) -> Optional[tuple[str, tuple[PairConflict, ...]]]:
         """(the volume's driver, the conflicting pairs) when the claim's Pods conflict on it."""
         from kubectl_pvleft.analyses.pending.selinux import pair_conflicts
 
@@ -254,7 +256,7 @@ class SELinuxSharing(Struct):
         return (volume.driver or "", found) if found and volume is not None else None
 
 
-def selinux_sharing(pods: Optional[Iterable[Pod]], drivers: Optional[Iterable[Any]],
+def selinux_sharing(pods: Optional[Iterable[Pod]], drivers: Optional[Iterable[CSIDriver]],
                     volumes: Optional[Iterable[PersistentVolume]] = None) -> Optional[SELinuxSharing]:
     """None when there is nothing to check (no driver mounts with -o context, no claim is shared) or the
     evidence could not be read."""
@@ -548,7 +550,8 @@ def attribute_class_names(api: Reader, warnings: list[str]) -> Optional[set[str]
         return None
 
 
-def _with_reason(row: ClaimRow, classes: Any, volumes: Any) -> ClaimRow:
+def _with_reason(row: ClaimRow, classes: Optional[Mapping[str, StorageClass]],
+                 volumes: Optional[Mapping[str, PersistentVolume]]) -> ClaimRow:
     stalled = stalled_resize(row.claim, classes, volumes)
     remaining = {(p.kind, p.field) for p in row.problems}  # what --older-than left out stays out
     found = tuple(p for p in problems(row.claim, stalled, row.usage) if (p.kind, p.field) in remaining
@@ -556,7 +559,8 @@ def _with_reason(row: ClaimRow, classes: Any, volumes: Any) -> ClaimRow:
     return replace(row, problems=found, stalled_resize=stalled)
 
 
-def _resize_evidence(api: Reader, grown: list[PersistentVolumeClaim], warnings: list[str]) -> tuple[Any, Any]:
+def _resize_evidence(api: Reader, grown: list[PersistentVolumeClaim], warnings: list[str]
+                     ) -> tuple[Optional[dict[str, StorageClass]], Optional[dict[str, PersistentVolume]]]:
     """Classes and volumes, read only when a claim's resize never started: they say why."""
     classes = optional(lambda: {sc.name: sc for sc in api.list(STORAGE_CLASSES)}, warnings,
                        "cannot list storageclasses ({reason}); why a resize never started is unknown.")

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, NamedTuple, Optional, TypedDict, TypeVar, Union
+from typing import TYPE_CHECKING, NamedTuple, Optional, TypedDict, TypeVar, Union
 
 from msgspec import Struct, field
 
@@ -452,7 +452,7 @@ def _key(row: Watched) -> str:
     return row.name if isinstance(row, ClassRow) else f"volumeattributesclass/{row.vac.name}"
 
 
-def _signature(row: Watched) -> tuple[Any, ...]:
+def _signature(row: Watched) -> tuple[object, ...]:
     if isinstance(row, AttributeClassRow):
         return (row.vac.driver_name, row.driver_registered, row.claims, row.findings)
     sc = row.storage_class

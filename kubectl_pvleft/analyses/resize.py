@@ -14,11 +14,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any, Optional, TypedDict
+from typing import TYPE_CHECKING, Optional, TypedDict
 
 from msgspec import Struct
 
 from kubectl_pvleft.records import PersistentVolume, PersistentVolumeClaim, StorageClass, iso
+
+if TYPE_CHECKING:  # decimal only when a claim has both sizes
+    from decimal import Decimal
 
 RESIZE_CONDITIONS = ("Resizing", "FileSystemResizePending", "ControllerResizeError", "NodeResizeError")
 # In-tree volume types with no resizer at all (the expand controller has no plugin for them).
@@ -52,7 +55,7 @@ class StalledResize(Struct, frozen=True):
                 "since": iso(self.since), "likely_reason": self.reason}
 
 
-def quantity(text: Optional[str]) -> Optional[Any]:
+def quantity(text: Optional[str]) -> Optional[Decimal]:
     if not text:
         return None
     from kubectl_pvleft.records.quantity import parse_quantity  # only when a claim has both sizes

@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Optional, TypedDict, TypeVar, Union
+from typing import TYPE_CHECKING, Optional, TypedDict, TypeVar, Union
 
 from msgspec import Struct, field
 
@@ -358,7 +358,7 @@ def follow(options: Options) -> Follow[ContentRow]:
                   recheck=recheck_for(options.older_than))
 
 
-def _signature(row: ContentRow) -> tuple[Any, ...]:
+def _signature(row: ContentRow) -> tuple[object, ...]:
     c = row.content
     return (row.snapshot_state, row.snapshot.meta.uid if row.snapshot else None, row.class_missing,
             c.spec.deletion_policy, c.status.ready_to_use, c.status.restore_size, c.snapshot_handle, row.findings,

@@ -148,7 +148,7 @@ class Reader:
         self.unserved_ok = bool(stream.unserved) and not stream.required
         self.selects = stream.selects if selectors(stream) != selectors(shared) else None
 
-    def wants(self, obj: Any) -> bool:
+    def wants(self, obj: Object) -> bool:
         return self.selects is None or self.selects(obj)
 
 

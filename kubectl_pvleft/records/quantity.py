@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Optional
+
+if TYPE_CHECKING:  # decimal is imported at the first quantity parsed, not at start-up
+    from decimal import Decimal
 
 INT64_MAX = (1 << 63) - 1  # Go's int64, as in jsonpath.py (not imported from there: resize needs no JSONPath)
 
@@ -72,10 +75,11 @@ def _int64_fast_path(base: int, exponent: int, num: str, denom: str) -> bool:
     return fits and int(num + denom) << (exponent if base == 2 else 0) <= INT64_MAX
 
 
-def _rounded_as_go(amount: Any, base: int) -> Any:
+def _rounded_as_go(amount: Decimal, base: int) -> Decimal:
     """The slow path's value: rounded up to 1n (Go's smallest scale), and a binary one capped at 2^63-1."""
     import decimal
-    if amount and amount.as_tuple().exponent < -9:
+    exponent = amount.as_tuple().exponent  # an int: the amount is finite (digits, scaled)
+    if amount and isinstance(exponent, int) and exponent < -9:
         amount = amount.quantize(decimal.Decimal("1e-9"), rounding=decimal.ROUND_CEILING)
     if base == 2 and amount > INT64_MAX:
         amount = decimal.Decimal(INT64_MAX)
@@ -83,7 +87,7 @@ def _rounded_as_go(amount: Any, base: int) -> Any:
 
 
 @lru_cache(maxsize=4096)  # a sort compares each value many times
-def parse_quantity(text: str) -> Any:
+def parse_quantity(text: str) -> Optional[Decimal]:
     """resource.ParseQuantity's value as an exact Decimal: rounded up to 1n and binary ones capped at 2^63-1, as
     Go does; None where Go refuses the string (then kubectl compares the strings)."""
     parts = _quantity_parts(text) if text else None
