@@ -15,7 +15,8 @@ object asked about is required. Writes: nothing.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Optional, TypeVar
+from types import EllipsisType
+from typing import Optional, TypeVar, Union
 
 from kubectl_pvleft.analyses import attachments, claims, claimwhy, leftovers, pending, snapshots
 from kubectl_pvleft.analyses.claim_problems import LOST, PENDING, UNUSED
@@ -38,6 +39,7 @@ from kubectl_pvleft.kube.api import (
     VOLUME_SNAPSHOT_CONTENTS,
     VOLUME_SNAPSHOTS,
     Kind,
+    Object,
     Reader,
     optional,
 )
@@ -45,6 +47,7 @@ from kubectl_pvleft.output.story import Evidence, Link, Story, newest_first
 from kubectl_pvleft.records import Event, PersistentVolume, PersistentVolumeClaim
 
 T = TypeVar("T")
+R = TypeVar("R", bound=Object)
 
 # kubectl's names for the kinds `why` takes (plural, singular, short), to the one word used here.
 POD, CLAIM, VOLUME, CONTENT = "pod", "pvc", "pv", "volumesnapshotcontent"
@@ -90,7 +93,7 @@ class _Teller:
         self.warnings += [w for w in refused if w not in self.warnings]
         return value
 
-    def _get(self, kind: Kind[Any], name: str, namespace: Optional[str] = None) -> Any:
+    def _get(self, kind: Kind[R], name: str, namespace: Optional[str] = None) -> Union[R, EllipsisType, None]:
         """The object, None when it is gone; ``...`` (Ellipsis) when it may not be read (a 403: unknown)."""
         refused: list[str] = []
         found = optional(lambda: self.api.get(kind, name, namespace), refused, UNREADABLE.format(what=kind.plural))
@@ -202,10 +205,12 @@ class _Teller:
         node_names = sorted({va.node_name for va in mine})
         if not mine:
             return
-        nodes = [n for n in (self._get(NODES, name) for name in node_names) if n is not None]
-        known_nodes = None if Ellipsis in nodes else nodes
-        csinodes = [c for c in (self._get(CSI_NODES, name) for name in node_names) if c is not None]
-        known_csinodes = None if Ellipsis in csinodes else csinodes
+        from kubectl_pvleft.records.nodes import CSINode, Node  # read with the nodes (kinds.LateKind)
+
+        nodes = [self._get(NODES, name) for name in node_names]
+        known_nodes = None if Ellipsis in nodes else [n for n in nodes if isinstance(n, Node)]
+        csinodes = [self._get(CSI_NODES, name) for name in node_names]
+        known_csinodes = None if Ellipsis in csinodes else [c for c in csinodes if isinstance(c, CSINode)]
         # Every attachment goes in (a node's limit counts them all); only this PV's rows and its nodes' are told.
         others = [va for va in every if va.node_name in node_names]
         result = attachments.assess(others, known_nodes, known_csinodes, [pv.name], include_all=True)
@@ -270,7 +275,8 @@ class _Teller:
                                    "unknown" if classes is None else _presence(classes.get(content.class_name)),
                                    None, 1))
 
-    def _get_optional_crd(self, kind: Kind[Any], name: str, namespace: Optional[str] = None) -> Any:
+    def _get_optional_crd(self, kind: Kind[R], name: str,
+                          namespace: Optional[str] = None) -> Union[R, EllipsisType, None]:
         try:
             return self._get(kind, name, namespace)
         except ApiError as exc:  # the snapshot CRD of that kind alone is not served
@@ -285,7 +291,7 @@ def _title(source: str, namespace: str) -> str:
     return f"{ {'pod': 'Pod', 'pvc': 'PersistentVolumeClaim'}.get(kind.lower(), kind)} {namespace}/{name}".strip()
 
 
-def _presence(obj: Any) -> str:
+def _presence(obj: object) -> str:
     return "unknown" if obj is Ellipsis else ("present" if obj is not None else "missing")
 
 
