@@ -20,7 +20,7 @@ Pure (records in, verdicts out), except ``read``, which lists the six kinds (pag
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple, Optional, TypedDict
+from typing import TYPE_CHECKING, NamedTuple, Optional, TypedDict
 
 from msgspec import Struct
 
@@ -194,20 +194,24 @@ def read(api: Reader, namespace: Optional[str], warnings: list[str]) -> Workload
     """The six lists (each paginated, in one namespace or all). A 403 on any makes that kind unknown: one warning
     naming every list refused, and no claim is then called plainly unused for want of it. A 404 (a server that
     does not serve apps/v1 or batch/v1) is no such workload."""
-    found: dict[str, list[Any]] = {}
     unreadable: dict[str, str] = {}
-    for kind in WORKLOAD_KINDS:
+
+    def listed(kind: Kind[R]) -> list[R]:
         try:
-            found[kind.plural] = list(api.list(kind, namespace))
+            return list(api.list(kind, namespace))
         except Forbidden as exc:
             unreadable[kind.plural] = exc.api_message or "forbidden"
         except NotFound:  # the cluster does not serve the kind at all: none of it exists to mount a claim
-            found[kind.plural] = []
+            pass
+        return []
+
+    found = Workloads(listed(STATEFUL_SETS), listed(DEPLOYMENTS), listed(REPLICA_SETS), listed(DAEMON_SETS),
+                      listed(JOBS), listed(CRON_JOBS), unreadable=unreadable)
     if unreadable:
         scope = f'in namespace "{namespace}"' if namespace else "cluster-wide"
         reasons = "; ".join(dict.fromkeys(unreadable.values()))
         warnings.append(WORKLOADS_UNREADABLE.format(lists=", ".join(unreadable), scope=scope, reason=reasons))
-    return Workloads(**found, unreadable=unreadable)
+    return found
 
 
 class WorkloadStreams(NamedTuple):

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, NamedTuple, Optional, TypedDict, TypeVar
+from typing import TYPE_CHECKING, NamedTuple, Optional, TypedDict, TypeVar
 
 from msgspec.structs import replace
 
@@ -130,7 +130,8 @@ class _Gatherer:
     def __init__(self, api: Reader, namespace: Optional[str], warnings: list[str], limit: int) -> None:
         self.api, self.namespace, self.warnings, self.limit = api, namespace, warnings, limit
 
-    def _named(self, kind: Kind[T], wanted: set[tuple[str, str]], scope: Optional[str], unreadable: str) -> Any:
+    def _named(self, kind: Kind[T], wanted: set[tuple[str, str]], scope: Optional[str],
+               unreadable: str) -> Optional[dict[tuple[str, str], T]]:
         if not wanted:
             return {}
         return optional(lambda: read_named(self.api, kind, wanted, scope, self.limit), self.warnings, unreadable)
@@ -184,7 +185,8 @@ class _Gatherer:
         scopes = _list_scopes(self.namespace, {p.namespace for p in pods}, self.limit)
         return begin(self.api.list(EVENTS, scopes[0])) if len(scopes) == 1 else None
 
-    def _classes_and_drivers(self, unbound: list[Any]) -> tuple[Any, Optional[frozenset[str]]]:
+    def _classes_and_drivers(self, unbound: list[PersistentVolumeClaim]
+                             ) -> tuple[Optional[dict[str, StorageClass]], Optional[frozenset[str]]]:
         wanted = {c.storage_class for c in unbound if c.storage_class}
         classes: Optional[dict[str, StorageClass]] = {}
         if wanted:
