@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, Generic, Optional, Protocol, TypeVar, Union
+from typing import Any, Generic, Optional, Protocol, TypeVar, Union, overload
 
 import msgspec
 
@@ -161,7 +161,7 @@ class Listing(Generic[R]):
     def __iter__(self) -> Iterator[R]:
         return self._read(None)
 
-    def changed(self, held: Callable[[str, str], bool]) -> Iterator[Any]:
+    def changed(self, held: Callable[[str, str], bool]) -> Iterator[Union[R, Unchanged]]:
         """The list's objects, except that one ``held(uid, resourceVersion)`` says the caller already holds comes
         as ``Unchanged(uid)``, never decoded. A relist after an outage is mostly objects that did not change:
         decoding a second copy of each only to drop it is what made a long-running watcher's heap creep (the
@@ -199,7 +199,13 @@ class Listing(Generic[R]):
                     fresh.append((position, item))
             yield SiftedPage(self._api, self._kind, status, path, body, fresh)
 
-    def _read(self, held: Optional[Callable[[str, str], bool]]) -> Iterator[Any]:
+    @overload
+    def _read(self, held: None) -> Iterator[R]: ...
+
+    @overload
+    def _read(self, held: Callable[[str, str], bool]) -> Iterator[Union[R, Unchanged]]: ...
+
+    def _read(self, held: Optional[Callable[[str, str], bool]]) -> Iterator[Union[R, Unchanged]]:
         decoder = self._kind.page_decoder if held is None else _RAW_PAGE
         path = self._kind.path(self._namespace)
         seen: set[str] = set()  # uids yielded: a restarted list skips what it already gave
@@ -229,7 +235,8 @@ class Listing(Generic[R]):
         finally:
             reader.close()
 
-    def _unless_held(self, raw: msgspec.Raw, held: Callable[[str, str], bool], status: int, path: str) -> Any:
+    def _unless_held(self, raw: msgspec.Raw, held: Callable[[str, str], bool], status: int,
+                     path: str) -> Union[R, Unchanged]:
         if len(raw) > MAX_OBJECT_BYTES:  # the page's bound is MAX_BODY_BYTES; one object's is a watch event's
             raise Oversized(f"the list of {path} holds an object of more than "
                             f"{MAX_OBJECT_BYTES // (1024 * 1024)} MiB: not an API server's")
