@@ -24,6 +24,10 @@ from kubectl_pvleft.invocation import Analysis, Invocation, Options, Row, WithAn
 from kubectl_pvleft.text import one_line, shown
 
 if TYPE_CHECKING:  # --cost alone imports the pricing
+    from _typeshed import OptExcInfo
+    from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
+    from prometheus_client import CollectorRegistry
+
     from kubectl_pvleft.clouds.census import CensusOutcome
     from kubectl_pvleft.clouds.cost import PriceFile
     from kubectl_pvleft.clouds.snapshot_census import SnapshotOutcome
@@ -204,7 +208,7 @@ SHARE_SECONDS = 1.0
 SHARED_ANSWERS = 8  # at most this many kept at once (text, OpenMetrics, each gzipped or not...)
 
 
-def _server(where: tuple[str, int], registry: Any, live: Live, stale_after: float) -> Any:
+def _server(where: tuple[str, int], registry: CollectorRegistry, live: Live, stale_after: float) -> Any:
     """waitress serving prometheus_client's WSGI app (gzip when asked, OpenMetrics when Accept asks for it, name[]
     filters) at /metrics, /healthz and /livez; nothing else."""
     import logging
@@ -219,7 +223,7 @@ def _server(where: tuple[str, int], registry: Any, live: Live, stale_after: floa
     few_heaps()
     metrics = _Shared(make_wsgi_app(registry), SHARE_SECONDS)
 
-    def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+    def app(environ: WSGIEnvironment, start_response: StartResponse) -> list[bytes]:
         path = environ.get("PATH_INFO", "")
         if path == "/metrics":
             try:
@@ -271,12 +275,12 @@ class _Shared:
     """prometheus_client's WSGI app, its answers shared for ``seconds`` between requests that ask the same, one
     built at a time (the others wait for it: they would only compete for the same CPU)."""
 
-    def __init__(self, app: Callable[..., Any], seconds: float) -> None:
+    def __init__(self, app: WSGIApplication, seconds: float) -> None:
         self.app, self.seconds = app, seconds
         self.lock = threading.Lock()
         self.recent: dict[tuple[str, ...], tuple[float, str, list[tuple[str, str]], list[bytes]]] = {}
 
-    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> list[bytes]:
         key = (environ.get("REQUEST_METHOD", ""), environ.get("HTTP_ACCEPT", ""),
                environ.get("HTTP_ACCEPT_ENCODING", ""), environ.get("QUERY_STRING", ""))
         with self.lock:
@@ -284,16 +288,22 @@ class _Shared:
             self.recent = {k: v for k, v in self.recent.items() if now - v[0] < self.seconds}
             answer = self.recent.get(key)
             if answer is None:
-                built: list[Any] = []
-                body = self.app(environ, lambda status, headers, exc_info=None: built.extend((status, headers)))
-                answer = (now, built[0], list(built[1]), list(body))
+                built: list[tuple[str, list[tuple[str, str]]]] = []
+
+                def kept(status: str, headers: list[tuple[str, str]], exc_info: Optional[OptExcInfo] = None,
+                         /) -> Callable[[bytes], object]:
+                    built.append((status, headers))
+                    return lambda data: None  # WSGI's write(): prometheus_client's app returns its body instead
+
+                body = self.app(environ, kept)
+                answer = (now, built[0][0], list(built[0][1]), list(body))
                 if len(self.recent) < SHARED_ANSWERS:  # a client that varies its headers gets no more kept
                     self.recent[key] = answer
         start_response(answer[1], answer[2])
         return answer[3]
 
 
-def _answer(start_response: Callable[..., Any], status: str, body: bytes) -> list[bytes]:
+def _answer(start_response: StartResponse, status: str, body: bytes) -> list[bytes]:
     start_response(status, [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", str(len(body)))])
     return [body]
 
