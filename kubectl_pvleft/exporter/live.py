@@ -7,13 +7,14 @@ analysis keeps its last rows, and ``Analysis.up`` says they are stale.
 
 from __future__ import annotations
 
+import functools
 import random
 import sys
 import threading
 import time
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Generic, Optional, Protocol, TypeVar, Union
+from typing import TYPE_CHECKING, Generic, Optional, Protocol, TypeVar, Union
 
 from kubectl_pvleft import invocation
 from kubectl_pvleft.errors import NotFound, Oversized
@@ -377,13 +378,13 @@ class Live:
 
     def start(self) -> None:
         few_heaps()  # before the threads start: see exporter/heap.py
-        targets: list[tuple[Callable[..., None], tuple[Any, ...], str]] = [
-            (self._pump, (shared,), f"pvleft-serve-{shared.label}") for shared in self.streams.values()]
-        targets.append((self._judge, (), "pvleft-serve-judge"))
+        targets: list[tuple[Callable[[], None], str]] = [
+            (functools.partial(self._pump, shared), f"pvleft-serve-{shared.label}") for shared in self.streams.values()]
+        targets.append((self._judge, "pvleft-serve-judge"))
         if self.census_run is not None:
-            targets.append((self._census_loop, (), "pvleft-serve-census"))
-        for target, args, name in targets:
-            thread = threading.Thread(target=target, args=args, name=name, daemon=True)
+            targets.append((self._census_loop, "pvleft-serve-census"))
+        for target, name in targets:
+            thread = threading.Thread(target=target, name=name, daemon=True)
             thread.start()
             self.threads.append(thread)
 
