@@ -95,7 +95,8 @@ def imported_top_level_modules() -> dict[str, set[Path]]:
     for path, names, _ in package_imports():
         for name in names:
             top = name.split(".")[0]
-            if top not in sys.stdlib_module_names and top not in ("kubectl_pvleft", "__future__"):
+            # _typeshed: the standard library's types as type checkers ship them, imported under TYPE_CHECKING only
+            if top not in sys.stdlib_module_names and top not in ("kubectl_pvleft", "__future__", "_typeshed"):
                 key = ".".join(name.split(".")[:2]) if top in NAMESPACES else top
                 found.setdefault(key, set()).add(path.relative_to(ROOT))
     return found

@@ -23,7 +23,7 @@ from kubectl_pvleft.errors import ApiError, PvleftError, needs_extra
 from kubectl_pvleft.invocation import Analysis, Invocation, Options, Row, WithAnalysis
 from kubectl_pvleft.text import one_line, shown
 
-if TYPE_CHECKING:  # --cost alone imports the pricing
+if TYPE_CHECKING:  # types only: typeshed's WSGI, the registry; and --cost alone imports the pricing
     from _typeshed import OptExcInfo
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
     from prometheus_client import CollectorRegistry
