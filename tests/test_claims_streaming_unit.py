@@ -102,6 +102,13 @@ def test_a_claim_created_after_the_pods_were_read_is_not_called_unused(tmp_path:
     assert result.returncode == 3  # --exit-code: the one claim in trouble, the old one
 
 
+def claim_page(pages: list[list[dict]], query: dict[str, list[str]]) -> dict:
+    """The page a continue token (the page's index) asks for, with the next token while pages remain."""
+    index = int(query.get("continue", ["0"])[0])
+    meta = {"resourceVersion": "5", **({"continue": str(index + 1)} if index + 1 < len(pages) else {})}
+    return {"kind": "PersistentVolumeClaimList", "apiVersion": "v1", "metadata": meta, "items": pages[index]}
+
+
 def test_a_judged_claim_is_not_kept_whole(tmp_path: Path) -> None:
     """Memory bounded by the rows, not by the claims read: a census over 10 pages keeps, per row, well under half of
     what the decoded claim took (benchmarks: a decoded claim 3.9 KB, its managedFields alone 0.9 KB). The last
@@ -113,10 +120,7 @@ def test_a_judged_claim_is_not_kept_whole(tmp_path: Path) -> None:
 
     def handler(path: str, query: dict[str, list[str]]) -> tuple[int, dict]:
         if path == "/api/v1/persistentvolumeclaims":
-            index = int(query.get("continue", ["0"])[0])
-            meta = {"resourceVersion": "5", **({"continue": str(index + 1)} if index + 1 < len(pages) else {})}
-            return 200, {"kind": "PersistentVolumeClaimList", "apiVersion": "v1", "metadata": meta,
-                         "items": pages[index]}
+            return 200, claim_page(pages, query)
         if path == "/api/v1/pods":
             return 200, empty("PodList")
         if path == "/apis/storage.k8s.io/v1/csidrivers" or path.rsplit("/", 1)[-1] in WORKLOADS:
@@ -157,10 +161,7 @@ def test_the_rows_say_what_the_whole_claims_said(tmp_path: Path) -> None:
 
     def handler(path: str, query: dict[str, list[str]]) -> tuple[int, dict]:
         if path == "/api/v1/persistentvolumeclaims":
-            index = int(query.get("continue", ["0"])[0])
-            meta = {"resourceVersion": "5", **({"continue": str(index + 1)} if index + 1 < len(pages) else {})}
-            return 200, {"kind": "PersistentVolumeClaimList", "apiVersion": "v1", "metadata": meta,
-                         "items": pages[index]}
+            return 200, claim_page(pages, query)
         if path in ("/api/v1/pods", "/apis/storage.k8s.io/v1/storageclasses") or path.endswith("/csidrivers") \
                 or path.rsplit("/", 1)[-1] in WORKLOADS:
             return 200, empty("List")
