@@ -339,13 +339,12 @@ class _Evidence:
         self.api, self.namespace = api, namespace
         self.scope = f'in namespace "{namespace}"' if namespace else "cluster-wide"
         self.pods_read = pods  # the SELinux census's, when it read them
-        self.pods_asked = False
         self.used: Optional[set[tuple[str, str]]] = None
         self.holding: Optional[Mapping[tuple[str, str], tuple[Pod, ...]]] = None
         self.classes: Optional[Mapping[str, StorageClass]] = None
         self.workloads: Optional[Workloads] = None
         self.attribute_classes: Optional[set[str]] = None
-        self.asked: set[str] = set()
+        self.asked: set[str] = set()  # the reads done: "pods", "classes", "workloads", "vacs"
         # When the first read of Pods or workloads began: a claim created then or later may have a Pod (or a
         # workload) these reads did not see.
         self.since: Optional[datetime] = None
@@ -356,9 +355,9 @@ class _Evidence:
             self.since = utcnow()
 
     def read_pods(self) -> None:
-        if self.pods_asked:
+        if "pods" in self.asked:
             return
-        self.pods_asked = True
+        self.asked.add("pods")
         if self.pods_read is None:
             self._begin()
             self.pods_read = optional(lambda: list(self.api.list(PODS, self.namespace)), self.warnings["pods"],
@@ -447,7 +446,7 @@ def census(api: Reader, *, namespace: Optional[str] = None, include_all: bool = 
         trouble += row.in_trouble
         unknown += unknown_since
         if criteria.keeps(row):
-            if with_evidence and not e.pods_asked:
+            if with_evidence and "pods" not in e.asked:
                 before_pods.append((len(rows), since))
             rows.append(compact(row, claim))
 
