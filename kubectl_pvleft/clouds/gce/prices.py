@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from functools import partial
-from typing import Any, Optional, Union
+from typing import TYPE_CHECKING, Optional, Protocol, Union
 
 from kubectl_pvleft.clouds.base import CloudDisk, CloudError, CloudSnapshot
 from kubectl_pvleft.clouds.bounded import page_read
@@ -40,6 +40,12 @@ from kubectl_pvleft.clouds.gce.census import endpoint_and_credentials
 from kubectl_pvleft.errors import needs_extra
 from kubectl_pvleft.invocation import FlagValues
 from kubectl_pvleft.text import one_line
+
+if TYPE_CHECKING:  # the SDK's own types, for mypy only: the SDK itself is imported inside open
+    from datetime import datetime
+
+    from google.auth.credentials import Credentials
+    from google.cloud.billing_v1 import CloudCatalogClient, Sku
 
 SERVICE = "services/6F81-5844-456A"  # Compute Engine's service id in the catalog
 SOURCE_NAME = "Cloud Billing Catalog API"
@@ -138,7 +144,7 @@ def open(flags: FlagValues, timeout: float) -> CatalogPrices:
     return CatalogPrices(client, os.environ.get("PVLEFT_BILLING_CURRENCY") or None, timeout)
 
 
-def _credentials() -> Any:
+def _credentials() -> Credentials:
     import google.auth
     from google.auth import exceptions
 
@@ -153,7 +159,7 @@ def _credentials() -> Any:
 class CatalogPrices:
     """Compute Engine's SKUs, listed once, and the rates the disks need picked from them."""
 
-    def __init__(self, client: Any, currency: Optional[str], timeout: float) -> None:
+    def __init__(self, client: CloudCatalogClient, currency: Optional[str], timeout: float) -> None:
         self._client = client
         self._currency = currency
         self._timeout = timeout
@@ -161,7 +167,7 @@ class CatalogPrices:
 
     def rates(self, wanted: Iterable[Need]) -> dict[tuple[str, str, str, bool], Union[Rate, str]]:
         wanted = list(wanted)
-        skus: dict[tuple[str, str], list[Any]] = {}  # (description, region) -> SKUs
+        skus: dict[tuple[str, str], list[Sku]] = {}  # (description, region) -> SKUs
         for sku in self._skus():
             if sku.category.resource_family != "Storage" or sku.category.usage_type != "OnDemand":
                 continue
@@ -169,7 +175,7 @@ class CatalogPrices:
             for region in sku.service_regions:
                 skus.setdefault((description, region), []).append(sku)
 
-        def where(sku: Any, need: Need) -> bool:
+        def where(sku: Sku, need: Need) -> bool:
             """A snapshot SKU of the same kind of place: a multi-region's for a multi-region, a region's for a
             region (a SKU that does not say its geography is kept)."""
             if need.type not in SNAPSHOT_TYPES:
@@ -188,7 +194,7 @@ class CatalogPrices:
                                       partial(_no_sku, description, need.location))
         return found
 
-    def _skus(self) -> Iterable[Any]:
+    def _skus(self) -> Iterable[Sku]:
         from google.api_core.exceptions import GoogleAPIError
         from google.auth.exceptions import GoogleAuthError
         from google.cloud import billing_v1
@@ -204,7 +210,7 @@ class CatalogPrices:
             raise CloudError(error_line(exc)) from None
 
 
-def rate_of(sku: Any, component: str) -> Union[Rate, str]:
+def rate_of(sku: Sku, component: str) -> Union[Rate, str]:
     """The SKU's newest price, per canonical unit, tier by tier; a str when its unit is not one we convert."""
     if not sku.pricing_info:
         return f"SKU {sku.sku_id} ({sku.description}) lists no price"
@@ -220,10 +226,10 @@ def rate_of(sku: Any, component: str) -> Union[Rate, str]:
     tiers = tuple((float(t.start_usage_amount) * per, _money(t.unit_price) / per) for t in expression.tiered_rates)
     if not tiers:
         return f"SKU {sku.sku_id} ({sku.description}) lists no rate"
-    currency = expression.tiered_rates[0].unit_price.currency_code or "USD"
-    effective = info.effective_time
+    first: Money = expression.tiered_rates[0].unit_price
+    effective: Optional[datetime] = info.effective_time  # proto-plus hands a Timestamp over as a datetime
     date = effective.isoformat().replace("+00:00", "Z") if effective else None
-    return Rate(tiers=tiers, currency=currency, unit=unit, listed=_money(expression.tiered_rates[0].unit_price),
+    return Rate(tiers=tiers, currency=first.currency_code or "USD", unit=unit, listed=_money(first),
                 sku=sku.sku_id, source=SOURCE_NAME, date=date)
 
 
@@ -231,7 +237,20 @@ def _no_sku(description: str, location: str, many: str) -> str:
     return f"the Cloud Billing Catalog lists {many} named {description!r} for {location}"
 
 
-def _money(money: Any) -> float:
+class Money(Protocol):
+    """``google.type.Money`` (a price's ``unit_price``), which its protobuf module types only at run time."""
+
+    @property
+    def currency_code(self) -> str: ...
+
+    @property
+    def units(self) -> int: ...
+
+    @property
+    def nanos(self) -> int: ...
+
+
+def _money(money: Money) -> float:
     return int(money.units or 0) + int(money.nanos or 0) / 1e9
 
 
