@@ -34,7 +34,7 @@ import json
 import os
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any, NamedTuple, Optional, Union
+from typing import TYPE_CHECKING, NamedTuple, Optional, TypedDict, TypeGuard, Union
 from urllib.parse import urlsplit
 
 from kubectl_pvleft.clouds.base import CloudDisk, CloudError, CloudSnapshot
@@ -56,6 +56,10 @@ from kubectl_pvleft.clouds.cost import (
 from kubectl_pvleft.errors import needs_extra
 from kubectl_pvleft.invocation import FlagValues
 from kubectl_pvleft.text import one_line
+
+if TYPE_CHECKING:  # the SDK's own types, for mypy only: azure-core itself is imported inside open
+    from azure.core import PipelineClient
+    from azure.core.rest import HttpRequest, HttpResponse
 
 SOURCE_NAME = "Azure Retail Prices API"
 ENDPOINT = "https://prices.azure.com"
@@ -197,7 +201,7 @@ def open(flags: FlagValues, timeout: float) -> RetailPrices:
     if not re.fullmatch(r"[A-Z]{3}", currency):
         raise CloudError(f"{CURRENCY_ENV}={currency!r} is not an ISO 4217 currency code (USD, EUR ...)")
     bound = min(60.0, timeout)
-    client: Any = PipelineClient(endpoint, policies=[
+    client: PipelineClient[HttpRequest, HttpResponse] = PipelineClient(endpoint, policies=[
         HeadersPolicy({"Accept": "application/json"}), UserAgentPolicy(user_agent="kubectl-pvleft"),
         RetryPolicy(retry_total=RETRIES)], transport=RequestsTransport(connection_timeout=min(10.0, bound),
                                                                        read_timeout=bound))
@@ -207,7 +211,7 @@ def open(flags: FlagValues, timeout: float) -> RetailPrices:
 class RetailPrices:
     """The meters the disks need, one query per region and product (every page), and the rates picked from them."""
 
-    def __init__(self, client: Any, endpoint: str, currency: str) -> None:
+    def __init__(self, client: PipelineClient[HttpRequest, HttpResponse], endpoint: str, currency: str) -> None:
         self._client = client
         self._endpoint = endpoint
         self.currency = currency
@@ -227,7 +231,7 @@ class RetailPrices:
         for need in wanted:
             meter = meter_of(need)
             queries.setdefault((need.location, meter.product), set()).add(meter.sku)
-        items: dict[tuple[str, str], list[Mapping[str, Any]]] = {
+        items: dict[tuple[str, str], list[PriceItem]] = {
             (region, product): list(self._items(region, product, sorted(skus)))
             for (region, product), skus in sorted(queries.items())}
         for need in wanted:
@@ -236,13 +240,13 @@ class RetailPrices:
             found[need.key] = rate_of(matching, need, meter)
         return found
 
-    def _matches(self, item: Mapping[str, Any], need: Need, meter: Meter) -> bool:
+    def _matches(self, item: PriceItem, need: Need, meter: Meter) -> bool:
         return (item["serviceName"] == SERVICE and item["armRegionName"] == need.location
                 and item["productName"] == meter.product and item["skuName"] == meter.sku
                 and item["meterName"] == meter.meter and item["type"] == CONSUMPTION
                 and item["isPrimaryMeterRegion"] is True and item["currencyCode"] == self.currency)
 
-    def _items(self, region: str, product: str, skus: list[str]) -> Iterator[Mapping[str, Any]]:
+    def _items(self, region: str, product: str, skus: list[str]) -> Iterator[PriceItem]:
         skus_filter = " or ".join(f"skuName eq {_quoted(sku)}" for sku in skus)
         query = {"currencyCode": _quoted(self.currency), "$filter": (
             f"serviceName eq {_quoted(SERVICE)} and armRegionName eq {_quoted(region)} and productName eq "
@@ -265,7 +269,7 @@ class RetailPrices:
                 raise CloudError(f"the Azure Retail Prices API's NextPageLink leaves {self._endpoint} "
                                  f"({urlsplit(link).scheme}://{urlsplit(link).netloc})")
 
-    def _get(self, link: Optional[str], query: Mapping[str, str]) -> dict[str, Any]:
+    def _get(self, link: Optional[str], query: Mapping[str, str]) -> PricePage:
         from azure.core.exceptions import AzureError
         from azure.core.rest import HttpRequest
 
@@ -284,13 +288,13 @@ class RetailPrices:
             page = json.loads(body)
         except ValueError:
             raise CloudError("the Azure Retail Prices API's answer is not JSON") from None
-        problems = check_page(page)
-        if problems:
-            raise CloudError(f"the Azure Retail Prices API's answer is not its documented shape ({problems[0]})")
-        return page  # type: ignore[no-any-return]
+        if not is_page(page):
+            raise CloudError(f"the Azure Retail Prices API's answer is not its documented shape "
+                             f"({check_page(page)[0]})")
+        return page
 
 
-def rate_of(items: list[Mapping[str, Any]], need: Need, meter: Meter) -> Union[Rate, str]:
+def rate_of(items: list[PriceItem], need: Need, meter: Meter) -> Union[Rate, str]:
     """One meter's price per canonical unit (tier by tier when it lists tiers), or why there is none."""
     where = f"{meter.meter!r} ({meter.product}, {meter.sku}) in {need.location}"
     meter_ids = sorted({str(item["meterId"]) for item in items})  # a meter's tiers are items of one meterId
@@ -298,7 +302,7 @@ def rate_of(items: list[Mapping[str, Any]], need: Need, meter: Meter) -> Union[R
                    lambda why: f"the Azure Retail Prices API lists {why} named {where}")
 
 
-def _tiers_of(meter_id: str, items: list[Mapping[str, Any]], need: Need, meter: Meter, where: str) -> Union[Rate, str]:
+def _tiers_of(meter_id: str, items: list[PriceItem], need: Need, meter: Meter, where: str) -> Union[Rate, str]:
     starts = [float(item["tierMinimumUnits"]) for item in items]
     if len(set(starts)) != len(starts):
         return f"the Azure Retail Prices API lists {len(items)} prices for the same tier of meter {meter_id} ({where})"
@@ -324,7 +328,42 @@ _STRINGS = ("currencyCode", "armRegionName", "meterId", "meterName", "productNam
 _NUMBERS_FIELDS = ("retailPrice", "unitPrice", "tierMinimumUnits")
 
 
-def check_page(page: Any) -> list[str]:
+class PriceItem(TypedDict):
+    """One price item of the list, the fields read here with their documented types (``check_page`` holds them)."""
+
+    currencyCode: str
+    armRegionName: str
+    meterId: str
+    meterName: str
+    productName: str
+    skuName: str
+    serviceName: str
+    unitOfMeasure: str
+    type: str
+    effectiveStartDate: str
+    retailPrice: float
+    unitPrice: float
+    tierMinimumUnits: float
+    isPrimaryMeterRegion: bool
+
+
+class PricePageLink(TypedDict, total=False):
+    NextPageLink: Optional[str]
+
+
+class PricePage(PricePageLink):
+    """A page of the list, as documented (``check_page`` holds it)."""
+
+    Items: list[PriceItem]
+    Count: int
+
+
+def is_page(page: object) -> TypeGuard[PricePage]:
+    """``page`` is the documented response: what ``check_page`` finds nothing wrong with."""
+    return not check_page(page)
+
+
+def check_page(page: object) -> list[str]:
     """How a page departs from the documented response: ``Items`` (a list of price items), ``NextPageLink`` (a URL or
     null), ``Count`` (the items on the page); each item's fields read here with their documented types."""
     if not isinstance(page, dict):
@@ -342,7 +381,7 @@ def check_page(page: Any) -> list[str]:
     return problems
 
 
-def _check_item(item: Any) -> list[str]:
+def _check_item(item: object) -> list[str]:
     if not isinstance(item, dict):
         return ["not an object"]
     problems = [f"{name} is not a string" for name in _STRINGS if not isinstance(item.get(name), str)]
