@@ -23,7 +23,7 @@ from functools import partial
 from typing import Any, Optional, Union
 
 from kubectl_pvleft.clouds.aws.names import AwsFlags
-from kubectl_pvleft.clouds.aws.sdk import bounded_config, sdk_failures
+from kubectl_pvleft.clouds.aws.sdk import PricingClient, bounded_config, sdk_failures
 from kubectl_pvleft.clouds.base import CloudDisk, CloudError, CloudSnapshot
 from kubectl_pvleft.clouds.bounded import page_read
 from kubectl_pvleft.clouds.cost import (
@@ -55,6 +55,9 @@ USAGE = {"EBS:VolumeUsage": CAPACITY, "EBS:VolumeP-IOPS": IOPS, "EBS:VolumeP-Thr
 # archive tier's retrieval, per GB, and the .outposts variants are other usagetypes, never matched).
 SNAPSHOT_FAMILY = "Storage Snapshot"
 SNAPSHOT_USAGE = {SNAPSHOT: "EBS:SnapshotUsage", ARCHIVE_SNAPSHOT: "EBS:SnapshotArchiveStorage"}
+# A price list entry: a JSON document of nested terms and price dimensions, kept untyped (a price sheet whose every
+# level is read with .get() and checked where it matters: its units, its currencies, its tiers).
+Product = Mapping[str, Any]
 PRICE_UNITS = {"GB-Mo": "GiB-month", "IOPS-Mo": "IOPS-month", "GiBps-mo": "GiBps-month", "MiBps-Mo": "MiBps-month"}
 
 
@@ -108,7 +111,7 @@ def open(flags: FlagValues, timeout: float) -> PriceListPrices:
 
 
 class PriceListPrices:
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: PricingClient) -> None:
         self._client = client
         self.pages_read = 0
 
@@ -126,12 +129,12 @@ class PriceListPrices:
                     partial(_no_product, need))
         return found
 
-    def _products(self, region: str, listed: str) -> list[dict[str, Any]]:
+    def _products(self, region: str, listed: str) -> list[Product]:
         """The products of one region: a volume type's (by volumeApiName), or every snapshot tier's (by family)."""
         what = ({"Field": "productFamily", "Value": SNAPSHOT_FAMILY} if listed == SNAPSHOT_FAMILY else
                 {"Field": "volumeApiName", "Value": listed})
         filters = [{"Type": "TERM_MATCH", **what}, {"Type": "TERM_MATCH", "Field": "regionCode", "Value": region}]
-        products = []
+        products: list[Product] = []
         try:
             for page in self._client.get_paginator("get_products").paginate(
                     ServiceCode="AmazonEC2", Filters=filters, FormatVersion="aws_v1"):
@@ -155,25 +158,25 @@ def _listing(kind: str) -> str:
     return SNAPSHOT_FAMILY if kind in SNAPSHOT_USAGE else kind
 
 
-def usage_of(product: Mapping[str, Any]) -> str:
+def usage_of(product: Product) -> str:
     """The product's usagetype without its region prefix ("USE2-EBS:..." outside us-east-1)."""
     usage = str(((product.get("product") or {}).get("attributes") or {}).get("usagetype") or "")
     return usage.split("-", 1)[1] if "-EBS:" in usage else usage
 
 
-def prices(product: Mapping[str, Any], need: Need) -> bool:
+def prices(product: Product, need: Need) -> bool:
     """Whether a product is the one a need's type and component bill under."""
     if need.type in SNAPSHOT_USAGE:
         return usage_of(product) == SNAPSHOT_USAGE[need.type]
     return component_of(product) == need.component
 
 
-def component_of(product: Mapping[str, Any]) -> Optional[str]:
+def component_of(product: Product) -> Optional[str]:
     usage = usage_of(product)
     return USAGE.get(usage.rsplit(".", 1)[0] if "." in usage else usage)
 
 
-def rate_of(product: Mapping[str, Any], component: str) -> Union[Rate, str]:
+def rate_of(product: Product, component: str) -> Union[Rate, str]:
     sku = str((product.get("product") or {}).get("sku") or "?")
     terms = list(((product.get("terms") or {}).get("OnDemand") or {}).values())
     if len(terms) != 1:
