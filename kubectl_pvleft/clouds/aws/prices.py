@@ -24,25 +24,16 @@ from typing import Any, Optional, Union
 
 from kubectl_pvleft.clouds.aws.names import AwsFlags
 from kubectl_pvleft.clouds.aws.sdk import PricingClient, bounded_config, sdk_failures
-from kubectl_pvleft.clouds.base import CloudDisk, CloudError, CloudSnapshot
+from kubectl_pvleft.clouds.base import Billable, CloudDisk, CloudError
 from kubectl_pvleft.clouds.bounded import page_read
-from kubectl_pvleft.clouds.cost import (
-    ARCHIVE_SNAPSHOT,
-    CAPACITY,
-    IOPS,
-    SNAPSHOT,
-    THROUGHPUT,
-    UNITS,
-    Need,
-    Rate,
-    snapshot_needs,
-    the_one,
-)
+from kubectl_pvleft.clouds.cost import ARCHIVE_SNAPSHOT, CAPACITY, IOPS, SNAPSHOT, THROUGHPUT, UNITS, Need, Rate, the_one
+from kubectl_pvleft.clouds.prices import Words, billed
 from kubectl_pvleft.errors import needs_extra
 from kubectl_pvleft.invocation import FlagValues
 from kubectl_pvleft.text import one_line
 
 SOURCE_NAME = "AWS Price List Query API"
+WORDS = Words("EBS", "EC2", disk="volume")
 PRICING_REGION = "us-east-1"
 INSTALL_HINT = needs_extra("--cost with --aws-region", "boto3", "aws")
 # What each volume type bills for beyond capacity, and what it includes at no charge.
@@ -66,26 +57,24 @@ def region_of(zone: str) -> str:
     return zone[:-1] if zone and zone[-1].isalpha() else zone
 
 
-def needs(disk: Union[CloudDisk, CloudSnapshot]) -> Union[list[Need], str]:
-    if isinstance(disk, CloudSnapshot):
-        return snapshot_needs(disk, "EBS")
-    if disk.type is None:
-        return "EC2 did not say the volume's type"
-    if disk.size_gb is None:
-        return "EC2 did not say the volume's size"
-    if disk.type not in TYPES:
-        return f"no EBS price is known for {disk.type} volumes"
+def needs(item: Billable) -> Union[list[Need], str]:
+    return billed(item, WORDS, _volume_needs)
+
+
+def _volume_needs(disk: CloudDisk, kind: str, size_gb: int) -> Union[list[Need], str]:
+    if kind not in TYPES:
+        return f"no EBS price is known for {kind} volumes"
     region = region_of(disk.location)
-    found = [Need(CAPACITY, float(disk.size_gb), region, disk.type)]
-    for component, included in PROVISIONED.get(disk.type, {}).items():
+    found = [Need(CAPACITY, float(size_gb), region, kind)]
+    for component, included in PROVISIONED.get(kind, {}).items():
         value = disk.iops if component == IOPS else disk.throughput
         if value is None:
-            return f"a {disk.type} volume bills for provisioned {component}, and EC2 did not say it"
-        if disk.type == "io2" and component == IOPS and value > IO2_TIER:
+            return f"a {kind} volume bills for provisioned {component}, and EC2 did not say it"
+        if kind == "io2" and component == IOPS and value > IO2_TIER:
             # cheaper past 32,000, at tier prices the list gives as separate products: never priced at tier 1
             return (f"io2 IOPS above {IO2_TIER:,} bill at tier prices this plugin does not read "
                     f"(the volume has {value:,})")
-        found.append(Need(component, float(max(0, value - included)), region, disk.type))
+        found.append(Need(component, float(max(0, value - included)), region, kind))
     return found
 
 

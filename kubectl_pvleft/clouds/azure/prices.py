@@ -37,7 +37,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, NamedTuple, Optional, TypedDict, TypeGuard, Union
 from urllib.parse import urlsplit
 
-from kubectl_pvleft.clouds.base import CloudDisk, CloudError, CloudSnapshot
+from kubectl_pvleft.clouds.base import Billable, CloudDisk, CloudError, CloudSnapshot
 from kubectl_pvleft.clouds.bounded import page_read
 from kubectl_pvleft.clouds.cost import (
     ARCHIVE_SNAPSHOT,
@@ -50,9 +50,9 @@ from kubectl_pvleft.clouds.cost import (
     UNITS,
     Need,
     Rate,
-    snapshot_needs,
     the_one,
 )
+from kubectl_pvleft.clouds.prices import Words, billed
 from kubectl_pvleft.errors import needs_extra
 from kubectl_pvleft.invocation import FlagValues
 from kubectl_pvleft.text import one_line
@@ -62,6 +62,7 @@ if TYPE_CHECKING:  # the SDK's own types, for mypy only: azure-core itself is im
     from azure.core.rest import HttpRequest, HttpResponse
 
 SOURCE_NAME = "Azure Retail Prices API"
+WORDS = Words("Azure", "Azure", kind="SKU")
 ENDPOINT = "https://prices.azure.com"
 PATH = "/api/retail/prices"
 ENDPOINT_ENV = "PVLEFT_AZURE_PRICES_ENDPOINT"
@@ -135,35 +136,33 @@ def tier_of(letter: str, size_gb: int) -> Optional[str]:
     return next((tier for tier, size in TIERS[letter] if size_gb <= size), None)
 
 
-def needs(disk: Union[CloudDisk, CloudSnapshot]) -> Union[list[Need], str]:
+def needs(item: Billable) -> Union[list[Need], str]:
     """What a disk bills for: its tier as one disk-month, or its capacity, IOPS and throughput. A str says why not: a
     snapshot's always (ARM does not say what it stores; its bound is priced from --price-file, ``rates``)."""
-    if isinstance(disk, CloudSnapshot):
-        return snapshot_needs(disk, "Azure")
-    if disk.type is None:
-        return "Azure did not say the disk's SKU"
-    if disk.size_gb is None:
-        return "Azure did not say the disk's size"
+    return billed(item, WORDS, _disk_needs)
+
+
+def _disk_needs(disk: CloudDisk, sku: str, size_gb: int) -> Union[list[Need], str]:
     region = region_of(disk.location)
-    tiered = TIERED.get(disk.type)
+    tiered = TIERED.get(sku)
     if tiered is not None:
-        tier = tier_of(tiered.letter, disk.size_gb)
+        tier = tier_of(tiered.letter, size_gb)
         if tier is None:
-            return f"a {disk.type} disk of {disk.size_gb} GiB is larger than the largest tier ({TIERS[tiered.letter][-1][0]})"
+            return f"a {sku} disk of {size_gb} GiB is larger than the largest tier ({TIERS[tiered.letter][-1][0]})"
         return [Need(DISK, 1.0, region, f"{tier} {tiered.redundancy}")]
-    provisioned = PROVISIONED.get(disk.type)
+    provisioned = PROVISIONED.get(sku)
     if provisioned is None:
-        return f"no Azure price is known for {disk.type} disks"
-    found = [Need(CAPACITY, float(disk.size_gb), region, disk.type)]
+        return f"no Azure price is known for {sku} disks"
+    found = [Need(CAPACITY, float(size_gb), region, sku)]
     for component, value, included, per in ((IOPS, disk.iops, provisioned.iops, 1.0),
                                             (THROUGHPUT, disk.throughput, provisioned.mbps, MB_IN_MIB)):
         if value is None:
-            return f"a {disk.type} disk bills for provisioned {component}, and Azure did not say it"
-        found.append(Need(component, max(0, value - included) * per, region, disk.type))  # MB/s -> MiB/s
+            return f"a {sku} disk bills for provisioned {component}, and Azure did not say it"
+        found.append(Need(component, max(0, value - included) * per, region, sku))  # MB/s -> MiB/s
     return found
 
 
-def excluded(disk: Union[CloudDisk, CloudSnapshot]) -> Optional[str]:
+def excluded(disk: Billable) -> Optional[str]:
     """What a priced disk also bills and its price leaves out (cost.py warns and says it in JSON)."""
     if isinstance(disk, CloudSnapshot):
         return None

@@ -21,22 +21,11 @@ from collections.abc import Iterable
 from functools import partial
 from typing import TYPE_CHECKING, Optional, Protocol, Union
 
-from kubectl_pvleft.clouds.base import CloudDisk, CloudError, CloudSnapshot
+from kubectl_pvleft.clouds.base import Billable, CloudDisk, CloudError
 from kubectl_pvleft.clouds.bounded import page_read
-from kubectl_pvleft.clouds.cost import (
-    ARCHIVE_SNAPSHOT,
-    CANONICAL,
-    CAPACITY,
-    IOPS,
-    SNAPSHOT,
-    THROUGHPUT,
-    UNITS,
-    Need,
-    Rate,
-    snapshot_needs,
-    the_one,
-)
+from kubectl_pvleft.clouds.cost import ARCHIVE_SNAPSHOT, CANONICAL, CAPACITY, IOPS, SNAPSHOT, THROUGHPUT, UNITS, Need, Rate, the_one
 from kubectl_pvleft.clouds.gce.census import endpoint_and_credentials
+from kubectl_pvleft.clouds.prices import Words, billed
 from kubectl_pvleft.errors import needs_extra
 from kubectl_pvleft.invocation import FlagValues
 from kubectl_pvleft.text import one_line
@@ -49,6 +38,7 @@ if TYPE_CHECKING:  # the SDK's own types, for mypy only: the SDK itself is impor
 
 SERVICE = "services/6F81-5844-456A"  # Compute Engine's service id in the catalog
 SOURCE_NAME = "Cloud Billing Catalog API"
+WORDS = Words("Compute Engine", "Compute Engine")
 INSTALL_HINT = needs_extra("--cost with --project", "the google-cloud-billing package", "gcp")
 SCOPE = "https://www.googleapis.com/auth/cloud-billing.readonly"
 PAGE_SIZE = 5000  # the API's default and largest page
@@ -96,27 +86,25 @@ USAGE_UNITS = {"GiBy.mo": "GiB-month", "GBy.mo": "GB-month", "TiBy.mo": "TiB-mon
 _PLACE = re.compile(r"\s+in\s+.+$")
 
 
-def needs(disk: Union[CloudDisk, CloudSnapshot]) -> Union[list[Need], str]:
+def needs(item: Billable) -> Union[list[Need], str]:
     """What a disk bills for: capacity, and the IOPS and throughput it was provisioned with where its type bills
     for them; a snapshot, its storageBytes where it is stored. A str says why it cannot be priced."""
-    if isinstance(disk, CloudSnapshot):
-        return snapshot_needs(disk, "Compute Engine")
-    if disk.type is None:
-        return "Compute Engine did not say the disk's type"
-    if disk.size_gb is None:
-        return "Compute Engine did not say the disk's size"
+    return billed(item, WORDS, _disk_needs)
+
+
+def _disk_needs(disk: CloudDisk, kind: str, size_gb: int) -> Union[list[Need], str]:
     regional = "/regions/" in disk.handle
     region = disk.location if regional else disk.location.rsplit("-", 1)[0]
-    if (disk.type, regional, CAPACITY) not in DESCRIPTIONS:
+    if (kind, regional, CAPACITY) not in DESCRIPTIONS:
         where = "regional" if regional else "zonal"
-        return f"no Compute Engine price is known for {where} {disk.type} disks"
-    found = [Need(CAPACITY, float(disk.size_gb), region, disk.type, regional)]
+        return f"no Compute Engine price is known for {where} {kind} disks"
+    found = [Need(CAPACITY, float(size_gb), region, kind, regional)]
     for component, value in ((IOPS, disk.iops), (THROUGHPUT, disk.throughput)):
-        if (disk.type, regional, component) in DESCRIPTIONS:
+        if (kind, regional, component) in DESCRIPTIONS:
             if value is None:
-                return f"a {disk.type} disk bills for provisioned {component}, and Compute Engine did not say it"
-            billed = max(0, value - INCLUDED.get((disk.type, component), 0))
-            found.append(Need(component, float(billed), region, disk.type, regional))
+                return f"a {kind} disk bills for provisioned {component}, and Compute Engine did not say it"
+            provisioned = max(0, value - INCLUDED.get((kind, component), 0))
+            found.append(Need(component, float(provisioned), region, kind, regional))
     return found
 
 
