@@ -28,6 +28,7 @@ from kubectl_pvleft.progress import Tally
 from kubectl_pvleft.text import one_line
 
 if TYPE_CHECKING:  # the SDK's own types, for mypy only: the SDK itself is imported inside open_census
+    from google.api_core.client_options import ClientOptions
     from google.api_core.retry import Retry
     from google.auth.credentials import Credentials
     from google.cloud.compute_v1 import Disk, DiskAggregatedList, DisksClient, RegionDisksClient
@@ -188,17 +189,19 @@ def default_credentials() -> Credentials:
 
 
 def endpoint_and_credentials(variable: str,
-                             default: Callable[[], Credentials]) -> tuple[Optional[str], Credentials]:
-    """The endpoint the environment ``variable`` names (a local server: tests, a proxy) with anonymous
-    credentials, never the user's; without it, Google's own endpoint (None) and ``default()``'s credentials."""
+                             default: Callable[[], Credentials]) -> tuple[Optional[ClientOptions], Credentials]:
+    """A client's options and credentials: the endpoint the environment ``variable`` names (a local server: tests,
+    a proxy) with anonymous credentials, never the user's; without it, Google's own endpoint (no options) and
+    ``default()``'s credentials. Called once the SDK is known to be installed."""
     import os
 
     endpoint = os.environ.get(variable)
     if not endpoint:
         return None, default()
+    from google.api_core.client_options import ClientOptions
     from google.auth.credentials import AnonymousCredentials
 
-    return endpoint, AnonymousCredentials()
+    return ClientOptions(api_endpoint=endpoint), AnonymousCredentials()
 
 
 class GceCensus:

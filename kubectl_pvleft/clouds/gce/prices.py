@@ -122,13 +122,11 @@ def open(flags: FlagValues, timeout: float) -> CatalogPrices:
     import os
 
     try:
-        from google.api_core.client_options import ClientOptions
         from google.cloud import billing_v1
     except ImportError:
         raise CloudError(INSTALL_HINT) from None
-    endpoint, credentials = endpoint_and_credentials("PVLEFT_BILLING_ENDPOINT", _credentials)
-    client = billing_v1.CloudCatalogClient(credentials=credentials, transport="rest",
-                                           client_options=ClientOptions(api_endpoint=endpoint) if endpoint else None)
+    options, credentials = endpoint_and_credentials("PVLEFT_BILLING_ENDPOINT", _credentials)
+    client = billing_v1.CloudCatalogClient(credentials=credentials, transport="rest", client_options=options)
     return CatalogPrices(client, os.environ.get("PVLEFT_BILLING_CURRENCY") or None, timeout)
 
 

@@ -56,13 +56,11 @@ def open(flags: FlagValues, timeout: float) -> GceSnapshots:
     """The snapshots client. PVLEFT_COMPUTE_ENDPOINT names a local Compute (tests, a proxy): anonymous credentials,
     never the user's."""
     try:
-        from google.api_core.client_options import ClientOptions
         from google.cloud import compute_v1
     except ImportError:
         raise CloudError(INSTALL_HINT) from None
-    endpoint, credentials = endpoint_and_credentials("PVLEFT_COMPUTE_ENDPOINT", default_credentials)
-    client = compute_v1.SnapshotsClient(credentials=credentials, transport="rest",
-                                        client_options=ClientOptions(api_endpoint=endpoint) if endpoint else None)
+    options, credentials = endpoint_and_credentials("PVLEFT_COMPUTE_ENDPOINT", default_credentials)
+    client = compute_v1.SnapshotsClient(credentials=credentials, transport="rest", client_options=options)
     return GceSnapshots(client, GceFlags.of(flags).project, timeout)
 
 
