@@ -108,14 +108,6 @@ def made_by(disk: Union[CloudDisk, CloudSnapshot]) -> list[tuple[str, str]]:
     return list(found.items())
 
 
-def other_cluster(tags: Mapping[str, str], cluster_name: Optional[str]) -> Optional[bool]:
-    """True: the tags name clusters, not this one. False: they name this one. None: no name given, or no tag."""
-    named = cluster_names(tags)
-    if cluster_name is None or not named:
-        return None
-    return cluster_name not in named
-
-
 def disk_from_volume(volume: Volume, cluster_name: Optional[str]) -> CloudDisk:
     """One DescribeVolumes ``Volume`` (as botocore parses it) -> CloudDisk."""
     tags = {tag.get("Key", ""): tag.get("Value", "") for tag in volume.get("Tags") or ()}
@@ -135,7 +127,7 @@ def disk_from_volume(volume: Volume, cluster_name: Optional[str]) -> CloudDisk:
         state=volume.get("State"),
         users=users,
         provenance=provenance,
-        other_cluster=other_cluster(tags, cluster_name),
+        other_cluster=base.other_cluster(cluster_names(tags), cluster_name),
         kept=(tags[KEEP_TAG].strip() or "(no reason given)") if KEEP_TAG in tags else None,
         iops=volume.get("Iops"),  # io1/io2/gp3 bill for provisioned IOPS (gp3 above its included 3000)
         throughput=volume.get("Throughput"),  # gp3, MiB/s: billed above its included 125

@@ -163,14 +163,6 @@ def made_by(disk: Union[CloudDisk, CloudSnapshot]) -> list[tuple[str, str]]:
     return []
 
 
-def other_cluster(tags: Mapping[str, str], cluster_name: Optional[str]) -> Optional[bool]:
-    """True: the tags name clusters, not this one. False: they name this one. None: no name given, or no tag."""
-    named = cluster_names(tags)
-    if cluster_name is None or not named:
-        return None
-    return cluster_name not in named
-
-
 def parse_time(value: object) -> Optional[datetime]:
     """ARM's timeCreated (``2026-03-03T09:12:33.4215632+00:00``: seven fractional digits), as UTC."""
     if not isinstance(value, str) or not value:
@@ -207,7 +199,7 @@ def disk_record(disk: ArmDisk, cluster_name: Optional[str]) -> CloudDisk:
         state=state,
         users=users,
         provenance={k: v for k, v in tags.items() if k in PROVENANCE_TAGS or k in CLUSTER_NAME_TAGS},
-        other_cluster=other_cluster(tags, cluster_name),
+        other_cluster=base.other_cluster(cluster_names(tags), cluster_name),
         use=use_words(state, users),
         kept=(tags[KEEP_TAG].strip() or "(no reason given)") if KEEP_TAG in tags else None,
         iops=_count(properties.get("diskIOPSReadWrite")) if provisioned else None,
