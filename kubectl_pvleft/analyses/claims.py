@@ -34,7 +34,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Optional, TypedDict, Union
+from typing import TYPE_CHECKING, Optional, TypedDict, Union
 
 from msgspec import Struct, field
 from msgspec.structs import replace
@@ -98,6 +98,7 @@ from kubectl_pvleft.records import (
     ModifyVolumeStatusJson,
     PersistentVolume,
     PersistentVolumeClaim,
+    SharedValues,
     StorageClass,
     iso,
     shared_value,
@@ -427,7 +428,7 @@ def census(api: Reader, *, namespace: Optional[str] = None, include_all: bool = 
     shared_claims: list[PersistentVolumeClaim] = []
     # Rows judged, with the others, before the Pods were read (for a later claim): their holders come later.
     before_pods: list[tuple[int, Optional[datetime]]] = []
-    shared: dict[Any, Any] = {}  # the values the kept claims share (PersistentVolumeClaim.compact)
+    shared: SharedValues = {}  # the values the kept claims share (PersistentVolumeClaim.compact)
     bound = False  # a Bound claim with a volume in scope: one Pods could share
 
     def compact(row: ClaimRow, claim: PersistentVolumeClaim) -> ClaimRow:
