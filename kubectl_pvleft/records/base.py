@@ -47,10 +47,8 @@ class Record(msgspec.Struct, rename="camel", frozen=True, gc=False):
         return msgspec.json.decode(msgspec.json.encode(obj), type=cls)
 
 
-# One run's table of the values many kept records repeat (PersistentVolumeClaim.compact): strings, times, tuples,
-# frozen records, each under itself, and mappings and structs under a tuple of what they hold. Its keys and values
-# are of every type a record holds, and what comes out under a key is what went in under it, which no static type
-# says: hence Any for the values.
+# One run's table of the values many kept records repeat (PersistentVolumeClaim.compact): each value under itself, a
+# mapping or a struct under a tuple of what it holds. It holds every type a record does: hence Any for its values.
 SharedValues = dict[Hashable, Any]
 
 
