@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Iterator
-from typing import Generic, Optional, Protocol, TypeVar, Union, overload
+from typing import TYPE_CHECKING, Generic, Optional, Protocol, TypeVar, Union, overload
 
 import msgspec
 
@@ -57,21 +57,22 @@ MAX_WATCH_EVENT_BYTES = MAX_OBJECT_BYTES
 
 T = TypeVar("T")
 
+if TYPE_CHECKING:  # types only: a Protocol class costs its creation at every start-up
 
-class _Identified(Protocol):
-    @property
-    def uid(self) -> str: ...
+    class _Identified(Protocol):
+        @property
+        def uid(self) -> str: ...
 
+    class View(Protocol):
+        """A narrow view of a kind's objects (``Listing.sifted``): its uid at least, so a list restarted after a 410
+        skips what it already gave."""
 
-class View(Protocol):
-    """A narrow view of a kind's objects (``Listing.sifted``): its uid at least, so a list restarted after a 410
-    skips what it already gave."""
+        @property
+        def metadata(self) -> _Identified: ...
 
-    @property
-    def metadata(self) -> _Identified: ...
+    _Handed = Union[tuple[int, bytes], BaseException, "_Mark"]  # a page (status, body), the list's failure, or a mark
 
-
-V = TypeVar("V", bound=View)
+V = TypeVar("V", bound="View")
 
 # The kinds are read through this module, so they are named from it too (kinds.py is where they are declared).
 __all__ = ["CLAIM_IDENTITIES", "CSI_DRIVERS", "CSI_DRIVER_SPECS", "CSI_NODES", "EVENTS", "KINDS", "NAMESPACES",
@@ -317,7 +318,6 @@ class _Mark:
 
 
 _END, _EMPTY = _Mark(), _Mark()
-_Handed = Union[tuple[int, bytes], BaseException, _Mark]  # (status, body) of a page, the list's failure, or a mark
 
 
 def list_head(body: bytes) -> ListMeta:
