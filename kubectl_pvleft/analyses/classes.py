@@ -294,8 +294,8 @@ def census(api: Reader, *, label_selector: Optional[str] = None, field_selector:
     classes = list(api.list(STORAGE_CLASSES, label_selector=label_selector, field_selector=field_selector))
     # Many PVs: claims and CSIDrivers are read beside them.
     pv_list = begin(api.list(PERSISTENT_VOLUMES), snapshot=True)
-    claim_list, driver_list = (begin(api.list(kind), alongside=pv_list)
-                               for kind in (PERSISTENT_VOLUME_CLAIMS, CSI_DRIVERS))
+    claim_list = begin(api.list(PERSISTENT_VOLUME_CLAIMS), alongside=pv_list)
+    driver_list = begin(api.list(CSI_DRIVERS), alongside=pv_list)
     warnings: list[str] = []
     pvs = optional(lambda: list(pv_list), warnings, PVS_UNREADABLE)
     claims = optional(lambda: list(claim_list), warnings, CLAIMS_UNREADABLE)
