@@ -468,7 +468,7 @@ class Follow(Struct, Generic[Row]):
 
     streams: Sequence[SomeStream]
     primary: str
-    assess: Callable[[Stores], list[Row]]
+    assess: Callable[[Stores], Iterable[Row]]  # read once, as it comes: it may judge one row at a time
     key: Callable[[Row], Hashable]  # the primary object's uid, as a string
     signature: Callable[[Row], Hashable]  # what, when it changes, is worth a line
     # Which rows are findings, by the analysis's verdict (output.report.Verdict.is_finding): the rows serve counts
