@@ -315,6 +315,20 @@ def test_an_idp_that_drops_the_connection_or_breaks_http_says_which(server, tmp_
     secrets_absent(result, refresh, idp=idp)
 
 
+def test_the_test_idp_serves_the_plugin_while_another_peer_never_starts_its_tls_handshake(
+        server, idp, tmp_path: Path) -> None:
+    """Of the test IdP itself (tests/loopback.py): in test_oidc_cluster.py kube-apiserver's connections share it
+    with the plugin's, so one peer that connects and sends no ClientHello must not hold up the others (the
+    handshake was the accepting thread's work: the plugin's refresh waited until its timeout)."""
+    refresh = idp.refresh_token()
+    config = provider_config(idp, idp.id_token(lifetime=-60), refresh)
+    with socket.create_connection(("127.0.0.1", idp.port)):
+        time.sleep(0.1)  # accepted before the plugin connects
+        result = run(kubeconfig(tmp_path / "kc", server, config), "--request-timeout", "5s")
+    assert result.code == 0 and REFRESHED.match(result.stderr.splitlines()[0]), result
+    assert [r.path for r in idp.received] == ["/.well-known/openid-configuration", "/token"]
+
+
 # -- the way to the IdP: client-go's restclient.TransportFor, the environment's proxy, not the cluster's ---------
 
 def test_the_idp_is_reached_through_the_environment_s_proxy(server, idp, tmp_path: Path) -> None:
