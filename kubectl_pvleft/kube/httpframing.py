@@ -3,7 +3,7 @@ and Content-Length read strictly, and the failures a connection or an answer can
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Optional, Protocol
 
 from kubectl_pvleft.text import shown
 
@@ -48,6 +48,10 @@ class Closed(Cut):
 class NoAnswer(Cut):
     """The connection was closed or reset before any byte of the answer: the request may be sent again."""
 
+    def __init__(self, words: str, reset: bool = False) -> None:
+        super().__init__(words)
+        self.reset = reset
+
 
 class Malformed(HTTPFailure):
     """The answer breaks HTTP/1.1's framing (RFC 9112): its words say how, e.g. "a malformed chunk size"."""
@@ -59,7 +63,7 @@ class TooLarge(HTTPFailure):
 
 def no_answer(exc: BaseException) -> NoAnswer:
     reset = isinstance(exc, RESETS) or (isinstance(exc, Closed) and exc.reset)
-    return NoAnswer(f"the server {'reset' if reset else 'closed'} the connection before answering")
+    return NoAnswer(f"the server {'reset' if reset else 'closed'} the connection before answering", reset)
 
 
 def chunk_size(line: bytes) -> int:
@@ -96,7 +100,13 @@ def _shown(value: str, limit: int = 40) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
-def read_head(connection: Any) -> tuple[int, str, dict[str, str]]:
+class LineReader(Protocol):
+    """Where an answer's head is read from: a connection's next line, its CRLF stripped."""
+
+    def line(self) -> bytes: ...
+
+
+def read_head(connection: LineReader) -> tuple[int, str, dict[str, str]]:
     lines, size = 0, 0
     while True:
         status_line = connection.line()
