@@ -26,6 +26,7 @@ from kubectl_pvleft.text import cut_at_a_word, one_line
 
 if TYPE_CHECKING:  # the kubeconfig reader is imported only when a completion needs the server
     from kubectl_pvleft.kube.kubeconfig import Selection
+    from kubectl_pvleft.kube.kubeconfig_files import Section
 
 # cobra's ShellCompDirective values.
 DEFAULT = 0  # let the shell complete file names
@@ -34,7 +35,7 @@ NO_FILE_COMPLETION = 4
 
 PROG = "kubectl pvleft"
 LOOKUP_TIMEOUT = 2.0  # seconds per request: a slow server must not freeze the shell
-KUBECONFIG_NAME_FLAGS = {"context": "contexts", "cluster": "clusters", "user": "users"}
+KUBECONFIG_NAME_FLAGS: dict[str, Section] = {"context": "contexts", "cluster": "clusters", "user": "users"}
 
 
 def _subcommands(parser: argparse.ArgumentParser) -> dict[str, tuple[argparse.ArgumentParser, str]]:
@@ -214,12 +215,12 @@ def _object_names(typed: _Typed, current: str, parser: argparse.ArgumentParser) 
         NO_FILE_COMPLETION
 
 
-def kubeconfig_names(section: str, explicit: Optional[str]) -> list[str]:
+def kubeconfig_names(section: Section, explicit: Optional[str]) -> list[str]:
     """The names in one section (contexts, clusters, users) of the kubeconfig kubectl would read."""
     from kubectl_pvleft.kube.kubeconfig import kubeconfig_files, merge_kubeconfigs
 
     doc = merge_kubeconfigs(kubeconfig_files(explicit))
-    return [entry["name"] for entry in doc.get(section) or () if isinstance(entry.get("name"), str)]
+    return [entry["name"] for entry in doc[section] if isinstance(entry.get("name"), str)]
 
 
 def _selection(parser: argparse.ArgumentParser, words: list[str]) -> Selection:

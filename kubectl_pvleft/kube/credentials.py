@@ -26,6 +26,7 @@ from kubectl_pvleft.kube.kubeconfig import Auth, Connection, shown_path
 if TYPE_CHECKING:
     import subprocess
 
+    from kubectl_pvleft.kube.kubeconfig_types import ExecConfig
     from kubectl_pvleft.kube.oidc import OIDCProvider
 
 EXEC_API_VERSIONS = ("client.authentication.k8s.io/v1", "client.authentication.k8s.io/v1beta1")
@@ -151,7 +152,7 @@ class Credentials:
 
 # -- exec credential plugins ---------------------------------------------------------------------------
 
-def _exec_command(config: dict[str, Any], base_dir: Optional[str]) -> str:
+def _exec_command(config: ExecConfig, base_dir: Optional[str]) -> str:
     command = config.get("command")
     if not isinstance(command, str) or not command:
         raise CredentialError("exec plugin: the kubeconfig names no command")
@@ -208,7 +209,7 @@ def run_exec_plugin(auth: Auth, connection: Connection, interactive: bool,
     return _parse_exec_output(done.stdout, api_version, label)
 
 
-def _uses_terminal(config: dict[str, Any], api_version: str, label: str, interactive: bool) -> bool:
+def _uses_terminal(config: ExecConfig, api_version: str, label: str, interactive: bool) -> bool:
     """kubectl's interactiveMode rules: whether the plugin gets our stdin (and the terminal its stderr)."""
     mode = config.get("interactiveMode") or ("IfAvailable" if api_version.endswith("v1beta1") else None)
     if mode is None:  # client-go: v1 has no default
@@ -221,14 +222,14 @@ def _uses_terminal(config: dict[str, Any], api_version: str, label: str, interac
     return interactive and mode != "Never"
 
 
-def _exec_args(config: dict[str, Any], label: str) -> list[str]:
+def _exec_args(config: ExecConfig, label: str) -> list[str]:
     args = config.get("args") or []
     if not isinstance(args, list) or not all(isinstance(a, str) and "\x00" not in a for a in args):
         raise CredentialError(f"{label}: args must be a list of strings (without NUL)")
     return args
 
 
-def _exec_env(config: dict[str, Any], label: str) -> dict[str, str]:
+def _exec_env(config: ExecConfig, label: str) -> dict[str, str]:
     entries = config.get("env") or []
     if not isinstance(entries, list):
         raise CredentialError(f"{label}: env must be a list of name/value pairs")

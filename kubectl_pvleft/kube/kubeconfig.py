@@ -13,7 +13,7 @@ import binascii
 import os
 import re
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Optional
 
 import msgspec
 
@@ -24,6 +24,12 @@ from kubectl_pvleft.kube.kubeconfig_files import kubeconfig_files as kubeconfig_
 from kubectl_pvleft.kube.kubeconfig_files import merge_kubeconfigs as merge_kubeconfigs
 from kubectl_pvleft.kube.kubeconfig_files import shown_path as shown_path
 from kubectl_pvleft.kube.proxy import checked_proxy_url
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from kubectl_pvleft.kube.kubeconfig_files import Merged, Named
+    from kubectl_pvleft.kube.kubeconfig_types import AuthInfo, AuthProviderConfig, Cluster, Context, ExecConfig
 
 # Where a Pod finds its ServiceAccount token, CA and namespace; PVLEFT_SERVICEACCOUNT_DIR points elsewhere
 # (a sidecar that mounts the projected volume at another path, and the in-cluster tests).
@@ -83,9 +89,9 @@ class Auth(_Frozen, frozen=True):
     token_file: Optional[str] = None
     username: Optional[str] = None
     password: Optional[str] = None
-    exec: Optional[dict[str, Any]] = None
+    exec: Optional[ExecConfig] = None
     exec_dir: Optional[str] = None  # the folder of the kubeconfig that defined the exec plugin
-    auth_provider: Optional[dict[str, Any]] = None
+    auth_provider: Optional[AuthProviderConfig] = None
     user_name: str = ""  # the kubeconfig user entry, to name in messages
 
 
@@ -109,11 +115,11 @@ class Connection(_Frozen, frozen=True):
     notes: tuple[str, ...] = ()  # warnings about how the request goes out, said once on stderr
 
 
-def _named(doc: dict[str, Any], section: str, name: str) -> Optional[dict[str, Any]]:
-    return next((e for e in doc.get(section) or () if e.get("name") == name), None)
+def _named(entries: list[Named], name: str) -> Optional[Named]:
+    return next((e for e in entries if e.get("name") == name), None)
 
 
-def _string(body: dict[str, Any], key: str, where: str) -> Optional[str]:
+def _string(body: Mapping[str, object], key: str, where: str) -> Optional[str]:
     value = body.get(key)
     if value is None or value == "":
         return None
@@ -122,7 +128,7 @@ def _string(body: dict[str, Any], key: str, where: str) -> Optional[str]:
     return value
 
 
-def _strings(body: dict[str, Any], key: str, where: str) -> tuple[str, ...]:
+def _strings(body: Mapping[str, object], key: str, where: str) -> tuple[str, ...]:
     value = body.get(key)
     if value is None:
         return ()
@@ -131,7 +137,7 @@ def _strings(body: dict[str, Any], key: str, where: str) -> tuple[str, ...]:
     return tuple(value)
 
 
-def _extra(user: dict[str, Any], where: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+def _extra(user: AuthInfo, where: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
     value = user.get("as-user-extra")
     if value is None:
         return ()
@@ -141,7 +147,7 @@ def _extra(user: dict[str, Any], where: str) -> tuple[tuple[str, tuple[str, ...]
     return tuple((k, tuple(v)) for k, v in value.items() if v)
 
 
-def _pem(body: dict[str, Any], data_key: str, file_key: str, where: str) -> Optional[bytes]:
+def _pem(body: Mapping[str, object], data_key: str, file_key: str, where: str) -> Optional[bytes]:
     """Inline base64 data wins over a file, as in client-go."""
     data = _string(body, data_key, where)
     if data is not None:
@@ -206,7 +212,7 @@ def checked_server(server: str, where: str) -> str:
     return server.rstrip("/")
 
 
-def _bool(value: Any, where: str, key: str = "insecure-skip-tls-verify") -> bool:
+def _bool(value: object, where: str, key: str = "insecure-skip-tls-verify") -> bool:
     if value is None:
         return False
     if isinstance(value, bool):
@@ -227,45 +233,47 @@ def load_connection(selection: Selection) -> Connection:
         if selection.server:
             return _from_flags({}, {}, None, selection, tuple(map(str, paths)))
         raise ConfigError("no context chosen: the kubeconfig has no current-context; pass --context")
-    context, cluster_name, cluster, user = _chosen(doc, context_name, selection)
+    context, cluster_name, cluster, user_name, user, missing = _chosen(doc, context_name, selection)
     namespace = _string(context, "namespace", f'context "{context_name}"')
     return _from_flags(cluster, user, context_name, selection, tuple(map(str, paths)),
-                       cluster_label=f'cluster "{cluster_name}"', namespace=namespace)
+                       cluster_label=f'cluster "{cluster_name}"', namespace=namespace, user_name=user_name,
+                       missing=missing)
 
 
-def _context(doc: dict[str, Any], name: str) -> dict[str, Any]:
-    entry = _named(doc, "contexts", name)
+def _context(doc: Merged, name: str) -> Context:
+    entry = _named(doc["contexts"], name)
     if entry is None:
         raise ConfigError(f'context "{name}" does not exist in the kubeconfig')
-    return dict(entry.get("context") or {})
+    context = entry.get("context")
+    return context.copy() if context else {}
 
 
-def _chosen(doc: dict[str, Any], context_name: str,
-            selection: Selection) -> tuple[dict[str, Any], str, dict[str, Any], dict[str, Any]]:
-    """The context, and the cluster and user it names (or the flags name instead)."""
+def _chosen(doc: Merged, context_name: str,
+            selection: Selection) -> tuple[Context, str, Cluster, str, AuthInfo, Optional[str]]:
+    """The context, the cluster it names (or the flags name instead) by name and body, the user by name and body,
+    and why that user is missing (None when it is not)."""
     context = _context(doc, context_name)
     cluster_name = selection.cluster or _string(context, "cluster", f'context "{context_name}"') or ""
     user_name = selection.user or _string(context, "user", f'context "{context_name}"') or ""
-    cluster_entry = _named(doc, "clusters", cluster_name)
+    cluster_entry = _named(doc["clusters"], cluster_name)
     if cluster_entry is None and not selection.server:
         raise ConfigError(f'cluster "{cluster_name}" of context "{context_name}" does not exist in the kubeconfig')
-    user_entry = _named(doc, "users", user_name) if user_name else None
+    user_entry = _named(doc["users"], user_name) if user_name else None
     if user_entry is None and selection.user:  # named by --user: kubectl requires it
         raise ConfigError(f'auth info "{user_name}" does not exist')
     # A context's user the kubeconfig does not define: kubectl carries on without credentials (asking for a user
     # name and password on a terminal); here the requests go out anonymous, and a warning says so.
-    cluster = dict((cluster_entry or {}).get("cluster") or {})
-    user = dict((user_entry or {}).get("user") or {}, __name__=user_name)
+    cluster = (cluster_entry or {}).get("cluster")
+    user = (user_entry or {}).get("user")
+    missing = None
     if user_name and user_entry is None:
-        user["__missing__"] = f'user "{user_name}" of context "{context_name}" is not in the kubeconfig'
+        missing = f'user "{user_name}" of context "{context_name}" is not in the kubeconfig'
+    return context, cluster_name, cluster.copy() if cluster else {}, user_name, user.copy() if user else {}, missing
 
-    return context, cluster_name, cluster, user
 
-
-def _from_flags(cluster: dict[str, Any], user: dict[str, Any], context_name: Optional[str], selection: Selection,
-                sources: tuple[str, ...], *, cluster_label: str = "flags", namespace: Optional[str] = None) -> Connection:
-    user_name = user.pop("__name__", "")
-    missing = user.pop("__missing__", None)
+def _from_flags(cluster: Cluster, user: AuthInfo, context_name: Optional[str], selection: Selection,
+                sources: tuple[str, ...], *, cluster_label: str = "flags", namespace: Optional[str] = None,
+                user_name: str = "", missing: Optional[str] = None) -> Connection:
     user_label = f'user "{user_name}"' if user_name else "user"
     server = selection.server or _string(cluster, "server", cluster_label)
     if not server:
@@ -303,7 +311,7 @@ def _from_flags(cluster: dict[str, Any], user: dict[str, Any], context_name: Opt
     )
 
 
-def _validate(cluster: dict[str, Any], user: dict[str, Any], selection: Selection, cluster_label: str,
+def _validate(cluster: Cluster, user: AuthInfo, selection: Selection, cluster_label: str,
               user_name: str) -> None:
     """What client-go's validation refuses in the merged config (the flags over the kubeconfig), in its words,
     before any request: two ways to authenticate, or the same material given twice."""
@@ -334,7 +342,7 @@ def _validate(cluster: dict[str, Any], user: dict[str, Any], selection: Selectio
         raise ConfigError("invalid configuration: " + " ".join(problems))
 
 
-def _tls(cluster: dict[str, Any], user: dict[str, Any], selection: Selection, cluster_label: str,
+def _tls(cluster: Cluster, user: AuthInfo, selection: Selection, cluster_label: str,
          user_label: str) -> TLS:
     # kubectl: --insecure-skip-tls-verify or --certificate-authority given as flags replace all three
     # kubeconfig settings together (so a flag CA turns a kubeconfig's insecure off, and vice versa).
@@ -360,7 +368,7 @@ def _tls(cluster: dict[str, Any], user: dict[str, Any], selection: Selection, cl
                server_name=selection.tls_server_name or _string(cluster, "tls-server-name", cluster_label))
 
 
-def _auth(user: dict[str, Any], selection: Selection, user_label: str, user_name: str) -> Auth:
+def _auth(user: AuthInfo, selection: Selection, user_label: str, user_name: str) -> Auth:
     exec_config = user.get("exec")
     if exec_config is not None and not isinstance(exec_config, dict):
         raise ConfigError(f"kubeconfig {user_label}: exec must be a mapping")
@@ -377,7 +385,7 @@ def _auth(user: dict[str, Any], selection: Selection, user_label: str, user_name
             raise ConfigError(f"kubeconfig {user_label}: auth-provider config must be a mapping of strings")
     exec_dir = None
     if exec_config is not None:
-        exec_config = dict(exec_config)
+        exec_config = exec_config.copy()
         exec_dir = exec_config.pop("__dir__", None)
     token = selection.token or _string(user, "token", user_label)
     return Auth(
