@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Optional
 
 import msgspec
 
@@ -25,9 +25,18 @@ from kubectl_pvleft.kube.kubeconfig import Auth, Connection, shown_path
 
 if TYPE_CHECKING:
     import subprocess
+    from typing import TypedDict, TypeGuard
 
     from kubectl_pvleft.kube.kubeconfig_types import ExecConfig
     from kubectl_pvleft.kube.oidc import OIDCProvider
+
+    class ExecCredentialStatus(TypedDict, total=False):
+        """The fields read from an ExecCredential's status (client.authentication.k8s.io), each a string or null."""
+
+        token: Optional[str]
+        clientCertificateData: Optional[str]
+        clientKeyData: Optional[str]
+        expirationTimestamp: Optional[str]
 
 EXEC_API_VERSIONS = ("client.authentication.k8s.io/v1", "client.authentication.k8s.io/v1beta1")
 TOKEN_FILE_REFRESH_SECONDS = 60.0  # client-go re-reads a token file (a rotating projected token) each minute
@@ -166,9 +175,9 @@ def _exec_command(config: ExecConfig, base_dir: Optional[str]) -> str:
 def _exec_info(api_version: str, connection: Connection, interactive: bool, provide_cluster: bool) -> str:
     import json  # exec plugins only, as below: json, shutil, subprocess and datetime are not on the common path
 
-    spec: dict[str, Any] = {"interactive": interactive}
+    spec: dict[str, object] = {"interactive": interactive}
     if provide_cluster:
-        cluster: dict[str, Any] = {"server": connection.server}
+        cluster: dict[str, object] = {"server": connection.server}
         if connection.tls.server_name:
             cluster["tls-server-name"] = connection.tls.server_name
         if connection.tls.insecure:
@@ -244,7 +253,7 @@ def _exec_env(config: ExecConfig, label: str) -> dict[str, str]:
     return env
 
 
-def _find_executable(command: str, hint: Any) -> str:
+def _find_executable(command: str, hint: Optional[str]) -> str:
     import shutil
 
     found = None
@@ -281,7 +290,7 @@ def _run_plugin(argv: list[str], env: dict[str, str], use_stdin: bool, label: st
         raise CredentialError(f"getting credentials: {label} could not be run: {reason}") from None
 
 
-def _end_group(process: Any) -> None:
+def _end_group(process: subprocess.Popen[bytes]) -> None:
     import signal
 
     try:
@@ -295,7 +304,7 @@ def _parse_exec_output(stdout: bytes, api_version: str, label: str) -> Issued:
     from kubectl_pvleft.kube.nesting import TooDeep, loads
 
     try:
-        doc = loads(stdout)
+        doc: object = loads(stdout)
     except TooDeep as exc:
         raise CredentialError(f"getting credentials: decoding stdout of {label}: {exc}") from None
     except ValueError:
@@ -306,14 +315,8 @@ def _parse_exec_output(stdout: bytes, api_version: str, label: str) -> Issued:
         raise CredentialError(f"getting credentials: {label} is configured to use API version {api_version}, "
                               f"plugin returned version {doc.get('apiVersion')}")
     status = doc.get("status")
-    if not isinstance(status, dict):
+    if not isinstance(status, dict) or not _read_as_strings(status, label):  # True, or why it cannot be read
         raise CredentialError(f"getting credentials: {label} returned no status")
-    for field in ("token", "clientCertificateData", "clientKeyData", "expirationTimestamp"):
-        # kubectl decodes into typed fields: a number where a string belongs is a broken plugin, never "no token"
-        # (which would send the request as system:anonymous).
-        if status.get(field) is not None and not isinstance(status[field], str):
-            raise CredentialError(f"getting credentials: decoding stdout of {label}: status.{field} must be a string, "
-                                  f"not {_json_type(status[field])}")
     token, cert, key = status.get("token"), status.get("clientCertificateData"), status.get("clientKeyData")
     if not token and not (cert and key):
         raise CredentialError(f"getting credentials: {label} returned neither a token nor a client certificate and key")
@@ -327,12 +330,23 @@ def _parse_exec_output(stdout: bytes, api_version: str, label: str) -> Issued:
     return issued
 
 
-def _json_type(value: Any) -> str:
+def _read_as_strings(status: dict[str, object], label: str) -> TypeGuard[ExecCredentialStatus]:
+    """True when each field read from the status is a string or null; else the error kubectl's decoding gives."""
+    for field in ("token", "clientCertificateData", "clientKeyData", "expirationTimestamp"):
+        # kubectl decodes into typed fields: a number where a string belongs is a broken plugin, never "no token"
+        # (which would send the request as system:anonymous).
+        if status.get(field) is not None and not isinstance(status[field], str):
+            raise CredentialError(f"getting credentials: decoding stdout of {label}: status.{field} must be a string, "
+                                  f"not {_json_type(status[field])}")
+    return True
+
+
+def _json_type(value: object) -> str:
     return {bool: "a boolean", int: "a number", float: "a number", list: "a list", dict: "an object"}.get(
         type(value), type(value).__name__)
 
 
-def _expiry(stamp: Any, label: str) -> Optional[float]:
+def _expiry(stamp: Optional[str], label: str) -> Optional[float]:
     from datetime import datetime, timezone
 
     if not isinstance(stamp, str) or not stamp:
