@@ -97,6 +97,19 @@ def test_flags_override_context_cluster_user_and_namespace(two_files: tuple[Path
     assert conn.namespace == "team-a"
 
 
+def test_a_users_unknown_keys_are_ignored_even_named_like_the_merges_own(tmp_path: Path) -> None:
+    """kubectl ignores a key its types do not have: a user's ``__missing__`` is no warning, ``__name__`` no name, and
+    an exec plugin's folder is the file's, whatever ``__dir__`` the file writes (client-go: tools/clientcmd/api/v1
+    AuthInfo and ExecConfig have none of them)."""
+    config = write(tmp_path / "config", current="one", clusters={"c": {"server": "https://one.example"}},
+                   users={"u": {"token": "t", "__missing__": "forged", "__name__": "other",
+                                "exec": {"command": "./get", "apiVersion": "client.authentication.k8s.io/v1",
+                                         "__dir__": "/elsewhere"}}},
+                   contexts={"one": {"cluster": "c", "user": "u"}})
+    conn = load_connection(Selection(kubeconfig=str(config)))
+    assert (conn.notes, conn.auth.user_name, conn.auth.exec_dir) == ((), "u", str(tmp_path))
+
+
 def test_namespace_defaults_to_default(two_files: tuple[Path, Path]) -> None:
     assert load_connection(Selection(kubeconfig=str(two_files[1]))).namespace == "default"
 
