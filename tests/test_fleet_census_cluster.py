@@ -23,7 +23,7 @@ import pytest
 from aws_moto import MotoServer, create_volume, csi_tags
 from azure_fake import FakeArm, azure_disk, disk_id
 from azure_fake import csi_tags as azure_tags
-from controlplane import ControlPlane, own_plane
+from controlplane import ControlPlane, OwnPlane
 from gce_fake import FakeCompute, csi_description, gce_disk
 from plugin_runner import PLUGIN, items
 from scenarios import apply, claim, delete_claim, namespace, wait_pv_phase
@@ -39,8 +39,9 @@ GHOST_VOLUME = "vol-0e57a7e0dead0001"
 
 
 @pytest.fixture(scope="module")
-def west(tmp_path_factory: pytest.TempPathFactory, cluster: ControlPlane) -> Iterator[ControlPlane]:
-    yield from own_plane(tmp_path_factory.mktemp("estate-west"), tmp_path_factory.getbasetemp() / "estate-west-build.log")
+def west(own_plane: OwnPlane, cluster: ControlPlane) -> Iterator[ControlPlane]:
+    with own_plane("estate-west") as plane:
+        yield plane
 
 
 def released(cp: ControlPlane, ns: str, pv: dict[str, Any]) -> None:

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 import yaml
 
-from controlplane import ControlPlane, own_plane
+from controlplane import ControlPlane, OwnPlane
 from plugin_runner import PLUGIN, items, run_plugin
 from recording.pending import pod
 from scenarios import apply, claim, delete_claim, host_path_pv, namespace, storage_class, wait_for, wait_pv_phase
@@ -88,8 +88,9 @@ def seed(cp: ControlPlane, p: str, leftovers: int) -> None:
 
 
 @pytest.fixture(scope="module")
-def west(tmp_path_factory: pytest.TempPathFactory, cluster: ControlPlane) -> Iterator[ControlPlane]:
-    yield from own_plane(tmp_path_factory.mktemp("west"), tmp_path_factory.getbasetemp() / "west-build.log")
+def west(own_plane: OwnPlane, cluster: ControlPlane) -> Iterator[ControlPlane]:
+    with own_plane("west") as plane:
+        yield plane
 
 
 @pytest.fixture(scope="module")

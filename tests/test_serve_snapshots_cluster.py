@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from controlplane import ControlPlane, own_plane
+from controlplane import ControlPlane, OwnPlane
 from plugin_runner import PLUGIN
 from prometheus_server import WATCH_ENV, answers, fetch, free_port, samples
 from recording.snapshots import CRD_NAMES, GROUP, install_crds
@@ -30,9 +30,9 @@ P = "serve-snap-"
 
 
 @pytest.fixture(scope="module")
-def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
-    yield from own_plane(tmp_path_factory.mktemp("serve-snapshots-plane"),
-                         tmp_path_factory.getbasetemp() / "serve-snapshots-build.log")
+def plane(own_plane: OwnPlane) -> Iterator[ControlPlane]:
+    with own_plane("serve-snapshots-plane") as plane:
+        yield plane
 
 
 def metrics(port: int) -> str:

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from controlplane import ControlPlane, build
+from controlplane import ControlPlane, OwnPlane
 from plugin_runner import PLUGIN, items, run_plugin
 from recording.snapshots import (
     DRIVER_ERROR,
@@ -50,11 +50,8 @@ def plugin(plane: ControlPlane, *args: str, user: str = "reader") -> subprocess.
 
 
 @pytest.fixture(scope="module")
-def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
-    build(log=tmp_path_factory.getbasetemp() / "snapshots-build.log")
-    cp = ControlPlane(tmp_path_factory.mktemp("snapshots-plane"))
-    cp.start()
-    try:
+def plane(own_plane: OwnPlane) -> Iterator[ControlPlane]:
+    with own_plane("snapshots-plane") as cp:
         # Before the CRDs: every answer the no-CRD test checks, read now.
         cp.before_crds = {  # type: ignore[attr-defined]
             "table": plugin(cp), "json": plugin(cp, "-o", "json"), "exit_code": plugin(cp, "--exit-code"),
@@ -73,8 +70,6 @@ def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "snap-contents-only"},
                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": CONTENTS_ONLY_USER}]})
         yield cp
-    finally:
-        cp.stop(keep_logs=False)
 
 
 def columns(text: str) -> list[dict[str, str]]:

@@ -13,7 +13,7 @@ from typing import Any, Optional
 
 import pytest
 
-from controlplane import ControlPlane, own_plane
+from controlplane import ControlPlane, OwnPlane
 from kubectl_pvleft.analyses import claims
 from kubectl_pvleft.kube.api import PODS, KubeAPI
 from kubectl_pvleft.kube.kubeconfig import Selection, load_connection
@@ -27,9 +27,9 @@ GATE = "PersistentVolumeClaimUnusedSinceTime"
 
 
 @pytest.fixture(scope="module")
-def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
-    yield from own_plane(tmp_path_factory.mktemp("no-unused-plane"), tmp_path_factory.getbasetemp() / "unused-build.log",
-                         feature_gates={GATE: False})
+def plane(own_plane: OwnPlane) -> Iterator[ControlPlane]:
+    with own_plane("no-unused-plane", feature_gates={GATE: False}) as plane:
+        yield plane
 
 
 @pytest.fixture
