@@ -1,11 +1,15 @@
 """A test server on a free loopback port, run the same way by every fake: the cloud APIs' local servers, the price
 lists, the IdP and the scripted API server. Each fake says only how it answers (a ``Request`` in, a ``Reply``
 out); this module owns the rest: the port, plain HTTP or TLS with the tests' CA, reading the body, writing the
-headers, a quiet log, and a short poll so that stopping does not wait half a second."""
+headers, a quiet log, and a short poll so that stopping does not wait half a second.
+
+``TcpFake`` is the same for the fakes that write HTTP by hand, for what no HTTP server writes (a cut chunk,
+silence, a malformed status line): a plain TCP listener whose every connection is handed to the fake."""
 
 from __future__ import annotations
 
 import json
+import socket
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -123,3 +127,54 @@ def _handler(serve: Callable[[Request], Reply], http11: bool) -> type[BaseHTTPRe
             pass
 
     return Handler
+
+
+T = TypeVar("T", bound="TcpFake")
+
+
+class TcpFake:
+    """The base of the fakes below HTTP: a subclass says what it does with a connection (``connection``, run on
+    a thread of its own; ``read_head`` reads a request's head); this class owns the listener on a free loopback
+    port, the accept loop and the count of ``connections``. ``stop()`` closes the listener (a fake that holds
+    connections open ends them itself); ``start(port)`` listens again on the same port, as a server back up."""
+
+    port = 0
+    connections = 0
+    _listener: Optional[socket.socket] = None
+
+    def connection(self, conn: socket.socket) -> None:
+        raise NotImplementedError
+
+    def start(self: T, port: int = 0) -> T:
+        listener = socket.create_server(("127.0.0.1", port))  # SO_REUSEADDR: the same port again at once
+        listener.settimeout(0.02)  # how soon the accept loop sees the listener closed
+        self._listener, self.port = listener, listener.getsockname()[1]
+        threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self._listener is not None:
+            self._listener.close()
+            self._listener = None
+
+    def _accept(self, listener: socket.socket) -> None:
+        while listener.fileno() >= 0:
+            try:
+                conn, _ = listener.accept()
+            except OSError:  # a timeout, or the listener closed meanwhile (the loop's test)
+                continue
+            conn.settimeout(None)
+            self.connections += 1
+            threading.Thread(target=self.connection, args=(conn,), daemon=True).start()
+
+
+def read_head(conn: socket.socket, buffered: bytes = b"") -> Optional[tuple[bytes, bytes]]:
+    """A request's head (without its blank line) and the bytes read after it; None if the client closed first."""
+    data = buffered
+    while b"\r\n\r\n" not in data:
+        chunk = conn.recv(65536)
+        if not chunk:
+            return None
+        data += chunk
+    head, rest = data.split(b"\r\n\r\n", 1)
+    return head, rest

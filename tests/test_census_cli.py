@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -20,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from aws_moto import FAKE_KEY_ID, FAKE_SECRET, MotoServer, aws_test_env, create_volume, csi_tags
 from gce_fake import FakeCompute, csi_description, gce_disk
 from kubectl_pvleft.clouds.gce.census import CSI_DRIVER
+from loopback import TcpFake
 from plugin_runner import PLUGIN, items, jsonl
 from scenarios import apply, claim, delete_claim, namespace, storage_class, wait_pv_phase
 from test_aws_cluster import csi as ebs_csi
@@ -330,27 +332,19 @@ def test_no_aws_credentials_is_one_error_line(cluster, volumes, tmp_path: Path) 
 
 # -- both clouds -------------------------------------------------------------------------------------
 
-class _Silent:
+class _Silent(TcpFake):
     """Takes connections and never answers: a cloud endpoint behind a black-holing firewall."""
 
     def __init__(self) -> None:
-        import socket
-        import threading
+        self.held: list[socket.socket] = []
+        self.start()
+        self.endpoint = f"http://127.0.0.1:{self.port}"
 
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.endpoint = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
-        self.held: list = []
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                self.held.append(self.listener.accept()[0])
-            except OSError:
-                return
+    def connection(self, conn: socket.socket) -> None:
+        self.held.append(conn)
 
     def close(self) -> None:
-        self.listener.close()
+        self.stop()
         for conn in self.held:
             conn.close()
 

@@ -15,31 +15,20 @@ import pytest
 
 from kubectl_pvleft.kube.httpclient import BLOCK, Pool, Server, Timeouts
 from kubectl_pvleft.kube.httpframing import Cut, HTTPFailure, Malformed, TimedOut, TooLarge
+from loopback import TcpFake, read_head
 
 Handler = Callable[[socket.socket, bytes], None]
 
 
-class ScriptedServer:
+class ScriptedServer(TcpFake):
     """Plain TCP on loopback; each accepted connection runs the next handler, per request read."""
 
     def __init__(self, *handlers: Handler) -> None:
         self.handlers = list(handlers)
         self.requests: list[bytes] = []
-        self.connections = 0
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self.listener.getsockname()[1]
-        threading.Thread(target=self._serve, daemon=True).start()
+        self.start()
 
-    def _serve(self) -> None:
-        while True:
-            try:
-                conn, _ = self.listener.accept()
-            except OSError:
-                return
-            self.connections += 1
-            threading.Thread(target=self._connection, args=(conn,), daemon=True).start()
-
-    def _connection(self, conn: socket.socket) -> None:
+    def connection(self, conn: socket.socket) -> None:
         try:
             self._exchange(conn)
         except OSError:  # the client dropped the connection (an abort, a timeout): its side is the test
@@ -49,12 +38,10 @@ class ScriptedServer:
         buffer = b""
         with conn:
             while self.handlers:
-                while b"\r\n\r\n" not in buffer:
-                    data = conn.recv(65536)
-                    if not data:
-                        return
-                    buffer += data
-                request, buffer = buffer.split(b"\r\n\r\n", 1)
+                read = read_head(conn, buffer)
+                if read is None:
+                    return
+                request, buffer = read
                 self.requests.append(request)
                 handler = self.handlers.pop(0)
                 if handler(conn, request) is False:
@@ -64,7 +51,7 @@ class ScriptedServer:
         return Pool(Server(f"http://127.0.0.1:{self.port}{prefix}"), None, None)
 
     def close(self) -> None:
-        self.listener.close()
+        self.stop()
 
 
 def chunked(*pieces: bytes, head: bytes = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n") -> bytes:

@@ -23,6 +23,7 @@ from kubectl_pvleft.invocation import Options
 from kubectl_pvleft.kube.api import KubeAPI
 from kubectl_pvleft.kube.kubeconfig import Selection, load_connection
 from kubectl_pvleft.kube.watch import WatchSettings, follow
+from loopback import TcpFake
 from plugin_runner import PLUGIN, items, run_plugin
 from recording.pending import claim, pod, volume
 from scenarios import apply, scratch_namespace, wait_for
@@ -300,45 +301,34 @@ def test_watch_keeps_going_across_an_apiserver_restart(cluster: Any, ns: str, wa
     assert "Traceback" not in "".join(w.stderr)
 
 
-class FaultProxy:
+class FaultProxy(TcpFake):
     """A TCP proxy on 127.0.0.1 in front of the real apiserver (TLS passes through untouched).
 
     cut() drops every open connection; pause() also refuses new ones until resume()."""
 
     def __init__(self, upstream_port: int) -> None:
         self.upstream_port = upstream_port
-        self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.listener.bind(("127.0.0.1", 0))
-        self.listener.listen(64)
-        self.port = self.listener.getsockname()[1]
         self.paused = False
         self.accepted = 0
         self.lock = threading.Lock()
         self.pairs: set[tuple[socket.socket, socket.socket]] = set()
-        self.closing = False
-        threading.Thread(target=self._accept, daemon=True).start()
+        self.start()
 
-    def _accept(self) -> None:
-        while not self.closing:
-            try:
-                client, _ = self.listener.accept()
-            except OSError:
-                return
-            if self.paused:
-                client.close()
-                continue
-            try:
-                upstream = socket.create_connection(("127.0.0.1", self.upstream_port))
-            except OSError:
-                client.close()
-                continue
-            pair = (client, upstream)
-            with self.lock:
-                self.pairs.add(pair)
-                self.accepted += 1
-            threading.Thread(target=self._pump, args=(client, upstream, pair), daemon=True).start()
-            threading.Thread(target=self._pump, args=(upstream, client, pair), daemon=True).start()
+    def connection(self, client: socket.socket) -> None:
+        if self.paused:
+            client.close()
+            return
+        try:
+            upstream = socket.create_connection(("127.0.0.1", self.upstream_port))
+        except OSError:
+            client.close()
+            return
+        pair = (client, upstream)
+        with self.lock:
+            self.pairs.add(pair)
+            self.accepted += 1
+        threading.Thread(target=self._pump, args=(upstream, client, pair), daemon=True).start()
+        self._pump(client, upstream, pair)
 
     def _pump(self, src: socket.socket, dst: socket.socket, pair: tuple) -> None:
         try:
@@ -381,8 +371,7 @@ class FaultProxy:
         self.paused = False
 
     def close(self) -> None:
-        self.closing = True
-        self.listener.close()
+        self.stop()
         self.cut()
 
     def kubeconfig(self, cluster: Any, directory: Path, user: str = "admin") -> Path:
