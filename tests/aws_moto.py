@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import base64
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -29,16 +28,10 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any, Optional
 
-from loopback import LoopbackFake, Reply, Request
+from loopback import LoopbackFake, Reply, Request, free_port
 
 FAKE_KEY_ID = "testing"
 FAKE_SECRET = "testing-secret-not-real"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def aws_test_env(tmp: Path, **extra: str) -> dict[str, str]:

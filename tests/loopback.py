@@ -55,6 +55,13 @@ def json_reply(status: int, doc: Any, content_type: str = "application/json", **
     return Reply(status, json.dumps(doc).encode(), content_type, headers)
 
 
+def free_port() -> int:
+    """A loopback port nothing listens on once this returns: for a server to bind, or for a client to be refused."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
 Self = TypeVar("Self", bound="LoopbackFake")
 
 

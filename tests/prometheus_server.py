@@ -9,7 +9,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import urllib.error
 import urllib.parse
@@ -19,6 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Optional
 
+from loopback import free_port
 from plugin_runner import PLUGIN
 from scenarios import wait_for
 
@@ -28,12 +28,6 @@ WATCH_ENV = {
     "PVLEFT_WATCH_TIMEOUT_SECONDS": "3", "PVLEFT_WATCH_BACKOFF_INITIAL_SECONDS": "0.2",
     "PVLEFT_WATCH_BACKOFF_MAX_SECONDS": "1", "PVLEFT_WATCH_SETTLE_SECONDS": "0.1", "PVLEFT_SERVE_JUDGE_SECONDS": "0.2",
 }
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def fetch(url: str, timeout: float = 5.0) -> tuple[int, str]:

@@ -201,7 +201,8 @@ def test_a_refused_optional_kind_is_unknown_said_once(scene: Any) -> None:
 
 
 def test_serve_exports_the_attachment_findings(scene: Any, tmp_path: Path) -> None:
-    from prometheus_server import WATCH_ENV, answers, fetch, free_port, samples
+    from loopback import free_port
+    from prometheus_server import WATCH_ENV, answers, fetch, samples
 
     port = free_port()
     log = (tmp_path / "serve.log").open("w+")

@@ -25,6 +25,7 @@ from fake_apiserver import ScriptedServer, answer, http_answer
 from kubectl_pvleft.errors import ConnectionFailed
 from kubectl_pvleft.kube.api import PERSISTENT_VOLUMES, KubeAPI
 from kubectl_pvleft.kube.kubeconfig import Selection, load_connection
+from loopback import free_port
 from oidc_idp import unsigned_jwt
 from tls_material import ca_data
 
@@ -176,17 +177,11 @@ def in_a_thread(run) -> Result:
     return outcome[0]
 
 
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.mark.parametrize("subcommand", ["pending", "claims", "leftovers", "classes"])
 def test_watch_against_a_server_that_is_down_at_start_fails_like_any_command(subcommand: str,
                                                                              tmp_path: Path) -> None:
     # No CA named would load the system's trust store (~0.1 s) before the refused connect: skip verification.
-    config = kubeconfig(tmp_path / "kc", f"https://127.0.0.1:{closed_port()}", {"token": TOKEN},
+    config = kubeconfig(tmp_path / "kc", f"https://127.0.0.1:{free_port()}", {"token": TOKEN},
                         **{"insecure-skip-tls-verify": True})
     result = in_a_thread(lambda: invoke(subcommand, "-A", "--watch", "--kubeconfig", config, env=QUICK_WATCH))
     assert (result.code, result.stdout) == (1, "")

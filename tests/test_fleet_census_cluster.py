@@ -25,12 +25,13 @@ from azure_fake import FakeArm, azure_disk, disk_id
 from azure_fake import csi_tags as azure_tags
 from controlplane import ControlPlane, OwnPlane
 from gce_fake import FakeCompute, csi_description, gce_disk
+from loopback import free_port
 from plugin_runner import PLUGIN, items
 from scenarios import apply, claim, delete_claim, namespace, wait_pv_phase
 from test_aws_cluster import csi, ebs_pv
 from test_azure_cluster import azure_env
 from test_census_cli import env_for, error_lines
-from test_fleet_cluster import free_port, merged_kubeconfig
+from test_fleet_cluster import merged_kubeconfig
 
 pytestmark = pytest.mark.cluster
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -25,6 +24,7 @@ import pytest
 import yaml
 
 from controlplane import ControlPlane, OwnPlane
+from loopback import free_port
 from plugin_runner import PLUGIN, items, run_plugin
 from recording.pending import pod
 from scenarios import apply, claim, delete_claim, host_path_pv, namespace, storage_class, wait_for, wait_pv_phase
@@ -35,12 +35,6 @@ LIVE = ("live-east", "live-west")
 DEAD, INTERACTIVE = "dead-port", "sso-login"
 SUBCOMMANDS = (("leftovers",), ("pending", "-A"), ("classes",), ("claims", "-A"))
 TIMEOUT = 120.0  # the subprocess limit; a fleet run must end far under it
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def entry(kubeconfig: Path, section: str) -> dict[str, Any]:

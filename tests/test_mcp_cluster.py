@@ -14,7 +14,6 @@ from __future__ import annotations
 import base64
 import json
 import shlex
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ import yaml
 
 from aws_moto import FAKE_KEY_ID, FAKE_SECRET, MotoServer, aws_test_env, create_volume, csi_tags
 from kubectl_pvleft.invocation import COMMANDS
+from loopback import free_port
 from mcp_client import assert_declared, converse, item_validator
 from plugin_runner import PLUGIN, items, run_plugin
 from scenarios import apply, claim, get, seed_mariadb, wait_for
@@ -313,15 +313,9 @@ def test_a_403_is_an_answer_with_what_could_not_be_read(cluster: Any, seeded: st
     assert "Traceback" not in talk.stderr
 
 
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def test_an_unreachable_server_is_a_structured_error(cluster: Any, tmp_path: Path) -> None:
     kubeconfig = token_kubeconfig(tmp_path / "gone.kc", cluster, "not-a-real-token",
-                                  server=f"https://127.0.0.1:{closed_port()}")
+                                  server=f"https://127.0.0.1:{free_port()}")
     talk = converse(kubeconfig, [("leftovers", {}), ("claims", {"limit": 0}), ("nothing", {}),
                                  ("claims", {"names": "not-a-list"}), ("leftovers", {"cost": True})], tmp_path)
     kinds = [(result.is_error, result.structured_content["error"]["kind"]) for _, _, result in talk.answers]
@@ -357,7 +351,7 @@ def test_a_cloud_census_and_its_failure_are_answered_as_the_cli_prints_them(clus
     orphan = create_volume(ec2, "us-east-1b", 30, "gp2", tags=csi_tags("pvc-mcp-orphan", NAMESPACE, "cart", "eks-mcp"))
     keys = {"AWS_ACCESS_KEY_ID": FAKE_KEY_ID, "AWS_SECRET_ACCESS_KEY": FAKE_SECRET}
     reachable = aws_test_env(tmp_path, AWS_ENDPOINT_URL_EC2=moto.endpoint, **keys)
-    unreachable = aws_test_env(tmp_path, AWS_ENDPOINT_URL_EC2=f"http://127.0.0.1:{closed_port()}", **keys)
+    unreachable = aws_test_env(tmp_path, AWS_ENDPOINT_URL_EC2=f"http://127.0.0.1:{free_port()}", **keys)
     prices = tmp_path / "prices.yaml"
     prices.write_text("currency: USD\ndate: 2026-10-01\nprices:\n"
                       "  - {cloud: aws, location: '*', type: gp2, unit_price: 0.10}\n")

@@ -22,6 +22,7 @@ import pytest
 import yaml
 
 import proxies
+from loopback import free_port
 from plugin_runner import PLUGIN, run_plugin
 
 pytestmark = [pytest.mark.cluster,
@@ -187,7 +188,7 @@ def test_a_proxy_that_forbids_the_target_is_one_error_line(cluster, squid, tmp_p
 
 
 def test_a_proxy_that_is_not_there_is_one_error_line_naming_it(cluster, tmp_path):
-    closed = proxies.free_port()
+    closed = free_port()
     path = kubeconfig(cluster, tmp_path / "k", "127.0.0.1", **{"proxy-url": f"http://u:hunter2@127.0.0.1:{closed}"})
     theirs, ours = both(path)
     assert theirs.returncode != 0 and ours.returncode != 0

@@ -23,8 +23,9 @@ from typing import Any
 
 import pytest
 
+from loopback import free_port
 from plugin_runner import PLUGIN
-from prometheus_server import WATCH_ENV, Prometheus, answers, fetch, free_port, samples, scraping
+from prometheus_server import WATCH_ENV, Prometheus, answers, fetch, samples, scraping
 from prometheus_server import prometheus as running_prometheus
 from scenarios import apply, host_path_pv, wait_for
 

@@ -18,8 +18,9 @@ from typing import Any
 import pytest
 
 from controlplane import ControlPlane, OwnPlane
+from loopback import free_port
 from plugin_runner import PLUGIN
-from prometheus_server import WATCH_ENV, answers, fetch, free_port, samples
+from prometheus_server import WATCH_ENV, answers, fetch, samples
 from recording.snapshots import CRD_NAMES, GROUP, install_crds
 from recording.snapshots import build as build_scenario
 from scenarios import wait_for

@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import socket
 import subprocess
 import time
 import urllib.request
@@ -25,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from loopback import free_port
 from plugin_runner import PLUGIN, items, run_plugin
 from scenarios import apply, claim, get, host_path_pv, storage_class, wait_for, wait_pv_phase
 
@@ -170,12 +170,6 @@ def test_kept_and_young_are_no_finding_on_any_output_of_leftovers_and_claims(clu
 
 
 # -- serve ---------------------------------------------------------------------------------------------------
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
 
 def finding_series(url: str) -> set[tuple[str, str, str]]:
     from prometheus_client.parser import text_string_to_metric_families
