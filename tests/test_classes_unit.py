@@ -17,11 +17,11 @@ from typing import Any, Optional
 import pytest
 
 from cli_runner import Result, invoke
-from cli_runner import items as list_items
 from fake_apiserver import FakeAPIServer, status
 from kubectl_pvleft.analyses import classes
 from kubectl_pvleft.analyses.classes import ClassCensus, ClassRow, assess
 from kubectl_pvleft.records import PersistentVolume, PersistentVolumeClaim, StorageClass
+from plugin_runner import items as list_items
 from reports import table_lines
 from wire import items, load
 
