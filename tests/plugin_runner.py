@@ -5,9 +5,14 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import queue
 import shutil
+import signal
 import subprocess
 import sys
+import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Optional
 
@@ -64,3 +69,64 @@ def items(stdout: str) -> list[dict[str, Any]]:
     doc = json.loads(stdout)
     assert doc["apiVersion"] == "v1" and doc["kind"] == "List"
     return doc["items"]
+
+
+class Watch:
+    """The plugin following a subcommand (``--watch`` among ``args``) as a subprocess, as a user runs it: its JSON
+    lines (-o jsonl) read by a thread as they are printed. ``until``/``next`` take them (a stream that ended fails
+    the test, with its stderr); ``end()`` (SIGTERM, as a stopped pod) or ``interrupt()`` (Ctrl-C) stop it and
+    return its exit code and everything it said on stderr; ``stop()`` kills one still running, whatever happened."""
+
+    def __init__(self, kubeconfig: Path, *args: str, settle: float = 0.1) -> None:
+        command = [PLUGIN or "kubectl-pvleft", *args, "-o", "jsonl", "--kubeconfig", str(kubeconfig)]
+        self.proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                     env=dict(os.environ, PVLEFT_WATCH_SETTLE_SECONDS=str(settle)))
+        self.lines: queue.Queue[Optional[str]] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(line)
+        self.lines.put(None)
+
+    def until(self, what: str, match: Callable[[dict[str, Any]], Any], timeout: float = 60.0) -> dict[str, Any]:
+        """The first line ``match`` accepts; the lines before it are passed over."""
+        deadline = time.monotonic() + timeout
+        seen = []
+        while time.monotonic() < deadline:
+            try:
+                line = self.lines.get(timeout=max(0.1, deadline - time.monotonic()))
+            except queue.Empty:
+                break
+            if line is None:
+                raise AssertionError(f"the watch ended before {what}: rc={self.proc.wait()} stderr={self.stderr()}")
+            doc = json.loads(line)
+            seen.append(doc)
+            if match(doc):
+                return doc
+        summary = [(d.get("change"), d.get("name")) for d in seen]
+        raise AssertionError(f"no line for {what} in {timeout:.0f}s; saw {summary}")
+
+    def next(self, timeout: float = 60.0) -> dict[str, Any]:
+        return self.until("the next line", lambda _: True, timeout)
+
+    def stderr(self) -> str:
+        return self.proc.stderr.read() if self.proc.stderr and self.proc.poll() is not None else ""
+
+    def end(self) -> tuple[int, str]:
+        """SIGTERM: the exit code and everything said on stderr."""
+        self.proc.terminate()
+        code = self.proc.wait(timeout=10)
+        return code, self.stderr()
+
+    def interrupt(self) -> tuple[int, str]:
+        """Ctrl-C: the exit code and everything said on stderr."""
+        self.proc.send_signal(signal.SIGINT)
+        code = self.proc.wait(timeout=30)
+        return code, self.stderr()
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()

@@ -21,10 +21,8 @@ from __future__ import annotations
 
 import json
 import os
-import queue
 import signal
 import subprocess
-import threading
 from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
@@ -33,7 +31,7 @@ from typing import Any
 import pytest
 
 from mcp_client import assert_declared, declared
-from plugin_runner import PLUGIN, items, run_plugin
+from plugin_runner import PLUGIN, Watch, items, run_plugin
 from scenarios import apply, wait_for
 
 pytestmark = pytest.mark.cluster
@@ -241,16 +239,11 @@ def test_watch_shows_an_attach_error_appear_and_the_attachment_go(scene: Any) ->
     va = attachment(name, N1, f"{P}pv-1")
     va["metadata"]["labels"] = {"watch": "yes"}
     apply(scene, va)
-    command = [PLUGIN or "kubectl-pvleft", "attachments", "--watch", "-o", "jsonl", "--all", "-l", "watch=yes",
-               "--kubeconfig", str(scene.kubeconfig("reader"))]
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PVLEFT_WATCH_SETTLE_SECONDS": "0.1"})
-    lines: queue.Queue[str] = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()  # type: ignore[union-attr]
+    watch = Watch(scene.kubeconfig("reader"), "attachments", "--watch", "--all", "-l", "watch=yes")
 
     def next_of(wanted: str) -> dict[str, Any]:
         while True:
-            row = json.loads(lines.get(timeout=30))
+            row = watch.next(timeout=30)
             if row["name"] == wanted:
                 return row
             assert "attach-limit" not in json.dumps(row)  # n1 has 3 of 3, but only one is selected
@@ -266,10 +259,9 @@ def test_watch_shows_an_attach_error_appear_and_the_attachment_go(scene: Any) ->
         gone = next_of(name)
         assert (gone["change"], gone["resolution"]) == ("resolved", "the VolumeAttachment was deleted (detached)")
     finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+        _, stderr = watch.end()
         scene.kubectl("delete", "volumeattachment", name, "--ignore-not-found")
-    assert proc.stderr is not None and proc.stderr.read() == ""
+    assert stderr == ""
 
 
 def test_a_fleet_of_one_context_has_the_same_rows_with_a_context(scene: Any) -> None:

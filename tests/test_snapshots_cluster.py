@@ -9,10 +9,7 @@ and the no-CRD answers must be read before the CRDs exist whatever tests run.
 from __future__ import annotations
 
 import json
-import os
-import queue
 import subprocess
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,7 +17,7 @@ from typing import Any
 import pytest
 
 from controlplane import ControlPlane, OwnPlane
-from plugin_runner import PLUGIN, items, run_plugin
+from plugin_runner import Watch, items, run_plugin
 from recording.snapshots import (
     DRIVER_ERROR,
     content,
@@ -176,33 +173,22 @@ def test_watch_shows_a_content_turning_orphan(plane: ControlPlane) -> None:
     apply(plane, content(f"{P}watched", driver=driver, ns=NS, snapshot="watched",
                          uid=uid(plane, snapshot_path(NS, "watched")), labels={"watch": "yes"}))
     write_status(plane, content_path(f"{P}watched", "status"), ready("snap-watched"))
-    env = {"PVLEFT_WATCH_SETTLE_SECONDS": "0.1"}
-    command = [PLUGIN, "snapshots", "--watch", "-o", "jsonl", "--all", "-l", "watch=yes",
-               "--kubeconfig", str(plane.kubeconfig("reader"))]
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, **env})
-    lines: queue.Queue[str] = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()  # type: ignore[union-attr]
-
-    def next_line(timeout: float = 30.0) -> dict[str, Any]:
-        return json.loads(lines.get(timeout=timeout))
-
+    watch = Watch(plane.kubeconfig("reader"), "snapshots", "--watch", "--all", "-l", "watch=yes")
     try:
-        first = next_line()
+        first = watch.next(timeout=30)
         assert (first["change"], first["name"], first["snapshot_state"], first["findings"]) == (
             "appeared", f"{P}watched", "present", [])
         delete(plane, snapshot_path(NS, "watched"))
-        turned = next_line()
+        turned = watch.next(timeout=30)
         assert (turned["change"], turned["name"], turned["snapshot_state"], turned["snapshot_missing"]) == (
             "changed", f"{P}watched", "missing", True)
         assert [f["kind"] for f in turned["findings"]] == ["retained-orphan"]
         plane.kubectl("delete", "volumesnapshotcontent", f"{P}watched")
-        gone = next_line()
+        gone = watch.next(timeout=30)
         assert (gone["change"], gone["resolution"]) == ("resolved", "the VolumeSnapshotContent was deleted")
     finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-    assert proc.stderr is not None and proc.stderr.read() == ""
+        _, stderr = watch.end()
+    assert stderr == ""
 
 
 # -- #23: pvleft.io/keep, --exclude-namespace (the VolumeSnapshot's namespace) and --older-than ---------------------

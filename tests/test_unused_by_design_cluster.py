@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from controlplane import ControlPlane
-from plugin_runner import PLUGIN, items, run_plugin
+from plugin_runner import PLUGIN, Watch, items, run_plugin
 from recording.workloads import build
 from scenarios import apply, wait_for
 
@@ -156,24 +156,15 @@ def test_watch_shows_a_claim_when_the_workload_that_would_mount_it_again_is_dele
     """--watch follows the workloads as streams: the claims unused by design are not printed; deleting the
     Deployment (the garbage collector deletes its ReplicaSet: pkg/controller/garbagecollector) leaves `shared`
     named by nothing, and it appears as unused with no change to the claim itself. Runs last: it deletes."""
-    import json
-    import queue
-    import threading
-
-    proc = subprocess.Popen([PLUGIN or "kubectl-pvleft", "claims", "-n", scene, "--watch", "-o", "jsonl",
-                             "--kubeconfig", str(cluster.kubeconfig("reader"))], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env={**os.environ, "PVLEFT_WATCH_SETTLE_SECONDS": "0.1"})
-    lines: queue.Queue[str] = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()  # type: ignore[union-attr]
+    watch = Watch(cluster.kubeconfig("reader"), "claims", "-n", scene, "--watch")
     try:
-        first = json.loads(lines.get(timeout=60))
+        first = watch.next()
         assert (first["change"], first["name"], first["usage"]) == ("appeared", "idle", "unused")
         cluster.kubectl("delete", "deployment", "api", "-n", scene)
-        appeared = json.loads(lines.get(timeout=60))
+        appeared = watch.next()
         assert (appeared["change"], appeared["name"], appeared["usage"], appeared["mounted_again_by"]) == (
             "appeared", "shared", "unused", [])
-        assert lines.empty()  # data-web-0 and dump: still by design, never printed
+        assert watch.lines.empty()  # data-web-0 and dump: still by design, never printed
     finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-    assert proc.stderr is not None and proc.stderr.read() == ""
+        _, stderr = watch.end()
+    assert stderr == ""
