@@ -5,7 +5,6 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import queue
 import shutil
 import signal
 import subprocess
@@ -73,57 +72,78 @@ def items(stdout: str) -> list[dict[str, Any]]:
 
 class Watch:
     """The plugin following a subcommand (``--watch`` among ``args``) as a subprocess, as a user runs it: its JSON
-    lines (-o jsonl) read by a thread as they are printed. ``until``/``next`` take them (a stream that ended fails
-    the test, with its stderr); ``end()`` (SIGTERM, as a stopped pod) or ``interrupt()`` (Ctrl-C) stop it and
-    return its exit code and everything it said on stderr; ``stop()`` kills one still running, whatever happened."""
+    lines (-o jsonl) kept in ``lines`` as they are printed, its stderr read meanwhile (so -v 6 never blocks it).
+    ``until``/``next`` take the lines in order (a stream that ended fails the test, with its stderr); ``end()``
+    (SIGTERM, as a stopped pod) or ``interrupt()`` (Ctrl-C) stop it and return its exit code and stderr; ``stop()``
+    kills one still running, whatever happened."""
 
-    def __init__(self, kubeconfig: Path, *args: str, settle: float = 0.1) -> None:
-        command = [PLUGIN or "kubectl-pvleft", *args, "-o", "jsonl", "--kubeconfig", str(kubeconfig)]
+    def __init__(self, kubeconfig: Path, *args: str, settle: Optional[float] = 0.1,
+                 env: Optional[dict[str, str]] = None) -> None:
+        """``settle``: PVLEFT_WATCH_SETTLE_SECONDS (None: the plugin's own); ``env``: more of its environment."""
+        command = [PLUGIN or sys.executable, *([] if PLUGIN else ["-m", "kubectl_pvleft"]), *args, "-o", "jsonl",
+                   "--kubeconfig", str(kubeconfig)]
+        settling = {} if settle is None else {"PVLEFT_WATCH_SETTLE_SECONDS": str(settle)}
         self.proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                     env=dict(os.environ, PVLEFT_WATCH_SETTLE_SECONDS=str(settle)))
-        self.lines: queue.Queue[Optional[str]] = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
+                                     env={**os.environ, **settling, **(env or {})})
+        self.lines: list[dict[str, Any]] = []
+        self.stderr_lines: list[str] = []
+        self.taken = 0  # the lines until/next have passed
+        self._readers = [threading.Thread(target=self._read, args=(self.proc.stdout, self.lines, json.loads)),
+                         threading.Thread(target=self._read, args=(self.proc.stderr, self.stderr_lines, str))]
+        for reader in self._readers:
+            reader.daemon = True
+            reader.start()
 
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.put(line)
-        self.lines.put(None)
+    @staticmethod
+    def _read(stream: Any, into: list[Any], parse: Callable[[str], Any]) -> None:
+        for line in stream:  # one at a time, each seen by until() as it comes
+            into.append(parse(line))  # noqa: PERF401
 
-    def until(self, what: str, match: Callable[[dict[str, Any]], Any], timeout: float = 60.0) -> dict[str, Any]:
-        """The first line ``match`` accepts; the lines before it are passed over."""
+    def until(self, what: str, match: Callable[[dict[str, Any]], Any], timeout: float = 60.0,
+              after: Optional[int] = None) -> dict[str, Any]:
+        """The first line ``match`` accepts after the last one taken, which it takes with those before it; with
+        ``after``, the first from that index on, taking nothing (to look again at lines already passed)."""
         deadline = time.monotonic() + timeout
-        seen = []
-        while time.monotonic() < deadline:
-            try:
-                line = self.lines.get(timeout=max(0.1, deadline - time.monotonic()))
-            except queue.Empty:
-                break
-            if line is None:
-                raise AssertionError(f"the watch ended before {what}: rc={self.proc.wait()} stderr={self.stderr()}")
-            doc = json.loads(line)
-            seen.append(doc)
-            if match(doc):
-                return doc
-        summary = [(d.get("change"), d.get("name")) for d in seen]
-        raise AssertionError(f"no line for {what} in {timeout:.0f}s; saw {summary}")
+        at = self.taken if after is None else after
+        while True:
+            ended = self.proc.poll() is not None and not self._readers[0].is_alive()
+            for index in range(at, len(self.lines)):
+                if match(self.lines[index]):
+                    if after is None:
+                        self.taken = index + 1
+                    return self.lines[index]
+            at = max(at, len(self.lines))
+            if ended:
+                raise AssertionError(f"the watch ended before {what}: rc={self.proc.returncode} stderr={self.stderr()}")
+            if time.monotonic() > deadline:
+                summary = [(d.get("change"), d.get("name", d.get("pod"))) for d in self.lines[self.taken:]]
+                raise AssertionError(f"no line for {what} in {timeout:.0f}s; saw {summary}")
+            time.sleep(0.02)
 
     def next(self, timeout: float = 60.0) -> dict[str, Any]:
         return self.until("the next line", lambda _: True, timeout)
 
+    def unread(self) -> list[dict[str, Any]]:
+        """The lines printed that until/next have not passed."""
+        return self.lines[self.taken:]
+
     def stderr(self) -> str:
-        return self.proc.stderr.read() if self.proc.stderr and self.proc.poll() is not None else ""
+        return "".join(self.stderr_lines)
 
     def end(self) -> tuple[int, str]:
         """SIGTERM: the exit code and everything said on stderr."""
         self.proc.terminate()
-        code = self.proc.wait(timeout=10)
-        return code, self.stderr()
+        return self._ended(10)
 
     def interrupt(self) -> tuple[int, str]:
         """Ctrl-C: the exit code and everything said on stderr."""
         self.proc.send_signal(signal.SIGINT)
-        code = self.proc.wait(timeout=30)
+        return self._ended(30)
+
+    def _ended(self, timeout: float) -> tuple[int, str]:
+        code = self.proc.wait(timeout=timeout)
+        for reader in self._readers:
+            reader.join(timeout=5)
         return code, self.stderr()
 
     def stop(self) -> None:

@@ -4,14 +4,11 @@ across an apiserver restart, a real 410 and dropped connections."""
 from __future__ import annotations
 
 import json
-import os
-import signal
 import socket
-import subprocess
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Optional
 
@@ -24,7 +21,7 @@ from kubectl_pvleft.kube.api import KubeAPI
 from kubectl_pvleft.kube.kubeconfig import Selection, load_connection
 from kubectl_pvleft.kube.watch import WatchSettings, follow
 from loopback import TcpFake
-from plugin_runner import PLUGIN, items, run_plugin
+from plugin_runner import Watch, items, run_plugin
 from recording.pending import claim, pod, volume
 from scenarios import apply, scratch_namespace, wait_for
 
@@ -206,99 +203,63 @@ def event_reads(cluster: Any, since: int, ns: str) -> list[str]:
 
 # -- --watch ---------------------------------------------------------------------------------------------
 
-class Watcher:
-    """`kubectl-pvleft pending --watch -o jsonl` in the background, its lines collected as they come."""
+def watch_pending(watchers: list[Watch], kubeconfig: Path, ns: str, *extra: str) -> Watch:
+    """`kubectl-pvleft pending -n NS --watch -o jsonl` in the background, stopped when the test ends."""
+    watchers.append(Watch(kubeconfig, "pending", "-n", ns, "--watch", *extra, settle=None, env=FAST_WATCH))
+    return watchers[-1]
 
-    def __init__(self, kubeconfig: Path, ns: str, env: Optional[dict] = None, extra: tuple[str, ...] = ()) -> None:
-        command = [PLUGIN or "kubectl-pvleft", "pending", "-n", ns, "--watch", "-o", "jsonl",
-                   "--kubeconfig", str(kubeconfig), *extra]
-        self.proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                     env=dict(os.environ, **FAST_WATCH, **(env or {})))
-        self.lines: list[dict] = []
-        self.stderr: list[str] = []
-        self._readers = [threading.Thread(target=self._read, daemon=True),
-                         threading.Thread(target=self._read_err, daemon=True)]
-        for reader in self._readers:
-            reader.start()
 
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.append(json.loads(line))
+def verdict(pod_name: str, change: str, reason: Optional[str] = None) -> Callable[[dict], bool]:
+    return lambda line: line["pod"] == pod_name and line["change"] == change and (reason is None or line["reason"] == reason)
 
-    def _read_err(self) -> None:
-        assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            self.stderr.append(line)
 
-    def saw(self, pod_name: str, change: str, reason: Optional[str] = None, after: int = 0) -> Optional[dict]:
-        for line in self.lines[after:]:
-            if line["pod"] == pod_name and line["change"] == change and (reason is None or line["reason"] == reason):
-                return line
-        return None
+def expect(w: Watch, pod_name: str, change: str, reason: Optional[str] = None, after: int = 0,
+           timeout: float = 60) -> dict:
+    """The first such line printed from index ``after`` on, whenever it came."""
+    return w.until(f"{change} {pod_name} {reason or ''}", verdict(pod_name, change, reason), timeout, after=after)
 
-    def expect(self, pod_name: str, change: str, reason: Optional[str] = None, after: int = 0,
-               timeout: float = 60) -> dict:
-        return wait_for(f"{change} {pod_name} {reason or ''} in {self.lines} / {self.stderr}",
-                        lambda: self.alive() and self.saw(pod_name, change, reason, after), timeout=timeout)
 
-    def alive(self) -> bool:
-        if self.proc.poll() is not None:
-            raise AssertionError(f"the watch exited {self.proc.returncode}: {''.join(self.stderr)}")
-        return True
-
-    def interrupt(self) -> int:
-        self.proc.send_signal(signal.SIGINT)
-        code = self.proc.wait(timeout=20)
-        for reader in self._readers:
-            reader.join(timeout=5)
-        return code
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(timeout=10)
+def saw(w: Watch, pod_name: str, change: str) -> bool:
+    return any(map(verdict(pod_name, change), w.lines))
 
 
 @pytest.fixture
-def watchers() -> Iterator[list[Watcher]]:
-    started: list[Watcher] = []
+def watchers() -> Iterator[list[Watch]]:
+    started: list[Watch] = []
     yield started
     for w in started:
-        w.kill()
+        w.stop()
 
 
 def test_watch_reports_a_verdict_that_changes_and_resolves(cluster: Any, ns: str, cluster_objects: list,
                                                            watchers: list) -> None:
     sc = storage_class(cluster, cluster_objects)
-    w = Watcher(cluster.kubeconfig("admin"), ns)
-    watchers.append(w)
+    w = watch_pending(watchers, cluster.kubeconfig("admin"), ns)
     apply(cluster, pod(ns, "app", "data"))
-    first = w.expect("app", "appeared", "ClaimNotFound")
+    first = expect(w, "app", "appeared", "ClaimNotFound")
     assert first["owner"] == "kube-scheduler"
     apply(cluster, claim(ns, "data", sc))
-    changed = w.expect("app", "changed", "ExternalProvisioning")
+    changed = expect(w, "app", "changed", "ExternalProvisioning")
     assert changed["owner"] == PROVISIONER and changed["claims"][0]["phase"] == "Pending"
     cluster.kubectl("delete", "pod", "-n", ns, "app", "--wait=false")
-    resolved = w.expect("app", "resolved")
+    resolved = expect(w, "app", "resolved")
     assert resolved["resolution"] == "the Pod was deleted"
     time.sleep(6)  # more than one server-side watch timeout: a stream that ends must not end the command
-    assert w.alive()
-    code = w.interrupt()
-    assert code == 130 and "Traceback" not in "".join(w.stderr)
+    assert w.proc.poll() is None  # still running
+    code, stderr = w.interrupt()
+    assert code == 130 and "Traceback" not in stderr
 
 
 def test_watch_keeps_going_across_an_apiserver_restart(cluster: Any, ns: str, watchers: list) -> None:
-    w = Watcher(cluster.kubeconfig("admin"), ns)
-    watchers.append(w)
+    w = watch_pending(watchers, cluster.kubeconfig("admin"), ns)
     apply(cluster, pod(ns, "before", "nowhere"))
-    w.expect("before", "appeared", "ClaimNotFound")
+    expect(w, "before", "appeared", "ClaimNotFound")
     cluster.restart_apiserver()
     apply(cluster, pod(ns, "after", "nowhere"))
-    w.expect("after", "appeared", "ClaimNotFound", timeout=90)
-    assert not w.saw("before", "resolved")
-    assert w.interrupt() == 130
-    assert "Traceback" not in "".join(w.stderr)
+    expect(w, "after", "appeared", "ClaimNotFound", timeout=90)
+    assert not saw(w, "before", "resolved")
+    code, stderr = w.interrupt()
+    assert code == 130 and "Traceback" not in stderr
 
 
 class FaultProxy(TcpFake):
@@ -405,10 +366,9 @@ def test_watch_relists_and_resyncs_after_a_real_410(cluster: Any, ns: str, proxy
     """While the plugin is cut off, a Pod goes and another comes, and the restarted apiserver's watch cache
     forgets the plugin's resourceVersion: its re-watch gets a real 410, and only a relist can show the change."""
     marker = audit_size(cluster)
-    w = Watcher(proxy.kubeconfig(cluster, tmp_path), ns, extra=("-v", "6"))
-    watchers.append(w)
+    w = watch_pending(watchers, proxy.kubeconfig(cluster, tmp_path), ns, "-v", "6")
     apply(cluster, pod(ns, "gone", "nowhere"))
-    w.expect("gone", "appeared", "ClaimNotFound")
+    expect(w, "gone", "appeared", "ClaimNotFound")
     assert len(pod_lists_by_plugin(cluster, marker, ns)) == 1
     proxy.pause()
     cluster.kubectl("delete", "pod", "-n", ns, "gone", "--wait=true")
@@ -417,36 +377,35 @@ def test_watch_relists_and_resyncs_after_a_real_410(cluster: Any, ns: str, proxy
     cluster.restart_apiserver()
     seen = len(w.lines)
     proxy.resume()
-    resolved = w.expect("gone", "resolved", after=seen, timeout=90)
+    resolved = expect(w, "gone", "resolved", after=seen, timeout=90)
     assert "resynced" in resolved["resolution"]  # known from the relist's diff: no DELETED was ever seen
-    w.expect("new", "appeared", "ClaimNotFound", after=seen)
+    expect(w, "new", "appeared", "ClaimNotFound", after=seen)
     expired = [e for e in audit_entries(cluster, marker) if e["verb"] == "watch"
                and e.get("objectRef", {}).get("resource") == "pods" and e.get("userAgent", "").startswith("kubectl-pvleft/")]
     assert expired, "the plugin never re-watched"
     # The 410 really happened: the audit log shows only 200s (the apiserver answers a too-old watch 200, then an
     # ERROR event with the 410), so the plugin's -v 6 line for that event is the witness.
-    assert any('"Watch error"' in line and 'status="410 Expired"' in line for line in w.stderr), w.stderr[-5:]
+    assert any('"Watch error"' in line and 'status="410 Expired"' in line for line in w.stderr_lines), w.stderr_lines[-5:]
     assert len(pod_lists_by_plugin(cluster, marker, ns)) >= 2
-    assert w.interrupt() == 130
+    assert w.interrupt()[0] == 130
 
 
 def test_watch_rewatches_after_dropped_connections_without_relisting(cluster: Any, ns: str, proxy: FaultProxy,
                                                                      tmp_path: Path, watchers: list) -> None:
     marker = audit_size(cluster)
-    w = Watcher(proxy.kubeconfig(cluster, tmp_path), ns)
-    watchers.append(w)
+    w = watch_pending(watchers, proxy.kubeconfig(cluster, tmp_path), ns)
     apply(cluster, pod(ns, "one", "nowhere"))
-    w.expect("one", "appeared")
+    expect(w, "one", "appeared")
     for round_ in range(3):
         accepted = proxy.accepted
         proxy.cut()
         wait_for("the plugin to reconnect",
                  lambda accepted=accepted: proxy.accepted > accepted and proxy.open_connections() > 0)
         apply(cluster, pod(ns, f"after-cut-{round_}", "nowhere"))
-        w.expect(f"after-cut-{round_}", "appeared", "ClaimNotFound")
+        expect(w, f"after-cut-{round_}", "appeared", "ClaimNotFound")
     assert len(pod_lists_by_plugin(cluster, marker, ns)) == 1  # resumed from its resourceVersion each time
-    assert not w.saw("one", "resolved")
-    assert w.interrupt() == 130
+    assert not saw(w, "one", "resolved")
+    assert w.interrupt()[0] == 130
 
 
 def test_watch_closes_every_connection_it_opens(cluster: Any, ns: str, proxy: FaultProxy, tmp_path: Path) -> None:

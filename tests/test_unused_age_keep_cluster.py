@@ -116,7 +116,7 @@ def test_watch_follows_pods_starting_and_ending(cluster: Any, ns: str) -> None:
     watch = Watch(cluster.kubeconfig("reader"), "claims", "-n", ns, "--watch")
     try:
         time.sleep(2)  # listed: the claim is used, so nothing is printed
-        assert watch.lines.empty()
+        assert watch.unread() == []
         cluster.kubectl("delete", "pod", "app", "-n", ns, "--grace-period=0", "--force")
         appeared = watch.next()
         assert (appeared["change"], appeared["name"], appeared["unused"]) == ("appeared", "w", True)

@@ -164,7 +164,7 @@ def test_watch_shows_a_claim_when_the_workload_that_would_mount_it_again_is_dele
         appeared = watch.next()
         assert (appeared["change"], appeared["name"], appeared["usage"], appeared["mounted_again_by"]) == (
             "appeared", "shared", "unused", [])
-        assert watch.lines.empty()  # data-web-0 and dump: still by design, never printed
+        assert watch.unread() == []  # data-web-0 and dump: still by design, never printed
     finally:
         _, stderr = watch.end()
     assert stderr == ""

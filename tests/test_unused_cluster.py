@@ -114,7 +114,7 @@ def test_watch_follows_the_pods_when_no_condition_says_it(plane: ControlPlane, n
     watch = Watch(plane.kubeconfig("reader"), "claims", "-n", ns, "--watch")
     try:
         time.sleep(2)  # listed: a Pod uses the claim, nothing is printed
-        assert watch.lines.empty()
+        assert watch.unread() == []
         # Only the Pods stream can say this: nothing about the claim itself changes.
         plane.kubectl("delete", "pod", "app", "-n", ns, "--grace-period=0", "--force")
         appeared = watch.next()
