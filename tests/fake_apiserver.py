@@ -32,14 +32,14 @@ class FakeAPIServer(LoopbackFake):
         return plain_kubeconfig(path, "fake", self.endpoint)
 
 
-def plain_kubeconfig(path: Path, name: str, server: str) -> Path:
-    """A kubeconfig of one context, ``name``, for a plain-HTTP server: no user credential (kubectl would send
-    none to it)."""
+def plain_kubeconfig(path: Path, name: str, server: str, *more_contexts: str) -> Path:
+    """A kubeconfig for a plain-HTTP server: the context ``name`` (the current one, its cluster and user named
+    the same), and ``more_contexts`` on that cluster and user; no user credential (kubectl would send none)."""
     path.write_text(yaml.safe_dump({
         "apiVersion": "v1", "kind": "Config", "current-context": name,
         "clusters": [{"name": name, "cluster": {"server": server}}],
         "users": [{"name": name, "user": {}}],
-        "contexts": [{"name": name, "context": {"cluster": name, "user": name}}],
+        "contexts": [{"name": n, "context": {"cluster": name, "user": name}} for n in (name, *more_contexts)],
     }))
     return path
 
@@ -63,8 +63,9 @@ CONTINUE_EXPIRED = status(
 class ScriptedServer(TcpFake):
     """A raw-socket HTTP server for answers no apiserver gives on purpose: bodies that are not lists, pages
     of HTML, truncated bodies, a closed connection, silence. One server serves many faults: the first path
-    segment picks the fault (point a kubeconfig's server at ``url_for(name)``), so a whole module shares it.
-    Every request is recorded with its headers, to check what reached the server (and as whom)."""
+    segment picks the fault (point a kubeconfig's server at ``url_for(name)``), so a whole module shares it;
+    ``silent`` is always one (``hold``: TLS done, the request read, nothing answered). Every request is recorded
+    with its headers, to check what reached the server (and as whom)."""
 
     def __init__(self, faults: dict[str, Callable[[socket.socket], None]], tls: bool = True) -> None:
         # TLS by default: the plugin sends no credential to a server that is not TLS (as kubectl), and these
@@ -122,7 +123,8 @@ class ScriptedServer(TcpFake):
             self.requests.append((path, headers))
             if path.startswith("/") and "/" in path[1:]:  # the requests seen(fault) names: /<fault>/...
                 self._by_fault.setdefault(path[1:].split("/", 1)[0], []).append((path, headers))
-            fault = self.faults.get(path.split("/")[1] if path.count("/") >= 1 else "")
+            name = path.split("/")[1] if path.count("/") >= 1 else ""
+            fault = self.faults.get(name, self.hold if name == "silent" else None)
             try:
                 if fault is None:
                     conn.sendall(http_answer(404, b"no such fault", "text/plain"))
@@ -145,6 +147,10 @@ def http_answer(status: int, body: bytes, content_type: str = "application/json"
 def answer(status: int, body: bytes, content_type: str = "application/json", **kw: Any) -> Callable[[socket.socket], None]:
     data = http_answer(status, body, content_type, **kw)
     return lambda conn: conn.sendall(data)
+
+
+# A list with nothing in it, as an API server answers it.
+EMPTY_LIST = b'{"kind":"List","apiVersion":"v1","metadata":{"resourceVersion":"7"},"items":[]}'
 
 
 def close_at_once(conn: socket.socket) -> None:

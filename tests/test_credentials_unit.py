@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from cli_runner import Result, invoke
-from fake_apiserver import ScriptedServer, answer, http_answer
+from fake_apiserver import EMPTY_LIST, ScriptedServer, answer, http_answer
 from kubectl_pvleft.errors import ConnectionFailed
 from kubectl_pvleft.kube.api import PERSISTENT_VOLUMES, KubeAPI
 from kubectl_pvleft.kube.kubeconfig import Selection, load_connection
@@ -33,14 +33,11 @@ TOKEN = "tok-9f8e7d6c5b4a"
 OIDC_TOKEN = unsigned_jwt({"sub": "u", "exp": 4_102_444_800})  # a JWT valid until 2100: sent as it is
 # The oracle: a real kubectl (gcloud's dispatcher on PATH picks one by the server's version; there is no server here).
 KUBECTL = next((p for p in ("/usr/lib/google-cloud-sdk/bin/kubectl.1.33",) if os.path.exists(p)), "kubectl")
-EMPTY_LIST = b'{"kind":"List","apiVersion":"v1","metadata":{"resourceVersion":"7"},"items":[]}'
 
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[ScriptedServer]:
-    faults = {"ok": answer(200, EMPTY_LIST)}
-    with ScriptedServer(faults) as scripted:
-        faults["silent"] = scripted.hold
+    with ScriptedServer({"ok": answer(200, EMPTY_LIST)}) as scripted:
         yield scripted
 
 

@@ -19,22 +19,19 @@ import pytest
 import yaml
 
 from cli_runner import Result, invoke
-from fake_apiserver import ScriptedServer, answer
+from fake_apiserver import EMPTY_LIST, ScriptedServer, answer
 from kubectl_pvleft.kube.oidc import token_expiry, valid
 from loopback import free_port
 from oidc_idp import CLIENT_ID, CLIENT_SECRET, SUBJECT, IdP, unsigned_jwt
 from tls_material import ca_data
 
-EMPTY_LIST = b'{"kind":"List","apiVersion":"v1","metadata":{"resourceVersion":"7"},"items":[]}'
 REFRESHED = re.compile(r'^warning: the oidc id-token of user "u" was refreshed for this run only; kubectl would have '
                        r"saved the new tokens in the kubeconfig \(this plugin never writes it\)$")
 
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[ScriptedServer]:
-    faults = {"ok": answer(200, EMPTY_LIST)}
-    with ScriptedServer(faults) as scripted:
-        faults["silent"] = scripted.hold
+    with ScriptedServer({"ok": answer(200, EMPTY_LIST)}) as scripted:
         yield scripted
 
 

@@ -21,11 +21,11 @@ from pathlib import Path
 import pytest
 
 from cli_runner import invoke
-from fake_apiserver import ScriptedServer, close_at_once, http_answer
+from fake_apiserver import EMPTY_LIST, ScriptedServer, close_at_once, http_answer
 from kubectl_pvleft.errors import ConnectionFailed
 from kubectl_pvleft.kube.kubeconfig import Selection, load_connection
 from kubectl_pvleft.kube.transport import MAX_RETRIES, Transport, set_verbosity
-from test_credentials_unit import EMPTY_LIST, kubeconfig
+from test_credentials_unit import kubeconfig
 
 PVCS = "/api/v1/persistentvolumeclaims"
 

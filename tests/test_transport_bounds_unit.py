@@ -18,12 +18,12 @@ from pathlib import Path
 
 import pytest
 
-from fake_apiserver import ScriptedServer, http_answer
+from fake_apiserver import EMPTY_LIST, ScriptedServer, http_answer
 from kubectl_pvleft.errors import ApiError, ConnectionFailed
 from kubectl_pvleft.kube import transport as transport_module
 from kubectl_pvleft.kube.kubeconfig import Selection, load_connection
 from kubectl_pvleft.kube.transport import MAX_RETRIES, Transport, set_verbosity
-from test_credentials_unit import EMPTY_LIST, kubeconfig
+from test_credentials_unit import kubeconfig
 
 PVCS = "/api/v1/persistentvolumeclaims"
 BOUND = 64 * 1024  # MAX_BODY_BYTES for these tests: 256 MiB would make each one slow
