@@ -433,28 +433,41 @@ def test_a_claim_a_workload_mounts_again_is_counted_apart_and_never_alerted() ->
     assert {s["state"] for s, _ in unknown["pvleft_finding_info"]} & {"unused"} == set()
 
 
+SNAPSHOT_API = "/apis/snapshot.storage.k8s.io/v1/"
+QUICK = WatchSettings(backoff_initial=0.01, backoff_max=0.1, settle=0.0)
+
+
+def snapshot_api(refused: Callable[[str], Any]) -> Any:
+    """A fake API server with the recorded snapshot scenario: each kind listed, then watched quietly until the
+    server ends the watch; but a path ``refused(path)`` answers (a status and a body) gets that answer."""
+    import time
+
+    from fake_apiserver import FakeAPIServer
+
+    lists = {SNAPSHOT_API + kind: items(f"snapshots_{kind}")
+             for kind in ("volumesnapshotcontents", "volumesnapshots", "volumesnapshotclasses")}
+
+    def handler(path: str, query: dict[str, list[str]]) -> tuple[int, Any]:
+        refusal = refused(path)
+        if refusal is not None:
+            return refusal
+        if query.get("watch") == ["true"]:
+            time.sleep(0.2)  # a quiet watch that the server ends
+            return 200, {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "7"}}}
+        return 200, {"kind": "List", "apiVersion": "v1", "metadata": {"resourceVersion": "7"}, "items": lists[path]}
+
+    return FakeAPIServer(handler)
+
+
 def test_snapshot_crds_installed_and_removed_while_serving(tmp_path: Path) -> None:
     """The snapshot API is asked for again while it is not served: installed later, its findings appear; removed,
     they go (absent, never zero) with pvleft_analysis_served 0, and a kind not served is no outage for /healthz."""
     import threading
     import time
 
-    from fake_apiserver import FakeAPIServer
     from kubectl_pvleft.analyses import snapshots
 
     installed = threading.Event()
-    api_path = "/apis/snapshot.storage.k8s.io/v1/"
-    answers = {api_path + "volumesnapshotcontents": items("snapshots_volumesnapshotcontents"),
-               api_path + "volumesnapshots": items("snapshots_volumesnapshots"),
-               api_path + "volumesnapshotclasses": items("snapshots_volumesnapshotclasses")}
-
-    def handler(path: str, query: dict[str, list[str]]) -> tuple[int, Any]:
-        if not installed.is_set():
-            return 404, "404 page not found\n"  # what a server without the CRDs answers
-        if query.get("watch") == ["true"]:
-            time.sleep(0.2)  # a quiet watch that the server ends
-            return 200, {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "7"}}}
-        return 200, {"kind": "List", "apiVersion": "v1", "metadata": {"resourceVersion": "7"}, "items": answers[path]}
 
     def until(what: Callable[[dict], bool]) -> dict:
         deadline = time.monotonic() + 20
@@ -469,27 +482,28 @@ def test_snapshot_crds_installed_and_removed_while_serving(tmp_path: Path) -> No
     def served(metrics: dict) -> float:
         return {labels["analysis"]: v for labels, v in metrics["pvleft_analysis_served"]}["snapshots"]
 
-    with FakeAPIServer(handler) as server:
-        settings = WatchSettings(backoff_initial=0.01, backoff_max=0.1, settle=0.0)
-        with live_on(server, tmp_path, "snapshots", snapshots.ANALYSIS, settings) as live:
-            before = until(lambda m: served(m) == 0.0 and live.healthy(0)[0])
-            assert "pvleft_findings" not in before and "pvleft_leftover_snapshot_contents" not in before
-            assert {v for _, v in before["pvleft_stream_served"]} == {0.0}
-            assert {v for _, v in before["pvleft_stream_errors_total"]} == {0.0}  # not an outage either
-            assert "pvleft_stream_up" not in before  # a kind that does not exist is neither up nor down
+    def not_installed(path: str) -> Any:
+        return None if installed.is_set() else (404, "404 page not found\n")  # what a server without the CRDs answers
 
-            installed.set()
-            after = until(lambda m: "pvleft_findings" in m)
-            assert served(after) == 1.0 and after["pvleft_findings"][0][1] > 0
-            assert sum(v for _, v in after["pvleft_leftover_snapshot_contents"]) > 0
-            assert {v for _, v in after["pvleft_stream_served"]} == {1.0}
-            assert after["pvleft_analysis_up"] == [({"analysis": "snapshots"}, 1.0)]
+    with snapshot_api(not_installed) as server, live_on(server, tmp_path, "snapshots", snapshots.ANALYSIS, QUICK) as live:
+        before = until(lambda m: served(m) == 0.0 and live.healthy(0)[0])
+        assert "pvleft_findings" not in before and "pvleft_leftover_snapshot_contents" not in before
+        assert {v for _, v in before["pvleft_stream_served"]} == {0.0}
+        assert {v for _, v in before["pvleft_stream_errors_total"]} == {0.0}  # not an outage either
+        assert "pvleft_stream_up" not in before  # a kind that does not exist is neither up nor down
 
-            installed.clear()  # the CRDs are deleted: the next watch or list is a 404
-            gone = until(lambda m: served(m) == 0.0)
-            assert "pvleft_findings" not in gone and "pvleft_leftover_snapshot_contents" not in gone
-            assert not any(series["analysis"] == "snapshots" for series, _ in gone.get("pvleft_finding_info", []))
-            assert live.healthy(0)[0]
+        installed.set()
+        after = until(lambda m: "pvleft_findings" in m)
+        assert served(after) == 1.0 and after["pvleft_findings"][0][1] > 0
+        assert sum(v for _, v in after["pvleft_leftover_snapshot_contents"]) > 0
+        assert {v for _, v in after["pvleft_stream_served"]} == {1.0}
+        assert after["pvleft_analysis_up"] == [({"analysis": "snapshots"}, 1.0)]
+
+        installed.clear()  # the CRDs are deleted: the next watch or list is a 404
+        gone = until(lambda m: served(m) == 0.0)
+        assert "pvleft_findings" not in gone and "pvleft_leftover_snapshot_contents" not in gone
+        assert not any(series["analysis"] == "snapshots" for series, _ in gone.get("pvleft_finding_info", []))
+        assert live.healthy(0)[0]
 
 
 def test_a_refused_optional_stream_is_asked_again(tmp_path: Path) -> None:
@@ -498,41 +512,32 @@ def test_a_refused_optional_stream_is_asked_again(tmp_path: Path) -> None:
     import threading
     import time
 
-    from fake_apiserver import FakeAPIServer, status
+    from fake_apiserver import status
     from kubectl_pvleft.analyses import snapshots
 
     granted = threading.Event()
-    api_path = "/apis/snapshot.storage.k8s.io/v1/"
-    answers = {api_path + "volumesnapshotcontents": items("snapshots_volumesnapshotcontents"),
-               api_path + "volumesnapshots": items("snapshots_volumesnapshots"),
-               api_path + "volumesnapshotclasses": items("snapshots_volumesnapshotclasses")}
 
-    def handler(path: str, query: dict[str, list[str]]) -> tuple[int, Any]:
+    def forbidden(path: str) -> Any:
         if path.endswith("/volumesnapshots") and not granted.is_set():
             return 403, status(403, "Forbidden", 'volumesnapshots.snapshot.storage.k8s.io is forbidden')
-        if query.get("watch") == ["true"]:
-            time.sleep(0.2)
-            return 200, {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "7"}}}
-        return 200, {"kind": "List", "apiVersion": "v1", "metadata": {"resourceVersion": "7"}, "items": answers[path]}
+        return None
 
     def readable(metrics: dict) -> float:
         return {labels["stream"]: v for labels, v in metrics.get("pvleft_stream_readable", [])}["volumesnapshots"]
 
-    with FakeAPIServer(handler) as server:
-        settings = WatchSettings(backoff_initial=0.01, backoff_max=0.1, settle=0.0)
-        with live_on(server, tmp_path, "snapshots", snapshots.ANALYSIS, settings) as live:
-            deadline = time.monotonic() + 20
-            while not (live.analyses[0].rows is not None and readable(scrape(live)) == 0.0):
-                assert time.monotonic() < deadline
-                live.judge_once()
-                time.sleep(0.05)
-            refused = scrape(live)
-            granted.set()
-            while readable(scrape(live)) != 1.0 or live.analyses[0].stores.data["snapshots"] in (None, {}):
-                assert time.monotonic() < deadline + 20
-                time.sleep(0.05)
+    with snapshot_api(forbidden) as server, live_on(server, tmp_path, "snapshots", snapshots.ANALYSIS, QUICK) as live:
+        deadline = time.monotonic() + 20
+        while not (live.analyses[0].rows is not None and readable(scrape(live)) == 0.0):
+            assert time.monotonic() < deadline
+            live.judge_once()
+            time.sleep(0.05)
+        refused = scrape(live)
+        granted.set()
+        while readable(scrape(live)) != 1.0 or live.analyses[0].stores.data["snapshots"] in (None, {}):
+            assert time.monotonic() < deadline + 20
+            time.sleep(0.05)
     assert refused["pvleft_analysis_up"] == [({"analysis": "snapshots"}, 1.0)]  # judged, that evidence unknown
-    assert len(live.analyses[0].stores.data["snapshots"] or {}) == len(answers[api_path + "volumesnapshots"])
+    assert len(live.analyses[0].stores.data["snapshots"] or {}) == len(items("snapshots_volumesnapshots"))
 
 
 HEAP_COUNT = """
