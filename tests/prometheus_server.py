@@ -127,6 +127,16 @@ def exporter(kubeconfig: Optional[Path], *args: str, log: Path, env: Optional[di
         print(log.read_text())  # shown when a test fails
 
 
+def series_of(target: str, metric: str, **labels: str) -> list[dict[str, str]]:
+    """The labels of each ``metric`` series the exporter at ``target`` (HOST:PORT) serves with these labels, once
+    there is one (a bounded wait: serve judges after its streams have listed)."""
+    def found() -> list[dict[str, str]]:
+        body = fetch(f"http://{target}/metrics")[1]
+        return [got for got, _ in samples(body, metric) if labels.items() <= got.items()]
+
+    return wait_for(f"a {metric} series with {labels}", found, timeout=60)
+
+
 DASHBOARD = Path(__file__).resolve().parent.parent / "deploy" / "grafana" / "pvleft-dashboard.json"
 
 

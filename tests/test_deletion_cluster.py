@@ -170,7 +170,7 @@ def test_watch_and_serve_quote_the_failing_delete_as_the_one_shot_run_does(clust
     on the PV) and shows the row change when one arrives; serve quotes it in pvleft_delete_failure_info. A PV whose
     claim never existed is Released by the PV controller (pv_controller.go syncVolume); the external-provisioner's
     finalizer and the Delete policy make it one whose backend delete is awaited."""
-    from prometheus_server import exporter, fetch, samples
+    from prometheus_server import exporter, series_of
 
     name, error = "held-live", "rpc error: code = Internal desc = disk vol-held-live is in use"
     pv = {"apiVersion": "v1", "kind": "PersistentVolume",
@@ -197,11 +197,7 @@ def test_watch_and_serve_quote_the_failing_delete_as_the_one_shot_run_does(clust
         assert changed["held_by"] == (f"held by {PROVISIONER_FINALIZER}: the external-provisioner of {DRIVER} has "
                                       f"not deleted the volume: VolumeFailedDelete: {error}; it still bills")
         with exporter(cluster.kubeconfig("reader"), log=tmp_path / "serve.log") as target:
-            def quoted() -> Any:
-                body = fetch(f"http://{target}/metrics")[1]
-                return [labels for labels, _ in samples(body, "pvleft_delete_failure_info") if labels["name"] == name]
-
-            assert wait_for("the failure's series", quoted, timeout=60) == [
+            assert series_of(target, "pvleft_delete_failure_info", name=name) == [
                 {"analysis": "leftovers", "kind": "PersistentVolume", "namespace": "", "name": name,
                  "driver": DRIVER, "error": f"VolumeFailedDelete: {error}"}]
     finally:

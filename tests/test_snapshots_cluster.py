@@ -12,7 +12,6 @@ import json
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -31,7 +30,7 @@ from recording.snapshots import (
     write_status,
 )
 from recording.snapshots import build as build_scenario
-from scenarios import apply, wait_for
+from scenarios import apply
 
 pytestmark = pytest.mark.cluster
 
@@ -284,14 +283,10 @@ def test_a_content_whose_delete_fails_is_terminating_and_held(plane: ControlPlan
                                                           for ln in wide.splitlines())
         assert name not in [r["name"] for r in items(plugin(plane, "-o", "json", "--older-than", "1h").stdout)]
         # serve quotes the same status.error, with the driver whose sidecar must act.
-        from prometheus_server import exporter, fetch, samples
+        from prometheus_server import exporter, series_of
 
         with exporter(plane.kubeconfig("reader"), log=tmp_path / "serve.log") as target:
-            def quoted() -> Any:
-                body = fetch(f"http://{target}/metrics")[1]
-                return [labels for labels, _ in samples(body, "pvleft_delete_failure_info") if labels["name"] == name]
-
-            assert wait_for("the failure's series", quoted, timeout=60) == [
+            assert series_of(target, "pvleft_delete_failure_info", name=name) == [
                 {"analysis": "snapshots", "kind": "VolumeSnapshotContent", "namespace": "", "name": name,
                  "driver": driver, "error": DELETE_ERROR}]
     finally:
