@@ -100,6 +100,15 @@ def estate(tmp_path_factory: pytest.TempPathFactory, cluster: ControlPlane, west
     cluster.kubectl("delete", "namespace", ns, "--wait=false", check=False)
 
 
+def with_the_dead_context(result: subprocess.CompletedProcess) -> tuple[subprocess.CompletedProcess, list[str]]:
+    """A census over the live contexts and DEAD: partial (exit 4), DEAD's error the one line about a context;
+    returns the run and its warnings of what it could not call an orphan."""
+    assert result.returncode == 4, result.stderr
+    assert [line for line in error_lines(result.stderr) if "context" in line] == [
+        line for line in error_lines(result.stderr) if line.startswith(f"error: context {DEAD}:")]
+    return result, [line for line in result.stderr.splitlines() if "are not called orphans" in line]
+
+
 def fleet(estate: dict[str, Any], moto: MotoServer, *args: str, env: dict[str, str] | None = None,
           clouds: tuple[str, ...] = ("--aws-region", "us-east-1")) -> Any:
     command = [PLUGIN or sys.executable, *([] if PLUGIN else ["-m", "kubectl_pvleft"]), "leftovers",
@@ -176,11 +185,7 @@ def test_an_unreadable_context_makes_the_unnamed_disks_unknown_said_once(
         estate: dict[str, Any], moto: MotoServer) -> None:
     """A context that cannot be read may name any volume: none is an orphan, one warning says why, and --all shows
     them set aside with the reason; a PV's own missing volume is still missing (its evidence is its own)."""
-    result = fleet(estate, moto, "--contexts", f"{EAST},{WEST},{DEAD}", "--all", "-o", "json")
-    assert result.returncode == 4, result.stderr
-    assert [line for line in error_lines(result.stderr) if "context" in line] == [
-        line for line in error_lines(result.stderr) if line.startswith(f"error: context {DEAD}:")]
-    unknown = [line for line in result.stderr.splitlines() if "are not called orphans" in line]
+    result, unknown = with_the_dead_context(fleet(estate, moto, "--contexts", f"{EAST},{WEST},{DEAD}", "--all", "-o", "json"))
     assert unknown == [f"warning: EBS census: 3 disk(s) no context read names are not called orphans: context(s) "
                        f"{DEAD} could not be read, and may name them (shown with --all)"]
     _, findings, _ = split(result, estate)
@@ -504,11 +509,8 @@ def test_an_unreadable_context_makes_the_unnamed_snapshots_unknown_said_once(
         estate: dict[str, Any], moto: MotoServer, snapshot_estate: dict[str, str]) -> None:
     """A context that cannot be read may name any snapshot: none is an orphan, one warning says why, --all shows
     them set aside, and the run is partial (exit 4)."""
-    result = snapshots_fleet(estate, moto, "--contexts", f"{EAST},{WEST},{DEAD}", "--all", "-o", "json")
-    assert result.returncode == 4, result.stderr
-    assert [line for line in error_lines(result.stderr) if "context" in line] == [
-        line for line in error_lines(result.stderr) if line.startswith(f"error: context {DEAD}:")]
-    unknown = [line for line in result.stderr.splitlines() if "are not called orphans" in line]
+    result, unknown = with_the_dead_context(
+        snapshots_fleet(estate, moto, "--contexts", f"{EAST},{WEST},{DEAD}", "--all", "-o", "json"))
     assert unknown == [f"warning: EBS snapshots: 2 snapshot(s) no context read names are not called orphans: "
                        f"context(s) {DEAD} could not be read, and may name them (shown with --all)"]
     found = orphan_snapshots(result, snapshot_estate)
