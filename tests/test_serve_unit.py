@@ -343,32 +343,38 @@ def test_a_relist_gives_the_heap_it_freed_back() -> None:
     assert pins
 
 
+WORKLOADS = ("statefulsets", "deployments", "replicasets", "daemonsets", "jobs", "cronjobs")
+
+
+def claims_judged(wire: list[dict[str, Any]], **streams: Any) -> dict[str, list[tuple[dict[str, str], float]]]:
+    """serve's claims analysis judged once over these recorded claims: every other stream listed empty, unless
+    ``streams`` names what it holds (records) or that it could not be read (a Notice); the metrics it serves."""
+    from kubectl_pvleft.analyses import claims
+    from kubectl_pvleft.kube.watch import Notice
+    from kubectl_pvleft.records import PersistentVolumeClaim
+
+    live = Live(None, [kept_live("claims", claims.ANALYSIS, Options())], WatchSettings(), describe=str)  # type: ignore[arg-type]
+    by_name = {shared.stream.name: shared for shared in live.streams.values()}
+    live.take(by_name["claims"], Synced("", tuple(PersistentVolumeClaim.from_wire(o) for o in wire), "1"))
+    # "classes": whether a Pending claim waits for its first consumer
+    for name in ("pods", "events", "classes", "attributeclasses", "csidrivers", "volumes", *WORKLOADS):
+        given = streams.get(name, ())
+        live.take(by_name[name], given if isinstance(given, Notice) else Synced("", tuple(given), "1"))
+    live.judge_once()
+    return scrape(live)
+
+
 def test_unused_claims_and_their_bytes_with_since_for_the_30_day_alert() -> None:
     """Recorded on a 1.37 server with no Pods: every Bound claim carries Unused=True. One loses its condition (an
     older server, or the gate off): the Pods then say it is unused, and nothing says since when."""
     from datetime import datetime
-
-    from kubectl_pvleft.analyses import claims
-    from kubectl_pvleft.records import PersistentVolumeClaim
 
     wire = items("claims_persistentvolumeclaims")
     bound = [o for o in wire if o["status"].get("phase") == "Bound"]
     healthy = next(o for o in wire if o["metadata"]["name"] == "cc-rec-healthy")
     older = {**healthy, "metadata": {**healthy["metadata"], "name": "cc-rec-older", "uid": "older-uid"},
              "status": {**healthy["status"], "conditions": []}}
-    live = Live(None, [kept_live("claims", claims.ANALYSIS, Options())], WatchSettings(), describe=str)  # type: ignore[arg-type]
-    streams = {shared.stream.name: shared for shared in live.streams.values()}
-    live.take(streams["claims"], Synced("", tuple(PersistentVolumeClaim.from_wire(o) for o in [*wire, older]), "1"))
-    live.take(streams["pods"], Synced("", (), "1"))
-    live.take(streams["events"], Synced("", (), "1"))
-    live.take(streams["classes"], Synced("", (), "1"))  # whether a Pending claim waits for its first consumer
-    live.take(streams["attributeclasses"], Synced("", (), "1"))
-    live.take(streams["csidrivers"], Synced("", (), "1"))
-    live.take(streams["volumes"], Synced("", (), "1"))
-    for plural in WORKLOADS:
-        live.take(streams[plural], Synced("", (), "1"))
-    live.judge_once()
-    metrics = scrape(live)
+    metrics = claims_judged([*wire, older])
     labels = {"namespace": "cc-rec-claims", "storage_class": "cc-rec-claims-csi"}
     assert sorted(metrics["pvleft_unused_claims"], key=str) == [
         ({**labels, "evidence": "condition"}, float(len(bound))), ({**labels, "evidence": "pods"}, 1.0)]
@@ -382,9 +388,6 @@ def test_unused_claims_and_their_bytes_with_since_for_the_30_day_alert() -> None
     assert set(since) == {name for name, state in info.items() if state == "unused"} - {"cc-rec-older"}
 
 
-WORKLOADS = ("statefulsets", "deployments", "replicasets", "daemonsets", "jobs", "cronjobs")
-
-
 def test_a_claim_a_workload_mounts_again_is_counted_apart_and_never_alerted() -> None:
     """A Deployment at replicas 0 whose pod template names the recorded, Unused claim cc-rec-healthy (the
     deployment controller keeps its template: pkg/controller/deployment/sync.go scales, never edits it): the
@@ -392,9 +395,7 @@ def test_a_claim_a_workload_mounts_again_is_counted_apart_and_never_alerted() ->
     pvleft_finding_since_timestamp_seconds{state="unused"}, cannot fire) and pvleft_findings, and is counted in
     pvleft_unused_by_design_claims. A StatefulSet list that may not be read makes the other Unused claims
     unknown: never called unused."""
-    from kubectl_pvleft.analyses import claims
     from kubectl_pvleft.kube.watch import Notice
-    from kubectl_pvleft.records import PersistentVolumeClaim
     from kubectl_pvleft.records.workloads import Deployment
 
     wire = items("claims_persistentvolumeclaims")
@@ -404,16 +405,9 @@ def test_a_claim_a_workload_mounts_again_is_counted_apart_and_never_alerted() ->
             {"name": "data", "persistentVolumeClaim": {"claimName": "cc-rec-healthy"}}]}}}})
 
     def judged(statefulsets_readable: bool) -> dict[str, list[tuple[dict[str, str], float]]]:
-        live = Live(None, [kept_live("claims", claims.ANALYSIS, Options())], WatchSettings(), describe=str)  # type: ignore[arg-type]
-        streams = {shared.stream.name: shared for shared in live.streams.values()}
-        live.take(streams["claims"], Synced("", tuple(PersistentVolumeClaim.from_wire(o) for o in wire), "1"))
-        for name in ("pods", "events", "classes", "attributeclasses", "csidrivers", "volumes", *WORKLOADS):
-            if name == "statefulsets" and not statefulsets_readable:
-                live.take(streams[name], Notice(name, "cannot list statefulsets", unavailable=True))
-            else:
-                live.take(streams[name], Synced("", (deployment,) if name == "deployments" else (), "1"))
-        live.judge_once()
-        return scrape(live)
+        refused = {} if statefulsets_readable else {
+            "statefulsets": Notice("statefulsets", "cannot list statefulsets", unavailable=True)}
+        return claims_judged(wire, deployments=(deployment,), **refused)
 
     metrics = judged(statefulsets_readable=True)
     labels = {"namespace": "cc-rec-claims", "storage_class": "cc-rec-claims-csi"}
@@ -863,28 +857,13 @@ def test_a_claim_waiting_for_its_first_consumer_is_no_finding_and_no_trouble() -
     """#31: the recorded cc-rec-pending (class WaitForFirstConsumer, no Pod uses it) waits by design (pv_controller.go
     syncUnboundClaim -> emitEventForUnboundDelayBindingClaim): serve counts it in no trouble gauge and no finding,
     so no alert fires; with its class unknown it stays pending."""
-    from kubectl_pvleft.analyses import claims
-    from kubectl_pvleft.records import PersistentVolumeClaim
-
     wire = items("claims_persistentvolumeclaims")
     wait_class = StorageClass.from_wire({"metadata": {"name": "cc-rec-claims-wait"},
                                          "provisioner": "kubernetes.io/no-provisioner",
                                          "volumeBindingMode": "WaitForFirstConsumer"})
 
     def judged(classes: tuple[StorageClass, ...]) -> dict[str, list[tuple[dict[str, str], float]]]:
-        live = Live(None, [kept_live("claims", claims.ANALYSIS, Options())], WatchSettings(), describe=str)  # type: ignore[arg-type]
-        streams = {shared.stream.name: shared for shared in live.streams.values()}
-        live.take(streams["claims"], Synced("", tuple(PersistentVolumeClaim.from_wire(o) for o in wire), "1"))
-        live.take(streams["pods"], Synced("", (), "1"))
-        live.take(streams["events"], Synced("", (), "1"))
-        live.take(streams["classes"], Synced("", classes, "1"))
-        live.take(streams["attributeclasses"], Synced("", (), "1"))
-        live.take(streams["csidrivers"], Synced("", (), "1"))
-        live.take(streams["volumes"], Synced("", (), "1"))
-        for plural in WORKLOADS:
-            live.take(streams[plural], Synced("", (), "1"))
-        live.judge_once()
-        return scrape(live)
+        return claims_judged(wire, classes=classes)
 
     waiting = judged((wait_class,))
     assert "cc-rec-pending" not in {s["name"] for s, _ in waiting["pvleft_finding_info"]}
