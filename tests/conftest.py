@@ -19,6 +19,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent / "cluster"))
 
 from controlplane import ControlPlane, OwnPlane, build
+from plugin_runner import Watch
 
 HERE = Path(__file__).resolve().parent.parent / "kubectl_pvleft"
 
@@ -110,6 +111,15 @@ def own_plane(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
         return _running(request, ControlPlane(tmp_path_factory.mktemp(name), **options))
 
     return start
+
+
+@pytest.fixture
+def watches() -> Iterator[list[Watch]]:
+    """The plugin's --watch runs a test starts (plugin_runner.Watch), killed when it ends, whatever happened."""
+    started: list[Watch] = []
+    yield started
+    for watch in started:
+        watch.stop()
 
 
 @pytest.fixture(scope="module")

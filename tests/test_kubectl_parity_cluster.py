@@ -494,14 +494,6 @@ def test_pflag_boolean_forms(cluster, objects) -> None:
 
 # -- --watch ------------------------------------------------------------------------------------------
 
-@pytest.fixture
-def watches() -> Iterator[list[Watch]]:
-    started: list[Watch] = []
-    yield started
-    for watch in started:
-        watch.stop()
-
-
 def started(watches: list[Watch], cluster, *args: str, ready: Any) -> Watch:
     watch = Watch(cluster.kubeconfig("reader"), *args, settle=0.2)
     watches.append(watch)

@@ -203,10 +203,10 @@ def event_reads(cluster: Any, since: int, ns: str) -> list[str]:
 
 # -- --watch ---------------------------------------------------------------------------------------------
 
-def watch_pending(watchers: list[Watch], kubeconfig: Path, ns: str, *extra: str) -> Watch:
+def watch_pending(watches: list[Watch], kubeconfig: Path, ns: str, *extra: str) -> Watch:
     """`kubectl-pvleft pending -n NS --watch -o jsonl` in the background, stopped when the test ends."""
-    watchers.append(Watch(kubeconfig, "pending", "-n", ns, "--watch", *extra, settle=None, env=FAST_WATCH))
-    return watchers[-1]
+    watches.append(Watch(kubeconfig, "pending", "-n", ns, "--watch", *extra, settle=None, env=FAST_WATCH))
+    return watches[-1]
 
 
 def verdict(pod_name: str, change: str, reason: Optional[str] = None) -> Callable[[dict], bool]:
@@ -223,18 +223,10 @@ def saw(w: Watch, pod_name: str, change: str) -> bool:
     return any(map(verdict(pod_name, change), w.lines))
 
 
-@pytest.fixture
-def watchers() -> Iterator[list[Watch]]:
-    started: list[Watch] = []
-    yield started
-    for w in started:
-        w.stop()
-
-
 def test_watch_reports_a_verdict_that_changes_and_resolves(cluster: Any, ns: str, cluster_objects: list,
-                                                           watchers: list) -> None:
+                                                           watches: list) -> None:
     sc = storage_class(cluster, cluster_objects)
-    w = watch_pending(watchers, cluster.kubeconfig("admin"), ns)
+    w = watch_pending(watches, cluster.kubeconfig("admin"), ns)
     apply(cluster, pod(ns, "app", "data"))
     first = expect(w, "app", "appeared", "ClaimNotFound")
     assert first["owner"] == "kube-scheduler"
@@ -250,8 +242,8 @@ def test_watch_reports_a_verdict_that_changes_and_resolves(cluster: Any, ns: str
     assert code == 130 and "Traceback" not in stderr
 
 
-def test_watch_keeps_going_across_an_apiserver_restart(cluster: Any, ns: str, watchers: list) -> None:
-    w = watch_pending(watchers, cluster.kubeconfig("admin"), ns)
+def test_watch_keeps_going_across_an_apiserver_restart(cluster: Any, ns: str, watches: list) -> None:
+    w = watch_pending(watches, cluster.kubeconfig("admin"), ns)
     apply(cluster, pod(ns, "before", "nowhere"))
     expect(w, "before", "appeared", "ClaimNotFound")
     cluster.restart_apiserver()
@@ -362,11 +354,11 @@ def pod_lists_by_plugin(cluster: Any, since: int, ns: str) -> list[dict]:
 
 
 def test_watch_relists_and_resyncs_after_a_real_410(cluster: Any, ns: str, proxy: FaultProxy, tmp_path: Path,
-                                                    watchers: list) -> None:
+                                                    watches: list) -> None:
     """While the plugin is cut off, a Pod goes and another comes, and the restarted apiserver's watch cache
     forgets the plugin's resourceVersion: its re-watch gets a real 410, and only a relist can show the change."""
     marker = audit_size(cluster)
-    w = watch_pending(watchers, proxy.kubeconfig(cluster, tmp_path), ns, "-v", "6")
+    w = watch_pending(watches, proxy.kubeconfig(cluster, tmp_path), ns, "-v", "6")
     apply(cluster, pod(ns, "gone", "nowhere"))
     expect(w, "gone", "appeared", "ClaimNotFound")
     assert len(pod_lists_by_plugin(cluster, marker, ns)) == 1
@@ -391,9 +383,9 @@ def test_watch_relists_and_resyncs_after_a_real_410(cluster: Any, ns: str, proxy
 
 
 def test_watch_rewatches_after_dropped_connections_without_relisting(cluster: Any, ns: str, proxy: FaultProxy,
-                                                                     tmp_path: Path, watchers: list) -> None:
+                                                                     tmp_path: Path, watches: list) -> None:
     marker = audit_size(cluster)
-    w = watch_pending(watchers, proxy.kubeconfig(cluster, tmp_path), ns)
+    w = watch_pending(watches, proxy.kubeconfig(cluster, tmp_path), ns)
     apply(cluster, pod(ns, "one", "nowhere"))
     expect(w, "one", "appeared")
     for round_ in range(3):
