@@ -164,6 +164,12 @@ class TcpFake:
             self._listener.close()
             self._listener = None
 
+    def __enter__(self: T) -> T:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
     def _accept(self, listener: socket.socket) -> None:
         while listener.fileno() >= 0:
             try:
@@ -173,6 +179,22 @@ class TcpFake:
             conn.settimeout(None)
             self.connections += 1
             threading.Thread(target=self.connection, args=(conn,), daemon=True).start()
+
+
+class Silent(TcpFake):
+    """Takes connections and never answers, as a server behind a black-holing firewall; ``stop()`` closes them."""
+
+    def __init__(self) -> None:
+        self.held: list[socket.socket] = []
+
+    def connection(self, conn: socket.socket) -> None:
+        self.held.append(conn)
+
+    def stop(self) -> None:
+        super().stop()
+        for conn in self.held:
+            conn.close()
+        self.held.clear()
 
 
 def read_head(conn: socket.socket, buffered: bytes = b"") -> Optional[tuple[bytes, bytes]]:

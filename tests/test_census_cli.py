@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -21,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from aws_moto import FAKE_KEY_ID, FAKE_SECRET, MotoServer, aws_test_env, create_volume, csi_tags
 from gce_fake import FakeCompute, csi_description, gce_disk
 from kubectl_pvleft.clouds.gce.census import CSI_DRIVER
-from loopback import TcpFake
+from loopback import Silent
 from plugin_runner import PLUGIN, items, jsonl
 from scenarios import apply, claim, delete_claim, namespace, storage_class, wait_pv_phase
 from test_aws_cluster import csi as ebs_csi
@@ -332,38 +331,22 @@ def test_no_aws_credentials_is_one_error_line(cluster, volumes, tmp_path: Path) 
 
 # -- both clouds -------------------------------------------------------------------------------------
 
-class _Silent(TcpFake):
-    """Takes connections and never answers: a cloud endpoint behind a black-holing firewall."""
-
-    def __init__(self) -> None:
-        self.held: list[socket.socket] = []
-        self.start()
-        self.endpoint = f"http://127.0.0.1:{self.port}"
-
-    def connection(self, conn: socket.socket) -> None:
-        self.held.append(conn)
-
-    def close(self) -> None:
-        self.stop()
-        for conn in self.held:
-            conn.close()
-
-
 def test_request_timeout_bounds_both_censuses_whatever_the_sdks_retry(cluster, volumes, tmp_path: Path) -> None:
     """Against silent endpoints the GCE census took 62 s and the EBS census 241 s with --request-timeout 5s (the
     SDKs' own timeouts and retries). Now each census ends within the flag's time: a failed census, the rows
     printed."""
     import time
 
-    silent = _Silent()
+    silent = Silent().start()
+    endpoint = f"http://127.0.0.1:{silent.port}"
     try:
-        env = env_for(tmp_path, AWS_ENDPOINT_URL_EC2=silent.endpoint, AWS_ACCESS_KEY_ID=FAKE_KEY_ID,
-                      AWS_SECRET_ACCESS_KEY=FAKE_SECRET, PVLEFT_COMPUTE_ENDPOINT=silent.endpoint)
+        env = env_for(tmp_path, AWS_ENDPOINT_URL_EC2=endpoint, AWS_ACCESS_KEY_ID=FAKE_KEY_ID,
+                      AWS_SECRET_ACCESS_KEY=FAKE_SECRET, PVLEFT_COMPUTE_ENDPOINT=endpoint)
         started = time.monotonic()
         result = run(cluster, env, "--project", PROJECT, "--aws-region", "us-east-1", "--request-timeout", "2s")
         took = time.monotonic() - started
     finally:
-        silent.close()
+        silent.stop()
     assert result.returncode == 4, result.stderr
     assert error_lines(result.stderr) == ["error: Compute Engine census: did not finish within 2s (--request-timeout)",
                                           "error: EBS census: did not finish within 2s (--request-timeout)"]

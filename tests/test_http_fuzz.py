@@ -37,9 +37,8 @@ class OneShot(TcpFake):
 
 @pytest.fixture(scope="module")
 def server():
-    one = OneShot().start()
-    yield one
-    one.stop()
+    with OneShot() as one:
+        yield one
 
 
 HEX = st.text("0123456789abcdefABCDEF", min_size=1, max_size=20)

@@ -15,7 +15,7 @@ import pytest
 
 from kubectl_pvleft.kube.httpclient import BLOCK, Pool, Server, Timeouts
 from kubectl_pvleft.kube.httpframing import Cut, HTTPFailure, Malformed, TimedOut, TooLarge
-from loopback import TcpFake, read_head
+from loopback import TcpFake, free_port, read_head
 
 Handler = Callable[[socket.socket, bytes], None]
 
@@ -252,11 +252,8 @@ def test_abort_from_another_thread_ends_a_blocked_stream(serve) -> None:
 
 def test_a_refused_port_is_connect_failed(serve) -> None:
     from kubectl_pvleft.kube.httpframing import ConnectFailed
-    listener = socket.create_server(("127.0.0.1", 0))
-    port = listener.getsockname()[1]
-    listener.close()
     with pytest.raises(ConnectFailed):
-        Pool(Server(f"http://127.0.0.1:{port}"), None, None).get("/x", [], Timeouts(connect=2, read=2))
+        Pool(Server(f"http://127.0.0.1:{free_port()}"), None, None).get("/x", [], Timeouts(connect=2, read=2))
 
 
 def test_ipv6_literal_host_header() -> None:
