@@ -62,10 +62,30 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-Self = TypeVar("Self", bound="LoopbackFake")
+Self = TypeVar("Self", bound="Started")
 
 
-class LoopbackFake:
+class Started:
+    """What every fake here is: ``start()`` and ``stop()``, or ``with Fake() as fake:`` for both."""
+
+    def start(self: Self) -> Self:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self: Self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+L = TypeVar("L", bound="LoopbackFake")
+T = TypeVar("T", bound="TcpFake")
+
+
+class LoopbackFake(Started):
     """The base of every fake: a subclass says how it answers (``serve``), whether it speaks TLS with the tests'
     own CA (``tls``, see tls_material) and whether it keeps connections open (``http11``, as a real server does
     for Go's and Python's clients); ``with Fake() as fake:`` or start()/stop() runs it on a free loopback port."""
@@ -86,7 +106,7 @@ class LoopbackFake:
     def endpoint(self) -> str:
         return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}"
 
-    def start(self: Self) -> Self:
+    def start(self: L) -> L:
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self.serve, self.http11))
         self._server.daemon_threads = True
         if self.tls:
@@ -102,12 +122,6 @@ class LoopbackFake:
             self._server.shutdown()
             self._server.server_close()
             self._server = None
-
-    def __enter__(self: Self) -> Self:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
 
 def _handler(serve: Callable[[Request], Reply], http11: bool) -> type[BaseHTTPRequestHandler]:
@@ -136,10 +150,7 @@ def _handler(serve: Callable[[Request], Reply], http11: bool) -> type[BaseHTTPRe
     return Handler
 
 
-T = TypeVar("T", bound="TcpFake")
-
-
-class TcpFake:
+class TcpFake(Started):
     """The base of the fakes below HTTP: a subclass says what it does with a connection (``connection``, run on
     a thread of its own; ``read_head`` reads a request's head); this class owns the listener on a free loopback
     port, the accept loop and the count of ``connections``. ``stop()`` closes the listener (a fake that holds
@@ -163,12 +174,6 @@ class TcpFake:
         if self._listener is not None:
             self._listener.close()
             self._listener = None
-
-    def __enter__(self: T) -> T:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     def _accept(self, listener: socket.socket) -> None:
         while listener.fileno() >= 0:
