@@ -107,8 +107,8 @@ def scraping(*targets: str, job: str = "pvleft", **extra: Any) -> dict[str, Any]
 
 @contextmanager
 def exporter(kubeconfig: Optional[Path], *args: str, log: Path, env: Optional[dict[str, str]] = None) -> Iterator[str]:
-    """`kubectl-pvleft serve` with these flags, healthy (bounded wait); yields its HOST:PORT. Its output is in
-    ``log`` (printed when a test fails); SIGTERM on the way out."""
+    """`kubectl-pvleft serve` with these flags, healthy (bounded wait); yields its HOST:PORT. Its output (stdout
+    and stderr) is in ``log``, printed when a test fails and there to read after the block; SIGTERM on the way out."""
     port = free_port()
     command = [PLUGIN or "kubectl-pvleft", "serve", "--listen", f"127.0.0.1:{port}", *args]
     if kubeconfig is not None:

@@ -20,9 +20,6 @@ The shapes, from upstream:
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
 from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
@@ -31,7 +28,7 @@ from typing import Any
 import pytest
 
 from mcp_client import assert_declared, declared
-from plugin_runner import PLUGIN, Watch, items, run_plugin
+from plugin_runner import Watch, items, run_plugin
 from scenarios import apply, wait_for
 
 pytestmark = pytest.mark.cluster
@@ -199,19 +196,11 @@ def test_a_refused_optional_kind_is_unknown_said_once(scene: Any) -> None:
 
 
 def test_serve_exports_the_attachment_findings(scene: Any, tmp_path: Path) -> None:
-    from loopback import free_port
-    from prometheus_server import WATCH_ENV, answers, fetch, samples
+    from prometheus_server import exporter, fetch, samples
 
-    port = free_port()
-    log = (tmp_path / "serve.log").open("w+")
-    process = subprocess.Popen([PLUGIN or "kubectl-pvleft", "serve", "--kubeconfig", str(scene.kubeconfig("reader")),
-                                "--listen", f"127.0.0.1:{port}"], stdout=log, stderr=subprocess.STDOUT, text=True,
-                               env={**os.environ, **WATCH_ENV})
-    try:
-        wait_for("the exporter's /healthz", lambda: answers(f"http://127.0.0.1:{port}/healthz"), timeout=60)
-
+    with exporter(scene.kubeconfig("reader"), log=tmp_path / "serve.log") as target:
         def series() -> Any:
-            _, body = fetch(f"http://127.0.0.1:{port}/metrics")
+            _, body = fetch(f"http://{target}/metrics")
             found = {(labels["finding"], labels["driver"], labels["node"]): value
                      for labels, value in samples(body, "pvleft_attachment_findings") if labels["node"].startswith(P)}
             return (found, body) if ("attach-limit", DRIVER, N1) in found else None
@@ -226,11 +215,6 @@ def test_serve_exports_the_attachment_findings(scene: Any, tmp_path: Path) -> No
                                                                                 "driver-not-registered") in info
         served = {labels["analysis"]: v for labels, v in samples(body, "pvleft_analysis_served")}
         assert served["attachments"] == 1
-    finally:
-        process.send_signal(signal.SIGTERM)
-        process.wait(timeout=10)
-        log.seek(0)
-        print(log.read())
 
 
 def test_watch_shows_an_attach_error_appear_and_the_attachment_go(scene: Any) -> None:
