@@ -12,6 +12,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
@@ -68,6 +69,48 @@ def items(stdout: str) -> list[dict[str, Any]]:
     doc = json.loads(stdout)
     assert doc["apiVersion"] == "v1" and doc["kind"] == "List"
     return doc["items"]
+
+
+# A real `leftovers` run in one interpreter, every connect() and name lookup seen through CPython's audit hooks.
+_GUARDED_RUN = """
+import json, sys
+seen = []
+def hook(event, args):
+    if event == "socket.connect" and isinstance(args[1], tuple):
+        seen.append(["connect", str(args[1][0]), str(args[1][1])])
+    elif event == "socket.getaddrinfo":  # an ASCII host is looked up as bytes (no idna codec)
+        host = args[0].decode() if isinstance(args[0], bytes) else str(args[0])
+        seen.append(["lookup", host, str(args[1])])
+sys.addaudithook(hook)
+from kubectl_pvleft.cli import main as cli
+code = cli.main(["leftovers", "--all", "-o", "jsonl", "--kubeconfig", sys.argv[1]])
+print("EXIT", code)
+print("SDKS", json.dumps(sorted({m.split(".")[0] for m in sys.modules} & {"google", "googleapiclient", "boto3",
+                                                                          "botocore", "azure", "msal"})))
+print("NET", json.dumps(sorted(set(map(tuple, seen)))))
+"""
+
+
+@dataclass(frozen=True)
+class Guarded:
+    """What a guarded run did: its exit code, the rows it printed, the cloud SDKs it imported and every
+    (connect|lookup, host, port) it asked for."""
+    code: int
+    rows: list[dict[str, Any]]
+    sdks: list[str]
+    destinations: set[tuple[str, str, str]]
+    stderr: str
+
+
+def guarded_leftovers(kubeconfig: Path, env: dict[str, str]) -> Guarded:
+    """`leftovers --all -o jsonl` with this environment, watched for the SDKs it loads and where it connects:
+    how a test proves that without a census flag no cloud is touched, whatever keys and endpoints are set."""
+    done = subprocess.run([sys.executable, "-c", _GUARDED_RUN, str(kubeconfig)], env=env, capture_output=True,
+                          text=True, timeout=120, check=False)
+    *printed, exit_line, sdk_line, net_line = done.stdout.splitlines()
+    assert exit_line.startswith("EXIT "), done.stderr
+    return Guarded(int(exit_line[len("EXIT "):]), jsonl("\n".join(printed)), json.loads(sdk_line[len("SDKS "):]),
+                   {tuple(entry) for entry in json.loads(net_line[len("NET "):])}, done.stderr)
 
 
 class Watch:

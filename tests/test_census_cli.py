@@ -21,7 +21,7 @@ from aws_moto import FAKE_KEY_ID, FAKE_SECRET, MotoServer, aws_test_env, create_
 from gce_fake import FakeCompute, csi_description, gce_disk
 from kubectl_pvleft.clouds.gce.census import CSI_DRIVER
 from loopback import Silent
-from plugin_runner import PLUGIN, items, jsonl
+from plugin_runner import PLUGIN, guarded_leftovers, items, jsonl
 from scenarios import apply, claim, delete_claim, namespace, storage_class, wait_pv_phase
 from test_aws_cluster import csi as ebs_csi
 from test_aws_cluster import ebs_pv
@@ -401,43 +401,19 @@ def test_both_censuses_failing(cluster, volumes, compute: FakeCompute, tmp_path:
 
 # -- without the flags -------------------------------------------------------------------------------
 
-# A real `leftovers` run in one interpreter, every connect() and name lookup seen through CPython's audit hooks.
-GUARDED_RUN = """
-import json, sys
-seen = []
-def hook(event, args):
-    if event == "socket.connect" and isinstance(args[1], tuple):
-        seen.append(["connect", str(args[1][0]), str(args[1][1])])
-    elif event == "socket.getaddrinfo":  # an ASCII host is looked up as bytes (no idna codec)
-        host = args[0].decode() if isinstance(args[0], bytes) else str(args[0])
-        seen.append(["lookup", host, str(args[1])])
-sys.addaudithook(hook)
-from kubectl_pvleft.cli import main as cli
-code = cli.main(["leftovers", "--all", "-o", "jsonl", "--kubeconfig", sys.argv[1]])
-print("EXIT", code)
-print("SDKS", sorted({m.split(".")[0] for m in sys.modules} & {"google", "googleapiclient", "boto3", "botocore",
-                                                               "azure", "msal"}))
-print("NET", json.dumps(sorted(set(map(tuple, seen)))))
-"""
-
-
 def test_without_the_flags_no_sdk_and_no_cloud_connection(cluster, volumes, compute: FakeCompute,
                                                           moto: MotoServer, tmp_path: Path) -> None:
     before = len(compute.requests)
     # The clouds' endpoints and keys are all there: only the flags may open a census.
     env = env_for(tmp_path, compute, moto)
-    result = subprocess.run([sys.executable, "-c", GUARDED_RUN, str(cluster.kubeconfig("reader"))], env=env,
-                            capture_output=True, text=True, timeout=120, check=False)
-    exit_line, sdk_line, net_line = result.stdout.splitlines()[-3:]
-    assert exit_line == "EXIT 0", result.stderr
-    objects = jsonl("\n".join(result.stdout.splitlines()[:-3]))
-    assert {o["name"] for o in objects} >= PV_NAMES
-    assert not any("disk" in o or "source" in o for o in objects)  # no census, no DISK
-    assert sdk_line == "SDKS []"
+    guarded = guarded_leftovers(cluster.kubeconfig("reader"), env)
+    assert guarded.code == 0, guarded.stderr
+    assert {o["name"] for o in guarded.rows} >= PV_NAMES
+    assert not any("disk" in o or "source" in o for o in guarded.rows)  # no census, no DISK
+    assert guarded.sdks == []
     host, port = cluster.server.split("://", 1)[1].rstrip("/").rsplit(":", 1)
-    destinations = {tuple(entry) for entry in json.loads(net_line[len("NET "):])}
-    assert ("connect", host, port) in destinations
-    assert destinations <= {("connect", host, port), ("lookup", host, port)}, destinations
+    assert ("connect", host, port) in guarded.destinations
+    assert guarded.destinations <= {("connect", host, port), ("lookup", host, port)}, guarded.destinations
     assert len(compute.requests) == before
 
 
