@@ -10,8 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.parser import text_string_to_metric_families
 
 from kubectl_pvleft.analyses import leftovers
 from kubectl_pvleft.cli.main import main
@@ -20,7 +18,7 @@ from kubectl_pvleft.exporter.metrics import ServeCollector
 from kubectl_pvleft.invocation import Options
 from kubectl_pvleft.kube.watch import Changed, Synced, WatchSettings
 from kubectl_pvleft.records import ClaimIdentity, PersistentVolume, StorageClass
-from live_serving import live_on
+from live_serving import live_on, scrape
 from wire import items
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -59,16 +57,6 @@ def test_bad_serve_flags_are_one_usage_error(args, words, capsys) -> None:
 def live_leftovers() -> tuple[Live, dict[str, object]]:
     live = Live(None, [kept_live("leftovers", leftovers.ANALYSIS, Options())], WatchSettings(), describe=str)  # type: ignore[arg-type]
     return live, {shared.label: shared for shared in live.streams.values()}
-
-
-def scrape(live: Live, max_series: int = 1000) -> dict[str, list[tuple[dict[str, str], float]]]:
-    registry = CollectorRegistry()
-    registry.register(ServeCollector(live, max_series))
-    found: dict[str, list[tuple[dict[str, str], float]]] = {}
-    for family in text_string_to_metric_families(generate_latest(registry).decode()):
-        for sample in family.samples:
-            found.setdefault(sample.name, []).append((sample.labels, sample.value))
-    return found
 
 
 def sync_all(live: Live, streams: dict, drop_claims: bool = False) -> None:
