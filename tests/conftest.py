@@ -1,5 +1,6 @@
-"""Shared pytest setup: the `cluster` marker, the real control planes (`cluster`, the session's; `own_plane`, a
-module's own), and AWS (`moto`).
+"""Shared pytest setup: the `cluster` marker and the fixtures more than one module takes: the real control planes
+(`cluster`, the session's; `own_plane`, a module's own), AWS (`moto`, and `endpoints` for the price fakes), the
+plugin's --watch runs (`watches`) and a scripted fake API server (`fault_server`).
 
 Set PVLEFT_TEST_CLUSTER_DIR=/some/dir to start the control plane there once and reuse it across
 pytest runs (it is left running; stop it with `python tests/cluster/controlplane.py down --dir /some/dir`).
@@ -8,8 +9,9 @@ pytest runs (it is left running; stop it with `python tests/cluster/controlplane
 from __future__ import annotations
 
 import os
+import socket
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent / "cluster"))
 
 from controlplane import ControlPlane, OwnPlane, build
+from fake_apiserver import ScriptedServer
 from plugin_runner import Watch
 
 HERE = Path(__file__).resolve().parent.parent / "kubectl_pvleft"
@@ -111,6 +114,14 @@ def own_plane(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
         return _running(request, ControlPlane(tmp_path_factory.mktemp(name), **options))
 
     return start
+
+
+@pytest.fixture
+def fault_server() -> Iterator[tuple[ScriptedServer, dict[str, Callable[[socket.socket], None]]]]:
+    """A test's own fake_apiserver.ScriptedServer (TLS) and its faults by name, for the test to add to."""
+    faults: dict[str, Callable[[socket.socket], None]] = {}
+    with ScriptedServer(faults) as running:
+        yield running, faults
 
 
 @pytest.fixture
