@@ -46,7 +46,8 @@ class ConnectionFailed(PvleftError):
 
 
 class ApiError(PvleftError):
-    """The API server answered with an error Status."""
+    """The API server answered with an error Status. ``details`` is its details as the server sent them
+    (StatusDetails: name, group, kind, uid, causes...), JSON no one decodes further: only ``kind`` is read, as text."""
 
     def __init__(self, status: int, reason: str, message: str, verb: str, path: str,
                  details: Optional[dict[str, Any]] = None) -> None:
@@ -99,7 +100,7 @@ class ExecutionError(TemplateError):
     """A template that parsed but failed on this object. `reason` is client-go's bare error (what custom-columns
     and --sort-by print); `partial` is the value Go hands back with the error, which an existence filter keeps."""
 
-    def __init__(self, reason: str, partial: Optional[list[Any]] = None, message: Optional[str] = None) -> None:
+    def __init__(self, reason: str, partial: Optional[list[object]] = None, message: Optional[str] = None) -> None:
         super().__init__(message or reason, reason)
         self.partial = partial or []
 

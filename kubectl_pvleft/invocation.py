@@ -19,7 +19,7 @@ turns argv into one ``Invocation``; below it, code reads typed fields.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Generic, Optional, Protocol, TypeVar, Union
 
@@ -159,13 +159,13 @@ class SomeAnalysis(Protocol):
 class Analysis(SomeAnalysis, Protocol[Row]):
     """An analysis, as a run, --watch, a fleet and serve see it. ``served``: a line when the kinds it reads are
     not served by this cluster (nothing to check, not an error), else None. ``metrics``: what its rows tell
-    /metrics (``rows``: the findings among ``judged``, every row judged)."""
+    /metrics, read in one pass (``judged``: every row judged, ``finding``: which of them are findings)."""
 
     def follow(self, options: Options) -> Follow[Row]: ...
 
     def watch_report(self, options: Options) -> Report[Row]: ...
 
-    def metrics(self, rows: Sequence[Row], judged: Sequence[Row]) -> Series: ...
+    def metrics(self, judged: Iterable[Row], finding: Callable[[Row], bool]) -> Series: ...
 
 
 class WithAnalysis(Protocol[T_co]):
@@ -181,8 +181,9 @@ def always_served(api: Reader) -> Optional[str]:
 
 class AnalysisOf(Generic[Row]):
     """An ``Analysis`` made of a module's functions: ``ANALYSIS = AnalysisOf(run, follow, watch_report, metrics,
-    items=items)``. ``metrics(rows, judged, findings)``: its gauges from the rows that are findings (``judged``:
-    every row, for the gauges that count what is never a finding), adding what alerts name to ``findings``;
+    items=items)``. ``metrics(judged, is_finding, findings)``: its gauges from the rows that are findings (by
+    ``is_finding``), and from the others for the gauges that count what is never a finding, adding what alerts name
+    to ``findings``; it reads ``judged`` once, as it comes (a judgment may yield its rows one at a time);
     ``meta``: a row's object, when the analysis counts in pvleft_terminating_objects; ``failed_delete``: a finding
     row's failing backend delete (None when it has none), when the analysis counts in pvleft_delete_failure_info;
     ``items``: see ``SomeAnalysis``."""
@@ -191,7 +192,7 @@ class AnalysisOf(Generic[Row]):
 
     def __init__(self, run: Callable[[Reader, Options], Result], follow: Callable[[Options], Follow[Row]],
                  watch_report: Callable[[Options], Report[Row]],
-                 metrics: Callable[[Sequence[Row], Sequence[Row], list[Finding]], Iterator[Gauge]],
+                 metrics: Callable[[Iterable[Row], Callable[[Row], bool], list[Finding]], Iterator[Gauge]],
                  served: Callable[[Reader], Optional[str]] = always_served,
                  meta: Optional[Callable[[Row], ObjectMeta]] = None, *,
                  items: Callable[[], tuple[object, ...]],
@@ -199,23 +200,35 @@ class AnalysisOf(Generic[Row]):
         self.run, self.follow, self.watch_report, self.served = run, follow, watch_report, served
         self.gauges, self.meta, self.items, self.failed_delete = metrics, meta, items, failed_delete
 
-    def metrics(self, rows: Sequence[Row], judged: Sequence[Row]) -> Series:
+    def metrics(self, judged: Iterable[Row], finding: Callable[[Row], bool]) -> Series:
+        """The series of one judgment, in one pass over its rows: a judgment that yields them one at a time never
+        holds them all (the claims': 10,000 rows at once, a transient the exporter's heap kept)."""
         from collections import Counter
 
         from kubectl_pvleft.output.series import Series
 
         findings: list[Finding] = []
-        gauges = list(self.gauges(rows, judged, findings))
-        terminating: Optional[Counter[str]] = None
-        if self.meta is not None:
-            terminating = Counter()
-            for meta in map(self.meta, rows):
-                if meta.deletion_timestamp is not None:
-                    terminating.update(meta.finalizers or ("",))
-        failed = None
-        if self.failed_delete is not None:
-            failed = [f for f in map(self.failed_delete, rows) if f is not None]
-        return Series(gauges, findings, terminating, failed)
+        terminating: Counter[str] = Counter()
+        failed: list[FailedDelete] = []
+        meta_of, failed_delete = self.meta, self.failed_delete
+
+        def noted(rows: Iterable[Row]) -> Iterator[Row]:  # what every analysis's findings tell, as they pass
+            for row in rows:
+                if (meta_of is not None or failed_delete is not None) and finding(row):
+                    meta = None if meta_of is None else meta_of(row)
+                    if meta is not None and meta.deletion_timestamp is not None:
+                        terminating.update(meta.finalizers or ("",))
+                    failure = None if failed_delete is None else failed_delete(row)
+                    if failure is not None:
+                        failed.append(failure)
+                yield row
+
+        rows = noted(judged)
+        gauges = list(self.gauges(rows, finding, findings))
+        for _ in rows:  # what the gauges did not read (none, or a family that stopped early) is still judged
+            pass
+        return Series(gauges, findings, None if meta_of is None else terminating,
+                      None if failed_delete is None else failed)
 
     def apply(self, use: WithAnalysis[T]) -> T:
         return use(self)

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
 from shlex import quote
 from typing import TYPE_CHECKING, Optional, TypedDict
@@ -558,10 +558,10 @@ def next_looks(row: AttachmentRow) -> tuple[str, ...]:
 
 # -- what /metrics shows ------------------------------------------------------------------------------
 
-def metrics(rows: Sequence[AttachmentRow], judged: Sequence[AttachmentRow], findings: list[series.Finding]
-            ) -> Iterator[series.Gauge]:
+def metrics(judged: Iterable[AttachmentRow], is_finding: Callable[[AttachmentRow], bool],
+            findings: list[series.Finding]) -> Iterator[series.Gauge]:
     count: Counter[tuple[str, ...]] = Counter()
-    for row in rows:
+    for row in filter(is_finding, judged):
         for trouble in row.troubles:
             count[(trouble.kind, trouble.driver, row.node_name)] += 1
         if row.troubles:

@@ -32,9 +32,9 @@ when a Bound claim is mounted by no Pod (one list each, the same scope). Writes:
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Optional, TypedDict, Union
+from typing import TYPE_CHECKING, Optional, TypedDict, Union
 
 from msgspec import Struct, field
 from msgspec.structs import replace
@@ -98,6 +98,7 @@ from kubectl_pvleft.records import (
     ModifyVolumeStatusJson,
     PersistentVolume,
     PersistentVolumeClaim,
+    SharedValues,
     StorageClass,
     iso,
     shared_value,
@@ -311,22 +312,33 @@ def assess(claims: list[PersistentVolumeClaim], *, include_all: bool = False,
     ``pods`` None: they could not be read (whether a claim is used is then unknown). ``workloads``: those that
     can name a claim (None: none exist)."""
     criteria = criteria or Criteria(include_all=include_all)
-    pods = None if pods is None else list(pods)
-    used = None if pods is None else used_claims(pods)
-    holding = None if pods is None else claim_holders(pods)
-    workloads = workloads or Workloads()
     rows, unknown = [], 0
-    for c in claims:
-        if excluded(c.namespace):
-            continue
-        row, unknown_since = judge(c, used, criteria, stalled_resize(c, classes, volumes), classes, workloads,
-                                   holding, attribute_classes, selinux)
+    for row, unknown_since in judged(claims, pods, criteria, excluded, classes, volumes, workloads, attribute_classes,
+                                     selinux):
         rows.append(row)
         unknown += unknown_since
     rows.sort(key=lambda r: (r.claim.namespace, r.claim.name))
     trouble = sum(1 for r in rows if r.in_trouble)
     return ClaimCensus(rows=[r for r in rows if criteria.keeps(r)], trouble_count=trouble,
                        warnings=[SINCE_UNKNOWN.format(count=unknown)] if unknown else [])
+
+
+def judged(claims: Iterable[PersistentVolumeClaim], pods: Optional[Iterable[Pod]], criteria: Criteria,
+           excluded: Callable[[Optional[str]], bool] = lambda namespace: False,
+           classes: Optional[Mapping[str, StorageClass]] = None,
+           volumes: Optional[Mapping[str, PersistentVolume]] = None, workloads: Optional[Workloads] = None,
+           attribute_classes: Optional[set[str]] = None,
+           selinux: Optional[SELinuxSharing] = None) -> Iterator[tuple[ClaimRow, bool]]:
+    """Each claim's row (``judge``) in the order given, one at a time, but for the excluded namespaces' claims.
+    ``pods`` None: they could not be read."""
+    pods = None if pods is None else list(pods)
+    used = None if pods is None else used_claims(pods)
+    holding = None if pods is None else claim_holders(pods)
+    workloads = workloads or Workloads()
+    for c in claims:
+        if not excluded(c.namespace):
+            yield judge(c, used, criteria, stalled_resize(c, classes, volumes), classes, workloads, holding,
+                        attribute_classes, selinux)
 
 
 class _Evidence:
@@ -427,7 +439,7 @@ def census(api: Reader, *, namespace: Optional[str] = None, include_all: bool = 
     shared_claims: list[PersistentVolumeClaim] = []
     # Rows judged, with the others, before the Pods were read (for a later claim): their holders come later.
     before_pods: list[tuple[int, Optional[datetime]]] = []
-    shared: dict[Any, Any] = {}  # the values the kept claims share (PersistentVolumeClaim.compact)
+    shared: SharedValues = {}  # the values the kept claims share (PersistentVolumeClaim.compact)
     bound = False  # a Bound claim with a volume in scope: one Pods could share
 
     def compact(row: ClaimRow, claim: PersistentVolumeClaim) -> ClaimRow:
@@ -611,21 +623,27 @@ def follow(options: Options) -> Follow[ClaimRow]:
     # Who will mount a claim no Pod mounts again: a scale-down, a CronJob's next run.
     workload_streams = reuse.WorkloadStreams.of(options.namespace, scope)
 
-    def judge(stores: Stores) -> list[ClaimRow]:
+    def judge_each(stores: Stores) -> Iterator[ClaimRow]:
+        """The rows one at a time, in kubectl's order (the claims are sorted, not the rows): the exporter reads
+        each and lets it go, so 10,000 claims' rows are never alive at once (a transient its heap kept)."""
         # "now" is each judgment's: a claim that has been unused long enough appears at the next recheck.
         # The rows unused by design are judged too (the exporter counts them); --watch prints them with --all.
         criteria = Criteria(include_all=options.show_all, older_than=options.older_than, by_design=True)
         classes = stores[scs]
-        workloads = reuse.from_stores(workload_streams, stores)
         vacs = stores[vacs_]
-        rows = assess(stores[pvcs] or [], pods=stores[pods], criteria=criteria, excluded=options.excluded,
-                      classes=None if classes is None else {sc.name: sc for sc in classes},
-                      workloads=workloads, attribute_classes=None if vacs is None else {v.name for v in vacs},
-                      selinux=selinux_sharing(stores[pods], stores[drivers], stores[pvs])).rows
-        why = reasons_from((r.claim for r in rows), stores[claim_events])
-        return [replace(r, why=why[r.claim.meta.uid]) if r.claim.meta.uid in why else r for r in rows]
+        claims = sorted((c for c in stores[pvcs] or () if not options.excluded(c.namespace)),
+                        key=lambda c: (c.namespace, c.name))
+        why = reasons_from(claims, stores[claim_events])
+        for row, _ in judged(claims, stores[pods], criteria,
+                             classes=None if classes is None else {sc.name: sc for sc in classes},
+                             workloads=reuse.from_stores(workload_streams, stores),
+                             attribute_classes=None if vacs is None else {v.name for v in vacs},
+                             selinux=selinux_sharing(stores[pods], stores[drivers], stores[pvs])):
+            if criteria.keeps(row):
+                uid = row.claim.meta.uid
+                yield replace(row, why=why[uid]) if uid in why else row
 
-    return Follow((pvcs, pods, claim_events, scs, vacs_, drivers, pvs, *workload_streams), "claims", judge,
+    return Follow((pvcs, pods, claim_events, scs, vacs_, drivers, pvs, *workload_streams), "claims", judge_each,
                   key=lambda r: r.claim.meta.uid, finding=VERDICT.is_finding,
                   signature=lambda r: (r.status, r.claim.capacity, r.claim.requested, r.problems, r.usage, r.kept,
                                        r.why, r.waiting_for_consumer),
@@ -919,24 +937,24 @@ def claim_looks(row: ClaimRow) -> tuple[str, ...]:
 
 # -- what /metrics shows ------------------------------------------------------------------------------
 
-def metrics(rows: Sequence[ClaimRow], judged: Sequence[ClaimRow], findings: list[series.Finding]
+def metrics(judged: Iterable[ClaimRow], is_finding: Callable[[ClaimRow], bool], findings: list[series.Finding]
             ) -> Iterator[series.Gauge]:
-    """``rows``: the findings; ``judged``: every row judged, among them the claims unused by design (never findings:
-    their own family)."""
+    """``judged``: every row judged, among them the claims unused by design (never findings: their own family)."""
     count: Counter[tuple[str, ...]] = Counter()
     size: Counter[tuple[str, ...]] = Counter()
     unused: Counter[tuple[str, ...]] = Counter()
     unused_size: Counter[tuple[str, ...]] = Counter()
     by_design: Counter[tuple[str, ...]] = Counter()
     by_design_size: Counter[tuple[str, ...]] = Counter()
+    missing_class: Counter[tuple[str, ...]] = Counter()
     for row in judged:
         if row.usage.mounts:  # no Pod mounts it, and a workload will: visible, never a finding
             claim = row.claim
             key = (claim.namespace, claim.storage_class or "", row.usage.mounts[0].kind)
             by_design[key] += 1
             by_design_size[key] += series.quantity_bytes(claim.capacity or claim.requested)
-    missing_class: Counter[tuple[str, ...]] = Counter()
-    for row in rows:
+        if not is_finding(row):
+            continue
         claim = row.claim
         for name in dict.fromkeys(p.missing_class for p in row.problems if p.missing_class):
             missing_class[(claim.namespace, name)] += 1

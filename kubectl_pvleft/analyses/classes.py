@@ -19,7 +19,7 @@ VolumeAttributesClasses, one paginated list each. Writes: nothing.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from typing import TYPE_CHECKING, NamedTuple, Optional, TypedDict, TypeVar, Union
 
@@ -294,8 +294,8 @@ def census(api: Reader, *, label_selector: Optional[str] = None, field_selector:
     classes = list(api.list(STORAGE_CLASSES, label_selector=label_selector, field_selector=field_selector))
     # Many PVs: claims and CSIDrivers are read beside them.
     pv_list = begin(api.list(PERSISTENT_VOLUMES), snapshot=True)
-    claim_list, driver_list = (begin(api.list(kind), alongside=pv_list)
-                               for kind in (PERSISTENT_VOLUME_CLAIMS, CSI_DRIVERS))
+    claim_list = begin(api.list(PERSISTENT_VOLUME_CLAIMS), alongside=pv_list)
+    driver_list = begin(api.list(CSI_DRIVERS), alongside=pv_list)
     warnings: list[str] = []
     pvs = optional(lambda: list(pv_list), warnings, PVS_UNREADABLE)
     claims = optional(lambda: list(claim_list), warnings, CLAIMS_UNREADABLE)
@@ -666,11 +666,11 @@ def drift_report(result: ClassCensus, now: Optional[datetime] = None) -> Report[
 
 # -- what /metrics shows ------------------------------------------------------------------------------
 
-def metrics(rows: Sequence[Watched], judged: Sequence[Watched], findings: list[series.Finding]
+def metrics(judged: Iterable[Watched], is_finding: Callable[[Watched], bool], findings: list[series.Finding]
             ) -> Iterator[series.Gauge]:
     count: Counter[tuple[str, ...]] = Counter()
     attribute_count: Counter[tuple[str, ...]] = Counter()
-    for row in rows:
+    for row in filter(is_finding, judged):
         if isinstance(row, AttributeClassRow):
             attribute_count.update((row.vac.name, finding.kind) for finding in row.findings)
             if row.findings:
@@ -688,7 +688,7 @@ def metrics(rows: Sequence[Watched], judged: Sequence[Watched], findings: list[s
                        "registered no CSIDriver)", ("volume_attributes_class", "finding"), attribute_count)
 
 
-def drift_metrics(rows: Sequence[Drift], judged: Sequence[Drift], findings: list[series.Finding]
+def drift_metrics(judged: Iterable[Drift], is_finding: Callable[[Drift], bool], findings: list[series.Finding]
                   ) -> Iterator[series.Gauge]:
     """None: serve keeps the classes without --drift (it has no such flag), so drifted PVs never reach /metrics."""
     return iter(())

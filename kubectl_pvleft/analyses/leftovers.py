@@ -23,7 +23,7 @@ claimRef is in those namespaces.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
 from itertools import chain, islice
 from typing import TYPE_CHECKING, Optional, Protocol, TypedDict, Union
@@ -539,13 +539,13 @@ def watch_report(options: Options) -> Report[Leftover]:
 
 # -- what /metrics shows ------------------------------------------------------------------------------
 
-def metrics(rows: Sequence[Leftover], judged: Sequence[Leftover], findings: list[series.Finding]
+def metrics(judged: Iterable[Leftover], is_finding: Callable[[Leftover], bool], findings: list[series.Finding]
             ) -> Iterator[series.Gauge]:
     # namespace: the claim's the PV was bound to (its claimRef), "" when it names none: totals by namespace and class
     labels = ("phase", "claim", "reclaim_policy", "storage_class", "namespace")
     count: Counter[tuple[str, ...]] = Counter()
     size: Counter[tuple[str, ...]] = Counter()
-    for row in rows:
+    for row in filter(is_finding, judged):
         pv = row.pv
         key = (pv.phase or "", row.claim_state or "none", pv.reclaim_policy or "", pv.storage_class or "",
                bound_namespace(pv))

@@ -26,7 +26,7 @@ gone, and with ``--cost`` what each bills per month and the totals.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from typing import TYPE_CHECKING, Optional, TypedDict, TypeVar, Union
 
@@ -528,10 +528,10 @@ def next_looks(row: ContentRow) -> tuple[str, ...]:
 
 # -- what /metrics shows ------------------------------------------------------------------------------
 
-def metrics(rows: Sequence[ContentRow], judged: Sequence[ContentRow], findings: list[series.Finding]
+def metrics(judged: Iterable[ContentRow], is_finding: Callable[[ContentRow], bool], findings: list[series.Finding]
             ) -> Iterator[series.Gauge]:
     count: Counter[tuple[str, ...]] = Counter()
-    for row in rows:
+    for row in filter(is_finding, judged):
         for finding in row.findings:
             count[(finding.kind,)] += 1
         if row.findings:

@@ -8,8 +8,7 @@ Built from the argparse parser's own actions, so a flag added anywhere is shown 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterable, Sequence
-from typing import Any, Optional
+from collections.abc import Callable, Iterable, Sequence
 
 from kubectl_pvleft.text import cut_at_a_word
 
@@ -70,7 +69,7 @@ def program_help(prog: str, summary: str, description: str, commands: Iterable[t
         f"Use \"{prog} options\" for a list of global command-line options (applies to all commands).", ""])
 
 
-def _flags(parser: argparse.ArgumentParser, wanted: Any, defaults: dict[str, Any]) -> str:
+def _flags(parser: argparse.ArgumentParser, wanted: Callable[[str], bool], defaults: dict[str, object]) -> str:
     entries = []
     for group in parser._action_groups:
         if not wanted(group.title or ""):
@@ -91,16 +90,16 @@ def _long(action: argparse.Action) -> str:
     return next((o for o in action.option_strings if o.startswith("--")), action.option_strings[0])
 
 
-def _entry(action: argparse.Action, defaults: dict[str, Any]) -> str:
+def _entry(action: argparse.Action, defaults: dict[str, object]) -> str:
     short = next((o for o in action.option_strings if len(o) == 2 and o[1] != "-"), None)
     name = _long(action)
     names = f"{short}, {name}" if short and name != short else name
     return f"    {names}={_default(action, defaults)}:\n\t{_sentence(action.help or '')}\n\n"
 
 
-def _default(action: argparse.Action, defaults: dict[str, Any]) -> str:
+def _default(action: argparse.Action, defaults: dict[str, object]) -> str:
     """The default as pflag shows it: false for a boolean, [] for a list, the number, else '' or 'the text'."""
-    default: Optional[Any] = defaults.get(action.dest) if action.default == argparse.SUPPRESS else action.default
+    default: object = defaults.get(action.dest) if action.default == argparse.SUPPRESS else action.default
     if action.nargs == 0:
         return "true" if default is True else "false"
     if isinstance(action, argparse._AppendAction):

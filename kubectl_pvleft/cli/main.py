@@ -13,7 +13,7 @@ import signal
 import sys
 import threading
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, NoReturn, Optional, TypeVar
+from typing import TYPE_CHECKING, NoReturn, Optional, TypeVar
 
 from kubectl_pvleft.cli.durations import parse_request_timeout
 from kubectl_pvleft.cli.parser import (
@@ -35,6 +35,8 @@ from kubectl_pvleft.invocation import MCP, SERVE, WHY, Analysis, Invocation, Res
 from kubectl_pvleft.text import one_line, shown, warn
 
 if TYPE_CHECKING:
+    from types import FrameType
+
     from kubectl_pvleft.output.report import Report, SomeReport
 
 Shown = TypeVar("Shown")  # a row, where what prints it is generic in its type: a report's, a watch's row change
@@ -347,7 +349,7 @@ def collector_back() -> None:
         gc.enable()
 
 
-def _terminate(signum: int, frame: Any) -> NoReturn:
+def _terminate(signum: int, frame: Optional[FrameType]) -> NoReturn:
     raise SystemExit(128 + signum)
 
 

@@ -10,9 +10,9 @@ import functools
 import os
 import re
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, NoReturn, Optional
+from typing import TYPE_CHECKING, NoReturn, Optional, TypeVar, Union, overload
 
 from kubectl_pvleft import __version__
 from kubectl_pvleft.cli.durations import go_duration, parse_age, parse_request_timeout
@@ -136,6 +136,9 @@ def validate_namespace(namespace: str) -> str:
     return namespace
 
 
+_N = TypeVar("_N")
+
+
 class _Parser(argparse.ArgumentParser):
     secrets: tuple[str, ...] = ()
     argv: tuple[str, ...] = ()  # what was typed, for pflag's words (which form of a flag lacked its value)
@@ -150,7 +153,17 @@ class _Parser(argparse.ArgumentParser):
             pending()
         return self
 
-    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+    # argparse's own overloads (typeshed): a Namespace unless one is handed in
+    @overload
+    def parse_known_args(self, args: Optional[Iterable[str]] = None,
+                         namespace: None = None) -> tuple[argparse.Namespace, list[str]]: ...
+    @overload
+    def parse_known_args(self, args: Optional[Iterable[str]], namespace: _N) -> tuple[_N, list[str]]: ...
+    @overload
+    def parse_known_args(self, *, namespace: _N) -> tuple[_N, list[str]]: ...
+
+    def parse_known_args(self, args: Optional[Iterable[str]] = None, namespace: Optional[_N] = None
+                         ) -> Union[tuple[argparse.Namespace, list[str]], tuple[_N, list[str]]]:
         self.materialize()  # argparse hands the chosen subcommand's arguments to its parser here
         return super().parse_known_args(args, namespace)
 
@@ -239,11 +252,12 @@ BUILT_IN: dict[str, tuple[str, Callable[[argparse.ArgumentParser, str], str]]] =
 class _Bool(argparse.Action):
     """A pflag boolean: ``--flag``, and ``--flag=true|false`` (the ``=`` forms arrive rewritten)."""
 
-    def __init__(self, option_strings: Sequence[str], dest: str, default: Any = None, help: Optional[str] = None) -> None:
+    def __init__(self, option_strings: Sequence[str], dest: str, default: object = None,
+                 help: Optional[str] = None) -> None:
         super().__init__(option_strings, dest, nargs=0, default=default, help=help)
 
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
-                 option_string: Optional[str] = None) -> None:
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
+                 option_string: Optional[str] = None) -> None:  # values: none (nargs=0)
         setattr(namespace, self.dest, not (option_string or "").startswith("--pvleft-false-"))
 
 
@@ -305,13 +319,13 @@ def secret_values(argv: Sequence[str]) -> tuple[str, ...]:
     return tuple(found)
 
 
-def _defaults(top: bool) -> Callable[[Any], Any]:
+def _defaults(top: bool) -> Callable[[object], object]:
     # The same flags on the top parser and every subcommand, as kubectl accepts them before or after the
     # subcommand; on subcommands they default to SUPPRESS so a flag given earlier is not reset.
     return lambda value: value if top else argparse.SUPPRESS
 
 
-def _boolean(group: Any, default: Callable[[Any], Any], *names: str, help: str) -> None:
+def _boolean(group: argparse._ActionsContainer, default: Callable[[object], object], *names: str, help: str) -> None:
     dest = BOOL_FLAGS[names[-1]]
     group.add_argument(*names, action=_Bool, dest=dest, default=default(False if dest != "insecure_skip_tls_verify"
                                                                         else None), help=help)
@@ -486,7 +500,7 @@ def _subcommand_flags(parser: argparse.ArgumentParser, command: Command) -> None
     parser.set_defaults(command=command.name)
 
 
-def _add(parser: Any, flag: Flag) -> None:
+def _add(parser: argparse._ActionsContainer, flag: Flag) -> None:
     """A declared flag as argparse takes it; a boolean also gets its hidden ``--flag=false`` twin."""
     if flag.kind == BOOLEAN:
         parser.add_argument(flag.name, action=_Bool, dest=flag.dest, default=False, help=flag.help)

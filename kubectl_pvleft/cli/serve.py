@@ -13,8 +13,8 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Optional
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Optional, Protocol, Union, runtime_checkable
 
 from kubectl_pvleft.analyses import ANALYSES
 from kubectl_pvleft.cli.durations import go_duration
@@ -208,7 +208,31 @@ SHARE_SECONDS = 1.0
 SHARED_ANSWERS = 8  # at most this many kept at once (text, OpenMetrics, each gzipped or not...)
 
 
-def _server(where: tuple[str, int], registry: CollectorRegistry, live: Live, stale_after: float) -> Any:
+# What serve uses of the server waitress's create_server returns (waitress ships no types): ``run`` serves until the
+# process ends, and _port reads the port listened on, which the two kinds of server keep in different places.
+@runtime_checkable
+class _OneAddress(Protocol):
+    """waitress's TcpWSGIServer: listening on one address (or one socket of a _SeveralAddresses)."""
+
+    effective_port: int
+
+    def run(self) -> None: ...
+
+
+@runtime_checkable
+class _SeveralAddresses(Protocol):
+    """waitress's MultiSocketServer: listening on several addresses (every address: IPv4 and IPv6), all on one port.
+    Its map holds a _OneAddress per socket, and waitress's wake-up triggers, which listen on nothing."""
+
+    map: Mapping[int, object]
+
+    def run(self) -> None: ...
+
+
+_HTTPServer = Union[_OneAddress, _SeveralAddresses]
+
+
+def _server(where: tuple[str, int], registry: CollectorRegistry, live: Live, stale_after: float) -> _HTTPServer:
     """waitress serving prometheus_client's WSGI app (gzip when asked, OpenMetrics when Accept asks for it, name[]
     filters) at /metrics, /healthz and /livez; nothing else."""
     import logging
@@ -244,7 +268,7 @@ def _server(where: tuple[str, int], registry: CollectorRegistry, live: Live, sta
     quiet.handlers = [_OneLine()]
     host, port = where
     try:
-        return create_server(app, listen=f"[{host}]:{port}" if ":" in host else f"{host or '*'}:{port}",
+        server: _HTTPServer = create_server(app, listen=f"[{host}]:{port}" if ":" in host else f"{host or '*'}:{port}",
                              threads=WORKERS, connection_limit=_connection_limit(), backlog=BACKLOG,
                              asyncore_use_poll=True,  # select() stops at descriptor 1,024
                              channel_timeout=IDLE_SECONDS, max_request_header_size=MAX_REQUEST_HEADER_BYTES,
@@ -252,6 +276,7 @@ def _server(where: tuple[str, int], registry: CollectorRegistry, live: Live, sta
                              clear_untrusted_proxy_headers=True, ident="kubectl-pvleft")
     except OSError as exc:
         raise PvleftError(f"cannot listen on {_shown_address(*where)}: {exc.strerror or exc}") from None
+    return server
 
 
 def _connection_limit() -> int:
@@ -315,10 +340,10 @@ class _OneLine(logging.Handler):
         _warn(f"http server: {one_line(shown(record.getMessage()))}")
 
 
-def _port(server: Any) -> int:
+def _port(server: _HTTPServer) -> int:
     """The port listened on (the one asked for, or the one the system chose for port 0)."""
-    port = getattr(server, "effective_port", None)
-    if port is None:  # several sockets (every address: IPv4 and IPv6), all on one port; the map also holds
-        # waitress's wake-up trigger, which listens on nothing, and its order is the map's, not the sockets'
-        port = next(channel.effective_port for channel in server.map.values() if hasattr(channel, "effective_port"))
-    return int(port)
+    if not isinstance(server, _SeveralAddresses):
+        return server.effective_port
+    # Several sockets, all on one port; the map also holds waitress's wake-up trigger, which listens on nothing, and
+    # its order is the map's, not the sockets'.
+    return next(channel.effective_port for channel in server.map.values() if isinstance(channel, _OneAddress))

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from shlex import quote
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Optional, TypedDict, Union
+from typing import TYPE_CHECKING, Optional, TypedDict, TypeVar, Union
 
 from msgspec.structs import replace
 
@@ -49,10 +49,13 @@ from kubectl_pvleft.text import shown
 if TYPE_CHECKING:  # --cost alone imports the pricing
     from kubectl_pvleft.clouds.cost import Priced, PriceFile, Total
     from kubectl_pvleft.clouds.pricing import Costing
+    from kubectl_pvleft.records import PersistentVolume
 
 # Without --request-timeout, a census that has not finished in five minutes is given up on (a failed census, exit 4):
 # the SDKs' own retries (botocore's, google-api-core's) could otherwise hold a run for many minutes.
 DEFAULT_CENSUS_SECONDS = 300.0
+
+Found = TypeVar("Found")  # what each context's join lists: a finding or a disk (_named_by_none)
 
 
 def census_seconds(options: Options) -> float:
@@ -135,13 +138,13 @@ def price_file(flags: FlagValues) -> Optional[PriceFile]:
     return read_price_file(path, SOURCES)
 
 
-def take(options: Options, pvs: Sequence[Any], prices: Optional[PriceFile] = None) -> CensusOutcome:
+def take(options: Options, pvs: Sequence[PersistentVolume], prices: Optional[PriceFile] = None) -> CensusOutcome:
     """Join every PV of one cluster (not only the leftovers: a Bound PV's disk is not an orphan) with each asked
     cloud's disks; with ``--cost``, price every disk a row shows."""
     return take_estate(options, {None: pvs}, (), prices, this_cluster(options))
 
 
-def take_estate(options: Options, volumes: Mapping[Optional[str], Sequence[Any]], unread: Sequence[str] = (),
+def take_estate(options: Options, volumes: Mapping[Optional[str], Sequence[PersistentVolume]], unread: Sequence[str] = (),
                 prices: Optional[PriceFile] = None,
                 kubeconfig: Sequence[tuple[str, Optional[str], str]] = ()) -> CensusOutcome:
     """The census of several clusters at once (``volumes``: every PV of each context read, by context; one
@@ -291,7 +294,7 @@ def this_cluster(options: Options) -> list[tuple[str, Optional[str], str]]:
 def _named_by_none(joins: Sequence[CloudReport]) -> tuple[list[CloudFinding], list[CloudFinding], list[CloudDisk]]:
     """The orphans, a VM's own disks and the disks set aside as other clusters' that no join's PVs name: each
     context's join lists the disks its own PVs do not name, so a disk is none's when it is in every one."""
-    def common(rows: Sequence[Sequence[Any]], handle: Callable[[Any], str]) -> list[Any]:
+    def common(rows: Sequence[Sequence[Found]], handle: Callable[[Found], str]) -> list[Found]:
         everywhere = set.intersection(*({handle(x) for x in row} for row in rows)) if rows else set()
         return [x for x in rows[0] if handle(x) in everywhere] if rows else []
 

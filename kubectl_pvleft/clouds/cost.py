@@ -15,7 +15,7 @@ failed) gets an ``Unpriced`` with the reason, never 0.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Sequence
-from typing import Any, Optional, TypeVar, Union
+from typing import TYPE_CHECKING, Optional, TypeVar, Union
 
 from msgspec import Struct, field
 
@@ -26,6 +26,9 @@ from kubectl_pvleft.clouds.base import CloudSnapshot, MonthlyCostJson, UnpricedJ
 from kubectl_pvleft.clouds.base import Need as Need
 from kubectl_pvleft.clouds.base import Rate as Rate
 from kubectl_pvleft.errors import UsageError
+
+if TYPE_CHECKING:
+    from kubectl_pvleft.records import Absent
 
 T = TypeVar("T")
 
@@ -110,7 +113,7 @@ class Unpriced(Struct, frozen=True):
 Priced = Union[MonthlyCost, Unpriced]
 
 
-def cell(priced: Optional[Priced]) -> Any:
+def cell(priced: Optional[Priced]) -> Union[str, Absent, None]:
     """The MONTHLY cell: ``12.34 USD``; ``<unknown>`` (the reason is on stderr and in JSON), or ``at most 5.00 USD``
     when an upper bound is known; nothing when the row has no disk that bills."""
     from kubectl_pvleft.records import Absent
@@ -223,7 +226,7 @@ def read_price_file(path: str, clouds: Collection[str]) -> PriceFile:
     return prices
 
 
-def _price_line(path: str, index: int, entry: Any, prices: PriceFile,
+def _price_line(path: str, index: int, entry: object, prices: PriceFile,
                 clouds: Collection[str]) -> tuple[str, str, str, str, Optional[bool], Rate]:
     where = f"--price-file {path}: prices[{index}]"
     if not isinstance(entry, dict):

@@ -12,7 +12,7 @@ import random
 import sys
 import threading
 import time
-from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Generic, Optional, Protocol, TypeVar, Union
 
@@ -186,19 +186,33 @@ class Judgment(Generic[Row]):
     """One judgment of an analysis: what it tells /metrics (``series``), built once from every row judged and the
     findings among them (by the analysis's verdict: a row set aside, kept, is in no series), and how many of each.
     The rows themselves are kept only when something reads them between judgments (``keep_rows``: a cloud census
-    prices the findings' rows); otherwise they go with the judgment that made them. Kept, every
-    analysis's rows were alive at once between judgments (20,000 at 10,000 PVs and claims, the soak's first
-    judgment), where now only the one analysis's being judged are."""
+    prices the findings' rows); otherwise each goes as soon as the series has read it: an analysis that judges
+    one row at a time (the claims') never has them all alive at once. Kept, every analysis's rows were alive at
+    once between judgments (20,000 at 10,000 PVs and claims, the soak's first judgment), and then the whole of
+    the one being judged, a transient the heap kept."""
 
     __slots__ = ("_series", "count", "findings", "found", "judged")
 
-    def __init__(self, judged: list[Row], finding: Callable[[Row], bool], analysis: invocation.Analysis[Row],
+    def __init__(self, judged: Iterable[Row], finding: Callable[[Row], bool], analysis: invocation.Analysis[Row],
                  keep_rows: bool = True) -> None:
-        findings = [row for row in judged if finding(row)]
-        self._series = analysis.metrics(findings, judged)  # the metrics read the rows, never the time: once
-        self.count, self.found = len(judged), len(findings)
-        self.judged: Sequence[Row] = judged if keep_rows else ()
-        self.findings: Sequence[Row] = findings if keep_rows else ()
+        self.count = self.found = 0
+        kept: list[Row] = []
+        kept_findings: list[Row] = []
+
+        def counted(rows: Iterable[Row]) -> Iterator[Row]:
+            for row in rows:
+                self.count += 1
+                if finding(row):
+                    self.found += 1
+                    if keep_rows:
+                        kept_findings.append(row)
+                if keep_rows:
+                    kept.append(row)
+                yield row
+
+        self._series = analysis.metrics(counted(judged), finding)  # the metrics read the rows, never the time: once
+        self.judged: Sequence[Row] = kept
+        self.findings: Sequence[Row] = kept_findings
 
     def series(self) -> Series:
         return self._series

@@ -113,9 +113,9 @@ class ServeCollector:
             if finding.on_storage is not None:
                 storage.add_metric(labels, 1 if finding.on_storage else 0)
             if finding.created is not None:
-                created.add_metric(labels, finding.created)
+                created.add_metric(labels, finding.created.timestamp())
             if finding.since is not None:
-                since.add_metric(labels, finding.since)
+                since.add_metric(labels, finding.since.timestamp())
         yield from (info, created, since, storage)
         # A gauge, not a counter: how many are left out now, which goes down as findings resolve.
         yield GaugeMetricFamily("pvleft_finding_series_omitted", "Findings left out of pvleft_finding_info by "

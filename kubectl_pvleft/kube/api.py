@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, Generic, Optional, Protocol, TypeVar, Union, overload
+from typing import TYPE_CHECKING, Generic, Optional, Protocol, TypeVar, Union, overload
 
 import msgspec
 
@@ -39,6 +39,7 @@ from kubectl_pvleft.kube.kinds import (
     VOLUME_SNAPSHOTS,
     WORKLOAD_KINDS,
     Kind,
+    ListPage,
     Object,
     R,
     page_decoder,
@@ -55,7 +56,23 @@ MAX_WATCH_EVENT_BYTES = MAX_OBJECT_BYTES
 
 
 T = TypeVar("T")
-V = TypeVar("V")  # a narrow view of a kind's objects (Listing.sifted)
+
+if TYPE_CHECKING:  # types only: a Protocol class costs its creation at every start-up
+
+    class _Identified(Protocol):
+        @property
+        def uid(self) -> str: ...
+
+    class View(Protocol):
+        """A narrow view of a kind's objects (``Listing.sifted``): its uid at least, so a list restarted after a 410
+        skips what it already gave."""
+
+        @property
+        def metadata(self) -> _Identified: ...
+
+    _Handed = Union[tuple[int, bytes], BaseException, "_Mark"]  # a page (status, body), the list's failure, or a mark
+
+V = TypeVar("V", bound="View")
 
 # The kinds are read through this module, so they are named from it too (kinds.py is where they are declared).
 __all__ = ["CLAIM_IDENTITIES", "CSI_DRIVERS", "CSI_DRIVER_SPECS", "CSI_NODES", "EVENTS", "KINDS", "NAMESPACES",
@@ -80,12 +97,7 @@ class _RawEvent(msgspec.Struct, frozen=True):
 _RAW_EVENT = msgspec.json.Decoder(_RawEvent)
 
 
-class _RawPage(msgspec.Struct, frozen=True):
-    metadata: ListMeta = ListMeta()
-    items: Optional[list[msgspec.Raw]] = None
-
-
-_RAW_PAGE = msgspec.json.Decoder(_RawPage)  # items left as views of the page's bytes, for Listing.changed
+_RAW_PAGE = msgspec.json.Decoder(ListPage[msgspec.Raw])  # items left as views of the page's bytes, for Listing.changed
 
 
 class _VersionMeta(msgspec.Struct, rename="camel", frozen=True):
@@ -185,12 +197,9 @@ class Listing(Generic[R]):
         """The list page by page, each object decoded first as ``view`` (a record of the few fields that say
         whether the caller wants it) and whole only when the caller keeps it (``SiftedPage.kept``). Decoding
         every object whole, to drop most of them, was most of the CPU ``leftovers`` spent on 10,000 PVs."""
-        decoder = _VIEW_PAGES.get(view)
-        if decoder is None:
-            decoder = _VIEW_PAGES[view] = page_decoder(view)
         path = self._kind.path(self._namespace)
         seen: set[str] = set()  # uids given: a restarted list skips what it already gave
-        for status, body, page in self._pages(decoder, path):
+        for status, body, page in self._pages(page_decoder(view), path):
             fresh = []  # (position on the page, view) of the objects not given before
             for position, item in enumerate(page.items or ()):
                 uid = item.metadata.uid
@@ -206,19 +215,24 @@ class Listing(Generic[R]):
     def _read(self, held: Callable[[str, str], bool]) -> Iterator[Union[R, Unchanged]]: ...
 
     def _read(self, held: Optional[Callable[[str, str], bool]]) -> Iterator[Union[R, Unchanged]]:
-        decoder = self._kind.page_decoder if held is None else _RAW_PAGE
         path = self._kind.path(self._namespace)
         seen: set[str] = set()  # uids yielded: a restarted list skips what it already gave
-        for status, _, page in self._pages(decoder, path):
-            for item in page.items or ():
-                if held is not None:
-                    item = self._unless_held(item, held, status, path)
-                uid = item.uid if isinstance(item, Unchanged) else item.metadata.uid
+        if held is None:
+            for _, _, page in self._pages(self._kind.page_decoder, path):
+                for item in page.items or ():
+                    if item.metadata.uid not in seen:
+                        seen.add(item.metadata.uid)
+                        yield item
+            return
+        for status, _, raw_page in self._pages(_RAW_PAGE, path):
+            for raw in raw_page.items or ():
+                found = self._unless_held(raw, held, status, path)
+                uid = found.uid if isinstance(found, Unchanged) else found.metadata.uid
                 if uid not in seen:
                     seen.add(uid)
-                    yield item
+                    yield found
 
-    def _pages(self, decoder: msgspec.json.Decoder[Any], path: str) -> Iterator[tuple[int, bytes, Any]]:
+    def _pages(self, decoder: msgspec.json.Decoder[ListPage[T]], path: str) -> Iterator[tuple[int, bytes, ListPage[T]]]:
         """(status, body, decoded page) of each page, in order."""
         self.start()
         reader, self._reader = self._reader, None  # one iteration per start
@@ -282,9 +296,6 @@ def sifted(listing: Iterable[R], view: Optional[type[V]]) -> Iterator[Union[Sift
     return listing.pages() if view is None else listing.sifted(view)
 
 
-_VIEW_PAGES: dict[type[Any], msgspec.json.Decoder[Any]] = {}
-
-
 class _ListState:
     def __init__(self) -> None:
         self.resource_version: Optional[str] = None
@@ -297,7 +308,16 @@ class _ListHead(msgspec.Struct, frozen=True):
 
 
 _LIST_HEAD = msgspec.json.Decoder(_ListHead)
-_END, _EMPTY = object(), object()
+
+
+class _Mark:
+    """What the page reader's slot holds when it holds no page: nothing yet (``_EMPTY``), or the list's end
+    (``_END``)."""
+
+    __slots__ = ()
+
+
+_END, _EMPTY = _Mark(), _Mark()
 
 
 def list_head(body: bytes) -> ListMeta:
@@ -318,9 +338,9 @@ class _PageReader:
     A one-slot hand-over under a Condition: the queue module would cost its import (and heapq's) at start-up.
     """
 
-    def __init__(self, api: KubeAPI, kind: Kind[Any], namespace: Optional[str], params: dict[str, str],
+    def __init__(self, api: KubeAPI, kind: Kind[Object], namespace: Optional[str], params: dict[str, str],
                  state: _ListState) -> None:
-        self._slot: Any = _EMPTY
+        self._slot: _Handed = _EMPTY
         self._ready = threading.Condition()
         self._closed = False
         self.first_page = threading.Event()  # set when the first page is in, or the list has failed before it
@@ -335,7 +355,7 @@ class _PageReader:
                     self._ready.wait()
                 item, self._slot = self._slot, _EMPTY
                 self._ready.notify_all()
-            if item is _END:
+            if isinstance(item, _Mark):  # _END: an empty slot is waited out above
                 return
             if isinstance(item, BaseException):
                 raise item
@@ -346,7 +366,7 @@ class _PageReader:
             self._closed, self._slot = True, _EMPTY  # a reader waiting for the slot sees the close
             self._ready.notify_all()
 
-    def _put(self, item: Any) -> bool:
+    def _put(self, item: _Handed) -> bool:
         with self._ready:
             while self._slot is not _EMPTY and not self._closed:
                 self._ready.wait()
@@ -356,7 +376,7 @@ class _PageReader:
             self._ready.notify_all()
             return True
 
-    def _run(self, api: KubeAPI, kind: Kind[Any], namespace: Optional[str], params: dict[str, str],
+    def _run(self, api: KubeAPI, kind: Kind[Object], namespace: Optional[str], params: dict[str, str],
              state: _ListState) -> None:
         try:
             for page in _page_bodies(api, kind, namespace, params, state):
@@ -370,7 +390,7 @@ class _PageReader:
             self.first_page.set()
 
 
-def _page_bodies(api: KubeAPI, kind: Kind[Any], namespace: Optional[str], params: dict[str, str],
+def _page_bodies(api: KubeAPI, kind: Kind[Object], namespace: Optional[str], params: dict[str, str],
                  state: _ListState) -> Iterator[tuple[int, bytes]]:
     """(status, body) of each page, in order; only the head of each is decoded here."""
     path = kind.path(namespace)
@@ -432,7 +452,7 @@ class KubeAPI:
         return self.decode(self.transport.read(response), response.status, decoder, verb, path)
 
     @staticmethod
-    def decode(body: Any, status: int, decoder: msgspec.json.Decoder[T], verb: str, path: str) -> T:
+    def decode(body: Union[bytes, msgspec.Raw], status: int, decoder: msgspec.json.Decoder[T], verb: str, path: str) -> T:
         try:
             return decoder.decode(body)
         except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as exc:
@@ -532,7 +552,7 @@ def _first_line(text: str) -> str:
     return text.strip().splitlines()[0][:200] if text.strip() else "undecodable"
 
 
-def begin(listing: Iterable[R], *, snapshot: bool = False, alongside: Optional[Iterable[Any]] = None) -> Iterable[R]:
+def begin(listing: Iterable[R], *, snapshot: bool = False, alongside: Optional[Iterable[object]] = None) -> Iterable[R]:
     """Start reading a Listing in the background (any other iterable, a test's, is left as it is). With
     ``snapshot``, return only once its first page is in (or it failed: the iteration raises that): a list
     begun after it sees a later state. With

@@ -3,7 +3,7 @@ and Content-Length read strictly, and the failures a connection or an answer can
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Optional, Protocol
 
 from kubectl_pvleft.text import shown
 
@@ -96,7 +96,13 @@ def _shown(value: str, limit: int = 40) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
-def read_head(connection: Any) -> tuple[int, str, dict[str, str]]:
+class LineReader(Protocol):
+    """Where an answer's head is read from: a connection's next line, its CRLF stripped."""
+
+    def line(self) -> bytes: ...
+
+
+def read_head(connection: LineReader) -> tuple[int, str, dict[str, str]]:
     lines, size = 0, 0
     while True:
         status_line = connection.line()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from functools import cached_property
 from importlib import import_module
-from typing import TYPE_CHECKING, Any, Generic, Optional, Protocol, TypeVar
+from typing import TYPE_CHECKING, Generic, Optional, Protocol, TypeVar
 from urllib.parse import quote
 
 import msgspec
@@ -43,13 +43,25 @@ class Object(Protocol):
 
 
 R = TypeVar("R", bound=Object)
+# A Kind only gives its records (it decodes them, never takes one): a Kind[PersistentVolume] is a Kind[Object], and
+# the table of every kind (KINDS) is one of those.
+R_co = TypeVar("R_co", bound=Object, covariant=True)
+T = TypeVar("T")  # the items of a page: a kind's records, a view of them, or msgspec.Raw
 
 
-class Kind(Generic[R]):
+class ListPage(msgspec.Struct, Generic[T], frozen=True, gc=False):
+    """One page of a list as the server sends it: its metadata (the continue token) and its items."""
+
+    metadata: ListMeta = ListMeta()
+    items: Optional[list[T]] = None  # an empty metadata-only list says "items": null
+
+
+class Kind(Generic[R_co]):
     """Where a resource lives (``/api/v1`` or ``/apis/GROUP/VERSION``), its plural, and its record."""
 
     # A plain class, not a dataclass: a dataclass costs ~1 ms of generated code at every start-up.
-    def __init__(self, plural: str, prefix: str, namespaced: bool, record: type[R], metadata_only: bool = False) -> None:
+    def __init__(self, plural: str, prefix: str, namespaced: bool, record: type[R_co],
+                 metadata_only: bool = False) -> None:
         self.plural, self.prefix, self.namespaced, self.record = plural, prefix, namespaced, record
         self.metadata_only = metadata_only  # list as PartialObjectMetadataList: names and uids, not whole objects
 
@@ -73,22 +85,18 @@ class Kind(Generic[R]):
         return METADATA_ONLY if self.metadata_only else JSON
 
     @cached_property
-    def page_decoder(self) -> msgspec.json.Decoder[Any]:
+    def page_decoder(self) -> msgspec.json.Decoder[ListPage[R_co]]:
         return page_decoder(self.record)
 
     @cached_property
-    def decoder(self) -> msgspec.json.Decoder[R]:
+    def decoder(self) -> msgspec.json.Decoder[R_co]:
         return msgspec.json.Decoder(self.record)
 
 
-def page_decoder(record: type[Any]) -> msgspec.json.Decoder[Any]:
+def page_decoder(record: type[T]) -> msgspec.json.Decoder[ListPage[T]]:
     """A decoder of one page of a list whose items decode as ``record``."""
-    # The item type is built at run time from the record, which a type checker cannot follow.
-    page = msgspec.defstruct(f"{record.__name__}Page", [
-        # An empty metadata-only list says "items": null.
-        ("metadata", ListMeta, ListMeta()),
-        ("items", Optional[list[record]], None)], frozen=True, gc=False)  # type: ignore[valid-type]
-    return msgspec.json.Decoder(page)
+    # The page's type is ListPage[record], named at run time from the record, which a type checker cannot follow.
+    return msgspec.json.Decoder(ListPage[record])  # type: ignore[valid-type]
 
 
 class LateKind(Kind[R]):
@@ -127,7 +135,7 @@ REPLICA_SETS: Kind[ReplicaSet] = LateKind("replicasets", "/apis/apps/v1", True, 
 DAEMON_SETS: Kind[DaemonSet] = LateKind("daemonsets", "/apis/apps/v1", True, "workloads", "DaemonSet")
 JOBS: Kind[Job] = LateKind("jobs", "/apis/batch/v1", True, "workloads", "Job")
 CRON_JOBS: Kind[CronJob] = LateKind("cronjobs", "/apis/batch/v1", True, "workloads", "CronJob")
-WORKLOAD_KINDS: tuple[Kind[Any], ...] = (STATEFUL_SETS, DEPLOYMENTS, REPLICA_SETS, DAEMON_SETS, JOBS, CRON_JOBS)
+WORKLOAD_KINDS: tuple[Kind[Object], ...] = (STATEFUL_SETS, DEPLOYMENTS, REPLICA_SETS, DAEMON_SETS, JOBS, CRON_JOBS)
 
 
 # -- snapshot.storage.k8s.io: served only where the CSI snapshotter's CRDs are installed ---------------
@@ -144,7 +152,7 @@ VOLUME_SNAPSHOT_CLASSES: Kind[VolumeSnapshotClass] = LateKind("volumesnapshotcla
 VERBS = ("get", "list", "watch")
 
 # Every kind by its plural, as RBAC and error messages name it: where it lives and whether it is namespaced.
-KINDS: dict[str, Kind[Any]] = {kind.plural: kind for kind in (
+KINDS: dict[str, Kind[Object]] = {kind.plural: kind for kind in (
     PERSISTENT_VOLUMES, PERSISTENT_VOLUME_CLAIMS, PODS, EVENTS, STORAGE_CLASSES, CSI_DRIVERS, NAMESPACES,
     VOLUME_ATTACHMENTS, VOLUME_ATTRIBUTES_CLASSES, CSI_NODES, NODES, VOLUME_SNAPSHOTS, VOLUME_SNAPSHOT_CONTENTS,
     VOLUME_SNAPSHOT_CLASSES)}

@@ -19,12 +19,15 @@ import re
 import socket
 import ssl
 from collections.abc import Mapping
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, Union
 from urllib.parse import SplitResult, unquote, urlsplit
 
 from kubectl_pvleft.deadline import Deadline, OutOfTime
 from kubectl_pvleft.errors import ConfigError, ConnectionFailed
 from kubectl_pvleft.text import shown
+
+if TYPE_CHECKING:  # ipaddress only when a proxy is set in the environment
+    from ipaddress import IPv4Address, IPv6Address
 
 DEFAULT_PORTS = {"http": 80, "https": 443, "socks5": 1080, "socks5h": 1080}
 KUBECONFIG_SCHEMES = ("http", "https", "socks5")  # client-go's parseProxyURL
@@ -367,7 +370,7 @@ def choose(server_url: str, proxy_url: Optional[str], environ: Mapping[str, str]
     return from_environment(server_url, environ)
 
 
-def _ip(text: str) -> Any:
+def _ip(text: str) -> Union[IPv4Address, IPv6Address, None]:
     """Go's net.ParseIP, with an IPv4-mapped IPv6 address as its IPv4 address (Go's IP.To4 makes them one: ::ffff:127.0.0.1
     is loopback and inside 127.0.0.0/8, golang/go src/net/ip.go IsLoopback, IPNet.Contains)."""
     import ipaddress  # only when a proxy is set in the environment
@@ -376,7 +379,7 @@ def _ip(text: str) -> Any:
         ip = ipaddress.ip_address(text.split("%", 1)[0] if ":" in text else text)
     except ValueError:
         return None
-    mapped = getattr(ip, "ipv4_mapped", None)
+    mapped = ip.ipv4_mapped if isinstance(ip, ipaddress.IPv6Address) else None
     return mapped if mapped is not None else ip
 
 

@@ -13,7 +13,7 @@ import ssl
 import sys
 import threading
 import time
-from typing import Any, Optional
+from typing import Any, Optional, TextIO, Union
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
 from kubectl_pvleft import __version__
@@ -69,10 +69,10 @@ class _RequestLog:
 
     def __init__(self) -> None:
         self.level = 0
-        self.stream: Any = None
+        self.stream: Optional[TextIO] = None  # None: stderr as it is when a line is written
         self._lock = threading.Lock()  # lists of several kinds log from their own threads
 
-    def info(self, text: str, *args: Any) -> None:
+    def info(self, text: str, *args: object) -> None:
         if self.level < 6:
             return
         message = text % args if args else text
@@ -90,7 +90,7 @@ class _RequestLog:
 log = _RequestLog()
 
 
-def set_verbosity(level: int, stream: Any = None) -> None:
+def set_verbosity(level: int, stream: Optional[TextIO] = None) -> None:
     """kubectl's -v: 6 and up log each request on stderr."""
     log.level, log.stream = level, stream
 
@@ -198,9 +198,9 @@ class Transport:
             warn(f"{self.shown_server} is not a TLS server: the credentials of {connection.withheld_from} "
                  "are not sent to it (as kubectl does), so requests go out anonymous")
 
-    def _impersonation(self) -> dict[str, Any]:
+    def _impersonation(self) -> dict[str, Union[str, list[str]]]:
         c = self.connection
-        headers: dict[str, Any] = {}
+        headers: dict[str, Union[str, list[str]]] = {}
         if c.impersonate_user:
             headers["Impersonate-User"] = header_safe(c.impersonate_user, "--as")
         if c.impersonate_uid:

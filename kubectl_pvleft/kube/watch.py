@@ -22,7 +22,7 @@ import random
 import threading
 import time
 from collections.abc import Callable, Generator, Hashable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, Generic, Optional, Protocol, TypeVar, Union, cast
+from typing import Generic, Optional, Protocol, TypeVar, Union, cast
 
 from msgspec import Struct
 
@@ -90,12 +90,17 @@ class WatchSettings(Struct, frozen=True):
         )
 
 
-class Stream(Struct, Generic[R], frozen=True):
-    """One kind to list and watch, in a namespace or all (None); its objects decode as ``R``, and the store it
-    fills is read through it: ``stores[stream]`` is a ``list[R]``."""
+class Stream(Struct, Generic[R_co], frozen=True):
+    """One kind to list and watch, in a namespace or all (None); its objects decode as ``R_co``, and the store it
+    fills is read through it: ``stores[stream]`` is a ``list[R_co]``.
+
+    Covariant, so that streams of several kinds sit side by side as ``Stream[Object]`` (``SomeStream``). Its
+    callbacks (``selects``, ``keep``, ``departure``) take ``R_co`` all the same: whoever holds it as a
+    ``Stream[Object]`` (the reflector, ``Stores``, serve's shared streams) calls them only with objects of the
+    stream's own kind, the ones its store holds."""
 
     name: str  # the store it fills: pods, claims, events, classes, csidrivers, volumes...
-    kind: Kind[R]
+    kind: Kind[R_co]
     namespace: Optional[str] = None
     field_selector: Optional[str] = None
     label_selector: Optional[str] = None
@@ -107,17 +112,17 @@ class Stream(Struct, Generic[R], frozen=True):
     unserved: str = ""
     # What the selectors select, judged here: a reader that asks for fewer objects than another one of the same kind
     # can then share its stream (serve lists and watches each kind once) and keep only these. None: not known here.
-    selects: Optional[Callable[[R], bool]] = None
+    selects: Optional[Callable[[R_co], bool]] = None
     # On the stream the rows are about (Follow.primary): whether an object it shows stays in its store (a Pod no
     # longer Pending leaves a watch on Pending Pods), and how one left it, for "resolved" lines. None: every object
     # stays; one that left was deleted.
-    keep: Optional[Callable[[R], bool]] = None
-    departure: Optional[Callable[[R], str]] = None
+    keep: Optional[Callable[[R_co], bool]] = None
+    departure: Optional[Callable[[R_co], str]] = None
 
 
 # Streams of several kinds side by side (an analysis's streams, serve's shared ones): each reads one record type,
 # which only the stream itself names.
-SomeStream = Stream[Any]
+SomeStream = Stream[Object]
 
 
 class Synced(Struct, frozen=True):
@@ -319,7 +324,9 @@ def _handed_over(first: Union[Object, Unchanged],
 
 def stream_of(streams: Iterable[SomeStream], kind: Kind[R]) -> Optional[Stream[R]]:
     """The first of these streams that reads this kind, as a stream of its records."""
-    return next((stream for stream in streams if stream.kind is kind), None)
+    found = next((stream for stream in streams if stream.kind is kind), None)
+    # It reads this very kind (``is``): its objects are this kind's records.
+    return None if found is None else cast("Stream[R]", found)
 
 
 def uid_of(obj: Object) -> str:
@@ -461,7 +468,7 @@ class Follow(Struct, Generic[Row]):
 
     streams: Sequence[SomeStream]
     primary: str
-    assess: Callable[[Stores], list[Row]]
+    assess: Callable[[Stores], Iterable[Row]]  # read once, as it comes: it may judge one row at a time
     key: Callable[[Row], Hashable]  # the primary object's uid, as a string
     signature: Callable[[Row], Hashable]  # what, when it changes, is worth a line
     # Which rows are findings, by the analysis's verdict (output.report.Verdict.is_finding): the rows serve counts

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from kubectl_pvleft.output.govalue import go_sprint
-from kubectl_pvleft.output.jsonpath import ExecutionError, JSONPathTemplate, TemplateError
+from kubectl_pvleft.output.jsonpath import Evaluator, ExecutionError, JSONPathTemplate, TemplateError
+from kubectl_pvleft.output.report import JsonObject
 from kubectl_pvleft.output.tabwriter import tabwrite
 
 _RELAXED = re.compile(r"\{\.?([^{}]+)\}\Z|\.?([^{}]+)\Z")
@@ -87,7 +88,8 @@ def parse_custom_columns_file(text: str) -> list[CustomColumn]:
     return _bounded([_column(header, spec) for header, spec in zip(headers, specs, strict=True)])
 
 
-def _cell(evaluator: Any, obj: Any) -> str:
+def _cell(evaluator: Evaluator, obj: JsonObject) -> str:
+    """One cell: `<none>` where nothing matched, several matches joined by `,`, values as Go's %v."""
     try:
         found = evaluator.find_results(obj)
     except ExecutionError as exc:
@@ -98,12 +100,7 @@ def _cell(evaluator: Any, obj: Any) -> str:
     return ",".join(values)
 
 
-def custom_column_cells(columns: list[CustomColumn], obj: Any) -> list[str]:
-    """One object's cells: `<none>` where nothing matched, several matches joined by `,`, values as Go's %v."""
-    return [_cell(column.template.evaluator(), obj) for column in columns]
-
-
-def render_custom_columns(columns: list[CustomColumn], objects: Iterable[Any], no_headers: bool = False) -> str:
+def render_custom_columns(columns: list[CustomColumn], objects: Iterable[JsonObject], no_headers: bool = False) -> str:
     """What kubectl prints for `-o custom-columns` over these objects (a List's items), aligned as its tabwriter."""
     # One evaluator per column for all rows: client-go keeps its run state between objects, and so do we.
     evaluators = [column.template.evaluator() for column in columns]

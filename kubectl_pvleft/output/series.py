@@ -21,23 +21,24 @@ class Gauge:
         self.name, self.documentation, self.labels, self.values = name, documentation, labels, values
 
 
-def timestamp(moment: Optional[datetime]) -> Optional[float]:
-    return moment.timestamp() if moment is not None else None
-
-
 class Finding:
     """One object an alert can name: its labels, when the object was created (for "older than a week"), and when
-    its state began where the evidence says (for "unused for 30 days": a claim's Unused condition)."""
+    its state began where the evidence says (for "unused for 30 days": a claim's Unused condition). A judgment
+    keeps one per finding until the next (10,000 unused claims, 10,000 of these): the moments are the object's
+    own, shared with the store, and the labels a tuple only when a scrape asks (each kept was 110 bytes more)."""
 
-    __slots__ = ("created", "labels", "on_storage", "since")
+    __slots__ = ("analysis", "created", "kind", "name", "namespace", "on_storage", "since", "state")
 
     def __init__(self, analysis: str, kind: str, namespace: Optional[str], name: str, state: str,
                  created: Optional[datetime], since: Optional[datetime] = None,
                  on_storage: Optional[bool] = None) -> None:
-        self.labels = (analysis, kind, namespace or "", name, state)
-        self.created = timestamp(created)
-        self.since = timestamp(since)
+        self.analysis, self.kind, self.namespace, self.name, self.state = analysis, kind, namespace or "", name, state
+        self.created, self.since = created, since
         self.on_storage = on_storage  # a Pending Pod's: does it wait on storage (not on CPU, a taint, an image)
+
+    @property
+    def labels(self) -> tuple[str, str, str, str, str]:
+        return (self.analysis, self.kind, self.namespace, self.name, self.state)
 
 
 class FailedDelete:

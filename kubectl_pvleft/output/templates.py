@@ -8,13 +8,13 @@ imported only when one of these is asked for.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from kubectl_pvleft.errors import TemplateRefused
 from kubectl_pvleft.output.custom_columns import parse_custom_columns, parse_custom_columns_file, render_custom_columns
 from kubectl_pvleft.output.formats import Formatter, kubectl_list
 from kubectl_pvleft.output.jsonpath import JSONPathTemplate
-from kubectl_pvleft.output.report import PrintOptions, Report
+from kubectl_pvleft.output.report import JsonObject, PrintOptions, Report
 from kubectl_pvleft.output.sorting import sort_rows as sort_objects
 
 T = TypeVar("T")
@@ -45,7 +45,7 @@ class JSONPathFormatter(Formatter[T]):
         self.as_json = name == "jsonpath-as-json"
         self.template = JSONPathTemplate(text)
 
-    def _render(self, obj: Any) -> str:
+    def _render(self, obj: JsonObject) -> str:
         return self.template.render_json(obj) if self.as_json else self.template.render(obj)
 
     def whole(self, rows: Sequence[T]) -> None:

@@ -10,7 +10,7 @@ the string the server sent. ``from_wire`` converts an already-parsed dict, for t
 """
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from datetime import datetime
 from typing import Any, Optional, TypedDict, TypeVar
 
@@ -42,12 +42,17 @@ class Record(msgspec.Struct, rename="camel", frozen=True, gc=False):
     """Base: wire names, immutable, and no GC tracking (records hold no cycles)."""
 
     @classmethod
-    def from_wire(cls: type[T], obj: Mapping[str, Any]) -> T:
+    def from_wire(cls: type[T], obj: Mapping[str, object]) -> T:
         # Through JSON bytes, as the wire gives them (msgspec.Raw fields only come from bytes).
         return msgspec.json.decode(msgspec.json.encode(obj), type=cls)
 
 
-def shared_value(value: T, shared: dict[Any, Any]) -> T:
+# One run's table of the values many kept records repeat (PersistentVolumeClaim.compact): each value under itself, a
+# mapping or a struct under a tuple of what it holds. It holds every type a record does: hence Any for its values.
+SharedValues = dict[Hashable, Any]
+
+
+def shared_value(value: T, shared: SharedValues) -> T:
     """An equal value kept before in ``shared`` (a hashable one: strings, times, tuples of them, frozen records),
     else this one, kept for the next: what many kept records repeat, held once."""
     try:
@@ -89,14 +94,12 @@ class ObjectMeta(IdentityMeta, frozen=True):
         return self.deletion_timestamp
 
 
-class Object(Record, frozen=True):
-    """A top-level API object: its metadata, and the names every analysis reads from it, said once here."""
+class Identified(Record, frozen=True):
+    """An object as a list names it: the metadata that identifies it, and the names every analysis reads from it,
+    said once here. A subclass narrows ``metadata`` to the metadata it decodes (Object: ObjectMeta); the decoder
+    builds only the fields the narrowed type declares."""
 
-    metadata: ObjectMeta = ObjectMeta()
-
-    @property
-    def meta(self) -> ObjectMeta:
-        return self.metadata
+    metadata: IdentityMeta = IdentityMeta()
 
     @property
     def name(self) -> str:
@@ -109,6 +112,16 @@ class Object(Record, frozen=True):
     @property
     def uid(self) -> str:
         return self.metadata.uid
+
+
+class Object(Identified, frozen=True):
+    """A top-level API object read with its whole metadata (labels, annotations, times, finalizers)."""
+
+    metadata: ObjectMeta = ObjectMeta()
+
+    @property
+    def meta(self) -> ObjectMeta:
+        return self.metadata
 
 
 class ObjectRef(Record, frozen=True):

@@ -1,6 +1,6 @@
 """Records of the workload side `pending` reads: Pods (their Events are records.events)."""
 
-from typing import Any, Optional
+from typing import Optional
 
 import msgspec
 
@@ -11,10 +11,15 @@ class ClaimVolumeSource(Record, frozen=True):
     claim_name: str = ""
 
 
+class EphemeralVolumeSource(Record, frozen=True):
+    """A generic ephemeral volume: only that a volume is one is read (its claim is named after the Pod and the
+    volume), so its claim template is skipped unbuilt."""
+
+
 class PodVolume(Record, frozen=True):
     name: str = ""
     persistent_volume_claim: Optional[ClaimVolumeSource] = None
-    ephemeral: Optional[dict[str, Any]] = None
+    ephemeral: Optional[EphemeralVolumeSource] = None
 
 
 class SELinuxOptions(Record, frozen=True):

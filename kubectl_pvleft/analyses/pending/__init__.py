@@ -551,10 +551,10 @@ def report(result: TriageResult, now: Optional[datetime] = None, *, wide: bool =
 
 # -- what /metrics shows ------------------------------------------------------------------------------
 
-def metrics(rows: Sequence[Triage], judged: Sequence[Triage], findings: list[series.Finding]
+def metrics(judged: Iterable[Triage], is_finding: Callable[[Triage], bool], findings: list[series.Finding]
             ) -> Iterator[series.Gauge]:
     count: Counter[tuple[str, ...]] = Counter()
-    for row in rows:
+    for row in filter(is_finding, judged):
         count[(row.namespace, row.verdict.owner, row.verdict.reason)] += 1
         findings.append(series.Finding("pending", "Pod", row.namespace, row.name, row.verdict.reason,
                                        row.pod.meta.created, on_storage=on_storage(row.verdict)))
