@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import socket
+import ssl
+import sys
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -92,7 +94,7 @@ class LoopbackFake(Started):
 
     tls = False
     http11 = False
-    _server: Optional[ThreadingHTTPServer] = None
+    _server: Optional[_Server] = None
 
     def serve(self, request: Request) -> Reply:
         raise NotImplementedError
@@ -106,13 +108,22 @@ class LoopbackFake(Started):
     def endpoint(self) -> str:
         return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}"
 
+    @property
+    def failures(self) -> list[str]:
+        """What went wrong on the server's side of a connection (a TLS handshake, a handler's exception), one line
+        each, oldest first: what a test that saw a connection fail can show of the other end."""
+        assert self._server is not None, "start() first"
+        return list(self._server.failures)
+
     def start(self: L) -> L:
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self.serve, self.http11))
-        self._server.daemon_threads = True
+        self._server = _Server(("127.0.0.1", 0), _handler(self.serve, self.http11))
         if self.tls:
             import tls_material
 
-            self._server.socket = tls_material.server_context().wrap_socket(self._server.socket, server_side=True)
+            # The handshake is the connection's own thread's work (_Server.finish_request), not the accepting
+            # thread's: one peer slow to send its ClientHello must not hold up every other peer.
+            self._server.socket = tls_material.server_context().wrap_socket(
+                self._server.socket, server_side=True, do_handshake_on_connect=False)
         # shutdown() returns when serve_forever next polls: at its default 0.5 s that was most of a short test.
         threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True).start()
         return self
@@ -122,6 +133,34 @@ class LoopbackFake(Started):
             self._server.shutdown()
             self._server.server_close()
             self._server = None
+
+
+class _Server(ThreadingHTTPServer):
+    """A thread per connection, a listen backlog of a real server's size (socketserver's is 5) and no timeout but
+    a bound on a TLS handshake that never ends, which only that connection's thread waits for."""
+
+    request_queue_size = 128
+    daemon_threads = True
+    HANDSHAKE_SECONDS = 60.0
+
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]) -> None:
+        super().__init__(address, handler)
+        self.failures: list[str] = []
+
+    def finish_request(self, request: Any, client_address: Any) -> None:
+        if isinstance(request, ssl.SSLSocket):
+            request.settimeout(self.HANDSHAKE_SECONDS)
+            try:
+                request.do_handshake()
+            except OSError as exc:  # the peer's trouble (an untrusted certificate, a port scan): its alone
+                self.failures.append(f"TLS handshake with {client_address}: {exc!r}")
+                return
+            request.settimeout(None)
+        super().finish_request(request, client_address)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        self.failures.append(f"serving {client_address}: {sys.exc_info()[1]!r}")
+        super().handle_error(request, client_address)  # the traceback, on stderr
 
 
 def _handler(serve: Callable[[Request], Reply], http11: bool) -> type[BaseHTTPRequestHandler]:

@@ -180,7 +180,7 @@ def test_an_expired_id_token_is_refreshed_accepted_and_never_written(fresh: Plan
     ours = write_kubeconfig(tmp_path / "ours", fresh, config)
     written = ours.read_bytes()
     result = invoke("leftovers", "--kubeconfig", str(ours), "-v", verbosity)
-    assert result.code == 0 and error_lines(result) == [], result
+    assert result.code == 0 and error_lines(result) == [], (result, fresh.idp.failures)  # and the IdP's side
     warnings = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
     assert warnings == ['warning: the oidc id-token of user "u" was refreshed for this run only; kubectl would have '
                         'saved the new tokens in the kubeconfig (this plugin never writes it)'], result.stderr

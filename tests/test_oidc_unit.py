@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+import socket
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -19,7 +20,7 @@ import pytest
 import yaml
 
 from cli_runner import Result, invoke
-from fake_apiserver import EMPTY_LIST, ScriptedServer, answer
+from fake_apiserver import EMPTY_LIST, ScriptedServer, answer, close_at_once
 from kubectl_pvleft.kube.oidc import token_expiry, valid
 from loopback import free_port
 from oidc_idp import CLIENT_ID, CLIENT_SECRET, SUBJECT, IdP, unsigned_jwt
@@ -31,7 +32,10 @@ REFRESHED = re.compile(r'^warning: the oidc id-token of user "u" was refreshed f
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[ScriptedServer]:
-    with ScriptedServer({"ok": answer(200, EMPTY_LIST)}) as scripted:
+    faults = {"ok": answer(200, EMPTY_LIST), "idp-close": close_at_once,
+              "idp-garbage": lambda conn: conn.sendall(b"HELLO WORLD\r\n\r\n"),
+              "idp-truncated": answer(200, b'{"issuer": ', length=200)}
+    with ScriptedServer(faults) as scripted:  # and its own "silent"
         yield scripted
 
 
@@ -279,6 +283,43 @@ def test_an_idp_that_never_answers_is_bounded_by_the_request_timeout(server, tmp
     assert one_error_line(result) == (
         f'error: refreshing the oidc id-token of user "u" failed: the identity provider '
         f'{server.url_for("silent")}/.well-known/openid-configuration did not answer in time')
+
+
+@pytest.mark.parametrize(("fault", "words"), [
+    ("idp-close", "closed the connection before answering"),
+    ("idp-garbage", "sent a broken HTTP answer: not an HTTP/1.1 answer"),
+    ("idp-truncated", "closed the connection mid-answer")])
+def test_an_idp_that_drops_the_connection_or_breaks_http_says_which(server, tmp_path: Path, fault: str,
+                                                                    words: str) -> None:
+    """A connection dropped before any answer, one dropped mid-answer and an answer that is not HTTP are three
+    different troubles at the IdP, worded as the API server's are (transport.py), never one phrase for all of
+    them. None is sent again: the connection was a new one, and Go's net/http (what kubectl's oidc provider
+    uses) retries only on a reused one (transport.go, persistConn.shouldRetryRequest)."""
+    with IdP() as idp:
+        refresh = idp.refresh_token()
+        config = provider_config(idp, idp.id_token(lifetime=-60), refresh)
+    config["idp-issuer-url"] = server.url_for(fault)
+    before = len(server.seen(fault))
+    result = run(kubeconfig(tmp_path / "kc", server, config))
+    assert one_error_line(result) == (
+        f'error: refreshing the oidc id-token of user "u" failed: the identity provider '
+        f"{server.url_for(fault)}/.well-known/openid-configuration {words}")
+    assert len(server.seen(fault)) == before + 1
+    secrets_absent(result, refresh, idp=idp)
+
+
+def test_the_test_idp_serves_the_plugin_while_another_peer_never_starts_its_tls_handshake(
+        server, idp, tmp_path: Path) -> None:
+    """Of the test IdP itself (tests/loopback.py): in test_oidc_cluster.py kube-apiserver's connections share it
+    with the plugin's, so one peer that connects and sends no ClientHello must not hold up the others (the
+    handshake was the accepting thread's work: the plugin's refresh waited until its timeout)."""
+    refresh = idp.refresh_token()
+    config = provider_config(idp, idp.id_token(lifetime=-60), refresh)
+    with socket.create_connection(("127.0.0.1", idp.port)):
+        time.sleep(0.1)  # accepted before the plugin connects
+        result = run(kubeconfig(tmp_path / "kc", server, config), "--request-timeout", "5s")
+    assert result.code == 0 and REFRESHED.match(result.stderr.splitlines()[0]), result
+    assert [r.path for r in idp.received] == ["/.well-known/openid-configuration", "/token"]
 
 
 # -- the way to the IdP: client-go's restclient.TransportFor, the environment's proxy, not the cluster's ---------

@@ -5,7 +5,7 @@ price facts a price list answers in, the findings, and the pure join by handle."
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Optional, Protocol, TypedDict, Union
 
@@ -282,6 +282,15 @@ class SnapshotLookup(Struct):
     missing: dict[str, str] = field(default_factory=dict)  # handle -> where the cloud said it does not exist
     unknown: dict[str, str] = field(default_factory=dict)  # handle -> why nothing could be told
     errors: list[str] = field(default_factory=list)  # a call that failed: the report is partial
+
+
+def other_cluster(named: Collection[str], this_cluster: Optional[str]) -> Optional[bool]:
+    """Whether a disk is another cluster's, by the clusters its tags name (``named``), once a cluster-name flag
+    named this one: True, they name clusters and not this one; False, they name this one; None, no flag given, or
+    no tag names a cluster (nothing says whose it is)."""
+    if this_cluster is None or not named:
+        return None
+    return this_cluster not in named
 
 
 def other_clusters_note(disks: Iterable[CloudDisk], cluster_names: Callable[[Mapping[str, str]], set[str]],

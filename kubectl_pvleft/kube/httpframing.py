@@ -48,6 +48,10 @@ class Closed(Cut):
 class NoAnswer(Cut):
     """The connection was closed or reset before any byte of the answer: the request may be sent again."""
 
+    def __init__(self, words: str, reset: bool = False) -> None:
+        super().__init__(words)
+        self.reset = reset
+
 
 class Malformed(HTTPFailure):
     """The answer breaks HTTP/1.1's framing (RFC 9112): its words say how, e.g. "a malformed chunk size"."""
@@ -59,7 +63,7 @@ class TooLarge(HTTPFailure):
 
 def no_answer(exc: BaseException) -> NoAnswer:
     reset = isinstance(exc, RESETS) or (isinstance(exc, Closed) and exc.reset)
-    return NoAnswer(f"the server {'reset' if reset else 'closed'} the connection before answering")
+    return NoAnswer(f"the server {'reset' if reset else 'closed'} the connection before answering", reset)
 
 
 def chunk_size(line: bytes) -> int:

@@ -31,7 +31,7 @@ from urllib.parse import parse_qs, quote_plus, urlencode, urlsplit
 from kubectl_pvleft.deadline import Deadline, OutOfTime
 from kubectl_pvleft.errors import CredentialError
 from kubectl_pvleft.kube.httpclient import Pool, Response, Server, Timeouts
-from kubectl_pvleft.kube.httpframing import ConnectFailed, Cut, HTTPFailure, Malformed, TimedOut, TLSFailed, TooLarge
+from kubectl_pvleft.kube.httpframing import ConnectFailed, Cut, HTTPFailure, Malformed, NoAnswer, TimedOut, TLSFailed, TooLarge
 from kubectl_pvleft.kube.nesting import TooDeep, loads
 from kubectl_pvleft.kube.proxy import ProxyFailed, from_environment
 from kubectl_pvleft.text import one_line, shown, warn
@@ -227,8 +227,14 @@ class OIDCProvider:
             return f"{where} did not answer in time"
         if isinstance(exc, TooLarge):
             return f"{where} sent {exc}, more than a token answer is"
-        if isinstance(exc, (Cut, Malformed)):
-            return f"{where} closed the connection or sent a broken HTTP answer"
+        # Which of these it was is the first thing to know (an IdP that drops connections is not one that speaks
+        # broken HTTP): the words the API server's failures use (transport.py), never one phrase for all of them.
+        if isinstance(exc, NoAnswer):
+            return f"{where} {'reset' if exc.reset else 'closed'} the connection before answering"
+        if isinstance(exc, Cut):
+            return f"{where} closed the connection mid-answer"
+        if isinstance(exc, Malformed):
+            return f"{where} sent a broken HTTP answer: {exc}"
         return f"cannot talk to {where}: {type(exc).__name__}"
 
     def _tls_context(self) -> ssl.SSLContext:

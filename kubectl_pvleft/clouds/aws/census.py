@@ -21,11 +21,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 from datetime import timezone
-from typing import Any, Optional, Union
+from typing import Optional, Union
 
 from kubectl_pvleft.clouds import base
 from kubectl_pvleft.clouds.aws.names import CSI_DRIVERS, IN_TREE_DRIVERS, MANAGED_DRIVER, SOURCE, AwsFlags
-from kubectl_pvleft.clouds.aws.sdk import bounded_config, sdk_failures
+from kubectl_pvleft.clouds.aws.sdk import Ec2Client, ServiceError, Volume, bounded_config, sdk_failures
 from kubectl_pvleft.clouds.base import CloudDisk, CloudError, CloudSnapshot, Placement, VolumeRef
 from kubectl_pvleft.clouds.bounded import page_read
 from kubectl_pvleft.errors import needs_extra
@@ -108,15 +108,7 @@ def made_by(disk: Union[CloudDisk, CloudSnapshot]) -> list[tuple[str, str]]:
     return list(found.items())
 
 
-def other_cluster(tags: Mapping[str, str], cluster_name: Optional[str]) -> Optional[bool]:
-    """True: the tags name clusters, not this one. False: they name this one. None: no name given, or no tag."""
-    named = cluster_names(tags)
-    if cluster_name is None or not named:
-        return None
-    return cluster_name not in named
-
-
-def disk_from_volume(volume: Mapping[str, Any], cluster_name: Optional[str]) -> CloudDisk:
+def disk_from_volume(volume: Volume, cluster_name: Optional[str]) -> CloudDisk:
     """One DescribeVolumes ``Volume`` (as botocore parses it) -> CloudDisk."""
     tags = {tag.get("Key", ""): tag.get("Value", "") for tag in volume.get("Tags") or ()}
     provenance = {key: value for key, value in tags.items()
@@ -135,14 +127,14 @@ def disk_from_volume(volume: Mapping[str, Any], cluster_name: Optional[str]) -> 
         state=volume.get("State"),
         users=users,
         provenance=provenance,
-        other_cluster=other_cluster(tags, cluster_name),
+        other_cluster=base.other_cluster(cluster_names(tags), cluster_name),
         kept=(tags[KEEP_TAG].strip() or "(no reason given)") if KEEP_TAG in tags else None,
         iops=volume.get("Iops"),  # io1/io2/gp3 bill for provisioned IOPS (gp3 above its included 3000)
         throughput=volume.get("Throughput"),  # gp3, MiB/s: billed above its included 125
     )
 
 
-def dies_with_instance(volume: Mapping[str, Any]) -> bool:
+def dies_with_instance(volume: Volume) -> bool:
     """A volume attached with DeleteOnTermination (a node's boot volume) ends with its instance: never a PV's.
 
     AttachVolume, which the EBS CSI driver and the in-tree plugin call, cannot set it; only an instance's
@@ -158,7 +150,7 @@ class AwsCensus:
     orphan_kind = "orphan-volume"
     missing_kind = "missing-volume"
 
-    def __init__(self, clients: Mapping[str, Any], *, cluster_name: Optional[str] = None,
+    def __init__(self, clients: Mapping[str, Ec2Client], *, cluster_name: Optional[str] = None,
                  page_size: int = DEFAULT_PAGE_SIZE, profile: Optional[str] = None) -> None:
         self._clients = dict(clients)
         self.regions = tuple(self._clients)
@@ -212,16 +204,15 @@ class AwsCensus:
         for region, client in self._clients.items():
             yield from self._region_disks(region, client)
 
-    def _region_disks(self, region: str, client: Any) -> Iterator[CloudDisk]:
+    def _region_disks(self, region: str, client: Ec2Client) -> Iterator[CloudDisk]:
         failures = sdk_failures()
-        params: dict[str, Any] = {"PaginationConfig": {"PageSize": self.page_size}}
         operation = client.meta.service_model.operation_model("DescribeVolumes")
-        if "IncludeManagedResources" in operation.input_shape.members:  # an older botocore does not know it
-            # Volumes that AWS services manage (EKS Auto Mode's) can be hidden by default; a PV may name one.
-            params["IncludeManagedResources"] = True
-        else:
+        managed = "IncludeManagedResources" in operation.input_shape.members  # an older botocore does not know it
+        if not managed:
             self.managed_hidden.add(region)
-        pages = client.get_paginator("describe_volumes").paginate(**params)
+        # Volumes that AWS services manage (EKS Auto Mode's) can be hidden by default; a PV may name one.
+        pages = client.get_paginator("describe_volumes").paginate(
+            PaginationConfig={"PageSize": self.page_size}, **({"IncludeManagedResources": True} if managed else {}))
         try:
             for page in pages:
                 page_read()  # a census past its time stops here (clouds/bounded.py)
@@ -237,7 +228,7 @@ class AwsCensus:
             raise cloud_error(exc, region, self.profile) from None
 
 
-def check_describe_volumes(page: Any, region: str) -> None:
+def check_describe_volumes(page: object, region: str) -> None:
     """A page is EC2's answer only if it has EC2's shape: a request id and a volume list (empty when there are no
     volumes: EC2 then sends an empty volumeSet). A 200 with an HTML page (a captive portal, a proxy's error page)
     parses into neither, and read as "no volumes" it would call every EBS PV's data gone: a failed census."""
@@ -283,7 +274,7 @@ def open_census(regions: list[str], profile: Optional[str] = None, cluster_name:
             raise CloudError(_NO_CREDENTIALS)
         bound = timeout if timeout is not None else 60.0  # no single call may outlast the whole census
         config = bounded_config(bound)
-        clients = {}
+        clients: dict[str, Ec2Client] = {}
         for region in regions:
             clients[region] = session.client("ec2", region_name=region, endpoint_url=endpoint_url, config=config)
     except failures as exc:
@@ -304,7 +295,7 @@ def cloud_error(exc: Exception, region: str, profile: Optional[str]) -> CloudErr
     return _sdk_error(exc, region, profile)
 
 
-def _service_error(exc: Any, region: str) -> CloudError:
+def _service_error(exc: ServiceError, region: str) -> CloudError:
     """A ClientError: AWS answered, with an error code, either for DescribeVolumes or for the credential chain."""
     error = exc.response.get("Error") or {}
     code = error.get("Code") or "Unknown"

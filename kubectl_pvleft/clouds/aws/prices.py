@@ -23,26 +23,17 @@ from functools import partial
 from typing import Any, Optional, Union
 
 from kubectl_pvleft.clouds.aws.names import AwsFlags
-from kubectl_pvleft.clouds.aws.sdk import bounded_config, sdk_failures
-from kubectl_pvleft.clouds.base import CloudDisk, CloudError, CloudSnapshot
+from kubectl_pvleft.clouds.aws.sdk import PricingClient, bounded_config, sdk_failures
+from kubectl_pvleft.clouds.base import Billable, CloudDisk, CloudError
 from kubectl_pvleft.clouds.bounded import page_read
-from kubectl_pvleft.clouds.cost import (
-    ARCHIVE_SNAPSHOT,
-    CAPACITY,
-    IOPS,
-    SNAPSHOT,
-    THROUGHPUT,
-    UNITS,
-    Need,
-    Rate,
-    snapshot_needs,
-    the_one,
-)
+from kubectl_pvleft.clouds.cost import ARCHIVE_SNAPSHOT, CAPACITY, IOPS, SNAPSHOT, THROUGHPUT, UNITS, Need, Rate, the_one
+from kubectl_pvleft.clouds.prices import Words, billed
 from kubectl_pvleft.errors import needs_extra
 from kubectl_pvleft.invocation import FlagValues
 from kubectl_pvleft.text import one_line
 
 SOURCE_NAME = "AWS Price List Query API"
+WORDS = Words("EBS", "EC2", disk="volume")
 PRICING_REGION = "us-east-1"
 INSTALL_HINT = needs_extra("--cost with --aws-region", "boto3", "aws")
 # What each volume type bills for beyond capacity, and what it includes at no charge.
@@ -55,6 +46,9 @@ USAGE = {"EBS:VolumeUsage": CAPACITY, "EBS:VolumeP-IOPS": IOPS, "EBS:VolumeP-Thr
 # archive tier's retrieval, per GB, and the .outposts variants are other usagetypes, never matched).
 SNAPSHOT_FAMILY = "Storage Snapshot"
 SNAPSHOT_USAGE = {SNAPSHOT: "EBS:SnapshotUsage", ARCHIVE_SNAPSHOT: "EBS:SnapshotArchiveStorage"}
+# A price list entry: a JSON document of nested terms and price dimensions, kept untyped (a price sheet whose every
+# level is read with .get() and checked where it matters: its units, its currencies, its tiers).
+Product = Mapping[str, Any]
 PRICE_UNITS = {"GB-Mo": "GiB-month", "IOPS-Mo": "IOPS-month", "GiBps-mo": "GiBps-month", "MiBps-Mo": "MiBps-month"}
 
 
@@ -63,26 +57,24 @@ def region_of(zone: str) -> str:
     return zone[:-1] if zone and zone[-1].isalpha() else zone
 
 
-def needs(disk: Union[CloudDisk, CloudSnapshot]) -> Union[list[Need], str]:
-    if isinstance(disk, CloudSnapshot):
-        return snapshot_needs(disk, "EBS")
-    if disk.type is None:
-        return "EC2 did not say the volume's type"
-    if disk.size_gb is None:
-        return "EC2 did not say the volume's size"
-    if disk.type not in TYPES:
-        return f"no EBS price is known for {disk.type} volumes"
+def needs(item: Billable) -> Union[list[Need], str]:
+    return billed(item, WORDS, _volume_needs)
+
+
+def _volume_needs(disk: CloudDisk, kind: str, size_gb: int) -> Union[list[Need], str]:
+    if kind not in TYPES:
+        return f"no EBS price is known for {kind} volumes"
     region = region_of(disk.location)
-    found = [Need(CAPACITY, float(disk.size_gb), region, disk.type)]
-    for component, included in PROVISIONED.get(disk.type, {}).items():
+    found = [Need(CAPACITY, float(size_gb), region, kind)]
+    for component, included in PROVISIONED.get(kind, {}).items():
         value = disk.iops if component == IOPS else disk.throughput
         if value is None:
-            return f"a {disk.type} volume bills for provisioned {component}, and EC2 did not say it"
-        if disk.type == "io2" and component == IOPS and value > IO2_TIER:
+            return f"a {kind} volume bills for provisioned {component}, and EC2 did not say it"
+        if kind == "io2" and component == IOPS and value > IO2_TIER:
             # cheaper past 32,000, at tier prices the list gives as separate products: never priced at tier 1
             return (f"io2 IOPS above {IO2_TIER:,} bill at tier prices this plugin does not read "
                     f"(the volume has {value:,})")
-        found.append(Need(component, float(max(0, value - included)), region, disk.type))
+        found.append(Need(component, float(max(0, value - included)), region, kind))
     return found
 
 
@@ -108,7 +100,7 @@ def open(flags: FlagValues, timeout: float) -> PriceListPrices:
 
 
 class PriceListPrices:
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: PricingClient) -> None:
         self._client = client
         self.pages_read = 0
 
@@ -126,12 +118,12 @@ class PriceListPrices:
                     partial(_no_product, need))
         return found
 
-    def _products(self, region: str, listed: str) -> list[dict[str, Any]]:
+    def _products(self, region: str, listed: str) -> list[Product]:
         """The products of one region: a volume type's (by volumeApiName), or every snapshot tier's (by family)."""
         what = ({"Field": "productFamily", "Value": SNAPSHOT_FAMILY} if listed == SNAPSHOT_FAMILY else
                 {"Field": "volumeApiName", "Value": listed})
         filters = [{"Type": "TERM_MATCH", **what}, {"Type": "TERM_MATCH", "Field": "regionCode", "Value": region}]
-        products = []
+        products: list[Product] = []
         try:
             for page in self._client.get_paginator("get_products").paginate(
                     ServiceCode="AmazonEC2", Filters=filters, FormatVersion="aws_v1"):
@@ -155,25 +147,25 @@ def _listing(kind: str) -> str:
     return SNAPSHOT_FAMILY if kind in SNAPSHOT_USAGE else kind
 
 
-def usage_of(product: Mapping[str, Any]) -> str:
+def usage_of(product: Product) -> str:
     """The product's usagetype without its region prefix ("USE2-EBS:..." outside us-east-1)."""
     usage = str(((product.get("product") or {}).get("attributes") or {}).get("usagetype") or "")
     return usage.split("-", 1)[1] if "-EBS:" in usage else usage
 
 
-def prices(product: Mapping[str, Any], need: Need) -> bool:
+def prices(product: Product, need: Need) -> bool:
     """Whether a product is the one a need's type and component bill under."""
     if need.type in SNAPSHOT_USAGE:
         return usage_of(product) == SNAPSHOT_USAGE[need.type]
     return component_of(product) == need.component
 
 
-def component_of(product: Mapping[str, Any]) -> Optional[str]:
+def component_of(product: Product) -> Optional[str]:
     usage = usage_of(product)
     return USAGE.get(usage.rsplit(".", 1)[0] if "." in usage else usage)
 
 
-def rate_of(product: Mapping[str, Any], component: str) -> Union[Rate, str]:
+def rate_of(product: Product, component: str) -> Union[Rate, str]:
     sku = str((product.get("product") or {}).get("sku") or "?")
     terms = list(((product.get("terms") or {}).get("OnDemand") or {}).values())
     if len(terms) != 1:

@@ -26,11 +26,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from datetime import timezone
-from typing import Any, Optional
+from typing import Optional
 
 from kubectl_pvleft.clouds.aws.census import CLUSTER_NAME_TAGS, CLUSTER_TAG_PREFIX, INSTALL_HINT, KEEP_TAG
 from kubectl_pvleft.clouds.aws.names import SOURCE, AwsFlags
-from kubectl_pvleft.clouds.aws.sdk import bounded_config, sdk_failures
+from kubectl_pvleft.clouds.aws.sdk import Ec2Client, ServiceError, Snapshot, bounded_config, sdk_failures
 from kubectl_pvleft.clouds.base import CloudError, CloudSnapshot, SnapshotLookup
 from kubectl_pvleft.clouds.bounded import page_read
 from kubectl_pvleft.invocation import FlagValues
@@ -60,14 +60,15 @@ def open(flags: FlagValues, timeout: float) -> AwsSnapshots:
             raise CloudError(f"no AWS credentials found for {PERMISSION}: set --aws-profile or AWS_PROFILE, or "
                              "export AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
         config = bounded_config(timeout)
-        clients = {region: session.client("ec2", region_name=region, config=config) for region in regions}
+        clients: dict[str, Ec2Client] = {region: session.client("ec2", region_name=region, config=config)
+                                         for region in regions}
     except failures as exc:
         raise CloudError(f"{PERMISSION}: {type(exc).__name__}: {one_line(str(exc))}") from None
     return AwsSnapshots(clients)
 
 
 class AwsSnapshots:
-    def __init__(self, clients: Mapping[str, Any], batch: int = BATCH) -> None:
+    def __init__(self, clients: Mapping[str, Ec2Client], batch: int = BATCH) -> None:
         self._clients = dict(clients)
         self.batch = batch
         self.calls = 0  # DescribeSnapshots requests, every region and page
@@ -155,7 +156,7 @@ class AwsSnapshots:
                 return region
         return None
 
-    def _describe(self, region: str, client: Any, ids: list[str], found: SnapshotLookup,
+    def _describe(self, region: str, client: Ec2Client, ids: list[str], found: SnapshotLookup,
                   not_found: dict[str, list[str]]) -> None:
         """One batch, every page; on NotFound, each half on its own until the id it is about stands alone."""
         import botocore.exceptions
@@ -191,7 +192,7 @@ def _unknown(found: SnapshotLookup, ids: list[str], reason: str) -> None:
         found.errors.append(reason)
 
 
-def snapshot_record(snapshot: Mapping[str, Any], region: str) -> CloudSnapshot:
+def snapshot_record(snapshot: Snapshot, region: str) -> CloudSnapshot:
     """One DescribeSnapshots ``Snapshot`` (as botocore parses it) -> CloudSnapshot, priced only where EBS's bill
     is known: the archive tier's full size."""
     tier = str(snapshot.get("StorageTier") or "standard")
@@ -233,7 +234,7 @@ def made_by_csi(snapshot: CloudSnapshot) -> bool:
     return bool(snapshot.provenance.get(CSI_SNAPSHOT_TAGS[0]))
 
 
-def _error(exc: Any, region: str) -> str:
+def _error(exc: ServiceError, region: str) -> str:
     error = exc.response.get("Error") or {}
     code = error.get("Code") or "Unknown"
     said = one_line(error.get("Message") or "").split(" Encoded authorization failure message:")[0]

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime, timezone
-from typing import Any, Optional, Union
+from typing import TYPE_CHECKING, Optional, TypedDict, TypeGuard, Union
 
 from kubectl_pvleft.clouds import base
 from kubectl_pvleft.clouds.azure.names import DRIVERS, SOURCE, AzureFlags
@@ -26,6 +26,10 @@ from kubectl_pvleft.errors import needs_extra
 from kubectl_pvleft.invocation import FlagValues
 from kubectl_pvleft.progress import Tally
 from kubectl_pvleft.text import one_line
+
+if TYPE_CHECKING:  # the SDK's own types, for mypy only: the SDK itself is imported inside open_census
+    from azure.core.credentials import TokenCredential
+    from azure.mgmt.compute import ComputeManagementClient
 
 # The Disks API version this census reads, pinned to the one azure-mgmt-compute's Disks operations send by default
 # (the SDK's models, which the tests judge the local Resource Manager by, are generated from that version's
@@ -58,6 +62,48 @@ _DISK_ID = re.compile(r"^/subscriptions/([^/]+)/resourceGroups/([^/]+)/providers
 _RESOURCE_GROUP = re.compile(r"^/subscriptions/[^/]+/resourceGroups/([^/]+)/providers/", re.IGNORECASE)
 _VM = re.compile(r"/virtualMachineScaleSets/([^/]+)/virtualMachines/([^/]+)$|/virtualMachines/([^/]+)$", re.IGNORECASE)
 _SECRETS = re.compile(r"(Bearer\s+\S+|eyJ[\w-]+\.[\w-]+\.[\w-]*|client_secret=\S+)", re.IGNORECASE)
+
+
+class ArmResourceId(TypedDict):
+    id: str  # the one field a resource is not read without (``is_arm``)
+
+
+class ArmResource(ArmResourceId, total=False):
+    """What a disk and a snapshot share in ARM's JSON (the SDK model's ``as_dict()``, keys as ARM sends them):
+    the fields read here, with the types ARM documents; a value whose type matters is checked where it is read."""
+
+    name: str
+    location: str
+    tags: dict[str, str]
+
+
+class ArmDiskProperties(TypedDict, total=False):
+    diskState: str
+    diskSizeGB: int
+    timeCreated: str
+    diskIOPSReadWrite: int
+    diskMBpsReadWrite: int
+    LastOwnershipUpdateTime: str
+
+
+class ArmSku(TypedDict, total=False):
+    name: str
+
+
+class ArmDisk(ArmResource, total=False):
+    """A managed disk, as ARM's ``Disk`` JSON."""
+
+    properties: ArmDiskProperties
+    sku: ArmSku
+    managedBy: str
+    managedByExtended: list[str]
+    zones: list[str]
+
+
+def is_arm_disk(record: Mapping[str, object]) -> TypeGuard[ArmDisk]:
+    """A disk ARM answered with: it has a disk's ARM ID (without one, the answer is not a disk list)."""
+    resource_id = record.get("id")
+    return isinstance(resource_id, str) and parse_disk_id(resource_id) is not None
 
 
 def open(flags: FlagValues, timeout: float) -> AzureCensus:
@@ -117,15 +163,7 @@ def made_by(disk: Union[CloudDisk, CloudSnapshot]) -> list[tuple[str, str]]:
     return []
 
 
-def other_cluster(tags: Mapping[str, str], cluster_name: Optional[str]) -> Optional[bool]:
-    """True: the tags name clusters, not this one. False: they name this one. None: no name given, or no tag."""
-    named = cluster_names(tags)
-    if cluster_name is None or not named:
-        return None
-    return cluster_name not in named
-
-
-def parse_time(value: Any) -> Optional[datetime]:
+def parse_time(value: object) -> Optional[datetime]:
     """ARM's timeCreated (``2026-03-03T09:12:33.4215632+00:00``: seven fractional digits), as UTC."""
     if not isinstance(value, str) or not value:
         return None
@@ -137,7 +175,7 @@ def parse_time(value: Any) -> Optional[datetime]:
     return parsed.astimezone(timezone.utc) if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
 
 
-def disk_record(disk: Mapping[str, Any], cluster_name: Optional[str]) -> CloudDisk:
+def disk_record(disk: ArmDisk, cluster_name: Optional[str]) -> CloudDisk:
     """One ARM ``Disk`` (its JSON) -> CloudDisk."""
     properties = disk.get("properties") or {}
     tags = {str(k): str(v) for k, v in (disk.get("tags") or {}).items()}
@@ -161,7 +199,7 @@ def disk_record(disk: Mapping[str, Any], cluster_name: Optional[str]) -> CloudDi
         state=state,
         users=users,
         provenance={k: v for k, v in tags.items() if k in PROVENANCE_TAGS or k in CLUSTER_NAME_TAGS},
-        other_cluster=other_cluster(tags, cluster_name),
+        other_cluster=base.other_cluster(cluster_names(tags), cluster_name),
         use=use_words(state, users),
         kept=(tags[KEEP_TAG].strip() or "(no reason given)") if KEEP_TAG in tags else None,
         iops=_count(properties.get("diskIOPSReadWrite")) if provisioned else None,
@@ -176,7 +214,7 @@ def disk_record(disk: Mapping[str, Any], cluster_name: Optional[str]) -> CloudDi
     )
 
 
-def _count(value: Any) -> Optional[int]:
+def _count(value: object) -> Optional[int]:
     """An int64 ARM sends as a JSON number; anything else is unknown, never 0."""
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
@@ -199,7 +237,7 @@ class AzureCensus:
     orphan_kind = "orphan-disk"
     missing_kind = "missing-disk"
 
-    def __init__(self, clients: Mapping[str, Any], resource_groups: Iterable[str] = (), *,
+    def __init__(self, clients: Mapping[str, ComputeManagementClient], resource_groups: Iterable[str] = (), *,
                  cluster_name: Optional[str] = None) -> None:
         self._clients = dict(clients)
         self.subscriptions = tuple(self._clients)
@@ -213,7 +251,7 @@ class AzureCensus:
     match_key = staticmethod(match_key)
 
     @property
-    def clients(self) -> Mapping[str, Any]:
+    def clients(self) -> Mapping[str, ComputeManagementClient]:
         """The Compute client of each subscription (the snapshots module reads through them too)."""
         return self._clients
 
@@ -248,22 +286,22 @@ class AzureCensus:
             for group in scopes:
                 yield from self._scope_disks(subscription, group, client)
 
-    def _scope_disks(self, subscription: str, group: Optional[str], client: Any) -> Iterator[CloudDisk]:
+    def _scope_disks(self, subscription: str, group: Optional[str],
+                     client: ComputeManagementClient) -> Iterator[CloudDisk]:
         from azure.core.exceptions import AzureError
 
         where = f"resource group {group} of subscription {subscription}" if group else f"subscription {subscription}"
-        options = {"api_version": API_VERSION, "timeout": self.call_timeout}
         try:
-            pager = (client.disks.list_by_resource_group(group, **options) if group
-                     else client.disks.list(**options))
+            pager = (client.disks.list_by_resource_group(group, api_version=API_VERSION, timeout=self.call_timeout)
+                     if group else client.disks.list(api_version=API_VERSION, timeout=self.call_timeout))
             for page in pager.by_page():
                 page_read()  # a census past its time stops here (clouds/bounded.py)
                 self.pages_read += 1
                 self.tally.page()
                 for disk in page:
                     self.tally.item()
-                    record = disk.as_dict() if hasattr(disk, "as_dict") else dict(disk)
-                    if not isinstance(record.get("id"), str) or parse_disk_id(record["id"]) is None:
+                    record = disk.as_dict()
+                    if not is_arm_disk(record):
                         raise CloudError(f"Azure's answer for disks in {where} was not a disk list (a disk without "
                                          "an ARM ID): the census was not taken, and no disk is reported missing")
                     yield disk_record(record, self.cluster_name)
@@ -281,9 +319,17 @@ def other_clusters_note(disks: list[CloudDisk], flags: FlagValues) -> str:
                                     AzureFlags.of(flags).azure_cluster_name)
 
 
+class Transport(TypedDict):
+    """azure-core's bounds, given to the credential and to each client alike."""
+
+    connection_timeout: float
+    read_timeout: float
+    retry_total: int
+
+
 def open_census(subscriptions: Iterable[str], resource_groups: Iterable[str] = (), *,
                 cluster_name: Optional[str] = None, endpoint: Optional[str] = None,
-                credential: Any = None, timeout: Optional[float] = None) -> AzureCensus:
+                credential: Optional[TokenCredential] = None, timeout: Optional[float] = None) -> AzureCensus:
     """One Compute client per subscription, from DefaultAzureCredential. Raises CloudError, never a traceback.
     ``endpoint``: a Resource Manager other than the public cloud's (https only: the SDK sends no token over http)."""
     subscriptions = list(dict.fromkeys(s.strip() for s in subscriptions if s and s.strip()))
@@ -296,15 +342,20 @@ def open_census(subscriptions: Iterable[str], resource_groups: Iterable[str] = (
         raise CloudError(INSTALL_HINT) from None
     _quiet_sdk_logs()
     bound = min(CALL_TIMEOUT, timeout) if timeout is not None else CALL_TIMEOUT
-    transport = {"connection_timeout": min(10.0, bound), "read_timeout": bound, "retry_total": RETRIES}
+    transport = Transport(connection_timeout=min(10.0, bound), read_timeout=bound, retry_total=RETRIES)
     if credential is None:
         # Only a private Resource Manager's authority is taken as given; the public clouds' are checked as usual.
         credential = DefaultAzureCredential(disable_instance_discovery=bool(endpoint), **transport)
-    client_options: dict[str, Any] = dict(transport)
-    if endpoint:
-        client_options.update(base_url=endpoint.rstrip("/"), credential_scopes=[endpoint.rstrip("/") + "/.default"])
-    clients = {subscription: ComputeManagementClient(credential, subscription, **client_options)
-               for subscription in subscriptions}
+    chosen: TokenCredential = credential
+
+    def client(subscription: str) -> ComputeManagementClient:
+        if not endpoint:  # the public cloud's Resource Manager, and its audience: the SDK's defaults
+            return ComputeManagementClient(chosen, subscription, **transport)
+        base_url = endpoint.rstrip("/")  # a private one's token is asked for its own audience
+        return ComputeManagementClient(chosen, subscription, base_url, credential_scopes=[f"{base_url}/.default"],
+                                       **transport)
+
+    clients = {subscription: client(subscription) for subscription in subscriptions}
     census = AzureCensus(clients, resource_groups, cluster_name=cluster_name)
     census.call_timeout = bound
     return census

@@ -34,10 +34,10 @@ import json
 import os
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any, NamedTuple, Optional, Union
+from typing import TYPE_CHECKING, NamedTuple, Optional, TypedDict, TypeGuard, Union
 from urllib.parse import urlsplit
 
-from kubectl_pvleft.clouds.base import CloudDisk, CloudError, CloudSnapshot
+from kubectl_pvleft.clouds.base import Billable, CloudDisk, CloudError, CloudSnapshot
 from kubectl_pvleft.clouds.bounded import page_read
 from kubectl_pvleft.clouds.cost import (
     ARCHIVE_SNAPSHOT,
@@ -50,14 +50,19 @@ from kubectl_pvleft.clouds.cost import (
     UNITS,
     Need,
     Rate,
-    snapshot_needs,
     the_one,
 )
+from kubectl_pvleft.clouds.prices import Words, billed
 from kubectl_pvleft.errors import needs_extra
 from kubectl_pvleft.invocation import FlagValues
 from kubectl_pvleft.text import one_line
 
+if TYPE_CHECKING:  # the SDK's own types, for mypy only: azure-core itself is imported inside open
+    from azure.core import PipelineClient
+    from azure.core.rest import HttpRequest, HttpResponse
+
 SOURCE_NAME = "Azure Retail Prices API"
+WORDS = Words("Azure", "Azure", kind="SKU")
 ENDPOINT = "https://prices.azure.com"
 PATH = "/api/retail/prices"
 ENDPOINT_ENV = "PVLEFT_AZURE_PRICES_ENDPOINT"
@@ -131,35 +136,33 @@ def tier_of(letter: str, size_gb: int) -> Optional[str]:
     return next((tier for tier, size in TIERS[letter] if size_gb <= size), None)
 
 
-def needs(disk: Union[CloudDisk, CloudSnapshot]) -> Union[list[Need], str]:
+def needs(item: Billable) -> Union[list[Need], str]:
     """What a disk bills for: its tier as one disk-month, or its capacity, IOPS and throughput. A str says why not: a
     snapshot's always (ARM does not say what it stores; its bound is priced from --price-file, ``rates``)."""
-    if isinstance(disk, CloudSnapshot):
-        return snapshot_needs(disk, "Azure")
-    if disk.type is None:
-        return "Azure did not say the disk's SKU"
-    if disk.size_gb is None:
-        return "Azure did not say the disk's size"
+    return billed(item, WORDS, _disk_needs)
+
+
+def _disk_needs(disk: CloudDisk, sku: str, size_gb: int) -> Union[list[Need], str]:
     region = region_of(disk.location)
-    tiered = TIERED.get(disk.type)
+    tiered = TIERED.get(sku)
     if tiered is not None:
-        tier = tier_of(tiered.letter, disk.size_gb)
+        tier = tier_of(tiered.letter, size_gb)
         if tier is None:
-            return f"a {disk.type} disk of {disk.size_gb} GiB is larger than the largest tier ({TIERS[tiered.letter][-1][0]})"
+            return f"a {sku} disk of {size_gb} GiB is larger than the largest tier ({TIERS[tiered.letter][-1][0]})"
         return [Need(DISK, 1.0, region, f"{tier} {tiered.redundancy}")]
-    provisioned = PROVISIONED.get(disk.type)
+    provisioned = PROVISIONED.get(sku)
     if provisioned is None:
-        return f"no Azure price is known for {disk.type} disks"
-    found = [Need(CAPACITY, float(disk.size_gb), region, disk.type)]
+        return f"no Azure price is known for {sku} disks"
+    found = [Need(CAPACITY, float(size_gb), region, sku)]
     for component, value, included, per in ((IOPS, disk.iops, provisioned.iops, 1.0),
                                             (THROUGHPUT, disk.throughput, provisioned.mbps, MB_IN_MIB)):
         if value is None:
-            return f"a {disk.type} disk bills for provisioned {component}, and Azure did not say it"
-        found.append(Need(component, max(0, value - included) * per, region, disk.type))  # MB/s -> MiB/s
+            return f"a {sku} disk bills for provisioned {component}, and Azure did not say it"
+        found.append(Need(component, max(0, value - included) * per, region, sku))  # MB/s -> MiB/s
     return found
 
 
-def excluded(disk: Union[CloudDisk, CloudSnapshot]) -> Optional[str]:
+def excluded(disk: Billable) -> Optional[str]:
     """What a priced disk also bills and its price leaves out (cost.py warns and says it in JSON)."""
     if isinstance(disk, CloudSnapshot):
         return None
@@ -197,7 +200,7 @@ def open(flags: FlagValues, timeout: float) -> RetailPrices:
     if not re.fullmatch(r"[A-Z]{3}", currency):
         raise CloudError(f"{CURRENCY_ENV}={currency!r} is not an ISO 4217 currency code (USD, EUR ...)")
     bound = min(60.0, timeout)
-    client: Any = PipelineClient(endpoint, policies=[
+    client: PipelineClient[HttpRequest, HttpResponse] = PipelineClient(endpoint, policies=[
         HeadersPolicy({"Accept": "application/json"}), UserAgentPolicy(user_agent="kubectl-pvleft"),
         RetryPolicy(retry_total=RETRIES)], transport=RequestsTransport(connection_timeout=min(10.0, bound),
                                                                        read_timeout=bound))
@@ -207,7 +210,7 @@ def open(flags: FlagValues, timeout: float) -> RetailPrices:
 class RetailPrices:
     """The meters the disks need, one query per region and product (every page), and the rates picked from them."""
 
-    def __init__(self, client: Any, endpoint: str, currency: str) -> None:
+    def __init__(self, client: PipelineClient[HttpRequest, HttpResponse], endpoint: str, currency: str) -> None:
         self._client = client
         self._endpoint = endpoint
         self.currency = currency
@@ -227,7 +230,7 @@ class RetailPrices:
         for need in wanted:
             meter = meter_of(need)
             queries.setdefault((need.location, meter.product), set()).add(meter.sku)
-        items: dict[tuple[str, str], list[Mapping[str, Any]]] = {
+        items: dict[tuple[str, str], list[PriceItem]] = {
             (region, product): list(self._items(region, product, sorted(skus)))
             for (region, product), skus in sorted(queries.items())}
         for need in wanted:
@@ -236,13 +239,13 @@ class RetailPrices:
             found[need.key] = rate_of(matching, need, meter)
         return found
 
-    def _matches(self, item: Mapping[str, Any], need: Need, meter: Meter) -> bool:
+    def _matches(self, item: PriceItem, need: Need, meter: Meter) -> bool:
         return (item["serviceName"] == SERVICE and item["armRegionName"] == need.location
                 and item["productName"] == meter.product and item["skuName"] == meter.sku
                 and item["meterName"] == meter.meter and item["type"] == CONSUMPTION
                 and item["isPrimaryMeterRegion"] is True and item["currencyCode"] == self.currency)
 
-    def _items(self, region: str, product: str, skus: list[str]) -> Iterator[Mapping[str, Any]]:
+    def _items(self, region: str, product: str, skus: list[str]) -> Iterator[PriceItem]:
         skus_filter = " or ".join(f"skuName eq {_quoted(sku)}" for sku in skus)
         query = {"currencyCode": _quoted(self.currency), "$filter": (
             f"serviceName eq {_quoted(SERVICE)} and armRegionName eq {_quoted(region)} and productName eq "
@@ -265,7 +268,7 @@ class RetailPrices:
                 raise CloudError(f"the Azure Retail Prices API's NextPageLink leaves {self._endpoint} "
                                  f"({urlsplit(link).scheme}://{urlsplit(link).netloc})")
 
-    def _get(self, link: Optional[str], query: Mapping[str, str]) -> dict[str, Any]:
+    def _get(self, link: Optional[str], query: Mapping[str, str]) -> PricePage:
         from azure.core.exceptions import AzureError
         from azure.core.rest import HttpRequest
 
@@ -284,13 +287,13 @@ class RetailPrices:
             page = json.loads(body)
         except ValueError:
             raise CloudError("the Azure Retail Prices API's answer is not JSON") from None
-        problems = check_page(page)
-        if problems:
-            raise CloudError(f"the Azure Retail Prices API's answer is not its documented shape ({problems[0]})")
-        return page  # type: ignore[no-any-return]
+        if not is_page(page):
+            raise CloudError(f"the Azure Retail Prices API's answer is not its documented shape "
+                             f"({check_page(page)[0]})")
+        return page
 
 
-def rate_of(items: list[Mapping[str, Any]], need: Need, meter: Meter) -> Union[Rate, str]:
+def rate_of(items: list[PriceItem], need: Need, meter: Meter) -> Union[Rate, str]:
     """One meter's price per canonical unit (tier by tier when it lists tiers), or why there is none."""
     where = f"{meter.meter!r} ({meter.product}, {meter.sku}) in {need.location}"
     meter_ids = sorted({str(item["meterId"]) for item in items})  # a meter's tiers are items of one meterId
@@ -298,7 +301,7 @@ def rate_of(items: list[Mapping[str, Any]], need: Need, meter: Meter) -> Union[R
                    lambda why: f"the Azure Retail Prices API lists {why} named {where}")
 
 
-def _tiers_of(meter_id: str, items: list[Mapping[str, Any]], need: Need, meter: Meter, where: str) -> Union[Rate, str]:
+def _tiers_of(meter_id: str, items: list[PriceItem], need: Need, meter: Meter, where: str) -> Union[Rate, str]:
     starts = [float(item["tierMinimumUnits"]) for item in items]
     if len(set(starts)) != len(starts):
         return f"the Azure Retail Prices API lists {len(items)} prices for the same tier of meter {meter_id} ({where})"
@@ -324,7 +327,42 @@ _STRINGS = ("currencyCode", "armRegionName", "meterId", "meterName", "productNam
 _NUMBERS_FIELDS = ("retailPrice", "unitPrice", "tierMinimumUnits")
 
 
-def check_page(page: Any) -> list[str]:
+class PriceItem(TypedDict):
+    """One price item of the list, the fields read here with their documented types (``check_page`` holds them)."""
+
+    currencyCode: str
+    armRegionName: str
+    meterId: str
+    meterName: str
+    productName: str
+    skuName: str
+    serviceName: str
+    unitOfMeasure: str
+    type: str
+    effectiveStartDate: str
+    retailPrice: float
+    unitPrice: float
+    tierMinimumUnits: float
+    isPrimaryMeterRegion: bool
+
+
+class PricePageLink(TypedDict, total=False):
+    NextPageLink: Optional[str]
+
+
+class PricePage(PricePageLink):
+    """A page of the list, as documented (``check_page`` holds it)."""
+
+    Items: list[PriceItem]
+    Count: int
+
+
+def is_page(page: object) -> TypeGuard[PricePage]:
+    """``page`` is the documented response: what ``check_page`` finds nothing wrong with."""
+    return not check_page(page)
+
+
+def check_page(page: object) -> list[str]:
     """How a page departs from the documented response: ``Items`` (a list of price items), ``NextPageLink`` (a URL or
     null), ``Count`` (the items on the page); each item's fields read here with their documented types."""
     if not isinstance(page, dict):
@@ -342,7 +380,7 @@ def check_page(page: Any) -> list[str]:
     return problems
 
 
-def _check_item(item: Any) -> list[str]:
+def _check_item(item: object) -> list[str]:
     if not isinstance(item, dict):
         return ["not an object"]
     problems = [f"{name} is not a string" for name in _STRINGS if not isinstance(item.get(name), str)]

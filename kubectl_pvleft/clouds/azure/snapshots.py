@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Optional, TypedDict, TypeGuard
 
 from kubectl_pvleft.clouds.azure.census import (
     API_VERSION,
     CLUSTER_NAME_TAGS,
     ENDPOINT_ENV,
     KEEP_TAG,
+    ArmResource,
     cloud_error,
     open_census,
     parse_time,
@@ -35,6 +36,9 @@ from kubectl_pvleft.clouds.azure.names import SOURCE, AzureFlags
 from kubectl_pvleft.clouds.base import CloudError, CloudSnapshot, SnapshotLookup
 from kubectl_pvleft.clouds.bounded import page_read
 from kubectl_pvleft.invocation import FlagValues
+
+if TYPE_CHECKING:  # the SDK's own types, for mypy only: the SDK itself is imported inside open
+    from azure.mgmt.compute import ComputeManagementClient
 
 PERMISSION = "Microsoft.Compute/snapshots/read"
 # What the Azure Disk CSI driver tags a snapshot with (azuredisk-csi-driver pkg/azuredisk/controllerserver.go
@@ -49,6 +53,30 @@ GIB = 2**30
 
 _SNAPSHOT_ID = re.compile(
     r"^/subscriptions/([^/]+)/resourceGroups/([^/]+)/providers/Microsoft\.Compute/snapshots/([^/]+)$", re.IGNORECASE)
+
+
+class ArmCreationData(TypedDict, total=False):
+    sourceResourceId: str
+
+
+class ArmSnapshotProperties(TypedDict, total=False):
+    diskSizeGB: int
+    incremental: bool
+    creationData: ArmCreationData
+    timeCreated: str
+    provisioningState: str
+
+
+class ArmSnapshot(ArmResource, total=False):
+    """A managed snapshot, as ARM's ``Snapshot`` JSON (the fields read here)."""
+
+    properties: ArmSnapshotProperties
+
+
+def is_arm_snapshot(record: Mapping[str, object]) -> TypeGuard[ArmSnapshot]:
+    """A snapshot ARM answered with: it has a snapshot's ARM ID."""
+    resource_id = record.get("id")
+    return isinstance(resource_id, str) and parse_snapshot_id(resource_id) is not None
 
 
 def parse_snapshot_id(text: Optional[str]) -> Optional[tuple[str, str, str]]:
@@ -73,7 +101,7 @@ def open(flags: FlagValues, timeout: float) -> AzureSnapshots:
 
 
 class AzureSnapshots:
-    def __init__(self, clients: Mapping[str, Any], resource_groups: Iterable[str] = (),
+    def __init__(self, clients: Mapping[str, ComputeManagementClient], resource_groups: Iterable[str] = (),
                  call_timeout: float = 60.0) -> None:
         self._clients = dict(clients)
         self.resource_groups = tuple(dict.fromkeys(rg for rg in resource_groups if rg))
@@ -111,15 +139,15 @@ class AzureSnapshots:
             for group in self.resource_groups or (None,):
                 where = (f"resource group {group} of subscription {subscription}" if group
                          else f"subscription {subscription}")
-                options = {"api_version": API_VERSION, "timeout": self.call_timeout}
                 try:
-                    pager = (client.snapshots.list_by_resource_group(group, **options) if group
-                             else client.snapshots.list(**options))
+                    pager = (client.snapshots.list_by_resource_group(group, api_version=API_VERSION,
+                                                                     timeout=self.call_timeout) if group
+                             else client.snapshots.list(api_version=API_VERSION, timeout=self.call_timeout))
                     for page in pager.by_page():
                         page_read()  # a list past its time stops here (clouds/bounded.py)
                         for snapshot in page:
-                            record = snapshot.as_dict() if hasattr(snapshot, "as_dict") else dict(snapshot)
-                            if not isinstance(record.get("id"), str) or parse_snapshot_id(record["id"]) is None:
+                            record = snapshot.as_dict()
+                            if not is_arm_snapshot(record):
                                 raise CloudError(f"Azure's answer for snapshots in {where} was not a snapshot list "
                                                  "(a snapshot without an ARM ID): no orphan snapshot is reported")
                             yield snapshot_record(record)
@@ -152,7 +180,10 @@ class AzureSnapshots:
         except (ValueError, TypeError, AttributeError, KeyError) as exc:
             found.unknown[handle] = f"Azure's answer for snapshot {name} was not Azure Resource Manager's ({type(exc).__name__})"
             return
-        record = snapshot.as_dict() if hasattr(snapshot, "as_dict") else dict(snapshot)
+        record = snapshot.as_dict()
+        if not is_arm_snapshot(record):
+            found.unknown[handle] = f"Azure's answer for snapshot {name} was not Azure Resource Manager's (no ARM ID)"
+            return
         found.found[handle] = snapshot_record(record)
 
 
@@ -163,7 +194,7 @@ def _snapshot_error(error: CloudError) -> CloudError:
                       .replace("disk list", "snapshot list"))
 
 
-def snapshot_record(snapshot: Mapping[str, Any]) -> CloudSnapshot:
+def snapshot_record(snapshot: ArmSnapshot) -> CloudSnapshot:
     """One ARM ``Snapshot`` (its JSON) -> CloudSnapshot: its stored size unknown (ARM does not say it), at most the
     size of the disk it was taken of."""
     properties = snapshot.get("properties") or {}

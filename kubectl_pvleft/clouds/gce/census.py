@@ -14,7 +14,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime, timezone
-from typing import Any, Optional, Union
+from functools import partial
+from typing import TYPE_CHECKING, Optional, Protocol, TypeVar, Union
 
 from msgspec import Struct
 
@@ -25,6 +26,12 @@ from kubectl_pvleft.errors import needs_extra
 from kubectl_pvleft.invocation import FlagValues
 from kubectl_pvleft.progress import Tally
 from kubectl_pvleft.text import one_line
+
+if TYPE_CHECKING:  # the SDK's own types, for mypy only: the SDK itself is imported inside open_census
+    from google.api_core.client_options import ClientOptions
+    from google.api_core.retry import Retry
+    from google.auth.credentials import Credentials
+    from google.cloud.compute_v1 import Disk, DiskAggregatedList, DisksClient, RegionDisksClient
 
 # The PD CSI driver's placeholders (pkg/constants): a handle may leave project, zone or region for the driver
 # to fill in, and a "multi-zone" handle names same-named disks in several zones, each carrying MULTI_ZONE_LABEL.
@@ -98,6 +105,25 @@ def label_location(zone_label: Optional[str], region_label: Optional[str]) -> Op
 LIST_KINDS = ("compute#diskAggregatedList", "compute#diskList")  # what every page of Compute's disk lists says it is
 
 
+class DiskPage(Protocol):
+    """A page of a Compute disk list (``DiskList``, ``DiskAggregatedList``): what ``_read_pages`` checks of each."""
+
+    @property
+    def kind(self) -> str: ...
+
+
+Page = TypeVar("Page", bound=DiskPage)
+
+
+def bounded_retry(deadline: float) -> Retry:
+    """The retries of one Compute call: a 503 or a deadline exceeded again, within ``deadline`` seconds (the
+    client's own default retries for ten minutes)."""
+    from google.api_core import exceptions, retry
+
+    return retry.Retry(predicate=retry.if_exception_type(exceptions.ServiceUnavailable, exceptions.DeadlineExceeded),
+                       deadline=deadline)
+
+
 def open(flags: FlagValues, timeout: float) -> GceCensus:
     """The census the flags ask for. PVLEFT_COMPUTE_ENDPOINT names a local Compute (tests, a proxy): it never gets
     the user's Google credentials, anonymous ones instead."""
@@ -117,7 +143,7 @@ def open(flags: FlagValues, timeout: float) -> GceCensus:
 
 
 def open_census(projects: Iterable[str], zones: Iterable[str] = (), regions: Iterable[str] = (),
-                api_endpoint: Optional[str] = None, credentials: Any = None,
+                api_endpoint: Optional[str] = None, credentials: Optional[Credentials] = None,
                 timeout: Optional[float] = None) -> GceCensus:
     """Build the Compute clients. ``credentials`` None means Application Default Credentials; tests pass
     anonymous ones with ``api_endpoint`` (``http://127.0.0.1:PORT``) to a local server."""
@@ -143,7 +169,7 @@ def open_census(projects: Iterable[str], zones: Iterable[str] = (), regions: Ite
     return census
 
 
-def default_credentials() -> Any:
+def default_credentials() -> Credentials:
     """Application Default Credentials, read-only scope. None found: one line saying how to get them."""
     import os
 
@@ -162,17 +188,20 @@ def default_credentials() -> Any:
     return credentials
 
 
-def endpoint_and_credentials(variable: str, default: Callable[[], Any]) -> tuple[Optional[str], Any]:
-    """The endpoint the environment ``variable`` names (a local server: tests, a proxy) with anonymous
-    credentials, never the user's; without it, Google's own endpoint (None) and ``default()``'s credentials."""
+def endpoint_and_credentials(variable: str,
+                             default: Callable[[], Credentials]) -> tuple[Optional[ClientOptions], Credentials]:
+    """A client's options and credentials: the endpoint the environment ``variable`` names (a local server: tests,
+    a proxy) with anonymous credentials, never the user's; without it, Google's own endpoint (no options) and
+    ``default()``'s credentials. Called once the SDK is known to be installed."""
     import os
 
     endpoint = os.environ.get(variable)
     if not endpoint:
         return None, default()
+    from google.api_core.client_options import ClientOptions
     from google.auth.credentials import AnonymousCredentials
 
-    return endpoint, AnonymousCredentials()
+    return ClientOptions(api_endpoint=endpoint), AnonymousCredentials()
 
 
 class GceCensus:
@@ -184,7 +213,7 @@ class GceCensus:
     missing_kind = "missing-disk"
 
     def __init__(self, projects: Iterable[str], zones: Iterable[str], regions: Iterable[str],
-                 disks_client: Any, region_disks_client: Any) -> None:
+                 disks_client: DisksClient, region_disks_client: RegionDisksClient) -> None:
         self.projects = tuple(dict.fromkeys(projects))
         self.zones = tuple(dict.fromkeys(z for z in zones if z))
         self.regions = tuple(dict.fromkeys(r for r in regions if r))
@@ -219,35 +248,32 @@ class GceCensus:
             if self.zones or self.regions:
                 calls = [(f"zone {zone}", lambda z=zone, project=project: self._disks_client.list(
                     request=compute_v1.ListDisksRequest(project=project, zone=z, max_results=PAGE_SIZE),
-                    **self._call_options())) for zone in self.zones]
+                    timeout=self.call_timeout, retry=bounded_retry(self.retry_deadline)).pages)
+                    for zone in self.zones]
                 calls += [(f"region {region}", lambda r=region, project=project: self._region_disks_client.list(
                     request=compute_v1.ListRegionDisksRequest(project=project, region=r, max_results=PAGE_SIZE),
-                    **self._call_options())) for region in self.regions]
+                    timeout=self.call_timeout, retry=bounded_retry(self.retry_deadline)).pages)
+                    for region in self.regions]
                 for where, call in calls:
                     for disk in self._read_pages(project, where, call, lambda page: page.items):
                         self._add(found, project, disk)
             else:
-                def aggregated(project: str = project) -> Any:
+                def aggregated(project: str = project) -> Iterator[DiskAggregatedList]:
                     request = compute_v1.AggregatedListDisksRequest(project=project, max_results=PAGE_SIZE)
-                    return self._disks_client.aggregated_list(request=request, **self._call_options())
+                    return self._disks_client.aggregated_list(request=request, timeout=self.call_timeout,
+                                                              retry=bounded_retry(self.retry_deadline)).pages
 
                 for disk in self._read_pages(project, "every zone and region", aggregated,
-                                             lambda page, p=project: self._scoped_disks(p, page)):
+                                             partial(self._scoped_disks, project)):
                     self._add(found, project, disk)
         return list(found.values())
 
-    def _call_options(self) -> dict[str, Any]:
-        from google.api_core import exceptions, retry
-
-        return {"timeout": self.call_timeout, "retry": retry.Retry(
-            predicate=retry.if_exception_type(exceptions.ServiceUnavailable, exceptions.DeadlineExceeded),
-            deadline=self.retry_deadline)}
-
-    def _scoped_disks(self, project: str, page: Any) -> Iterator[Any]:
+    def _scoped_disks(self, project: str, page: DiskAggregatedList) -> Iterator[Disk]:
         for scope in page.unreachables:
             self._mark_unreachable(project, scope)
         for scope, scoped in page.items.items():
-            if "warning" in scoped and scoped.warning.code == "UNREACHABLE":
+            # getattr: the SDK annotates ``warning`` as "Warning", which mypy reads as the builtin exception class
+            if "warning" in scoped and getattr(scoped.warning, "code", None) == "UNREACHABLE":
                 self._mark_unreachable(project, scope)
             yield from scoped.disks
 
@@ -258,14 +284,15 @@ class GceCensus:
             self.notes.append(f"Compute Engine could not list disks in {scope} of project {project}: "
                               f"no PersistentVolume there is called missing")
 
-    def _read_pages(self, project: str, where: str, call: Any, items_of: Any) -> Iterator[Any]:
+    def _read_pages(self, project: str, where: str, call: Callable[[], Iterator[Page]],
+                    items_of: Callable[[Page], Iterable[Disk]]) -> Iterator[Disk]:
         """Every item of every page (the pager follows nextPageToken), with errors turned into CloudError."""
         from google.api_core.exceptions import GoogleAPIError
         from google.auth.exceptions import GoogleAuthError
         from requests import RequestException
 
         try:
-            for page in call().pages:
+            for page in call():
                 page_read()  # a census past its time stops here (clouds/bounded.py)
                 if page.kind not in LIST_KINDS:
                     # A 200 that is not Compute's list (a captive portal's JSON, a proxy's page) would read as
@@ -286,7 +313,7 @@ class GceCensus:
             raise CloudError(f"Compute Engine's answer for disks in {where} of project {project} was not "
                              f"Compute's ({type(exc).__name__}): the census was not taken") from None
 
-    def _add(self, found: dict[str, CloudDisk], project: str, disk: Any) -> None:
+    def _add(self, found: dict[str, CloudDisk], project: str, disk: Disk) -> None:
         record = disk_record(disk, project)
         key = parse_handle(disk.self_link)
         if key:
@@ -381,7 +408,7 @@ class GceCensus:
         return Placement(named, listed, True)
 
 
-def disk_record(disk: Any, project: str) -> CloudDisk:
+def disk_record(disk: Disk, project: str) -> CloudDisk:
     """A Compute ``Disk`` as the census reports it."""
     key = parse_handle(disk.self_link)
     if key is None:  # no selfLink: build the key from the disk's own fields

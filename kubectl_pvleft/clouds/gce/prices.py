@@ -19,30 +19,26 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from functools import partial
-from typing import Any, Optional, Union
+from typing import TYPE_CHECKING, Optional, Protocol, Union
 
-from kubectl_pvleft.clouds.base import CloudDisk, CloudError, CloudSnapshot
+from kubectl_pvleft.clouds.base import Billable, CloudDisk, CloudError
 from kubectl_pvleft.clouds.bounded import page_read
-from kubectl_pvleft.clouds.cost import (
-    ARCHIVE_SNAPSHOT,
-    CANONICAL,
-    CAPACITY,
-    IOPS,
-    SNAPSHOT,
-    THROUGHPUT,
-    UNITS,
-    Need,
-    Rate,
-    snapshot_needs,
-    the_one,
-)
+from kubectl_pvleft.clouds.cost import ARCHIVE_SNAPSHOT, CANONICAL, CAPACITY, IOPS, SNAPSHOT, THROUGHPUT, UNITS, Need, Rate, the_one
 from kubectl_pvleft.clouds.gce.census import endpoint_and_credentials
+from kubectl_pvleft.clouds.prices import Words, billed
 from kubectl_pvleft.errors import needs_extra
 from kubectl_pvleft.invocation import FlagValues
 from kubectl_pvleft.text import one_line
 
+if TYPE_CHECKING:  # the SDK's own types, for mypy only: the SDK itself is imported inside open
+    from datetime import datetime
+
+    from google.auth.credentials import Credentials
+    from google.cloud.billing_v1 import CloudCatalogClient, Sku
+
 SERVICE = "services/6F81-5844-456A"  # Compute Engine's service id in the catalog
 SOURCE_NAME = "Cloud Billing Catalog API"
+WORDS = Words("Compute Engine", "Compute Engine")
 INSTALL_HINT = needs_extra("--cost with --project", "the google-cloud-billing package", "gcp")
 SCOPE = "https://www.googleapis.com/auth/cloud-billing.readonly"
 PAGE_SIZE = 5000  # the API's default and largest page
@@ -90,27 +86,25 @@ USAGE_UNITS = {"GiBy.mo": "GiB-month", "GBy.mo": "GB-month", "TiBy.mo": "TiB-mon
 _PLACE = re.compile(r"\s+in\s+.+$")
 
 
-def needs(disk: Union[CloudDisk, CloudSnapshot]) -> Union[list[Need], str]:
+def needs(item: Billable) -> Union[list[Need], str]:
     """What a disk bills for: capacity, and the IOPS and throughput it was provisioned with where its type bills
     for them; a snapshot, its storageBytes where it is stored. A str says why it cannot be priced."""
-    if isinstance(disk, CloudSnapshot):
-        return snapshot_needs(disk, "Compute Engine")
-    if disk.type is None:
-        return "Compute Engine did not say the disk's type"
-    if disk.size_gb is None:
-        return "Compute Engine did not say the disk's size"
+    return billed(item, WORDS, _disk_needs)
+
+
+def _disk_needs(disk: CloudDisk, kind: str, size_gb: int) -> Union[list[Need], str]:
     regional = "/regions/" in disk.handle
     region = disk.location if regional else disk.location.rsplit("-", 1)[0]
-    if (disk.type, regional, CAPACITY) not in DESCRIPTIONS:
+    if (kind, regional, CAPACITY) not in DESCRIPTIONS:
         where = "regional" if regional else "zonal"
-        return f"no Compute Engine price is known for {where} {disk.type} disks"
-    found = [Need(CAPACITY, float(disk.size_gb), region, disk.type, regional)]
+        return f"no Compute Engine price is known for {where} {kind} disks"
+    found = [Need(CAPACITY, float(size_gb), region, kind, regional)]
     for component, value in ((IOPS, disk.iops), (THROUGHPUT, disk.throughput)):
-        if (disk.type, regional, component) in DESCRIPTIONS:
+        if (kind, regional, component) in DESCRIPTIONS:
             if value is None:
-                return f"a {disk.type} disk bills for provisioned {component}, and Compute Engine did not say it"
-            billed = max(0, value - INCLUDED.get((disk.type, component), 0))
-            found.append(Need(component, float(billed), region, disk.type, regional))
+                return f"a {kind} disk bills for provisioned {component}, and Compute Engine did not say it"
+            provisioned = max(0, value - INCLUDED.get((kind, component), 0))
+            found.append(Need(component, float(provisioned), region, kind, regional))
     return found
 
 
@@ -128,17 +122,15 @@ def open(flags: FlagValues, timeout: float) -> CatalogPrices:
     import os
 
     try:
-        from google.api_core.client_options import ClientOptions
         from google.cloud import billing_v1
     except ImportError:
         raise CloudError(INSTALL_HINT) from None
-    endpoint, credentials = endpoint_and_credentials("PVLEFT_BILLING_ENDPOINT", _credentials)
-    client = billing_v1.CloudCatalogClient(credentials=credentials, transport="rest",
-                                           client_options=ClientOptions(api_endpoint=endpoint) if endpoint else None)
+    options, credentials = endpoint_and_credentials("PVLEFT_BILLING_ENDPOINT", _credentials)
+    client = billing_v1.CloudCatalogClient(credentials=credentials, transport="rest", client_options=options)
     return CatalogPrices(client, os.environ.get("PVLEFT_BILLING_CURRENCY") or None, timeout)
 
 
-def _credentials() -> Any:
+def _credentials() -> Credentials:
     import google.auth
     from google.auth import exceptions
 
@@ -153,7 +145,7 @@ def _credentials() -> Any:
 class CatalogPrices:
     """Compute Engine's SKUs, listed once, and the rates the disks need picked from them."""
 
-    def __init__(self, client: Any, currency: Optional[str], timeout: float) -> None:
+    def __init__(self, client: CloudCatalogClient, currency: Optional[str], timeout: float) -> None:
         self._client = client
         self._currency = currency
         self._timeout = timeout
@@ -161,7 +153,7 @@ class CatalogPrices:
 
     def rates(self, wanted: Iterable[Need]) -> dict[tuple[str, str, str, bool], Union[Rate, str]]:
         wanted = list(wanted)
-        skus: dict[tuple[str, str], list[Any]] = {}  # (description, region) -> SKUs
+        skus: dict[tuple[str, str], list[Sku]] = {}  # (description, region) -> SKUs
         for sku in self._skus():
             if sku.category.resource_family != "Storage" or sku.category.usage_type != "OnDemand":
                 continue
@@ -169,7 +161,7 @@ class CatalogPrices:
             for region in sku.service_regions:
                 skus.setdefault((description, region), []).append(sku)
 
-        def where(sku: Any, need: Need) -> bool:
+        def where(sku: Sku, need: Need) -> bool:
             """A snapshot SKU of the same kind of place: a multi-region's for a multi-region, a region's for a
             region (a SKU that does not say its geography is kept)."""
             if need.type not in SNAPSHOT_TYPES:
@@ -188,7 +180,7 @@ class CatalogPrices:
                                       partial(_no_sku, description, need.location))
         return found
 
-    def _skus(self) -> Iterable[Any]:
+    def _skus(self) -> Iterable[Sku]:
         from google.api_core.exceptions import GoogleAPIError
         from google.auth.exceptions import GoogleAuthError
         from google.cloud import billing_v1
@@ -204,7 +196,7 @@ class CatalogPrices:
             raise CloudError(error_line(exc)) from None
 
 
-def rate_of(sku: Any, component: str) -> Union[Rate, str]:
+def rate_of(sku: Sku, component: str) -> Union[Rate, str]:
     """The SKU's newest price, per canonical unit, tier by tier; a str when its unit is not one we convert."""
     if not sku.pricing_info:
         return f"SKU {sku.sku_id} ({sku.description}) lists no price"
@@ -220,10 +212,10 @@ def rate_of(sku: Any, component: str) -> Union[Rate, str]:
     tiers = tuple((float(t.start_usage_amount) * per, _money(t.unit_price) / per) for t in expression.tiered_rates)
     if not tiers:
         return f"SKU {sku.sku_id} ({sku.description}) lists no rate"
-    currency = expression.tiered_rates[0].unit_price.currency_code or "USD"
-    effective = info.effective_time
+    first: Money = expression.tiered_rates[0].unit_price
+    effective: Optional[datetime] = info.effective_time  # proto-plus hands a Timestamp over as a datetime
     date = effective.isoformat().replace("+00:00", "Z") if effective else None
-    return Rate(tiers=tiers, currency=currency, unit=unit, listed=_money(expression.tiered_rates[0].unit_price),
+    return Rate(tiers=tiers, currency=first.currency_code or "USD", unit=unit, listed=_money(first),
                 sku=sku.sku_id, source=SOURCE_NAME, date=date)
 
 
@@ -231,7 +223,20 @@ def _no_sku(description: str, location: str, many: str) -> str:
     return f"the Cloud Billing Catalog lists {many} named {description!r} for {location}"
 
 
-def _money(money: Any) -> float:
+class Money(Protocol):
+    """``google.type.Money`` (a price's ``unit_price``), which its protobuf module types only at run time."""
+
+    @property
+    def currency_code(self) -> str: ...
+
+    @property
+    def units(self) -> int: ...
+
+    @property
+    def nanos(self) -> int: ...
+
+
+def _money(money: Money) -> float:
     return int(money.units or 0) + int(money.nanos or 0) / 1e9
 
 

@@ -16,7 +16,7 @@ final and the snapshot is not priced.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Optional
 
 from kubectl_pvleft.clouds.base import CloudError, CloudSnapshot, SnapshotLookup
 from kubectl_pvleft.clouds.bounded import page_read
@@ -25,6 +25,7 @@ from kubectl_pvleft.clouds.gce.census import (
     INSTALL_HINT,
     KEEP_LABEL,
     RETRY_DEADLINE,
+    bounded_retry,
     default_credentials,
     endpoint_and_credentials,
     parse_timestamp,
@@ -32,6 +33,9 @@ from kubectl_pvleft.clouds.gce.census import (
 )
 from kubectl_pvleft.clouds.gce.names import SOURCE, GceFlags
 from kubectl_pvleft.invocation import FlagValues
+
+if TYPE_CHECKING:  # the SDK's own types, for mypy only: the SDK itself is imported inside open
+    from google.cloud.compute_v1 import Snapshot, SnapshotsClient
 
 PERMISSION = "compute.snapshots.get"
 GIB = 2**30
@@ -52,18 +56,16 @@ def open(flags: FlagValues, timeout: float) -> GceSnapshots:
     """The snapshots client. PVLEFT_COMPUTE_ENDPOINT names a local Compute (tests, a proxy): anonymous credentials,
     never the user's."""
     try:
-        from google.api_core.client_options import ClientOptions
         from google.cloud import compute_v1
     except ImportError:
         raise CloudError(INSTALL_HINT) from None
-    endpoint, credentials = endpoint_and_credentials("PVLEFT_COMPUTE_ENDPOINT", default_credentials)
-    client = compute_v1.SnapshotsClient(credentials=credentials, transport="rest",
-                                        client_options=ClientOptions(api_endpoint=endpoint) if endpoint else None)
+    options, credentials = endpoint_and_credentials("PVLEFT_COMPUTE_ENDPOINT", default_credentials)
+    client = compute_v1.SnapshotsClient(credentials=credentials, transport="rest", client_options=options)
     return GceSnapshots(client, GceFlags.of(flags).project, timeout)
 
 
 class GceSnapshots:
-    def __init__(self, client: Any, projects: Iterable[str], timeout: float) -> None:
+    def __init__(self, client: SnapshotsClient, projects: Iterable[str], timeout: float) -> None:
         self._client = client
         self.projects = tuple(dict.fromkeys(p for p in projects if p))
         self.call_timeout, self.retry_deadline = min(CALL_TIMEOUT, timeout), min(RETRY_DEADLINE, timeout)
@@ -88,16 +90,13 @@ class GceSnapshots:
         """Every snapshot of each ``--project`` (``snapshots.list``, every page): the reverse census's list. Raises
         CloudError when a project cannot be listed in full."""
         from google.api_core import exceptions as api
-        from google.api_core import retry
         from google.auth.exceptions import GoogleAuthError
         from requests import RequestException
 
         for project in self.projects:
             try:
                 for snapshot in self._client.list(project=project, timeout=self.call_timeout,
-                                                  retry=retry.Retry(predicate=retry.if_exception_type(
-                                                      api.ServiceUnavailable, api.DeadlineExceeded),
-                                                      deadline=self.retry_deadline)):
+                                                  retry=bounded_retry(self.retry_deadline)):
                     page_read()  # a list past its time stops here (clouds/bounded.py); the pager reads by pages
                     yield snapshot_record(snapshot, f"projects/{project}/global/snapshots/{snapshot.name}")
             except (api.GoogleAPIError, GoogleAuthError, RequestException, OSError, ValueError) as exc:
@@ -105,15 +104,12 @@ class GceSnapshots:
 
     def _get(self, handle: str, project: str, name: str, found: SnapshotLookup) -> None:
         from google.api_core import exceptions as api
-        from google.api_core import retry
         from google.auth.exceptions import GoogleAuthError
         from requests import RequestException
 
         try:
             snapshot = self._client.get(project=project, snapshot=name, timeout=self.call_timeout,
-                                        retry=retry.Retry(predicate=retry.if_exception_type(
-                                            api.ServiceUnavailable, api.DeadlineExceeded),
-                                            deadline=self.retry_deadline))
+                                        retry=bounded_retry(self.retry_deadline))
         except api.NotFound as exc:
             if f"snapshots/{name}'" in server_words(exc):  # about this snapshot (not its project), past the URL
                 found.missing[handle] = f"Compute Engine says snapshot {name} does not exist in project {project}"
@@ -161,7 +157,7 @@ def _provenance(description: str) -> dict[str, str]:
     return {str(k): v for k, v in tags.items() if isinstance(v, str)} if isinstance(tags, dict) else {}
 
 
-def snapshot_record(snapshot: Any, handle: str) -> CloudSnapshot:
+def snapshot_record(snapshot: Snapshot, handle: str) -> CloudSnapshot:
     """A Compute ``Snapshot`` as ``snapshots`` reports and prices it."""
     locations = list(snapshot.storage_locations)
     location = locations[0] if len(locations) == 1 else ""
