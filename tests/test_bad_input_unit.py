@@ -101,9 +101,7 @@ FAULTS: dict[str, Callable[[socket.socket], None]] = {
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[ScriptedServer]:
-    faults = dict(FAULTS)
-    with ScriptedServer(faults) as scripted:
-        faults["silent"] = scripted.hold  # answers nothing: only --request-timeout ends the wait
+    with ScriptedServer(dict(FAULTS)) as scripted:  # its "silent" answers nothing: only --request-timeout ends the wait
         yield scripted
 
 
