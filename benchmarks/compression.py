@@ -27,7 +27,6 @@ import os
 import re
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -225,23 +224,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--delay-ms", type=float, default=10.0, help="one-way delay of the slow link")
     parser.add_argument("--rate-mbit", type=float, default=50.0, help="rate of the slow link, each way")
     parser.add_argument("--settle", type=float, default=20.0, help="seconds to let the controllers settle after loading")
-    parser.add_argument("--plugin", help="the plugin command line (default: kubectl-pvleft beside this Python)")
-    parser.add_argument("--kubectl", help="the kubectl binary (default: the real one behind gcloud's dispatcher)")
-    parser.add_argument("--keep", action="store_true", help="leave the plane running (and reuse a loaded one)")
-    parser.add_argument("--output", type=Path, default=HERE.parent / "BENCHMARKS.md")
-    parser.add_argument("--render", type=Path, metavar="RESULTS_JSON", help="only rewrite the section from a results file")
-    args = parser.parse_args(argv)
-    if args.render:
-        results = json.loads(args.render.read_text())
-    else:
-        if not os.access(run.GNU_TIME, os.X_OK):
-            raise SystemExit(f"error: {run.GNU_TIME} is missing (apt-get install time): it measures peak RSS")
-        with tempfile.TemporaryDirectory(prefix="pvleft-compression-") as scratch:
-            results = measure(args, Path(scratch))
-        report.save_json(HERE / "results" / f"{LABEL}.json", results)
-    report.write_section(args.output, LABEL, render(results))
-    print(f"wrote the section {LABEL!r} of {args.output}", file=sys.stderr)
-    return 0
+    run.plane_flags(parser)
+    return run.section(parser.parse_args(argv), LABEL, LABEL, measure, render)
 
 
 if __name__ == "__main__":

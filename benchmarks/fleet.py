@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -36,16 +35,9 @@ import yaml  # noqa: E402
 
 from controlplane import ControlPlane, build  # noqa: E402
 from load import Mix, load  # noqa: E402
+from run import resolve_plugin  # noqa: E402
 
 HEADING = "## Fleet"
-
-
-def plugin_command() -> list[str]:
-    beside = Path(sys.executable).parent / "kubectl-pvleft"
-    if beside.exists():
-        return [str(beside)]
-    found = shutil.which("kubectl-pvleft")
-    return [found] if found else [sys.executable, "-m", "kubectl_pvleft"]
 
 
 def fleet_kubeconfig(planes: list[ControlPlane], path: Path) -> list[str]:
@@ -179,7 +171,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         with tempfile.TemporaryDirectory(prefix="pvleft-fleet-") as scratch:
             kubeconfig = Path(scratch) / "fleet.kubeconfig"
             contexts = fleet_kubeconfig(planes, kubeconfig)
-            base = [*plugin_command(), "leftovers", "-o", "json", "--kubeconfig", str(kubeconfig)]
+            base = [*resolve_plugin(None), "leftovers", "-o", "json", "--kubeconfig", str(kubeconfig)]
             commands = {"fleet": [*base, "--all-contexts"], **{c: [*base, "--context", c] for c in contexts}}
             out = Path(scratch) / "out.json"
             fleet_rows = rows(commands["fleet"], out)

@@ -30,7 +30,6 @@ import json
 import os
 import signal
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -178,23 +177,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dir", type=Path, default=Path("/tmp/pvleft-bench-mixes"))
     parser.add_argument("--per-mix", type=int, default=2_500, help="PVs (and PVCs) in each mix's batch")
-    parser.add_argument("--plugin", help="the plugin command line (default: kubectl-pvleft beside this Python)")
-    parser.add_argument("--kubectl", help="the kubectl binary (default: the real one behind gcloud's dispatcher)")
-    parser.add_argument("--keep", action="store_true", help="leave the plane running (and reuse a loaded one)")
-    parser.add_argument("--output", type=Path, default=HERE.parent / "BENCHMARKS.md")
-    parser.add_argument("--render", type=Path, metavar="RESULTS_JSON", help="only rewrite the section from a results file")
-    args = parser.parse_args(argv)
-    if args.render:
-        results = json.loads(args.render.read_text())
-    else:
-        if not os.access(run.GNU_TIME, os.X_OK):
-            raise SystemExit(f"error: {run.GNU_TIME} is missing (apt-get install time): it measures peak RSS")
-        with tempfile.TemporaryDirectory(prefix="pvleft-mixes-") as scratch:
-            results = measure(args, Path(scratch))
-        report.save_json(HERE / "results" / f"{RESULTS}.json", results)
-    report.write_section(args.output, LABEL, render(results))
-    print(f"wrote the section {LABEL!r} of {args.output}", file=sys.stderr)
-    return 0
+    run.plane_flags(parser)
+    return run.section(parser.parse_args(argv), LABEL, RESULTS, measure, render)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,6 @@ import argparse
 import http.client
 import json
 import os
-import re
 import shlex
 import signal
 import statistics
@@ -35,14 +34,13 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Optional
-from urllib.parse import quote
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent / "tests" / "cluster")]
 
 from controlplane import ControlPlane  # noqa: E402
 from load import admin_tls  # noqa: E402
-from run import GNU_TIME, PLUGIN_AGENT, PV, PVC_METADATA, SC, AuditWindow  # noqa: E402
+from run import GNU_TIME, PLUGIN_AGENT, PV, PVC_METADATA, SC, AuditWindow, read_all_pages  # noqa: E402
 
 FLOOR = (PV, PVC_METADATA, SC)  # what `leftovers` lists, as run.py's floor
 
@@ -105,30 +103,18 @@ def floor_run(cp: ControlPlane, page: int) -> dict[str, Any]:
     """The floor lists, raw, in pages of `page` (0: one answer each)."""
     context = admin_tls(cp)
     cpu0, started = time.process_time(), time.perf_counter()
-    first: Optional[float] = None
-    size, requests = 0, 0
+    answers: list[float] = []  # when each answer was read
+
+    def answered() -> None:
+        answers.append(time.perf_counter() - started)
+
     connection = http.client.HTTPSConnection("127.0.0.1", cp.ports["apiserver"], context=context)
-    for path, accept in FLOOR:
-        token = ""
-        while True:
-            query = ([f"limit={page}"] if page else []) + ([f"continue={quote(token, safe='')}"] if token else [])
-            connection.request("GET", path + ("?" + "&".join(query) if query else ""),
-                               headers={"Accept": accept, "User-Agent": "pvleft-bench-floor/1"})
-            response = connection.getresponse()
-            body = response.read()
-            requests += 1
-            if first is None:
-                first = time.perf_counter() - started
-            if response.status != 200:
-                raise RuntimeError(f"floor GET {path}: HTTP {response.status}")
-            size += len(body)
-            match = re.search(rb'"continue":"([^"]*)"', body[:4096])
-            token = match.group(1).decode() if match else ""
-            if not token:
-                break
+    size = sum(read_all_pages(connection, path, accept, page, "pvleft-bench-floor/1", answered)
+               for path, accept in FLOOR)
     connection.close()
-    return {"wall": time.perf_counter() - started, "cpu": time.process_time() - cpu0, "first_byte": first,
-            "out_bytes": size, "requests": requests, "load": load_average()}
+    return {"wall": time.perf_counter() - started, "cpu": time.process_time() - cpu0,
+            "first_byte": answers[0] if answers else None, "out_bytes": size, "requests": len(answers),
+            "load": load_average()}
 
 
 def stop_controllers(cp: ControlPlane, sig: signal.Signals) -> None:

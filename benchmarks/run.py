@@ -222,7 +222,7 @@ class Bench:
         started, size = time.perf_counter(), 0
         connection = http.client.HTTPSConnection("127.0.0.1", self.cp.ports["apiserver"], context=context)
         for path, accept in lists:
-            size += _read_all_pages(connection, path, accept)
+            size += read_all_pages(connection, path, accept)
         connection.close()
         wall = time.perf_counter() - started
         requests, verbs, others = self.audit.close(FLOOR_AGENT)
@@ -274,14 +274,47 @@ class Bench:
         return measured
 
 
-def _read_all_pages(connection: http.client.HTTPSConnection, path: str, accept: str) -> int:
+def plane_flags(parser: argparse.ArgumentParser) -> None:
+    """The flags of a benchmark that loads a plane and writes one section of BENCHMARKS.md (``section``)."""
+    parser.add_argument("--plugin", help="the plugin command line (default: kubectl-pvleft beside this Python)")
+    parser.add_argument("--kubectl", help="the kubectl binary (default: the real one behind gcloud's dispatcher)")
+    parser.add_argument("--keep", action="store_true", help="leave the plane running (and reuse a loaded one)")
+    parser.add_argument("--output", type=Path, default=HERE.parent / "BENCHMARKS.md")
+    parser.add_argument("--render", type=Path, metavar="RESULTS_JSON", help="only rewrite the section from a results file")
+
+
+def section(args: argparse.Namespace, label: str, results_name: str,
+            measure: Callable[[argparse.Namespace, Path], dict[str, Any]],
+            render: Callable[[dict[str, Any]], str]) -> int:
+    """The end of such a benchmark's main: measure in a scratch folder (GNU time is what reads peak RSS) and save
+    the results as benchmarks/results/RESULTS_NAME.json, or read them back (--render); then write the section."""
+    if args.render:
+        results = json.loads(args.render.read_text())
+    else:
+        if not os.access(GNU_TIME, os.X_OK):
+            raise SystemExit(f"error: {GNU_TIME} is missing (apt-get install time): it measures peak RSS")
+        with tempfile.TemporaryDirectory(prefix=f"pvleft-{results_name}-") as scratch:
+            results = measure(args, Path(scratch))
+        report.save_json(HERE / "results" / f"{results_name}.json", results)
+    report.write_section(args.output, label, render(results))
+    print(f"wrote the section {label!r} of {args.output}", file=sys.stderr)
+    return 0
+
+
+def read_all_pages(connection: http.client.HTTPSConnection, path: str, accept: str, page: int = PAGE,
+                   agent: str = FLOOR_AGENT, answered: Optional[Callable[[], None]] = None) -> int:
+    """The floor: one list read raw, page by page (``page`` 0: in one answer), with nothing decoded but the
+    continue token; returns the bytes read. ``answered`` is called after each answer (to count or time them)."""
     size, token = 0, ""
-    headers = {"Accept": accept, "User-Agent": FLOOR_AGENT}
+    headers = {"Accept": accept, "User-Agent": agent}
     while True:
-        url = f"{path}{'&' if '?' in path else '?'}limit={PAGE}" + (f"&continue={quote(token, safe='')}" if token else "")
+        query = ([f"limit={page}"] if page else []) + ([f"continue={quote(token, safe='')}"] if token else [])
+        url = path + (("&" if "?" in path else "?") + "&".join(query) if query else "")
         connection.request("GET", url, headers=headers)
         response = connection.getresponse()
         body = response.read()
+        if answered is not None:
+            answered()
         if response.status != 200:
             raise RuntimeError(f"floor GET {url}: HTTP {response.status}")
         size += len(body)

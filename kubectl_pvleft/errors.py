@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import sys
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Optional
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 CONTAINER_IMAGE = "ghcr.io/kubectl-pvleft/kubectl-pvleft"  # the package with serve's and the clouds' extras (Containerfile)
 
@@ -47,10 +50,11 @@ class ConnectionFailed(PvleftError):
 
 class ApiError(PvleftError):
     """The API server answered with an error Status. ``details`` is its details as the server sent them
-    (StatusDetails: name, group, kind, uid, causes...), JSON no one decodes further: only ``kind`` is read, as text."""
+    (StatusDetails: name, group, kind, uid, causes...), JSON no one decodes further: only ``kind`` is read
+    (``details_kind``)."""
 
     def __init__(self, status: int, reason: str, message: str, verb: str, path: str,
-                 details: Optional[dict[str, Any]] = None) -> None:
+                 details: Optional[Mapping[str, object]] = None) -> None:
         self.status = status
         self.reason = reason
         self.api_message = message
@@ -58,6 +62,12 @@ class ApiError(PvleftError):
         self.path = path
         self.details = details or {}
         super().__init__(f"{message or reason} ({verb} {path}: HTTP {status})")
+
+    @property
+    def details_kind(self) -> Optional[str]:
+        """The resource the Status names (details.kind, a plural), when it is text: a server may send anything."""
+        kind = self.details.get("kind")
+        return kind if isinstance(kind, str) and kind else None
 
 
 class Forbidden(ApiError):
@@ -119,5 +129,5 @@ class Refusal(str):
         refusal = cls(line)
         path = exc.path.split("?", 1)[0]
         refusal.status, refusal.verb, refusal.path = exc.status, exc.verb, path
-        refusal.resource = str((exc.details or {}).get("kind") or path.rstrip("/").rsplit("/", 1)[-1])
+        refusal.resource = exc.details_kind or path.rstrip("/").rsplit("/", 1)[-1]
         return refusal

@@ -1,5 +1,5 @@
 """AWS for the tests: moto in server mode (a real EC2 API emulator) on a free loopback port, and two small HTTP
-servers for what moto cannot do.
+servers for what moto cannot do (tests/loopback.py runs them).
 
 - ``MotoServer``: ``python -m moto.server`` as a subprocess; reached through ``endpoint_url``; ``reset()`` empties
   it between tests; ``enforce_iam()`` turns on moto's IAM policy evaluation (real AccessDenied / AuthFailure).
@@ -17,12 +17,9 @@ passed explicitly; the package under test only ever reads.
 from __future__ import annotations
 
 import base64
-import http.server
 import os
-import socket
 import subprocess
 import sys
-import threading
 import time
 import urllib.error
 import urllib.parse
@@ -31,14 +28,10 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any, Optional
 
+from loopback import LoopbackFake, Reply, Request, free_port
+
 FAKE_KEY_ID = "testing"
 FAKE_SECRET = "testing-secret-not-real"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def aws_test_env(tmp: Path, **extra: str) -> dict[str, str]:
@@ -141,30 +134,6 @@ def csi_tags(pv_name: str, namespace: str, claim: str, cluster_id: Optional[str]
     return tags
 
 
-class _QuietHandler(http.server.BaseHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
-class _Server:
-    def __init__(self, handler: type) -> None:
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self.httpd.owner = self  # type: ignore[attr-defined]
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    @property
-    def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
-
-    def __enter__(self) -> _Server:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-
 def _ec2_error(code: str, message: str, status: int) -> tuple[int, bytes]:
     body = (f'<?xml version="1.0" encoding="UTF-8"?>\n<Response><Errors><Error><Code>{code}</Code>'
             f"<Message>{message}</Message></Error></Errors>"
@@ -172,7 +141,7 @@ def _ec2_error(code: str, message: str, status: int) -> tuple[int, bytes]:
     return status, body.encode()
 
 
-class PagingProxy(_Server):
+class PagingProxy(LoopbackFake):
     """EC2's DescribeVolumes pagination in front of moto, which ignores MaxResults."""
 
     def __init__(self, moto: MotoServer, snapshot_page: Optional[int] = None,
@@ -189,37 +158,28 @@ class PagingProxy(_Server):
         # snapshot_page set, moto's answer is cut into pages of that many, to prove the reader follows them.
         self.snapshot_page = snapshot_page
         self.snapshot_requests: list[dict[str, str]] = []
-        super().__init__(_PagingHandler)
 
-
-class _PagingHandler(_QuietHandler):
-    def do_POST(self) -> None:
-        proxy: PagingProxy = self.server.owner  # type: ignore[attr-defined]
-        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        form = dict(urllib.parse.parse_qsl(body.decode()))
-        request = urllib.request.Request(proxy.moto.endpoint + self.path, data=body, method="POST",
-                                         headers={k: v for k, v in self.headers.items() if k.lower() != "host"})
+    def serve(self, request: Request) -> Reply:
+        form = dict(urllib.parse.parse_qsl(request.body.decode()))
+        forwarded = urllib.request.Request(self.moto.endpoint + request.target, data=request.body, method="POST",
+                                           headers={k: v for k, v in request.headers.items() if k != "host"})
         try:
-            with urllib.request.urlopen(request, timeout=30) as answer:
+            with urllib.request.urlopen(forwarded, timeout=30) as answer:
                 status, payload = answer.status, answer.read()
         except urllib.error.HTTPError as error:
             status, payload = error.code, error.read()
         if form.get("Action") == "DescribeVolumes" and status == 200:
-            proxy.describe_requests.append(form)
-            status, payload = self._page({**form, "MaxResults": str(proxy.volume_page)} if proxy.volume_page
+            self.describe_requests.append(form)
+            status, payload = self._page({**form, "MaxResults": str(self.volume_page)} if self.volume_page
                                          else form, payload)
-            if proxy.fail_after is not None and len(proxy.describe_requests) > proxy.fail_after:
+            if self.fail_after is not None and len(self.describe_requests) > self.fail_after:
                 status, payload = _ec2_error("UnauthorizedOperation",
                                              "You are not authorized to perform this operation.", 403)
-        if form.get("Action") == "DescribeSnapshots" and status == 200 and proxy.snapshot_page:
-            proxy.snapshot_requests.append(form)
-            status, payload = self._page({**form, "MaxResults": str(proxy.snapshot_page)}, payload, "snapshotSet",
+        if form.get("Action") == "DescribeSnapshots" and status == 200 and self.snapshot_page:
+            self.snapshot_requests.append(form)
+            status, payload = self._page({**form, "MaxResults": str(self.snapshot_page)}, payload, "snapshotSet",
                                          minimum=1)
-        self.send_response(status)
-        self.send_header("Content-Type", "text/xml")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
+        return Reply(status, payload, "text/xml")
 
     @staticmethod
     def _page(form: dict[str, str], payload: bytes, items_set: str = "volumeSet",
@@ -246,24 +206,14 @@ class _PagingHandler(_QuietHandler):
         return 200, ET.tostring(root, xml_declaration=True, encoding="UTF-8")
 
 
-class Ec2ErrorServer(_Server):
+class Ec2ErrorServer(LoopbackFake):
     """Every request gets one EC2 error (status, XML body as EC2 sends it), or the body given."""
 
     def __init__(self, code: str, message: str, status: int = 403, body: Optional[bytes] = None) -> None:
         # body: answer that instead, as a proxy in the way would (an HTML page, not EC2's XML)
         self.answer = (status, body) if body is not None else _ec2_error(code, message, status)
         self.requests = 0
-        super().__init__(_ErrorHandler)
 
-
-class _ErrorHandler(_QuietHandler):
-    def do_POST(self) -> None:
-        server: Ec2ErrorServer = self.server.owner  # type: ignore[attr-defined]
-        self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        server.requests += 1
-        status, payload = server.answer
-        self.send_response(status)
-        self.send_header("Content-Type", "text/xml;charset=UTF-8")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
+    def serve(self, request: Request) -> Reply:
+        self.requests += 1
+        return Reply(*self.answer, "text/xml;charset=UTF-8")

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import contextlib
 import io
-import json
 import os
 import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Optional
 
 from kubectl_pvleft.cli.main import main
 
@@ -79,13 +78,3 @@ def _reset_logging() -> None:
     from kubectl_pvleft.kube.transport import set_verbosity
 
     set_verbosity(0)
-
-
-def jsonl(stdout: str) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in stdout.splitlines() if line.strip()]
-
-
-def items(stdout: str) -> list[dict[str, Any]]:
-    doc = json.loads(stdout)
-    assert doc["apiVersion"] == "v1" and doc["kind"] == "List"
-    return doc["items"]

@@ -1,4 +1,6 @@
-"""Shared pytest setup: the `cluster` marker and the session-wide real control plane.
+"""Shared pytest setup: the `cluster` marker and the fixtures more than one module takes: the real control planes
+(`cluster`, the session's; `own_plane`, a module's own), AWS (`moto`, and `endpoints` for the price fakes), the
+plugin's --watch runs (`watches`) and a scripted fake API server (`fault_server`).
 
 Set PVLEFT_TEST_CLUSTER_DIR=/some/dir to start the control plane there once and reuse it across
 pytest runs (it is left running; stop it with `python tests/cluster/controlplane.py down --dir /some/dir`).
@@ -7,8 +9,10 @@ pytest runs (it is left running; stop it with `python tests/cluster/controlplane
 from __future__ import annotations
 
 import os
+import socket
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +20,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "cluster"))
 
-from controlplane import ControlPlane, build
+from controlplane import ControlPlane, OwnPlane, build
+from fake_apiserver import ScriptedServer
+from plugin_runner import Watch
 
 HERE = Path(__file__).resolve().parent.parent / "kubectl_pvleft"
 
@@ -51,25 +57,43 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    # Anything using the fixture is a cluster test, so `-m "not cluster"` skips all of them.
+    # Anything using a plane fixture is a cluster test, so `-m "not cluster"` skips all of them.
     for item in items:
-        if "cluster" in getattr(item, "fixturenames", ()):
+        if {"cluster", "own_plane"} & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.cluster)
 
 
-_kept_logs = pytest.StashKey[str]()
+_kept_logs = pytest.StashKey[list[str]]()
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
     # Printed here, after teardown, because output during fixture teardown is captured.
-    if _kept_logs in config.stash:
-        terminalreporter.write_line(config.stash[_kept_logs])
+    for line in config.stash.get(_kept_logs, []):
+        terminalreporter.write_line(line)
+
+
+@contextmanager
+def _running(request: pytest.FixtureRequest, cp: ControlPlane) -> Iterator[ControlPlane]:
+    """Every plane a test starts: started, handed over, stopped; its logs kept (and named) when a test failed."""
+    cp.start()
+    try:
+        yield cp
+    finally:
+        failed = bool(request.session.testsfailed)
+        cp.stop(keep_logs=failed)
+        if failed:
+            request.config.stash.setdefault(_kept_logs, []).append(
+                f"control plane logs kept in {cp.logs} (audit log: {cp.audit_log})")
 
 
 @pytest.fixture(scope="session")
-def cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
+def _built(tmp_path_factory: pytest.TempPathFactory) -> None:
     build(log=tmp_path_factory.getbasetemp() / "cluster-build.log")
 
+
+@pytest.fixture(scope="session")
+def cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+            _built: None) -> Iterator[ControlPlane]:
     fixed = os.environ.get("PVLEFT_TEST_CLUSTER_DIR")
     if fixed:
         cp = ControlPlane(Path(fixed))
@@ -77,16 +101,36 @@ def cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
             cp.start(detach=True)  # outlives this session on purpose
         yield cp
         return
-
-    cp = ControlPlane(tmp_path_factory.mktemp("cluster"))
-    cp.start()
-    try:
+    with _running(request, ControlPlane(tmp_path_factory.mktemp("cluster"))) as cp:
         yield cp
-    finally:
-        failed = request.session.testsfailed
-        cp.stop(keep_logs=bool(failed))
-        if failed:
-            request.config.stash[_kept_logs] = f"control plane logs kept in {cp.logs} (audit log: {cp.audit_log})"
+
+
+@pytest.fixture(scope="session")
+def own_plane(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, _built: None) -> OwnPlane:
+    """For a module that needs a plane of its own (a feature gate off, CRDs or a state the shared plane must not
+    keep, several clusters): ``with own_plane("name", **options) as plane:`` starts one in a fresh folder and stops
+    it at the end of the block. ``options`` are ControlPlane's (feature_gates, extra_apiserver_args...)."""
+    def start(name: str, **options: Any) -> AbstractContextManager[ControlPlane]:
+        return _running(request, ControlPlane(tmp_path_factory.mktemp(name), **options))
+
+    return start
+
+
+@pytest.fixture
+def fault_server() -> Iterator[tuple[ScriptedServer, dict[str, Callable[[socket.socket], None]]]]:
+    """A test's own fake_apiserver.ScriptedServer (TLS) and its faults by name, for the test to add to."""
+    faults: dict[str, Callable[[socket.socket], None]] = {}
+    with ScriptedServer(faults) as running:
+        yield running, faults
+
+
+@pytest.fixture
+def watches() -> Iterator[list[Watch]]:
+    """The plugin's --watch runs a test starts (plugin_runner.Watch), killed when it ends, whatever happened."""
+    started: list[Watch] = []
+    yield started
+    for watch in started:
+        watch.stop()
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ from typing import Any, Optional
 
 import yaml
 
-from loopback import LoopbackFake, Reply, Request, json_reply
+from loopback import LoopbackFake, Reply, Request, TcpFake, json_reply, read_head
 
 Handler = Callable[[str, dict[str, list[str]]], tuple[int, dict]]
 
@@ -29,13 +29,19 @@ class FakeAPIServer(LoopbackFake):
         return json_reply(*self.handler(request.path, request.params))
 
     def kubeconfig(self, path: Path) -> Path:
-        path.write_text(yaml.safe_dump({
-            "apiVersion": "v1", "kind": "Config", "current-context": "fake",
-            "clusters": [{"name": "fake", "cluster": {"server": self.endpoint}}],
-            "users": [{"name": "fake", "user": {}}],  # plain HTTP: kubectl would send no credential to it
-            "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "fake"}}],
-        }))
-        return path
+        return plain_kubeconfig(path, "fake", self.endpoint)
+
+
+def plain_kubeconfig(path: Path, name: str, server: str, *more_contexts: str) -> Path:
+    """A kubeconfig for a plain-HTTP server: the context ``name`` (the current one, its cluster and user named
+    the same), and ``more_contexts`` on that cluster and user; no user credential (kubectl would send none)."""
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": name,
+        "clusters": [{"name": name, "cluster": {"server": server}}],
+        "users": [{"name": name, "user": {}}],
+        "contexts": [{"name": n, "context": {"cluster": name, "user": name}} for n in (name, *more_contexts)],
+    }))
+    return path
 
 
 def status(code: int, reason: str, message: str) -> dict:
@@ -54,11 +60,12 @@ CONTINUE_EXPIRED = status(
 
 # -- faults below HTTP's status line --------------------------------------------------------------------
 
-class ScriptedServer:
+class ScriptedServer(TcpFake):
     """A raw-socket HTTP server for answers no apiserver gives on purpose: bodies that are not lists, pages
     of HTML, truncated bodies, a closed connection, silence. One server serves many faults: the first path
-    segment picks the fault (point a kubeconfig's server at ``url_for(name)``), so a whole module shares it.
-    Every request is recorded with its headers, to check what reached the server (and as whom)."""
+    segment picks the fault (point a kubeconfig's server at ``url_for(name)``), so a whole module shares it;
+    ``silent`` is always one (``hold``: TLS done, the request read, nothing answered). Every request is recorded
+    with its headers, to check what reached the server (and as whom)."""
 
     def __init__(self, faults: dict[str, Callable[[socket.socket], None]], tls: bool = True) -> None:
         # TLS by default: the plugin sends no credential to a server that is not TLS (as kubectl), and these
@@ -68,10 +75,10 @@ class ScriptedServer:
         self.requests: list[tuple[str, dict[str, str]]] = []
         self._by_fault: dict[str, list[tuple[str, dict[str, str]]]] = {}  # seen() without a scan of them all
         self._released = threading.Event()  # ends the handlers that hold a connection open
-        self._listener = socket.create_server(("127.0.0.1", 0))
-        self._listener.settimeout(0.02)  # how soon the accept loop sees the server stop
-        self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self._listener.getsockname()[1]}"
-        self._thread = threading.Thread(target=self._serve, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}"
 
     def url_for(self, fault: str) -> str:
         return f"{self.url}/{fault}"
@@ -80,27 +87,17 @@ class ScriptedServer:
         return list(self._by_fault.get(fault, ()))
 
     def __enter__(self) -> ScriptedServer:
-        self._thread.start()
-        return self
+        return self.start()
 
     def __exit__(self, *exc: object) -> None:
         self._released.set()
-        self._thread.join(timeout=5)
-        self._listener.close()
+        self.stop()
 
     def hold(self, conn: socket.socket) -> None:
         """Answer nothing, keep the connection open until the server stops."""
         self._released.wait(60)
 
-    def _serve(self) -> None:
-        while not self._released.is_set():
-            try:
-                conn, _ = self._listener.accept()
-            except (TimeoutError, OSError):
-                continue
-            threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
-
-    def _handle(self, conn: socket.socket) -> None:
+    def connection(self, conn: socket.socket) -> None:
         if self.tls:
             from tls_material import server_context
             try:
@@ -111,16 +108,13 @@ class ScriptedServer:
                 return
         with conn:
             conn.settimeout(10)
-            data = b""
             try:
-                while b"\r\n\r\n" not in data:
-                    chunk = conn.recv(65536)
-                    if not chunk:
-                        return
-                    data += chunk
+                read = read_head(conn)
             except OSError:
                 return
-            head = data.split(b"\r\n\r\n", 1)[0].decode("latin-1").split("\r\n")
+            if read is None:
+                return
+            head = read[0].decode("latin-1").split("\r\n")
             path = head[0].split(" ")[1] if len(head[0].split(" ")) > 1 else ""
             headers = {}
             for line in head[1:]:
@@ -129,7 +123,8 @@ class ScriptedServer:
             self.requests.append((path, headers))
             if path.startswith("/") and "/" in path[1:]:  # the requests seen(fault) names: /<fault>/...
                 self._by_fault.setdefault(path[1:].split("/", 1)[0], []).append((path, headers))
-            fault = self.faults.get(path.split("/")[1] if path.count("/") >= 1 else "")
+            name = path.split("/")[1] if path.count("/") >= 1 else ""
+            fault = self.faults.get(name, self.hold if name == "silent" else None)
             try:
                 if fault is None:
                     conn.sendall(http_answer(404, b"no such fault", "text/plain"))
@@ -154,51 +149,34 @@ def answer(status: int, body: bytes, content_type: str = "application/json", **k
     return lambda conn: conn.sendall(data)
 
 
+# A list with nothing in it, as an API server answers it.
+EMPTY_LIST = b'{"kind":"List","apiVersion":"v1","metadata":{"resourceVersion":"7"},"items":[]}'
+
+
 def close_at_once(conn: socket.socket) -> None:
     conn.shutdown(socket.SHUT_RDWR)
 
 
-class QuietServer:
+class QuietServer(TcpFake):
     """Lists answered at once (empty, resourceVersion 5); watches answered 200 and then silent until cut."""
 
     def __init__(self) -> None:
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self.listener.getsockname()[1]
         self.held: list[socket.socket] = []
         self.hold_lists = threading.Event()  # set: lists are answered only once it is cleared
         self.closed = threading.Event()
         self.watches = 0
-        self._serve(self.listener)
+        self.start()
 
-    def _serve(self, listener: socket.socket) -> None:
-        listener.settimeout(0.05)
-
-        def accept() -> None:
-            while not self.closed.is_set():
-                try:
-                    conn, _ = listener.accept()
-                except (TimeoutError, OSError):
-                    if listener.fileno() < 0:
-                        return
-                    continue
-                threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
-
-        threading.Thread(target=accept, daemon=True).start()
-
-    def _handle(self, conn: socket.socket) -> None:
-        data = b""
+    def connection(self, conn: socket.socket) -> None:
         conn.settimeout(10)
         try:
-            while b"\r\n\r\n" not in data:
-                chunk = conn.recv(65536)
-                if not chunk:
-                    conn.close()
-                    return
-                data += chunk
+            read = read_head(conn)
         except OSError:
+            read = None
+        if read is None:
             conn.close()
             return
-        target = data.split(b" ", 2)[1].decode()
+        target = read[0].split(b" ", 2)[1].decode()
         if "watch=true" in target:
             self.watches += 1
             conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")
@@ -213,7 +191,7 @@ class QuietServer:
         conn.close()
 
     def go_away(self) -> None:
-        self.listener.close()
+        self.stop()
         for conn in self.held:
             try:
                 conn.shutdown(socket.SHUT_RDWR)
@@ -223,23 +201,17 @@ class QuietServer:
         self.held.clear()
 
     def come_back(self) -> None:
-        self.listener = socket.create_server(("127.0.0.1", self.port))  # SO_REUSEADDR: the same port at once
-        self._serve(self.listener)
+        self.start(self.port)
 
     def close(self) -> None:
         self.closed.set()
         self.go_away()
 
     def kubeconfig(self, path: Path) -> Path:
-        path.write_text(yaml.safe_dump({
-            "apiVersion": "v1", "kind": "Config", "current-context": "quiet",
-            "clusters": [{"name": "quiet", "cluster": {"server": f"http://127.0.0.1:{self.port}"}}],
-            "users": [{"name": "quiet", "user": {}}],
-            "contexts": [{"name": "quiet", "context": {"cluster": "quiet", "user": "quiet"}}]}))
-        return path
+        return plain_kubeconfig(path, "quiet", f"http://127.0.0.1:{self.port}")
 
 
-class HostileServer:
+class HostileServer(TcpFake):
     """An API server no real one is, for serve's bounds: every kind lists empty and watches silent, but the
     PersistentVolumes, as ``mode`` says: ``pages`` pages without end (a new continue token on each page, 500 new
     names on each), ``added`` watches without end (ADDED events of new names, as fast as they are read), ``huge``
@@ -250,30 +222,16 @@ class HostileServer:
     def __init__(self, mode: str) -> None:
         assert mode in ("pages", "added", "huge")
         self.mode = mode
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.listener.settimeout(0.05)
-        self.port = self.listener.getsockname()[1]
         self.closed = threading.Event()
         self.served = {"pages": 0, "added": 0, "huge": 0}  # what it sent: pages, events, huge objects
-        threading.Thread(target=self._accept, daemon=True).start()
+        self.start()
 
-    def _accept(self) -> None:
-        while not self.closed.is_set():
-            try:
-                conn, _ = self.listener.accept()
-            except (TimeoutError, OSError):
-                continue
-            threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
-
-    def _handle(self, conn: socket.socket) -> None:
+    def connection(self, conn: socket.socket) -> None:
         try:
-            data = b""
-            while b"\r\n\r\n" not in data:
-                chunk = conn.recv(65536)
-                if not chunk:
-                    return
-                data += chunk
-            target = data.split(b" ", 2)[1].decode()
+            read = read_head(conn)
+            if read is None:
+                return
+            target = read[0].split(b" ", 2)[1].decode()
             path, _, query = target.partition("?")
             if "watch=true" in query:
                 conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")
@@ -318,12 +276,7 @@ class HostileServer:
 
     def close(self) -> None:
         self.closed.set()
-        self.listener.close()
+        self.stop()
 
     def kubeconfig(self, path: Path) -> Path:
-        path.write_text(yaml.safe_dump({
-            "apiVersion": "v1", "kind": "Config", "current-context": "hostile",
-            "clusters": [{"name": "hostile", "cluster": {"server": f"http://127.0.0.1:{self.port}"}}],
-            "users": [{"name": "hostile", "user": {}}],
-            "contexts": [{"name": "hostile", "context": {"cluster": "hostile", "user": "hostile"}}]}))
-        return path
+        return plain_kubeconfig(path, "hostile", f"http://127.0.0.1:{self.port}")

@@ -211,6 +211,11 @@ class FakeCompute(LoopbackFake):
             body = {"kind": "compute#diskList", "id": base[len(SELF_LINK):], "items": page, "selfLink": base}
         if rest:
             body["nextPageToken"] = str(start + size)
+        return self._checked(method_id, body)
+
+    def _checked(self, method_id: str, body: Any) -> tuple[int, Any]:
+        """The answer as Compute would send it, or a 500 and a drift noted where it is not what the published
+        API description says that method returns."""
         try:
             gce_discovery.check_response(method_id, body)
         except gce_discovery.Drift as exc:
@@ -226,12 +231,7 @@ class FakeCompute(LoopbackFake):
         if snapshot is None:
             return 404, _error(404, f"The resource 'projects/{project}/global/snapshots/{name}' was not found",
                                "notFound")
-        try:
-            gce_discovery.check_response("compute.snapshots.get", snapshot)
-        except gce_discovery.Drift as exc:
-            self.drift.append(str(exc))
-            return 500, _error(500, f"drift: {exc}", "backendError")
-        return 200, snapshot
+        return self._checked("compute.snapshots.get", snapshot)
 
     def _snapshot_list(self, project: str, path: str, query: dict[str, str]) -> tuple[int, Any]:
         """``snapshots.list``: the project's snapshots by name, in pages chained by ``nextPageToken``."""
@@ -246,12 +246,7 @@ class FakeCompute(LoopbackFake):
                                 "items": snapshots[start:start + size], "selfLink": base}
         if snapshots[start + size:]:
             body["nextPageToken"] = str(start + size)
-        try:
-            gce_discovery.check_response("compute.snapshots.list", body)
-        except gce_discovery.Drift as exc:
-            self.drift.append(str(exc))
-            return 500, _error(500, f"drift: {exc}", "backendError")
-        return 200, body
+        return self._checked("compute.snapshots.list", body)
 
     def _scoped(self, project: str, page: list[dict[str, Any]]) -> dict[str, Any]:
         items: dict[str, Any] = {}

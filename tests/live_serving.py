@@ -1,5 +1,6 @@
 """serve's live analyses (exporter/live.py) reading a fake API server, started for a test and stopped after it:
-the API opened from the server's own kubeconfig, every watch cut and the connections closed on the way out."""
+the API opened from the server's own kubeconfig, every watch cut and the connections closed on the way out; and
+``scrape``, what /metrics would serve from a Live."""
 
 from __future__ import annotations
 
@@ -31,3 +32,22 @@ def live_on(server: Server, tmp_path: Path, name: str, analysis: Analysis[Row], 
     finally:
         live.stop()
         api.close()
+
+
+Series = dict[str, list[tuple[dict[str, str], float]]]
+
+
+def scrape(live: Live, max_series: int = 1000) -> Series:
+    """What /metrics would serve from ``live`` now: each sample's labels and value, by sample name."""
+    from prometheus_client import CollectorRegistry, generate_latest
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from kubectl_pvleft.exporter.metrics import ServeCollector
+
+    registry = CollectorRegistry()
+    registry.register(ServeCollector(live, max_series))
+    found: Series = {}
+    for family in text_string_to_metric_families(generate_latest(registry).decode()):
+        for sample in family.samples:
+            found.setdefault(sample.name, []).append((sample.labels, sample.value))
+    return found

@@ -1,11 +1,15 @@
 """A test server on a free loopback port, run the same way by every fake: the cloud APIs' local servers, the price
 lists, the IdP and the scripted API server. Each fake says only how it answers (a ``Request`` in, a ``Reply``
 out); this module owns the rest: the port, plain HTTP or TLS with the tests' CA, reading the body, writing the
-headers, a quiet log, and a short poll so that stopping does not wait half a second."""
+headers, a quiet log, and a short poll so that stopping does not wait half a second.
+
+``TcpFake`` is the same for the fakes that write HTTP by hand, for what no HTTP server writes (a cut chunk,
+silence, a malformed status line): a plain TCP listener whose every connection is handed to the fake."""
 
 from __future__ import annotations
 
 import json
+import socket
 import ssl
 import sys
 import threading
@@ -53,17 +57,44 @@ def json_reply(status: int, doc: Any, content_type: str = "application/json", **
     return Reply(status, json.dumps(doc).encode(), content_type, headers)
 
 
-Self = TypeVar("Self", bound="LoopbackFake")
+def free_port() -> int:
+    """A loopback port nothing listens on once this returns: for a server to bind, or for a client to be refused."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
-class LoopbackFake:
+Self = TypeVar("Self", bound="Started")
+
+
+class Started:
+    """What every fake here is: ``start()`` and ``stop()``, or ``with Fake() as fake:`` for both."""
+
+    def start(self: Self) -> Self:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self: Self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+L = TypeVar("L", bound="LoopbackFake")
+T = TypeVar("T", bound="TcpFake")
+
+
+class LoopbackFake(Started):
     """The base of every fake: a subclass says how it answers (``serve``), whether it speaks TLS with the tests'
     own CA (``tls``, see tls_material) and whether it keeps connections open (``http11``, as a real server does
     for Go's and Python's clients); ``with Fake() as fake:`` or start()/stop() runs it on a free loopback port."""
 
     tls = False
     http11 = False
-    _server: Optional[ThreadingHTTPServer] = None
+    _server: Optional[_Server] = None
 
     def serve(self, request: Request) -> Reply:
         raise NotImplementedError
@@ -84,7 +115,7 @@ class LoopbackFake:
         assert self._server is not None, "start() first"
         return list(self._server.failures)
 
-    def start(self: Self) -> Self:
+    def start(self: L) -> L:
         self._server = _Server(("127.0.0.1", 0), _handler(self.serve, self.http11))
         if self.tls:
             import tls_material
@@ -102,12 +133,6 @@ class LoopbackFake:
             self._server.shutdown()
             self._server.server_close()
             self._server = None
-
-    def __enter__(self: Self) -> Self:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
 
 class _Server(ThreadingHTTPServer):
@@ -162,3 +187,67 @@ def _handler(serve: Callable[[Request], Reply], http11: bool) -> type[BaseHTTPRe
             pass
 
     return Handler
+
+
+class TcpFake(Started):
+    """The base of the fakes below HTTP: a subclass says what it does with a connection (``connection``, run on
+    a thread of its own; ``read_head`` reads a request's head); this class owns the listener on a free loopback
+    port, the accept loop and the count of ``connections``. ``stop()`` closes the listener (a fake that holds
+    connections open ends them itself); ``start(port)`` listens again on the same port, as a server back up."""
+
+    port = 0
+    connections = 0
+    _listener: Optional[socket.socket] = None
+
+    def connection(self, conn: socket.socket) -> None:
+        raise NotImplementedError
+
+    def start(self: T, port: int = 0) -> T:
+        listener = socket.create_server(("127.0.0.1", port))  # SO_REUSEADDR: the same port again at once
+        listener.settimeout(0.02)  # how soon the accept loop sees the listener closed
+        self._listener, self.port = listener, listener.getsockname()[1]
+        threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self._listener is not None:
+            self._listener.close()
+            self._listener = None
+
+    def _accept(self, listener: socket.socket) -> None:
+        while listener.fileno() >= 0:
+            try:
+                conn, _ = listener.accept()
+            except OSError:  # a timeout, or the listener closed meanwhile (the loop's test)
+                continue
+            conn.settimeout(None)
+            self.connections += 1
+            threading.Thread(target=self.connection, args=(conn,), daemon=True).start()
+
+
+class Silent(TcpFake):
+    """Takes connections and never answers, as a server behind a black-holing firewall; ``stop()`` closes them."""
+
+    def __init__(self) -> None:
+        self.held: list[socket.socket] = []
+
+    def connection(self, conn: socket.socket) -> None:
+        self.held.append(conn)
+
+    def stop(self) -> None:
+        super().stop()
+        for conn in self.held:
+            conn.close()
+        self.held.clear()
+
+
+def read_head(conn: socket.socket, buffered: bytes = b"") -> Optional[tuple[bytes, bytes]]:
+    """A request's head (without its blank line) and the bytes read after it; None if the client closed first."""
+    data = buffered
+    while b"\r\n\r\n" not in data:
+        chunk = conn.recv(65536)
+        if not chunk:
+            return None
+        data += chunk
+    head, rest = data.split(b"\r\n\r\n", 1)
+    return head, rest

@@ -9,7 +9,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import urllib.error
 import urllib.parse
@@ -19,6 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Optional
 
+from loopback import free_port
 from plugin_runner import PLUGIN
 from scenarios import wait_for
 
@@ -28,12 +28,6 @@ WATCH_ENV = {
     "PVLEFT_WATCH_TIMEOUT_SECONDS": "3", "PVLEFT_WATCH_BACKOFF_INITIAL_SECONDS": "0.2",
     "PVLEFT_WATCH_BACKOFF_MAX_SECONDS": "1", "PVLEFT_WATCH_SETTLE_SECONDS": "0.1", "PVLEFT_SERVE_JUDGE_SECONDS": "0.2",
 }
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def fetch(url: str, timeout: float = 5.0) -> tuple[int, str]:
@@ -113,8 +107,8 @@ def scraping(*targets: str, job: str = "pvleft", **extra: Any) -> dict[str, Any]
 
 @contextmanager
 def exporter(kubeconfig: Optional[Path], *args: str, log: Path, env: Optional[dict[str, str]] = None) -> Iterator[str]:
-    """`kubectl-pvleft serve` with these flags, healthy (bounded wait); yields its HOST:PORT. Its output is in
-    ``log`` (printed when a test fails); SIGTERM on the way out."""
+    """`kubectl-pvleft serve` with these flags, healthy (bounded wait); yields its HOST:PORT. Its output (stdout
+    and stderr) is in ``log``, printed when a test fails and there to read after the block; SIGTERM on the way out."""
     port = free_port()
     command = [PLUGIN or "kubectl-pvleft", "serve", "--listen", f"127.0.0.1:{port}", *args]
     if kubeconfig is not None:
@@ -131,6 +125,16 @@ def exporter(kubeconfig: Optional[Path], *args: str, log: Path, env: Optional[di
             process.send_signal(signal.SIGTERM)
             process.wait(timeout=10)
         print(log.read_text())  # shown when a test fails
+
+
+def series_of(target: str, metric: str, **labels: str) -> list[dict[str, str]]:
+    """The labels of each ``metric`` series the exporter at ``target`` (HOST:PORT) serves with these labels, once
+    there is one (a bounded wait: serve judges after its streams have listed)."""
+    def found() -> list[dict[str, str]]:
+        body = fetch(f"http://{target}/metrics")[1]
+        return [got for got, _ in samples(body, metric) if labels.items() <= got.items()]
+
+    return wait_for(f"a {metric} series with {labels}", found, timeout=60)
 
 
 DASHBOARD = Path(__file__).resolve().parent.parent / "deploy" / "grafana" / "pvleft-dashboard.json"

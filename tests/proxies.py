@@ -19,6 +19,8 @@ import time
 from pathlib import Path
 from typing import Optional
 
+from loopback import free_port
+
 SQUID = shutil.which("squid") or "/usr/sbin/squid"
 DANTED = shutil.which("danted") or "/usr/sbin/danted"
 NCSA_AUTH = "/usr/lib/squid/basic_ncsa_auth"
@@ -29,12 +31,6 @@ PROXY_USER, PROXY_PASSWORD = "pvleft", "pr0xy-s3cret-pw"
 
 def available() -> bool:
     return all(os.access(p, os.X_OK) for p in (SQUID, DANTED, NCSA_AUTH))
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _wait_listening(port: int, proc: subprocess.Popen, log: Path, timeout: float = 20.0) -> None:

@@ -11,7 +11,6 @@ import gc
 import json
 import socket
 import ssl
-import threading
 import time
 from collections.abc import Callable
 from datetime import datetime
@@ -23,6 +22,7 @@ from kubectl_pvleft.kube.api import PERSISTENT_VOLUMES, KubeAPI
 from kubectl_pvleft.kube.httpclient import Pool, Server, Timeouts
 from kubectl_pvleft.kube.httpframing import Cut
 from kubectl_pvleft.kube.kubeconfig import Selection, load_connection
+from loopback import TcpFake, read_head
 from scenarios import apply, host_path_pv, wait_for
 
 PVS = [f"api-page-{i}" for i in range(12)]
@@ -123,25 +123,26 @@ def test_short_lists_share_one_connection(cluster) -> None:
 # -- TLS framing the API server rarely shows: tiny records, close_notify, a session cut mid-body -------------
 # A local TLS server with the control plane's own serving certificate (its SANs include 127.0.0.1).
 
-def _tls_server(cluster, answer: Callable[[ssl.SSLSocket], None]) -> int:
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(str(cluster.pki / "apiserver.crt"), str(cluster.pki / "apiserver.key"))
-    listener = socket.create_server(("127.0.0.1", 0))
+class _OneTlsAnswer(TcpFake):
+    """One connection, then no more: TLS with the plane's serving certificate, the request read, ``answer``."""
 
-    def serve() -> None:
-        conn, _ = listener.accept()
-        listener.close()
+    def __init__(self, cluster, answer: Callable[[ssl.SSLSocket], None]) -> None:
+        self.context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self.context.load_cert_chain(str(cluster.pki / "apiserver.crt"), str(cluster.pki / "apiserver.key"))
+        self.answer = answer
+
+    def connection(self, conn: socket.socket) -> None:
+        self.stop()
         try:
-            with context.wrap_socket(conn, server_side=True) as tls:
-                request = b""
-                while b"\r\n\r\n" not in request:
-                    request += tls.recv(4096)
-                answer(tls)
+            with self.context.wrap_socket(conn, server_side=True) as tls:
+                read_head(tls)
+                self.answer(tls)
         except OSError:  # the client hung up after what it needed: its side is the test
             pass
 
-    threading.Thread(target=serve, daemon=True).start()
-    return listener.getsockname()[1]
+
+def _tls_server(cluster, answer: Callable[[ssl.SSLSocket], None]) -> int:
+    return _OneTlsAnswer(cluster, answer).start().port
 
 
 def _pool(cluster, port: int) -> Pool:

@@ -6,11 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from cli_runner import invoke, jsonl
+from cli_runner import invoke
 from fake_apiserver import CONTINUE_EXPIRED, FakeAPIServer
 from kubectl_pvleft.errors import Expired
 from kubectl_pvleft.kube.api import PERSISTENT_VOLUMES, KubeAPI
 from kubectl_pvleft.kube.kubeconfig import Selection, load_connection
+from plugin_runner import jsonl
 from wire import load
 
 PVS = load("leftovers_pvs")

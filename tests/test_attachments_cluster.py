@@ -20,11 +20,6 @@ The shapes, from upstream:
 from __future__ import annotations
 
 import json
-import os
-import queue
-import signal
-import subprocess
-import threading
 from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
@@ -33,7 +28,7 @@ from typing import Any
 import pytest
 
 from mcp_client import assert_declared, declared
-from plugin_runner import PLUGIN, items, run_plugin
+from plugin_runner import Watch, items, run_plugin
 from scenarios import apply, wait_for
 
 pytestmark = pytest.mark.cluster
@@ -201,18 +196,11 @@ def test_a_refused_optional_kind_is_unknown_said_once(scene: Any) -> None:
 
 
 def test_serve_exports_the_attachment_findings(scene: Any, tmp_path: Path) -> None:
-    from prometheus_server import WATCH_ENV, answers, fetch, free_port, samples
+    from prometheus_server import exporter, fetch, samples
 
-    port = free_port()
-    log = (tmp_path / "serve.log").open("w+")
-    process = subprocess.Popen([PLUGIN or "kubectl-pvleft", "serve", "--kubeconfig", str(scene.kubeconfig("reader")),
-                                "--listen", f"127.0.0.1:{port}"], stdout=log, stderr=subprocess.STDOUT, text=True,
-                               env={**os.environ, **WATCH_ENV})
-    try:
-        wait_for("the exporter's /healthz", lambda: answers(f"http://127.0.0.1:{port}/healthz"), timeout=60)
-
+    with exporter(scene.kubeconfig("reader"), log=tmp_path / "serve.log") as target:
         def series() -> Any:
-            _, body = fetch(f"http://127.0.0.1:{port}/metrics")
+            _, body = fetch(f"http://{target}/metrics")
             found = {(labels["finding"], labels["driver"], labels["node"]): value
                      for labels, value in samples(body, "pvleft_attachment_findings") if labels["node"].startswith(P)}
             return (found, body) if ("attach-limit", DRIVER, N1) in found else None
@@ -227,11 +215,6 @@ def test_serve_exports_the_attachment_findings(scene: Any, tmp_path: Path) -> No
                                                                                 "driver-not-registered") in info
         served = {labels["analysis"]: v for labels, v in samples(body, "pvleft_analysis_served")}
         assert served["attachments"] == 1
-    finally:
-        process.send_signal(signal.SIGTERM)
-        process.wait(timeout=10)
-        log.seek(0)
-        print(log.read())
 
 
 def test_watch_shows_an_attach_error_appear_and_the_attachment_go(scene: Any) -> None:
@@ -240,16 +223,11 @@ def test_watch_shows_an_attach_error_appear_and_the_attachment_go(scene: Any) ->
     va = attachment(name, N1, f"{P}pv-1")
     va["metadata"]["labels"] = {"watch": "yes"}
     apply(scene, va)
-    command = [PLUGIN or "kubectl-pvleft", "attachments", "--watch", "-o", "jsonl", "--all", "-l", "watch=yes",
-               "--kubeconfig", str(scene.kubeconfig("reader"))]
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PVLEFT_WATCH_SETTLE_SECONDS": "0.1"})
-    lines: queue.Queue[str] = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()  # type: ignore[union-attr]
+    watch = Watch(scene.kubeconfig("reader"), "attachments", "--watch", "--all", "-l", "watch=yes")
 
     def next_of(wanted: str) -> dict[str, Any]:
         while True:
-            row = json.loads(lines.get(timeout=30))
+            row = watch.next(timeout=30)
             if row["name"] == wanted:
                 return row
             assert "attach-limit" not in json.dumps(row)  # n1 has 3 of 3, but only one is selected
@@ -265,10 +243,9 @@ def test_watch_shows_an_attach_error_appear_and_the_attachment_go(scene: Any) ->
         gone = next_of(name)
         assert (gone["change"], gone["resolution"]) == ("resolved", "the VolumeAttachment was deleted (detached)")
     finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+        _, stderr = watch.end()
         scene.kubectl("delete", "volumeattachment", name, "--ignore-not-found")
-    assert proc.stderr is not None and proc.stderr.read() == ""
+    assert stderr == ""
 
 
 def test_a_fleet_of_one_context_has_the_same_rows_with_a_context(scene: Any) -> None:

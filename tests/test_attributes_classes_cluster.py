@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from mcp_client import assert_declared, declared
-from plugin_runner import items, run_plugin
+from plugin_runner import Watch, items, run_plugin
 from scenarios import apply, host_path_pv, namespace, storage_class, wait_for, wait_pv_phase
 from scenarios import claim as claim_object
 
@@ -167,26 +167,12 @@ def test_classes_watch_follows_the_attribute_classes(cluster: Any, modified: Non
     """`classes --watch` streams the VolumeAttributesClasses and the CSIDrivers: a class whose driver registered
     none appears with missing-csidriver, and changes when that CSIDriver is created (modify_volume.go
     callModifyVolumeOnPlugin: that driver's external-resizer is what applies the class)."""
-    import os
-    import queue
-    import signal
-    import subprocess
-    import threading
-
-    from plugin_runner import PLUGIN
-
     late = "vac-late.csi.example.com"
-    proc = subprocess.Popen([PLUGIN or "kubectl-pvleft", "classes", "--watch", "-o", "jsonl",
-                             "--kubeconfig", str(cluster.kubeconfig("reader"))], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env={**os.environ, "PVLEFT_WATCH_SETTLE_SECONDS": "0.1"})
-    lines: queue.Queue[str] = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()  # type: ignore[union-attr]
+    watch = Watch(cluster.kubeconfig("reader"), "classes", "--watch")
 
     def next_of(name: str) -> dict[str, Any]:
-        while True:  # StorageClasses and other tests' classes are cluster-wide: only this one's lines count
-            line = json.loads(lines.get(timeout=60))
-            if line.get("kind") == "VolumeAttributesClass" and line["name"] == name:
-                return line
+        # StorageClasses and other tests' classes are cluster-wide: only this one's lines count
+        return watch.until(name, lambda line: line.get("kind") == "VolumeAttributesClass" and line["name"] == name)
 
     try:
         apply(cluster, vac("vac-late", driver=late))
@@ -198,8 +184,7 @@ def test_classes_watch_follows_the_attribute_classes(cluster: Any, modified: Non
         changed = next_of("vac-late")
         assert (changed["change"], changed["csi_driver_registered"], changed["findings"]) == ("changed", True, [])
     finally:
-        proc.send_signal(signal.SIGINT)
-        _, stderr = proc.communicate(timeout=30)
+        code, stderr = watch.interrupt()
         cluster.kubectl("delete", "volumeattributesclass", "vac-late", "--wait=false", check=False)
         cluster.kubectl("delete", "csidriver", late, "--wait=false", check=False)
-    assert proc.returncode == 130 and "Traceback" not in stderr, stderr
+    assert code == 130 and "Traceback" not in stderr, stderr

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +15,7 @@ from kubectl_pvleft.clouds.base import join
 from kubectl_pvleft.clouds.refs import volume_ref
 from kubectl_pvleft.kube.api import PERSISTENT_VOLUMES, KubeAPI
 from kubectl_pvleft.kube.kubeconfig import Selection, load_connection
+from plugin_runner import guarded_leftovers
 from scenarios import apply, claim, delete_claim, namespace, wait_pv_phase
 
 NS = "aws-shop"
@@ -119,33 +118,11 @@ def test_ebs_pvs_joined_with_moto_volumes(cluster, moto: MotoServer, ebs: dict[s
     assert report.disks_by_pv[PREFIX + "released"].name == "mysql-data"
 
 
-# Every connect() and name lookup of a real `leftovers` run, seen through CPython's audit hooks.
-GUARDED_RUN = """
-import json, sys
-seen = []
-def hook(event, args):
-    if event == "socket.connect" and isinstance(args[1], tuple):
-        seen.append(["connect", str(args[1][0]), str(args[1][1])])
-    elif event == "socket.getaddrinfo":
-        host = args[0].decode() if isinstance(args[0], bytes) else str(args[0])  # ASCII hosts go as bytes
-        seen.append(["lookup", host, str(args[1])])
-sys.addaudithook(hook)
-from kubectl_pvleft.cli import main as cli
-code = cli.main(["leftovers", "--all", "-o", "jsonl", "--kubeconfig", sys.argv[1]])
-print("EXIT", code)
-print("BOTO", sorted({m.split(".")[0] for m in sys.modules} & {"boto3", "botocore"}))
-print("NET", json.dumps(sorted(set(map(tuple, seen)))))
-"""
-
-
 def test_leftovers_without_the_flag_never_reaches_aws(cluster, ebs: dict[str, str], tmp_path: Path) -> None:
     host, port = cluster.server.split("://", 1)[1].rstrip("/").rsplit(":", 1)
-    result = subprocess.run([sys.executable, "-c", GUARDED_RUN, str(cluster.kubeconfig("reader"))],
-                            env=aws_test_env(tmp_path), check=False, capture_output=True, text=True, timeout=120)
-    exit_line, boto_line, net_line = result.stdout.splitlines()[-3:]
-    assert exit_line == "EXIT 0", result.stderr
-    assert PREFIX + "released" in result.stdout  # the run really listed the EBS-shaped PVs
-    assert boto_line == "BOTO []"
-    destinations = {tuple(entry) for entry in json.loads(net_line[len("NET "):])}
-    assert ("connect", host, port) in destinations
-    assert destinations <= {("connect", host, port), ("lookup", host, port)}, destinations
+    guarded = guarded_leftovers(cluster.kubeconfig("reader"), aws_test_env(tmp_path))
+    assert guarded.code == 0, guarded.stderr
+    assert PREFIX + "released" in {row["name"] for row in guarded.rows}  # the run really listed the EBS-shaped PVs
+    assert guarded.sdks == []  # not boto3, nor any other cloud's
+    assert ("connect", host, port) in guarded.destinations
+    assert guarded.destinations <= {("connect", host, port), ("lookup", host, port)}, guarded.destinations

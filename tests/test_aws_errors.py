@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from aws_moto import FAKE_SECRET, Ec2ErrorServer, MotoServer, aws_test_env, free_port
+from aws_moto import FAKE_SECRET, Ec2ErrorServer, MotoServer, aws_test_env
 from kubectl_pvleft.clouds.base import CloudError
+from loopback import free_port
 
 # Every test runs the census in a child Python (a clean environment and sys.modules), most against moto.
 pytestmark = pytest.mark.integration

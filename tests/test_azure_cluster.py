@@ -7,7 +7,6 @@ credential, PVLEFT_ARM_ENDPOINT for ARM."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,9 +18,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from azure_fake import FakeArm, azure_disk, csi_tags, disk_id
 from kubectl_pvleft.clouds.azure.names import CSI_DRIVER
-from plugin_runner import items
+from plugin_runner import guarded_leftovers, items
 from scenarios import apply, claim, delete_claim, namespace, storage_class, wait_pv_phase
-from test_census_cli import GUARDED_RUN, env_for, error_lines, rows_by, run, sections
+from test_census_cli import env_for, error_lines, rows_by, run, sections
 
 SUB = "3c9a1f0e-7b2d-4e58-a6c1-0d9e8f7a6b5c"  # only this module's PVs name it
 NODE_RG = "MC_rg_aks_eastus"  # as AKS writes it in volume handles; ARM answers MC_RG_AKS_EASTUS
@@ -184,13 +183,11 @@ def test_a_subscription_that_is_not_a_uuid_is_a_usage_error(cluster, volumes, ar
 def test_without_the_flag_no_azure_module_and_no_connection(cluster, volumes, arm: FakeArm, tmp_path: Path) -> None:
     before, tokens = len(arm.requests), len(arm.token_requests)
     env = azure_env(tmp_path, arm)  # the credential and the endpoint are all there: only the flag may use them
-    result = subprocess.run([sys.executable, "-c", GUARDED_RUN, str(cluster.kubeconfig("reader"))], check=False, env=env,
-                            capture_output=True, text=True, timeout=120)
-    exit_line, sdk_line, net_line = result.stdout.splitlines()[-3:]
-    assert exit_line == "EXIT 0", result.stderr
-    assert sdk_line == "SDKS []"
+    guarded = guarded_leftovers(cluster.kubeconfig("reader"), env)
+    assert guarded.code == 0, guarded.stderr
+    assert guarded.sdks == []
     port = arm.endpoint.rsplit(":", 1)[1]
-    assert f'"{port}"' not in net_line
+    assert port not in {dest_port for _, _, dest_port in guarded.destinations}
     assert (len(arm.requests), len(arm.token_requests)) == (before, tokens)
 
 

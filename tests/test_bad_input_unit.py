@@ -50,9 +50,10 @@ NOWHERE = "nowhere"  # a fault nobody serves: a request there is a request that 
 
 # -- the scripted server ------------------------------------------------------------------------------
 
-def status_body(code: int, reason: str, message: str) -> bytes:
+def status_body(code: int, reason: str, message: str, details: Optional[dict[str, Any]] = None) -> bytes:
     return json.dumps({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-                       "message": message, "reason": reason, "code": code}).encode()
+                       "message": message, "reason": reason, "code": code,
+                       **({"details": details} if details is not None else {})}).encode()
 
 
 HTML = b"<html>\n<head><title>502 Bad Gateway</title></head>\n<body>\n<center><h1>502 Bad Gateway</h1></center>\n</body>\n</html>\n"
@@ -77,6 +78,8 @@ FAULTS: dict[str, Callable[[socket.socket], None]] = {
     "huge-500": answer(500, b"overloaded\n" * 100_000, "text/plain"),
     "unauthorized": answer(401, status_body(401, "Unauthorized", "Unauthorized")),
     "not-found": answer(404, status_body(404, "NotFound", "the server could not find the requested resource")),
+    # details.kind is the resource a refusal names: one that is not text was an unhashable key (a traceback).
+    "forbidden-kind-list": answer(403, status_body(403, "Forbidden", "nope", {"kind": ["persistentvolumes"]})),
     "not-found-empty": answer(404, b"", "text/plain"),
     "too-many": answer(429, status_body(429, "TooManyRequests", "Too many requests, please try again later."),
                        extra="Retry-After: 0\r\n"),  # retried 10 times at once, then the error
@@ -98,9 +101,7 @@ FAULTS: dict[str, Callable[[socket.socket], None]] = {
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[ScriptedServer]:
-    faults = dict(FAULTS)
-    with ScriptedServer(faults) as scripted:
-        faults["silent"] = scripted.hold  # answers nothing: only --request-timeout ends the wait
+    with ScriptedServer(dict(FAULTS)) as scripted:  # its "silent" answers nothing: only --request-timeout ends the wait
         yield scripted
 
 
@@ -668,6 +669,7 @@ SERVER_ANSWERS = [
     server_case("huge-500", "HTTP 500"),
     server_case("unauthorized", "You must be logged in to the server (Unauthorized)"),
     server_case("not-found", "the server could not find the requested resource"),
+    server_case("forbidden-kind-list", "error: nope; kubectl pvleft needs get/list/watch on "),
     server_case("not-found-empty", "HTTP 404"),
     server_case("too-many", "Too many requests"),
     server_case("redirect", "HTTP 302"),

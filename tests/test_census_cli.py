@@ -20,7 +20,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from aws_moto import FAKE_KEY_ID, FAKE_SECRET, MotoServer, aws_test_env, create_volume, csi_tags
 from gce_fake import FakeCompute, csi_description, gce_disk
 from kubectl_pvleft.clouds.gce.census import CSI_DRIVER
-from plugin_runner import PLUGIN, items, jsonl
+from loopback import Silent
+from plugin_runner import PLUGIN, guarded_leftovers, items, jsonl
 from scenarios import apply, claim, delete_claim, namespace, storage_class, wait_pv_phase
 from test_aws_cluster import csi as ebs_csi
 from test_aws_cluster import ebs_pv
@@ -330,46 +331,22 @@ def test_no_aws_credentials_is_one_error_line(cluster, volumes, tmp_path: Path) 
 
 # -- both clouds -------------------------------------------------------------------------------------
 
-class _Silent:
-    """Takes connections and never answers: a cloud endpoint behind a black-holing firewall."""
-
-    def __init__(self) -> None:
-        import socket
-        import threading
-
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.endpoint = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
-        self.held: list = []
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                self.held.append(self.listener.accept()[0])
-            except OSError:
-                return
-
-    def close(self) -> None:
-        self.listener.close()
-        for conn in self.held:
-            conn.close()
-
-
 def test_request_timeout_bounds_both_censuses_whatever_the_sdks_retry(cluster, volumes, tmp_path: Path) -> None:
     """Against silent endpoints the GCE census took 62 s and the EBS census 241 s with --request-timeout 5s (the
     SDKs' own timeouts and retries). Now each census ends within the flag's time: a failed census, the rows
     printed."""
     import time
 
-    silent = _Silent()
+    silent = Silent().start()
+    endpoint = f"http://127.0.0.1:{silent.port}"
     try:
-        env = env_for(tmp_path, AWS_ENDPOINT_URL_EC2=silent.endpoint, AWS_ACCESS_KEY_ID=FAKE_KEY_ID,
-                      AWS_SECRET_ACCESS_KEY=FAKE_SECRET, PVLEFT_COMPUTE_ENDPOINT=silent.endpoint)
+        env = env_for(tmp_path, AWS_ENDPOINT_URL_EC2=endpoint, AWS_ACCESS_KEY_ID=FAKE_KEY_ID,
+                      AWS_SECRET_ACCESS_KEY=FAKE_SECRET, PVLEFT_COMPUTE_ENDPOINT=endpoint)
         started = time.monotonic()
         result = run(cluster, env, "--project", PROJECT, "--aws-region", "us-east-1", "--request-timeout", "2s")
         took = time.monotonic() - started
     finally:
-        silent.close()
+        silent.stop()
     assert result.returncode == 4, result.stderr
     assert error_lines(result.stderr) == ["error: Compute Engine census: did not finish within 2s (--request-timeout)",
                                           "error: EBS census: did not finish within 2s (--request-timeout)"]
@@ -424,43 +401,19 @@ def test_both_censuses_failing(cluster, volumes, compute: FakeCompute, tmp_path:
 
 # -- without the flags -------------------------------------------------------------------------------
 
-# A real `leftovers` run in one interpreter, every connect() and name lookup seen through CPython's audit hooks.
-GUARDED_RUN = """
-import json, sys
-seen = []
-def hook(event, args):
-    if event == "socket.connect" and isinstance(args[1], tuple):
-        seen.append(["connect", str(args[1][0]), str(args[1][1])])
-    elif event == "socket.getaddrinfo":  # an ASCII host is looked up as bytes (no idna codec)
-        host = args[0].decode() if isinstance(args[0], bytes) else str(args[0])
-        seen.append(["lookup", host, str(args[1])])
-sys.addaudithook(hook)
-from kubectl_pvleft.cli import main as cli
-code = cli.main(["leftovers", "--all", "-o", "jsonl", "--kubeconfig", sys.argv[1]])
-print("EXIT", code)
-print("SDKS", sorted({m.split(".")[0] for m in sys.modules} & {"google", "googleapiclient", "boto3", "botocore",
-                                                               "azure", "msal"}))
-print("NET", json.dumps(sorted(set(map(tuple, seen)))))
-"""
-
-
 def test_without_the_flags_no_sdk_and_no_cloud_connection(cluster, volumes, compute: FakeCompute,
                                                           moto: MotoServer, tmp_path: Path) -> None:
     before = len(compute.requests)
     # The clouds' endpoints and keys are all there: only the flags may open a census.
     env = env_for(tmp_path, compute, moto)
-    result = subprocess.run([sys.executable, "-c", GUARDED_RUN, str(cluster.kubeconfig("reader"))], env=env,
-                            capture_output=True, text=True, timeout=120, check=False)
-    exit_line, sdk_line, net_line = result.stdout.splitlines()[-3:]
-    assert exit_line == "EXIT 0", result.stderr
-    objects = jsonl("\n".join(result.stdout.splitlines()[:-3]))
-    assert {o["name"] for o in objects} >= PV_NAMES
-    assert not any("disk" in o or "source" in o for o in objects)  # no census, no DISK
-    assert sdk_line == "SDKS []"
+    guarded = guarded_leftovers(cluster.kubeconfig("reader"), env)
+    assert guarded.code == 0, guarded.stderr
+    assert {o["name"] for o in guarded.rows} >= PV_NAMES
+    assert not any("disk" in o or "source" in o for o in guarded.rows)  # no census, no DISK
+    assert guarded.sdks == []
     host, port = cluster.server.split("://", 1)[1].rstrip("/").rsplit(":", 1)
-    destinations = {tuple(entry) for entry in json.loads(net_line[len("NET "):])}
-    assert ("connect", host, port) in destinations
-    assert destinations <= {("connect", host, port), ("lookup", host, port)}, destinations
+    assert ("connect", host, port) in guarded.destinations
+    assert guarded.destinations <= {("connect", host, port), ("lookup", host, port)}, guarded.destinations
     assert len(compute.requests) == before
 
 

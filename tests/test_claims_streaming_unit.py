@@ -15,12 +15,12 @@ from typing import Any
 import msgspec
 
 from cli_runner import invoke
-from cli_runner import items as list_items
 from fake_apiserver import CONTINUE_EXPIRED, FakeAPIServer, status
 from kubectl_pvleft.analyses import claims
 from kubectl_pvleft.kube.api import KubeAPI
 from kubectl_pvleft.kube.kubeconfig import Selection, load_connection
 from kubectl_pvleft.records import PersistentVolumeClaim
+from plugin_runner import items as list_items
 
 LONG_AGO = "2026-01-01T00:00:00Z"
 WORKLOADS = ("statefulsets", "deployments", "replicasets", "daemonsets", "jobs", "cronjobs")

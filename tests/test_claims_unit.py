@@ -19,11 +19,11 @@ from typing import Any
 import pytest
 
 from cli_runner import invoke
-from cli_runner import items as list_items
 from fake_apiserver import FakeAPIServer, status
 from kubectl_pvleft.analyses import claim_problems, claims
 from kubectl_pvleft.analyses.claims import ClaimRow, assess, problem_text, problems, to_json
 from kubectl_pvleft.records import PersistentVolumeClaim, StorageClass
+from plugin_runner import items as list_items
 from reports import table_lines
 from wire import items, load
 

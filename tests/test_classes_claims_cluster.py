@@ -6,7 +6,6 @@ namespace and removes what it made."""
 from __future__ import annotations
 
 import json
-import os
 import time
 import uuid
 from collections.abc import Iterator
@@ -14,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from plugin_runner import items, run_plugin
+from plugin_runner import Watch, items, run_plugin
 from recording.classes_claims import (
     bound_csi_claim,
     build_claims,
@@ -104,29 +103,16 @@ def test_classes_drift_watch_prints_drifted_pvs_not_classes(cluster, prefix: str
     """`classes --drift --watch` is watched with rows of its own (the drifted PVs, analyses.classes.DRIFT), not the
     classes': the PV appears with its policy and its class's, and resolves when its class's policy is its own again
     (the class recreated with Retain: a StorageClass's reclaimPolicy is immutable)."""
-    import queue
-    import signal
-    import subprocess
-    import threading
-
-    from plugin_runner import PLUGIN
-
     p = prefix
     apply(cluster, storage_class(f"{p}fast", provisioner=f"{p}csi.example.com", reclaim="Delete"),
           csi_pv(f"{p}drift", driver=f"{p}csi.example.com", storage_class=f"{p}fast", reclaim="Retain",
                  provisioned=True))
     wait_pv_phase(cluster, f"{p}drift", "Available")
-    proc = subprocess.Popen([PLUGIN or "kubectl-pvleft", "classes", "--drift", "--watch", "-o", "jsonl",
-                             "--kubeconfig", str(cluster.kubeconfig("reader"))], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env={**os.environ, "PVLEFT_WATCH_SETTLE_SECONDS": "0.1"})
-    lines: queue.Queue[str] = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()  # type: ignore[union-attr]
+    watch = Watch(cluster.kubeconfig("reader"), "classes", "--drift", "--watch")
 
     def next_of_mine() -> dict[str, Any]:
-        while True:  # other tests' drifted PVs are cluster-wide: only this one's lines count
-            line = json.loads(lines.get(timeout=60))
-            if line["name"] == f"{p}drift":
-                return line
+        # other tests' drifted PVs are cluster-wide: only this one's lines count
+        return watch.until(f"{p}drift", lambda line: line["name"] == f"{p}drift")
 
     try:
         appeared = next_of_mine()
@@ -137,9 +123,8 @@ def test_classes_drift_watch_prints_drifted_pvs_not_classes(cluster, prefix: str
         apply(cluster, storage_class(f"{p}fast", provisioner=f"{p}csi.example.com", reclaim="Retain"))
         assert next_of_mine()["change"] == "resolved"
     finally:
-        proc.send_signal(signal.SIGINT)
-        _, stderr = proc.communicate(timeout=30)
-    assert proc.returncode == 130 and "Traceback" not in stderr, stderr
+        code, stderr = watch.interrupt()
+    assert code == 130 and "Traceback" not in stderr, stderr
 
 
 def test_two_default_classes(cluster, prefix: str) -> None:

@@ -8,22 +8,21 @@ way, one naming the missing class cc-rec-missing; claims Bound, Pending, and one
 
 from __future__ import annotations
 
-import copy
 import json
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 import pytest
 
 from cli_runner import Result, invoke
-from cli_runner import items as list_items
 from fake_apiserver import FakeAPIServer, status
 from kubectl_pvleft.analyses import classes
 from kubectl_pvleft.analyses.classes import ClassCensus, ClassRow, assess
 from kubectl_pvleft.records import PersistentVolume, PersistentVolumeClaim, StorageClass
+from plugin_runner import items as list_items
 from reports import table_lines
-from wire import items, load
+from wire import edited, items, load
 
 SC_WIRE = items("classes_storageclasses")
 PV_WIRE = items("classes_persistentvolumes")
@@ -57,23 +56,6 @@ def rows_by_name(result: ClassCensus) -> dict[str, ClassRow]:
 
 def kinds(row: ClassRow) -> list[str]:
     return [f.kind for f in row.findings]
-
-
-def edited(wire: list[dict], name: str, **changes: Any) -> list[dict]:
-    """A copy of a recorded list with one object's fields changed (dotted paths, None deletes)."""
-    out = copy.deepcopy(wire)
-    for obj in out:
-        if obj["metadata"]["name"] == name:
-            for path, value in changes.items():
-                *parents, leaf = path.split("__")
-                target = obj
-                for key in parents:
-                    target = target.setdefault(key, {})
-                if value is None:
-                    target.pop(leaf, None)
-                else:
-                    target[leaf] = value
-    return out
 
 
 def test_the_recording_is_the_scenario() -> None:

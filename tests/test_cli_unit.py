@@ -10,6 +10,7 @@ import yaml
 
 from cli_runner import invoke
 from kubectl_pvleft.cli.main import parse_request_timeout, program_name
+from loopback import free_port
 
 
 def kubeconfig_for(tmp_path: Path, server: str) -> Path:
@@ -21,12 +22,6 @@ def kubeconfig_for(tmp_path: Path, server: str) -> Path:
         "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
     }))
     return path
-
-
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.mark.parametrize("text, seconds", [("0", None), ("5", 5.0), ("30s", 30.0), ("2m", 120.0),
@@ -82,7 +77,7 @@ def test_unknown_context_is_exit_1(tmp_path: Path) -> None:
 
 
 def test_unreachable_server_is_one_clear_line(tmp_path: Path) -> None:
-    server = f"https://127.0.0.1:{closed_port()}"
+    server = f"https://127.0.0.1:{free_port()}"
     result = invoke("leftovers", "--kubeconfig", str(kubeconfig_for(tmp_path, server)))
     assert result.returncode == 1
     assert result.stderr.startswith(f"error: the connection to the server {server} was refused")

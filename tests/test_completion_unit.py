@@ -9,10 +9,8 @@ import contextlib
 import io
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Optional
@@ -23,6 +21,7 @@ import yaml
 from cli_runner import Result, environment
 from kubectl_pvleft.cli import completion
 from kubectl_pvleft.cli.main import build_parser
+from loopback import Silent
 
 BIN = Path(sys.executable).parent
 COMPLETER = shutil.which("kubectl_complete-pvleft", path=str(BIN)) or shutil.which("kubectl_complete-pvleft")
@@ -179,28 +178,8 @@ def test_failures_print_no_candidates_and_nothing_on_stderr(tmp_path: Path) -> N
 @pytest.fixture
 def silent_server() -> Iterator[str]:
     """A TCP port that accepts connections and never answers: the namespace lookup must give up by itself."""
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(8)
-    accepted: list[socket.socket] = []
-    stop = threading.Event()
-
-    def accept() -> None:
-        listener.settimeout(0.2)
-        while not stop.is_set():
-            try:
-                accepted.append(listener.accept()[0])
-            except OSError:
-                continue
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    yield f"https://127.0.0.1:{listener.getsockname()[1]}"
-    stop.set()
-    thread.join()
-    for conn in accepted:
-        conn.close()
-    listener.close()
+    with Silent() as silent:
+        yield f"https://127.0.0.1:{silent.port}"
 
 
 @pytest.mark.integration

@@ -26,6 +26,7 @@ import yaml
 
 import container_root
 from container_root import SERVICEACCOUNT, Image
+from loopback import free_port
 from scenarios import apply, host_path_pv, wait_for
 
 DEPLOYMENT = container_root.ROOT / "deploy" / "base" / "deployment.yaml"
@@ -120,14 +121,6 @@ def deployment_ids() -> list[int]:
     context = pod_spec()["securityContext"]
     assert context["runAsNonRoot"] is True and context["runAsUser"] != 0
     return [context["runAsUser"], context["runAsGroup"]]
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def fetch(url: str) -> tuple[int, str]:

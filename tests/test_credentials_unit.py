@@ -21,10 +21,11 @@ import pytest
 import yaml
 
 from cli_runner import Result, invoke
-from fake_apiserver import ScriptedServer, answer, http_answer
+from fake_apiserver import EMPTY_LIST, ScriptedServer, answer, http_answer
 from kubectl_pvleft.errors import ConnectionFailed
 from kubectl_pvleft.kube.api import PERSISTENT_VOLUMES, KubeAPI
 from kubectl_pvleft.kube.kubeconfig import Selection, load_connection
+from loopback import free_port
 from oidc_idp import unsigned_jwt
 from tls_material import ca_data
 
@@ -32,14 +33,11 @@ TOKEN = "tok-9f8e7d6c5b4a"
 OIDC_TOKEN = unsigned_jwt({"sub": "u", "exp": 4_102_444_800})  # a JWT valid until 2100: sent as it is
 # The oracle: a real kubectl (gcloud's dispatcher on PATH picks one by the server's version; there is no server here).
 KUBECTL = next((p for p in ("/usr/lib/google-cloud-sdk/bin/kubectl.1.33",) if os.path.exists(p)), "kubectl")
-EMPTY_LIST = b'{"kind":"List","apiVersion":"v1","metadata":{"resourceVersion":"7"},"items":[]}'
 
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[ScriptedServer]:
-    faults = {"ok": answer(200, EMPTY_LIST)}
-    with ScriptedServer(faults) as scripted:
-        faults["silent"] = scripted.hold
+    with ScriptedServer({"ok": answer(200, EMPTY_LIST)}) as scripted:
         yield scripted
 
 
@@ -176,17 +174,11 @@ def in_a_thread(run) -> Result:
     return outcome[0]
 
 
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.mark.parametrize("subcommand", ["pending", "claims", "leftovers", "classes"])
 def test_watch_against_a_server_that_is_down_at_start_fails_like_any_command(subcommand: str,
                                                                              tmp_path: Path) -> None:
     # No CA named would load the system's trust store (~0.1 s) before the refused connect: skip verification.
-    config = kubeconfig(tmp_path / "kc", f"https://127.0.0.1:{closed_port()}", {"token": TOKEN},
+    config = kubeconfig(tmp_path / "kc", f"https://127.0.0.1:{free_port()}", {"token": TOKEN},
                         **{"insecure-skip-tls-verify": True})
     result = in_a_thread(lambda: invoke(subcommand, "-A", "--watch", "--kubeconfig", config, env=QUICK_WATCH))
     assert (result.code, result.stdout) == (1, "")

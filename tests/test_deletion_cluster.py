@@ -6,17 +6,13 @@ upstream name, with the event that sidecar writes."""
 from __future__ import annotations
 
 import json
-import os
-import queue
-import subprocess
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from plugin_runner import PLUGIN, items, run_plugin
+from plugin_runner import Watch, items, run_plugin
 from scenarios import apply, claim, get, host_path_pv, namespace, storage_class, wait_for, wait_pv_phase
 
 pytestmark = pytest.mark.cluster
@@ -174,7 +170,7 @@ def test_watch_and_serve_quote_the_failing_delete_as_the_one_shot_run_does(clust
     on the PV) and shows the row change when one arrives; serve quotes it in pvleft_delete_failure_info. A PV whose
     claim never existed is Released by the PV controller (pv_controller.go syncVolume); the external-provisioner's
     finalizer and the Delete policy make it one whose backend delete is awaited."""
-    from prometheus_server import exporter, fetch, samples
+    from prometheus_server import exporter, series_of
 
     name, error = "held-live", "rpc error: code = Internal desc = disk vol-held-live is in use"
     pv = {"apiVersion": "v1", "kind": "PersistentVolume",
@@ -185,42 +181,29 @@ def test_watch_and_serve_quote_the_failing_delete_as_the_one_shot_run_does(clust
                    "claimRef": {"namespace": NS, "name": "never", "uid": "00000000-0000-0000-0000-0000000000cc"},
                    "csi": {"driver": DRIVER, "volumeHandle": "vol-held-live"}}}
     apply(cluster, pv)
-    command = [PLUGIN or "kubectl-pvleft", "leftovers", "--watch", "-o", "jsonl", "--field-selector",
-               f"metadata.name={name}", "--kubeconfig", str(cluster.kubeconfig("reader"))]
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PVLEFT_WATCH_SETTLE_SECONDS": "0.1"})
-    lines: queue.Queue[str] = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()  # type: ignore[union-attr]
+    watch = Watch(cluster.kubeconfig("reader"), "leftovers", "--watch", "--field-selector", f"metadata.name={name}")
     try:
         wait_pv_phase(cluster, name, "Released")
-        row = json.loads(lines.get(timeout=60))
-        while row["phase"] != "Released":
-            row = json.loads(lines.get(timeout=60))
+        row = watch.until("the PV Released", lambda row: row["phase"] == "Released")
         assert row["delete_failure"] is None  # no event yet: nothing quoted, nothing guessed
         uid = get(cluster, f"/api/v1/persistentvolumes/{name}")["metadata"]["uid"]
         apply(cluster, {"apiVersion": "v1", "kind": "Event", "metadata": {"name": f"{name}.failed", "namespace": "default"},
                         "involvedObject": {"kind": "PersistentVolume", "name": name, "uid": uid, "apiVersion": "v1"},
                         "reason": "VolumeFailedDelete", "message": error, "type": "Warning", "count": 3,
                         "source": {"component": f"{DRIVER}_csi-provisioner-0"}})
-        changed = json.loads(lines.get(timeout=60))
-        while changed["delete_failure"] is None:  # a finalizer added meanwhile is a change too
-            changed = json.loads(lines.get(timeout=60))
+        # a finalizer added meanwhile is a change too
+        changed = watch.until("the delete failure", lambda row: row["delete_failure"] is not None)
         assert (changed["change"], changed["delete_failure"]) == ("changed", f"VolumeFailedDelete: {error}")
         assert changed["held_by"] == (f"held by {PROVISIONER_FINALIZER}: the external-provisioner of {DRIVER} has "
                                       f"not deleted the volume: VolumeFailedDelete: {error}; it still bills")
         with exporter(cluster.kubeconfig("reader"), log=tmp_path / "serve.log") as target:
-            def quoted() -> Any:
-                body = fetch(f"http://{target}/metrics")[1]
-                return [labels for labels, _ in samples(body, "pvleft_delete_failure_info") if labels["name"] == name]
-
-            assert wait_for("the failure's series", quoted, timeout=60) == [
+            assert series_of(target, "pvleft_delete_failure_info", name=name) == [
                 {"analysis": "leftovers", "kind": "PersistentVolume", "namespace": "", "name": name,
                  "driver": DRIVER, "error": f"VolumeFailedDelete: {error}"}]
     finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+        _, stderr = watch.end()
         cluster.kubectl("delete", "event", f"{name}.failed", "-n", "default", "--ignore-not-found")
         cluster.kubectl("patch", "pv", name, "--type=json", "-p", '[{"op": "remove", "path": "/metadata/finalizers"}]',
                         check=False)
         cluster.kubectl("delete", "pv", name, "--wait=false", "--ignore-not-found")
-    assert proc.stderr is not None and proc.stderr.read() == ""
+    assert stderr == ""

@@ -23,14 +23,15 @@ import pytest
 from aws_moto import MotoServer, create_volume, csi_tags
 from azure_fake import FakeArm, azure_disk, disk_id
 from azure_fake import csi_tags as azure_tags
-from controlplane import ControlPlane, own_plane
+from controlplane import ControlPlane, OwnPlane
 from gce_fake import FakeCompute, csi_description, gce_disk
+from loopback import free_port
 from plugin_runner import PLUGIN, items
 from scenarios import apply, claim, delete_claim, namespace, wait_pv_phase
 from test_aws_cluster import csi, ebs_pv
 from test_azure_cluster import azure_env
 from test_census_cli import env_for, error_lines
-from test_fleet_cluster import free_port, merged_kubeconfig
+from test_fleet_cluster import merged_kubeconfig
 
 pytestmark = pytest.mark.cluster
 
@@ -39,8 +40,9 @@ GHOST_VOLUME = "vol-0e57a7e0dead0001"
 
 
 @pytest.fixture(scope="module")
-def west(tmp_path_factory: pytest.TempPathFactory, cluster: ControlPlane) -> Iterator[ControlPlane]:
-    yield from own_plane(tmp_path_factory.mktemp("estate-west"), tmp_path_factory.getbasetemp() / "estate-west-build.log")
+def west(own_plane: OwnPlane, cluster: ControlPlane) -> Iterator[ControlPlane]:
+    with own_plane("estate-west") as plane:
+        yield plane
 
 
 def released(cp: ControlPlane, ns: str, pv: dict[str, Any]) -> None:
@@ -96,6 +98,15 @@ def estate(tmp_path_factory: pytest.TempPathFactory, cluster: ControlPlane, west
     for name in (pv["east-only"], pv["shared-east"], pv["ghost"]):  # the session's plane is shared: take it back
         cluster.kubectl("delete", "pv", name, "--wait=false", check=False)
     cluster.kubectl("delete", "namespace", ns, "--wait=false", check=False)
+
+
+def with_the_dead_context(result: subprocess.CompletedProcess) -> tuple[subprocess.CompletedProcess, list[str]]:
+    """A census over the live contexts and DEAD: partial (exit 4), DEAD's error the one line about a context;
+    returns the run and its warnings of what it could not call an orphan."""
+    assert result.returncode == 4, result.stderr
+    assert [line for line in error_lines(result.stderr) if "context" in line] == [
+        line for line in error_lines(result.stderr) if line.startswith(f"error: context {DEAD}:")]
+    return result, [line for line in result.stderr.splitlines() if "are not called orphans" in line]
 
 
 def fleet(estate: dict[str, Any], moto: MotoServer, *args: str, env: dict[str, str] | None = None,
@@ -174,11 +185,7 @@ def test_an_unreadable_context_makes_the_unnamed_disks_unknown_said_once(
         estate: dict[str, Any], moto: MotoServer) -> None:
     """A context that cannot be read may name any volume: none is an orphan, one warning says why, and --all shows
     them set aside with the reason; a PV's own missing volume is still missing (its evidence is its own)."""
-    result = fleet(estate, moto, "--contexts", f"{EAST},{WEST},{DEAD}", "--all", "-o", "json")
-    assert result.returncode == 4, result.stderr
-    assert [line for line in error_lines(result.stderr) if "context" in line] == [
-        line for line in error_lines(result.stderr) if line.startswith(f"error: context {DEAD}:")]
-    unknown = [line for line in result.stderr.splitlines() if "are not called orphans" in line]
+    result, unknown = with_the_dead_context(fleet(estate, moto, "--contexts", f"{EAST},{WEST},{DEAD}", "--all", "-o", "json"))
     assert unknown == [f"warning: EBS census: 3 disk(s) no context read names are not called orphans: context(s) "
                        f"{DEAD} could not be read, and may name them (shown with --all)"]
     _, findings, _ = split(result, estate)
@@ -502,11 +509,8 @@ def test_an_unreadable_context_makes_the_unnamed_snapshots_unknown_said_once(
         estate: dict[str, Any], moto: MotoServer, snapshot_estate: dict[str, str]) -> None:
     """A context that cannot be read may name any snapshot: none is an orphan, one warning says why, --all shows
     them set aside, and the run is partial (exit 4)."""
-    result = snapshots_fleet(estate, moto, "--contexts", f"{EAST},{WEST},{DEAD}", "--all", "-o", "json")
-    assert result.returncode == 4, result.stderr
-    assert [line for line in error_lines(result.stderr) if "context" in line] == [
-        line for line in error_lines(result.stderr) if line.startswith(f"error: context {DEAD}:")]
-    unknown = [line for line in result.stderr.splitlines() if "are not called orphans" in line]
+    result, unknown = with_the_dead_context(
+        snapshots_fleet(estate, moto, "--contexts", f"{EAST},{WEST},{DEAD}", "--all", "-o", "json"))
     assert unknown == [f"warning: EBS snapshots: 2 snapshot(s) no context read names are not called orphans: "
                        f"context(s) {DEAD} could not be read, and may name them (shown with --all)"]
     found = orphan_snapshots(result, snapshot_estate)

@@ -10,11 +10,8 @@ across the fleet must be exactly the union of the per-context runs, with `contex
 from __future__ import annotations
 
 import json
-import signal
-import socket
 import subprocess
 import sys
-import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -24,8 +21,9 @@ from typing import Any
 import pytest
 import yaml
 
-from controlplane import ControlPlane, own_plane
-from plugin_runner import PLUGIN, items, run_plugin
+from controlplane import ControlPlane, OwnPlane
+from loopback import free_port
+from plugin_runner import PLUGIN, Watch, items, run_plugin
 from recording.pending import pod
 from scenarios import apply, claim, delete_claim, host_path_pv, namespace, storage_class, wait_for, wait_pv_phase
 
@@ -35,12 +33,6 @@ LIVE = ("live-east", "live-west")
 DEAD, INTERACTIVE = "dead-port", "sso-login"
 SUBCOMMANDS = (("leftovers",), ("pending", "-A"), ("classes",), ("claims", "-A"))
 TIMEOUT = 120.0  # the subprocess limit; a fleet run must end far under it
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def entry(kubeconfig: Path, section: str) -> dict[str, Any]:
@@ -88,8 +80,9 @@ def seed(cp: ControlPlane, p: str, leftovers: int) -> None:
 
 
 @pytest.fixture(scope="module")
-def west(tmp_path_factory: pytest.TempPathFactory, cluster: ControlPlane) -> Iterator[ControlPlane]:
-    yield from own_plane(tmp_path_factory.mktemp("west"), tmp_path_factory.getbasetemp() / "west-build.log")
+def west(own_plane: OwnPlane, cluster: ControlPlane) -> Iterator[ControlPlane]:
+    with own_plane("west") as plane:
+        yield plane
 
 
 @pytest.fixture(scope="module")
@@ -297,37 +290,25 @@ def released_pv(cp: ControlPlane, name: str) -> None:
 
 def test_watch_streams_every_context(fleet: dict[str, Any]) -> None:
     planes = fleet["planes"]
-    proc = subprocess.Popen([*command(), "leftovers", "--watch", "--all-contexts", "-o", "jsonl",
-                             "--kubeconfig", str(fleet["kubeconfig"])],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    lines: list[dict[str, Any]] = []
-
-    def read() -> None:
-        for line in proc.stdout:  # type: ignore[union-attr]
-            lines.append(json.loads(line))  # noqa: PERF401 (one at a time: the test reads lines while it grows)
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
+    watch = Watch(fleet["kubeconfig"], "leftovers", "--watch", "--all-contexts", settle=None)
     names = {c: f"fleet-watch-{c}-{uuid.uuid4().hex[:5]}" for c in LIVE}
     try:
         # The first lines: what each live context reports now (its seeded leftovers at least).
-        wait_for("each context's first rows", lambda: {r["context"] for r in lines} >= set(LIVE), timeout=60)
+        wait_for("each context's first rows", lambda: {r["context"] for r in watch.lines} >= set(LIVE), timeout=60)
         for context, name in names.items():
             released_pv(planes[context], name)
-        wait_for("both new leftovers", lambda: {(r["context"], r["name"]) for r in lines
+        wait_for("both new leftovers", lambda: {(r["context"], r["name"]) for r in watch.lines
                                                 if r["change"] == "appeared"} >= set(names.items()), timeout=90)
-        assert proc.poll() is None  # two dead contexts did not end the watch
+        assert watch.proc.poll() is None  # two dead contexts did not end the watch
     finally:
-        proc.send_signal(signal.SIGINT)
         try:
-            code = proc.wait(timeout=30)
+            code, stderr = watch.interrupt()
         finally:
-            proc.kill()
-        stderr = proc.stderr.read()  # type: ignore[union-attr]
-        for context, name in names.items():
-            planes[context].kubectl("delete", "pv", name, "--wait=false", check=False)
+            watch.stop()
+            for context, name in names.items():
+                planes[context].kubectl("delete", "pv", name, "--wait=false", check=False)
     assert code == 130, stderr
-    mine = [r for r in lines if r["name"] in names.values()]
+    mine = [r for r in watch.lines if r["name"] in names.values()]
     assert {(r["context"], r["name"]) for r in mine} == set(names.items())
     errors = error_lines(stderr)
     assert len(errors) == 2 and any(f"context {DEAD}:" in e for e in errors) and \

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from controlplane import ControlPlane, build
+from controlplane import OwnPlane
 from prometheus_server import PROMETHEUS, Prometheus, dashboard_queries, exporter, fetch, prometheus, scraping
 from scenarios import apply, host_path_pv, wait_for, wait_pv_phase
 
@@ -40,17 +40,14 @@ def leftover_pv(name: str) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def central(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Prometheus]:
+def central(tmp_path_factory: pytest.TempPathFactory, own_plane: OwnPlane) -> Iterator[Prometheus]:
     tmp = tmp_path_factory.mktemp("fleet")
-    build(log=tmp / "build.log")
     with ExitStack() as stack:
         # The central store first: the clusters' Prometheus write to it from their first scrape.
         store = stack.enter_context(prometheus(tmp / "central", {"global": {}},
                                                ["--web.enable-remote-write-receiver"]))
         for name, count in LEFTOVERS.items():
-            plane = ControlPlane(tmp / f"plane-{name}")
-            plane.start()
-            stack.callback(plane.stop, keep_logs=False)
+            plane = stack.enter_context(own_plane(f"plane-{name}"))
             apply(plane, *(leftover_pv(f"fleet-{name}-{i}") for i in range(count)))
             for i in range(count):
                 wait_pv_phase(plane, f"fleet-{name}-{i}", "Released")

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
-
-from fake_apiserver import FakeAPIServer
+from fake_apiserver import FakeAPIServer, plain_kubeconfig
 from kubectl_pvleft.cli import fleet
 from kubectl_pvleft.cli.parser import parse
 from kubectl_pvleft.cli.session import Session
@@ -22,13 +20,7 @@ def buggy(session: Session) -> None:
 def test_one_context_failing_in_our_code_is_that_contexts_error(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.delenv("PVLEFT_DEBUG", raising=False)
     with FakeAPIServer(lambda path, query: (200, {"items": []})) as server:
-        kubeconfig = tmp_path / "kc"
-        kubeconfig.write_text(yaml.safe_dump({
-            "apiVersion": "v1", "kind": "Config", "current-context": "calm",
-            "clusters": [{"name": "c", "cluster": {"server": server.endpoint}}],
-            "users": [{"name": "u", "user": {}}],
-            "contexts": [{"name": n, "context": {"cluster": "c", "user": "u"}} for n in ("calm", "hostile")],
-        }))
+        kubeconfig = plain_kubeconfig(tmp_path / "kc", "calm", server.endpoint, "hostile")
         invocation = parse(["leftovers", "--contexts", "calm,hostile", "--kubeconfig", str(kubeconfig)],
                            "kubectl-pvleft")
         outcomes = fleet.run_contexts(["calm", "hostile"], invocation, task=buggy)

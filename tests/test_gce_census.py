@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import textwrap
@@ -22,7 +21,7 @@ import gce_discovery
 from gce_fake import FakeCompute, csi_description, gce_disk
 from kubectl_pvleft.clouds.base import MISSING_DISK, ORPHAN_DISK, CloudError, VolumeRef, join
 from kubectl_pvleft.clouds.gce.census import CSI_DRIVER, INSTALL_HINT, MULTI_ZONE_LABEL, open_census
-from loopback import LoopbackFake, Reply, Request
+from loopback import LoopbackFake, Reply, Request, free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT = "shop-prod"
@@ -145,7 +144,7 @@ def test_unknown_zone_is_named(fake: FakeCompute) -> None:
 
 
 def test_an_endpoint_that_refuses_connections_is_one_line() -> None:
-    endpoint = f"http://127.0.0.1:{_closed_port()}"
+    endpoint = f"http://127.0.0.1:{free_port()}"
     c = open_census([PROJECT], api_endpoint=endpoint, credentials=AnonymousCredentials())
     with pytest.raises(CloudError, match=f"^cannot reach Compute Engine to list disks in project {PROJECT} "
                                          r"\(every zone and region\): ConnectionError"):
@@ -291,12 +290,6 @@ def _python(code: str, env: dict[str, str], timeout: float = 60) -> subprocess.C
                           env=env, cwd=ROOT, timeout=timeout)
 
 
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_without_the_sdk_the_census_says_how_to_install_it() -> None:
     # None in sys.modules makes the import fail as it does when the package is not installed.
     done = _python("""
@@ -314,7 +307,7 @@ def test_without_the_sdk_the_census_says_how_to_install_it() -> None:
 
 @pytest.mark.parametrize("named_file", [False, True])
 def test_without_credentials_one_line_says_how_to_get_them(tmp_path: Path, named_file: bool) -> None:
-    metadata = f"127.0.0.1:{_closed_port()}"  # no metadata server: ADC's GCE probe is refused at once
+    metadata = f"127.0.0.1:{free_port()}"  # no metadata server: ADC's GCE probe is refused at once
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GOOGLE_", "CLOUDSDK_", "GCE_"))}
     env.update(HOME=str(tmp_path), CLOUDSDK_CONFIG=str(tmp_path / "gcloud"), GCE_METADATA_HOST=metadata,
                GCE_METADATA_IP=metadata)

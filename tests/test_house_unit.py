@@ -264,9 +264,7 @@ def test_scope_comes_from_the_kind_table():
 
 def test_snapshots_watch_without_the_crds_says_so_in_one_context_and_in_a_fleet(tmp_path, capsys):
     """No snapshot CRDs: nothing to watch, one line, exit 0 — with --contexts too (it failed there with a 404)."""
-    import yaml
-
-    from fake_apiserver import FakeAPIServer, status
+    from fake_apiserver import FakeAPIServer, plain_kubeconfig, status
     from kubectl_pvleft.analyses.snapshots import NOT_SERVED
     from kubectl_pvleft.cli.main import main
 
@@ -276,13 +274,7 @@ def test_snapshots_watch_without_the_crds_says_so_in_one_context_and_in_a_fleet(
         return 200, {"kind": "List", "apiVersion": "v1", "metadata": {"resourceVersion": "1"}, "items": []}
 
     with FakeAPIServer(answer) as server:
-        kubeconfig = tmp_path / "kc"
-        kubeconfig.write_text(yaml.safe_dump({
-            "apiVersion": "v1", "kind": "Config", "current-context": "a",
-            "clusters": [{"name": "c", "cluster": {"server": server.endpoint}}],
-            "users": [{"name": "u", "user": {}}],
-            "contexts": [{"name": n, "context": {"cluster": "c", "user": "u"}} for n in ("a", "b")],
-        }))
+        kubeconfig = plain_kubeconfig(tmp_path / "kc", "a", server.endpoint, "b")
         assert main(["snapshots", "--watch", "--kubeconfig", str(kubeconfig)]) == 0
         assert capsys.readouterr().err == NOT_SERVED + "\n"
         assert main(["snapshots", "--watch", "--contexts", "a,b", "--kubeconfig", str(kubeconfig)]) == 0

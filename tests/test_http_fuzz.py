@@ -7,7 +7,6 @@ few seconds of CI."""
 from __future__ import annotations
 
 import socket
-import threading
 import time
 
 import pytest
@@ -16,44 +15,30 @@ from hypothesis import strategies as st
 
 from kubectl_pvleft.kube.httpclient import Pool, Server, Timeouts
 from kubectl_pvleft.kube.httpframing import HTTPFailure
+from loopback import TcpFake, read_head
 
 LIMIT = 1024 * 1024  # the body bound the test reads with (the product's is larger; the mechanism is the same)
 
 
-class OneShot:
-    """Serves one answer (bytes) to one connection, then closes it."""
+class OneShot(TcpFake):
+    """Serves one answer (bytes) to each connection, then closes it."""
 
-    def __init__(self) -> None:
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self.listener.getsockname()[1]
-        self.answer = b""
-        threading.Thread(target=self._serve, daemon=True).start()
+    answer = b""
 
-    def _serve(self) -> None:
-        while True:
+    def connection(self, conn: socket.socket) -> None:
+        with conn:
             try:
-                conn, _ = self.listener.accept()
+                conn.settimeout(2)
+                read_head(conn)
+                conn.sendall(self.answer)
             except OSError:
-                return
-            with conn:
-                try:
-                    conn.settimeout(2)
-                    data = b""
-                    while b"\r\n\r\n" not in data:
-                        got = conn.recv(65536)
-                        if not got:
-                            break
-                        data += got
-                    conn.sendall(self.answer)
-                except OSError:
-                    pass
+                pass
 
 
 @pytest.fixture(scope="module")
 def server():
-    one = OneShot()
-    yield one
-    one.listener.close()
+    with OneShot() as one:
+        yield one
 
 
 HEX = st.text("0123456789abcdefABCDEF", min_size=1, max_size=20)

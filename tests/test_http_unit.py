@@ -15,31 +15,20 @@ import pytest
 
 from kubectl_pvleft.kube.httpclient import BLOCK, Pool, Server, Timeouts
 from kubectl_pvleft.kube.httpframing import Cut, HTTPFailure, Malformed, TimedOut, TooLarge
+from loopback import TcpFake, free_port, read_head
 
 Handler = Callable[[socket.socket, bytes], None]
 
 
-class ScriptedServer:
+class ScriptedServer(TcpFake):
     """Plain TCP on loopback; each accepted connection runs the next handler, per request read."""
 
     def __init__(self, *handlers: Handler) -> None:
         self.handlers = list(handlers)
         self.requests: list[bytes] = []
-        self.connections = 0
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self.listener.getsockname()[1]
-        threading.Thread(target=self._serve, daemon=True).start()
+        self.start()
 
-    def _serve(self) -> None:
-        while True:
-            try:
-                conn, _ = self.listener.accept()
-            except OSError:
-                return
-            self.connections += 1
-            threading.Thread(target=self._connection, args=(conn,), daemon=True).start()
-
-    def _connection(self, conn: socket.socket) -> None:
+    def connection(self, conn: socket.socket) -> None:
         try:
             self._exchange(conn)
         except OSError:  # the client dropped the connection (an abort, a timeout): its side is the test
@@ -49,12 +38,10 @@ class ScriptedServer:
         buffer = b""
         with conn:
             while self.handlers:
-                while b"\r\n\r\n" not in buffer:
-                    data = conn.recv(65536)
-                    if not data:
-                        return
-                    buffer += data
-                request, buffer = buffer.split(b"\r\n\r\n", 1)
+                read = read_head(conn, buffer)
+                if read is None:
+                    return
+                request, buffer = read
                 self.requests.append(request)
                 handler = self.handlers.pop(0)
                 if handler(conn, request) is False:
@@ -64,7 +51,7 @@ class ScriptedServer:
         return Pool(Server(f"http://127.0.0.1:{self.port}{prefix}"), None, None)
 
     def close(self) -> None:
-        self.listener.close()
+        self.stop()
 
 
 def chunked(*pieces: bytes, head: bytes = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n") -> bytes:
@@ -265,11 +252,8 @@ def test_abort_from_another_thread_ends_a_blocked_stream(serve) -> None:
 
 def test_a_refused_port_is_connect_failed(serve) -> None:
     from kubectl_pvleft.kube.httpframing import ConnectFailed
-    listener = socket.create_server(("127.0.0.1", 0))
-    port = listener.getsockname()[1]
-    listener.close()
     with pytest.raises(ConnectFailed):
-        Pool(Server(f"http://127.0.0.1:{port}"), None, None).get("/x", [], Timeouts(connect=2, read=2))
+        Pool(Server(f"http://127.0.0.1:{free_port()}"), None, None).get("/x", [], Timeouts(connect=2, read=2))
 
 
 def test_ipv6_literal_host_header() -> None:

@@ -11,23 +11,20 @@ from __future__ import annotations
 
 import json
 import os
-import queue
 import re
 import select
 import shutil
-import signal
 import subprocess
-import threading
 import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from plugin_runner import PLUGIN, items, run_plugin
+from plugin_runner import PLUGIN, Watch, items, run_plugin
 from recording.classes_claims import bound_csi_claim, cleanup, resize_failed_status, write_status
 from scenarios import apply, claim, delete_claim, host_path_pv, namespace, storage_class, wait_for, wait_pv_phase
 
@@ -497,64 +494,8 @@ def test_pflag_boolean_forms(cluster, objects) -> None:
 
 # -- --watch ------------------------------------------------------------------------------------------
 
-class Watch:
-    """The plugin following a subcommand as a subprocess, its JSON lines read by a thread."""
-
-    def __init__(self, cluster, *args: str) -> None:
-        command = [PLUGIN, *args, "-o", "jsonl", "--kubeconfig", str(cluster.kubeconfig("reader"))]
-        self.proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                     env=dict(os.environ, PVLEFT_WATCH_SETTLE_SECONDS="0.2"))
-        self.lines: queue.Queue[Optional[str]] = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.put(line)
-        self.lines.put(None)
-
-    def until(self, what: str, match, timeout: float = 60.0) -> dict[str, Any]:
-        deadline = time.monotonic() + timeout
-        seen = []
-        while time.monotonic() < deadline:
-            try:
-                line = self.lines.get(timeout=max(0.1, deadline - time.monotonic()))
-            except queue.Empty:
-                break
-            if line is None:
-                raise AssertionError(f"the watch ended before {what}: rc={self.proc.wait()} stderr={self.stderr()}")
-            doc = json.loads(line)
-            seen.append(doc)
-            if match(doc):
-                return doc
-        summary = [(d.get("change"), d.get("name")) for d in seen]
-        raise AssertionError(f"no line for {what} in {timeout:.0f}s; saw {summary}")
-
-    def stderr(self) -> str:
-        return self.proc.stderr.read() if self.proc.stderr and self.proc.poll() is not None else ""
-
-    def interrupt(self) -> tuple[int, str]:
-        """Ctrl-C: the exit code and everything said on stderr."""
-        self.proc.send_signal(signal.SIGINT)
-        code = self.proc.wait(timeout=30)
-        return code, self.stderr()
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-
-
-@pytest.fixture
-def watches() -> Iterator[list[Watch]]:
-    started: list[Watch] = []
-    yield started
-    for watch in started:
-        watch.stop()
-
-
 def started(watches: list[Watch], cluster, *args: str, ready: Any) -> Watch:
-    watch = Watch(cluster, *args)
+    watch = Watch(cluster.kubeconfig("reader"), *args, settle=0.2)
     watches.append(watch)
     watch.until("the initial list", ready)
     return watch

@@ -14,7 +14,6 @@ from __future__ import annotations
 import base64
 import json
 import shlex
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,9 @@ import jsonschema
 import pytest
 import yaml
 
+from aws_moto import FAKE_KEY_ID, FAKE_SECRET, MotoServer, aws_test_env, create_volume, csi_tags
 from kubectl_pvleft.invocation import COMMANDS
+from loopback import free_port
 from mcp_client import assert_declared, converse, item_validator
 from plugin_runner import PLUGIN, items, run_plugin
 from scenarios import apply, claim, get, seed_mariadb, wait_for
@@ -312,15 +313,9 @@ def test_a_403_is_an_answer_with_what_could_not_be_read(cluster: Any, seeded: st
     assert "Traceback" not in talk.stderr
 
 
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def test_an_unreachable_server_is_a_structured_error(cluster: Any, tmp_path: Path) -> None:
     kubeconfig = token_kubeconfig(tmp_path / "gone.kc", cluster, "not-a-real-token",
-                                  server=f"https://127.0.0.1:{closed_port()}")
+                                  server=f"https://127.0.0.1:{free_port()}")
     talk = converse(kubeconfig, [("leftovers", {}), ("claims", {"limit": 0}), ("nothing", {}),
                                  ("claims", {"names": "not-a-list"}), ("leftovers", {"cost": True})], tmp_path)
     kinds = [(result.is_error, result.structured_content["error"]["kind"]) for _, _, result in talk.answers]
@@ -345,54 +340,48 @@ def test_no_token_in_any_answer_or_on_stderr(cluster: Any, seeded: str, tmp_path
 
 
 def test_a_cloud_census_and_its_failure_are_answered_as_the_cli_prints_them(cluster: Any, seeded: str,
-                                                                           tmp_path: Path) -> None:
+                                                                           moto: MotoServer, tmp_path: Path) -> None:
     """`leftovers` with `aws_region` against moto in server mode: the census's rows (an orphan EBS volume) are in
     the items as -o json prints them, with `cost` (from a price file) their monthly cost and the totals, every item
     as the tool's output schema declares it; with EC2 unreachable the answer is `partial` and `errors` holds the
     CLI's error line, the cluster's rows still there."""
     import subprocess
 
-    from aws_moto import FAKE_KEY_ID, FAKE_SECRET, MotoServer, aws_test_env, create_volume, csi_tags
-
-    moto = MotoServer(tmp_path / "moto.log").start()
-    try:
-        ec2 = moto.client("ec2", "us-east-1")
-        orphan = create_volume(ec2, "us-east-1b", 30, "gp2", tags=csi_tags("pvc-mcp-orphan", NAMESPACE, "cart", "eks-mcp"))
-        keys = {"AWS_ACCESS_KEY_ID": FAKE_KEY_ID, "AWS_SECRET_ACCESS_KEY": FAKE_SECRET}
-        reachable = aws_test_env(tmp_path, AWS_ENDPOINT_URL_EC2=moto.endpoint, **keys)
-        unreachable = aws_test_env(tmp_path, AWS_ENDPOINT_URL_EC2=f"http://127.0.0.1:{closed_port()}", **keys)
-        prices = tmp_path / "prices.yaml"
-        prices.write_text("currency: USD\ndate: 2026-10-01\nprices:\n"
-                          "  - {cloud: aws, location: '*', type: gp2, unit_price: 0.10}\n")
-        census = {"aws_region": ["us-east-1"], "aws_cluster_name": "eks-mcp"}
-        for env, partial in ((reachable, False), (unreachable, True)):
-            question = ("leftovers", census if partial else {**census, "cost": True, "price_file": str(prices)})
-            # The CLI reads through the server's own kubeconfig: an orphan made by this cluster names its context.
-            agent = token_kubeconfig(tmp_path / "agent.kc", cluster, seeded)
-            talk = converse(agent, [question], tmp_path, env=env)
-            result = talk.answers[0][2]
-            assert not result.is_error, result.structured_content
-            doc = result.structured_content
-            printed = subprocess.run([PLUGIN, *shlex.split(doc["cli"])[2:], "--kubeconfig",
-                                      str(agent)], capture_output=True, text=True, env=env,
-                                     timeout=120, check=False)
-            assert printed.returncode == (4 if partial else 0), printed.stderr
-            assert ours(doc["items"]) == ours(items(printed.stdout)) != []  # this test's, as in the first test
-            item = item_validator(talk.tools["leftovers"].output_schema)
-            assert_declared(item, doc["items"] + items(printed.stdout), question)
-            if not partial:  # the PVs' disks, the census's orphan, each with its monthly cost, and the totals
-                kinds = {(o.get("kind"), "disk" in o, "monthly_cost" in o) for o in doc["items"]}
-                assert {("orphan-volume", True, True), ("monthly-cost-total", False, False)} <= kinds, kinds
-                assert any(o.get("monthly_cost", {}) and o["monthly_cost"].get("amount") for o in doc["items"])
-            assert doc["partial"] is partial and bool(doc["errors"]) is partial
-            assert [(f["cloud"], f["part"]) for f in doc["failed"]] == ([("aws", "census")] if partial else [])
-            assert doc["errors"] == [line.removeprefix("error: ") for line in printed.stderr.splitlines()
-                                     if line.startswith("error: ")]
-            assert (orphan in json.dumps(doc["items"])) is not partial
-            assert "persistentvolume/mcp-leftover-pv" in {v["object"] for v in doc["verdicts"]}
-            assert doc["findings"] == sum(len(v["findings"]) for v in doc["verdicts"])
-    finally:
-        moto.stop()
+    ec2 = moto.client("ec2", "us-east-1")
+    orphan = create_volume(ec2, "us-east-1b", 30, "gp2", tags=csi_tags("pvc-mcp-orphan", NAMESPACE, "cart", "eks-mcp"))
+    keys = {"AWS_ACCESS_KEY_ID": FAKE_KEY_ID, "AWS_SECRET_ACCESS_KEY": FAKE_SECRET}
+    reachable = aws_test_env(tmp_path, AWS_ENDPOINT_URL_EC2=moto.endpoint, **keys)
+    unreachable = aws_test_env(tmp_path, AWS_ENDPOINT_URL_EC2=f"http://127.0.0.1:{free_port()}", **keys)
+    prices = tmp_path / "prices.yaml"
+    prices.write_text("currency: USD\ndate: 2026-10-01\nprices:\n"
+                      "  - {cloud: aws, location: '*', type: gp2, unit_price: 0.10}\n")
+    census = {"aws_region": ["us-east-1"], "aws_cluster_name": "eks-mcp"}
+    for env, partial in ((reachable, False), (unreachable, True)):
+        question = ("leftovers", census if partial else {**census, "cost": True, "price_file": str(prices)})
+        # The CLI reads through the server's own kubeconfig: an orphan made by this cluster names its context.
+        agent = token_kubeconfig(tmp_path / "agent.kc", cluster, seeded)
+        talk = converse(agent, [question], tmp_path, env=env)
+        result = talk.answers[0][2]
+        assert not result.is_error, result.structured_content
+        doc = result.structured_content
+        printed = subprocess.run([PLUGIN, *shlex.split(doc["cli"])[2:], "--kubeconfig",
+                                  str(agent)], capture_output=True, text=True, env=env,
+                                 timeout=120, check=False)
+        assert printed.returncode == (4 if partial else 0), printed.stderr
+        assert ours(doc["items"]) == ours(items(printed.stdout)) != []  # this test's, as in the first test
+        item = item_validator(talk.tools["leftovers"].output_schema)
+        assert_declared(item, doc["items"] + items(printed.stdout), question)
+        if not partial:  # the PVs' disks, the census's orphan, each with its monthly cost, and the totals
+            kinds = {(o.get("kind"), "disk" in o, "monthly_cost" in o) for o in doc["items"]}
+            assert {("orphan-volume", True, True), ("monthly-cost-total", False, False)} <= kinds, kinds
+            assert any(o.get("monthly_cost", {}) and o["monthly_cost"].get("amount") for o in doc["items"])
+        assert doc["partial"] is partial and bool(doc["errors"]) is partial
+        assert [(f["cloud"], f["part"]) for f in doc["failed"]] == ([("aws", "census")] if partial else [])
+        assert doc["errors"] == [line.removeprefix("error: ") for line in printed.stderr.splitlines()
+                                 if line.startswith("error: ")]
+        assert (orphan in json.dumps(doc["items"])) is not partial
+        assert "persistentvolume/mcp-leftover-pv" in {v["object"] for v in doc["verdicts"]}
+        assert doc["findings"] == sum(len(v["findings"]) for v in doc["verdicts"])
 
 
 def test_streamable_http_on_loopback_answers_as_stdio_does(cluster: Any, seeded: str, tmp_path: Path) -> None:

@@ -20,12 +20,12 @@ import pytest
 import yaml
 
 from cli_runner import Result, invoke
-from fake_apiserver import ScriptedServer, answer, close_at_once
+from fake_apiserver import EMPTY_LIST, ScriptedServer, answer, close_at_once
 from kubectl_pvleft.kube.oidc import token_expiry, valid
+from loopback import free_port
 from oidc_idp import CLIENT_ID, CLIENT_SECRET, SUBJECT, IdP, unsigned_jwt
 from tls_material import ca_data
 
-EMPTY_LIST = b'{"kind":"List","apiVersion":"v1","metadata":{"resourceVersion":"7"},"items":[]}'
 REFRESHED = re.compile(r'^warning: the oidc id-token of user "u" was refreshed for this run only; kubectl would have '
                        r"saved the new tokens in the kubeconfig \(this plugin never writes it\)$")
 
@@ -35,8 +35,7 @@ def server() -> Iterator[ScriptedServer]:
     faults = {"ok": answer(200, EMPTY_LIST), "idp-close": close_at_once,
               "idp-garbage": lambda conn: conn.sendall(b"HELLO WORLD\r\n\r\n"),
               "idp-truncated": answer(200, b'{"issuer": ', length=200)}
-    with ScriptedServer(faults) as scripted:
-        faults["silent"] = scripted.hold
+    with ScriptedServer(faults) as scripted:  # and its own "silent"
         yield scripted
 
 
@@ -44,12 +43,6 @@ def server() -> Iterator[ScriptedServer]:
 def idp() -> Iterator[IdP]:
     with IdP() as provider:
         yield provider
-
-
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]  # nothing listens once it is closed
 
 
 def provider_config(idp: IdP, id_token: Optional[str], refresh_token: Optional[str], **more: str) -> dict:
@@ -257,7 +250,7 @@ def test_an_idp_that_is_down_is_one_line(server, tmp_path: Path, verbosity: str)
     with IdP() as idp:
         refresh = idp.refresh_token()
         config = provider_config(idp, idp.id_token(lifetime=-60), refresh)
-    issuer = f"https://127.0.0.1:{closed_port()}"
+    issuer = f"https://127.0.0.1:{free_port()}"
     config["idp-issuer-url"] = issuer
     result = run(kubeconfig(tmp_path / "kc", server, config), "-v", verbosity)
     assert one_error_line(result) == (
@@ -332,7 +325,7 @@ def test_the_test_idp_serves_the_plugin_while_another_peer_never_starts_its_tls_
 # -- the way to the IdP: client-go's restclient.TransportFor, the environment's proxy, not the cluster's ---------
 
 def test_the_idp_is_reached_through_the_environment_s_proxy(server, idp, tmp_path: Path) -> None:
-    refresh, proxy_port = idp.refresh_token(), closed_port()
+    refresh, proxy_port = idp.refresh_token(), free_port()
     config = provider_config(idp, idp.id_token(lifetime=-60), refresh,
                              **{"idp-issuer-url": "https://idp.pvleft.test:8443"})  # not loopback: Go proxies it
     result = invoke("leftovers", "--kubeconfig", str(kubeconfig(tmp_path / "kc", server, config)),
@@ -348,7 +341,7 @@ def test_the_idp_is_reached_through_the_environment_s_proxy(server, idp, tmp_pat
 def test_the_cluster_s_proxy_url_is_not_used_for_the_idp(server, idp, tmp_path: Path) -> None:
     """client-go builds the IdP's client without the cluster's proxy-url: the refresh goes straight to the IdP,
     and only the API server's request meets the (closed) proxy."""
-    proxy_port = closed_port()
+    proxy_port = free_port()
     config = provider_config(idp, idp.id_token(lifetime=-60), idp.refresh_token())
     result = run(kubeconfig(tmp_path / "kc", server, config, **{"proxy-url": f"http://127.0.0.1:{proxy_port}"}))
     assert len(idp.token_requests()) == 1, result

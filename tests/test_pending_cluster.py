@@ -4,14 +4,11 @@ across an apiserver restart, a real 410 and dropped connections."""
 from __future__ import annotations
 
 import json
-import os
-import signal
 import socket
-import subprocess
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Optional
 
@@ -23,7 +20,8 @@ from kubectl_pvleft.invocation import Options
 from kubectl_pvleft.kube.api import KubeAPI
 from kubectl_pvleft.kube.kubeconfig import Selection, load_connection
 from kubectl_pvleft.kube.watch import WatchSettings, follow
-from plugin_runner import PLUGIN, items, run_plugin
+from loopback import TcpFake
+from plugin_runner import Watch, items, run_plugin
 from recording.pending import claim, pod, volume
 from scenarios import apply, scratch_namespace, wait_for
 
@@ -205,140 +203,85 @@ def event_reads(cluster: Any, since: int, ns: str) -> list[str]:
 
 # -- --watch ---------------------------------------------------------------------------------------------
 
-class Watcher:
-    """`kubectl-pvleft pending --watch -o jsonl` in the background, its lines collected as they come."""
-
-    def __init__(self, kubeconfig: Path, ns: str, env: Optional[dict] = None, extra: tuple[str, ...] = ()) -> None:
-        command = [PLUGIN or "kubectl-pvleft", "pending", "-n", ns, "--watch", "-o", "jsonl",
-                   "--kubeconfig", str(kubeconfig), *extra]
-        self.proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                     env=dict(os.environ, **FAST_WATCH, **(env or {})))
-        self.lines: list[dict] = []
-        self.stderr: list[str] = []
-        self._readers = [threading.Thread(target=self._read, daemon=True),
-                         threading.Thread(target=self._read_err, daemon=True)]
-        for reader in self._readers:
-            reader.start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.append(json.loads(line))
-
-    def _read_err(self) -> None:
-        assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            self.stderr.append(line)
-
-    def saw(self, pod_name: str, change: str, reason: Optional[str] = None, after: int = 0) -> Optional[dict]:
-        for line in self.lines[after:]:
-            if line["pod"] == pod_name and line["change"] == change and (reason is None or line["reason"] == reason):
-                return line
-        return None
-
-    def expect(self, pod_name: str, change: str, reason: Optional[str] = None, after: int = 0,
-               timeout: float = 60) -> dict:
-        return wait_for(f"{change} {pod_name} {reason or ''} in {self.lines} / {self.stderr}",
-                        lambda: self.alive() and self.saw(pod_name, change, reason, after), timeout=timeout)
-
-    def alive(self) -> bool:
-        if self.proc.poll() is not None:
-            raise AssertionError(f"the watch exited {self.proc.returncode}: {''.join(self.stderr)}")
-        return True
-
-    def interrupt(self) -> int:
-        self.proc.send_signal(signal.SIGINT)
-        code = self.proc.wait(timeout=20)
-        for reader in self._readers:
-            reader.join(timeout=5)
-        return code
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(timeout=10)
+def watch_pending(watches: list[Watch], kubeconfig: Path, ns: str, *extra: str) -> Watch:
+    """`kubectl-pvleft pending -n NS --watch -o jsonl` in the background, stopped when the test ends."""
+    watches.append(Watch(kubeconfig, "pending", "-n", ns, "--watch", *extra, settle=None, env=FAST_WATCH))
+    return watches[-1]
 
 
-@pytest.fixture
-def watchers() -> Iterator[list[Watcher]]:
-    started: list[Watcher] = []
-    yield started
-    for w in started:
-        w.kill()
+def verdict(pod_name: str, change: str, reason: Optional[str] = None) -> Callable[[dict], bool]:
+    return lambda line: line["pod"] == pod_name and line["change"] == change and (reason is None or line["reason"] == reason)
+
+
+def expect(w: Watch, pod_name: str, change: str, reason: Optional[str] = None, after: int = 0,
+           timeout: float = 60) -> dict:
+    """The first such line printed from index ``after`` on, whenever it came."""
+    return w.until(f"{change} {pod_name} {reason or ''}", verdict(pod_name, change, reason), timeout, after=after)
+
+
+def saw(w: Watch, pod_name: str, change: str) -> bool:
+    return any(map(verdict(pod_name, change), w.lines))
 
 
 def test_watch_reports_a_verdict_that_changes_and_resolves(cluster: Any, ns: str, cluster_objects: list,
-                                                           watchers: list) -> None:
+                                                           watches: list) -> None:
     sc = storage_class(cluster, cluster_objects)
-    w = Watcher(cluster.kubeconfig("admin"), ns)
-    watchers.append(w)
+    w = watch_pending(watches, cluster.kubeconfig("admin"), ns)
     apply(cluster, pod(ns, "app", "data"))
-    first = w.expect("app", "appeared", "ClaimNotFound")
+    first = expect(w, "app", "appeared", "ClaimNotFound")
     assert first["owner"] == "kube-scheduler"
     apply(cluster, claim(ns, "data", sc))
-    changed = w.expect("app", "changed", "ExternalProvisioning")
+    changed = expect(w, "app", "changed", "ExternalProvisioning")
     assert changed["owner"] == PROVISIONER and changed["claims"][0]["phase"] == "Pending"
     cluster.kubectl("delete", "pod", "-n", ns, "app", "--wait=false")
-    resolved = w.expect("app", "resolved")
+    resolved = expect(w, "app", "resolved")
     assert resolved["resolution"] == "the Pod was deleted"
     time.sleep(6)  # more than one server-side watch timeout: a stream that ends must not end the command
-    assert w.alive()
-    code = w.interrupt()
-    assert code == 130 and "Traceback" not in "".join(w.stderr)
+    assert w.proc.poll() is None  # still running
+    code, stderr = w.interrupt()
+    assert code == 130 and "Traceback" not in stderr
 
 
-def test_watch_keeps_going_across_an_apiserver_restart(cluster: Any, ns: str, watchers: list) -> None:
-    w = Watcher(cluster.kubeconfig("admin"), ns)
-    watchers.append(w)
+def test_watch_keeps_going_across_an_apiserver_restart(cluster: Any, ns: str, watches: list) -> None:
+    w = watch_pending(watches, cluster.kubeconfig("admin"), ns)
     apply(cluster, pod(ns, "before", "nowhere"))
-    w.expect("before", "appeared", "ClaimNotFound")
+    expect(w, "before", "appeared", "ClaimNotFound")
     cluster.restart_apiserver()
     apply(cluster, pod(ns, "after", "nowhere"))
-    w.expect("after", "appeared", "ClaimNotFound", timeout=90)
-    assert not w.saw("before", "resolved")
-    assert w.interrupt() == 130
-    assert "Traceback" not in "".join(w.stderr)
+    expect(w, "after", "appeared", "ClaimNotFound", timeout=90)
+    assert not saw(w, "before", "resolved")
+    code, stderr = w.interrupt()
+    assert code == 130 and "Traceback" not in stderr
 
 
-class FaultProxy:
+class FaultProxy(TcpFake):
     """A TCP proxy on 127.0.0.1 in front of the real apiserver (TLS passes through untouched).
 
     cut() drops every open connection; pause() also refuses new ones until resume()."""
 
     def __init__(self, upstream_port: int) -> None:
         self.upstream_port = upstream_port
-        self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.listener.bind(("127.0.0.1", 0))
-        self.listener.listen(64)
-        self.port = self.listener.getsockname()[1]
         self.paused = False
         self.accepted = 0
         self.lock = threading.Lock()
         self.pairs: set[tuple[socket.socket, socket.socket]] = set()
-        self.closing = False
-        threading.Thread(target=self._accept, daemon=True).start()
+        self.start()
 
-    def _accept(self) -> None:
-        while not self.closing:
-            try:
-                client, _ = self.listener.accept()
-            except OSError:
-                return
-            if self.paused:
-                client.close()
-                continue
-            try:
-                upstream = socket.create_connection(("127.0.0.1", self.upstream_port))
-            except OSError:
-                client.close()
-                continue
-            pair = (client, upstream)
-            with self.lock:
-                self.pairs.add(pair)
-                self.accepted += 1
-            threading.Thread(target=self._pump, args=(client, upstream, pair), daemon=True).start()
-            threading.Thread(target=self._pump, args=(upstream, client, pair), daemon=True).start()
+    def connection(self, client: socket.socket) -> None:
+        if self.paused:
+            client.close()
+            return
+        try:
+            upstream = socket.create_connection(("127.0.0.1", self.upstream_port))
+        except OSError:
+            client.close()
+            return
+        pair = (client, upstream)
+        with self.lock:
+            self.pairs.add(pair)
+            self.accepted += 1
+        threading.Thread(target=self._pump, args=(upstream, client, pair), daemon=True).start()
+        self._pump(client, upstream, pair)
 
     def _pump(self, src: socket.socket, dst: socket.socket, pair: tuple) -> None:
         try:
@@ -381,8 +324,7 @@ class FaultProxy:
         self.paused = False
 
     def close(self) -> None:
-        self.closing = True
-        self.listener.close()
+        self.stop()
         self.cut()
 
     def kubeconfig(self, cluster: Any, directory: Path, user: str = "admin") -> Path:
@@ -412,14 +354,13 @@ def pod_lists_by_plugin(cluster: Any, since: int, ns: str) -> list[dict]:
 
 
 def test_watch_relists_and_resyncs_after_a_real_410(cluster: Any, ns: str, proxy: FaultProxy, tmp_path: Path,
-                                                    watchers: list) -> None:
+                                                    watches: list) -> None:
     """While the plugin is cut off, a Pod goes and another comes, and the restarted apiserver's watch cache
     forgets the plugin's resourceVersion: its re-watch gets a real 410, and only a relist can show the change."""
     marker = audit_size(cluster)
-    w = Watcher(proxy.kubeconfig(cluster, tmp_path), ns, extra=("-v", "6"))
-    watchers.append(w)
+    w = watch_pending(watches, proxy.kubeconfig(cluster, tmp_path), ns, "-v", "6")
     apply(cluster, pod(ns, "gone", "nowhere"))
-    w.expect("gone", "appeared", "ClaimNotFound")
+    expect(w, "gone", "appeared", "ClaimNotFound")
     assert len(pod_lists_by_plugin(cluster, marker, ns)) == 1
     proxy.pause()
     cluster.kubectl("delete", "pod", "-n", ns, "gone", "--wait=true")
@@ -428,36 +369,35 @@ def test_watch_relists_and_resyncs_after_a_real_410(cluster: Any, ns: str, proxy
     cluster.restart_apiserver()
     seen = len(w.lines)
     proxy.resume()
-    resolved = w.expect("gone", "resolved", after=seen, timeout=90)
+    resolved = expect(w, "gone", "resolved", after=seen, timeout=90)
     assert "resynced" in resolved["resolution"]  # known from the relist's diff: no DELETED was ever seen
-    w.expect("new", "appeared", "ClaimNotFound", after=seen)
+    expect(w, "new", "appeared", "ClaimNotFound", after=seen)
     expired = [e for e in audit_entries(cluster, marker) if e["verb"] == "watch"
                and e.get("objectRef", {}).get("resource") == "pods" and e.get("userAgent", "").startswith("kubectl-pvleft/")]
     assert expired, "the plugin never re-watched"
     # The 410 really happened: the audit log shows only 200s (the apiserver answers a too-old watch 200, then an
     # ERROR event with the 410), so the plugin's -v 6 line for that event is the witness.
-    assert any('"Watch error"' in line and 'status="410 Expired"' in line for line in w.stderr), w.stderr[-5:]
+    assert any('"Watch error"' in line and 'status="410 Expired"' in line for line in w.stderr_lines), w.stderr_lines[-5:]
     assert len(pod_lists_by_plugin(cluster, marker, ns)) >= 2
-    assert w.interrupt() == 130
+    assert w.interrupt()[0] == 130
 
 
 def test_watch_rewatches_after_dropped_connections_without_relisting(cluster: Any, ns: str, proxy: FaultProxy,
-                                                                     tmp_path: Path, watchers: list) -> None:
+                                                                     tmp_path: Path, watches: list) -> None:
     marker = audit_size(cluster)
-    w = Watcher(proxy.kubeconfig(cluster, tmp_path), ns)
-    watchers.append(w)
+    w = watch_pending(watches, proxy.kubeconfig(cluster, tmp_path), ns)
     apply(cluster, pod(ns, "one", "nowhere"))
-    w.expect("one", "appeared")
+    expect(w, "one", "appeared")
     for round_ in range(3):
         accepted = proxy.accepted
         proxy.cut()
         wait_for("the plugin to reconnect",
                  lambda accepted=accepted: proxy.accepted > accepted and proxy.open_connections() > 0)
         apply(cluster, pod(ns, f"after-cut-{round_}", "nowhere"))
-        w.expect(f"after-cut-{round_}", "appeared", "ClaimNotFound")
+        expect(w, f"after-cut-{round_}", "appeared", "ClaimNotFound")
     assert len(pod_lists_by_plugin(cluster, marker, ns)) == 1  # resumed from its resourceVersion each time
-    assert not w.saw("one", "resolved")
-    assert w.interrupt() == 130
+    assert not saw(w, "one", "resolved")
+    assert w.interrupt()[0] == 130
 
 
 def test_watch_closes_every_connection_it_opens(cluster: Any, ns: str, proxy: FaultProxy, tmp_path: Path) -> None:

@@ -32,9 +32,7 @@ HUNG_AFTER = 4  # --request-timeout, seconds: how long the hung context holds th
 
 @pytest.fixture(scope="module")
 def silent() -> Iterator[str]:
-    faults: dict = {}
-    with ScriptedServer(faults) as server:
-        faults["silent"] = server.hold  # accepts, completes TLS, reads the request, answers nothing
+    with ScriptedServer({}) as server:  # "silent": accepts, completes TLS, reads the request, answers nothing
         yield server.url_for("silent")
 
 

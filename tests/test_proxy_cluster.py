@@ -22,6 +22,7 @@ import pytest
 import yaml
 
 import proxies
+from loopback import free_port
 from plugin_runner import PLUGIN, run_plugin
 
 pytestmark = [pytest.mark.cluster,
@@ -187,7 +188,7 @@ def test_a_proxy_that_forbids_the_target_is_one_error_line(cluster, squid, tmp_p
 
 
 def test_a_proxy_that_is_not_there_is_one_error_line_naming_it(cluster, tmp_path):
-    closed = proxies.free_port()
+    closed = free_port()
     path = kubeconfig(cluster, tmp_path / "k", "127.0.0.1", **{"proxy-url": f"http://u:hunter2@127.0.0.1:{closed}"})
     theirs, ours = both(path)
     assert theirs.returncode != 0 and ours.returncode != 0
@@ -298,37 +299,26 @@ def test_an_https_proxy_the_cluster_ca_does_not_vouch_for_is_refused(cluster, tm
 def test_a_plain_http_server_is_reached_through_http_proxy_as_kubectl_does(squid, tmp_path):
     """HTTP_PROXY for an http:// server: Go hands the request itself to the proxy (no CONNECT). No API server
     serves plain HTTP any more, so a recording server answers; it sees who came through squid (Via)."""
-    import threading
-    from http.server import BaseHTTPRequestHandler, HTTPServer
+    from loopback import LoopbackFake, Reply, Request, json_reply
 
     seen: list[tuple[str, str, str]] = []
 
-    class Recorder(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            seen.append((self.headers.get("User-Agent", ""), self.headers.get("Via", ""), self.headers["Host"]))
+    class Recorder(LoopbackFake):
+        def serve(self, request: Request) -> Reply:
+            seen.append((request.headers.get("user-agent", ""), request.headers.get("via", ""), request.headers["host"]))
             kind = {"persistentvolumeclaims": "PersistentVolumeClaimList", "storageclasses": "StorageClassList"}
-            name = next((v for k, v in kind.items() if k in self.path), "PersistentVolumeList")
-            body = json.dumps({"kind": name, "apiVersion": "v1", "metadata": {}, "items": []}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+            name = next((v for k, v in kind.items() if k in request.path), "PersistentVolumeList")
+            return json_reply(200, {"kind": name, "apiVersion": "v1", "metadata": {}, "items": []})
 
-        def log_message(self, *args) -> None:
-            pass
-
-    server = HTTPServer(("127.0.0.1", 0), Recorder)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
+    with Recorder() as server:
         path = tmp_path / "k"
         path.write_text(yaml.safe_dump({
             "apiVersion": "v1", "kind": "Config", "current-context": "x",
-            "clusters": [{"name": "c", "cluster": {"server": f"http://{proxies.PROXY_ONLY_NAME}:{server.server_port}"}}],
+            "clusters": [{"name": "c", "cluster": {"server": f"http://{proxies.PROXY_ONLY_NAME}:{server.port}"}}],
             "users": [{"name": "u", "user": {}}], "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}]}))
         _theirs, ours = both(path, {"HTTP_PROXY": squid.url})  # kubectl's requests are checked in seen
         assert ours.returncode == 0, ours.stderr
-        host = f"{proxies.PROXY_ONLY_NAME}:{server.server_port}"
+        host = f"{proxies.PROXY_ONLY_NAME}:{server.port}"
         kubectl_seen = [s for s in seen if not s[0].startswith("kubectl-pvleft/")]
         ours_seen = [s for s in seen if s[0].startswith("kubectl-pvleft/")]
         assert kubectl_seen and all("squid" in via and got == host for _, via, got in kubectl_seen)  # the oracle
@@ -337,8 +327,6 @@ def test_a_plain_http_server_is_reached_through_http_proxy_as_kubectl_does(squid
         # With proxy credentials, which we would have to send on every request: refused in one line.
         _theirs, ours = both(path, {"HTTP_PROXY": f"http://u:hunter2@127.0.0.1:{squid.port}"})
         assert ours.returncode != 0 and len(ours.stderr.strip().splitlines()) == 1 and "hunter2" not in ours.stderr
-    finally:
-        server.shutdown()
 
 
 def test_a_socks5_proxy_that_refuses_the_user_name_and_password(cluster, tmp_path):

@@ -15,17 +15,17 @@ import socket
 import struct
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from cli_runner import invoke
-from fake_apiserver import ScriptedServer, close_at_once, http_answer
+from fake_apiserver import EMPTY_LIST, close_at_once, http_answer
 from kubectl_pvleft.errors import ConnectionFailed
 from kubectl_pvleft.kube.kubeconfig import Selection, load_connection
 from kubectl_pvleft.kube.transport import MAX_RETRIES, Transport, set_verbosity
-from test_credentials_unit import EMPTY_LIST, kubeconfig
+from test_credentials_unit import kubeconfig
 
 PVCS = "/api/v1/persistentvolumeclaims"
 
@@ -55,15 +55,8 @@ def too_many(conn: socket.socket) -> None:
     conn.sendall(http_answer(429, b'{"kind":"Status","code":429,"reason":"TooManyRequests"}', extra="Retry-After: 0\r\n"))
 
 
-@pytest.fixture
-def server() -> Iterator[tuple[ScriptedServer, dict[str, Callable[[socket.socket], None]]]]:
-    faults: dict[str, Callable[[socket.socket], None]] = {}
-    with ScriptedServer(faults) as running:
-        yield running, faults
-
-
-def test_connections_reset_or_closed_before_any_answer_are_retried_and_the_list_succeeds(server, tmp_path: Path) -> None:
-    running, faults = server
+def test_connections_reset_or_closed_before_any_answer_are_retried_and_the_list_succeeds(fault_server, tmp_path: Path) -> None:
+    running, faults = fault_server
     faults["flaky"] = scripted(reset, close_at_once, then=answer_list)
     result = invoke("claims", "-A", "--kubeconfig", kubeconfig(tmp_path / "kc", running.url_for("flaky"), {}), "-v", "6")
     assert result.code == 0, result
@@ -75,8 +68,8 @@ def test_connections_reset_or_closed_before_any_answer_are_retried_and_the_list_
     assert len(running.seen("flaky")) == 4  # two that got no answer, then the CSIDrivers' list and the claims'
 
 
-def test_after_the_retry_budget_it_is_one_error_line_and_429s_spend_the_same_budget(server, tmp_path: Path) -> None:
-    running, faults = server
+def test_after_the_retry_budget_it_is_one_error_line_and_429s_spend_the_same_budget(fault_server, tmp_path: Path) -> None:
+    running, faults = fault_server
     # Nine 429s spend nine of the ten retries; the first reset spends the tenth, the second is the error.
     faults["busy-then-down"] = scripted(*[too_many] * (MAX_RETRIES - 1), then=reset)
     url = running.url_for("busy-then-down")
@@ -94,8 +87,8 @@ def transport_for(url: str, tmp_path: Path, timeout: float | None = None) -> Tra
     b"HTTP/1.1 2",  # part of a status line
     b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n" + EMPTY_LIST[:40],
 ])
-def test_a_reset_after_the_answer_began_is_an_error_never_a_retry(server, tmp_path: Path, answer_begins: bytes) -> None:
-    running, faults = server
+def test_a_reset_after_the_answer_began_is_an_error_never_a_retry(fault_server, tmp_path: Path, answer_begins: bytes) -> None:
+    running, faults = fault_server
 
     def begin_then_reset(conn: socket.socket) -> None:
         conn.sendall(answer_begins)
@@ -111,8 +104,8 @@ def test_a_reset_after_the_answer_began_is_an_error_never_a_retry(server, tmp_pa
     assert len(running.seen("half")) == 1  # sent once: a second answer could not be joined to the first
 
 
-def test_no_retry_whose_wait_would_outlast_the_request_timeout(server, tmp_path: Path) -> None:
-    running, faults = server
+def test_no_retry_whose_wait_would_outlast_the_request_timeout(fault_server, tmp_path: Path) -> None:
+    running, faults = fault_server
     faults["down"] = scripted(then=reset)
     log = io.StringIO()
     set_verbosity(6, log)
@@ -127,8 +120,8 @@ def test_no_retry_whose_wait_would_outlast_the_request_timeout(server, tmp_path:
     assert len(running.seen("down")) == 1 and '"Retrying"' not in log.getvalue()
 
 
-def test_a_watch_that_has_delivered_nothing_is_retried_like_a_list(server, tmp_path: Path) -> None:
-    running, faults = server
+def test_a_watch_that_has_delivered_nothing_is_retried_like_a_list(fault_server, tmp_path: Path) -> None:
+    running, faults = fault_server
     faults["watch"] = scripted(reset, then=lambda conn: conn.sendall(
         b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 0\r\n\r\n"))
     transport = transport_for(running.url_for("watch"), tmp_path)

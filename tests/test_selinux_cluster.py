@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from plugin_runner import items, run_plugin
+from plugin_runner import Watch, items, run_plugin
 from scenarios import apply, get, namespace, storage_class, wait_for, wait_pv_phase
 from scenarios import claim as claim_object
 
@@ -139,27 +139,14 @@ def test_claims_lists_the_shared_volume_with_every_conflicting_pair_the_controll
 def test_pending_watch_keeps_the_pre_flight(cluster: Any, shared: dict[str, str]) -> None:
     """`pending --watch` (and serve, which runs the same follow) streams every Pod and the CSIDrivers' specs, so a
     Pending Pod's SELinux conflicts are the one-shot run's: the same pairs the controller reports as events."""
-    import os
-    import queue
-    import signal
-    import subprocess
-    import threading
-
-    from plugin_runner import PLUGIN
-
     seen = wait_for("the selinux-warning-controller's events", lambda: (lambda s: s if s >= EXPECTED else None)(
         oracle(cluster, shared)), timeout=60)
-    proc = subprocess.Popen([PLUGIN or "kubectl-pvleft", "pending", "--watch", "-n", NS, "-o", "jsonl",
-                             "--kubeconfig", str(cluster.kubeconfig("reader"))], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env={**os.environ, "PVLEFT_WATCH_SETTLE_SECONDS": "0.1"})
-    lines: queue.Queue[str] = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()  # type: ignore[union-attr]
+    watch = Watch(cluster.kubeconfig("reader"), "pending", "--watch", "-n", NS)
     latest: dict[str, set[tuple[str, str, str]]] = {}
     try:
         while {pair for pairs in latest.values() for pair in pairs} != seen:  # rows as they come, newest per Pod
-            row = json.loads(lines.get(timeout=60))
+            row = watch.next()
             latest[row["pod"]] = {(row["pod"], c["reason"], c["other_pod"]) for c in row["selinux_conflicts"]}
     finally:
-        proc.send_signal(signal.SIGINT)
-        _, stderr = proc.communicate(timeout=30)
-    assert proc.returncode == 130 and "Traceback" not in stderr, stderr
+        code, stderr = watch.interrupt()
+    assert code == 130 and "Traceback" not in stderr, stderr

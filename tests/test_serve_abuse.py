@@ -24,14 +24,9 @@ from typing import Any, Optional
 import pytest
 
 from fake_apiserver import QuietServer
+from loopback import free_port
 
 pytestmark = pytest.mark.integration
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class Exporter:

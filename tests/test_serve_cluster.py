@@ -23,8 +23,10 @@ from typing import Any
 
 import pytest
 
+from loopback import free_port
 from plugin_runner import PLUGIN
-from prometheus_server import WATCH_ENV, Prometheus, answers, fetch, free_port, samples, scraping
+from prometheus_server import WATCH_ENV, Prometheus, answers, fetch, samples, scraping
+from prometheus_server import exporter as serving
 from prometheus_server import prometheus as running_prometheus
 from scenarios import apply, host_path_pv, wait_for
 
@@ -162,24 +164,13 @@ def test_a_kind_the_identity_may_not_read_is_readable_0_and_the_others_stay_judg
     and no snapshots (the plane's "pvonly" user). The claim streams are readable 0 and up 0; the claims analysis
     (which cannot do without claims) has no findings and pvleft_analysis_readable 0; leftovers, pending and classes
     judge without them (that evidence unknown); /healthz is 200 and names what it may not read."""
-    port = free_port()
-    log = (tmp_path / "serve.log").open("w+")
-    process = subprocess.Popen([PLUGIN or "kubectl-pvleft", "serve", "--kubeconfig", str(cluster.kubeconfig("pvonly")),
-                                "--listen", f"127.0.0.1:{port}"], stdout=log, stderr=subprocess.STDOUT, text=True,
-                               env={**os.environ, **WATCH_ENV})
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_for("the exporter's /healthz", lambda: answers(f"{url}/healthz"), timeout=60)
-        status, why = fetch(f"{url}/healthz")
+    log = tmp_path / "serve.log"
+    with serving(cluster.kubeconfig("pvonly"), log=log) as target:
+        status, why = fetch(f"http://{target}/healthz")
         exposition = wait_for("leftovers, pending and classes judged", lambda: (lambda body: all(
             f'pvleft_findings{{analysis="{name}"}}' in body for name in ("leftovers", "pending", "classes")) and body)(
-            fetch(f"{url}/metrics")[1]), timeout=60)
-    finally:
-        process.send_signal(signal.SIGTERM)
-        process.wait(timeout=10)
-        log.seek(0)
-        output = log.read()
-        print(output)
+            fetch(f"http://{target}/metrics")[1]), timeout=60)
+    output = log.read_text()
     assert status == 200 and why.startswith("ok (may not read: ") and "persistentvolumeclaims" in why, why
     readable = {labels["stream"]: v for labels, v in samples(exposition, "pvleft_stream_readable")}
     up = {labels["stream"]: v for labels, v in samples(exposition, "pvleft_stream_up")}

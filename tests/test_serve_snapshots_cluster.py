@@ -8,18 +8,14 @@ they are deleted the findings go with them.
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from controlplane import ControlPlane, own_plane
-from plugin_runner import PLUGIN
-from prometheus_server import WATCH_ENV, answers, fetch, free_port, samples
+from controlplane import ControlPlane, OwnPlane
+from prometheus_server import exporter, fetch, samples
 from recording.snapshots import CRD_NAMES, GROUP, install_crds
 from recording.snapshots import build as build_scenario
 from scenarios import wait_for
@@ -30,13 +26,13 @@ P = "serve-snap-"
 
 
 @pytest.fixture(scope="module")
-def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
-    yield from own_plane(tmp_path_factory.mktemp("serve-snapshots-plane"),
-                         tmp_path_factory.getbasetemp() / "serve-snapshots-build.log")
+def plane(own_plane: OwnPlane) -> Iterator[ControlPlane]:
+    with own_plane("serve-snapshots-plane") as plane:
+        yield plane
 
 
-def metrics(port: int) -> str:
-    status, body = fetch(f"http://127.0.0.1:{port}/metrics")
+def metrics(target: str) -> str:
+    status, body = fetch(f"http://{target}/metrics")
     assert status == 200, body
     return body
 
@@ -56,34 +52,23 @@ def snapshot_series(exposition: str) -> dict[str, Any]:
 
 
 def test_snapshot_crds_installed_then_deleted_while_serving(plane: ControlPlane, tmp_path: Path) -> None:
-    port = free_port()
-    log = (tmp_path / "serve.log").open("w+")
-    process = subprocess.Popen([PLUGIN or "kubectl-pvleft", "serve", "--kubeconfig", str(plane.kubeconfig("reader")),
-                                "--listen", f"127.0.0.1:{port}", "--stale-after", "5s"],
-                               stdout=log, stderr=subprocess.STDOUT, text=True, env={**os.environ, **WATCH_ENV})
-    try:
-        wait_for("the exporter's /healthz", lambda: answers(f"http://127.0.0.1:{port}/healthz"), timeout=60)
-        before = wait_for("snapshots not served", lambda: (s := snapshot_series(metrics(port)))["served"] == 0 and s)
+    with exporter(plane.kubeconfig("reader"), "--stale-after", "5s", log=tmp_path / "serve.log") as target:
+        before = wait_for("snapshots not served", lambda: (s := snapshot_series(metrics(target)))["served"] == 0 and s)
         assert before["findings"] is None and before["contents"] == 0 and before["info"] == []  # absent, not zero
         assert before["stream_served"]["volumesnapshotcontents"] == 0
-        leftovers = by_analysis(metrics(port), "pvleft_analysis_served")["leftovers"]
+        leftovers = by_analysis(metrics(target), "pvleft_analysis_served")["leftovers"]
         assert leftovers == 1
 
         install_crds(plane)
         build_scenario(plane, P)
         # The scenario's objects arrive one by one as watch events: wait for all of them, not the first finding.
-        after = wait_for("snapshot findings", lambda: (s := snapshot_series(metrics(port)))["findings"]
+        after = wait_for("snapshot findings", lambda: (s := snapshot_series(metrics(target)))["findings"]
                          and s["contents"] >= 3 and f"{P}orphan" in s["info"] and s, timeout=60)
         assert after["served"] == 1 and set(after["stream_served"].values()) == {1}
-        assert fetch(f"http://127.0.0.1:{port}/healthz")[0] == 200
+        assert fetch(f"http://{target}/healthz")[0] == 200
 
         plane.kubectl("delete", "--wait=true", *(f"crd/{name}.{GROUP}" for name in CRD_NAMES))
-        gone = wait_for("snapshots not served again", lambda: (s := snapshot_series(metrics(port)))["served"] == 0
+        gone = wait_for("snapshots not served again", lambda: (s := snapshot_series(metrics(target)))["served"] == 0
                         and s, timeout=60)
         assert gone["findings"] is None and gone["contents"] == 0 and gone["info"] == []
-        assert fetch(f"http://127.0.0.1:{port}/healthz")[0] == 200
-    finally:
-        process.send_signal(signal.SIGTERM)
-        process.wait(timeout=10)
-        log.seek(0)
-        print(log.read())  # shown when the test fails
+        assert fetch(f"http://{target}/healthz")[0] == 200

@@ -10,8 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.parser import text_string_to_metric_families
 
 from kubectl_pvleft.analyses import leftovers
 from kubectl_pvleft.cli.main import main
@@ -20,7 +18,7 @@ from kubectl_pvleft.exporter.metrics import ServeCollector
 from kubectl_pvleft.invocation import Options
 from kubectl_pvleft.kube.watch import Changed, Synced, WatchSettings
 from kubectl_pvleft.records import ClaimIdentity, PersistentVolume, StorageClass
-from live_serving import live_on
+from live_serving import live_on, scrape
 from wire import items
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -59,16 +57,6 @@ def test_bad_serve_flags_are_one_usage_error(args, words, capsys) -> None:
 def live_leftovers() -> tuple[Live, dict[str, object]]:
     live = Live(None, [kept_live("leftovers", leftovers.ANALYSIS, Options())], WatchSettings(), describe=str)  # type: ignore[arg-type]
     return live, {shared.label: shared for shared in live.streams.values()}
-
-
-def scrape(live: Live, max_series: int = 1000) -> dict[str, list[tuple[dict[str, str], float]]]:
-    registry = CollectorRegistry()
-    registry.register(ServeCollector(live, max_series))
-    found: dict[str, list[tuple[dict[str, str], float]]] = {}
-    for family in text_string_to_metric_families(generate_latest(registry).decode()):
-        for sample in family.samples:
-            found.setdefault(sample.name, []).append((sample.labels, sample.value))
-    return found
 
 
 def sync_all(live: Live, streams: dict, drop_claims: bool = False) -> None:
@@ -343,32 +331,38 @@ def test_a_relist_gives_the_heap_it_freed_back() -> None:
     assert pins
 
 
+WORKLOADS = ("statefulsets", "deployments", "replicasets", "daemonsets", "jobs", "cronjobs")
+
+
+def claims_judged(wire: list[dict[str, Any]], **streams: Any) -> dict[str, list[tuple[dict[str, str], float]]]:
+    """serve's claims analysis judged once over these recorded claims: every other stream listed empty, unless
+    ``streams`` names what it holds (records) or that it could not be read (a Notice); the metrics it serves."""
+    from kubectl_pvleft.analyses import claims
+    from kubectl_pvleft.kube.watch import Notice
+    from kubectl_pvleft.records import PersistentVolumeClaim
+
+    live = Live(None, [kept_live("claims", claims.ANALYSIS, Options())], WatchSettings(), describe=str)  # type: ignore[arg-type]
+    by_name = {shared.stream.name: shared for shared in live.streams.values()}
+    live.take(by_name["claims"], Synced("", tuple(PersistentVolumeClaim.from_wire(o) for o in wire), "1"))
+    # "classes": whether a Pending claim waits for its first consumer
+    for name in ("pods", "events", "classes", "attributeclasses", "csidrivers", "volumes", *WORKLOADS):
+        given = streams.get(name, ())
+        live.take(by_name[name], given if isinstance(given, Notice) else Synced("", tuple(given), "1"))
+    live.judge_once()
+    return scrape(live)
+
+
 def test_unused_claims_and_their_bytes_with_since_for_the_30_day_alert() -> None:
     """Recorded on a 1.37 server with no Pods: every Bound claim carries Unused=True. One loses its condition (an
     older server, or the gate off): the Pods then say it is unused, and nothing says since when."""
     from datetime import datetime
-
-    from kubectl_pvleft.analyses import claims
-    from kubectl_pvleft.records import PersistentVolumeClaim
 
     wire = items("claims_persistentvolumeclaims")
     bound = [o for o in wire if o["status"].get("phase") == "Bound"]
     healthy = next(o for o in wire if o["metadata"]["name"] == "cc-rec-healthy")
     older = {**healthy, "metadata": {**healthy["metadata"], "name": "cc-rec-older", "uid": "older-uid"},
              "status": {**healthy["status"], "conditions": []}}
-    live = Live(None, [kept_live("claims", claims.ANALYSIS, Options())], WatchSettings(), describe=str)  # type: ignore[arg-type]
-    streams = {shared.stream.name: shared for shared in live.streams.values()}
-    live.take(streams["claims"], Synced("", tuple(PersistentVolumeClaim.from_wire(o) for o in [*wire, older]), "1"))
-    live.take(streams["pods"], Synced("", (), "1"))
-    live.take(streams["events"], Synced("", (), "1"))
-    live.take(streams["classes"], Synced("", (), "1"))  # whether a Pending claim waits for its first consumer
-    live.take(streams["attributeclasses"], Synced("", (), "1"))
-    live.take(streams["csidrivers"], Synced("", (), "1"))
-    live.take(streams["volumes"], Synced("", (), "1"))
-    for plural in WORKLOADS:
-        live.take(streams[plural], Synced("", (), "1"))
-    live.judge_once()
-    metrics = scrape(live)
+    metrics = claims_judged([*wire, older])
     labels = {"namespace": "cc-rec-claims", "storage_class": "cc-rec-claims-csi"}
     assert sorted(metrics["pvleft_unused_claims"], key=str) == [
         ({**labels, "evidence": "condition"}, float(len(bound))), ({**labels, "evidence": "pods"}, 1.0)]
@@ -382,9 +376,6 @@ def test_unused_claims_and_their_bytes_with_since_for_the_30_day_alert() -> None
     assert set(since) == {name for name, state in info.items() if state == "unused"} - {"cc-rec-older"}
 
 
-WORKLOADS = ("statefulsets", "deployments", "replicasets", "daemonsets", "jobs", "cronjobs")
-
-
 def test_a_claim_a_workload_mounts_again_is_counted_apart_and_never_alerted() -> None:
     """A Deployment at replicas 0 whose pod template names the recorded, Unused claim cc-rec-healthy (the
     deployment controller keeps its template: pkg/controller/deployment/sync.go scales, never edits it): the
@@ -392,9 +383,7 @@ def test_a_claim_a_workload_mounts_again_is_counted_apart_and_never_alerted() ->
     pvleft_finding_since_timestamp_seconds{state="unused"}, cannot fire) and pvleft_findings, and is counted in
     pvleft_unused_by_design_claims. A StatefulSet list that may not be read makes the other Unused claims
     unknown: never called unused."""
-    from kubectl_pvleft.analyses import claims
     from kubectl_pvleft.kube.watch import Notice
-    from kubectl_pvleft.records import PersistentVolumeClaim
     from kubectl_pvleft.records.workloads import Deployment
 
     wire = items("claims_persistentvolumeclaims")
@@ -404,16 +393,9 @@ def test_a_claim_a_workload_mounts_again_is_counted_apart_and_never_alerted() ->
             {"name": "data", "persistentVolumeClaim": {"claimName": "cc-rec-healthy"}}]}}}})
 
     def judged(statefulsets_readable: bool) -> dict[str, list[tuple[dict[str, str], float]]]:
-        live = Live(None, [kept_live("claims", claims.ANALYSIS, Options())], WatchSettings(), describe=str)  # type: ignore[arg-type]
-        streams = {shared.stream.name: shared for shared in live.streams.values()}
-        live.take(streams["claims"], Synced("", tuple(PersistentVolumeClaim.from_wire(o) for o in wire), "1"))
-        for name in ("pods", "events", "classes", "attributeclasses", "csidrivers", "volumes", *WORKLOADS):
-            if name == "statefulsets" and not statefulsets_readable:
-                live.take(streams[name], Notice(name, "cannot list statefulsets", unavailable=True))
-            else:
-                live.take(streams[name], Synced("", (deployment,) if name == "deployments" else (), "1"))
-        live.judge_once()
-        return scrape(live)
+        refused = {} if statefulsets_readable else {
+            "statefulsets": Notice("statefulsets", "cannot list statefulsets", unavailable=True)}
+        return claims_judged(wire, deployments=(deployment,), **refused)
 
     metrics = judged(statefulsets_readable=True)
     labels = {"namespace": "cc-rec-claims", "storage_class": "cc-rec-claims-csi"}
@@ -433,28 +415,41 @@ def test_a_claim_a_workload_mounts_again_is_counted_apart_and_never_alerted() ->
     assert {s["state"] for s, _ in unknown["pvleft_finding_info"]} & {"unused"} == set()
 
 
+SNAPSHOT_API = "/apis/snapshot.storage.k8s.io/v1/"
+QUICK = WatchSettings(backoff_initial=0.01, backoff_max=0.1, settle=0.0)
+
+
+def snapshot_api(refused: Callable[[str], Any]) -> Any:
+    """A fake API server with the recorded snapshot scenario: each kind listed, then watched quietly until the
+    server ends the watch; but a path ``refused(path)`` answers (a status and a body) gets that answer."""
+    import time
+
+    from fake_apiserver import FakeAPIServer
+
+    lists = {SNAPSHOT_API + kind: items(f"snapshots_{kind}")
+             for kind in ("volumesnapshotcontents", "volumesnapshots", "volumesnapshotclasses")}
+
+    def handler(path: str, query: dict[str, list[str]]) -> tuple[int, Any]:
+        refusal = refused(path)
+        if refusal is not None:
+            return refusal
+        if query.get("watch") == ["true"]:
+            time.sleep(0.2)  # a quiet watch that the server ends
+            return 200, {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "7"}}}
+        return 200, {"kind": "List", "apiVersion": "v1", "metadata": {"resourceVersion": "7"}, "items": lists[path]}
+
+    return FakeAPIServer(handler)
+
+
 def test_snapshot_crds_installed_and_removed_while_serving(tmp_path: Path) -> None:
     """The snapshot API is asked for again while it is not served: installed later, its findings appear; removed,
     they go (absent, never zero) with pvleft_analysis_served 0, and a kind not served is no outage for /healthz."""
     import threading
     import time
 
-    from fake_apiserver import FakeAPIServer
     from kubectl_pvleft.analyses import snapshots
 
     installed = threading.Event()
-    api_path = "/apis/snapshot.storage.k8s.io/v1/"
-    answers = {api_path + "volumesnapshotcontents": items("snapshots_volumesnapshotcontents"),
-               api_path + "volumesnapshots": items("snapshots_volumesnapshots"),
-               api_path + "volumesnapshotclasses": items("snapshots_volumesnapshotclasses")}
-
-    def handler(path: str, query: dict[str, list[str]]) -> tuple[int, Any]:
-        if not installed.is_set():
-            return 404, "404 page not found\n"  # what a server without the CRDs answers
-        if query.get("watch") == ["true"]:
-            time.sleep(0.2)  # a quiet watch that the server ends
-            return 200, {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "7"}}}
-        return 200, {"kind": "List", "apiVersion": "v1", "metadata": {"resourceVersion": "7"}, "items": answers[path]}
 
     def until(what: Callable[[dict], bool]) -> dict:
         deadline = time.monotonic() + 20
@@ -469,27 +464,28 @@ def test_snapshot_crds_installed_and_removed_while_serving(tmp_path: Path) -> No
     def served(metrics: dict) -> float:
         return {labels["analysis"]: v for labels, v in metrics["pvleft_analysis_served"]}["snapshots"]
 
-    with FakeAPIServer(handler) as server:
-        settings = WatchSettings(backoff_initial=0.01, backoff_max=0.1, settle=0.0)
-        with live_on(server, tmp_path, "snapshots", snapshots.ANALYSIS, settings) as live:
-            before = until(lambda m: served(m) == 0.0 and live.healthy(0)[0])
-            assert "pvleft_findings" not in before and "pvleft_leftover_snapshot_contents" not in before
-            assert {v for _, v in before["pvleft_stream_served"]} == {0.0}
-            assert {v for _, v in before["pvleft_stream_errors_total"]} == {0.0}  # not an outage either
-            assert "pvleft_stream_up" not in before  # a kind that does not exist is neither up nor down
+    def not_installed(path: str) -> Any:
+        return None if installed.is_set() else (404, "404 page not found\n")  # what a server without the CRDs answers
 
-            installed.set()
-            after = until(lambda m: "pvleft_findings" in m)
-            assert served(after) == 1.0 and after["pvleft_findings"][0][1] > 0
-            assert sum(v for _, v in after["pvleft_leftover_snapshot_contents"]) > 0
-            assert {v for _, v in after["pvleft_stream_served"]} == {1.0}
-            assert after["pvleft_analysis_up"] == [({"analysis": "snapshots"}, 1.0)]
+    with snapshot_api(not_installed) as server, live_on(server, tmp_path, "snapshots", snapshots.ANALYSIS, QUICK) as live:
+        before = until(lambda m: served(m) == 0.0 and live.healthy(0)[0])
+        assert "pvleft_findings" not in before and "pvleft_leftover_snapshot_contents" not in before
+        assert {v for _, v in before["pvleft_stream_served"]} == {0.0}
+        assert {v for _, v in before["pvleft_stream_errors_total"]} == {0.0}  # not an outage either
+        assert "pvleft_stream_up" not in before  # a kind that does not exist is neither up nor down
 
-            installed.clear()  # the CRDs are deleted: the next watch or list is a 404
-            gone = until(lambda m: served(m) == 0.0)
-            assert "pvleft_findings" not in gone and "pvleft_leftover_snapshot_contents" not in gone
-            assert not any(series["analysis"] == "snapshots" for series, _ in gone.get("pvleft_finding_info", []))
-            assert live.healthy(0)[0]
+        installed.set()
+        after = until(lambda m: "pvleft_findings" in m)
+        assert served(after) == 1.0 and after["pvleft_findings"][0][1] > 0
+        assert sum(v for _, v in after["pvleft_leftover_snapshot_contents"]) > 0
+        assert {v for _, v in after["pvleft_stream_served"]} == {1.0}
+        assert after["pvleft_analysis_up"] == [({"analysis": "snapshots"}, 1.0)]
+
+        installed.clear()  # the CRDs are deleted: the next watch or list is a 404
+        gone = until(lambda m: served(m) == 0.0)
+        assert "pvleft_findings" not in gone and "pvleft_leftover_snapshot_contents" not in gone
+        assert not any(series["analysis"] == "snapshots" for series, _ in gone.get("pvleft_finding_info", []))
+        assert live.healthy(0)[0]
 
 
 def test_a_refused_optional_stream_is_asked_again(tmp_path: Path) -> None:
@@ -498,41 +494,32 @@ def test_a_refused_optional_stream_is_asked_again(tmp_path: Path) -> None:
     import threading
     import time
 
-    from fake_apiserver import FakeAPIServer, status
+    from fake_apiserver import status
     from kubectl_pvleft.analyses import snapshots
 
     granted = threading.Event()
-    api_path = "/apis/snapshot.storage.k8s.io/v1/"
-    answers = {api_path + "volumesnapshotcontents": items("snapshots_volumesnapshotcontents"),
-               api_path + "volumesnapshots": items("snapshots_volumesnapshots"),
-               api_path + "volumesnapshotclasses": items("snapshots_volumesnapshotclasses")}
 
-    def handler(path: str, query: dict[str, list[str]]) -> tuple[int, Any]:
+    def forbidden(path: str) -> Any:
         if path.endswith("/volumesnapshots") and not granted.is_set():
             return 403, status(403, "Forbidden", 'volumesnapshots.snapshot.storage.k8s.io is forbidden')
-        if query.get("watch") == ["true"]:
-            time.sleep(0.2)
-            return 200, {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "7"}}}
-        return 200, {"kind": "List", "apiVersion": "v1", "metadata": {"resourceVersion": "7"}, "items": answers[path]}
+        return None
 
     def readable(metrics: dict) -> float:
         return {labels["stream"]: v for labels, v in metrics.get("pvleft_stream_readable", [])}["volumesnapshots"]
 
-    with FakeAPIServer(handler) as server:
-        settings = WatchSettings(backoff_initial=0.01, backoff_max=0.1, settle=0.0)
-        with live_on(server, tmp_path, "snapshots", snapshots.ANALYSIS, settings) as live:
-            deadline = time.monotonic() + 20
-            while not (live.analyses[0].rows is not None and readable(scrape(live)) == 0.0):
-                assert time.monotonic() < deadline
-                live.judge_once()
-                time.sleep(0.05)
-            refused = scrape(live)
-            granted.set()
-            while readable(scrape(live)) != 1.0 or live.analyses[0].stores.data["snapshots"] in (None, {}):
-                assert time.monotonic() < deadline + 20
-                time.sleep(0.05)
+    with snapshot_api(forbidden) as server, live_on(server, tmp_path, "snapshots", snapshots.ANALYSIS, QUICK) as live:
+        deadline = time.monotonic() + 20
+        while not (live.analyses[0].rows is not None and readable(scrape(live)) == 0.0):
+            assert time.monotonic() < deadline
+            live.judge_once()
+            time.sleep(0.05)
+        refused = scrape(live)
+        granted.set()
+        while readable(scrape(live)) != 1.0 or live.analyses[0].stores.data["snapshots"] in (None, {}):
+            assert time.monotonic() < deadline + 20
+            time.sleep(0.05)
     assert refused["pvleft_analysis_up"] == [({"analysis": "snapshots"}, 1.0)]  # judged, that evidence unknown
-    assert len(live.analyses[0].stores.data["snapshots"] or {}) == len(answers[api_path + "volumesnapshots"])
+    assert len(live.analyses[0].stores.data["snapshots"] or {}) == len(items("snapshots_volumesnapshots"))
 
 
 HEAP_COUNT = """
@@ -858,28 +845,13 @@ def test_a_claim_waiting_for_its_first_consumer_is_no_finding_and_no_trouble() -
     """#31: the recorded cc-rec-pending (class WaitForFirstConsumer, no Pod uses it) waits by design (pv_controller.go
     syncUnboundClaim -> emitEventForUnboundDelayBindingClaim): serve counts it in no trouble gauge and no finding,
     so no alert fires; with its class unknown it stays pending."""
-    from kubectl_pvleft.analyses import claims
-    from kubectl_pvleft.records import PersistentVolumeClaim
-
     wire = items("claims_persistentvolumeclaims")
     wait_class = StorageClass.from_wire({"metadata": {"name": "cc-rec-claims-wait"},
                                          "provisioner": "kubernetes.io/no-provisioner",
                                          "volumeBindingMode": "WaitForFirstConsumer"})
 
     def judged(classes: tuple[StorageClass, ...]) -> dict[str, list[tuple[dict[str, str], float]]]:
-        live = Live(None, [kept_live("claims", claims.ANALYSIS, Options())], WatchSettings(), describe=str)  # type: ignore[arg-type]
-        streams = {shared.stream.name: shared for shared in live.streams.values()}
-        live.take(streams["claims"], Synced("", tuple(PersistentVolumeClaim.from_wire(o) for o in wire), "1"))
-        live.take(streams["pods"], Synced("", (), "1"))
-        live.take(streams["events"], Synced("", (), "1"))
-        live.take(streams["classes"], Synced("", classes, "1"))
-        live.take(streams["attributeclasses"], Synced("", (), "1"))
-        live.take(streams["csidrivers"], Synced("", (), "1"))
-        live.take(streams["volumes"], Synced("", (), "1"))
-        for plural in WORKLOADS:
-            live.take(streams[plural], Synced("", (), "1"))
-        live.judge_once()
-        return scrape(live)
+        return claims_judged(wire, classes=classes)
 
     waiting = judged((wait_class,))
     assert "cc-rec-pending" not in {s["name"] for s, _ in waiting["pvleft_finding_info"]}

@@ -10,22 +10,20 @@ test_set_aside_unit.py."""
 
 from __future__ import annotations
 
-import os
 import re
-import signal
-import socket
-import subprocess
 import time
 import urllib.request
 import uuid
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from plugin_runner import PLUGIN, items, run_plugin
+from plugin_runner import items, run_plugin
+from prometheus_server import exporter
 from scenarios import apply, claim, get, host_path_pv, storage_class, wait_for, wait_pv_phase
 
 pytestmark = pytest.mark.cluster
@@ -171,12 +169,6 @@ def test_kept_and_young_are_no_finding_on_any_output_of_leftovers_and_claims(clu
 
 # -- serve ---------------------------------------------------------------------------------------------------
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def finding_series(url: str) -> set[tuple[str, str, str]]:
     from prometheus_client.parser import text_string_to_metric_families
 
@@ -190,23 +182,17 @@ def finding_series(url: str) -> set[tuple[str, str, str]]:
             if s.name == "pvleft_finding_info"}
 
 
-def test_serve_has_no_series_for_a_kept_leftover_or_claim(cluster: Any, ns: str) -> None:
+def test_serve_has_no_series_for_a_kept_leftover_or_claim(cluster: Any, ns: str, tmp_path: Path) -> None:
     """serve has no --older-than: there the young are findings; the kept never are."""
     seen = scene(cluster, ns)
     pvs = seen["leftovers"]["names"]
-    port = free_port()
-    process = subprocess.Popen([PLUGIN or "kubectl-pvleft", "serve", "--kubeconfig", str(cluster.kubeconfig("reader")),
-                                "--listen", f"127.0.0.1:{port}"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                               text=True, env={**os.environ, "PVLEFT_SERVE_JUDGE_SECONDS": "0.2",
-                                               "PVLEFT_WATCH_SETTLE_SECONDS": "0.1"})
-    try:
+    log = tmp_path / "serve.log"
+    with exporter(cluster.kubeconfig("reader"), log=log) as target:
         expected = {("leftovers", "", pvs[REAL]), ("leftovers", "", pvs[YOUNG]), ("claims", ns, REAL),
                     ("claims", ns, YOUNG)}
         found = wait_for("the real and young findings in /metrics",
                          lambda: (lambda s: s if expected <= s else None)(
-                             finding_series(f"http://127.0.0.1:{port}/metrics")), timeout=90)
+                             finding_series(f"http://{target}/metrics")), timeout=90)
         assert ("leftovers", "", pvs[KEPT]) not in found and ("claims", ns, KEPT) not in found
-    finally:
-        process.send_signal(signal.SIGTERM)
-        _, err = process.communicate(timeout=15)
+    err = log.read_text()
     assert "Traceback" not in err and "error:" not in err, err

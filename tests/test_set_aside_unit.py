@@ -17,21 +17,19 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.parser import text_string_to_metric_families
 
 from kubectl_pvleft.analyses import claims, leftovers, snapshots
 from kubectl_pvleft.cli.names import narrow
 from kubectl_pvleft.clouds import census, snapshot_census
 from kubectl_pvleft.clouds.base import NOT_A_VOLUME, CloudDisk, CloudFinding
 from kubectl_pvleft.exporter.live import Live, kept_live
-from kubectl_pvleft.exporter.metrics import ServeCollector
 from kubectl_pvleft.invocation import Options, Result
 from kubectl_pvleft.kube.watch import Synced, WatchSettings
 from kubectl_pvleft.output import junit, markdown
 from kubectl_pvleft.output.report import Report, finding_count
 from kubectl_pvleft.records import PersistentVolume, PersistentVolumeClaim
 from kubectl_pvleft.records.snapshots import VolumeSnapshotContent
+from live_serving import scrape
 from reports import table_lines
 
 # Real time, whole seconds: serve judges against the clock, and every age here is days from any threshold.
@@ -204,16 +202,6 @@ def test_a_young_claim_has_no_problem_and_a_kept_one_keeps_its_evidence() -> Non
 
 
 # -- serve: /metrics -----------------------------------------------------------------------------------------
-
-def scrape(live: Live) -> dict[str, list[tuple[dict[str, str], float]]]:
-    registry = CollectorRegistry()
-    registry.register(ServeCollector(live, 1000))
-    found: dict[str, list[tuple[dict[str, str], float]]] = {}
-    for family in text_string_to_metric_families(generate_latest(registry).decode()):
-        for sample in family.samples:
-            found.setdefault(sample.name, []).append((sample.labels, sample.value))
-    return found
-
 
 STREAMS: dict[str, dict[str, Sequence[Any]]] = {
     "leftovers": {"volumes": PVS, "claims": (), "classes": (), "events": ()},

@@ -17,7 +17,7 @@ import pytest
 
 from aws_moto import FAKE_KEY_ID, FAKE_SECRET, MotoServer, aws_test_env
 from billing_fake import FakeCatalog, compute_skus, snapshot_skus
-from controlplane import ControlPlane, build
+from controlplane import OwnPlane
 from gce_fake import FakeCompute, gce_snapshot
 from mcp_client import assert_declared, declared
 from plugin_runner import items, run_plugin
@@ -50,17 +50,14 @@ def gce_handle(name: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory: pytest.TempPathFactory, moto: MotoServer) -> Iterator[dict[str, Any]]:
+def world(tmp_path_factory: pytest.TempPathFactory, own_plane: OwnPlane, moto: MotoServer) -> Iterator[dict[str, Any]]:
     """Orphaned Retain contents: three of the PD driver (one whose snapshot Google no longer has), two of the EBS
     driver (one EC2 no longer has), one of another driver; and the clouds that hold (or lost) their snapshots."""
     tmp = tmp_path_factory.mktemp("snapcost")
-    build(log=tmp / "build.log")
     ec2 = moto.client("ec2", "us-east-1")
     volume = ec2.create_volume(AvailabilityZone="us-east-1a", Size=100, VolumeType="gp3")["VolumeId"]
     ebs_snapshot = ec2.create_snapshot(VolumeId=volume)["SnapshotId"]
-    plane = ControlPlane(tmp / "plane")
-    plane.start()
-    try:
+    with own_plane("snapcost-plane") as plane:
         install_crds(plane)
         apply(plane, namespace(NS))
         contents = {"gce-orphan": (GCE_DRIVER, gce_handle("snapshot-orphan")),
@@ -96,8 +93,6 @@ def world(tmp_path_factory: pytest.TempPathFactory, moto: MotoServer) -> Iterato
             yield {"plane": plane, "env": env, "compute": compute, "ebs_snapshot": ebs_snapshot, "tmp": tmp}
         assert compute.drift == [] and catalog.drift == [] and price_list.drift == []
         assert {verb for verb, _, _ in compute.requests} <= {"GET"}
-    finally:
-        plane.stop(keep_logs=False)
 
 
 def plugin(world: dict[str, Any], *args: str) -> Any:

@@ -9,18 +9,14 @@ and the no-CRD answers must be read before the CRDs exist whatever tests run.
 from __future__ import annotations
 
 import json
-import os
-import queue
 import subprocess
-import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from controlplane import ControlPlane, build
-from plugin_runner import PLUGIN, items, run_plugin
+from controlplane import ControlPlane, OwnPlane
+from plugin_runner import Watch, items, run_plugin
 from recording.snapshots import (
     DRIVER_ERROR,
     content,
@@ -34,7 +30,7 @@ from recording.snapshots import (
     write_status,
 )
 from recording.snapshots import build as build_scenario
-from scenarios import apply, wait_for
+from scenarios import apply
 
 pytestmark = pytest.mark.cluster
 
@@ -50,11 +46,8 @@ def plugin(plane: ControlPlane, *args: str, user: str = "reader") -> subprocess.
 
 
 @pytest.fixture(scope="module")
-def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
-    build(log=tmp_path_factory.getbasetemp() / "snapshots-build.log")
-    cp = ControlPlane(tmp_path_factory.mktemp("snapshots-plane"))
-    cp.start()
-    try:
+def plane(own_plane: OwnPlane) -> Iterator[ControlPlane]:
+    with own_plane("snapshots-plane") as cp:
         # Before the CRDs: every answer the no-CRD test checks, read now.
         cp.before_crds = {  # type: ignore[attr-defined]
             "table": plugin(cp), "json": plugin(cp, "-o", "json"), "exit_code": plugin(cp, "--exit-code"),
@@ -73,8 +66,6 @@ def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "snap-contents-only"},
                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": CONTENTS_ONLY_USER}]})
         yield cp
-    finally:
-        cp.stop(keep_logs=False)
 
 
 def columns(text: str) -> list[dict[str, str]]:
@@ -181,33 +172,22 @@ def test_watch_shows_a_content_turning_orphan(plane: ControlPlane) -> None:
     apply(plane, content(f"{P}watched", driver=driver, ns=NS, snapshot="watched",
                          uid=uid(plane, snapshot_path(NS, "watched")), labels={"watch": "yes"}))
     write_status(plane, content_path(f"{P}watched", "status"), ready("snap-watched"))
-    env = {"PVLEFT_WATCH_SETTLE_SECONDS": "0.1"}
-    command = [PLUGIN, "snapshots", "--watch", "-o", "jsonl", "--all", "-l", "watch=yes",
-               "--kubeconfig", str(plane.kubeconfig("reader"))]
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, **env})
-    lines: queue.Queue[str] = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()  # type: ignore[union-attr]
-
-    def next_line(timeout: float = 30.0) -> dict[str, Any]:
-        return json.loads(lines.get(timeout=timeout))
-
+    watch = Watch(plane.kubeconfig("reader"), "snapshots", "--watch", "--all", "-l", "watch=yes")
     try:
-        first = next_line()
+        first = watch.next(timeout=30)
         assert (first["change"], first["name"], first["snapshot_state"], first["findings"]) == (
             "appeared", f"{P}watched", "present", [])
         delete(plane, snapshot_path(NS, "watched"))
-        turned = next_line()
+        turned = watch.next(timeout=30)
         assert (turned["change"], turned["name"], turned["snapshot_state"], turned["snapshot_missing"]) == (
             "changed", f"{P}watched", "missing", True)
         assert [f["kind"] for f in turned["findings"]] == ["retained-orphan"]
         plane.kubectl("delete", "volumesnapshotcontent", f"{P}watched")
-        gone = next_line()
+        gone = watch.next(timeout=30)
         assert (gone["change"], gone["resolution"]) == ("resolved", "the VolumeSnapshotContent was deleted")
     finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-    assert proc.stderr is not None and proc.stderr.read() == ""
+        _, stderr = watch.end()
+    assert stderr == ""
 
 
 # -- #23: pvleft.io/keep, --exclude-namespace (the VolumeSnapshot's namespace) and --older-than ---------------------
@@ -303,14 +283,10 @@ def test_a_content_whose_delete_fails_is_terminating_and_held(plane: ControlPlan
                                                           for ln in wide.splitlines())
         assert name not in [r["name"] for r in items(plugin(plane, "-o", "json", "--older-than", "1h").stdout)]
         # serve quotes the same status.error, with the driver whose sidecar must act.
-        from prometheus_server import exporter, fetch, samples
+        from prometheus_server import exporter, series_of
 
         with exporter(plane.kubeconfig("reader"), log=tmp_path / "serve.log") as target:
-            def quoted() -> Any:
-                body = fetch(f"http://{target}/metrics")[1]
-                return [labels for labels, _ in samples(body, "pvleft_delete_failure_info") if labels["name"] == name]
-
-            assert wait_for("the failure's series", quoted, timeout=60) == [
+            assert series_of(target, "pvleft_delete_failure_info", name=name) == [
                 {"analysis": "snapshots", "kind": "VolumeSnapshotContent", "namespace": "", "name": name,
                  "driver": driver, "error": DELETE_ERROR}]
     finally:

@@ -8,7 +8,6 @@ ways), preprovisioned (Retain, a ref without uid: waiting for its VolumeSnapshot
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Iterator
 from datetime import datetime, timezone
@@ -27,7 +26,7 @@ from kubectl_pvleft.kube.watch import Changed, Stores, Synced
 from kubectl_pvleft.records import Absent
 from kubectl_pvleft.records.snapshots import VolumeSnapshot, VolumeSnapshotClass, VolumeSnapshotContent
 from reports import table_lines
-from wire import items, load
+from wire import edited, items, load
 
 P = "snap-rec-"
 NS = f"{P}apps"
@@ -64,22 +63,6 @@ def kinds(row: snapshots.ContentRow) -> list[str]:
 
 def without(wire: list[dict], name: str) -> list[dict]:
     return [o for o in wire if o["metadata"]["name"] != name]
-
-
-def edited(wire: list[dict], name: str, **changes: Any) -> list[dict]:
-    """A copy of the wire list with dotted paths set in one object (None removes the key)."""
-    out = copy.deepcopy(wire)
-    obj = next(o for o in out if o["metadata"]["name"] == name)
-    for path, value in changes.items():
-        *parents, leaf = path.split("__")
-        node = obj
-        for key in parents:
-            node = node.setdefault(key, {})
-        if value is None:
-            node.pop(leaf, None)
-        else:
-            node[leaf] = value
-    return out
 
 
 def test_the_recording_is_the_scenario() -> None:

@@ -11,7 +11,6 @@ import functools
 import json
 import math
 import random
-import socket
 import subprocess
 import sys
 import textwrap
@@ -23,6 +22,7 @@ import yaml
 
 from kubectl_pvleft.invocation import SUBCOMMANDS
 from kubectl_pvleft.kube.plainyaml import Refused, read, read_yaml, resolve
+from loopback import free_port
 
 LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # YAML 1.1's typing, the reference where go-yaml agrees
 ERROR = "<error>"
@@ -60,12 +60,6 @@ NOT_FOR_HELP = ("msgspec", "dataclasses", "inspect", "kubectl_pvleft.kube.kubeco
                 # the registry (kubectl_pvleft.analyses) is read; no analysis is imported before its command runs
                 "kubectl_pvleft.analyses.leftovers", "kubectl_pvleft.analyses.pending", "kubectl_pvleft.analyses.classes",
                 "kubectl_pvleft.analyses.claims", "kubectl_pvleft.analyses.snapshots", "kubectl_pvleft.analyses.attachments")
-
-
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def kubeconfig_text(server: str) -> str:
@@ -132,7 +126,7 @@ def library_modules() -> frozenset[str]:
 def test_a_one_shot_run_imports_only_what_it_runs(tmp_path: Path, command: str) -> None:
     # A closed port: the run fails at its first request, after everything a run needs is imported.
     config = tmp_path / "config"
-    config.write_text(kubeconfig_text(f"https://127.0.0.1:{closed_port()}"))
+    config.write_text(kubeconfig_text(f"https://127.0.0.1:{free_port()}"))
     modules, stderr = modules_after([command, "-n", "nothing-here", "--kubeconfig", str(config), "-o", "json"],
                                     tmp_path)
     assert stderr.startswith("error: ") and "Traceback" not in stderr, stderr
@@ -168,7 +162,7 @@ def test_the_console_script_holds_the_collector_while_starting_and_skips_the_tea
     os._exit with its exit code and its output said. main(), as a library calls it, leaves the collector and the
     interpreter's exit alone; so does help (no run)."""
     config = tmp_path / "config"
-    config.write_text(kubeconfig_text(f"https://127.0.0.1:{closed_port()}"))
+    config.write_text(kubeconfig_text(f"https://127.0.0.1:{free_port()}"))
     run = ["claims", "--kubeconfig", str(config)]  # fails at its first request, after the connection is made
     for call, expected in (("entry", "True True FAST"), ("main", "True False SLOW")):
         state, stderr, code = collector_at_exit(run, call, tmp_path)
@@ -230,7 +224,7 @@ def test_help_and_usage_errors_import_no_run_machinery(tmp_path: Path) -> None:
 @pytest.mark.integration  # a fresh interpreter: a child process
 def test_a_kubeconfig_outside_the_plain_shapes_is_still_read_with_pyyaml(tmp_path: Path) -> None:
     config = tmp_path / "config"
-    config.write_text(kubeconfig_text(f"https://127.0.0.1:{closed_port()}").replace("preferences: {}",
+    config.write_text(kubeconfig_text(f"https://127.0.0.1:{free_port()}").replace("preferences: {}",
                                                                                     "preferences: &p {}\nx: *p"))
     modules, stderr = modules_after(["claims", "--kubeconfig", str(config)], tmp_path)
     assert stderr.startswith("error: ") and "yaml" in modules

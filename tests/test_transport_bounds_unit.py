@@ -13,27 +13,19 @@ import io
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from fake_apiserver import ScriptedServer, http_answer
+from fake_apiserver import EMPTY_LIST, http_answer
 from kubectl_pvleft.errors import ApiError, ConnectionFailed
 from kubectl_pvleft.kube import transport as transport_module
 from kubectl_pvleft.kube.kubeconfig import Selection, load_connection
 from kubectl_pvleft.kube.transport import MAX_RETRIES, Transport, set_verbosity
-from test_credentials_unit import EMPTY_LIST, kubeconfig
+from test_credentials_unit import kubeconfig
 
 PVCS = "/api/v1/persistentvolumeclaims"
 BOUND = 64 * 1024  # MAX_BODY_BYTES for these tests: 256 MiB would make each one slow
-
-
-@pytest.fixture
-def server() -> Iterator[tuple[ScriptedServer, dict[str, Callable[[socket.socket], None]]]]:
-    faults: dict[str, Callable[[socket.socket], None]] = {}
-    with ScriptedServer(faults) as running:
-        yield running, faults
 
 
 def transport_for(url: str, tmp_path: Path, timeout: float | None = None) -> Transport:
@@ -60,8 +52,8 @@ def a_list_of(size: int) -> bytes:
 
 
 @pytest.mark.parametrize("framing", ["content-length", "chunked", "gzip"])
-def test_a_body_over_the_bound_is_an_error_through_the_transport(server, tmp_path: Path, monkeypatch, framing) -> None:
-    running, faults = server
+def test_a_body_over_the_bound_is_an_error_through_the_transport(fault_server, tmp_path: Path, monkeypatch, framing) -> None:
+    running, faults = fault_server
     monkeypatch.setattr(transport_module, "MAX_BODY_BYTES", BOUND)
     big = a_list_of(4 * BOUND)
     faults["big"] = lambda conn: conn.sendall({
@@ -75,8 +67,8 @@ def test_a_body_over_the_bound_is_an_error_through_the_transport(server, tmp_pat
     assert len(get(transport_for(running.url_for("fits"), tmp_path))) == BOUND // 2
 
 
-def test_a_head_over_1_mib_in_fewer_than_1000_lines_is_an_error(server, tmp_path: Path) -> None:
-    running, faults = server
+def test_a_head_over_1_mib_in_fewer_than_1000_lines_is_an_error(fault_server, tmp_path: Path) -> None:
+    running, faults = fault_server
     line = "X-Padding: " + "p" * 2000 + "\r\n"  # 2 KiB a line, far under the one-line bound of 256 KiB
     over = "".join(line for _ in range(600))  # 1.2 MiB in 600 lines: only the head's total is over
     under = "".join(line for _ in range(400))  # 0.8 MiB: read
@@ -87,9 +79,9 @@ def test_a_head_over_1_mib_in_fewer_than_1000_lines_is_an_error(server, tmp_path
     assert get(transport_for(running.url_for("under"), tmp_path)) == EMPTY_LIST
 
 
-def test_a_retry_after_of_several_seconds_is_waited(server, tmp_path: Path) -> None:
+def test_a_retry_after_of_several_seconds_is_waited(fault_server, tmp_path: Path) -> None:
     """client-go waits the whole seconds a 429 says (checkWait), and then sends the request again."""
-    running, faults = server
+    running, faults = fault_server
     answers = iter([http_answer(429, b'{"kind":"Status","code":429}', extra="Retry-After: 2\r\n")])
     faults["busy"] = lambda conn: conn.sendall(next(answers, http_answer(200, EMPTY_LIST)))
     log = io.StringIO()
@@ -105,10 +97,10 @@ def test_a_retry_after_of_several_seconds_is_waited(server, tmp_path: Path) -> N
     assert 'after="2s"' in log.getvalue()
 
 
-def test_the_retry_budget_ends_a_server_that_answers_429_forever(server, tmp_path: Path) -> None:
+def test_the_retry_budget_ends_a_server_that_answers_429_forever(fault_server, tmp_path: Path) -> None:
     """Ten retries in all, then the server's 429 is the error. The server stops asking for retries after 50
     requests, so a client without a budget fails this test at once instead of at the suite's timeout."""
-    running, faults = server
+    running, faults = fault_server
     lock, sent = threading.Lock(), [0]
 
     def busy(conn: socket.socket) -> None:

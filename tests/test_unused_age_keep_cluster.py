@@ -6,11 +6,6 @@ at different times, never from a fake clock. The server without the condition: t
 
 from __future__ import annotations
 
-import json
-import os
-import queue
-import subprocess
-import threading
 import time
 from collections.abc import Iterator
 from datetime import datetime, timezone
@@ -20,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from plugin_runner import PLUGIN, items, run_plugin
+from plugin_runner import Watch, items, run_plugin
 from recording.pending import pod
 from scenarios import apply, claim, get, host_path_pv, scratch_namespace, storage_class, wait_for, wait_pv_phase
 
@@ -118,26 +113,20 @@ def test_watch_follows_pods_starting_and_ending(cluster: Any, ns: str) -> None:
     bound(cluster, ns, "w")
     apply(cluster, pod(ns, "app", "w", nodeName="node-a"))
     wait_unused(cluster, ns, {"w": "False"})
-    proc = subprocess.Popen([PLUGIN, "claims", "-n", ns, "--watch", "-o", "jsonl",
-                             "--kubeconfig", str(cluster.kubeconfig("reader"))],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PVLEFT_WATCH_SETTLE_SECONDS": "0.1"})
-    lines: queue.Queue[str] = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()  # type: ignore[union-attr]
+    watch = Watch(cluster.kubeconfig("reader"), "claims", "-n", ns, "--watch")
     try:
         time.sleep(2)  # listed: the claim is used, so nothing is printed
-        assert lines.empty()
+        assert watch.unread() == []
         cluster.kubectl("delete", "pod", "app", "-n", ns, "--grace-period=0", "--force")
-        appeared = json.loads(lines.get(timeout=60))
+        appeared = watch.next()
         assert (appeared["change"], appeared["name"], appeared["unused"]) == ("appeared", "w", True)
         apply(cluster, pod(ns, "again", "w", nodeName="node-b"))
-        resolved = json.loads(lines.get(timeout=60))
+        resolved = watch.next()
         assert (resolved["change"], resolved["name"], resolved["resolution"]) == (
             "resolved", "w", "no longer in trouble")
     finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-    assert proc.stderr is not None and proc.stderr.read() == ""
+        _, stderr = watch.end()
+    assert stderr == ""
 
 
 # -- --older-than ---------------------------------------------------------------------------------------------
@@ -180,22 +169,16 @@ def test_watch_shows_a_leftover_once_it_is_old_enough_with_no_event(cluster: Any
     pv = released(cluster, ns, "aging")
     since = get(cluster, f"/api/v1/persistentvolumes/{pv}")["status"]["lastPhaseTransitionTime"]
     threshold = 12
-    proc = subprocess.Popen([PLUGIN, "leftovers", "-l", f"hk={ns}", "--watch", "-o", "jsonl", "--older-than",
-                             f"{threshold}s", "--kubeconfig", str(cluster.kubeconfig("reader"))],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PVLEFT_WATCH_SETTLE_SECONDS": "0.1"})
-    lines: queue.Queue[str] = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()  # type: ignore[union-attr]
+    watch = Watch(cluster.kubeconfig("reader"), "leftovers", "-l", f"hk={ns}", "--watch", "--older-than", f"{threshold}s")
     try:
-        appeared = json.loads(lines.get(timeout=60))
+        appeared = watch.next()
         # Nothing changed on the server: the row appeared because it became old enough (rechecked each second).
         assert (appeared["change"], appeared["name"], appeared["finding"]) == ("appeared", pv, True)
         assert seconds_since(since) >= threshold
         assert get(cluster, f"/api/v1/persistentvolumes/{pv}")["status"]["lastPhaseTransitionTime"] == since
     finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-    assert proc.stderr is not None and proc.stderr.read() == ""
+        _, stderr = watch.end()
+    assert stderr == ""
 
 
 def test_older_than_is_kubectls_duration_syntax_with_days(cluster: Any) -> None:

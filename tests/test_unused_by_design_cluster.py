@@ -13,18 +13,17 @@ The pure rules, one by one: test_reuse_unit.py.
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
 import urllib.request
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from controlplane import ControlPlane
-from plugin_runner import PLUGIN, items, run_plugin
+from plugin_runner import Watch, items, run_plugin
+from prometheus_server import exporter
 from recording.workloads import build
 from scenarios import apply, wait_for
 
@@ -112,18 +111,12 @@ def test_a_forbidden_statefulset_list_makes_them_unknown_never_unused(cluster: C
         cluster.kubectl("delete", "clusterrolebinding,clusterrole", user, "--ignore-not-found")
 
 
-def test_serve_counts_them_apart_and_never_as_unused(cluster: ControlPlane, scene: str) -> None:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    env = {**os.environ, "PVLEFT_WATCH_SETTLE_SECONDS": "0.1", "PVLEFT_SERVE_JUDGE_SECONDS": "0.2"}
-    process = subprocess.Popen([PLUGIN or "kubectl-pvleft", "serve", "--kubeconfig", str(cluster.kubeconfig("reader")),
-                                "--listen", f"127.0.0.1:{port}", "-n", scene], stdout=subprocess.DEVNULL,
-                               stderr=subprocess.PIPE, text=True, env=env)
-    try:
+def test_serve_counts_them_apart_and_never_as_unused(cluster: ControlPlane, scene: str, tmp_path: Path) -> None:
+    log = tmp_path / "serve.log"
+    with exporter(cluster.kubeconfig("reader"), "-n", scene, log=log) as target:
         def scraped() -> Any:
             try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
+                with urllib.request.urlopen(f"http://{target}/metrics", timeout=5) as response:
                     text = response.read().decode()
             except OSError:
                 return None
@@ -145,10 +138,7 @@ def test_serve_counts_them_apart_and_never_as_unused(cluster: ControlPlane, scen
         since = {s[1]["name"] for s in samples if s[0] == "pvleft_finding_since_timestamp_seconds"
                  and s[1]["namespace"] == scene}
         assert since == {"idle"}  # the 30-day alert's series: the claim nothing names, alone
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
-    assert process.stderr is not None and "cannot list" not in process.stderr.read()
+    assert "cannot list" not in log.read_text()
 
 
 def test_watch_shows_a_claim_when_the_workload_that_would_mount_it_again_is_deleted(cluster: ControlPlane,
@@ -156,24 +146,15 @@ def test_watch_shows_a_claim_when_the_workload_that_would_mount_it_again_is_dele
     """--watch follows the workloads as streams: the claims unused by design are not printed; deleting the
     Deployment (the garbage collector deletes its ReplicaSet: pkg/controller/garbagecollector) leaves `shared`
     named by nothing, and it appears as unused with no change to the claim itself. Runs last: it deletes."""
-    import json
-    import queue
-    import threading
-
-    proc = subprocess.Popen([PLUGIN or "kubectl-pvleft", "claims", "-n", scene, "--watch", "-o", "jsonl",
-                             "--kubeconfig", str(cluster.kubeconfig("reader"))], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env={**os.environ, "PVLEFT_WATCH_SETTLE_SECONDS": "0.1"})
-    lines: queue.Queue[str] = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()  # type: ignore[union-attr]
+    watch = Watch(cluster.kubeconfig("reader"), "claims", "-n", scene, "--watch")
     try:
-        first = json.loads(lines.get(timeout=60))
+        first = watch.next()
         assert (first["change"], first["name"], first["usage"]) == ("appeared", "idle", "unused")
         cluster.kubectl("delete", "deployment", "api", "-n", scene)
-        appeared = json.loads(lines.get(timeout=60))
+        appeared = watch.next()
         assert (appeared["change"], appeared["name"], appeared["usage"], appeared["mounted_again_by"]) == (
             "appeared", "shared", "unused", [])
-        assert lines.empty()  # data-web-0 and dump: still by design, never printed
+        assert watch.unread() == []  # data-web-0 and dump: still by design, never printed
     finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-    assert proc.stderr is not None and proc.stderr.read() == ""
+        _, stderr = watch.end()
+    assert stderr == ""

@@ -13,11 +13,11 @@ from typing import Any, Optional
 
 import pytest
 
-from controlplane import ControlPlane, own_plane
+from controlplane import ControlPlane, OwnPlane
 from kubectl_pvleft.analyses import claims
 from kubectl_pvleft.kube.api import PODS, KubeAPI
 from kubectl_pvleft.kube.kubeconfig import Selection, load_connection
-from plugin_runner import items, run_plugin
+from plugin_runner import Watch, items, run_plugin
 from recording.pending import pod
 from scenarios import apply, claim, get, host_path_pv, storage_class, wait_for, wait_pv_phase
 
@@ -27,9 +27,9 @@ GATE = "PersistentVolumeClaimUnusedSinceTime"
 
 
 @pytest.fixture(scope="module")
-def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
-    yield from own_plane(tmp_path_factory.mktemp("no-unused-plane"), tmp_path_factory.getbasetemp() / "unused-build.log",
-                         feature_gates={GATE: False})
+def plane(own_plane: OwnPlane) -> Iterator[ControlPlane]:
+    with own_plane("no-unused-plane", feature_gates={GATE: False}) as plane:
+        yield plane
 
 
 @pytest.fixture
@@ -107,38 +107,25 @@ def test_pods_unreadable_make_unused_unknown_not_a_finding(plane: ControlPlane, 
 
 
 def test_watch_follows_the_pods_when_no_condition_says_it(plane: ControlPlane, ns: str) -> None:
-    import json
-    import os
-    import queue
-    import subprocess
-    import threading
     import time
-
-    from plugin_runner import PLUGIN
 
     bound(plane, ns, "w")
     apply(plane, pod(ns, "app", "w", nodeName="node-a"))
-    proc = subprocess.Popen([PLUGIN, "claims", "-n", ns, "--watch", "-o", "jsonl",
-                             "--kubeconfig", str(plane.kubeconfig("reader"))],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PVLEFT_WATCH_SETTLE_SECONDS": "0.1"})
-    lines: queue.Queue[str] = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()  # type: ignore[union-attr]
+    watch = Watch(plane.kubeconfig("reader"), "claims", "-n", ns, "--watch")
     try:
         time.sleep(2)  # listed: a Pod uses the claim, nothing is printed
-        assert lines.empty()
+        assert watch.unread() == []
         # Only the Pods stream can say this: nothing about the claim itself changes.
         plane.kubectl("delete", "pod", "app", "-n", ns, "--grace-period=0", "--force")
-        appeared = json.loads(lines.get(timeout=60))
+        appeared = watch.next()
         assert (appeared["change"], appeared["name"], appeared["unused"], appeared["unused_evidence"]) == (
             "appeared", "w", True, "pods")
         apply(plane, pod(ns, "again", "w"))  # Pending (no kubelet): it uses the claim all the same
-        resolved = json.loads(lines.get(timeout=60))
+        resolved = watch.next()
         assert (resolved["change"], resolved["name"]) == ("resolved", "w")
     finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-    assert proc.stderr is not None and proc.stderr.read() == ""
+        _, stderr = watch.end()
+    assert stderr == ""
 
 
 class CreatesAClaimAfterThePods:

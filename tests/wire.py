@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 from typing import Any
@@ -15,3 +16,22 @@ def load(name: str) -> dict[str, Any]:
 
 def items(name: str) -> list[dict[str, Any]]:
     return load(name)["items"]
+
+
+def edited(wire: list[dict[str, Any]], name: str, **changes: Any) -> list[dict[str, Any]]:
+    """A copy of a recorded list with the object ``name``'s fields changed: a dotted path is written with ``__``
+    (``metadata__annotations``), and None deletes the key."""
+    out = copy.deepcopy(wire)
+    named = [obj for obj in out if obj["metadata"]["name"] == name]
+    assert named, f"no {name} in the recording"
+    for obj in named:
+        for path, value in changes.items():
+            *parents, leaf = path.split("__")
+            node = obj
+            for key in parents:
+                node = node.setdefault(key, {})
+            if value is None:
+                node.pop(leaf, None)
+            else:
+                node[leaf] = value
+    return out

@@ -313,8 +313,8 @@ def assess(claims: list[PersistentVolumeClaim], *, include_all: bool = False,
     can name a claim (None: none exist)."""
     criteria = criteria or Criteria(include_all=include_all)
     rows, unknown = [], 0
-    for row, unknown_since in judged(claims, pods, criteria, excluded, classes, volumes, workloads, attribute_classes,
-                                     selinux):
+    for row, unknown_since in judged_rows(claims, pods, criteria, excluded, classes, volumes, workloads,
+                                          attribute_classes, selinux):
         rows.append(row)
         unknown += unknown_since
     rows.sort(key=lambda r: (r.claim.namespace, r.claim.name))
@@ -323,12 +323,12 @@ def assess(claims: list[PersistentVolumeClaim], *, include_all: bool = False,
                        warnings=[SINCE_UNKNOWN.format(count=unknown)] if unknown else [])
 
 
-def judged(claims: Iterable[PersistentVolumeClaim], pods: Optional[Iterable[Pod]], criteria: Criteria,
-           excluded: Callable[[Optional[str]], bool] = lambda namespace: False,
-           classes: Optional[Mapping[str, StorageClass]] = None,
-           volumes: Optional[Mapping[str, PersistentVolume]] = None, workloads: Optional[Workloads] = None,
-           attribute_classes: Optional[set[str]] = None,
-           selinux: Optional[SELinuxSharing] = None) -> Iterator[tuple[ClaimRow, bool]]:
+def judged_rows(claims: Iterable[PersistentVolumeClaim], pods: Optional[Iterable[Pod]], criteria: Criteria,
+                excluded: Callable[[Optional[str]], bool] = lambda namespace: False,
+                classes: Optional[Mapping[str, StorageClass]] = None,
+                volumes: Optional[Mapping[str, PersistentVolume]] = None, workloads: Optional[Workloads] = None,
+                attribute_classes: Optional[set[str]] = None,
+                selinux: Optional[SELinuxSharing] = None) -> Iterator[tuple[ClaimRow, bool]]:
     """Each claim's row (``judge``) in the order given, one at a time, but for the excluded namespaces' claims.
     ``pods`` None: they could not be read."""
     pods = None if pods is None else list(pods)
@@ -634,11 +634,11 @@ def follow(options: Options) -> Follow[ClaimRow]:
         claims = sorted((c for c in stores[pvcs] or () if not options.excluded(c.namespace)),
                         key=lambda c: (c.namespace, c.name))
         why = reasons_from(claims, stores[claim_events])
-        for row, _ in judged(claims, stores[pods], criteria,
-                             classes=None if classes is None else {sc.name: sc for sc in classes},
-                             workloads=reuse.from_stores(workload_streams, stores),
-                             attribute_classes=None if vacs is None else {v.name for v in vacs},
-                             selinux=selinux_sharing(stores[pods], stores[drivers], stores[pvs])):
+        for row, _ in judged_rows(claims, stores[pods], criteria,
+                                  classes=None if classes is None else {sc.name: sc for sc in classes},
+                                  workloads=reuse.from_stores(workload_streams, stores),
+                                  attribute_classes=None if vacs is None else {v.name for v in vacs},
+                                  selinux=selinux_sharing(stores[pods], stores[drivers], stores[pvs])):
             if criteria.keeps(row):
                 uid = row.claim.meta.uid
                 yield replace(row, why=why[uid]) if uid in why else row

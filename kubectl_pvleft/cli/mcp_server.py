@@ -454,7 +454,7 @@ def failure(exc: BaseException) -> dict[str, Any]:
     elif isinstance(exc, ApiError):
         kind = "forbidden" if isinstance(exc, Forbidden) else "unauthorized" if exc.status == 401 else "api"
         doc = {"kind": kind, "message": describe_api_error(exc), "status": exc.status, "verb": exc.verb,
-               "path": exc.path.split("?", 1)[0], "resource": (exc.details or {}).get("kind")}
+               "path": exc.path.split("?", 1)[0], "resource": exc.details_kind}
     elif isinstance(exc, UsageError):
         doc = {"kind": "usage", "message": str(exc)}
     elif isinstance(exc, ConnectionFailed):

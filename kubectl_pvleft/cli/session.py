@@ -106,7 +106,7 @@ def describe_api_error(exc: ApiError) -> str:
                     "impersonate them")
         from kubectl_pvleft.kube.api import KINDS
 
-        resource = (exc.details or {}).get("kind") or exc.path.rstrip("/").split("/")[-1]
+        resource = exc.details_kind or exc.path.rstrip("/").split("/")[-1]
         kind = KINDS.get(resource)
         hint = (f"kubectl pvleft needs get/list/watch on {resource}"
                 + (", which are cluster-scoped: a ClusterRole, not a Role (see the pvleft-reader ClusterRole in the "

@@ -13,7 +13,7 @@ import ssl
 import sys
 import threading
 import time
-from typing import Any, Optional, TextIO, Union
+from typing import TYPE_CHECKING, Optional, TextIO, Union
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
 from kubectl_pvleft import __version__
@@ -26,6 +26,9 @@ from kubectl_pvleft.kube.kubeconfig import TLS, Connection
 from kubectl_pvleft.kube.proxy import choose as choose_proxy
 from kubectl_pvleft.text import one_line as text_one_line
 from kubectl_pvleft.text import shown, warn
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 USER_AGENT = f"kubectl-pvleft/{__version__}"
 BODY_LOG_LIMIT = 10 * 1024  # kubectl cuts logged bodies too
@@ -424,7 +427,7 @@ def api_error(status: int, body: bytes, verb: str, path: str) -> ApiError:
     import json  # error answers only
 
     reason, message = "", ""
-    details: dict[str, Any] = {}
+    details: dict[str, object] = {}
     try:
         doc = json.loads(body)
         if isinstance(doc, dict):
@@ -441,6 +444,6 @@ def api_error(status: int, body: bytes, verb: str, path: str) -> ApiError:
 
 
 def error_for(status: int, reason: str, message: str, verb: str, path: str,
-              details: Optional[dict[str, Any]] = None) -> ApiError:
+              details: Optional[Mapping[str, object]] = None) -> ApiError:
     kind = {403: Forbidden, 404: NotFound, 410: Expired}.get(status, ApiError)
     return kind(status, reason, one_line(message), verb, path, details)

@@ -194,4 +194,4 @@ class Status(msgspec.Struct, rename="camel", frozen=True, gc=False):
     code: int = 0
     reason: str = ""
     message: str = ""
-    details: Optional[dict[str, Any]] = None
+    details: Optional[dict[str, object]] = None  # JSON: only its kind is read (errors.ApiError.details_kind)

@@ -29,7 +29,8 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -687,17 +688,8 @@ class ControlPlane:
         return status, resp
 
 
-def own_plane(folder: Path, build_log: Path, **options: Any) -> Iterator[ControlPlane]:
-    """A fixture's body for a test module that needs a plane of its own (a feature gate off, a state the shared
-    plane must not keep): the binaries built if need be, the plane started in ``folder``, handed over, then
-    stopped and its logs removed. ``options``: ControlPlane's (feature_gates, extra_apiserver_args...)."""
-    build(log=build_log)
-    cp = ControlPlane(folder, **options)
-    cp.start()
-    try:
-        yield cp
-    finally:
-        cp.stop(keep_logs=False)
+# What the `own_plane` fixture (tests/conftest.py) hands a module: ``with own_plane("name", **options) as plane:``.
+OwnPlane = Callable[..., AbstractContextManager[ControlPlane]]
 
 
 def _binding(kind: str, name: str, role_kind: str, role: str, user: str, namespace: str | None = None) -> dict:
