@@ -244,8 +244,7 @@ def _context(doc: Merged, name: str) -> Context:
     entry = _named(doc["contexts"], name)
     if entry is None:
         raise ConfigError(f'context "{name}" does not exist in the kubeconfig')
-    context = entry.get("context")
-    return context.copy() if context else {}
+    return entry.get("context") or {}
 
 
 def _chosen(doc: Merged, context_name: str,
@@ -263,12 +262,11 @@ def _chosen(doc: Merged, context_name: str,
         raise ConfigError(f'auth info "{user_name}" does not exist')
     # A context's user the kubeconfig does not define: kubectl carries on without credentials (asking for a user
     # name and password on a terminal); here the requests go out anonymous, and a warning says so.
-    cluster = (cluster_entry or {}).get("cluster")
-    user = (user_entry or {}).get("user")
     missing = None
     if user_name and user_entry is None:
         missing = f'user "{user_name}" of context "{context_name}" is not in the kubeconfig'
-    return context, cluster_name, cluster.copy() if cluster else {}, user_name, user.copy() if user else {}, missing
+    cluster, user = (cluster_entry or {}).get("cluster") or {}, (user_entry or {}).get("user") or {}
+    return context, cluster_name, cluster, user_name, user, missing  # read, never written to: the file's own
 
 
 def _from_flags(cluster: Cluster, user: AuthInfo, context_name: Optional[str], selection: Selection,
