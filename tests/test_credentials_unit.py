@@ -458,3 +458,13 @@ def test_the_exec_plugin_and_the_request_share_one_deadline(server: ScriptedServ
     assert (result.code, result.stderr) == (1, f"error: the server {server.url}/silent did not answer in time "
                                                "(--request-timeout)\n")
     assert took < 3.2, took  # the bound is 2 s; the sum of two separate waits was at least 3.5 s
+
+
+def test_an_exec_env_value_of_null_is_the_empty_string() -> None:
+    """client-go's ExecEnvVar (k8s.io/client-go/tools/clientcmd/api/types.go) has `Value string`: a YAML null
+    decodes to "", and that is what the plugin gets (it was the text "None")."""
+    from kubectl_pvleft.kube.credentials import _exec_env
+
+    env = _exec_env({"command": "x", "env": [{"name": "PVLEFT_NULL", "value": None}, {"name": "PVLEFT_SET",
+                                                                                      "value": "v"}]}, "user x")
+    assert env["PVLEFT_NULL"] == "" and env["PVLEFT_SET"] == "v"

@@ -245,7 +245,7 @@ def _exec_env(config: ExecConfig, label: str) -> dict[str, str]:
     env = dict(os.environ)
     for entry in entries:
         name = entry.get("name") if isinstance(entry, dict) else None
-        value = str(entry.get("value", "")) if isinstance(entry, dict) else ""
+        value = (entry.get("value") or "") if isinstance(entry, dict) else ""  # null: "" (a Go string field)
         # An environment cannot carry these: refused here, not as an exception from exec.
         if not isinstance(name, str) or not name or "=" in name or "\x00" in name or "\x00" in value:
             raise CredentialError(f"{label}: env entries need a name without '=' or NUL, and a value without NUL")
