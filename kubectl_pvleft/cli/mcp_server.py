@@ -22,7 +22,7 @@ import re
 import shlex
 import types
 from collections.abc import Mapping
-from typing import Any, Literal, Optional, Union, get_args, get_origin, get_type_hints, is_typeddict
+from typing import TYPE_CHECKING, Any, Literal, Optional, Union, get_args, get_origin, get_type_hints, is_typeddict
 
 from kubectl_pvleft import __version__
 from kubectl_pvleft.analyses import ANALYSES_BY_NAME
@@ -30,6 +30,11 @@ from kubectl_pvleft.cli.session import Session, describe_api_error
 from kubectl_pvleft.errors import ApiError, ConfigError, ConnectionFailed, Forbidden, PvleftError, Refusal, UsageError, needs_extra
 from kubectl_pvleft.invocation import BOOLEAN, COMMANDS, DURATION, REPEATED, VALUE, WHY, Command, Flag, Invocation, Options
 from kubectl_pvleft.text import one_line, shown
+
+if TYPE_CHECKING:  # the SDK only when `mcp` runs (its extra)
+    from mcp.server.context import ServerRequestContext
+    from mcp.server.lowlevel import Server
+    from mcp.types import CallToolRequestParams, CallToolResult, ListToolsResult, PaginatedRequestParams, Tool
 
 PROG = "kubectl pvleft"
 DEFAULT_LIMIT = 100
@@ -273,10 +278,10 @@ def why_output_schema() -> dict[str, Any]:
                          closed=True)
 
 
-def tools() -> list[Any]:
+def tools() -> list[Tool]:
     import mcp.types as types
 
-    def tool(command: Command, inputs: dict[str, Any], outputs: dict[str, Any]) -> Any:
+    def tool(command: Command, inputs: dict[str, Any], outputs: dict[str, Any]) -> Tool:
         return types.Tool(name=command.name, title=f"kubectl pvleft {command.name}", description=command.summary,
                           input_schema=inputs, output_schema=outputs,
                           annotations=types.ToolAnnotations(title=f"kubectl pvleft {command.name}",
@@ -489,7 +494,7 @@ def call_seconds(invocation: Invocation) -> Optional[float]:
     return invocation.request_timeout or None
 
 
-def server(invocation: Invocation) -> Any:
+def server(invocation: Invocation) -> Server:
     import asyncio
     import json
 
@@ -503,10 +508,10 @@ def server(invocation: Invocation) -> Any:
     listed = tools()
     turns = asyncio.Semaphore(CONCURRENT_CALLS)
 
-    async def list_tools(ctx: Any, params: Any) -> Any:
+    async def list_tools(ctx: ServerRequestContext, params: Optional[PaginatedRequestParams]) -> ListToolsResult:
         return types.ListToolsResult(tools=listed)
 
-    async def call_tool(ctx: Any, params: Any) -> Any:
+    async def call_tool(ctx: ServerRequestContext, params: CallToolRequestParams) -> CallToolResult:
         command = by_name.get(params.name)
         try:
             if command is None:
